@@ -1,0 +1,166 @@
+#include "common/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iostream>
+#include <limits>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+// Multiplier of a size suffix, or 0 when the suffix is not one.
+std::uint64_t suffix_multiplier(std::string_view suffix) {
+  std::string s = to_lower(suffix);
+  if (s.empty() || s == "b") return 1;
+  static constexpr std::string_view kUnits = "kmgt";
+  std::size_t pos = kUnits.find(s[0]);
+  if (pos == std::string_view::npos) return 0;
+  std::string_view rest = std::string_view(s).substr(1);
+  if (!(rest.empty() || rest == "b" || rest == "ib")) return 0;
+  return std::uint64_t{1} << (10 * (pos + 1));
+}
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text, std::string_view what) {
+  std::string_view t = trim(text);
+  std::size_t split_at = 0;
+  while (split_at < t.size() && (std::isdigit(static_cast<unsigned char>(t[split_at])) || t[split_at] == '.'))
+    ++split_at;
+  std::string_view number = t.substr(0, split_at);
+  std::uint64_t mult = suffix_multiplier(t.substr(split_at));
+  auto fail = [&](std::string_view why) {
+    return bad_input(fmt::format("{}: '{}' is not a size{} (examples: 4096, 64K, 1M, 2G)", what,
+                                 text, why));
+  };
+  if (number.empty() || mult == 0) throw fail("");
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || ptr != number.data() + number.size()) throw fail("");
+  long double bytes = static_cast<long double>(value) * mult;
+  if (bytes > static_cast<long double>(std::numeric_limits<std::int64_t>::max()))
+    throw fail(": too large");
+  if (bytes != std::floor(bytes)) throw fail(": not a whole number of bytes");
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::int64_t parse_positive_int(std::string_view text, std::string_view what) {
+  std::uint64_t v = parse_size(text, what);
+  if (v == 0) throw bad_input(fmt::format("{}: must be at least 1, got '{}'", what, text));
+  return static_cast<std::int64_t>(v);
+}
+
+std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : split(text, ',')) {
+    auto parts = split(item, ':');
+    if (item.find(':') == std::string::npos) {
+      out.push_back(parse_positive_int(item, what));
+      continue;
+    }
+    if (parts.size() < 2 || parts.size() > 3 ||
+        std::count(item.begin(), item.end(), ':') != static_cast<long>(parts.size()) - 1)
+      throw bad_input(fmt::format("{}: '{}' is not a range start:stop[:step]", what, item));
+    std::int64_t start = parse_positive_int(parts[0], what);
+    std::int64_t stop = parse_positive_int(parts[1], what);
+    std::int64_t step = parts.size() == 3 ? parse_positive_int(parts[2], what) : 1;
+    if (stop < start)
+      throw bad_input(fmt::format("{}: range '{}' ends before it starts", what, item));
+    if ((stop - start) / step >= 100000)
+      throw bad_input(fmt::format("{}: range '{}' has more than 100000 values", what, item));
+    for (std::int64_t v = start; v <= stop; v += step) out.push_back(v);
+  }
+  if (out.empty()) throw bad_input(fmt::format("{}: empty list", what));
+  return out;
+}
+
+void add_measure_options(cxxopts::Options& options, const MeasureOptions& d) {
+  options.add_options("Measurement")
+    ("warmup", "warm-up iterations before sampling (at least)", cxxopts::value<int>()->default_value(std::to_string(d.warmup_iters)))
+    ("warmup-time", "warm-up seconds before sampling (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.warmup_time_s)))
+    ("min-samples", "timed samples per case (at least)", cxxopts::value<int>()->default_value(std::to_string(d.min_samples)))
+    ("max-samples", "timed samples per case (at most)", cxxopts::value<int>()->default_value(std::to_string(d.max_samples)))
+    ("min-time", "seconds of sampling per case (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.min_time_s)))
+    ("max-time", "seconds of sampling per case (at most; the row says 'noisy' if it stops here)", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_time_s)))
+    ("max-noise", "stop once the relative standard error of the mean is below this", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_noise)));
+}
+
+MeasureOptions read_measure_options(const cxxopts::ParseResult& p, MeasureOptions m) {
+  m.warmup_iters = p["warmup"].as<int>();
+  m.warmup_time_s = p["warmup-time"].as<double>();
+  m.min_samples = p["min-samples"].as<int>();
+  m.max_samples = p["max-samples"].as<int>();
+  m.min_time_s = p["min-time"].as<double>();
+  m.max_time_s = p["max-time"].as<double>();
+  m.max_noise = p["max-noise"].as<double>();
+  validate(m);
+  return m;
+}
+
+void add_report_options(cxxopts::Options& options, std::string_view binary) {
+  options.add_options("Report")
+    ("report-dir-path", fmt::format("directory for CSV, JSON lines and environment.json (default reports/{}-<date>-<time>)", binary), cxxopts::value<std::string>())
+    ("quiet", "no progress lines on stderr");
+}
+
+ReportOptions read_report_options(const cxxopts::ParseResult& p) {
+  ReportOptions r;
+  r.quiet = p.count("quiet") > 0;
+  if (p.count("report-dir-path")) {
+    r.report_dir = p["report-dir-path"].as<std::string>();
+    if (r.report_dir.empty()) throw bad_input("--report-dir-path: empty path");
+  }
+  return r;
+}
+
+void add_peak_options(cxxopts::Options& options) {
+  options.add_options("Peaks")
+    ("peak-tflops", "peak TFLOPS used for pct_peak (overrides configs/hardware.json)", cxxopts::value<double>())
+    ("peak-bw", "peak memory bandwidth in GB/s (overrides configs/hardware.json)", cxxopts::value<double>())
+    ("hardware-config-path", "hardware table (default configs/hardware.json)", cxxopts::value<std::string>());
+}
+
+PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
+  PeakOverrides o;
+  auto positive = [&](const char* flag) -> std::optional<double> {
+    if (!p.count(flag)) return std::nullopt;
+    double v = p[flag].as<double>();
+    if (!(v > 0) || !std::isfinite(v))
+      throw bad_input(fmt::format("--{}: must be a positive number, got {}", flag, v));
+    return v;
+  };
+  o.peak_tflops = positive("peak-tflops");
+  o.peak_bw_gbps = positive("peak-bw");
+  if (p.count("hardware-config-path")) o.hardware_config_path = p["hardware-config-path"].as<std::string>();
+  return o;
+}
+
+std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,
+                                                       char** argv) {
+  options.add_options("Help")("h,help", "print this help");
+  try {
+    auto parsed = options.parse(argc, argv);
+    if (parsed.count("help")) {
+      std::cout << options.help() << std::endl;
+      return std::nullopt;
+    }
+    if (!parsed.unmatched().empty())
+      throw bad_input(fmt::format("unexpected argument '{}' (see --help)", parsed.unmatched().front()));
+    return parsed;
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw bad_input(fmt::format("{} (see --help)", e.what()));
+  }
+}
+
+bool given(const cxxopts::ParseResult& parsed, const std::string& flag) {
+  return parsed.count(flag) > 0;
+}
+
+}  // namespace opbench

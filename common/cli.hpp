@@ -1,0 +1,55 @@
+#pragma once
+// Command-line parsing shared by every binary: sizes ("64K", "1G"), integer lists with
+// start:stop:step ranges, and the option groups all binaries have (measurement, reports, peaks).
+#include <cxxopts.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/measure.hpp"
+
+namespace opbench {
+
+// "4096", "64K", "64KB", "64KiB", "1.5M", "2G" -> bytes, with K = 1024 as in nccl-tests.
+// `what` names the flag in the error message.
+std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
+
+// A positive integer, with the same suffixes as parse_size.
+std::int64_t parse_positive_int(std::string_view text, std::string_view what);
+
+// Comma-separated items, each an integer or an inclusive range start:stop[:step] (step 1 when
+// omitted; stop is included when the steps land on it): "128,256", "64:8192:64".
+std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
+
+struct ReportOptions {
+  std::string report_dir;  // where CSV, JSON lines and environment.json go
+  bool quiet = false;      // no progress on stderr
+};
+
+struct PeakOverrides {
+  std::optional<double> peak_tflops;
+  std::optional<double> peak_bw_gbps;
+  std::string hardware_config_path;  // empty: configs/hardware.json found next to the binary
+};
+
+void add_measure_options(cxxopts::Options& options, const MeasureOptions& defaults);
+MeasureOptions read_measure_options(const cxxopts::ParseResult& parsed, MeasureOptions defaults);
+
+void add_report_options(cxxopts::Options& options, std::string_view binary);
+ReportOptions read_report_options(const cxxopts::ParseResult& parsed);
+
+void add_peak_options(cxxopts::Options& options);
+PeakOverrides read_peak_options(const cxxopts::ParseResult& parsed);
+
+// Parses argv; unknown flags, bad values and stray arguments become bad_input errors.
+// Returns nullopt after printing help for --help.
+std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,
+                                                       char** argv);
+
+// Whether a flag was given on the command line (as opposed to taking its default).
+bool given(const cxxopts::ParseResult& parsed, const std::string& flag);
+
+}  // namespace opbench

@@ -1,0 +1,30 @@
+#pragma once
+// CUDA device discovery and facts, read from the device itself.
+#include <cstdint>
+#include <string>
+
+#include "common/env.hpp"
+
+namespace opbench {
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::uint64_t l2_bytes = 0;
+  std::uint64_t total_memory_bytes = 0;
+  int max_sm_clock_khz = 0;
+};
+
+// Number of usable CUDA devices; 0 when there is no driver or no device, with the reason in
+// `why_none` (e.g. "cudaErrorNoDevice: no CUDA-capable device is detected").
+int cuda_device_count(std::string* why_none = nullptr);
+CudaDeviceInfo cuda_device_info(int device);
+std::uint64_t cuda_free_memory_bytes(int device);
+
+// Adds the CUDA runtime and driver versions and the device to the run's environment.
+void add_cuda_environment(Environment& env, int device);
+
+}  // namespace opbench

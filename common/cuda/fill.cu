@@ -1,0 +1,63 @@
+// Deterministic uniform fill of device buffers in any benchmark dtype.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "common/cuda/buffer.hpp"
+#include "common/cuda/check.hpp"
+
+namespace opbench {
+namespace {
+
+// splitmix64: a good 64-bit mix of (seed, index), so each element is independent of the
+// launch configuration and the host can recompute any element.
+__device__ __forceinline__ unsigned long long mix(unsigned long long x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__device__ __forceinline__ float uniform_pm1(unsigned long long seed, unsigned long long i) {
+  unsigned long long r = mix(seed * 0x100000001B3ull + i);
+  return static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // 24 random bits
+}
+
+template <typename T, typename Convert>
+__global__ void fill_kernel(T* out, std::size_t n, unsigned long long seed, Convert convert) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[i] = convert(uniform_pm1(seed, i));
+}
+
+template <typename T, typename Convert>
+void launch(void* data, std::size_t n, std::uint64_t seed, cudaStream_t stream, Convert convert) {
+  if (n == 0) return;
+  constexpr int kThreads = 256;
+  auto blocks = static_cast<int>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65536));
+  fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<T*>(data), n, seed, convert);
+  OPBENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void fill_uniform(void* data, std::size_t n, DType t, std::uint64_t seed, cudaStream_t stream) {
+  switch (t) {
+    case DType::fp64: return launch<double>(data, n, seed, stream, [] __device__(float v) { return double(v); });
+    case DType::fp32:
+    case DType::tf32: return launch<float>(data, n, seed, stream, [] __device__(float v) { return v; });
+    case DType::fp16: return launch<__half>(data, n, seed, stream, [] __device__(float v) { return __float2half_rn(v); });
+    case DType::bf16: return launch<__nv_bfloat16>(data, n, seed, stream, [] __device__(float v) { return __float2bfloat16_rn(v); });
+    case DType::fp8_e4m3: return launch<__nv_fp8_e4m3>(data, n, seed, stream, [] __device__(float v) { return __nv_fp8_e4m3(v); });
+    case DType::fp8_e5m2: return launch<__nv_fp8_e5m2>(data, n, seed, stream, [] __device__(float v) { return __nv_fp8_e5m2(v); });
+    case DType::int8: return launch<signed char>(data, n, seed, stream, [] __device__(float v) { return static_cast<signed char>(v * 127.0f); });
+    case DType::uint8: return launch<unsigned char>(data, n, seed, stream, [] __device__(float v) { return static_cast<unsigned char>((v + 1.0f) * 127.0f); });
+    case DType::int32: return launch<int>(data, n, seed, stream, [] __device__(float v) { return static_cast<int>(v * 1000.0f); });
+    case DType::int64: return launch<long long>(data, n, seed, stream, [] __device__(float v) { return static_cast<long long>(v * 1000.0f); });
+  }
+}
+
+}  // namespace opbench

@@ -1,0 +1,168 @@
+#include "common/dtype.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  std::size_t size;
+  int mantissa_bits;  // explicit mantissa bits; -1 for integers
+  std::array<std::string_view, 5> aliases;
+};
+
+constexpr std::array<DTypeInfo, 11> kTypes{{
+    {DType::fp64, "fp64", 8, 52, {"float64", "double", "f64"}},
+    {DType::fp32, "fp32", 4, 23, {"float32", "float", "f32"}},
+    {DType::tf32, "tf32", 4, 10, {"tensorfloat32"}},
+    {DType::fp16, "fp16", 2, 10, {"half", "float16", "f16"}},
+    {DType::bf16, "bf16", 2, 7, {"bfloat16"}},
+    {DType::fp8_e4m3, "fp8_e4m3", 1, 3, {"fp8", "e4m3", "float8_e4m3fn", "fp8e4m3", "float8_e4m3"}},
+    {DType::fp8_e5m2, "fp8_e5m2", 1, 2, {"e5m2", "float8_e5m2", "fp8e5m2"}},
+    {DType::int8, "int8", 1, -1, {"i8", "char"}},
+    {DType::uint8, "uint8", 1, -1, {"u8"}},
+    {DType::int32, "int32", 4, -1, {"i32", "int"}},
+    {DType::int64, "int64", 8, -1, {"i64", "long"}},
+}};
+
+const DTypeInfo& info(DType t) {
+  return *std::find_if(kTypes.begin(), kTypes.end(), [t](const DTypeInfo& i) { return i.type == t; });
+}
+
+}  // namespace
+
+std::string_view dtype_name(DType t) { return info(t).name; }
+std::size_t dtype_size(DType t) { return info(t).size; }
+bool is_floating(DType t) { return info(t).mantissa_bits >= 0; }
+
+double unit_roundoff(DType t) {
+  int bits = info(t).mantissa_bits;
+  return bits < 0 ? 0.0 : std::ldexp(1.0, -(bits + 1));
+}
+
+std::string accepted_dtype_names() {
+  std::string out;
+  for (const auto& i : kTypes) {
+    if (!out.empty()) out += ", ";
+    out += i.name;
+  }
+  return out;
+}
+
+DType parse_dtype(std::string_view text) {
+  std::string key = to_lower(trim(text));
+  for (const auto& i : kTypes) {
+    if (key == i.name) return i.type;
+    for (auto alias : i.aliases)
+      if (!alias.empty() && key == alias) return i.type;
+  }
+  throw bad_input(fmt::format("unknown dtype '{}' (accepted: {})", text, accepted_dtype_names()));
+}
+
+std::vector<DType> parse_dtype_list(std::string_view comma_separated) {
+  std::vector<DType> out;
+  for (const auto& item : split(comma_separated, ',')) {
+    DType t = parse_dtype(item);
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  if (out.empty()) throw bad_input("empty dtype list");
+  return out;
+}
+
+float bf16_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+std::uint16_t float_to_bf16(float value) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(value);
+  if (std::isnan(value)) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  u += 0x7FFF + ((u >> 16) & 1);  // round to nearest, ties to even
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float fp16_to_float(std::uint16_t h) {
+  std::uint32_t sign = (h & 0x8000u) << 16;
+  int exp = (h >> 10) & 0x1F;
+  std::uint32_t mant = h & 0x3FFu;
+  float magnitude;
+  if (exp == 0) {
+    magnitude = std::ldexp(static_cast<float>(mant), -24);  // subnormal
+  } else if (exp == 31) {
+    magnitude = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mant | 0x400u), exp - 25);
+  }
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
+}
+
+std::uint16_t float_to_fp16(float value) {
+  std::uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  float a = std::fabs(value);
+  if (std::isnan(value)) return sign | 0x7E00;
+  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to infinity
+  if (a < std::ldexp(1.0f, -14)) {          // subnormal: multiples of 2^-24
+    return sign | static_cast<std::uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  int exp;
+  float frac = std::frexp(a, &exp);                    // a = frac * 2^exp, frac in [0.5, 1)
+  float scaled = std::nearbyint(std::ldexp(frac, 11));  // 11 significant bits, ties to even
+  if (scaled >= 2048.0f) {
+    scaled /= 2.0f;
+    ++exp;
+  }
+  auto biased = static_cast<std::uint16_t>(exp - 1 + 15);
+  return sign | static_cast<std::uint16_t>(biased << 10) |
+         (static_cast<std::uint16_t>(scaled) & 0x3FF);
+}
+
+float fp8_e4m3_to_float(std::uint8_t b) {
+  // OCP e4m3 ("fn"): bias 7, no infinities, S.1111.111 is NaN.
+  float sign = (b & 0x80) ? -1.0f : 1.0f;
+  int exp = (b >> 3) & 0xF;
+  int mant = b & 0x7;
+  if (exp == 0xF && mant == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), -9);
+  return sign * std::ldexp(static_cast<float>(8 + mant), exp - 10);
+}
+
+float fp8_e5m2_to_float(std::uint8_t b) {
+  // e5m2 is the top byte of an IEEE fp16.
+  return fp16_to_float(static_cast<std::uint16_t>(b) << 8);
+}
+
+double element_as_double(const void* data, DType t, std::size_t i) {
+  auto bytes = static_cast<const unsigned char*>(data);
+  auto load = [&](auto tag) {
+    decltype(tag) v;
+    std::memcpy(&v, bytes + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  switch (t) {
+    case DType::fp64: return load(double{});
+    case DType::fp32:
+    case DType::tf32: return load(float{});
+    case DType::fp16: return fp16_to_float(load(std::uint16_t{}));
+    case DType::bf16: return bf16_to_float(load(std::uint16_t{}));
+    case DType::fp8_e4m3: return fp8_e4m3_to_float(bytes[i]);
+    case DType::fp8_e5m2: return fp8_e5m2_to_float(bytes[i]);
+    case DType::int8: return static_cast<double>(static_cast<std::int8_t>(bytes[i]));
+    case DType::uint8: return static_cast<double>(bytes[i]);
+    case DType::int32: return load(std::int32_t{});
+    case DType::int64: return static_cast<double>(load(std::int64_t{}));
+  }
+  return 0.0;
+}
+
+}  // namespace opbench

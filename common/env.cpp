@@ -1,0 +1,133 @@
+#include "common/env.hpp"
+
+#include <cblas.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/report.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::uint64_t parse_cache_size(const std::string& text) {  // "32K", "266240K", "8M"
+  if (text.empty()) return 0;
+  std::uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
+  char unit = text.back();
+  if (unit == 'K') value <<= 10;
+  if (unit == 'M') value <<= 20;
+  if (unit == 'G') value <<= 30;
+  return value;
+}
+
+}  // namespace
+
+std::string now_iso8601() {
+  auto now = std::chrono::system_clock::now();
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+std::string now_compact() {
+  auto now = std::chrono::system_clock::now();
+  return fmt::format("{:%Y%m%d-%H%M%S}", fmt::localtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return std::string(trim(line.substr(line.find(':') + 1)));
+  return "unknown CPU";
+}
+
+int online_cpus() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+std::uint64_t cpu_last_level_cache_bytes() {
+  std::uint64_t largest = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}", i);
+    if (!std::filesystem::exists(dir)) break;
+    largest = std::max(largest, parse_cache_size(read_first_line(dir + "/size")));
+  }
+  return largest;
+}
+
+std::uint64_t available_host_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::string openblas_version() {
+  // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64"
+  std::string config = openblas_get_config();
+  return fmt::format("{} ({} threads, core {})", config, openblas_get_num_threads(),
+                     openblas_get_corename());
+}
+
+Environment::Environment(int argc, char** argv, std::string binary) {
+  std::vector<std::string> args(argv, argv + argc);
+  struct utsname u {};
+  uname(&u);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  info_ = {
+      {"binary", binary},
+      {"opbench_version", OPBENCH_VERSION},
+      {"git_revision", OPBENCH_GIT_REVISION},
+      {"build_type", OPBENCH_BUILD_TYPE},
+      {"compiler", fmt::format("{} {}", OPBENCH_COMPILER_ID, OPBENCH_COMPILER_VERSION)},
+      {"command_line", join(args, " ")},
+      {"run_id", fmt::format("{}-{}-{}", binary, now_compact(), getpid())},
+      {"start_time", now_iso8601()},
+      {"end_time", nullptr},
+      {"host", host},
+      {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
+      {"cpu", cpu_model_name()},
+      {"cpu_threads", online_cpus()},
+      {"cpu_last_level_cache_bytes", cpu_last_level_cache_bytes()},
+      {"memory_available_bytes", available_host_memory_bytes()},
+      {"libraries", {{"OpenBLAS", openblas_version()}}},
+      {"devices", nlohmann::json::array()},
+  };
+}
+
+void Environment::add_library(const std::string& name, const std::string& version) {
+  info_["libraries"][name] = version;
+}
+
+void Environment::add_device(nlohmann::json device) { info_["devices"].push_back(std::move(device)); }
+
+void Environment::write(const std::string& dir, bool finished) {
+  if (finished) info_["end_time"] = now_iso8601();
+  ensure_directory(dir);
+  auto path = (std::filesystem::path(dir) / "environment.json").string();
+  std::ofstream out(path);
+  out << info_.dump(2) << "\n";
+  if (!out) throw run_failure(fmt::format("{}: cannot be written", path));
+}
+
+}  // namespace opbench

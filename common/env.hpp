@@ -1,0 +1,40 @@
+#pragma once
+// What a run ran on: host, CPU, memory, OS, compiler, library versions, devices, command line,
+// git revision, start and end time. Written as environment.json next to every report.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace opbench {
+
+class Environment {
+ public:
+  // Captures the host facts and the start time.
+  Environment(int argc, char** argv, std::string binary);
+
+  void add_library(const std::string& name, const std::string& version);
+  void add_device(nlohmann::json device);
+  void set(const std::string& key, nlohmann::json value) { info_[key] = std::move(value); }
+  const nlohmann::json& json() const { return info_; }
+  std::string run_id() const { return info_["run_id"]; }
+
+  // Writes environment.json into `dir` (again at the end, with end_time filled in).
+  void write(const std::string& dir, bool finished);
+
+ private:
+  nlohmann::json info_;
+};
+
+std::string now_iso8601();
+std::string now_compact();  // 20261121-094012, for folder names
+
+std::string cpu_model_name();
+int online_cpus();
+// Size of the largest CPU cache (sysfs), or 0 when unknown.
+std::uint64_t cpu_last_level_cache_bytes();
+// MemAvailable from /proc/meminfo, or 0 when unknown.
+std::uint64_t available_host_memory_bytes();
+std::string openblas_version();
+
+}  // namespace opbench

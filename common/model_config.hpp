@@ -1,0 +1,57 @@
+#pragma once
+// configs/models.json: transformer model descriptions with Hugging Face-style keys.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace opbench {
+
+struct MoeConfig {
+  std::int64_t n_routed_experts = 0;
+  std::int64_t num_experts_per_tok = 0;  // top-k
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t n_shared_experts = 0;
+  std::int64_t first_k_dense_replace = 0;  // the first k decoder layers keep a dense MLP
+};
+
+struct MlaConfig {  // DeepSeek multi-head latent attention
+  std::optional<std::int64_t> q_lora_rank;  // null: q is one projection
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+struct ModelConfig {
+  std::string name;
+  std::int64_t seqlen = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_key_value_heads = 0;
+  std::int64_t head_dim = 0;  // defaults to hidden_size / num_attention_heads
+  std::int64_t vocab_size = 0;
+  std::int64_t num_hidden_layers = 0;
+  bool tie_word_embeddings = false;
+  bool gated_mlp = true;  // SwiGLU-style gate+up; false for GPT-style up only
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  std::string norm = "rmsnorm";  // or "layernorm" (weight and bias)
+  std::optional<MoeConfig> moe;
+  std::optional<MlaConfig> mla;
+  std::string source;  // where the numbers come from
+
+  std::int64_t moe_layers() const { return moe ? num_hidden_layers - moe->first_k_dense_replace : 0; }
+  std::int64_t dense_mlp_layers() const { return num_hidden_layers - moe_layers(); }
+};
+
+// Loads and validates every model of a models.json file.
+std::vector<ModelConfig> load_models(const std::string& path);
+
+// The models named in a comma-separated list ("all" or empty: every model), in list order.
+// An unknown name is a bad_input error listing the known ones.
+std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
+                                       const std::string& names, const std::string& path);
+
+}  // namespace opbench

@@ -1,0 +1,62 @@
+#include "common/record.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace opbench {
+
+std::string_view status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::skipped: return "skipped";
+    case Status::failed: return "failed";
+  }
+  return "failed";
+}
+
+Record& Record::add(std::string name, Value v, FieldKind kind) {
+  fields_.push_back({std::move(name), std::move(v), kind});
+  return *this;
+}
+
+Record& Record::metric(std::string name, std::optional<double> v) {
+  return v ? metric(std::move(name), Value{*v}) : metric(std::move(name), Value{});
+}
+
+const Value* Record::find(std::string_view name) const {
+  for (const auto& f : fields_)
+    if (f.name == name) return &f.value;
+  return nullptr;
+}
+
+std::vector<std::string> Record::names() const {
+  std::vector<std::string> out;
+  for (const auto& f : fields_) out.push_back(f.name);
+  return out;
+}
+
+std::string format_value(const Value& v) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return ""; }
+    std::string operator()(std::int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      if (!std::isfinite(d)) return "";
+      return fmt::format("{:.7g}", d);
+    }
+    std::string operator()(const std::string& s) const { return s; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+nlohmann::json value_to_json(const Value& v) {
+  struct Visitor {
+    nlohmann::json operator()(std::monostate) const { return nullptr; }
+    nlohmann::json operator()(std::int64_t i) const { return i; }
+    nlohmann::json operator()(double d) const { return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(nullptr); }
+    nlohmann::json operator()(const std::string& s) const { return s; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+}  // namespace opbench

@@ -1,0 +1,56 @@
+#pragma once
+// One result row: ordered named fields, each an argument of the case, a metric, or a result
+// (status, note). The same Record feeds the CSV, the JSON lines and the console table.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace opbench {
+
+enum class Status { ok, skipped, failed };
+std::string_view status_name(Status s);
+
+// Empty (unknown, e.g. pct_peak without a known peak), integer, real or text.
+using Value = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+enum class FieldKind { arg, metric, result };
+
+struct Field {
+  std::string name;
+  Value value;
+  FieldKind kind;
+};
+
+class Record {
+ public:
+  Record& arg(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::arg); }
+  Record& metric(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::metric); }
+  Record& result(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::result); }
+  // Optional numbers become empty cells.
+  Record& metric(std::string name, std::optional<double> v);
+
+  const std::vector<Field>& fields() const { return fields_; }
+  const Value* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+  // JSON-only extras (every sample, per-rank lists, ...), nested under their own keys.
+  nlohmann::json& extra() { return extra_; }
+  const nlohmann::json& extra() const { return extra_; }
+
+ private:
+  Record& add(std::string name, Value v, FieldKind kind);
+  std::vector<Field> fields_;
+  nlohmann::json extra_ = nlohmann::json::object();
+};
+
+// Plain text of a value as it appears in a CSV cell or table: integers exactly, reals with up to
+// 7 significant digits, nothing for empty.
+std::string format_value(const Value& v);
+nlohmann::json value_to_json(const Value& v);
+
+}  // namespace opbench

@@ -1,0 +1,163 @@
+#include "common/report.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include "common/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace opbench {
+namespace {
+
+std::FILE* open_for_writing(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
+  auto parent = fs::path(path).parent_path();
+  if (!parent.empty()) ensure_directory(parent.string());
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw bad_input(fmt::format("{}: cannot be written: {}", path, std::strerror(errno)));
+  return f;
+}
+
+void write_line(std::FILE* f, const std::string& line, const std::string& path) {
+  if (std::fputs(line.c_str(), f) < 0 || std::fputc('\n', f) == EOF || std::fflush(f) != 0)
+    throw run_failure(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+}
+
+bool is_number(const Value& v) {
+  return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v);
+}
+
+}  // namespace
+
+std::string csv_escape(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+CsvWriter::CsvWriter(std::string path) : path_(std::move(path)), file_(open_for_writing(path_)) {}
+
+CsvWriter::~CsvWriter() {
+  if (file_) std::fclose(file_);
+}
+
+void CsvWriter::write(const Record& row) {
+  auto names = row.names();
+  if (columns_.empty()) {
+    columns_ = names;
+    std::string header;
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      if (i) header += ',';
+      header += csv_escape(columns_[i]);
+    }
+    write_line(file_, header, path_);
+  } else if (names != columns_) {
+    throw std::logic_error("CsvWriter: a row's columns differ from the header's in " + path_);
+  }
+  std::string line;
+  for (std::size_t i = 0; i < row.fields().size(); ++i) {
+    if (i) line += ',';
+    line += csv_escape(format_value(row.fields()[i].value));
+  }
+  write_line(file_, line, path_);
+  ++rows_;
+}
+
+nlohmann::json record_to_json(const Record& row) {
+  nlohmann::json j = {{"args", nlohmann::json::object()}, {"metrics", nlohmann::json::object()}};
+  for (const auto& f : row.fields()) {
+    switch (f.kind) {
+      case FieldKind::arg: j["args"][f.name] = value_to_json(f.value); break;
+      case FieldKind::metric: j["metrics"][f.name] = value_to_json(f.value); break;
+      case FieldKind::result: j[f.name] = value_to_json(f.value); break;
+    }
+  }
+  for (const auto& [k, v] : row.extra().items()) j[k] = v;
+  return j;
+}
+
+JsonlWriter::JsonlWriter(std::string path, nlohmann::json run_metadata)
+    : path_(std::move(path)), file_(open_for_writing(path_)), run_(std::move(run_metadata)) {}
+
+JsonlWriter::~JsonlWriter() {
+  if (file_) std::fclose(file_);
+}
+
+void JsonlWriter::write(const Record& row) {
+  auto j = record_to_json(row);
+  j["run"] = run_;
+  write_line(file_, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), path_);
+}
+
+ConsoleTable::ConsoleTable(std::vector<Column> columns, std::FILE* out)
+    : columns_(std::move(columns)), out_(out) {
+  for (auto& c : columns_)
+    if (c.header.empty()) c.header = c.field;
+}
+
+void ConsoleTable::print_header() {
+  std::string line, rule;
+  for (const auto& c : columns_) {
+    int w = std::max<int>(c.width, static_cast<int>(c.header.size()));
+    line += fmt::format("{:<{}} ", c.header, w);
+    rule += std::string(static_cast<std::size_t>(w), '-') + " ";
+  }
+  line.pop_back();
+  rule.pop_back();
+  std::fprintf(out_, "%s\n%s\n", line.c_str(), rule.c_str());
+  std::fflush(out_);
+  header_printed_ = true;
+}
+
+void ConsoleTable::print(const Record& row) {
+  if (!header_printed_) print_header();
+  std::string line;
+  for (const auto& c : columns_) {
+    int w = std::max<int>(c.width, static_cast<int>(c.header.size()));
+    const Value* v = row.find(c.field);
+    std::string text = v ? format_value(*v) : "";
+    if (v && std::holds_alternative<double>(*v) && std::isfinite(std::get<double>(*v)))
+      text = fmt::format("{:.{}f}", std::get<double>(*v), std::abs(std::get<double>(*v)) >= 100 ? 1 : 2);
+    line += v && is_number(*v) ? fmt::format("{:>{}} ", text, w) : fmt::format("{:<{}} ", text, w);
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+}
+
+void ensure_directory(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+    throw bad_input(fmt::format("{}: exists and is not a directory", path));
+  fs::create_directories(path, ec);
+  if (ec) throw bad_input(fmt::format("{}: cannot create directory: {}", path, ec.message()));
+  if (access(path.c_str(), W_OK) != 0)
+    throw bad_input(fmt::format("{}: directory is not writable", path));
+}
+
+std::string file_safe(const std::string& label) {
+  std::string out;
+  for (char c : label) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '.' || c == '-' || c == '_')
+      out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  return out.empty() ? "unnamed" : out;
+}
+
+}  // namespace opbench

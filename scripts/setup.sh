@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and run dependency of opbench from Debian's packages.
+# Idempotent: when everything is already installed it only checks, and returns in about a second.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libfmt-dev nlohmann-json3-dev libcxxopts-dev catch2
+  libopenblas-dev openmpi-bin libopenmpi-dev
+  python3 python3-numpy python3-matplotlib
+  clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: CUDA toolkit found at /usr/local/cuda: the GPU providers will be built" >&2
+else
+  echo "setup: no CUDA toolkit at /usr/local/cuda: building the CPU providers only" >&2
+fi
+echo "setup: all dependencies present" >&2
