@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -142,11 +143,30 @@ PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
   return o;
 }
 
+std::vector<std::string> normalize_single_letter_flags(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    bool single = i > 0 && a.size() >= 3 && a.rfind("--", 0) == 0 && std::isalpha(static_cast<unsigned char>(a[2])) &&
+                  (a.size() == 3 || a[3] == '=');
+    if (!single) {
+      out.push_back(a);
+      continue;
+    }
+    out.push_back("-" + a.substr(2, 1));
+    if (a.size() > 3) out.push_back(a.substr(4));
+  }
+  return out;
+}
+
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,
                                                        char** argv) {
   options.add_options("Help")("h,help", "print this help");
   try {
-    auto parsed = options.parse(argc, argv);
+    auto args = normalize_single_letter_flags(argc, argv);
+    std::vector<char*> pointers;
+    for (auto& a : args) pointers.push_back(a.data());
+    auto parsed = options.parse(static_cast<int>(pointers.size()), pointers.data());
     if (parsed.count("help")) {
       std::cout << options.help() << std::endl;
       return std::nullopt;

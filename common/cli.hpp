@@ -44,6 +44,10 @@ ReportOptions read_report_options(const cxxopts::ParseResult& parsed);
 void add_peak_options(cxxopts::Options& options);
 PeakOverrides read_peak_options(const cxxopts::ParseResult& parsed);
 
+// cxxopts needs long flags of two letters or more; "--m 8" and "--m=8" become "-m 8" so that
+// single-letter flags (bench_gemm's --m/--n/--k) read naturally.
+std::vector<std::string> normalize_single_letter_flags(int argc, char** argv);
+
 // Parses argv; unknown flags, bad values and stray arguments become bad_input errors.
 // Returns nullopt after printing help for --help.
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,

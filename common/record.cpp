@@ -20,7 +20,7 @@ Record& Record::add(std::string name, Value v, FieldKind kind) {
   return *this;
 }
 
-Record& Record::metric(std::string name, std::optional<double> v) {
+Record& Record::optional_metric(std::string name, std::optional<double> v) {
   return v ? metric(std::move(name), Value{*v}) : metric(std::move(name), Value{});
 }
 

@@ -32,7 +32,7 @@ class Record {
   Record& metric(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::metric); }
   Record& result(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::result); }
   // Optional numbers become empty cells.
-  Record& metric(std::string name, std::optional<double> v);
+  Record& optional_metric(std::string name, std::optional<double> v);
 
   const std::vector<Field>& fields() const { return fields_; }
   const Value* find(std::string_view name) const;

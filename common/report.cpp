@@ -31,6 +31,14 @@ void write_line(std::FILE* f, const std::string& line, const std::string& path) 
     throw run_failure(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
 }
 
+// Console numbers: one decimal from 100 up, two from 1 up, three significant digits below.
+std::string table_number(double d) {
+  double a = std::fabs(d);
+  if (a >= 100) return fmt::format("{:.1f}", d);
+  if (a >= 1 || a == 0) return fmt::format("{:.2f}", d);
+  return fmt::format("{:.3g}", d);
+}
+
 bool is_number(const Value& v) {
   return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v);
 }
@@ -130,7 +138,7 @@ void ConsoleTable::print(const Record& row) {
     const Value* v = row.find(c.field);
     std::string text = v ? format_value(*v) : "";
     if (v && std::holds_alternative<double>(*v) && std::isfinite(std::get<double>(*v)))
-      text = fmt::format("{:.{}f}", std::get<double>(*v), std::abs(std::get<double>(*v)) >= 100 ? 1 : 2);
+      text = table_number(std::get<double>(*v));
     line += v && is_number(*v) ? fmt::format("{:>{}} ", text, w) : fmt::format("{:<{}} ", text, w);
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();

@@ -1,0 +1,66 @@
+#include "common/host_buffer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "common/error.hpp"
+
+namespace opbench {
+namespace {
+
+constexpr std::size_t kAlignment = 4096;
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64, as in common/cuda/fill.cu
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void HostBuffer::Free::operator()(void* p) const { std::free(p); }
+
+HostBuffer::HostBuffer(std::size_t bytes) : bytes_(bytes) {
+  std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = rounded ? std::aligned_alloc(kAlignment, rounded) : nullptr;
+  if (rounded && !p)
+    throw run_failure(fmt::format("cannot allocate {} bytes of host memory", bytes));
+  if (p) std::memset(p, 0, rounded);
+  data_.reset(p);
+}
+
+float uniform_value(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t r = mix(seed * 0x100000001B3ull + i);
+  return static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+void fill_uniform_host(void* data, std::size_t count, DType t, std::uint64_t seed) {
+  switch (t) {
+    case DType::fp64: {
+      auto p = static_cast<double*>(data);
+      for (std::size_t i = 0; i < count; ++i) p[i] = uniform_value(seed, i);
+      return;
+    }
+    case DType::fp32:
+    case DType::tf32: {
+      auto p = static_cast<float*>(data);
+      for (std::size_t i = 0; i < count; ++i) p[i] = uniform_value(seed, i);
+      return;
+    }
+    case DType::bf16:
+    case DType::fp16: {
+      auto p = static_cast<std::uint16_t*>(data);
+      for (std::size_t i = 0; i < count; ++i)
+        p[i] = t == DType::bf16 ? float_to_bf16(uniform_value(seed, i)) : float_to_fp16(uniform_value(seed, i));
+      return;
+    }
+    default:
+      throw std::logic_error(fmt::format("fill_uniform_host: no host fill for {}", dtype_name(t)));
+  }
+}
+
+}  // namespace opbench

@@ -1,0 +1,200 @@
+#include "gemm/bench_gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "common/backend.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/hardware.hpp"
+#include "common/json_reader.hpp"
+#include "common/progress.hpp"
+#include "common/report.hpp"
+#include "gemm/gemm_cases.hpp"
+#include "gemm/gemm_options.hpp"
+#include "gemm/gemm_row.hpp"
+#include "gemm/provider.hpp"
+
+namespace opbench {
+namespace {
+
+std::string models_path(const GemmOptions& o) {
+  return o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+}
+
+int list_models(const GemmOptions& o) {
+  auto path = models_path(o);
+  auto models = load_models(path);
+  ConsoleTable table({{"model", "", 18}, {"layers", "", 6}, {"hidden", "", 6}, {"ffn", "", 6},
+                      {"heads", "", 5}, {"kv_heads", "", 8}, {"vocab", "", 6}, {"seqlen", "", 6},
+                      {"kind", "", 10}});
+  for (const auto& m : models) {
+    Record r;
+    std::string kind = m.moe ? fmt::format("moe {}x{}", m.moe->num_experts_per_tok, m.moe->n_routed_experts) : "dense";
+    if (m.mla) kind += "+mla";
+    r.arg("model", m.name).arg("layers", m.num_hidden_layers).arg("hidden", m.hidden_size);
+    r.arg("ffn", m.intermediate_size).arg("heads", m.num_attention_heads).arg("kv_heads", m.num_key_value_heads);
+    r.arg("vocab", m.vocab_size).arg("seqlen", m.seqlen).arg("kind", kind);
+    table.print(r);
+  }
+  std::printf("%zu models in %s\n", models.size(), path.c_str());
+  return 0;
+}
+
+std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>& dtypes) {
+  if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep())
+    throw bad_input("nothing to run: give --model-config-path and/or --model, --shapes-json-path, or --m/--n/--k");
+  std::vector<GemmCase> cases;
+  if (o.wants_models()) {
+    auto path = models_path(o);
+    for (const auto& model : select_models(load_models(path), o.models, path)) {
+      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlen, o.passes, dtypes);
+      cases.insert(cases.end(), more.begin(), more.end());
+    }
+  }
+  if (!o.shapes_path.empty()) {
+    auto more = shape_file_cases(o.shapes_path, dtypes);
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  if (o.wants_sweep()) {
+    auto more = sweep_cases(o.ms, o.ns, o.ks, o.sweep_batch, o.layout, dtypes);
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  return cases;
+}
+
+int dry_run(const std::vector<GemmCase>& cases) {
+  ConsoleTable table({{"model", "", 16}, {"gemm", "", 18}, {"pass", "", 5}, {"m", "", 6}, {"n", "", 6},
+                      {"k", "", 6}, {"layout", "", 6}, {"dtype", "", 8}, {"calls_per_step", "calls", 5},
+                      {"gflop", "", 10}});
+  double total = 0;
+  for (const auto& c : cases) {
+    Record r;
+    r.arg("model", c.model).arg("gemm", c.gemm).arg("pass", c.pass).arg("m", c.problem.m);
+    r.arg("n", c.problem.n).arg("k", c.problem.k).arg("layout", c.problem.layout());
+    r.arg("dtype", std::string(dtype_name(c.problem.dtype))).arg("calls_per_step", c.calls_per_step);
+    r.metric("gflop", static_cast<double>(c.problem.flops()) / 1e9);
+    table.print(r);
+    total += static_cast<double>(c.problem.flops());
+  }
+  std::printf("%zu cases, %.1f GFLOP in all (one run of each)\n", cases.size(), total / 1e9);
+  return 0;
+}
+
+std::unique_ptr<GemmProvider> make_provider(Backend backend, int device) {
+#ifdef OPBENCH_HAVE_CUDA
+  if (backend == Backend::cuda) return make_cublaslt_provider(device);
+#else
+  (void)device;
+  (void)backend;
+#endif
+  return make_openblas_provider();
+}
+
+// The report files of one group of rows (a model, the shapes file, or the sweep).
+struct ReportFiles {
+  std::unique_ptr<CsvWriter> csv;
+  std::unique_ptr<JsonlWriter> jsonl;
+};
+
+GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& run_options) {
+  GemmResult r;
+  if (auto why = provider.unsupported(c.problem.dtype)) {
+    r.status = Status::skipped;
+    r.note = *why;
+    return r;
+  }
+  std::string layout_note;
+  c.problem = provider.as_run(c.problem, &layout_note);
+  try {
+    r = provider.run(c.problem, run_options);
+  } catch (const Error& e) {
+    r.status = Status::failed;
+    r.note = e.what();
+  }
+  std::vector<std::string> notes;
+  if (!c.note.empty()) notes.push_back(c.note);
+  if (!layout_note.empty()) notes.push_back(layout_note);
+  if (!r.note.empty()) notes.push_back(r.note);
+  if (r.check && !r.check->passed) {
+    r.status = Status::failed;
+    notes.push_back("check failed: " + r.check->detail);
+  }
+  if (r.status == Status::ok) {
+    auto noisy = noise_note(r.measurement, run_options.measure);
+    if (!noisy.empty()) notes.push_back(noisy);
+  }
+  r.note = fmt::format("{}", fmt::join(notes, "; "));
+  return r;
+}
+
+std::string progress_line(const GemmCase& c, const Record& row, const GemmResult& r) {
+  std::string what = fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass,
+                                 c.problem.dims(), dtype_name(c.problem.dtype));
+  if (r.status != Status::ok) return fmt::format("{}  {}: {}", what, status_name(r.status), r.note);
+  auto tflops = row.find("tflops");
+  auto pct = row.find("pct_peak_flops");
+  std::string rate = fmt::format("{:.1f} us  {} TFLOPS", r.measurement.stats.mean, format_value(*tflops));
+  if (pct && !std::holds_alternative<std::monostate>(*pct))
+    rate += fmt::format(" ({:.0f}% of peak)", std::get<double>(*pct));
+  return fmt::format("{}  {}", what, rate);
+}
+
+}  // namespace
+
+int bench_gemm_main(int argc, char** argv) {
+  auto parsed = parse_gemm_options(argc, argv);
+  if (!parsed) return 0;
+  GemmOptions o = *parsed;
+  if (o.list_models) return list_models(o);
+
+  BackendChoice choice = choose_backend(o.backend, o.device);
+  std::vector<DType> dtypes = o.dtypes.value_or(std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
+  std::vector<GemmCase> cases = build_cases(o, dtypes);
+  if (o.dry_run) return dry_run(cases);
+
+  const std::string report_dir = o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
+  ensure_directory(report_dir);
+  auto provider = make_provider(choice.backend, o.device);
+  Progress progress(cases.size(), o.report.quiet);
+  progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(), provider->device(),
+                            choice.reason));
+  Environment env(argc, argv, "bench_gemm");
+  provider->describe(env);
+  env.write(report_dir, false);
+  Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
+  progress.note(fmt::format("peaks: {}", peaks.describe()));
+
+  GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates};
+  std::map<std::string, ReportFiles> files;
+  ConsoleTable table({{"model", "", 14}, {"gemm", "", 18}, {"pass", "", 5}, {"m", "", 6}, {"n", "", 6},
+                      {"k", "", 6}, {"dtype", "", 8}, {"time_us", "", 10}, {"tflops", "", 7},
+                      {"pct_peak_flops", "%peak", 5}, {"status", "", 7}});
+  std::size_t failed = 0, skipped = 0;
+  for (auto& c : cases) {
+    GemmResult r = run_case(*provider, c, run_options);
+    Record row = gemm_row(c, *provider, r, peaks);
+    auto& f = files[c.report];
+    if (!f.csv) {
+      auto base = (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
+      f.csv = std::make_unique<CsvWriter>(base + ".csv");
+      f.jsonl = std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", env.run_id()}});
+    }
+    f.csv->write(row);
+    f.jsonl->write(row);
+    table.print(row);
+    progress.done(progress_line(c, row, r));
+    failed += r.status == Status::failed;
+    skipped += r.status == Status::skipped;
+  }
+  env.write(report_dir, true);
+  std::fprintf(stderr, "%zu cases: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", cases.size(),
+               cases.size() - failed - skipped, skipped, failed, report_dir.c_str());
+  for (const auto& [_, f] : files) std::fprintf(stderr, "  %s (%zu rows)\n", f.csv->path().c_str(), f.csv->rows());
+  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+}
+
+}  // namespace opbench

@@ -1,0 +1,114 @@
+#include "gemm/gemm_cases.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+constexpr std::int64_t kMaxGemmDim = std::int64_t{1} << 31;
+
+bool read_transpose(JsonEntry& e, const std::string& key) {
+  if (!e.has(key)) {
+    e.get_optional_string(key);  // marks the key as known
+    return false;
+  }
+  std::string v = to_lower(e.get_string(key));
+  if (v == "n") return false;
+  if (v == "t") return true;
+  e.fail(key, fmt::format("'{}' is not N or T", v));
+}
+
+std::pair<bool, bool> parse_layout(const std::string& layout) {
+  std::string l = to_lower(layout);
+  if (l.size() != 2 || (l[0] != 'n' && l[0] != 't') || (l[1] != 'n' && l[1] != 't'))
+    throw bad_input(fmt::format("--layout: '{}' is not one of NN, NT, TN, TT", layout));
+  return {l[0] == 't', l[1] == 't'};
+}
+
+}  // namespace
+
+std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
+                                  const std::vector<std::int64_t>& micro_batches, std::int64_t seqlen,
+                                  const std::vector<GemmPass>& passes, const std::vector<DType>& dtypes) {
+  std::vector<GemmCase> out;
+  for (std::int64_t mb : micro_batches) {
+    ParallelConfig parallel{tp, mb, seqlen};
+    for (const auto& layer : model_linear_layers(model, parallel))
+      for (DType dtype : dtypes)
+        for (GemmPass pass : passes) {
+          GemmCase c;
+          c.report = model.name;
+          c.model = model.name;
+          c.gemm = layer.name;
+          c.pass = pass_name(pass);
+          c.problem = pass_problem(layer, pass, dtype);
+          c.calls_per_step = layer.calls_per_step;
+          c.tp = tp;
+          c.micro_batch = mb;
+          c.seqlen = seqlen > 0 ? seqlen : model.seqlen;
+          c.note = layer.note;
+          out.push_back(std::move(c));
+        }
+  }
+  return out;
+}
+
+std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vector<DType>& dtypes) {
+  const auto doc = load_json_file(path);
+  const auto& entries = expect_entry_list(doc, path);
+  std::vector<GemmCase> out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    JsonEntry e(entries[i], entry_where(path, i, entries[i], "name"));
+    GemmCase c;
+    c.report = "shapes";
+    c.model = "shapes";
+    c.gemm = e.get_string("name");
+    c.problem.m = e.get_int("m", 1, kMaxGemmDim);
+    c.problem.n = e.get_int("n", 1, kMaxGemmDim);
+    c.problem.k = e.get_int("k", 1, kMaxGemmDim);
+    c.problem.batch = e.get_optional_int("batch", 1, kMaxGemmDim).value_or(1);
+    c.problem.transa = read_transpose(e, "transa");
+    c.problem.transb = read_transpose(e, "transb");
+    std::vector<DType> entry_dtypes = dtypes;
+    if (auto d = e.get_optional_string("dtype")) {
+      try {
+        entry_dtypes = {parse_dtype(*d)};
+      } catch (const Error& err) {
+        e.fail("dtype", err.what());
+      }
+    }
+    e.reject_unknown_keys();
+    for (DType dtype : entry_dtypes) {
+      GemmCase typed = c;
+      typed.problem.dtype = dtype;
+      typed.problem.out_dtype = gemm_output_dtype(dtype);
+      out.push_back(std::move(typed));
+    }
+  }
+  return out;
+}
+
+std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms, const std::vector<std::int64_t>& ns,
+                                  const std::vector<std::int64_t>& ks, std::int64_t batch,
+                                  const std::string& layout, const std::vector<DType>& dtypes) {
+  auto [transa, transb] = parse_layout(layout);
+  std::vector<GemmCase> out;
+  for (DType dtype : dtypes)
+    for (auto m : ms)
+      for (auto n : ns)
+        for (auto k : ks) {
+          GemmCase c;
+          c.report = "sweep";
+          c.model = "sweep";
+          c.gemm = "sweep";
+          c.problem = GemmProblem{m, n, k, batch, transa, transb, dtype, gemm_output_dtype(dtype), false};
+          out.push_back(std::move(c));
+        }
+  return out;
+}
+
+}  // namespace opbench

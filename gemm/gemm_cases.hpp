@@ -1,0 +1,37 @@
+#pragma once
+// The list of GEMM cases a run measures, from model configs, an explicit shapes file, or sweeps.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model_config.hpp"
+#include "gemm/gemm_problem.hpp"
+#include "gemm/model_gemms.hpp"
+
+namespace opbench {
+
+struct GemmCase {
+  std::string report;  // which report file the row goes to: a model's name, "shapes" or "sweep"
+  std::string model;   // model name, or the shapes file / "sweep"
+  std::string gemm;    // layer (attn_qkv, ...), shape name, or "sweep"
+  std::string pass;    // fprop, dgrad, wgrad; empty for explicit shapes and sweeps
+  GemmProblem problem;
+  std::int64_t calls_per_step = 1;
+  std::int64_t tp = 1, micro_batch = 0, seqlen = 0;  // 0: not from a model
+  std::string note;
+};
+
+std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
+                                  const std::vector<std::int64_t>& micro_batches, std::int64_t seqlen,
+                                  const std::vector<GemmPass>& passes, const std::vector<DType>& dtypes);
+
+// configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a
+// dtype run every dtype of `dtypes`.
+std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vector<DType>& dtypes);
+
+// Every (m, n, k) combination of the lists, in one layout ("NN", "NT", "TN", "TT").
+std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms, const std::vector<std::int64_t>& ns,
+                                  const std::vector<std::int64_t>& ks, std::int64_t batch,
+                                  const std::string& layout, const std::vector<DType>& dtypes);
+
+}  // namespace opbench

@@ -1,0 +1,79 @@
+#include "gemm/gemm_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace opbench {
+
+std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
+  GemmOptions o;
+  cxxopts::Options options("bench_gemm",
+                           "GEMM benchmark: cuBLASLt on the GPU, OpenBLAS on the CPU.\n"
+                           "Shapes come from model configs (--model-config-path / --model), an explicit\n"
+                           "shapes file (--shapes-json-path), or sweeps (--m/--n/--k).\n"
+                           "m, n, k, transa, transb describe C[m,n] = op(A)·op(B) with row-major storage.");
+  options.add_options("Inputs")
+    ("model-config-path", "models.json with the models to derive GEMMs from", cxxopts::value<std::string>())
+    ("model", "models to run, comma-separated (default: every model in the file)", cxxopts::value<std::string>())
+    ("list-models", "list the models of the config and exit")
+    ("shapes-json-path", "explicit GEMMs: [{name, m, n, k, batch, transa, transb, dtype}]", cxxopts::value<std::string>())
+    ("m", "sweep: m values, a list and/or start:stop:step ranges", cxxopts::value<std::string>())
+    ("n", "sweep: n values", cxxopts::value<std::string>())
+    ("k", "sweep: k values", cxxopts::value<std::string>())
+    ("batch", "sweep: batch count", cxxopts::value<std::string>()->default_value("1"))
+    ("layout", "sweep: transposes of A and B (NN, NT, TN, TT)", cxxopts::value<std::string>()->default_value("NN"))
+    ("tp", "tensor-parallel degree the model GEMMs are split for", cxxopts::value<std::string>()->default_value("1"))
+    ("micro-batch", "micro-batch sizes (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("seq-len", "sequence length (default: the model's seqlen)", cxxopts::value<std::string>())
+    ("passes", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"));
+  options.add_options("Run")
+    ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
+    ("device", "GPU index", cxxopts::value<int>()->default_value("0"))
+    ("dtype", "dtypes, comma-separated: bf16, fp16, fp32, tf32, fp8_e4m3, fp64 (default bf16 on GPU, fp32 on CPU)", cxxopts::value<std::string>())
+    ("check", "verify every result (Freivalds' test); a wrong result fails the row and the run")
+    ("cold", "flush the cache before each sample instead of rotating input buffers")
+    ("algo-candidates", "cuBLASLt heuristic candidates timed to pick the fastest", cxxopts::value<int>()->default_value("8"))
+    ("dry-run", "list the cases with their FLOPs and exit");
+  add_measure_options(options, o.measure);
+  add_report_options(options, "gemm");
+  add_peak_options(options);
+
+  auto parsed = parse_command_line(options, argc, argv);
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+
+  o.backend = str("backend");
+  o.device = p["device"].as<int>();
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("model")) o.models = str("model");
+  if (p.count("shapes-json-path")) o.shapes_path = str("shapes-json-path");
+  int sweep_flags = static_cast<int>(p.count("m") + p.count("n") + p.count("k"));
+  if (sweep_flags > 0 && sweep_flags < 3) throw bad_input("a sweep needs all of --m, --n and --k");
+  if (sweep_flags == 3) {
+    o.ms = parse_int_list(str("m"), "--m");
+    o.ns = parse_int_list(str("n"), "--n");
+    o.ks = parse_int_list(str("k"), "--k");
+  }
+  o.sweep_batch = parse_positive_int(str("batch"), "--batch");
+  o.layout = str("layout");
+  o.tp = parse_positive_int(str("tp"), "--tp");
+  o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
+  if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
+  o.passes = parse_passes(str("passes"));
+  if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"));
+  o.check = p.count("check") > 0;
+  o.cold = p.count("cold") > 0;
+  o.dry_run = p.count("dry-run") > 0;
+  o.list_models = p.count("list-models") > 0;
+  o.algo_candidates = p["algo-candidates"].as<int>();
+  if (o.algo_candidates < 1 || o.algo_candidates > 1024)
+    throw bad_input(fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));
+  o.measure = read_measure_options(p, o.measure);
+  o.report = read_report_options(p);
+  o.peaks = read_peak_options(p);
+  return o;
+}
+
+}  // namespace opbench

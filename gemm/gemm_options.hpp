@@ -1,0 +1,41 @@
+#pragma once
+// bench_gemm's command line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/dtype.hpp"
+#include "gemm/model_gemms.hpp"
+
+namespace opbench {
+
+struct GemmOptions {
+  std::string backend = "auto";
+  int device = 0;
+  std::string model_config_path;  // empty: configs/models.json when --model is given
+  std::string models;             // comma-separated names, empty: all
+  std::string shapes_path;
+  std::vector<std::int64_t> ms, ns, ks;
+  std::int64_t sweep_batch = 1;
+  std::string layout = "NN";
+  std::optional<std::vector<DType>> dtypes;  // default: bf16 on the GPU, fp32 on the CPU
+  std::int64_t tp = 1;
+  std::vector<std::int64_t> micro_batches{1};
+  std::int64_t seqlen = 0;
+  std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};
+  bool check = false, cold = false, dry_run = false, list_models = false;
+  int algo_candidates = 8;
+  MeasureOptions measure;
+  ReportOptions report;
+  PeakOverrides peaks;
+
+  bool wants_models() const { return !model_config_path.empty() || !models.empty(); }
+  bool wants_sweep() const { return !ms.empty(); }
+};
+
+// nullopt after --help.
+std::optional<GemmOptions> parse_gemm_options(int argc, char** argv);
+
+}  // namespace opbench

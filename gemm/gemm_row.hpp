@@ -1,0 +1,13 @@
+#pragma once
+// A GEMM case and its result as one report row (CSV columns in DESIGN.md order).
+#include "common/hardware.hpp"
+#include "common/record.hpp"
+#include "gemm/gemm_cases.hpp"
+#include "gemm/provider.hpp"
+
+namespace opbench {
+
+Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResult& result, const Peaks& peaks);
+
+
+}  // namespace opbench

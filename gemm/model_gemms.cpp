@@ -1,0 +1,141 @@
+#include "gemm/model_gemms.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Splits `total` across tp ranks, which must divide it exactly.
+std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp, const char* what) {
+  if (total % tp != 0)
+    throw bad_input(fmt::format("--tp {}: does not divide {} ({}) of model '{}'", tp, what, total, m.name));
+  return total / tp;
+}
+
+void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+                   std::vector<LinearLayer>& out) {
+  const std::int64_t L = m.num_hidden_layers, H = m.hidden_size;
+  const std::int64_t heads = split_tp(m, m.num_attention_heads, tp, "num_attention_heads");
+  if (m.mla) {
+    const auto& a = *m.mla;
+    const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    // The down projections are small and replicated on every tensor-parallel rank.
+    if (a.q_lora_rank) {
+      out.push_back({"attn_q_down", tokens, *a.q_lora_rank, H, L, "replicated across tp"});
+      out.push_back({"attn_q_up", tokens, heads * qk_head, *a.q_lora_rank, L, ""});
+    } else {
+      out.push_back({"attn_q", tokens, heads * qk_head, H, L, ""});
+    }
+    out.push_back({"attn_kv_down", tokens, a.kv_lora_rank + a.qk_rope_head_dim, H, L,
+                   "replicated across tp"});
+    out.push_back({"attn_kv_up", tokens, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, L, ""});
+    out.push_back({"attn_out", tokens, H, heads * a.v_head_dim, L, ""});
+    return;
+  }
+  // GQA with fewer KV heads than tp ranks replicates each KV head (as Megatron does).
+  std::int64_t kv_heads = m.num_key_value_heads;
+  std::string note;
+  if (kv_heads % tp == 0) {
+    kv_heads /= tp;
+  } else if (tp % kv_heads == 0) {
+    kv_heads = 1;
+    note = fmt::format("{} KV heads replicated over tp {}", m.num_key_value_heads, tp);
+  } else {
+    throw bad_input(fmt::format("--tp {}: neither divides nor is a multiple of num_key_value_heads ({}) of model '{}'",
+                                tp, m.num_key_value_heads, m.name));
+  }
+  out.push_back({"attn_qkv", tokens, (heads + 2 * kv_heads) * m.head_dim, H, L, note});
+  out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
+}
+
+void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::int64_t layers,
+                   std::vector<LinearLayer>& out) {
+  const std::int64_t I = split_tp(m, m.intermediate_size, tp, "intermediate_size");
+  if (m.gated_mlp)
+    out.push_back({"mlp_gate_up", tokens, 2 * I, m.hidden_size, layers, ""});
+  else
+    out.push_back({"mlp_up", tokens, I, m.hidden_size, layers, ""});
+  out.push_back({"mlp_down", tokens, m.hidden_size, I, layers, ""});
+}
+
+void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::vector<LinearLayer>& out) {
+  const auto& e = *m.moe;
+  const std::int64_t layers = m.moe_layers(), H = m.hidden_size;
+  const std::int64_t I = split_tp(m, e.moe_intermediate_size, tp, "moe_intermediate_size");
+  // Balanced routing: every expert gets tokens·top_k / n_experts rows (rounded up).
+  const std::int64_t expert_tokens = ceil_div(tokens * e.num_experts_per_tok, e.n_routed_experts);
+  const std::string balance = fmt::format("balanced routing: {} tokens x top-{} / {} experts",
+                                          tokens, e.num_experts_per_tok, e.n_routed_experts);
+  const std::int64_t expert_calls = layers * e.n_routed_experts;
+  out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
+  out.push_back({"moe_expert_gate_up", expert_tokens, 2 * I, H, expert_calls, balance});
+  out.push_back({"moe_expert_down", expert_tokens, H, I, expert_calls, balance});
+  if (e.n_shared_experts > 0) {
+    const std::int64_t shared = split_tp(m, e.n_shared_experts * e.moe_intermediate_size, tp,
+                                         "n_shared_experts x moe_intermediate_size");
+    out.push_back({"moe_shared_gate_up", tokens, 2 * shared, H, layers, ""});
+    out.push_back({"moe_shared_down", tokens, H, shared, layers, ""});
+  }
+}
+
+}  // namespace
+
+std::string pass_name(GemmPass p) {
+  switch (p) {
+    case GemmPass::fprop: return "fprop";
+    case GemmPass::dgrad: return "dgrad";
+    case GemmPass::wgrad: return "wgrad";
+  }
+  return "";
+}
+
+std::vector<GemmPass> parse_passes(const std::string& text) {
+  std::vector<GemmPass> out;
+  for (const auto& item : split(text, ',')) {
+    auto p = to_lower(item);
+    if (p == "fprop" || p == "fwd")
+      out.push_back(GemmPass::fprop);
+    else if (p == "dgrad")
+      out.push_back(GemmPass::dgrad);
+    else if (p == "wgrad")
+      out.push_back(GemmPass::wgrad);
+    else
+      throw bad_input(fmt::format("--passes: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));
+  }
+  if (out.empty()) throw bad_input("--passes: empty list");
+  return out;
+}
+
+std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const ParallelConfig& p) {
+  if (p.tp < 1) throw bad_input(fmt::format("--tp: must be at least 1, got {}", p.tp));
+  const std::int64_t seqlen = p.seqlen > 0 ? p.seqlen : m.seqlen;
+  const std::int64_t tokens = p.micro_batch * seqlen;
+  std::vector<LinearLayer> out;
+  add_attention(m, tokens, p.tp, out);
+  if (m.dense_mlp_layers() > 0) add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), out);
+  if (m.moe) add_moe(m, tokens, p.tp, out);
+  // The LM head's vocabulary is padded up to a multiple of tp, as Megatron pads it.
+  std::int64_t vocab = ceil_div(m.vocab_size, p.tp);
+  out.push_back({"lm_head", tokens, vocab, m.hidden_size, 1,
+                 m.vocab_size % p.tp ? fmt::format("vocab {} padded to {}", m.vocab_size, vocab * p.tp) : ""});
+  return out;
+}
+
+GemmProblem pass_problem(const LinearLayer& l, GemmPass pass, DType dtype) {
+  GemmProblem g;
+  g.dtype = dtype;
+  g.out_dtype = gemm_output_dtype(dtype);
+  switch (pass) {
+    case GemmPass::fprop: g.m = l.M, g.n = l.N, g.k = l.K, g.transa = false, g.transb = true; break;
+    case GemmPass::dgrad: g.m = l.M, g.n = l.K, g.k = l.N, g.transa = false, g.transb = false; break;
+    case GemmPass::wgrad: g.m = l.N, g.n = l.K, g.k = l.M, g.transa = true, g.transb = false; break;
+  }
+  return g;
+}
+
+}  // namespace opbench

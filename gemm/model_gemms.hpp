@@ -1,0 +1,40 @@
+#pragma once
+// The GEMMs of one transformer training step, derived from a model config with Megatron-style
+// tensor parallelism, for the three passes of every linear layer Y[M,N] = X[M,K]·W[N,K]ᵀ:
+//   fprop  Y  = X·Wᵀ    m=M, n=N, k=K   (A=X, B=W stored N x K -> layout NT)
+//   dgrad  dX = dY·W    m=M, n=K, k=N   (layout NN)
+//   wgrad  dW = dYᵀ·X   m=N, n=K, k=M   (A=dY stored M x N -> layout TN)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model_config.hpp"
+#include "gemm/gemm_problem.hpp"
+
+namespace opbench {
+
+enum class GemmPass { fprop, dgrad, wgrad };
+std::string pass_name(GemmPass p);
+std::vector<GemmPass> parse_passes(const std::string& comma_separated);
+
+// A linear layer of the model: Y[M,N] = X[M,K]·W[N,K]ᵀ on one tensor-parallel rank.
+struct LinearLayer {
+  std::string name;             // attn_qkv, attn_out, mlp_gate_up, mlp_down, lm_head, moe_*, ...
+  std::int64_t M = 0, N = 0, K = 0;
+  std::int64_t calls_per_step = 0;  // how often one micro-batch's step runs it, per pass
+  std::string note;             // e.g. how M was balanced over experts
+};
+
+struct ParallelConfig {
+  std::int64_t tp = 1;
+  std::int64_t micro_batch = 1;
+  std::int64_t seqlen = 0;  // 0: the model's own seqlen
+};
+
+// The model's linear layers on one rank. Throws bad_input when tp does not divide what it must.
+std::vector<LinearLayer> model_linear_layers(const ModelConfig& model, const ParallelConfig& parallel);
+
+// The GEMM a pass of a layer runs (m, n, k and transposes as run), in dtype `dtype`.
+GemmProblem pass_problem(const LinearLayer& layer, GemmPass pass, DType dtype);
+
+}  // namespace opbench
