@@ -41,6 +41,8 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
     return bad_input(fmt::format("{}: '{}' is not a size{} (examples: 4096, 64K, 1M, 2G)", what,
                                  text, why));
   };
+  if (!t.empty() && t.front() == '-')
+    throw bad_input(fmt::format("{}: '{}' is negative; a size or count must be positive", what, text));
   if (number.empty() || mult == 0) throw fail("");
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);

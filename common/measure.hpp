@@ -10,7 +10,7 @@
 namespace opbench {
 
 struct MeasureOptions {
-  int warmup_iters = 2;        // at least this many untimed runs ...
+  int warmup_iters = 1;        // at least this many untimed runs (absorbs first-call costs) ...
   double warmup_time_s = 0.05; // ... and at least this long
   int min_samples = 5;
   int max_samples = 1000;

@@ -1,6 +1,7 @@
 #include "common/progress.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -14,19 +15,43 @@ std::string human_duration(double seconds) {
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
-void Progress::done(const std::string& what) {
+Progress::Progress(std::size_t cases, double total_work, bool quiet)
+    : cases_(cases), total_work_(total_work), quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
+
+std::string Progress::eta() const {
+  if (work_done_ <= 0 || total_work_ <= work_done_) return "";
+  return "  ETA " + human_duration(clock_.elapsed_s() / work_done_ * (total_work_ - work_done_));
+}
+
+void Progress::start(const std::string& what) {
+  if (quiet_ || !tty_) return;
+  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s ...%s", finished_ + 1, cases_, what.c_str(), eta().c_str());
+  std::fflush(stderr);
+  line_shown_ = true;
+}
+
+void Progress::done(double work, const std::string& result) {
   ++finished_;
+  work_done_ += work;
   if (quiet_) return;
-  double elapsed = clock_.elapsed_s();
-  std::string eta;
-  if (finished_ < total_)
-    eta = "  ETA " + human_duration(elapsed / static_cast<double>(finished_) * static_cast<double>(total_ - finished_));
-  std::fprintf(stderr, "[%zu/%zu] %s%s\n", finished_, total_, what.c_str(), eta.c_str());
+  if (tty_) {
+    clear();
+    return;
+  }
+  std::fprintf(stderr, "[%zu/%zu] %s%s\n", finished_, cases_, result.c_str(), finished_ < cases_ ? eta().c_str() : "");
   std::fflush(stderr);
 }
 
-void Progress::note(const std::string& line) const {
+void Progress::clear() {
+  if (!line_shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  line_shown_ = false;
+}
+
+void Progress::note(const std::string& line) {
   if (quiet_) return;
+  clear();
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }

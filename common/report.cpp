@@ -123,7 +123,7 @@ void ConsoleTable::print_header() {
     line += fmt::format("{:<{}} ", c.header, w);
     rule += std::string(static_cast<std::size_t>(w), '-') + " ";
   }
-  line.pop_back();
+  while (!line.empty() && line.back() == ' ') line.pop_back();
   rule.pop_back();
   std::fprintf(out_, "%s\n%s\n", line.c_str(), rule.c_str());
   std::fflush(out_);

@@ -131,13 +131,19 @@ GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& r
   return r;
 }
 
+std::string case_label(const GemmCase& c) {
+  return fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass, c.problem.dims(),
+                     dtype_name(c.problem.dtype));
+}
+
 std::string progress_line(const GemmCase& c, const Record& row, const GemmResult& r) {
-  std::string what = fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass,
-                                 c.problem.dims(), dtype_name(c.problem.dtype));
+  std::string what = case_label(c);
   if (r.status != Status::ok) return fmt::format("{}  {}: {}", what, status_name(r.status), r.note);
-  auto tflops = row.find("tflops");
+  auto tflops = std::get<double>(*row.find("tflops"));
   auto pct = row.find("pct_peak_flops");
-  std::string rate = fmt::format("{:.1f} us  {} TFLOPS", r.measurement.stats.mean, format_value(*tflops));
+  // The CPU reaches GFLOPS; say so rather than print 0.0659 TFLOPS.
+  std::string rate = tflops >= 1 ? fmt::format("{:.1f} us  {:.1f} TFLOPS", r.measurement.stats.mean, tflops)
+                                 : fmt::format("{:.1f} us  {:.1f} GFLOPS", r.measurement.stats.mean, tflops * 1e3);
   if (pct && !std::holds_alternative<std::monostate>(*pct))
     rate += fmt::format(" ({:.0f}% of peak)", std::get<double>(*pct));
   return fmt::format("{}  {}", what, rate);
@@ -159,7 +165,9 @@ int bench_gemm_main(int argc, char** argv) {
   const std::string report_dir = o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
   auto provider = make_provider(choice.backend, o.device);
-  Progress progress(cases.size(), o.report.quiet);
+  double total_flops = 0;
+  for (const auto& c : cases) total_flops += static_cast<double>(c.problem.flops());
+  Progress progress(cases.size(), total_flops, o.report.quiet);
   progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(), provider->device(),
                             choice.reason));
   Environment env(argc, argv, "bench_gemm");
@@ -168,13 +176,14 @@ int bench_gemm_main(int argc, char** argv) {
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   progress.note(fmt::format("peaks: {}", peaks.describe()));
 
-  GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates};
+  GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
   std::map<std::string, ReportFiles> files;
   ConsoleTable table({{"model", "", 14}, {"gemm", "", 18}, {"pass", "", 5}, {"m", "", 6}, {"n", "", 6},
                       {"k", "", 6}, {"dtype", "", 8}, {"time_us", "", 10}, {"tflops", "", 7},
                       {"pct_peak_flops", "%peak", 5}, {"status", "", 7}});
   std::size_t failed = 0, skipped = 0;
   for (auto& c : cases) {
+    progress.start(case_label(c));
     GemmResult r = run_case(*provider, c, run_options);
     Record row = gemm_row(c, *provider, r, peaks);
     auto& f = files[c.report];
@@ -185,8 +194,9 @@ int bench_gemm_main(int argc, char** argv) {
     }
     f.csv->write(row);
     f.jsonl->write(row);
+    progress.clear();
     table.print(row);
-    progress.done(progress_line(c, row, r));
+    progress.done(static_cast<double>(c.problem.flops()), progress_line(c, row, r));
     failed += r.status == Status::failed;
     skipped += r.status == Status::skipped;
   }

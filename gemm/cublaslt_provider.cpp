@@ -209,6 +209,7 @@ class CublasLtProvider final : public GemmProvider {
       auto a = inputs_.to_host(static_cast<std::size_t>(layout.a_offset(set)), static_cast<std::size_t>(layout.a_bytes));
       auto b = inputs_.to_host(static_cast<std::size_t>(layout.b_offset(set)), static_cast<std::size_t>(layout.b_bytes));
       auto c = outputs_.to_host(static_cast<std::size_t>(layout.c_offset(set)), static_cast<std::size_t>(layout.c_bytes));
+      if (o.corrupt_for_test) c[c.size() / 2] ^= 0x40;  // flips an exponent bit of one element
       CheckPrecision precision;
       precision.input_roundoff = p.dtype == DType::tf32 ? unit_roundoff(DType::tf32) : 0.0;
       // fp64 accumulates in fp64; Hopper's fp8 tensor cores keep about 14 bits while accumulating.

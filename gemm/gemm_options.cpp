@@ -34,7 +34,8 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("check", "verify every result (Freivalds' test); a wrong result fails the row and the run")
     ("cold", "flush the cache before each sample instead of rotating input buffers")
     ("algo-candidates", "cuBLASLt heuristic candidates timed to pick the fastest", cxxopts::value<int>()->default_value("8"))
-    ("dry-run", "list the cases with their FLOPs and exit");
+    ("dry-run", "list the cases with their FLOPs and exit")
+    ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   add_measure_options(options, o.measure);
   add_report_options(options, "gemm");
   add_peak_options(options);
@@ -67,6 +68,8 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.cold = p.count("cold") > 0;
   o.dry_run = p.count("dry-run") > 0;
   o.list_models = p.count("list-models") > 0;
+  o.corrupt_for_test = p.count("test-corrupt-result") > 0;
+  if (o.corrupt_for_test && !o.check) throw bad_input("--test-corrupt-result only makes sense with --check");
   o.algo_candidates = p["algo-candidates"].as<int>();
   if (o.algo_candidates < 1 || o.algo_candidates > 1024)
     throw bad_input(fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));

@@ -26,6 +26,7 @@ struct GemmOptions {
   std::int64_t seqlen = 0;
   std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};
   bool check = false, cold = false, dry_run = false, list_models = false;
+  bool corrupt_for_test = false;
   int algo_candidates = 8;
   MeasureOptions measure;
   ReportOptions report;

@@ -73,6 +73,7 @@ class OpenBlasProvider final : public GemmProvider {
     if (o.check) {
       auto in = static_cast<unsigned char*>(inputs_.data());
       auto out = static_cast<unsigned char*>(outputs_.data());
+      if (o.corrupt_for_test) spoil_first_element(out + layout.c_offset(set), p.out_dtype);
       CheckPrecision precision{0.0, unit_roundoff(p.dtype)};
       r.check = freivalds_check(p, in + layout.a_offset(set), in + layout.b_offset(set),
                                 out + layout.c_offset(set), precision);
@@ -92,6 +93,11 @@ class OpenBlasProvider final : public GemmProvider {
       outputs_ = HostBuffer();
       outputs_ = HostBuffer(static_cast<std::size_t>(output_bytes));
     }
+  }
+
+  static void spoil_first_element(void* c, DType t) {
+    if (t == DType::fp32) *static_cast<float*>(c) += 1000.0f;
+    if (t == DType::fp64) *static_cast<double*>(c) += 1000.0;
   }
 
   static void gemm(const GemmProblem& p, const void* a, const void* b, void* c) {

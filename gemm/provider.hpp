@@ -18,6 +18,7 @@ struct GemmRunOptions {
   bool cold = false;        // flush the cache before each sample instead of rotating buffers
   bool check = false;       // verify the result with Freivalds' test
   int algo_candidates = 8;  // cuBLASLt heuristic results timed before the real measurement
+  bool corrupt_for_test = false;  // test only: spoil one element of C before the check
 };
 
 struct GemmResult {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job: sets everything up, builds, and runs bench_gemm.
+#   scripts/run_main.sh                 # defaults for the hardware present (below)
+#   scripts/run_main.sh ARGS...         # bench_gemm with your arguments
+# Defaults: on a GPU, Llama-3.1 8B and 70B (tp 8) in bf16 with --check; without one, the tiny
+# model and Llama-3.1 8B at sequence length 256 in fp32 on OpenBLAS (a few minutes on 2 cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+if [ $# -gt 0 ]; then
+  exec ./build/gemm/bench_gemm "$@"
+fi
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  ./build/gemm/bench_gemm --model-config-path configs/models.json --model llama3.1-8b --check
+  exec ./build/gemm/bench_gemm --model-config-path configs/models.json --model llama3.1-70b --tp 8 --check
+fi
+exec ./build/gemm/bench_gemm --model-config-path configs/models.json --model tiny,llama3.1-8b --seq-len 256 --check

@@ -1,0 +1,64 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+
+using namespace opbench;
+
+TEST_CASE("dtype aliases") {
+  CHECK(parse_dtype("bf16") == DType::bf16);
+  CHECK(parse_dtype("bfloat16") == DType::bf16);
+  CHECK(parse_dtype("fp16") == DType::fp16);
+  CHECK(parse_dtype("half") == DType::fp16);
+  CHECK(parse_dtype("float16") == DType::fp16);
+  CHECK(parse_dtype("FP32") == DType::fp32);
+  CHECK(parse_dtype("float") == DType::fp32);
+  CHECK(parse_dtype("double") == DType::fp64);
+  CHECK(parse_dtype("e4m3") == DType::fp8_e4m3);
+  CHECK(parse_dtype("fp8") == DType::fp8_e4m3);
+  CHECK(dtype_name(DType::fp8_e4m3) == "fp8_e4m3");
+  CHECK_THROWS_WITH(parse_dtype("fp12"), Catch::Contains("unknown dtype 'fp12'") && Catch::Contains("bf16"));
+  CHECK(parse_dtype_list("bf16, bfloat16,fp16") == std::vector<DType>{DType::bf16, DType::fp16});
+}
+
+TEST_CASE("dtype sizes and rounding units") {
+  CHECK(dtype_size(DType::bf16) == 2);
+  CHECK(dtype_size(DType::tf32) == 4);
+  CHECK(dtype_size(DType::fp8_e4m3) == 1);
+  CHECK(dtype_size(DType::int64) == 8);
+  CHECK(unit_roundoff(DType::fp32) == std::ldexp(1.0, -24));
+  CHECK(unit_roundoff(DType::bf16) == std::ldexp(1.0, -8));
+  CHECK(unit_roundoff(DType::fp16) == std::ldexp(1.0, -11));
+  CHECK(unit_roundoff(DType::tf32) == std::ldexp(1.0, -11));
+  CHECK(unit_roundoff(DType::int32) == 0.0);
+}
+
+TEST_CASE("16-bit conversions are exact on known bit patterns") {
+  CHECK(float_to_bf16(1.0f) == 0x3F80);
+  CHECK(bf16_to_float(0xC000) == -2.0f);
+  CHECK(float_to_bf16(1.00390625f) == 0x3F80);  // 1 + 2^-8 is a tie: rounds to even (1.0)
+  CHECK(float_to_bf16(1.01171875f) == 0x3F82);  // 1 + 3·2^-8 is a tie: rounds to even (1 + 2^-6)
+  CHECK(float_to_fp16(1.0f) == 0x3C00);
+  CHECK(float_to_fp16(65504.0f) == 0x7BFF);
+  CHECK(float_to_fp16(std::ldexp(1.0f, -24)) == 0x0001);
+  CHECK(float_to_fp16(-0.5f) == 0xB800);
+  CHECK(fp16_to_float(0x7BFF) == 65504.0f);
+  CHECK(fp16_to_float(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(std::isinf(fp16_to_float(0x7C00)));
+  for (float v : {0.1f, -3.75f, 1000.5f, 1e-4f})
+    CHECK(fp16_to_float(float_to_fp16(v)) == Approx(v).epsilon(1e-3));
+  // 1e-5 is subnormal in fp16: the nearest multiple of 2^-24 is 168 · 2^-24.
+  CHECK(float_to_fp16(1e-5f) == 168);
+}
+
+TEST_CASE("fp8 decodings") {
+  CHECK(fp8_e4m3_to_float(0x7E) == 448.0f);  // largest e4m3
+  CHECK(fp8_e4m3_to_float(0x38) == 1.0f);
+  CHECK(fp8_e4m3_to_float(0x01) == std::ldexp(1.0f, -9));
+  CHECK(fp8_e4m3_to_float(0xB8) == -1.0f);
+  CHECK(std::isnan(fp8_e4m3_to_float(0x7F)));
+  CHECK(fp8_e5m2_to_float(0x3C) == 1.0f);
+  CHECK(fp8_e5m2_to_float(0x7B) == 57344.0f);  // largest e5m2
+}

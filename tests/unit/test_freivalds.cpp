@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/dtype.hpp"
+#include "gemm/freivalds.hpp"
+
+using namespace opbench;
+
+namespace {
+
+struct Operands {
+  std::vector<float> a, b, c;
+};
+
+// Random A and B stored as `p` says, and C = op(A)·op(B) computed in fp64, stored in fp32.
+Operands make(const GemmProblem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Operands o;
+  o.a.resize(p.batch * p.m * p.k);
+  o.b.resize(p.batch * p.k * p.n);
+  o.c.resize(p.batch * p.m * p.n);
+  for (auto& x : o.a) x = u(rng);
+  for (auto& x : o.b) x = u(rng);
+  for (std::int64_t t = 0; t < p.batch; ++t)
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        double s = 0;
+        for (std::int64_t q = 0; q < p.k; ++q) {
+          double a = p.transa ? o.a[t * p.m * p.k + q * p.m + i] : o.a[t * p.m * p.k + i * p.k + q];
+          double b = p.transb ? o.b[t * p.k * p.n + j * p.k + q] : o.b[t * p.k * p.n + q * p.n + j];
+          s += a * b;
+        }
+        o.c[t * p.m * p.n + i * p.n + j] = static_cast<float>(s);
+      }
+  return o;
+}
+
+const CheckPrecision kFp32{0.0, std::ldexp(1.0, -24)};
+
+}  // namespace
+
+TEST_CASE("Freivalds passes a correct GEMM in every layout") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      GemmProblem p{37, 29, 53, 2, ta, tb, DType::fp32, DType::fp32, false};
+      auto o = make(p, 7);
+      auto r = freivalds_check(p, o.a.data(), o.b.data(), o.c.data(), kFp32);
+      INFO(p.layout() << " " << r.detail);
+      CHECK(r.passed);
+      CHECK(r.max_residual < 1e-6);
+    }
+}
+
+TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed result and NaN") {
+  GemmProblem p{64, 48, 96, 1, false, true, DType::fp32, DType::fp32, false};
+  auto good = make(p, 11);
+
+  auto one_wrong = good;
+  one_wrong.c[5 * 48 + 17] += 1.0f;  // |C| is about sqrt(96)/3 = 3.3 here
+  CHECK_FALSE(freivalds_check(p, one_wrong.a.data(), one_wrong.b.data(), one_wrong.c.data(), kFp32).passed);
+
+  auto zeros = good;
+  std::fill(zeros.c.begin(), zeros.c.end(), 0.0f);
+  CHECK_FALSE(freivalds_check(p, zeros.a.data(), zeros.b.data(), zeros.c.data(), kFp32).passed);
+
+  GemmProblem sq{32, 32, 40, 1, false, false, DType::fp32, DType::fp32, false};
+  auto t = make(sq, 3);
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < i; ++j) std::swap(t.c[i * 32 + j], t.c[j * 32 + i]);
+  CHECK_FALSE(freivalds_check(sq, t.a.data(), t.b.data(), t.c.data(), kFp32).passed);
+
+  auto nan = good;
+  nan.c[0] = std::numeric_limits<float>::quiet_NaN();
+  auto r = freivalds_check(p, nan.a.data(), nan.b.data(), nan.c.data(), kFp32);
+  CHECK_FALSE(r.passed);
+  CHECK_THAT(r.detail, Catch::Contains("NaN"));
+}
+
+TEST_CASE("Freivalds accepts bf16 output rounding but not a bf16 result off by a tile") {
+  GemmProblem p{48, 40, 256, 1, false, false, DType::fp32, DType::bf16, false};
+  auto o = make(p, 5);
+  std::vector<std::uint16_t> c16(o.c.size());
+  for (std::size_t i = 0; i < c16.size(); ++i) c16[i] = float_to_bf16(o.c[i]);
+  CHECK(freivalds_check(p, o.a.data(), o.b.data(), c16.data(), kFp32).passed);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) c16[i * 40 + j] = float_to_bf16(0.0f);  // an unwritten 8x8 tile
+  CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), c16.data(), kFp32).passed);
+}

@@ -1,0 +1,36 @@
+#include <catch2/catch.hpp>
+
+#include "gemm/provider.hpp"
+
+using namespace opbench;
+
+TEST_CASE("the OpenBLAS provider measures and verifies an fp32 and an fp64 GEMM") {
+  auto provider = make_openblas_provider();
+  CHECK(provider->backend() == "cpu");
+  GemmRunOptions o;
+  o.measure.warmup_iters = 1;
+  o.measure.warmup_time_s = 0;
+  o.measure.min_samples = 3;
+  o.measure.min_time_s = 0;
+  o.check = true;
+  for (DType t : {DType::fp32, DType::fp64}) {
+    GemmProblem p{96, 80, 112, 2, true, false, t, t, false};
+    auto r = provider->run(p, o);
+    INFO(dtype_name(t) << " " << r.note);
+    CHECK(r.status == Status::ok);
+    CHECK(r.measurement.samples_us.size() >= 3);
+    CHECK(r.measurement.stats.mean > 0);
+    REQUIRE(r.check);
+    CHECK(r.check->passed);
+    CHECK(r.cache == "rotate");
+    CHECK(r.working_set_bytes >= 0);
+  }
+}
+
+TEST_CASE("the OpenBLAS provider says why it cannot run bf16") {
+  auto provider = make_openblas_provider();
+  auto why = provider->unsupported(DType::bf16);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("fp32 and fp64"));
+  CHECK_FALSE(provider->unsupported(DType::fp32));
+}
