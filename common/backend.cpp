@@ -21,14 +21,16 @@ bool built_with_cuda() {
 BackendChoice choose_backend(const std::string& requested, int device) {
   std::string want = to_lower(requested);
   if (want != "auto" && want != "cuda" && want != "cpu")
-    throw bad_input(fmt::format("--backend: unknown backend '{}' (accepted: auto, cuda, cpu)", requested));
+    throw bad_input(
+        fmt::format("--backend: unknown backend '{}' (accepted: auto, cuda, cpu)", requested));
   if (want == "cpu") return {Backend::cpu, "requested with --backend cpu"};
   std::string why = "this build has no CUDA support";
 #ifdef OPBENCH_HAVE_CUDA
   int count = cuda_device_count(&why);
   if (count > 0) {
     if (device < 0 || device >= count)
-      throw bad_input(fmt::format("--device {}: this machine has {} CUDA device(s)", device, count));
+      throw bad_input(
+          fmt::format("--device {}: this machine has {} CUDA device(s)", device, count));
     return {Backend::cuda, fmt::format("CUDA device {} of {}", device, count)};
   }
 #else

@@ -33,16 +33,18 @@ std::uint64_t suffix_multiplier(std::string_view suffix) {
 std::uint64_t parse_size(std::string_view text, std::string_view what) {
   std::string_view t = trim(text);
   std::size_t split_at = 0;
-  while (split_at < t.size() && (std::isdigit(static_cast<unsigned char>(t[split_at])) || t[split_at] == '.'))
+  while (split_at < t.size() &&
+         (std::isdigit(static_cast<unsigned char>(t[split_at])) || t[split_at] == '.'))
     ++split_at;
   std::string_view number = t.substr(0, split_at);
   std::uint64_t mult = suffix_multiplier(t.substr(split_at));
   auto fail = [&](std::string_view why) {
-    return bad_input(fmt::format("{}: '{}' is not a size{} (examples: 4096, 64K, 1M, 2G)", what,
-                                 text, why));
+    return bad_input(
+        fmt::format("{}: '{}' is not a size{} (examples: 4096, 64K, 1M, 2G)", what, text, why));
   };
   if (!t.empty() && t.front() == '-')
-    throw bad_input(fmt::format("{}: '{}' is negative; a size or count must be positive", what, text));
+    throw bad_input(
+        fmt::format("{}: '{}' is negative; a size or count must be positive", what, text));
   if (number.empty() || mult == 0) throw fail("");
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
@@ -78,13 +80,15 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
       throw bad_input(fmt::format("{}: range '{}' ends before it starts", what, item));
     if ((stop - start) / step >= 100000)
       throw bad_input(fmt::format("{}: range '{}' has more than 100000 values", what, item));
-    for (std::int64_t v = start; v <= stop; v += step) out.push_back(v);
+    for (std::int64_t v = start; v <= stop; v += step)
+      out.push_back(v);
   }
   if (out.empty()) throw bad_input(fmt::format("{}: empty list", what));
   return out;
 }
 
 void add_measure_options(cxxopts::Options& options, const MeasureOptions& d) {
+  // clang-format off
   options.add_options("Measurement")
     ("warmup", "warm-up iterations before sampling (at least)", cxxopts::value<int>()->default_value(std::to_string(d.warmup_iters)))
     ("warmup-time", "warm-up seconds before sampling (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.warmup_time_s)))
@@ -93,6 +97,7 @@ void add_measure_options(cxxopts::Options& options, const MeasureOptions& d) {
     ("min-time", "seconds of sampling per case (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.min_time_s)))
     ("max-time", "seconds of sampling per case (at most; the row says 'noisy' if it stops here)", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_time_s)))
     ("max-noise", "stop once the relative standard error of the mean is below this", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_noise)));
+  // clang-format on
 }
 
 MeasureOptions read_measure_options(const cxxopts::ParseResult& p, MeasureOptions m) {
@@ -108,9 +113,11 @@ MeasureOptions read_measure_options(const cxxopts::ParseResult& p, MeasureOption
 }
 
 void add_report_options(cxxopts::Options& options, std::string_view binary) {
+  // clang-format off
   options.add_options("Report")
     ("report-dir-path", fmt::format("directory for CSV, JSON lines and environment.json (default reports/{}-<date>-<time>)", binary), cxxopts::value<std::string>())
     ("quiet", "no progress lines on stderr");
+  // clang-format on
 }
 
 ReportOptions read_report_options(const cxxopts::ParseResult& p) {
@@ -124,10 +131,12 @@ ReportOptions read_report_options(const cxxopts::ParseResult& p) {
 }
 
 void add_peak_options(cxxopts::Options& options) {
+  // clang-format off
   options.add_options("Peaks")
     ("peak-tflops", "peak TFLOPS used for pct_peak (overrides configs/hardware.json)", cxxopts::value<double>())
     ("peak-bw", "peak memory bandwidth in GB/s (overrides configs/hardware.json)", cxxopts::value<double>())
     ("hardware-config-path", "hardware table (default configs/hardware.json)", cxxopts::value<std::string>());
+  // clang-format on
 }
 
 PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
@@ -141,7 +150,8 @@ PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
   };
   o.peak_tflops = positive("peak-tflops");
   o.peak_bw_gbps = positive("peak-bw");
-  if (p.count("hardware-config-path")) o.hardware_config_path = p["hardware-config-path"].as<std::string>();
+  if (p.count("hardware-config-path"))
+    o.hardware_config_path = p["hardware-config-path"].as<std::string>();
   return o;
 }
 
@@ -149,8 +159,8 @@ std::vector<std::string> normalize_single_letter_flags(int argc, char** argv) {
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    bool single = i > 0 && a.size() >= 3 && a.rfind("--", 0) == 0 && std::isalpha(static_cast<unsigned char>(a[2])) &&
-                  (a.size() == 3 || a[3] == '=');
+    bool single = i > 0 && a.size() >= 3 && a.rfind("--", 0) == 0 &&
+                  std::isalpha(static_cast<unsigned char>(a[2])) && (a.size() == 3 || a[3] == '=');
     if (!single) {
       out.push_back(a);
       continue;
@@ -167,14 +177,16 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
   try {
     auto args = normalize_single_letter_flags(argc, argv);
     std::vector<char*> pointers;
-    for (auto& a : args) pointers.push_back(a.data());
+    for (auto& a : args)
+      pointers.push_back(a.data());
     auto parsed = options.parse(static_cast<int>(pointers.size()), pointers.data());
     if (parsed.count("help")) {
       std::cout << options.help() << std::endl;
       return std::nullopt;
     }
     if (!parsed.unmatched().empty())
-      throw bad_input(fmt::format("unexpected argument '{}' (see --help)", parsed.unmatched().front()));
+      throw bad_input(
+          fmt::format("unexpected argument '{}' (see --help)", parsed.unmatched().front()));
     return parsed;
   } catch (const cxxopts::exceptions::exception& e) {
     throw bad_input(fmt::format("{} (see --help)", e.what()));

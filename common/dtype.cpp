@@ -38,14 +38,21 @@ constexpr std::array<DTypeInfo, 11> kTypes{{
 }};
 
 const DTypeInfo& info(DType t) {
-  return *std::find_if(kTypes.begin(), kTypes.end(), [t](const DTypeInfo& i) { return i.type == t; });
+  return *std::find_if(kTypes.begin(), kTypes.end(),
+                       [t](const DTypeInfo& i) { return i.type == t; });
 }
 
 }  // namespace
 
-std::string_view dtype_name(DType t) { return info(t).name; }
-std::size_t dtype_size(DType t) { return info(t).size; }
-bool is_floating(DType t) { return info(t).mantissa_bits >= 0; }
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
+std::size_t dtype_size(DType t) {
+  return info(t).size;
+}
+bool is_floating(DType t) {
+  return info(t).mantissa_bits >= 0;
+}
 
 double unit_roundoff(DType t) {
   int bits = info(t).mantissa_bits;
@@ -100,7 +107,8 @@ float fp16_to_float(std::uint16_t h) {
   if (exp == 0) {
     magnitude = std::ldexp(static_cast<float>(mant), -24);  // subnormal
   } else if (exp == 31) {
-    magnitude = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+    magnitude =
+        mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   } else {
     magnitude = std::ldexp(static_cast<float>(mant | 0x400u), exp - 25);
   }
@@ -116,7 +124,7 @@ std::uint16_t float_to_fp16(float value) {
     return sign | static_cast<std::uint16_t>(std::nearbyint(std::ldexp(a, 24)));
   }
   int exp;
-  float frac = std::frexp(a, &exp);                    // a = frac * 2^exp, frac in [0.5, 1)
+  float frac = std::frexp(a, &exp);                     // a = frac * 2^exp, frac in [0.5, 1)
   float scaled = std::nearbyint(std::ldexp(frac, 11));  // 11 significant bits, ties to even
   if (scaled >= 2048.0f) {
     scaled /= 2.0f;
@@ -150,17 +158,27 @@ double element_as_double(const void* data, DType t, std::size_t i) {
     return v;
   };
   switch (t) {
-    case DType::fp64: return load(double{});
+    case DType::fp64:
+      return load(double{});
     case DType::fp32:
-    case DType::tf32: return load(float{});
-    case DType::fp16: return fp16_to_float(load(std::uint16_t{}));
-    case DType::bf16: return bf16_to_float(load(std::uint16_t{}));
-    case DType::fp8_e4m3: return fp8_e4m3_to_float(bytes[i]);
-    case DType::fp8_e5m2: return fp8_e5m2_to_float(bytes[i]);
-    case DType::int8: return static_cast<double>(static_cast<std::int8_t>(bytes[i]));
-    case DType::uint8: return static_cast<double>(bytes[i]);
-    case DType::int32: return load(std::int32_t{});
-    case DType::int64: return static_cast<double>(load(std::int64_t{}));
+    case DType::tf32:
+      return load(float{});
+    case DType::fp16:
+      return fp16_to_float(load(std::uint16_t{}));
+    case DType::bf16:
+      return bf16_to_float(load(std::uint16_t{}));
+    case DType::fp8_e4m3:
+      return fp8_e4m3_to_float(bytes[i]);
+    case DType::fp8_e5m2:
+      return fp8_e5m2_to_float(bytes[i]);
+    case DType::int8:
+      return static_cast<double>(static_cast<std::int8_t>(bytes[i]));
+    case DType::uint8:
+      return static_cast<double>(bytes[i]);
+    case DType::int32:
+      return load(std::int32_t{});
+    case DType::int64:
+      return static_cast<double>(load(std::int64_t{}));
   }
   return 0.0;
 }

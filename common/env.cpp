@@ -40,7 +40,8 @@ std::uint64_t parse_cache_size(const std::string& text) {  // "32K", "266240K", 
 
 std::string now_iso8601() {
   auto now = std::chrono::system_clock::now();
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
+                     fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
 }
 
 std::string now_compact() {
@@ -119,7 +120,9 @@ void Environment::add_library(const std::string& name, const std::string& versio
   info_["libraries"][name] = version;
 }
 
-void Environment::add_device(nlohmann::json device) { info_["devices"].push_back(std::move(device)); }
+void Environment::add_device(nlohmann::json device) {
+  info_["devices"].push_back(std::move(device));
+}
 
 void Environment::write(const std::string& dir, bool finished) {
   if (finished) info_["end_time"] = now_iso8601();

@@ -17,7 +17,11 @@ class Error : public std::runtime_error {
   ExitCode code_;
 };
 
-inline Error bad_input(const std::string& message) { return Error(ExitCode::bad_input, message); }
-inline Error run_failure(const std::string& message) { return Error(ExitCode::run_failed, message); }
+inline Error bad_input(const std::string& message) {
+  return Error(ExitCode::bad_input, message);
+}
+inline Error run_failure(const std::string& message) {
+  return Error(ExitCode::run_failed, message);
+}
 
 }  // namespace opbench

@@ -18,12 +18,14 @@ std::vector<DevicePeaks> load_hardware_table(const std::string& path) {
     d.name = e.get_string("name");
     d.source = e.get_string("source");
     for (const auto& m : e.get_array("match")) {
-      if (!m.is_string() || m.get<std::string>().empty()) e.fail("match", "every item must be a non-empty string");
+      if (!m.is_string() || m.get<std::string>().empty())
+        e.fail("match", "every item must be a non-empty string");
       d.match.push_back(m.get<std::string>());
     }
     for (const auto& [dtype, value] : e.get_object("peak_tflops").items()) {
       if (!value.is_number() || !(value.get<double>() > 0))
-        e.fail("peak_tflops", fmt::format("'{}' must be a positive number, got {}", dtype, describe_json(value)));
+        e.fail("peak_tflops",
+               fmt::format("'{}' must be a positive number, got {}", dtype, describe_json(value)));
       try {
         d.peak_tflops[parse_dtype(dtype)] = value.get<double>();
       } catch (const Error& err) {
@@ -71,8 +73,10 @@ std::optional<double> Peaks::bandwidth_gbps() const {
 std::string Peaks::describe() const {
   std::vector<std::string> parts;
   if (device_) parts.push_back(fmt::format("{} (hardware.json)", device_->name));
-  if (overrides_.peak_tflops) parts.push_back(fmt::format("--peak-tflops {}", *overrides_.peak_tflops));
-  if (overrides_.peak_bw_gbps) parts.push_back(fmt::format("--peak-bw {}", *overrides_.peak_bw_gbps));
+  if (overrides_.peak_tflops)
+    parts.push_back(fmt::format("--peak-tflops {}", *overrides_.peak_tflops));
+  if (overrides_.peak_bw_gbps)
+    parts.push_back(fmt::format("--peak-bw {}", *overrides_.peak_bw_gbps));
   return parts.empty() ? "unknown" : join(parts, ", ");
 }
 

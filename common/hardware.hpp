@@ -13,7 +13,7 @@ namespace opbench {
 
 struct DevicePeaks {
   std::string name;
-  std::vector<std::string> match;  // substrings of the device name, case-insensitive
+  std::vector<std::string> match;       // substrings of the device name, case-insensitive
   std::map<DType, double> peak_tflops;  // dense (no structured sparsity)
   std::optional<double> mem_bw_gbps;
   std::string source;

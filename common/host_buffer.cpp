@@ -22,7 +22,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64, as in common/cuda/fill.cu
 
 }  // namespace
 
-void HostBuffer::Free::operator()(void* p) const { std::free(p); }
+void HostBuffer::Free::operator()(void* p) const {
+  std::free(p);
+}
 
 HostBuffer::HostBuffer(std::size_t bytes) : bytes_(bytes) {
   std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -42,20 +44,23 @@ void fill_uniform_host(void* data, std::size_t count, DType t, std::uint64_t see
   switch (t) {
     case DType::fp64: {
       auto p = static_cast<double*>(data);
-      for (std::size_t i = 0; i < count; ++i) p[i] = uniform_value(seed, i);
+      for (std::size_t i = 0; i < count; ++i)
+        p[i] = uniform_value(seed, i);
       return;
     }
     case DType::fp32:
     case DType::tf32: {
       auto p = static_cast<float*>(data);
-      for (std::size_t i = 0; i < count; ++i) p[i] = uniform_value(seed, i);
+      for (std::size_t i = 0; i < count; ++i)
+        p[i] = uniform_value(seed, i);
       return;
     }
     case DType::bf16:
     case DType::fp16: {
       auto p = static_cast<std::uint16_t*>(data);
       for (std::size_t i = 0; i < count; ++i)
-        p[i] = t == DType::bf16 ? float_to_bf16(uniform_value(seed, i)) : float_to_fp16(uniform_value(seed, i));
+        p[i] = t == DType::bf16 ? float_to_bf16(uniform_value(seed, i))
+                                : float_to_fp16(uniform_value(seed, i));
       return;
     }
     default:

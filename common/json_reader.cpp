@@ -41,7 +41,8 @@ std::string executable_dir() {
 nlohmann::json load_json_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw bad_input(fmt::format("{}: no such file", path));
-  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("{}: is a directory, expected a JSON file", path));
+  if (fs::is_directory(path, ec))
+    throw bad_input(fmt::format("{}: is a directory, expected a JSON file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(fmt::format("{}: cannot be read", path));
   std::stringstream buffer;
@@ -63,11 +64,13 @@ nlohmann::json load_json_file(const std::string& path) {
 
 const nlohmann::json& expect_entry_list(const nlohmann::json& doc, const std::string& path) {
   if (!doc.is_array())
-    throw bad_input(fmt::format("{}: expected a list of entries at the top level, got {}", path, describe_json(doc)));
+    throw bad_input(fmt::format("{}: expected a list of entries at the top level, got {}", path,
+                                describe_json(doc)));
   if (doc.empty()) throw bad_input(fmt::format("{}: the list of entries is empty", path));
   for (std::size_t i = 0; i < doc.size(); ++i)
     if (!doc[i].is_object())
-      throw bad_input(fmt::format("{}: entry {}: expected an object, got {}", path, i, describe_json(doc[i])));
+      throw bad_input(
+          fmt::format("{}: entry {}: expected an object, got {}", path, i, describe_json(doc[i])));
   return doc;
 }
 
@@ -75,12 +78,18 @@ std::string describe_json(const nlohmann::json& v) {
   std::string text = v.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "a boolean (" + text + ")";
-    case nlohmann::json::value_t::string: return "a string (" + text + ")";
-    case nlohmann::json::value_t::array: return "a list";
-    case nlohmann::json::value_t::object: return "an object";
-    default: return "the number " + text;
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean (" + text + ")";
+    case nlohmann::json::value_t::string:
+      return "a string (" + text + ")";
+    case nlohmann::json::value_t::array:
+      return "a list";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    default:
+      return "the number " + text;
   }
 }
 
@@ -133,7 +142,8 @@ std::int64_t JsonEntry::get_int(const std::string& key, std::int64_t min, std::i
       fail(key, fmt::format("{} is out of range ({})", v.dump(), range));
     return static_cast<std::int64_t>(d);
   }
-  if (!v.is_number_integer()) fail(key, fmt::format("expected an integer, got {}", describe_json(v)));
+  if (!v.is_number_integer())
+    fail(key, fmt::format("expected an integer, got {}", describe_json(v)));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
     fail(key, fmt::format("{} is out of range ({})", v.dump(), range));
   std::int64_t i = v.get<std::int64_t>();
@@ -171,7 +181,8 @@ const nlohmann::json& JsonEntry::get_array(const std::string& key) {
 
 const nlohmann::json& JsonEntry::get_object(const std::string& key) {
   const auto& v = value(key);
-  if (!v.is_object() || v.empty()) fail(key, "expected a non-empty object, got " + describe_json(v));
+  if (!v.is_object() || v.empty())
+    fail(key, "expected a non-empty object, got " + describe_json(v));
   return v;
 }
 
@@ -197,7 +208,8 @@ void JsonEntry::reject_unknown_keys() const {
 
 std::string find_config_file(const std::string& file_name) {
   std::vector<fs::path> candidates;
-  if (const char* dir = std::getenv("OPBENCH_CONFIG_DIR")) candidates.emplace_back(fs::path(dir) / file_name);
+  if (const char* dir = std::getenv("OPBENCH_CONFIG_DIR"))
+    candidates.emplace_back(fs::path(dir) / file_name);
   std::string exe_dir = executable_dir();
   if (!exe_dir.empty()) {
     candidates.emplace_back(fs::path(exe_dir) / ".." / "configs" / file_name);
@@ -208,7 +220,8 @@ std::string find_config_file(const std::string& file_name) {
   std::error_code ec;
   for (const auto& c : candidates)
     if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
-  throw bad_input(fmt::format("cannot find configs/{} (set OPBENCH_CONFIG_DIR or pass the path)", file_name));
+  throw bad_input(
+      fmt::format("cannot find configs/{} (set OPBENCH_CONFIG_DIR or pass the path)", file_name));
 }
 
 }  // namespace opbench

@@ -1,6 +1,7 @@
 #pragma once
 // Reading JSON input files so that every mistake names the file, the entry and the key:
-//   error: configs/models.json: entry 3 ("llama3-70b"): key 'hidden_size': expected an integer, got "8k"
+//   error: configs/models.json: entry 3 ("llama3-70b"): key 'hidden_size': expected an integer, got
+//   "8k"
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -30,9 +31,11 @@ class JsonEntry {
 
   std::string get_string(const std::string& key);
   std::optional<std::string> get_optional_string(const std::string& key);
-  // An integer in [min, max]; a fractional, negative or out-of-range value is refused with the range.
+  // An integer in [min, max]; a fractional, negative or out-of-range value is refused with the
+  // range.
   std::int64_t get_int(const std::string& key, std::int64_t min, std::int64_t max);
-  std::optional<std::int64_t> get_optional_int(const std::string& key, std::int64_t min, std::int64_t max);
+  std::optional<std::int64_t> get_optional_int(const std::string& key, std::int64_t min,
+                                               std::int64_t max);
   bool get_bool(const std::string& key);
   // A finite number greater than `exclusive_min`.
   double get_number_above(const std::string& key, double exclusive_min);
@@ -57,7 +60,8 @@ class JsonEntry {
 // A short, human description of a JSON value's type and text for error messages.
 std::string describe_json(const nlohmann::json& v);
 
-// Where-prefix for entry i (0-based) of a file: `path: entry 3 ("name")`, using `name_key` if present.
+// Where-prefix for entry i (0-based) of a file: `path: entry 3 ("name")`, using `name_key` if
+// present.
 std::string entry_where(const std::string& path, std::size_t index, const nlohmann::json& entry,
                         const std::string& name_key);
 

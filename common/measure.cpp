@@ -14,7 +14,8 @@ void validate(const MeasureOptions& o) {
     if (!ok) throw bad_input(fmt::format("--{}: {}", flag, why));
   };
   check(o.warmup_iters >= 0, "warmup", fmt::format("must be >= 0, got {}", o.warmup_iters));
-  check(o.warmup_time_s >= 0 && std::isfinite(o.warmup_time_s), "warmup-time", "must be >= 0 seconds");
+  check(o.warmup_time_s >= 0 && std::isfinite(o.warmup_time_s), "warmup-time",
+        "must be >= 0 seconds");
   check(o.min_samples >= 1, "min-samples", fmt::format("must be >= 1, got {}", o.min_samples));
   check(o.max_samples >= o.min_samples, "max-samples",
         fmt::format("must be >= --min-samples ({}), got {}", o.min_samples, o.max_samples));

@@ -10,8 +10,8 @@
 namespace opbench {
 
 struct MeasureOptions {
-  int warmup_iters = 1;        // at least this many untimed runs (absorbs first-call costs) ...
-  double warmup_time_s = 0.05; // ... and at least this long
+  int warmup_iters = 1;         // at least this many untimed runs (absorbs first-call costs) ...
+  double warmup_time_s = 0.05;  // ... and at least this long
   int min_samples = 5;
   int max_samples = 1000;
   double min_time_s = 0.2;
@@ -25,9 +25,9 @@ void validate(const MeasureOptions& options);
 struct Measurement {
   std::vector<double> samples_us;
   Stats stats;
-  bool noisy = false;       // stopped on a budget with rse >= max_noise
-  double warmup_s = 0;      // wall time spent warming up
-  double sampling_s = 0;    // wall time spent sampling (including untimed work between samples)
+  bool noisy = false;     // stopped on a budget with rse >= max_noise
+  double warmup_s = 0;    // wall time spent warming up
+  double sampling_s = 0;  // wall time spent sampling (including untimed work between samples)
   int warmup_runs = 0;
 };
 

@@ -68,7 +68,8 @@ ModelConfig read_model(JsonEntry& e) {
   } else {
     if (m.hidden_size % m.num_attention_heads != 0)
       e.fail("head_dim", fmt::format("missing, and hidden_size ({}) is not a multiple of "
-                                     "num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
+                                     "num_attention_heads ({})",
+                                     m.hidden_size, m.num_attention_heads));
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
 
@@ -102,11 +103,13 @@ std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
   if (wanted.empty() || (wanted.size() == 1 && to_lower(wanted[0]) == "all")) return models;
   std::vector<ModelConfig> out;
   for (const auto& name : wanted) {
-    auto it = std::find_if(models.begin(), models.end(),
-                           [&](const ModelConfig& m) { return to_lower(m.name) == to_lower(name); });
+    auto it = std::find_if(models.begin(), models.end(), [&](const ModelConfig& m) {
+      return to_lower(m.name) == to_lower(name);
+    });
     if (it == models.end()) {
       std::vector<std::string> known;
-      for (const auto& m : models) known.push_back(m.name);
+      for (const auto& m : models)
+        known.push_back(m.name);
       throw bad_input(fmt::format("--model: unknown model '{}' in {} (known: {})", name, path,
                                   join(known, ", ")));
     }

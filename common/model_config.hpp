@@ -15,7 +15,7 @@ struct MoeConfig {
   std::int64_t first_k_dense_replace = 0;  // the first k decoder layers keep a dense MLP
 };
 
-struct MlaConfig {  // DeepSeek multi-head latent attention
+struct MlaConfig {                          // DeepSeek multi-head latent attention
   std::optional<std::int64_t> q_lora_rank;  // null: q is one projection
   std::int64_t kv_lora_rank = 0;
   std::int64_t qk_nope_head_dim = 0;
@@ -42,7 +42,9 @@ struct ModelConfig {
   std::optional<MlaConfig> mla;
   std::string source;  // where the numbers come from
 
-  std::int64_t moe_layers() const { return moe ? num_hidden_layers - moe->first_k_dense_replace : 0; }
+  std::int64_t moe_layers() const {
+    return moe ? num_hidden_layers - moe->first_k_dense_replace : 0;
+  }
   std::int64_t dense_mlp_layers() const { return num_hidden_layers - moe_layers(); }
 };
 

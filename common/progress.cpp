@@ -25,7 +25,8 @@ std::string Progress::eta() const {
 
 void Progress::start(const std::string& what) {
   if (quiet_ || !tty_) return;
-  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s ...%s", finished_ + 1, cases_, what.c_str(), eta().c_str());
+  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s ...%s", finished_ + 1, cases_, what.c_str(),
+               eta().c_str());
   std::fflush(stderr);
   line_shown_ = true;
 }
@@ -38,7 +39,8 @@ void Progress::done(double work, const std::string& result) {
     clear();
     return;
   }
-  std::fprintf(stderr, "[%zu/%zu] %s%s\n", finished_, cases_, result.c_str(), finished_ < cases_ ? eta().c_str() : "");
+  std::fprintf(stderr, "[%zu/%zu] %s%s\n", finished_, cases_, result.c_str(),
+               finished_ < cases_ ? eta().c_str() : "");
   std::fflush(stderr);
 }
 

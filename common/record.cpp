@@ -8,9 +8,12 @@ namespace opbench {
 
 std::string_view status_name(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::skipped: return "skipped";
-    case Status::failed: return "failed";
+    case Status::ok:
+      return "ok";
+    case Status::skipped:
+      return "skipped";
+    case Status::failed:
+      return "failed";
   }
   return "failed";
 }
@@ -32,7 +35,8 @@ const Value* Record::find(std::string_view name) const {
 
 std::vector<std::string> Record::names() const {
   std::vector<std::string> out;
-  for (const auto& f : fields_) out.push_back(f.name);
+  for (const auto& f : fields_)
+    out.push_back(f.name);
   return out;
 }
 
@@ -53,7 +57,9 @@ nlohmann::json value_to_json(const Value& v) {
   struct Visitor {
     nlohmann::json operator()(std::monostate) const { return nullptr; }
     nlohmann::json operator()(std::int64_t i) const { return i; }
-    nlohmann::json operator()(double d) const { return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(nullptr); }
+    nlohmann::json operator()(double d) const {
+      return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(nullptr);
+    }
     nlohmann::json operator()(const std::string& s) const { return s; }
   };
   return std::visit(Visitor{}, v);

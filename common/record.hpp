@@ -28,9 +28,15 @@ struct Field {
 
 class Record {
  public:
-  Record& arg(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::arg); }
-  Record& metric(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::metric); }
-  Record& result(std::string name, Value v) { return add(std::move(name), std::move(v), FieldKind::result); }
+  Record& arg(std::string name, Value v) {
+    return add(std::move(name), std::move(v), FieldKind::arg);
+  }
+  Record& metric(std::string name, Value v) {
+    return add(std::move(name), std::move(v), FieldKind::metric);
+  }
+  Record& result(std::string name, Value v) {
+    return add(std::move(name), std::move(v), FieldKind::result);
+  }
   // Optional numbers become empty cells.
   Record& optional_metric(std::string name, std::optional<double> v);
 

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <cctype>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "common/error.hpp"
 
@@ -18,7 +18,8 @@ namespace {
 
 std::FILE* open_for_writing(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
+  if (fs::is_directory(path, ec))
+    throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
   auto parent = fs::path(path).parent_path();
   if (!parent.empty()) ensure_directory(parent.string());
   std::FILE* f = std::fopen(path.c_str(), "w");
@@ -88,12 +89,19 @@ nlohmann::json record_to_json(const Record& row) {
   nlohmann::json j = {{"args", nlohmann::json::object()}, {"metrics", nlohmann::json::object()}};
   for (const auto& f : row.fields()) {
     switch (f.kind) {
-      case FieldKind::arg: j["args"][f.name] = value_to_json(f.value); break;
-      case FieldKind::metric: j["metrics"][f.name] = value_to_json(f.value); break;
-      case FieldKind::result: j[f.name] = value_to_json(f.value); break;
+      case FieldKind::arg:
+        j["args"][f.name] = value_to_json(f.value);
+        break;
+      case FieldKind::metric:
+        j["metrics"][f.name] = value_to_json(f.value);
+        break;
+      case FieldKind::result:
+        j[f.name] = value_to_json(f.value);
+        break;
     }
   }
-  for (const auto& [k, v] : row.extra().items()) j[k] = v;
+  for (const auto& [k, v] : row.extra().items())
+    j[k] = v;
   return j;
 }
 
@@ -123,7 +131,8 @@ void ConsoleTable::print_header() {
     line += fmt::format("{:<{}} ", c.header, w);
     rule += std::string(static_cast<std::size_t>(w), '-') + " ";
   }
-  while (!line.empty() && line.back() == ' ') line.pop_back();
+  while (!line.empty() && line.back() == ' ')
+    line.pop_back();
   rule.pop_back();
   std::fprintf(out_, "%s\n%s\n", line.c_str(), rule.c_str());
   std::fflush(out_);
@@ -141,7 +150,8 @@ void ConsoleTable::print(const Record& row) {
       text = table_number(std::get<double>(*v));
     line += v && is_number(*v) ? fmt::format("{:>{}} ", text, w) : fmt::format("{:<{}} ", text, w);
   }
-  while (!line.empty() && line.back() == ' ') line.pop_back();
+  while (!line.empty() && line.back() == ' ')
+    line.pop_back();
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);
 }

@@ -34,7 +34,8 @@ class CsvWriter {
   std::size_t rows_ = 0;
 };
 
-// One JSON object per line: {"args": {...}, "metrics": {...}, "status": ..., "note": ..., extras, "run": {...}}.
+// One JSON object per line: {"args": {...}, "metrics": {...}, "status": ..., "note": ..., extras,
+// "run": {...}}.
 class JsonlWriter {
  public:
   JsonlWriter(std::string path, nlohmann::json run_metadata);

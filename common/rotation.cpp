@@ -6,7 +6,8 @@
 
 namespace opbench {
 
-RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t memory_budget) {
+RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes,
+                           std::uint64_t memory_budget) {
   RotationPlan plan;
   if (set_bytes <= 0) return plan;
   const auto budget = static_cast<std::int64_t>(std::min<std::uint64_t>(memory_budget, INT64_MAX));

@@ -13,7 +13,8 @@ struct RotationPlan {
 };
 
 // sets = ceil(4 · cache_bytes / set_bytes), at least 1, and no more than the budget holds.
-RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t memory_budget);
+RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes,
+                           std::uint64_t memory_budget);
 
 // "1.5 GiB", "512 MiB", "48 KiB", "100 B"
 std::string human_bytes(double bytes);

@@ -29,7 +29,8 @@ Stats compute_stats(std::span<const double> samples) {
   s.p99 = percentile_sorted(sorted, 99);
   if (s.count > 1) {
     double ss = 0;
-    for (double v : sorted) ss += (v - s.mean) * (v - s.mean);
+    for (double v : sorted)
+      ss += (v - s.mean) * (v - s.mean);
     s.stddev = std::sqrt(ss / (n - 1));
   }
   if (s.mean > 0) {

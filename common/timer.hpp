@@ -9,7 +9,8 @@ class CpuTimer {
   CpuTimer() : start_(std::chrono::steady_clock::now()) {}
   void restart() { start_ = std::chrono::steady_clock::now(); }
   double elapsed_us() const {
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_).count();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+        .count();
   }
   double elapsed_s() const { return elapsed_us() * 1e-6; }
 

@@ -28,15 +28,25 @@ std::string models_path(const GemmOptions& o) {
 int list_models(const GemmOptions& o) {
   auto path = models_path(o);
   auto models = load_models(path);
-  ConsoleTable table({{"model", "", 18}, {"layers", "", 6}, {"hidden", "", 6}, {"ffn", "", 6},
-                      {"heads", "", 5}, {"kv_heads", "", 8}, {"vocab", "", 6}, {"seqlen", "", 6},
+  ConsoleTable table({{"model", "", 18},
+                      {"layers", "", 6},
+                      {"hidden", "", 6},
+                      {"ffn", "", 6},
+                      {"heads", "", 5},
+                      {"kv_heads", "", 8},
+                      {"vocab", "", 6},
+                      {"seqlen", "", 6},
                       {"kind", "", 10}});
   for (const auto& m : models) {
     Record r;
-    std::string kind = m.moe ? fmt::format("moe {}x{}", m.moe->num_experts_per_tok, m.moe->n_routed_experts) : "dense";
+    std::string kind =
+        m.moe ? fmt::format("moe {}x{}", m.moe->num_experts_per_tok, m.moe->n_routed_experts)
+              : "dense";
     if (m.mla) kind += "+mla";
     r.arg("model", m.name).arg("layers", m.num_hidden_layers).arg("hidden", m.hidden_size);
-    r.arg("ffn", m.intermediate_size).arg("heads", m.num_attention_heads).arg("kv_heads", m.num_key_value_heads);
+    r.arg("ffn", m.intermediate_size)
+        .arg("heads", m.num_attention_heads)
+        .arg("kv_heads", m.num_key_value_heads);
     r.arg("vocab", m.vocab_size).arg("seqlen", m.seqlen).arg("kind", kind);
     table.print(r);
   }
@@ -46,7 +56,9 @@ int list_models(const GemmOptions& o) {
 
 std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>& dtypes) {
   if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep())
-    throw bad_input("nothing to run: give --model-config-path and/or --model, --shapes-json-path, or --m/--n/--k");
+    throw bad_input(
+        "nothing to run: give --model-config-path and/or --model, --shapes-json-path, or "
+        "--m/--n/--k");
   std::vector<GemmCase> cases;
   if (o.wants_models()) {
     auto path = models_path(o);
@@ -67,15 +79,23 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
 }
 
 int dry_run(const std::vector<GemmCase>& cases) {
-  ConsoleTable table({{"model", "", 16}, {"gemm", "", 18}, {"pass", "", 5}, {"m", "", 6}, {"n", "", 6},
-                      {"k", "", 6}, {"layout", "", 6}, {"dtype", "", 8}, {"calls_per_step", "calls", 5},
+  ConsoleTable table({{"model", "", 16},
+                      {"gemm", "", 18},
+                      {"pass", "", 5},
+                      {"m", "", 6},
+                      {"n", "", 6},
+                      {"k", "", 6},
+                      {"layout", "", 6},
+                      {"dtype", "", 8},
+                      {"calls_per_step", "calls", 5},
                       {"gflop", "", 10}});
   double total = 0;
   for (const auto& c : cases) {
     Record r;
     r.arg("model", c.model).arg("gemm", c.gemm).arg("pass", c.pass).arg("m", c.problem.m);
     r.arg("n", c.problem.n).arg("k", c.problem.k).arg("layout", c.problem.layout());
-    r.arg("dtype", std::string(dtype_name(c.problem.dtype))).arg("calls_per_step", c.calls_per_step);
+    r.arg("dtype", std::string(dtype_name(c.problem.dtype)))
+        .arg("calls_per_step", c.calls_per_step);
     r.metric("gflop", static_cast<double>(c.problem.flops()) / 1e9);
     table.print(r);
     total += static_cast<double>(c.problem.flops());
@@ -132,8 +152,8 @@ GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& r
 }
 
 std::string case_label(const GemmCase& c) {
-  return fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass, c.problem.dims(),
-                     dtype_name(c.problem.dtype));
+  return fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass,
+                     c.problem.dims(), dtype_name(c.problem.dtype));
 }
 
 std::string progress_line(const GemmCase& c, const Record& row, const GemmResult& r) {
@@ -142,8 +162,9 @@ std::string progress_line(const GemmCase& c, const Record& row, const GemmResult
   auto tflops = std::get<double>(*row.find("tflops"));
   auto pct = row.find("pct_peak_flops");
   // The CPU reaches GFLOPS; say so rather than print 0.0659 TFLOPS.
-  std::string rate = tflops >= 1 ? fmt::format("{:.1f} us  {:.1f} TFLOPS", r.measurement.stats.mean, tflops)
-                                 : fmt::format("{:.1f} us  {:.1f} GFLOPS", r.measurement.stats.mean, tflops * 1e3);
+  std::string rate =
+      tflops >= 1 ? fmt::format("{:.1f} us  {:.1f} TFLOPS", r.measurement.stats.mean, tflops)
+                  : fmt::format("{:.1f} us  {:.1f} GFLOPS", r.measurement.stats.mean, tflops * 1e3);
   if (pct && !std::holds_alternative<std::monostate>(*pct))
     rate += fmt::format(" ({:.0f}% of peak)", std::get<double>(*pct));
   return fmt::format("{}  {}", what, rate);
@@ -158,18 +179,21 @@ int bench_gemm_main(int argc, char** argv) {
   if (o.list_models) return list_models(o);
 
   BackendChoice choice = choose_backend(o.backend, o.device);
-  std::vector<DType> dtypes = o.dtypes.value_or(std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
+  std::vector<DType> dtypes = o.dtypes.value_or(
+      std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
   std::vector<GemmCase> cases = build_cases(o, dtypes);
   if (o.dry_run) return dry_run(cases);
 
-  const std::string report_dir = o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
+  const std::string report_dir =
+      o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
   auto provider = make_provider(choice.backend, o.device);
   double total_flops = 0;
-  for (const auto& c : cases) total_flops += static_cast<double>(c.problem.flops());
+  for (const auto& c : cases)
+    total_flops += static_cast<double>(c.problem.flops());
   Progress progress(cases.size(), total_flops, o.report.quiet);
-  progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(), provider->device(),
-                            choice.reason));
+  progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
+                            provider->device(), choice.reason));
   Environment env(argc, argv, "bench_gemm");
   provider->describe(env);
   env.write(report_dir, false);
@@ -178,9 +202,17 @@ int bench_gemm_main(int argc, char** argv) {
 
   GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
   std::map<std::string, ReportFiles> files;
-  ConsoleTable table({{"model", "", 14}, {"gemm", "", 18}, {"pass", "", 5}, {"m", "", 6}, {"n", "", 6},
-                      {"k", "", 6}, {"dtype", "", 8}, {"time_us", "", 10}, {"tflops", "", 7},
-                      {"pct_peak_flops", "%peak", 5}, {"status", "", 7}});
+  ConsoleTable table({{"model", "", 14},
+                      {"gemm", "", 18},
+                      {"pass", "", 5},
+                      {"m", "", 6},
+                      {"n", "", 6},
+                      {"k", "", 6},
+                      {"dtype", "", 8},
+                      {"time_us", "", 10},
+                      {"tflops", "", 7},
+                      {"pct_peak_flops", "%peak", 5},
+                      {"status", "", 7}});
   std::size_t failed = 0, skipped = 0;
   for (auto& c : cases) {
     progress.start(case_label(c));
@@ -190,7 +222,8 @@ int bench_gemm_main(int argc, char** argv) {
     if (!f.csv) {
       auto base = (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
       f.csv = std::make_unique<CsvWriter>(base + ".csv");
-      f.jsonl = std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", env.run_id()}});
+      f.jsonl =
+          std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", env.run_id()}});
     }
     f.csv->write(row);
     f.jsonl->write(row);
@@ -203,7 +236,8 @@ int bench_gemm_main(int argc, char** argv) {
   env.write(report_dir, true);
   std::fprintf(stderr, "%zu cases: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", cases.size(),
                cases.size() - failed - skipped, skipped, failed, report_dir.c_str());
-  for (const auto& [_, f] : files) std::fprintf(stderr, "  %s (%zu rows)\n", f.csv->path().c_str(), f.csv->rows());
+  for (const auto& [_, f] : files)
+    std::fprintf(stderr, "  %s (%zu rows)\n", f.csv->path().c_str(), f.csv->rows());
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

@@ -24,8 +24,8 @@ constexpr std::uint64_t kFillSeed = 20261121;
 
 void lt_check(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw run_failure(fmt::format("cuBLASLt {} failed: {} ({})", call, cublasLtGetStatusName(status),
-                                  cublasLtGetStatusString(status)));
+    throw run_failure(fmt::format("cuBLASLt {} failed: {} ({})", call,
+                                  cublasLtGetStatusName(status), cublasLtGetStatusString(status)));
 }
 
 struct LtTypes {
@@ -35,20 +35,28 @@ struct LtTypes {
 
 LtTypes lt_types(DType t) {
   switch (t) {
-    case DType::fp64: return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
-    case DType::fp32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::tf32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case DType::fp16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::bf16: return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::fp8_e4m3: return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    default: throw std::logic_error("lt_types: unsupported dtype");
+    case DType::fp64:
+      return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case DType::fp32:
+      return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::tf32:
+      return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case DType::fp16:
+      return {CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::bf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::fp8_e4m3:
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    default:
+      throw std::logic_error("lt_types: unsupported dtype");
   }
 }
 
 // RAII holders for the cuBLASLt descriptors of one problem.
 struct LtDescriptors {
   cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), C=D
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr,
+                         c = nullptr;  // cuBLASLt's A (our B), B (our A), C=D
   ~LtDescriptors() {
     if (op) cublasLtMatmulDescDestroy(op);
     if (a) cublasLtMatrixLayoutDestroy(a);
@@ -57,17 +65,20 @@ struct LtDescriptors {
   }
 };
 
-void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, std::int64_t rows, std::int64_t cols,
-                 std::int64_t batch) {
+void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, std::int64_t rows,
+                 std::int64_t cols, std::int64_t batch) {
   lt_check(cublasLtMatrixLayoutCreate(layout, type, static_cast<std::uint64_t>(rows),
-                                      static_cast<std::uint64_t>(cols), rows), "MatrixLayoutCreate");
+                                      static_cast<std::uint64_t>(cols), rows),
+           "MatrixLayoutCreate");
   if (batch > 1) {
     auto count = static_cast<std::int32_t>(batch);
     std::int64_t stride = rows * cols;
-    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                              sizeof(count)),
              "MatrixLayoutSetAttribute(BATCH_COUNT)");
-    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                              sizeof(stride)), "MatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                              &stride, sizeof(stride)),
+             "MatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
   }
 }
 
@@ -81,7 +92,8 @@ std::string describe_algo(const cublasLtMatmulAlgo_t& algo, std::size_t candidat
   return fmt::format("algo {} tile {} stages {} splitk {} swizzle {} custom {} (fastest of {})",
                      get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
                      get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                     get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING), get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION), candidates);
+                     get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+                     get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION), candidates);
 }
 
 class CublasLtProvider final : public GemmProvider {
@@ -104,7 +116,11 @@ class CublasLtProvider final : public GemmProvider {
 
   std::optional<std::string> unsupported(DType t) const override {
     switch (t) {
-      case DType::fp64: case DType::fp32: case DType::tf32: case DType::fp16: case DType::bf16:
+      case DType::fp64:
+      case DType::fp32:
+      case DType::tf32:
+      case DType::fp16:
+      case DType::bf16:
         return std::nullopt;
       case DType::fp8_e4m3:
         if (info_.cc_major * 10 + info_.cc_minor < 89)
@@ -129,8 +145,9 @@ class CublasLtProvider final : public GemmProvider {
       p.transa = false;
       p.transb = true;
       if (note)
-        *note = "fp8 in cuBLASLt needs its TN layout (NT in this row-major table): operands "
-                "pre-transposed, as Transformer Engine does";
+        *note =
+            "fp8 in cuBLASLt needs its TN layout (NT in this row-major table): operands "
+            "pre-transposed, as Transformer Engine does";
     }
     return p;
   }
@@ -145,7 +162,8 @@ class CublasLtProvider final : public GemmProvider {
     if (!plan.fits) {
       r.status = Status::skipped;
       r.note = fmt::format("needs {} of device memory for A, B and C; {} free",
-                           human_bytes(static_cast<double>(layout.set_bytes())), human_bytes(static_cast<double>(budget)));
+                           human_bytes(static_cast<double>(layout.set_bytes())),
+                           human_bytes(static_cast<double>(budget)));
       return r;
     }
     prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
@@ -157,8 +175,10 @@ class CublasLtProvider final : public GemmProvider {
     lt_check(cublasLtMatmulDescCreate(&d.op, types.compute, types.scale), "MatmulDescCreate");
     const cublasOperation_t op_a = p.transb ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
     const cublasOperation_t op_b = p.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
-    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "TRANSA");
-    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "TRANSB");
+    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
+             "TRANSA");
+    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
+             "TRANSB");
     // Column-major shapes of the stored matrices (a row-major R x C matrix is column-major C x R).
     make_layout(&d.a, types.ab, p.transb ? p.k : p.n, p.transb ? p.n : p.k, p.batch);
     make_layout(&d.b, types.ab, p.transa ? p.m : p.k, p.transa ? p.k : p.m, p.batch);
@@ -173,17 +193,20 @@ class CublasLtProvider final : public GemmProvider {
     const void* beta = p.dtype == DType::fp64 ? static_cast<const void*>(&zero_d) : &zero_f;
     auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
       void* c = out + layout.c_offset(set);
-      return cublasLtMatmul(handle_, d.op, alpha, in + layout.b_offset(set), d.a, in + layout.a_offset(set), d.b,
-                            beta, c, d.c, c, d.c, &algo, workspace_.data(), kWorkspaceBytes, stream_);
+      return cublasLtMatmul(handle_, d.op, alpha, in + layout.b_offset(set), d.a,
+                            in + layout.a_offset(set), d.b, beta, c, d.c, c, d.c, &algo,
+                            workspace_.data(), kWorkspaceBytes, stream_);
     };
 
-    std::string key = fmt::format("{} {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype), o.algo_candidates);
+    std::string key =
+        fmt::format("{} {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype), o.algo_candidates);
     auto cached = tuned_.find(key);
     if (cached == tuned_.end()) {
       auto tuned = autotune(d, o.algo_candidates, launch);
       if (!tuned) {
         r.status = Status::skipped;
-        r.note = fmt::format("cuBLASLt has no algorithm for {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype));
+        r.note = fmt::format("cuBLASLt has no algorithm for {} {} {}", p.dims(), p.layout(),
+                             dtype_name(p.dtype));
         return r;
       }
       cached = tuned_.emplace(key, *tuned).first;
@@ -206,9 +229,12 @@ class CublasLtProvider final : public GemmProvider {
 
     if (o.check) {
       OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      auto a = inputs_.to_host(static_cast<std::size_t>(layout.a_offset(set)), static_cast<std::size_t>(layout.a_bytes));
-      auto b = inputs_.to_host(static_cast<std::size_t>(layout.b_offset(set)), static_cast<std::size_t>(layout.b_bytes));
-      auto c = outputs_.to_host(static_cast<std::size_t>(layout.c_offset(set)), static_cast<std::size_t>(layout.c_bytes));
+      auto a = inputs_.to_host(static_cast<std::size_t>(layout.a_offset(set)),
+                               static_cast<std::size_t>(layout.a_bytes));
+      auto b = inputs_.to_host(static_cast<std::size_t>(layout.b_offset(set)),
+                               static_cast<std::size_t>(layout.b_bytes));
+      auto c = outputs_.to_host(static_cast<std::size_t>(layout.c_offset(set)),
+                                static_cast<std::size_t>(layout.c_bytes));
       if (o.corrupt_for_test) c[c.size() / 2] ^= 0x40;  // flips an exponent bit of one element
       CheckPrecision precision;
       precision.input_roundoff = p.dtype == DType::tf32 ? unit_roundoff(DType::tf32) : 0.0;
@@ -231,15 +257,19 @@ class CublasLtProvider final : public GemmProvider {
   std::optional<Tuned> autotune(const LtDescriptors& d, int candidates, Launch& launch) {
     cublasLtMatmulPreference_t pref = nullptr;
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
-    std::unique_ptr<void, void (*)(void*)> pref_guard(
-        pref, [](void* x) { cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(x)); });
+    std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* x) {
+      cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(x));
+    });
     std::uint64_t ws = kWorkspaceBytes;
-    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws, sizeof(ws)),
              "PREF_MAX_WORKSPACE_BYTES");
-    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(std::max(1, candidates)));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(
+        static_cast<std::size_t>(std::max(1, candidates)));
     int returned = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.a, d.b, d.c, d.c, pref,
-                                                       static_cast<int>(results.size()), results.data(), &returned);
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.a, d.b, d.c, d.c, pref,
+                                       static_cast<int>(results.size()), results.data(), &returned);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0) return std::nullopt;
     lt_check(st, "MatmulAlgoGetHeuristic");
 
@@ -252,7 +282,8 @@ class CublasLtProvider final : public GemmProvider {
       if (launch(results[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
       timer.start(stream_);
       bool ok = true;
-      for (int rep = 0; rep < 5 && ok; ++rep) ok = launch(results[i].algo) == CUBLAS_STATUS_SUCCESS;
+      for (int rep = 0; rep < 5 && ok; ++rep)
+        ok = launch(results[i].algo) == CUBLAS_STATUS_SUCCESS;
       timer.stop(stream_);
       double us = timer.elapsed_us() / 5;
       if (ok && (!best || us < best_us)) {

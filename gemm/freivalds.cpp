@@ -18,9 +18,11 @@ template <typename F>
 void with_loader(DType t, const void* data, F&& f) {
   auto bytes = static_cast<const unsigned char*>(data);
   switch (t) {
-    case DType::fp64: return f([p = reinterpret_cast<const double*>(data)](std::int64_t i) { return p[i]; });
+    case DType::fp64:
+      return f([p = reinterpret_cast<const double*>(data)](std::int64_t i) { return p[i]; });
     case DType::fp32:
-    case DType::tf32: return f([p = reinterpret_cast<const float*>(data)](std::int64_t i) { return double(p[i]); });
+    case DType::tf32:
+      return f([p = reinterpret_cast<const float*>(data)](std::int64_t i) { return double(p[i]); });
     case DType::bf16:
       return f([bytes](std::int64_t i) {
         std::uint16_t v;
@@ -34,7 +36,9 @@ void with_loader(DType t, const void* data, F&& f) {
         return double(fp16_to_float(v));
       });
     default:
-      return f([bytes, t](std::int64_t i) { return element_as_double(bytes, t, static_cast<std::size_t>(i)); });
+      return f([bytes, t](std::int64_t i) {
+        return element_as_double(bytes, t, static_cast<std::size_t>(i));
+      });
   }
 }
 
@@ -62,7 +66,8 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
     with_loader(p.out_dtype, c_at, [&](auto C) {
       for (std::int64_t i = 0; i < p.m; ++i) {
         double s = 0;
-        for (std::int64_t j = 0; j < p.n; ++j) s += C(i * p.n + j) * C(i * p.n + j);
+        for (std::int64_t j = 0; j < p.n; ++j)
+          s += C(i * p.n + j) * C(i * p.n + j);
         row_norm[i] = std::sqrt(s);
         frob2 += s;
       }
@@ -71,17 +76,20 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
     const double mean_row = std::sqrt(frob2 / static_cast<double>(p.m));
 
     for (int v = 0; v < vectors && finite; ++v) {
-      for (auto& xi : x) xi = (rng() & 1) ? 1.0 : -1.0;
+      for (auto& xi : x)
+        xi = (rng() & 1) ? 1.0 : -1.0;
       // y = op(B)·x and z = op(A)·y, each loop walking its matrix in storage order.
       with_loader(p.dtype, b_at, [&](auto B) {
         std::fill(y.begin(), y.end(), 0.0);
         if (p.transb) {  // B stored n x k
           for (std::int64_t j = 0; j < p.n; ++j)
-            for (std::int64_t q = 0; q < p.k; ++q) y[q] += B(j * p.k + q) * x[j];
+            for (std::int64_t q = 0; q < p.k; ++q)
+              y[q] += B(j * p.k + q) * x[j];
         } else {  // B stored k x n
           for (std::int64_t q = 0; q < p.k; ++q) {
             double s = 0;
-            for (std::int64_t j = 0; j < p.n; ++j) s += B(q * p.n + j) * x[j];
+            for (std::int64_t j = 0; j < p.n; ++j)
+              s += B(q * p.n + j) * x[j];
             y[q] = s;
           }
         }
@@ -90,11 +98,13 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
         std::fill(z.begin(), z.end(), 0.0);
         if (p.transa) {  // A stored k x m
           for (std::int64_t q = 0; q < p.k; ++q)
-            for (std::int64_t i = 0; i < p.m; ++i) z[i] += A(q * p.m + i) * y[q];
+            for (std::int64_t i = 0; i < p.m; ++i)
+              z[i] += A(q * p.m + i) * y[q];
         } else {  // A stored m x k
           for (std::int64_t i = 0; i < p.m; ++i) {
             double s = 0;
-            for (std::int64_t q = 0; q < p.k; ++q) s += A(i * p.k + q) * y[q];
+            for (std::int64_t q = 0; q < p.k; ++q)
+              s += A(i * p.k + q) * y[q];
             z[i] = s;
           }
         }
@@ -102,7 +112,8 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
       with_loader(p.out_dtype, c_at, [&](auto C) {  // w = C·x
         for (std::int64_t i = 0; i < p.m; ++i) {
           double s = 0;
-          for (std::int64_t j = 0; j < p.n; ++j) s += C(i * p.n + j) * x[j];
+          for (std::int64_t j = 0; j < p.n; ++j)
+            s += C(i * p.n + j) * x[j];
           w[i] = s;
         }
       });

@@ -15,9 +15,9 @@ namespace opbench {
 
 struct CheckResult {
   bool passed = false;
-  double max_residual = 0;   // max over rows of |C·x - A·B·x|_i / max(‖C_i‖, ‖C‖_F/sqrt(m))
-  double tolerance = 0;      // 8·u, the bound max_residual is held to
-  std::string detail;        // "residual 3.1e-07 <= 1.2e-05" or what failed
+  double max_residual = 0;  // max over rows of |C·x - A·B·x|_i / max(‖C_i‖, ‖C‖_F/sqrt(m))
+  double tolerance = 0;     // 8·u, the bound max_residual is held to
+  std::string detail;       // "residual 3.1e-07 <= 1.2e-05" or what failed
 };
 
 struct CheckPrecision {
@@ -28,6 +28,7 @@ struct CheckPrecision {
 // a, b, c: host copies of every batch entry, stored as `problem` describes (row-major,
 // transposes, batch-strided), of types problem.dtype (a, b) and problem.out_dtype (c).
 CheckResult freivalds_check(const GemmProblem& problem, const void* a, const void* b, const void* c,
-                            const CheckPrecision& precision, int vectors = 3, std::uint64_t seed = 1);
+                            const CheckPrecision& precision, int vectors = 3,
+                            std::uint64_t seed = 1);
 
 }  // namespace opbench

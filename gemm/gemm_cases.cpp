@@ -32,8 +32,9 @@ std::pair<bool, bool> parse_layout(const std::string& layout) {
 }  // namespace
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
-                                  const std::vector<std::int64_t>& micro_batches, std::int64_t seqlen,
-                                  const std::vector<GemmPass>& passes, const std::vector<DType>& dtypes) {
+                                  const std::vector<std::int64_t>& micro_batches,
+                                  std::int64_t seqlen, const std::vector<GemmPass>& passes,
+                                  const std::vector<DType>& dtypes) {
   std::vector<GemmCase> out;
   for (std::int64_t mb : micro_batches) {
     ParallelConfig parallel{tp, mb, seqlen};
@@ -92,7 +93,8 @@ std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vecto
   return out;
 }
 
-std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms, const std::vector<std::int64_t>& ns,
+std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms,
+                                  const std::vector<std::int64_t>& ns,
                                   const std::vector<std::int64_t>& ks, std::int64_t batch,
                                   const std::string& layout, const std::vector<DType>& dtypes) {
   auto [transa, transb] = parse_layout(layout);
@@ -105,7 +107,8 @@ std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms, const std
           c.report = "sweep";
           c.model = "sweep";
           c.gemm = "sweep";
-          c.problem = GemmProblem{m, n, k, batch, transa, transb, dtype, gemm_output_dtype(dtype), false};
+          c.problem =
+              GemmProblem{m, n, k, batch, transa, transb, dtype, gemm_output_dtype(dtype), false};
           out.push_back(std::move(c));
         }
   return out;

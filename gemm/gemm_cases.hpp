@@ -22,15 +22,17 @@ struct GemmCase {
 };
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
-                                  const std::vector<std::int64_t>& micro_batches, std::int64_t seqlen,
-                                  const std::vector<GemmPass>& passes, const std::vector<DType>& dtypes);
+                                  const std::vector<std::int64_t>& micro_batches,
+                                  std::int64_t seqlen, const std::vector<GemmPass>& passes,
+                                  const std::vector<DType>& dtypes);
 
 // configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a
 // dtype run every dtype of `dtypes`.
 std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vector<DType>& dtypes);
 
 // Every (m, n, k) combination of the lists, in one layout ("NN", "NT", "TN", "TT").
-std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms, const std::vector<std::int64_t>& ns,
+std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms,
+                                  const std::vector<std::int64_t>& ns,
                                   const std::vector<std::int64_t>& ks, std::int64_t batch,
                                   const std::string& layout, const std::vector<DType>& dtypes);
 

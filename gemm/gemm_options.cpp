@@ -8,11 +8,13 @@ namespace opbench {
 
 std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   GemmOptions o;
-  cxxopts::Options options("bench_gemm",
-                           "GEMM benchmark: cuBLASLt on the GPU, OpenBLAS on the CPU.\n"
-                           "Shapes come from model configs (--model-config-path / --model), an explicit\n"
-                           "shapes file (--shapes-json-path), or sweeps (--m/--n/--k).\n"
-                           "m, n, k, transa, transb describe C[m,n] = op(A)·op(B) with row-major storage.");
+  cxxopts::Options options(
+      "bench_gemm",
+      "GEMM benchmark: cuBLASLt on the GPU, OpenBLAS on the CPU.\n"
+      "Shapes come from model configs (--model-config-path / --model), an explicit\n"
+      "shapes file (--shapes-json-path), or sweeps (--m/--n/--k).\n"
+      "m, n, k, transa, transb describe C[m,n] = op(A)·op(B) with row-major storage.");
+  // clang-format off
   options.add_options("Inputs")
     ("model-config-path", "models.json with the models to derive GEMMs from", cxxopts::value<std::string>())
     ("model", "models to run, comma-separated (default: every model in the file)", cxxopts::value<std::string>())
@@ -36,6 +38,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("algo-candidates", "cuBLASLt heuristic candidates timed to pick the fastest", cxxopts::value<int>()->default_value("8"))
     ("dry-run", "list the cases with their FLOPs and exit")
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
+  // clang-format on
   add_measure_options(options, o.measure);
   add_report_options(options, "gemm");
   add_peak_options(options);
@@ -69,10 +72,12 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.dry_run = p.count("dry-run") > 0;
   o.list_models = p.count("list-models") > 0;
   o.corrupt_for_test = p.count("test-corrupt-result") > 0;
-  if (o.corrupt_for_test && !o.check) throw bad_input("--test-corrupt-result only makes sense with --check");
+  if (o.corrupt_for_test && !o.check)
+    throw bad_input("--test-corrupt-result only makes sense with --check");
   o.algo_candidates = p["algo-candidates"].as<int>();
   if (o.algo_candidates < 1 || o.algo_candidates > 1024)
-    throw bad_input(fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));
+    throw bad_input(
+        fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));
   o.measure = read_measure_options(p, o.measure);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);

@@ -7,7 +7,8 @@ namespace opbench {
 std::int64_t GemmProblem::read_bytes() const {
   auto in = static_cast<std::int64_t>(dtype_size(dtype));
   auto out = static_cast<std::int64_t>(dtype_size(out_dtype));
-  return batch * (a_elements() + b_elements()) * in + (beta_nonzero ? batch * c_elements() * out : 0);
+  return batch * (a_elements() + b_elements()) * in +
+         (beta_nonzero ? batch * c_elements() * out : 0);
 }
 
 std::int64_t GemmProblem::write_bytes() const {
@@ -30,8 +31,10 @@ std::string GemmProblem::dims() const {
 DType gemm_output_dtype(DType input) {
   switch (input) {
     case DType::fp8_e4m3:
-    case DType::fp8_e5m2: return DType::bf16;
-    default: return input;
+    case DType::fp8_e5m2:
+      return DType::bf16;
+    default:
+      return input;
   }
 }
 

@@ -40,7 +40,8 @@ struct GemmProblem {
   std::string dims() const;
 };
 
-// The output type a benchmark uses for an input type: fp8 GEMMs write bf16, the rest their own type.
+// The output type a benchmark uses for an input type: fp8 GEMMs write bf16, the rest their own
+// type.
 DType gemm_output_dtype(DType input);
 
 }  // namespace opbench

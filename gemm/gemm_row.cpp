@@ -5,12 +5,17 @@
 namespace opbench {
 namespace {
 
-Value number_or_empty(std::int64_t v) { return v > 0 ? Value{v} : Value{}; }
-Value text_or_empty(const std::string& s) { return s.empty() ? Value{} : Value{s}; }
+Value number_or_empty(std::int64_t v) {
+  return v > 0 ? Value{v} : Value{};
+}
+Value text_or_empty(const std::string& s) {
+  return s.empty() ? Value{} : Value{s};
+}
 
 }  // namespace
 
-Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResult& r, const Peaks& peaks) {
+Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResult& r,
+                const Peaks& peaks) {
   const GemmProblem& p = c.problem;
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
   const Stats& s = r.measurement.stats;
@@ -19,11 +24,16 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
   Record row;
   row.arg("model", c.model).arg("gemm", c.gemm).arg("pass", text_or_empty(c.pass));
   row.arg("m", p.m).arg("n", p.n).arg("k", p.k).arg("batch", p.batch);
-  row.arg("transa", std::string(p.transa ? "T" : "N")).arg("transb", std::string(p.transb ? "T" : "N"));
-  row.arg("dtype", std::string(dtype_name(p.dtype))).arg("out_dtype", std::string(dtype_name(p.out_dtype)));
-  row.arg("tp", number_or_empty(c.micro_batch ? c.tp : 0)).arg("micro_batch", number_or_empty(c.micro_batch));
+  row.arg("transa", std::string(p.transa ? "T" : "N"))
+      .arg("transb", std::string(p.transb ? "T" : "N"));
+  row.arg("dtype", std::string(dtype_name(p.dtype)))
+      .arg("out_dtype", std::string(dtype_name(p.out_dtype)));
+  row.arg("tp", number_or_empty(c.micro_batch ? c.tp : 0))
+      .arg("micro_batch", number_or_empty(c.micro_batch));
   row.arg("seqlen", number_or_empty(c.seqlen)).arg("calls_per_step", c.calls_per_step);
-  row.arg("backend", provider.backend()).arg("provider", provider.name()).arg("device", provider.device());
+  row.arg("backend", provider.backend())
+      .arg("provider", provider.name())
+      .arg("device", provider.device());
 
   row.metric("time_us", timed(s.mean)).metric("median_us", timed(s.median));
   row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
@@ -37,7 +47,9 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
     bw = static_cast<double>(p.io_bytes()) / seconds / 1e9;
   }
   row.metric("flops", p.flops()).optional_metric("tflops", tflops);
-  row.metric("read_bytes", p.read_bytes()).metric("write_bytes", p.write_bytes()).metric("io_bytes", p.io_bytes());
+  row.metric("read_bytes", p.read_bytes())
+      .metric("write_bytes", p.write_bytes())
+      .metric("io_bytes", p.io_bytes());
   row.optional_metric("mem_bw_gbps", bw);
   row.metric("arith_intensity", static_cast<double>(p.flops()) / static_cast<double>(p.io_bytes()));
   std::optional<double> pct_flops, pct_bw;
@@ -47,7 +59,8 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
 
   row.result("algo", text_or_empty(r.algo)).result("cache", text_or_empty(r.cache));
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));
-  row.result("check", r.check ? Value{std::string(r.check->passed ? "passed" : "failed")} : Value{});
+  row.result("check",
+             r.check ? Value{std::string(r.check->passed ? "passed" : "failed")} : Value{});
   row.result("check_residual", r.check ? Value{r.check->max_residual} : Value{});
   row.result("status", std::string(status_name(r.status)));
   row.result("note", text_or_empty(r.note));

@@ -2,4 +2,6 @@
 #include "common/main_guard.hpp"
 #include "gemm/bench_gemm.hpp"
 
-int main(int argc, char** argv) { return opbench::run_guarded(argc, argv, opbench::bench_gemm_main); }
+int main(int argc, char** argv) {
+  return opbench::run_guarded(argc, argv, opbench::bench_gemm_main);
+}

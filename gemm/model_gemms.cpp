@@ -8,12 +8,15 @@
 namespace opbench {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Splits `total` across tp ranks, which must divide it exactly.
 std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp, const char* what) {
   if (total % tp != 0)
-    throw bad_input(fmt::format("--tp {}: does not divide {} ({}) of model '{}'", tp, what, total, m.name));
+    throw bad_input(
+        fmt::format("--tp {}: does not divide {} ({}) of model '{}'", tp, what, total, m.name));
   return total / tp;
 }
 
@@ -33,7 +36,8 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
     }
     out.push_back({"attn_kv_down", tokens, a.kv_lora_rank + a.qk_rope_head_dim, H, L,
                    "replicated across tp"});
-    out.push_back({"attn_kv_up", tokens, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, L, ""});
+    out.push_back(
+        {"attn_kv_up", tokens, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, L, ""});
     out.push_back({"attn_out", tokens, H, heads * a.v_head_dim, L, ""});
     return;
   }
@@ -46,8 +50,9 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
     kv_heads = 1;
     note = fmt::format("{} KV heads replicated over tp {}", m.num_key_value_heads, tp);
   } else {
-    throw bad_input(fmt::format("--tp {}: neither divides nor is a multiple of num_key_value_heads ({}) of model '{}'",
-                                tp, m.num_key_value_heads, m.name));
+    throw bad_input(fmt::format(
+        "--tp {}: neither divides nor is a multiple of num_key_value_heads ({}) of model '{}'", tp,
+        m.num_key_value_heads, m.name));
   }
   out.push_back({"attn_qkv", tokens, (heads + 2 * kv_heads) * m.head_dim, H, L, note});
   out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
@@ -63,7 +68,8 @@ void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, s
   out.push_back({"mlp_down", tokens, m.hidden_size, I, layers, ""});
 }
 
-void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::vector<LinearLayer>& out) {
+void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+             std::vector<LinearLayer>& out) {
   const auto& e = *m.moe;
   const std::int64_t layers = m.moe_layers(), H = m.hidden_size;
   const std::int64_t I = split_tp(m, e.moe_intermediate_size, tp, "moe_intermediate_size");
@@ -87,9 +93,12 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::ve
 
 std::string pass_name(GemmPass p) {
   switch (p) {
-    case GemmPass::fprop: return "fprop";
-    case GemmPass::dgrad: return "dgrad";
-    case GemmPass::wgrad: return "wgrad";
+    case GemmPass::fprop:
+      return "fprop";
+    case GemmPass::dgrad:
+      return "dgrad";
+    case GemmPass::wgrad:
+      return "wgrad";
   }
   return "";
 }
@@ -105,7 +114,8 @@ std::vector<GemmPass> parse_passes(const std::string& text) {
     else if (p == "wgrad")
       out.push_back(GemmPass::wgrad);
     else
-      throw bad_input(fmt::format("--passes: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));
+      throw bad_input(
+          fmt::format("--passes: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));
   }
   if (out.empty()) throw bad_input("--passes: empty list");
   return out;
@@ -122,7 +132,9 @@ std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const Paralle
   // The LM head's vocabulary is padded up to a multiple of tp, as Megatron pads it.
   std::int64_t vocab = ceil_div(m.vocab_size, p.tp);
   out.push_back({"lm_head", tokens, vocab, m.hidden_size, 1,
-                 m.vocab_size % p.tp ? fmt::format("vocab {} padded to {}", m.vocab_size, vocab * p.tp) : ""});
+                 m.vocab_size % p.tp
+                     ? fmt::format("vocab {} padded to {}", m.vocab_size, vocab * p.tp)
+                     : ""});
   return out;
 }
 
@@ -131,9 +143,15 @@ GemmProblem pass_problem(const LinearLayer& l, GemmPass pass, DType dtype) {
   g.dtype = dtype;
   g.out_dtype = gemm_output_dtype(dtype);
   switch (pass) {
-    case GemmPass::fprop: g.m = l.M, g.n = l.N, g.k = l.K, g.transa = false, g.transb = true; break;
-    case GemmPass::dgrad: g.m = l.M, g.n = l.K, g.k = l.N, g.transa = false, g.transb = false; break;
-    case GemmPass::wgrad: g.m = l.N, g.n = l.K, g.k = l.M, g.transa = true, g.transb = false; break;
+    case GemmPass::fprop:
+      g.m = l.M, g.n = l.N, g.k = l.K, g.transa = false, g.transb = true;
+      break;
+    case GemmPass::dgrad:
+      g.m = l.M, g.n = l.K, g.k = l.N, g.transa = false, g.transb = false;
+      break;
+    case GemmPass::wgrad:
+      g.m = l.N, g.n = l.K, g.k = l.M, g.transa = true, g.transb = false;
+      break;
   }
   return g;
 }

@@ -19,10 +19,10 @@ std::vector<GemmPass> parse_passes(const std::string& comma_separated);
 
 // A linear layer of the model: Y[M,N] = X[M,K]·W[N,K]ᵀ on one tensor-parallel rank.
 struct LinearLayer {
-  std::string name;             // attn_qkv, attn_out, mlp_gate_up, mlp_down, lm_head, moe_*, ...
+  std::string name;  // attn_qkv, attn_out, mlp_gate_up, mlp_down, lm_head, moe_*, ...
   std::int64_t M = 0, N = 0, K = 0;
   std::int64_t calls_per_step = 0;  // how often one micro-batch's step runs it, per pass
-  std::string note;             // e.g. how M was balanced over experts
+  std::string note;                 // e.g. how M was balanced over experts
 };
 
 struct ParallelConfig {
@@ -32,7 +32,8 @@ struct ParallelConfig {
 };
 
 // The model's linear layers on one rank. Throws bad_input when tp does not divide what it must.
-std::vector<LinearLayer> model_linear_layers(const ModelConfig& model, const ParallelConfig& parallel);
+std::vector<LinearLayer> model_linear_layers(const ModelConfig& model,
+                                             const ParallelConfig& parallel);
 
 // The GEMM a pass of a layer runs (m, n, k and transposes as run), in dtype `dtype`.
 GemmProblem pass_problem(const LinearLayer& layer, GemmPass pass, DType dtype);

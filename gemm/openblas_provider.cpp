@@ -28,11 +28,14 @@ class OpenBlasProvider final : public GemmProvider {
 
   std::optional<std::string> unsupported(DType t) const override {
     if (t == DType::fp32 || t == DType::fp64) return std::nullopt;
-    return fmt::format("the OpenBLAS provider runs fp32 and fp64; {} needs --backend cuda", dtype_name(t));
+    return fmt::format("the OpenBLAS provider runs fp32 and fp64; {} needs --backend cuda",
+                       dtype_name(t));
   }
 
   void describe(Environment& env) const override {
-    env.add_device({{"name", cpu_model_name()}, {"kind", "cpu"}, {"threads", openblas_get_num_threads()},
+    env.add_device({{"name", cpu_model_name()},
+                    {"kind", "cpu"},
+                    {"threads", openblas_get_num_threads()},
                     {"last_level_cache_bytes", llc_bytes_}});
   }
 
@@ -45,7 +48,8 @@ class OpenBlasProvider final : public GemmProvider {
     if (!plan.fits) {
       r.status = Status::skipped;
       r.note = fmt::format("needs {} of host memory for A, B and C; {} available",
-                           human_bytes(static_cast<double>(layout.set_bytes())), human_bytes(static_cast<double>(budget)));
+                           human_bytes(static_cast<double>(layout.set_bytes())),
+                           human_bytes(static_cast<double>(budget)));
       return r;
     }
     prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
@@ -108,12 +112,14 @@ class OpenBlasProvider final : public GemmProvider {
         auto A = static_cast<const float*>(a) + i * p.a_elements();
         auto B = static_cast<const float*>(b) + i * p.b_elements();
         auto C = static_cast<float*>(c) + i * p.c_elements();
-        cblas_sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0f, A, p.lda(), B, p.ldb(), 0.0f, C, p.ldc());
+        cblas_sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0f, A, p.lda(), B, p.ldb(), 0.0f, C,
+                    p.ldc());
       } else {
         auto A = static_cast<const double*>(a) + i * p.a_elements();
         auto B = static_cast<const double*>(b) + i * p.b_elements();
         auto C = static_cast<double*>(c) + i * p.c_elements();
-        cblas_dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0, A, p.lda(), B, p.ldb(), 0.0, C, p.ldc());
+        cblas_dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0, A, p.lda(), B, p.ldb(), 0.0, C,
+                    p.ldc());
       }
     }
   }
@@ -125,6 +131,8 @@ class OpenBlasProvider final : public GemmProvider {
 
 }  // namespace
 
-std::unique_ptr<GemmProvider> make_openblas_provider() { return std::make_unique<OpenBlasProvider>(); }
+std::unique_ptr<GemmProvider> make_openblas_provider() {
+  return std::make_unique<OpenBlasProvider>();
+}
 
 }  // namespace opbench

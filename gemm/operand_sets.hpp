@@ -9,10 +9,10 @@
 namespace opbench {
 
 struct OperandLayout {
-  static constexpr std::int64_t kAlign = 256;  // every matrix starts 256-byte aligned
+  static constexpr std::int64_t kAlign = 256;          // every matrix starts 256-byte aligned
   std::int64_t a_bytes = 0, b_bytes = 0, c_bytes = 0;  // all batch entries
-  std::int64_t input_stride = 0;   // bytes from one set's A to the next set's A
-  std::int64_t output_stride = 0;  // bytes from one set's C to the next set's C
+  std::int64_t input_stride = 0;                       // bytes from one set's A to the next set's A
+  std::int64_t output_stride = 0;                      // bytes from one set's C to the next set's C
 
   explicit OperandLayout(const GemmProblem& p)
       : a_bytes(p.batch * p.a_elements() * static_cast<std::int64_t>(dtype_size(p.dtype))),
@@ -23,7 +23,9 @@ struct OperandLayout {
 
   std::int64_t set_bytes() const { return input_stride + output_stride; }
   std::int64_t a_offset(std::int64_t set) const { return set * input_stride; }
-  std::int64_t b_offset(std::int64_t set) const { return set * input_stride + align_up(a_bytes, kAlign); }
+  std::int64_t b_offset(std::int64_t set) const {
+    return set * input_stride + align_up(a_bytes, kAlign);
+  }
   std::int64_t c_offset(std::int64_t set) const { return set * output_stride; }
 };
 

@@ -15,9 +15,9 @@ namespace opbench {
 
 struct GemmRunOptions {
   MeasureOptions measure;
-  bool cold = false;        // flush the cache before each sample instead of rotating buffers
-  bool check = false;       // verify the result with Freivalds' test
-  int algo_candidates = 8;  // cuBLASLt heuristic results timed before the real measurement
+  bool cold = false;              // flush the cache before each sample instead of rotating buffers
+  bool check = false;             // verify the result with Freivalds' test
+  int algo_candidates = 8;        // cuBLASLt heuristic results timed before the real measurement
   bool corrupt_for_test = false;  // test only: spoil one element of C before the check
 };
 
@@ -25,8 +25,8 @@ struct GemmResult {
   Status status = Status::ok;
   std::string note;
   Measurement measurement;
-  std::string algo;           // the algorithm that ran (cuBLASLt config, or the BLAS routine)
-  std::string cache;          // "rotate" or "flush"
+  std::string algo;   // the algorithm that ran (cuBLASLt config, or the BLAS routine)
+  std::string cache;  // "rotate" or "flush"
   std::int64_t working_set_bytes = 0;
   std::optional<CheckResult> check;
 };

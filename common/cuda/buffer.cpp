@@ -13,7 +13,8 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   cudaError_t err = cudaMalloc(&ptr_, bytes);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    throw run_failure(fmt::format("cudaMalloc of {} bytes failed: {}", bytes, cudaGetErrorString(err)));
+    throw run_failure(
+        fmt::format("cudaMalloc of {} bytes failed: {}", bytes, cudaGetErrorString(err)));
   }
 }
 
@@ -35,15 +36,16 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 
 std::vector<unsigned char> DeviceBuffer::to_host(std::size_t offset, std::size_t bytes) const {
   std::vector<unsigned char> host(bytes);
-  OPBENCH_CUDA_CHECK(cudaMemcpy(host.data(), static_cast<const unsigned char*>(ptr_) + offset, bytes,
-                                cudaMemcpyDeviceToHost));
+  OPBENCH_CUDA_CHECK(cudaMemcpy(host.data(), static_cast<const unsigned char*>(ptr_) + offset,
+                                bytes, cudaMemcpyDeviceToHost));
   return host;
 }
 
 L2Flusher::L2Flusher(std::size_t l2_bytes) : scratch_(2 * l2_bytes) {}
 
 void L2Flusher::flush(cudaStream_t stream) {
-  if (scratch_.bytes()) OPBENCH_CUDA_CHECK(cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), stream));
+  if (scratch_.bytes())
+    OPBENCH_CUDA_CHECK(cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), stream));
 }
 
 CudaEventTimer::CudaEventTimer() {
@@ -56,8 +58,12 @@ CudaEventTimer::~CudaEventTimer() {
   if (stop_) cudaEventDestroy(stop_);
 }
 
-void CudaEventTimer::start(cudaStream_t stream) { OPBENCH_CUDA_CHECK(cudaEventRecord(start_, stream)); }
-void CudaEventTimer::stop(cudaStream_t stream) { OPBENCH_CUDA_CHECK(cudaEventRecord(stop_, stream)); }
+void CudaEventTimer::start(cudaStream_t stream) {
+  OPBENCH_CUDA_CHECK(cudaEventRecord(start_, stream));
+}
+void CudaEventTimer::stop(cudaStream_t stream) {
+  OPBENCH_CUDA_CHECK(cudaEventRecord(stop_, stream));
+}
 
 double CudaEventTimer::elapsed_us() {
   OPBENCH_CUDA_CHECK(cudaEventSynchronize(stop_));

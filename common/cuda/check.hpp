@@ -7,16 +7,17 @@
 
 namespace opbench {
 
-[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file,
+                                          int line) {
   throw run_failure(fmt::format("CUDA error {} ({}) in {} at {}:{}", cudaGetErrorName(err),
                                 cudaGetErrorString(err), call, file, line));
 }
 
 }  // namespace opbench
 
-#define OPBENCH_CUDA_CHECK(call)                                                   \
-  do {                                                                            \
-    cudaError_t opbench_err_ = (call);                                            \
-    if (opbench_err_ != cudaSuccess)                                              \
-      ::opbench::throw_cuda_error(opbench_err_, #call, __FILE__, __LINE__);        \
+#define OPBENCH_CUDA_CHECK(call)                                            \
+  do {                                                                      \
+    cudaError_t opbench_err_ = (call);                                      \
+    if (opbench_err_ != cudaSuccess)                                        \
+      ::opbench::throw_cuda_error(opbench_err_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -8,7 +8,9 @@
 namespace opbench {
 namespace {
 
-std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+std::string version_text(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
 
 }  // namespace
 

@@ -46,17 +46,38 @@ void launch(void* data, std::size_t n, std::uint64_t seed, cudaStream_t stream, 
 
 void fill_uniform(void* data, std::size_t n, DType t, std::uint64_t seed, cudaStream_t stream) {
   switch (t) {
-    case DType::fp64: return launch<double>(data, n, seed, stream, [] __device__(float v) { return double(v); });
+    case DType::fp64:
+      return launch<double>(data, n, seed, stream, [] __device__(float v) { return double(v); });
     case DType::fp32:
-    case DType::tf32: return launch<float>(data, n, seed, stream, [] __device__(float v) { return v; });
-    case DType::fp16: return launch<__half>(data, n, seed, stream, [] __device__(float v) { return __float2half_rn(v); });
-    case DType::bf16: return launch<__nv_bfloat16>(data, n, seed, stream, [] __device__(float v) { return __float2bfloat16_rn(v); });
-    case DType::fp8_e4m3: return launch<__nv_fp8_e4m3>(data, n, seed, stream, [] __device__(float v) { return __nv_fp8_e4m3(v); });
-    case DType::fp8_e5m2: return launch<__nv_fp8_e5m2>(data, n, seed, stream, [] __device__(float v) { return __nv_fp8_e5m2(v); });
-    case DType::int8: return launch<signed char>(data, n, seed, stream, [] __device__(float v) { return static_cast<signed char>(v * 127.0f); });
-    case DType::uint8: return launch<unsigned char>(data, n, seed, stream, [] __device__(float v) { return static_cast<unsigned char>((v + 1.0f) * 127.0f); });
-    case DType::int32: return launch<int>(data, n, seed, stream, [] __device__(float v) { return static_cast<int>(v * 1000.0f); });
-    case DType::int64: return launch<long long>(data, n, seed, stream, [] __device__(float v) { return static_cast<long long>(v * 1000.0f); });
+    case DType::tf32:
+      return launch<float>(data, n, seed, stream, [] __device__(float v) { return v; });
+    case DType::fp16:
+      return launch<__half>(data, n, seed, stream,
+                            [] __device__(float v) { return __float2half_rn(v); });
+    case DType::bf16:
+      return launch<__nv_bfloat16>(data, n, seed, stream,
+                                   [] __device__(float v) { return __float2bfloat16_rn(v); });
+    case DType::fp8_e4m3:
+      return launch<__nv_fp8_e4m3>(data, n, seed, stream,
+                                   [] __device__(float v) { return __nv_fp8_e4m3(v); });
+    case DType::fp8_e5m2:
+      return launch<__nv_fp8_e5m2>(data, n, seed, stream,
+                                   [] __device__(float v) { return __nv_fp8_e5m2(v); });
+    case DType::int8:
+      return launch<signed char>(data, n, seed, stream, [] __device__(float v) {
+        return static_cast<signed char>(v * 127.0f);
+      });
+    case DType::uint8:
+      return launch<unsigned char>(data, n, seed, stream, [] __device__(float v) {
+        return static_cast<unsigned char>((v + 1.0f) * 127.0f);
+      });
+    case DType::int32:
+      return launch<int>(data, n, seed, stream,
+                         [] __device__(float v) { return static_cast<int>(v * 1000.0f); });
+    case DType::int64:
+      return launch<long long>(data, n, seed, stream, [] __device__(float v) {
+        return static_cast<long long>(v * 1000.0f);
+      });
   }
 }
 

@@ -9,7 +9,8 @@
 namespace opbench::test {
 
 inline std::string write_temp(const std::string& name, const std::string& content) {
-  auto dir = std::filesystem::temp_directory_path() / ("opbench_unit_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("opbench_unit_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = dir / name;
   std::ofstream(path) << content;

@@ -51,7 +51,9 @@ TEST_CASE("bad lists are refused") {
 TEST_CASE("single-letter long flags become short flags") {
   std::vector<std::string> in{"bench", "--m", "8", "--n=16", "--model", "x", "--k=1:4"};
   std::vector<char*> argv;
-  for (auto& s : in) argv.push_back(s.data());
+  for (auto& s : in)
+    argv.push_back(s.data());
   auto out = normalize_single_letter_flags(static_cast<int>(argv.size()), argv.data());
-  CHECK(out == std::vector<std::string>{"bench", "-m", "8", "-n", "16", "--model", "x", "-k", "1:4"});
+  CHECK(out ==
+        std::vector<std::string>{"bench", "-m", "8", "-n", "16", "--model", "x", "-k", "1:4"});
 }

@@ -19,7 +19,8 @@ TEST_CASE("dtype aliases") {
   CHECK(parse_dtype("e4m3") == DType::fp8_e4m3);
   CHECK(parse_dtype("fp8") == DType::fp8_e4m3);
   CHECK(dtype_name(DType::fp8_e4m3) == "fp8_e4m3");
-  CHECK_THROWS_WITH(parse_dtype("fp12"), Catch::Contains("unknown dtype 'fp12'") && Catch::Contains("bf16"));
+  CHECK_THROWS_WITH(parse_dtype("fp12"),
+                    Catch::Contains("unknown dtype 'fp12'") && Catch::Contains("bf16"));
   CHECK(parse_dtype_list("bf16, bfloat16,fp16") == std::vector<DType>{DType::bf16, DType::fp16});
 }
 

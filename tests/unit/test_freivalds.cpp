@@ -24,8 +24,10 @@ Operands make(const GemmProblem& p, unsigned seed) {
   o.a.resize(p.batch * p.m * p.k);
   o.b.resize(p.batch * p.k * p.n);
   o.c.resize(p.batch * p.m * p.n);
-  for (auto& x : o.a) x = u(rng);
-  for (auto& x : o.b) x = u(rng);
+  for (auto& x : o.a)
+    x = u(rng);
+  for (auto& x : o.b)
+    x = u(rng);
   for (std::int64_t t = 0; t < p.batch; ++t)
     for (std::int64_t i = 0; i < p.m; ++i)
       for (std::int64_t j = 0; j < p.n; ++j) {
@@ -62,7 +64,8 @@ TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed re
 
   auto one_wrong = good;
   one_wrong.c[5 * 48 + 17] += 1.0f;  // |C| is about sqrt(96)/3 = 3.3 here
-  CHECK_FALSE(freivalds_check(p, one_wrong.a.data(), one_wrong.b.data(), one_wrong.c.data(), kFp32).passed);
+  CHECK_FALSE(
+      freivalds_check(p, one_wrong.a.data(), one_wrong.b.data(), one_wrong.c.data(), kFp32).passed);
 
   auto zeros = good;
   std::fill(zeros.c.begin(), zeros.c.end(), 0.0f);
@@ -71,7 +74,8 @@ TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed re
   GemmProblem sq{32, 32, 40, 1, false, false, DType::fp32, DType::fp32, false};
   auto t = make(sq, 3);
   for (int i = 0; i < 32; ++i)
-    for (int j = 0; j < i; ++j) std::swap(t.c[i * 32 + j], t.c[j * 32 + i]);
+    for (int j = 0; j < i; ++j)
+      std::swap(t.c[i * 32 + j], t.c[j * 32 + i]);
   CHECK_FALSE(freivalds_check(sq, t.a.data(), t.b.data(), t.c.data(), kFp32).passed);
 
   auto nan = good;
@@ -85,9 +89,11 @@ TEST_CASE("Freivalds accepts bf16 output rounding but not a bf16 result off by a
   GemmProblem p{48, 40, 256, 1, false, false, DType::fp32, DType::bf16, false};
   auto o = make(p, 5);
   std::vector<std::uint16_t> c16(o.c.size());
-  for (std::size_t i = 0; i < c16.size(); ++i) c16[i] = float_to_bf16(o.c[i]);
+  for (std::size_t i = 0; i < c16.size(); ++i)
+    c16[i] = float_to_bf16(o.c[i]);
   CHECK(freivalds_check(p, o.a.data(), o.b.data(), c16.data(), kFp32).passed);
   for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) c16[i * 40 + j] = float_to_bf16(0.0f);  // an unwritten 8x8 tile
+    for (int j = 0; j < 8; ++j)
+      c16[i * 40 + j] = float_to_bf16(0.0f);  // an unwritten 8x8 tile
   CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), c16.data(), kFp32).passed);
 }

@@ -18,7 +18,8 @@ TEST_CASE("devices are matched by name in hardware.json") {
   CHECK(match_device(table, "NVIDIA A100-SXM4-80GB")->peak_tflops.at(DType::tf32) == 156);
   CHECK(match_device(table, "NVIDIA B200")->peak_tflops.at(DType::fp8_e4m3) == 4500);
   CHECK_FALSE(match_device(table, "Intel(R) Xeon(R) Processor"));
-  for (const auto& d : table) CHECK_FALSE(d.source.empty());
+  for (const auto& d : table)
+    CHECK_FALSE(d.source.empty());
 }
 
 TEST_CASE("command-line peaks override the table") {
@@ -36,6 +37,8 @@ TEST_CASE("command-line peaks override the table") {
 }
 
 TEST_CASE("a bad hardware table names the entry and key") {
-  auto path = test::write_temp("hw.json", R"([{"name": "X", "match": ["X"], "source": "s", "peak_tflops": {"bf17": 1}}])");
-  CHECK_THROWS_WITH(load_hardware_table(path), Catch::Contains("entry 0 (\"X\"): key 'peak_tflops': unknown dtype 'bf17'"));
+  auto path = test::write_temp(
+      "hw.json", R"([{"name": "X", "match": ["X"], "source": "s", "peak_tflops": {"bf17": 1}}])");
+  CHECK_THROWS_WITH(load_hardware_table(path),
+                    Catch::Contains("entry 0 (\"X\"): key 'peak_tflops': unknown dtype 'bf17'"));
 }

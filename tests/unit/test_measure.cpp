@@ -13,7 +13,13 @@ TEST_CASE("a steady operation stops at the minimum sample count") {
   o.min_samples = 5;
   o.min_time_s = 0;
   int calls = 0, prepares = 0;
-  auto m = measure(o, [&] { ++calls; return 100.0; }, [&] { ++prepares; });
+  auto m = measure(
+      o,
+      [&] {
+        ++calls;
+        return 100.0;
+      },
+      [&] { ++prepares; });
   CHECK(m.warmup_runs == 3);
   CHECK(m.samples_us.size() == 5);
   CHECK(calls == 8);

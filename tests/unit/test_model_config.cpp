@@ -8,16 +8,19 @@ using namespace opbench;
 using opbench::test::write_temp;
 
 namespace {
-const char* kLlama = R"({"model": "m", "seqlen": 4096, "hidden_size": 4096, "intermediate_size": 11008,
+const char* kLlama =
+    R"({"model": "m", "seqlen": 4096, "hidden_size": 4096, "intermediate_size": 11008,
   "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_hidden_layers": 32)";
-std::string one_model(const std::string& extra) { return std::string("[") + kLlama + extra + "}]"; }
+std::string one_model(const std::string& extra) {
+  return std::string("[") + kLlama + extra + "}]";
+}
 }  // namespace
 
 TEST_CASE("the shipped models.json loads and has the models the issue names") {
   auto models = load_models(test::repo_config("models.json"));
-  for (const char* name : {"tiny", "llama2-7b", "llama2-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b",
-                           "mixtral-8x7b", "mixtral-8x22b", "deepseek-v2-lite", "deepseek-v3",
-                           "qwen2.5-72b", "gpt3-175b"})
+  for (const char* name : {"tiny", "llama2-7b", "llama2-70b", "llama3.1-8b", "llama3.1-70b",
+                           "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v2-lite",
+                           "deepseek-v3", "qwen2.5-72b", "gpt3-175b"})
     CHECK(select_models(models, name, "models.json").size() == 1);
   auto v3 = select_models(models, "deepseek-v3", "x").front();
   REQUIRE(v3.mla);
@@ -46,24 +49,27 @@ TEST_CASE("model config errors name the file, the entry and the key") {
                     Catch::Contains("syntax.json:1:") && Catch::Contains("JSON syntax error"));
   CHECK_THROWS_WITH(bad("missing.json", R"([{"model": "m", "seqlen": 4096}])")(),
                     Catch::Contains("missing.json: entry 0 (\"m\"): key 'hidden_size': missing"));
-  CHECK_THROWS_WITH(bad("negative.json", one_model(R"(, "head_dim": -128)"))(),
-                    Catch::Contains("key 'head_dim': -128 is out of range (allowed range 1..16777216)"));
+  CHECK_THROWS_WITH(
+      bad("negative.json", one_model(R"(, "head_dim": -128)"))(),
+      Catch::Contains("key 'head_dim': -128 is out of range (allowed range 1..16777216)"));
   CHECK_THROWS_WITH(bad("fraction.json", one_model(R"(, "head_dim": 12.5)"))(),
                     Catch::Contains("key 'head_dim': expected an integer"));
   CHECK_THROWS_WITH(bad("type.json", one_model(R"(, "tie_word_embeddings": "yes")"))(),
                     Catch::Contains("key 'tie_word_embeddings': expected true or false"));
   CHECK_THROWS_WITH(bad("unknown.json", one_model(R"(, "hiden_size": 1)"))(),
                     Catch::Contains("unknown key 'hiden_size'"));
-  CHECK_THROWS_WITH(bad("kv.json", R"([{"model": "m", "seqlen": 1, "hidden_size": 64, "intermediate_size": 1,
+  CHECK_THROWS_WITH(
+      bad("kv.json", R"([{"model": "m", "seqlen": 1, "hidden_size": 64, "intermediate_size": 1,
       "num_attention_heads": 6, "num_key_value_heads": 4, "vocab_size": 1, "num_hidden_layers": 1}])")(),
-                    Catch::Contains("key 'num_key_value_heads': 4 does not divide num_attention_heads (6)"));
+      Catch::Contains("key 'num_key_value_heads': 4 does not divide num_attention_heads (6)"));
   CHECK_THROWS_WITH(bad("moe.json", one_model(R"(, "n_routed_experts": 8)"))(),
                     Catch::Contains("key 'num_experts_per_tok': missing"));
   CHECK_THROWS_WITH(bad("top.json", "{}")(), Catch::Contains("expected a list of entries"));
   CHECK_THROWS_WITH(bad("empty.json", "  \n")(), Catch::Contains("the file is empty"));
   CHECK_THROWS_WITH(bad("dup.json", std::string("[") + kLlama + "}," + kLlama + "}]")(),
                     Catch::Contains("entry 1 (\"m\"): key 'model': 'm' appears twice"));
-  CHECK_THROWS_WITH(load_models("/nonexistent/models.json"), Catch::Contains("/nonexistent/models.json: no such file"));
+  CHECK_THROWS_WITH(load_models("/nonexistent/models.json"),
+                    Catch::Contains("/nonexistent/models.json: no such file"));
   CHECK_THROWS_WITH(load_models("/tmp"), Catch::Contains("/tmp: is a directory"));
 }
 

@@ -17,13 +17,16 @@ ModelConfig model(const std::string& name) {
   return select_models(models, name, "models.json").front();
 }
 
-std::map<std::string, LinearLayer> layers_by_name(const ModelConfig& m, std::int64_t tp, std::int64_t mb = 1) {
+std::map<std::string, LinearLayer> layers_by_name(const ModelConfig& m, std::int64_t tp,
+                                                  std::int64_t mb = 1) {
   std::map<std::string, LinearLayer> out;
-  for (const auto& l : model_linear_layers(m, ParallelConfig{tp, mb, 0})) out[l.name] = l;
+  for (const auto& l : model_linear_layers(m, ParallelConfig{tp, mb, 0}))
+    out[l.name] = l;
   return out;
 }
 
-void check_layer(const LinearLayer& l, std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t calls) {
+void check_layer(const LinearLayer& l, std::int64_t M, std::int64_t N, std::int64_t K,
+                 std::int64_t calls) {
   INFO(l.name);
   CHECK(l.M == M);
   CHECK(l.N == N);
@@ -38,10 +41,10 @@ TEST_CASE("Llama-3.1 70B at tp 8: every linear layer's dims by hand") {
   auto l = layers_by_name(model("llama3.1-70b"), 8);
   REQUIRE(l.size() == 5);
   check_layer(l["attn_qkv"], 8192, (64 / 8 + 2 * 8 / 8) * 128, 8192, 80);  // N = 1280
-  check_layer(l["attn_out"], 8192, 8192, 64 * 128 / 8, 80);               // K = 1024
-  check_layer(l["mlp_gate_up"], 8192, 2 * 28672 / 8, 8192, 80);           // N = 7168
-  check_layer(l["mlp_down"], 8192, 8192, 28672 / 8, 80);                  // K = 3584
-  check_layer(l["lm_head"], 8192, 128256 / 8, 8192, 1);                   // N = 16032
+  check_layer(l["attn_out"], 8192, 8192, 64 * 128 / 8, 80);                // K = 1024
+  check_layer(l["mlp_gate_up"], 8192, 2 * 28672 / 8, 8192, 80);            // N = 7168
+  check_layer(l["mlp_down"], 8192, 8192, 28672 / 8, 80);                   // K = 3584
+  check_layer(l["lm_head"], 8192, 128256 / 8, 8192, 1);                    // N = 16032
 }
 
 TEST_CASE("Llama-3.1 70B at tp 8: the three passes of attn_qkv and mlp_down") {
@@ -128,7 +131,8 @@ TEST_CASE("GEMM FLOPs and bytes") {
   CHECK(p.write_bytes() == 3LL * 4096 * 2048 * 2);
   p.beta_nonzero = true;
   CHECK(p.read_bytes() == 3LL * (4096 * 1024 + 1024 * 2048) * 2 + 3LL * 4096 * 2048 * 2);
-  GemmProblem fp8{128, 256, 512, 1, false, true, DType::fp8_e4m3, gemm_output_dtype(DType::fp8_e4m3), false};
+  GemmProblem fp8{
+      128, 256, 512, 1, false, true, DType::fp8_e4m3, gemm_output_dtype(DType::fp8_e4m3), false};
   CHECK(fp8.out_dtype == DType::bf16);
   CHECK(fp8.read_bytes() == 128 * 512 + 512 * 256);
   CHECK(fp8.write_bytes() == 128 * 256 * 2);

@@ -52,7 +52,9 @@ TEST_CASE("CsvWriter writes a header and flushed rows") {
     // Flushed already: the file holds the row before the writer closes.
     CHECK(read_file(path) == "name,time_us,note\n\"a,\"\"b\"\"\",12.5,\n");
     Record r2;
-    r2.arg("name", std::string("c")).metric("time_us", std::int64_t{3}).result("note", std::string("ok"));
+    r2.arg("name", std::string("c"))
+        .metric("time_us", std::int64_t{3})
+        .result("note", std::string("ok"));
     w.write(r2);
     CHECK(w.rows() == 2);
   }
@@ -61,7 +63,10 @@ TEST_CASE("CsvWriter writes a header and flushed rows") {
 
 TEST_CASE("JSON lines nest args and metrics") {
   Record r;
-  r.arg("op", std::string("gemm")).metric("tflops", 1.5).optional_metric("pct", std::nullopt).result("status", std::string("ok"));
+  r.arg("op", std::string("gemm"))
+      .metric("tflops", 1.5)
+      .optional_metric("pct", std::nullopt)
+      .result("status", std::string("ok"));
   r.extra()["samples_us"] = {1.0, 2.0};
   auto j = record_to_json(r);
   CHECK(j["args"]["op"] == "gemm");
@@ -77,6 +82,7 @@ TEST_CASE("report paths") {
   auto dir = temp_dir("paths");
   auto file = dir / "a_file";
   std::ofstream(file) << "x";
-  CHECK_THROWS_WITH(ensure_directory(file.string()), Catch::Contains("exists and is not a directory"));
+  CHECK_THROWS_WITH(ensure_directory(file.string()),
+                    Catch::Contains("exists and is not a directory"));
   CHECK_THROWS_WITH(CsvWriter(dir.string()), Catch::Contains("is a directory"));
 }
