@@ -158,17 +158,10 @@ class CublasLtProvider final : public GemmProvider {
     const OperandLayout layout(p);
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
     const std::uint64_t budget = cuda_free_memory_bytes(device_) / 10 * 9;
-    RotationPlan plan = plan_rotation(layout.set_bytes(), o.cold ? 0 : info_.l2_bytes, budget);
-    if (!plan.fits) {
-      r.status = Status::skipped;
-      r.note = fmt::format("needs {} of device memory for A, B and C; {} free",
-                           human_bytes(static_cast<double>(layout.set_bytes())),
-                           human_bytes(static_cast<double>(budget)));
-      return r;
-    }
+    auto planned = plan_operand_sets(layout, o, info_.l2_bytes, budget, "device memory", r);
+    if (!planned) return r;
+    const RotationPlan plan = *planned;
     prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
-    r.cache = o.cold ? "flush" : "rotate";
-    r.working_set_bytes = plan.working_set_bytes;
 
     LtDescriptors d;
     const LtTypes types = lt_types(p.dtype);

@@ -43,19 +43,11 @@ class OpenBlasProvider final : public GemmProvider {
     GemmResult r;
     const OperandLayout layout(p);
     const std::uint64_t budget = available_host_memory_bytes() / 10 * 6;
-    // Rotation keeps samples cold; --cold flushes instead, so one set is enough.
-    RotationPlan plan = plan_rotation(layout.set_bytes(), o.cold ? 0 : llc_bytes_, budget);
-    if (!plan.fits) {
-      r.status = Status::skipped;
-      r.note = fmt::format("needs {} of host memory for A, B and C; {} available",
-                           human_bytes(static_cast<double>(layout.set_bytes())),
-                           human_bytes(static_cast<double>(budget)));
-      return r;
-    }
+    auto planned = plan_operand_sets(layout, o, llc_bytes_, budget, "host memory", r);
+    if (!planned) return r;
+    const RotationPlan plan = *planned;
     prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
     if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(2 * llc_bytes_);
-    r.cache = o.cold ? "flush" : "rotate";
-    r.working_set_bytes = plan.working_set_bytes;
 
     std::int64_t set = 0;
     auto run_once = [&] {

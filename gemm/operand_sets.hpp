@@ -2,9 +2,12 @@
 // Where the rotating operand sets of a GEMM live inside two pools: inputs (A and B of every
 // set, filled once with random values and reused across cases) and outputs (C of every set).
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "common/rotation.hpp"
 #include "gemm/gemm_problem.hpp"
+#include "gemm/provider.hpp"
 
 namespace opbench {
 
@@ -28,5 +31,26 @@ struct OperandLayout {
   }
   std::int64_t c_offset(std::int64_t set) const { return set * output_stride; }
 };
+
+// How many operand sets a run rotates over: enough to touch 4x `cache_bytes`, or one with --cold
+// (the cache is flushed instead). When not even one set fits in `budget` bytes of `memory`
+// ("host memory", "device memory"), `result` becomes a skipped row naming the bytes needed.
+inline std::optional<RotationPlan> plan_operand_sets(const OperandLayout& layout,
+                                                     const GemmRunOptions& o,
+                                                     std::uint64_t cache_bytes,
+                                                     std::uint64_t budget, const char* memory,
+                                                     GemmResult& result) {
+  RotationPlan plan = plan_rotation(layout.set_bytes(), o.cold ? 0 : cache_bytes, budget);
+  if (!plan.fits) {
+    result.status = Status::skipped;
+    result.note = "needs " + human_bytes(static_cast<double>(layout.set_bytes())) + " of " +
+                  memory + " for A, B and C; " + human_bytes(static_cast<double>(budget)) +
+                  " available";
+    return std::nullopt;
+  }
+  result.cache = o.cold ? "flush" : "rotate";
+  result.working_set_bytes = plan.working_set_bytes;
+  return plan;
+}
 
 }  // namespace opbench
