@@ -78,13 +78,18 @@ DType parse_dtype(std::string_view text) {
   throw bad_input(fmt::format("unknown dtype '{}' (accepted: {})", text, accepted_dtype_names()));
 }
 
-std::vector<DType> parse_dtype_list(std::string_view comma_separated) {
+std::vector<DType> parse_dtype_list(std::string_view comma_separated, std::string_view what) {
   std::vector<DType> out;
   for (const auto& item : split(comma_separated, ',')) {
-    DType t = parse_dtype(item);
+    DType t;
+    try {
+      t = parse_dtype(item);
+    } catch (const Error& e) {
+      throw bad_input(fmt::format("{}: {}", what, e.what()));
+    }
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   }
-  if (out.empty()) throw bad_input("empty dtype list");
+  if (out.empty()) throw bad_input(fmt::format("{}: empty dtype list", what));
   return out;
 }
 
@@ -148,6 +153,61 @@ float fp8_e4m3_to_float(std::uint8_t b) {
 float fp8_e5m2_to_float(std::uint8_t b) {
   // e5m2 is the top byte of an IEEE fp16.
   return fp16_to_float(static_cast<std::uint16_t>(b) << 8);
+}
+
+std::uint8_t float_to_fp8_e4m3(float value) {
+  std::uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  float a = std::fabs(value);
+  if (std::isnan(value)) return sign | 0x7F;
+  if (a >= 464.0f) return sign | 0x7E;  // saturate at 448 (464 would round up past it)
+  if (a < std::ldexp(1.0f, -6)) {       // subnormal: multiples of 2^-9
+    return sign | static_cast<std::uint8_t>(std::nearbyint(std::ldexp(a, 9)));
+  }
+  int exp;
+  float frac = std::frexp(a, &exp);                    // a = frac * 2^exp, frac in [0.5, 1)
+  float scaled = std::nearbyint(std::ldexp(frac, 4));  // 4 significant bits, ties to even
+  if (scaled >= 16.0f) {
+    scaled /= 2.0f;
+    ++exp;
+  }
+  auto biased = static_cast<std::uint8_t>(exp - 1 + 7);
+  return sign | static_cast<std::uint8_t>(biased << 3) | (static_cast<std::uint8_t>(scaled) & 0x7);
+}
+
+std::uint8_t float_to_fp8_e5m2(float value) {
+  // Round the fp16 encoding to its top byte, ties to even.
+  std::uint16_t h = float_to_fp16(value);
+  if ((h & 0x7C00) == 0x7C00) return static_cast<std::uint8_t>((h >> 8) | ((h & 0x3FF) ? 0x02 : 0));
+  std::uint16_t rounded = static_cast<std::uint16_t>(h + 0x7F + ((h >> 8) & 1));
+  return static_cast<std::uint8_t>(rounded >> 8);
+}
+
+void store_from_double(void* data, DType t, std::size_t i, double v) {
+  auto bytes = static_cast<unsigned char*>(data);
+  auto store = [&](auto value) { std::memcpy(bytes + i * sizeof(value), &value, sizeof(value)); };
+  switch (t) {
+    case DType::fp64:
+      return store(v);
+    case DType::fp32:
+    case DType::tf32:
+      return store(static_cast<float>(v));
+    case DType::fp16:
+      return store(float_to_fp16(static_cast<float>(v)));
+    case DType::bf16:
+      return store(float_to_bf16(static_cast<float>(v)));
+    case DType::fp8_e4m3:
+      return store(float_to_fp8_e4m3(static_cast<float>(v)));
+    case DType::fp8_e5m2:
+      return store(float_to_fp8_e5m2(static_cast<float>(v)));
+    case DType::int8:
+      return store(static_cast<std::int8_t>(static_cast<std::int64_t>(v)));
+    case DType::uint8:
+      return store(static_cast<std::uint8_t>(static_cast<std::int64_t>(v)));
+    case DType::int32:
+      return store(static_cast<std::int32_t>(static_cast<std::int64_t>(v)));
+    case DType::int64:
+      return store(static_cast<std::int64_t>(v));
+  }
 }
 
 double element_as_double(const void* data, DType t, std::size_t i) {

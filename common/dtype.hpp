@@ -17,7 +17,9 @@ std::string_view dtype_name(DType t);
 // Accepts the canonical names and the usual aliases, case-insensitively (bfloat16, half, float16,
 // float, float32, double, e4m3, float8_e4m3fn, ...). Throws bad_input listing the accepted names.
 DType parse_dtype(std::string_view text);
-std::vector<DType> parse_dtype_list(std::string_view comma_separated);
+// `what` names the flag in errors ("--dtype: unknown dtype 'fp12' ...").
+std::vector<DType> parse_dtype_list(std::string_view comma_separated,
+                                    std::string_view what = "--dtype");
 std::string accepted_dtype_names();
 
 // Bytes per element in memory (tf32 is stored as fp32).
@@ -33,6 +35,11 @@ float fp16_to_float(std::uint16_t bits);
 std::uint16_t float_to_fp16(float value);  // round to nearest even
 float fp8_e4m3_to_float(std::uint8_t bits);
 float fp8_e5m2_to_float(std::uint8_t bits);
+std::uint8_t float_to_fp8_e4m3(float value);  // round to nearest even, saturating at ±448
+std::uint8_t float_to_fp8_e5m2(float value);  // round to nearest even
+
+// Writes `value` as element i of a buffer of type t (integers are rounded toward zero).
+void store_from_double(void* data, DType t, std::size_t i, double value);
 
 // Reads element i of a buffer of type t as double (floating types and integers).
 double element_as_double(const void* data, DType t, std::size_t i);

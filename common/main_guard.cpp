@@ -8,12 +8,14 @@
 
 namespace opbench {
 
-int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body) {
+int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body,
+                bool report_input_errors) {
   try {
     return body(argc, argv);
   } catch (const Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "error: %s\n", e.what());
+    if (e.code() != ExitCode::bad_input || report_input_errors)
+      std::fprintf(stderr, "error: %s\n", e.what());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);

@@ -5,6 +5,9 @@
 
 namespace opbench {
 
-int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body);
+// report_input_errors: false on all but one rank of an MPI job, where every rank reads the
+// same input and would print the same error.
+int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body,
+                bool report_input_errors = true);
 
 }  // namespace opbench

@@ -63,3 +63,35 @@ TEST_CASE("fp8 decodings") {
   CHECK(fp8_e5m2_to_float(0x3C) == 1.0f);
   CHECK(fp8_e5m2_to_float(0x7B) == 57344.0f);  // largest e5m2
 }
+
+TEST_CASE("fp8 encodings round to nearest even and round-trip every code") {
+  CHECK(float_to_fp8_e4m3(1.0f) == 0x38);
+  CHECK(float_to_fp8_e4m3(448.0f) == 0x7E);
+  CHECK(float_to_fp8_e4m3(1000.0f) == 0x7E);  // saturates
+  CHECK(float_to_fp8_e4m3(-5.0f) == 0xCA);  // -1.25·2^2: sign 1, exponent 2+7 = 1001, mantissa 010
+  CHECK(float_to_fp8_e4m3(1.0625f) == 0x38);  // halfway between 1 and 1.125: to even
+  CHECK(float_to_fp8_e5m2(1.0f) == 0x3C);
+  CHECK(float_to_fp8_e5m2(-3.0f) == 0xC2);
+  for (int b = 0; b < 256; ++b) {
+    auto u = static_cast<std::uint8_t>(b);
+    float e4 = fp8_e4m3_to_float(u);
+    if (!std::isnan(e4)) CHECK(fp8_e4m3_to_float(float_to_fp8_e4m3(e4)) == e4);
+    float e5 = fp8_e5m2_to_float(u);
+    if (std::isfinite(e5)) CHECK(fp8_e5m2_to_float(float_to_fp8_e5m2(e5)) == e5);
+  }
+}
+
+TEST_CASE("store_from_double and element_as_double agree") {
+  unsigned char buffer[64] = {};
+  for (DType t : {DType::fp64, DType::fp32, DType::fp16, DType::bf16, DType::fp8_e4m3,
+                  DType::fp8_e5m2, DType::int8, DType::uint8, DType::int32, DType::int64}) {
+    store_from_double(buffer, t, 3, 5.0);
+    CHECK(element_as_double(buffer, t, 3) == 5.0);
+    if (t != DType::uint8) {
+      store_from_double(buffer, t, 2, -3.0);
+      CHECK(element_as_double(buffer, t, 2) == -3.0);
+    }
+  }
+  store_from_double(buffer, DType::int8, 0, 130.0);  // wraps like the hardware: 130 - 256
+  CHECK(element_as_double(buffer, DType::int8, 0) == -126.0);
+}

@@ -1,0 +1,30 @@
+#pragma once
+// Which communicator a rank uses: NCCL on its GPU, or MPI on host buffers.
+#include <memory>
+#include <string>
+
+#include "collectives/communicator.hpp"
+#include "collectives/mpi_session.hpp"
+#include "common/env.hpp"
+
+namespace opbench {
+
+struct CclBackend {
+  std::string name;    // "nccl" or "mpi"
+  std::string reason;  // why auto chose it
+  int device = -1;     // the rank's GPU (nccl)
+};
+
+// --backend auto|nccl|mpi for this job: every rank agrees. nccl needs a GPU per rank on every
+// node, checked before any NCCL call (bad_input otherwise).
+CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested, int device_offset);
+
+// A communicator over `comm` (the world or a group) for the chosen backend.
+std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSession& session,
+                                                MPI_Comm comm);
+
+// "rank 0 host node1 pid 1234 device 0 [0000:1b:00.0] NVIDIA H100 80GB HBM3" for the rank table.
+std::string describe_rank(const CclBackend& backend, const MpiSession& session);
+void describe_backend(const CclBackend& backend, Environment& env);
+
+}  // namespace opbench

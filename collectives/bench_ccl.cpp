@@ -1,0 +1,186 @@
+#include "collectives/bench_ccl.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "collectives/backend_select.hpp"
+#include "collectives/ccl_options.hpp"
+#include "collectives/ccl_report.hpp"
+#include "collectives/coll_runner.hpp"
+#include "collectives/model_messages.hpp"
+#include "collectives/mpi_session.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_config.hpp"
+#include "common/progress.hpp"
+#include "common/report.hpp"
+
+namespace opbench {
+namespace {
+
+std::vector<CclCase> sweep_cases(const CclOptions& o, int group_size) {
+  std::vector<CclCase> cases;
+  for (CollOp op : o.ops)
+    for (DType dtype : o.dtypes)
+      for (RedOp redop : is_reduction(op) ? o.redops : std::vector<RedOp>{RedOp::sum})
+        for (std::uint64_t size : o.sizes)
+          for (Placement placement : o.placements)
+            cases.push_back({op, dtype, redop, o.root, size, placement, group_size, "", 0});
+  return cases;
+}
+
+std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
+  std::string path =
+      o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+  auto model = select_models(load_models(path), o.model, path);
+  if (model.size() != 1) throw bad_input("--model: name one model");
+  ModelParallel parallel{o.tp, o.ep, o.pp, o.micro_batch, o.seqlen, o.model_dtype};
+  auto messages = model_messages(model.front(), parallel);
+  if (messages.empty())
+    throw bad_input(fmt::format(
+        "--model {}: no messages at tp {}, ep {}, pp {} (set --tp, --ep or --pp above 1)", o.model,
+        o.tp, o.ep, o.pp));
+  std::vector<CclCase> cases;
+  for (const auto& m : messages) {
+    if (world_size % m.group_size != 0)
+      throw bad_input(fmt::format("{}: a group of {} ranks does not divide the world of {}",
+                                  m.label, m.group_size, world_size));
+    for (Placement placement : o.placements)
+      cases.push_back({m.op, o.model_dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size,
+                       m.label, m.calls_per_step});
+  }
+  return cases;
+}
+
+// The report files: one CSV for everything (--report-csv-path) and/or one per op in a directory.
+class CclReports {
+ public:
+  CclReports(const CclOptions& o, const std::string& dir, const std::string& run_id)
+      : dir_(dir), run_id_(run_id) {
+    if (!o.report_csv_path.empty()) all_ = std::make_unique<CsvWriter>(o.report_csv_path);
+  }
+  void write(CollOp op, const Record& row) {
+    if (all_) all_->write(row);
+    auto& f = per_op_[op];
+    if (!f.first) {
+      auto base = (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string();
+      f.first = std::make_unique<CsvWriter>(base + ".csv");
+      f.second =
+          std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", run_id_}});
+    }
+    f.first->write(row);
+    f.second->write(row);
+  }
+  void list(std::FILE* out) const {
+    if (all_) std::fprintf(out, "  %s (%zu rows)\n", all_->path().c_str(), all_->rows());
+    for (const auto& [op, f] : per_op_)
+      std::fprintf(out, "  %s (%zu rows)\n", f.first->path().c_str(), f.first->rows());
+  }
+
+ private:
+  std::string dir_, run_id_;
+  std::unique_ptr<CsvWriter> all_;
+  std::map<CollOp, std::pair<std::unique_ptr<CsvWriter>, std::unique_ptr<JsonlWriter>>> per_op_;
+};
+
+int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
+  const bool lead = session.world_rank() == 0;
+  const int world = session.world_size();
+  const int group_size = o.group_size > 0 ? o.group_size : world;
+  if (group_size > world || world % group_size != 0)
+    throw bad_input(
+        fmt::format("--group-size {}: must divide the world size {}", group_size, world));
+  if (o.root >= group_size)
+    throw bad_input(fmt::format("-r/--root {}: the groups have {} ranks", o.root, group_size));
+  for (auto [flag, rank] : {std::pair{"--test-corrupt-rank", o.run.corrupt_rank},
+                            {"--test-stall-rank", o.run.stall_rank}})
+    if (rank >= world)
+      throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
+  std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
+
+  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset);
+  Environment env(argc, argv, "bench_ccl");
+  describe_backend(backend, env);
+  env.set("world_size", world);
+  env.set("nodes", session.nodes());
+  const std::string dir = o.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report_dir;
+  std::unique_ptr<CclReports> reports;
+  if (lead) {
+    ensure_directory(dir);
+    env.write(dir, false);
+    reports = std::make_unique<CclReports>(o, dir, env.run_id());
+  }
+  // Everyone learns whether rank 0 could open its reports before anything runs.
+  if (session.any(false)) return 2;
+
+  Progress progress(cases.size(), static_cast<double>(cases.size()), o.quiet || !lead);
+  progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
+                            world, session.nodes(), session.nodes() > 1 ? "s" : ""));
+  auto ranks = session.gather_strings(describe_rank(backend, session));
+  if (lead)
+    for (const auto& line : ranks)
+      std::printf("%s\n", line.c_str());
+
+  std::map<int, std::unique_ptr<Communicator>> comms;  // one per group size
+  CollRunner runner(session, o.run);
+  CclContext ctx{backend.name,    world,       session.local_size(),
+                 session.nodes(), o.run.iters, o.run.aggregation};
+  NcclTestsTable table(o.run.per_iter, o.wants_model() ? o.placements.size() : o.placements.size());
+  std::size_t failed = 0;
+  for (const auto& c : cases) {
+    auto& comm = comms[c.group_size];
+    if (!comm) comm = make_communicator(backend, session, session.group_comm(c.group_size));
+    CollCall call{c.op,
+                  c.dtype,
+                  c.redop,
+                  c.root,
+                  coll_counts(c.op, c.size_bytes, dtype_size(c.dtype), c.group_size),
+                  c.placement == Placement::in_place};
+    std::string label = fmt::format("{} {} B {} {}", coll_op_name(c.op),
+                                    call.counts.size_bytes(dtype_size(c.dtype)),
+                                    dtype_name(c.dtype), placement_name(c.placement));
+    progress.start(label);
+    CollResult r = runner.run(*comm, call, label);
+    failed += r.status == Status::failed;
+    if (!lead) continue;
+    Record row = ccl_row(c, call, r, ctx);
+    reports->write(c.op, row);
+    progress.clear();
+    table.add(c, call, r, row);
+    std::string result = r.status == Status::ok
+                             ? fmt::format("{}  {:.2f} us  busbw {} GB/s", label, r.time_us,
+                                           format_value(*row.find("busbw_gbps")))
+                             : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+    progress.done(1, result);
+  }
+  if (lead) {
+    table.finish();
+    env.write(dir, true);
+    std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
+    reports->list(stderr);
+  }
+  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+}
+
+}  // namespace
+
+int bench_ccl_main(int argc, char** argv) {
+  auto options = parse_ccl_options(argc, argv);  // input errors surface before MPI starts
+  if (!options) return 0;
+  MpiSession session(&argc, &argv);
+  try {
+    return run(session, *options, argc, argv);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input)
+      throw;  // every rank saw the same input: finalize and exit 2
+    // A failure on one rank would leave the others waiting: say where, and take the job down.
+    std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
+    session.abort(static_cast<int>(ExitCode::run_failed));
+  }
+}
+
+}  // namespace opbench

@@ -1,0 +1,180 @@
+#include "collectives/ccl_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+std::string placement_name(Placement p) {
+  return p == Placement::in_place ? "in_place" : "out_of_place";
+}
+
+namespace {
+
+std::vector<Placement> parse_placements(const std::string& text) {
+  std::vector<Placement> out;
+  for (const auto& item : split(text, ',')) {
+    std::string key = to_lower(item);
+    if (key == "out_of_place" || key == "out-of-place" || key == "oop")
+      out.push_back(Placement::out_of_place);
+    else if (key == "in_place" || key == "in-place" || key == "ip")
+      out.push_back(Placement::in_place);
+    else if (key == "both")
+      return {Placement::out_of_place, Placement::in_place};
+    else
+      throw bad_input(fmt::format(
+          "--placement: unknown placement '{}' (accepted: out_of_place, in_place, both)", item));
+  }
+  if (out.empty()) throw bad_input("--placement: empty list");
+  return out;
+}
+
+std::vector<RedOp> parse_red_ops(const std::string& text) {
+  if (to_lower(trim(text)) == "all")
+    return {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
+  std::vector<RedOp> out;
+  for (const auto& item : split(text, ','))
+    out.push_back(parse_red_op(item));
+  if (out.empty()) throw bad_input("-o/--redop: empty list");
+  return out;
+}
+
+std::vector<DType> parse_ccl_dtypes(const std::string& text) {
+  if (to_lower(trim(text)) == "all")
+    return {DType::int8, DType::uint8, DType::int32, DType::int64,    DType::fp16,
+            DType::fp32, DType::fp64,  DType::bf16,  DType::fp8_e4m3, DType::fp8_e5m2};
+  auto out = parse_dtype_list(text, "-d/--datatype");
+  for (DType t : out)
+    if (t == DType::tf32)
+      throw bad_input("-d/--datatype: tf32 is a compute mode, not a collective data type");
+  return out;
+}
+
+}  // namespace
+
+std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
+  CclOptions o;
+  cxxopts::Options options(
+      "bench_ccl",
+      "Collectives benchmark with nccl-tests semantics, under mpirun:\n"
+      "  mpirun -np 8 bench_ccl -b 8 -e 8G -f 2 --op all_reduce,all_gather\n"
+      "NCCL on device buffers (--backend nccl) or MPI on host buffers (--backend mpi).");
+  // clang-format off
+  options.add_options("Operations")
+    ("op", "collectives, comma-separated, or all: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv", cxxopts::value<std::string>()->default_value("all"))
+    ("b,minbytes", "smallest size (nccl-tests: max(send, recv) bytes per rank)", cxxopts::value<std::string>()->default_value("32M"))
+    ("e,maxbytes", "largest size", cxxopts::value<std::string>()->default_value("32M"))
+    ("f,stepfactor", "multiply the size by this between sizes", cxxopts::value<std::string>()->default_value("1"))
+    ("i,stepbytes", "add this many bytes between sizes (when -f is 1)", cxxopts::value<std::string>()->default_value("1M"))
+    ("sizes", "explicit sizes instead of -b/-e, comma-separated (64K,1M,...)", cxxopts::value<std::string>())
+    ("d,datatype", "data types, comma-separated, or all: fp32, fp16, bf16, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64", cxxopts::value<std::string>()->default_value("fp32"))
+    ("o,redop", "reduction ops, comma-separated, or all: sum, prod, min, max, avg", cxxopts::value<std::string>()->default_value("sum"))
+    ("r,root", "root rank of broadcast and reduce", cxxopts::value<int>()->default_value("0"))
+    ("placement", "out_of_place, in_place or both", cxxopts::value<std::string>()->default_value("both"))
+    ("group-size", "split the world into concurrent groups of this many consecutive ranks", cxxopts::value<int>()->default_value("0"));
+  options.add_options("Timing and checks")
+    ("n,iters", "timed calls per case", cxxopts::value<int>()->default_value("20"))
+    ("w,warmup-iters", "untimed calls before timing", cxxopts::value<int>()->default_value("5"))
+    ("c,check", "verified calls after timing (0: no check)", cxxopts::value<int>()->default_value("1"))
+    ("a,average", "combine rank times: 0 rank 0, 1 mean, 2 min, 3 max", cxxopts::value<int>()->default_value("1"))
+    ("per-iter", "time every call alone and report its distribution (p50, p99, min, max, cv)")
+    ("timeout", "seconds a case may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
+    ("test-corrupt-rank", "test only: this rank spoils one result element before the check", cxxopts::value<int>())
+    ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
+    ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"));
+  options.add_options("Backend")
+    ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
+    ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"));
+  options.add_options("Model messages")
+    ("model-config-path", "models.json (default configs/models.json)", cxxopts::value<std::string>())
+    ("model", "derive the message sizes of this model's training step", cxxopts::value<std::string>())
+    ("tp", "tensor-parallel degree", cxxopts::value<std::string>()->default_value("1"))
+    ("ep", "expert-parallel degree", cxxopts::value<std::string>()->default_value("1"))
+    ("pp", "pipeline-parallel degree", cxxopts::value<std::string>()->default_value("1"))
+    ("micro-batch", "micro-batch size", cxxopts::value<std::string>()->default_value("1"))
+    ("seq-len", "sequence length (default: the model's)", cxxopts::value<std::string>())
+    ("model-dtype", "activation dtype of the model messages", cxxopts::value<std::string>()->default_value("bf16"));
+  options.add_options("Report")
+    ("report-csv-path", "one CSV with every row", cxxopts::value<std::string>())
+    ("report-dir-path", "a CSV and JSON lines per op, and environment.json (default reports/ccl-<date>-<time>)", cxxopts::value<std::string>())
+    ("quiet", "no progress on stderr");
+  // clang-format on
+  auto parsed = parse_command_line(options, argc, argv);
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+
+  o.backend = to_lower(str("backend"));
+  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "mpi")
+    throw bad_input(
+        fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
+  o.device_offset = p["device-offset"].as<int>();
+  if (o.device_offset < 0) throw bad_input("--device-offset: must be >= 0");
+  o.ops = parse_coll_ops(str("op"));
+  if (p.count("sizes")) {
+    for (const auto& s : split(str("sizes"), ','))
+      o.sizes.push_back(parse_size(s, "--sizes"));
+    if (o.sizes.empty()) throw bad_input("--sizes: empty list");
+  } else {
+    double factor = 0;
+    try {
+      factor = std::stod(str("stepfactor"));
+    } catch (const std::exception&) {
+      throw bad_input(fmt::format("-f/--stepfactor: '{}' is not a number", str("stepfactor")));
+    }
+    if (!(factor >= 1))
+      throw bad_input(fmt::format("-f/--stepfactor: must be at least 1, got {}", factor));
+    o.sizes = sweep_sizes(parse_size(str("minbytes"), "-b/--minbytes"),
+                          parse_size(str("maxbytes"), "-e/--maxbytes"), factor,
+                          parse_size(str("stepbytes"), "-i/--stepbytes"));
+  }
+  o.dtypes = parse_ccl_dtypes(str("datatype"));
+  o.redops = parse_red_ops(str("redop"));
+  o.root = p["root"].as<int>();
+  if (o.root < 0) throw bad_input(fmt::format("-r/--root: must be >= 0, got {}", o.root));
+  o.placements = parse_placements(str("placement"));
+  o.group_size = p["group-size"].as<int>();
+  if (o.group_size < 0)
+    throw bad_input(fmt::format("--group-size: must be >= 1, got {}", o.group_size));
+
+  o.run.iters = p["iters"].as<int>();
+  if (o.run.iters < 1)
+    throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
+  o.run.warmup = p["warmup-iters"].as<int>();
+  if (o.run.warmup < 0)
+    throw bad_input(fmt::format("-w/--warmup-iters: must be >= 0, got {}", o.run.warmup));
+  o.run.check_passes = p["check"].as<int>();
+  if (o.run.check_passes < 0)
+    throw bad_input(fmt::format("-c/--check: must be >= 0, got {}", o.run.check_passes));
+  int average = p["average"].as<int>();
+  if (average < 0 || average > 3)
+    throw bad_input(fmt::format("-a/--average: must be 0, 1, 2 or 3, got {}", average));
+  o.run.aggregation = static_cast<RankAggregation>(average);
+  o.run.per_iter = p.count("per-iter") > 0;
+  o.run.timeout_s = p["timeout"].as<double>();
+  if (!(o.run.timeout_s >= 0)) throw bad_input("--timeout: must be >= 0 seconds");
+  if (p.count("test-corrupt-rank")) o.run.corrupt_rank = p["test-corrupt-rank"].as<int>();
+  if (o.run.corrupt_rank >= 0 && o.run.check_passes == 0)
+    throw bad_input("--test-corrupt-rank needs -c 1 or more");
+  if (p.count("test-stall-rank")) o.run.stall_rank = p["test-stall-rank"].as<int>();
+  o.run.stall_s = p["test-stall-seconds"].as<double>();
+
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("model")) o.model = str("model");
+  if (!o.model_config_path.empty() && o.model.empty())
+    throw bad_input("--model-config-path needs --model");
+  o.tp = parse_positive_int(str("tp"), "--tp");
+  o.ep = parse_positive_int(str("ep"), "--ep");
+  o.pp = parse_positive_int(str("pp"), "--pp");
+  o.micro_batch = parse_positive_int(str("micro-batch"), "--micro-batch");
+  if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
+  o.model_dtype = parse_dtype(str("model-dtype"));
+  if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
+  if (p.count("report-dir-path")) o.report_dir = str("report-dir-path");
+  o.quiet = p.count("quiet") > 0;
+  return o;
+}
+
+}  // namespace opbench

@@ -1,0 +1,42 @@
+#pragma once
+// bench_ccl's command line: nccl-tests' flags with nccl-tests' meaning, plus ours.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/coll_op.hpp"
+#include "collectives/coll_runner.hpp"
+#include "common/cli.hpp"
+#include "common/dtype.hpp"
+
+namespace opbench {
+
+enum class Placement { out_of_place, in_place };
+std::string placement_name(Placement p);
+
+struct CclOptions {
+  std::string backend = "auto";  // auto, nccl, mpi
+  int device_offset = 0;
+  std::vector<CollOp> ops;
+  std::vector<std::uint64_t> sizes;  // bytes
+  std::vector<DType> dtypes{DType::fp32};
+  std::vector<RedOp> redops{RedOp::sum};
+  int root = 0;
+  std::vector<Placement> placements{Placement::out_of_place, Placement::in_place};
+  int group_size = 0;  // 0: the world
+  CollRunOptions run;
+  // Model-derived messages
+  std::string model_config_path, model;
+  std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
+  DType model_dtype = DType::bf16;
+  std::string report_csv_path, report_dir;
+  bool quiet = false;
+
+  bool wants_model() const { return !model.empty(); }
+};
+
+// nullopt after --help.
+std::optional<CclOptions> parse_ccl_options(int argc, char** argv);
+
+}  // namespace opbench

@@ -1,0 +1,147 @@
+#include "collectives/ccl_report.hpp"
+
+#include <fmt/format.h>
+
+namespace opbench {
+
+Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx) {
+  const int n = c.group_size;
+  const std::size_t ts = dtype_size(c.dtype);
+  const bool measured = r.status != Status::skipped;
+  const double seconds = r.time_us * 1e-6;
+  const double bytes = algbw_bytes(c.op, call.counts, ts, n);
+  const int groups = ctx.world_size / n;
+  std::optional<double> algbw, busbw;
+  if (measured && seconds > 0) {
+    algbw = bytes / seconds / 1e9;
+    busbw = *algbw * busbw_factor(c.op, n);
+  }
+  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
+  auto times = [&](std::optional<double> v, int k) {
+    return v ? std::optional<double>(*v * k) : std::nullopt;
+  };
+
+  Record row;
+  row.arg("op", coll_op_name(c.op)).arg("label", c.label.empty() ? Value{} : Value{c.label});
+  row.arg("world_size", std::int64_t{ctx.world_size}).arg("group_size", std::int64_t{n});
+  row.arg("num_groups", std::int64_t{groups})
+      .arg("ranks_per_node", std::int64_t{ctx.ranks_per_node});
+  row.arg("nodes", std::int64_t{ctx.nodes}).arg("backend", ctx.backend);
+  row.arg("dtype", std::string(dtype_name(c.dtype)));
+  row.arg("redop", is_reduction(c.op) ? Value{red_op_name(c.redop)} : Value{});
+  row.arg("root", has_root(c.op) ? Value{std::int64_t{c.root}} : Value{});
+  row.arg("placement", placement_name(c.placement));
+  row.arg("size_bytes", call.counts.size_bytes(ts)).arg("count", call.counts.count);
+  row.arg("iters", std::int64_t{ctx.iters})
+      .arg("calls_per_step", c.calls_per_step ? Value{c.calls_per_step} : Value{});
+  row.metric("time_us", timed(r.time_us)).metric("min_time_us", timed(r.min_time_us));
+  row.metric("max_time_us", timed(r.max_time_us));
+  row.optional_metric("algbw_gbps", algbw).optional_metric("busbw_gbps", busbw);
+  row.optional_metric("algbw_sum_gbps", times(algbw, groups))
+      .optional_metric("busbw_sum_gbps", times(busbw, groups));
+  const Stats* s = r.iter_stats ? &*r.iter_stats : nullptr;
+  row.metric("p50_us", s ? Value{s->median} : Value{})
+      .metric("p99_us", s ? Value{s->p99} : Value{});
+  row.metric("iter_min_us", s ? Value{s->min} : Value{})
+      .metric("iter_max_us", s ? Value{s->max} : Value{});
+  row.metric("cv", s ? Value{s->cv} : Value{});
+  row.result("wrong", r.wrong >= 0 ? Value{r.wrong} : Value{});
+  row.result("aggregation", aggregation_name(ctx.aggregation));
+  row.result("status", std::string(status_name(r.status)))
+      .result("note", r.note.empty() ? Value{} : Value{r.note});
+  if (measured) {
+    row.extra()["latency_list_us"] = r.rank_times_us;
+    std::vector<double> alg, bus;
+    for (double t : r.rank_times_us) {
+      alg.push_back(t > 0 ? bytes / (t * 1e-6) / 1e9 : 0);
+      bus.push_back(alg.back() * busbw_factor(c.op, n));
+    }
+    row.extra()["algbw_list_gbps"] = alg;
+    row.extra()["busbw_list_gbps"] = bus;
+    if (!r.iter_times_us.empty()) row.extra()["iter_times_us"] = r.iter_times_us;
+  }
+  return row;
+}
+
+namespace {
+
+std::string time_text(double us) {
+  return us >= 10000 ? fmt::format("{:7.0f}", us) : fmt::format("{:7.2f}", us);
+}
+
+}  // namespace
+
+void NcclTestsTable::header(const CclCase& c) {
+  std::fprintf(out_, "#\n# %s, %s, groups of %d ranks%s\n", coll_op_name(c.op).c_str(),
+               nccl_tests_type_name(c.dtype).c_str(), c.group_size,
+               c.label.empty() ? "" : (": " + c.label).c_str());
+  const char* extra = per_iter_ ? "    i_p50   i_p99  i_cv%" : "";
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %-37s  %-37s\n", "", "", "", "", "",
+               "          out-of-place", "            in-place");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s%s  %7s  %6s  %6s  %6s%s\n",
+               "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", extra,
+               "time", "algbw", "busbw", "#wrong", extra);
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s%s  %7s  %6s  %6s  %6s%s\n",
+               "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+               per_iter_ ? "     (us)    (us)    (%)" : "", "(us)", "(GB/s)", "(GB/s)", "",
+               per_iter_ ? "     (us)    (us)    (%)" : "");
+}
+
+void NcclTestsTable::add(const CclCase& c, const CollCall& call, const CollResult& r,
+                         const Record& row) {
+  std::string section =
+      fmt::format("{} {} {} {}", coll_op_name(c.op), dtype_name(c.dtype), c.group_size, c.label);
+  std::string key = fmt::format("{} {} {} {}", section, call.counts.size_bytes(dtype_size(c.dtype)),
+                                red_op_name(c.redop), c.root);
+  if (key != line_key_) flush_line();
+  if (section != section_) {
+    header(c);
+    section_ = section;
+  }
+  line_key_ = key;
+  line_prefix_ = fmt::format(
+      "  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", call.counts.size_bytes(dtype_size(c.dtype)),
+      call.counts.count, nccl_tests_type_name(c.dtype),
+      is_reduction(c.op) ? red_op_name(c.redop) : "none", has_root(c.op) ? c.root : -1);
+  std::string cell;
+  if (r.status == Status::skipped) {
+    cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "skip", "-", "-", "-");
+  } else {
+    auto num = [&](const char* f) { return std::get<double>(*row.find(f)); };
+    std::string wrong = r.wrong >= 0 ? std::to_string(r.wrong) : "N/A";
+    cell = fmt::format("  {}  {:6.2f}  {:6.2f}  {:>6}", time_text(r.time_us), num("algbw_gbps"),
+                       num("busbw_gbps"), wrong);
+    if (per_iter_ && r.iter_stats)
+      cell += fmt::format("  {} {} {:6.2f}", time_text(r.iter_stats->median),
+                          time_text(r.iter_stats->p99), r.iter_stats->cv * 100);
+    busbw_sum_ += num("busbw_gbps");
+    ++busbw_count_;
+    if (r.wrong > 0) wrong_total_ += r.wrong;
+  }
+  cells_[c.placement == Placement::in_place ? 1 : 0] = cell;
+  if (++cells_filled_ == placements_) flush_line();
+}
+
+void NcclTestsTable::flush_line() {
+  if (line_key_.empty()) return;
+  std::string blank = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "", "", "", "");
+  std::fprintf(out_, "%s%s%s\n", line_prefix_.c_str(),
+               (cells_[0].empty() ? blank : cells_[0]).c_str(),
+               (cells_[1].empty() ? blank : cells_[1]).c_str());
+  std::fflush(out_);
+  cells_[0].clear();
+  cells_[1].clear();
+  cells_filled_ = 0;
+  line_key_.clear();
+}
+
+void NcclTestsTable::finish() {
+  flush_line();
+  std::fprintf(out_, "# %-20s : %lld %s\n", "Out of bounds values",
+               static_cast<long long>(wrong_total_), wrong_total_ ? "FAILED" : "OK");
+  std::fprintf(out_, "# %-20s : %g\n#\n", "Avg bus bandwidth",
+               busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0);
+  std::fflush(out_);
+}
+
+}  // namespace opbench

@@ -1,0 +1,57 @@
+#pragma once
+// bench_ccl's rows (CSV / JSON lines) and the nccl-tests-style table on stdout.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "collectives/ccl_options.hpp"
+#include "collectives/coll_runner.hpp"
+#include "collectives/communicator.hpp"
+#include "common/record.hpp"
+
+namespace opbench {
+
+struct CclCase {
+  CollOp op;
+  DType dtype;
+  RedOp redop;
+  int root;
+  std::uint64_t size_bytes;  // requested; the row reports the size actually run
+  Placement placement;
+  int group_size;
+  std::string label;  // model messages: what it stands for
+  std::int64_t calls_per_step = 0;
+};
+
+struct CclContext {
+  std::string backend;
+  int world_size = 1, ranks_per_node = 1, nodes = 1;
+  int iters = 0;
+  RankAggregation aggregation = RankAggregation::mean;
+};
+
+Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx);
+
+// Prints rows the way nccl-tests does: one line per size with out-of-place then in-place
+// columns, a header per op and dtype, and the average bus bandwidth at the end.
+class NcclTestsTable {
+ public:
+  NcclTestsTable(bool per_iter, std::size_t placements, std::FILE* out = stdout)
+      : per_iter_(per_iter), placements_(placements), out_(out) {}
+  void add(const CclCase& c, const CollCall& call, const CollResult& r, const Record& row);
+  void finish();  // prints any pending line and the footer
+
+ private:
+  void header(const CclCase& c);
+  void flush_line();
+  bool per_iter_;
+  std::size_t placements_, cells_filled_ = 0;
+  std::FILE* out_;
+  std::string section_, line_prefix_, line_key_;
+  std::string cells_[2];
+  double busbw_sum_ = 0;
+  int busbw_count_ = 0;
+  std::int64_t wrong_total_ = 0;
+};
+
+}  // namespace opbench

@@ -1,0 +1,128 @@
+#include "collectives/coll_runner.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/timer.hpp"
+
+namespace opbench {
+
+std::string aggregation_name(RankAggregation a) {
+  switch (a) {
+    case RankAggregation::rank0:
+      return "rank0";
+    case RankAggregation::mean:
+      return "mean";
+    case RankAggregation::min:
+      return "min";
+    case RankAggregation::max:
+      return "max";
+  }
+  return "";
+}
+
+CollRunner::CollRunner(MpiSession& session, CollRunOptions options)
+    : session_(session), options_(options) {}
+
+CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::string& label) {
+  CollResult r;
+  if (auto why = comm.unsupported(call)) {
+    r.status = Status::skipped;
+    r.note = *why;
+    return r;
+  }
+  if (session_.world_rank() == options_.stall_rank && !stalled_) {
+    stalled_ = true;  // test only: arrive late once
+    std::this_thread::sleep_for(std::chrono::duration<double>(options_.stall_s));
+  }
+  session_.arrival_check(label, options_.timeout_s);
+  watchdog_.arm(options_.timeout_s, [&comm, this, label] {
+    std::fprintf(stderr, "error: timeout: %s did not finish within %g s on rank %d; aborting\n",
+                 label.c_str(), options_.timeout_s, session_.world_rank());
+    std::fflush(stderr);
+    comm.abort();
+    session_.abort(1);
+  });
+
+  // Every rank must be able to hold the buffers, or none runs the case.
+  std::string prepare_error;
+  try {
+    comm.prepare(call);
+  } catch (const Error& e) {
+    prepare_error = e.what();
+  }
+  if (session_.any(!prepare_error.empty())) {
+    watchdog_.disarm();
+    r.status = Status::skipped;
+    r.note = prepare_error.empty() ? "another rank could not allocate its buffers" : prepare_error;
+    return r;
+  }
+
+  for (int i = 0; i < options_.warmup; ++i)
+    comm.launch(call);
+  comm.wait();
+  session_.barrier(session_.world());
+
+  double my_time_us = 0;
+  if (options_.per_iter) {
+    std::vector<double> mine;
+    for (int i = 0; i < options_.iters; ++i)
+      mine.push_back(comm.time_one(call));
+    my_time_us = std::accumulate(mine.begin(), mine.end(), 0.0) / static_cast<double>(mine.size());
+    r.iter_times_us.resize(mine.size());
+    MPI_Allreduce(mine.data(), r.iter_times_us.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                  MPI_SUM, session_.world());
+    for (auto& t : r.iter_times_us)
+      t /= session_.world_size();
+    r.iter_stats = compute_stats(r.iter_times_us);
+  } else {
+    CpuTimer timer;
+    for (int i = 0; i < options_.iters; ++i)
+      comm.launch(call);
+    comm.wait();
+    my_time_us = timer.elapsed_us() / options_.iters;
+  }
+
+  r.rank_times_us = session_.allgather(my_time_us);
+  const auto& t = r.rank_times_us;
+  r.min_time_us = *std::min_element(t.begin(), t.end());
+  r.max_time_us = *std::max_element(t.begin(), t.end());
+  switch (options_.aggregation) {
+    case RankAggregation::rank0:
+      r.time_us = t[0];
+      break;
+    case RankAggregation::mean:
+      r.time_us = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+      break;
+    case RankAggregation::min:
+      r.time_us = r.min_time_us;
+      break;
+    case RankAggregation::max:
+      r.time_us = r.max_time_us;
+      break;
+  }
+
+  if (options_.check_passes > 0) {
+    std::int64_t wrong = 0;
+    for (int pass = 0; pass < options_.check_passes; ++pass)
+      wrong += comm.check(call, pass == 0 && session_.world_rank() == options_.corrupt_rank);
+    r.wrong = session_.sum(wrong);
+    if (r.wrong > 0) {
+      r.status = Status::failed;
+      r.note =
+          fmt::format("{} wrong element{} over {} check pass{}", r.wrong, r.wrong == 1 ? "" : "s",
+                      options_.check_passes, options_.check_passes == 1 ? "" : "es");
+    }
+  }
+  watchdog_.disarm();
+  return r;
+}
+
+}  // namespace opbench

@@ -1,0 +1,56 @@
+#pragma once
+// Times and verifies one collective call on every rank, with nccl-tests semantics: after a
+// barrier, `iters` calls back to back, then wait; time = elapsed / iters per rank, combined
+// across ranks by --average (0 rank 0, 1 mean, 2 min, 3 max). bench_fsdp runs its plan here too.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/mpi_session.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
+
+namespace opbench {
+
+enum class RankAggregation { rank0 = 0, mean = 1, min = 2, max = 3 };
+std::string aggregation_name(RankAggregation a);
+
+struct CollRunOptions {
+  int iters = 20;
+  int warmup = 5;
+  bool per_iter = false;  // time each call alone, and report its distribution
+  int check_passes = 1;   // -c: verified calls after timing (0: none)
+  RankAggregation aggregation = RankAggregation::mean;
+  double timeout_s = 300;  // <= 0: none
+  int corrupt_rank = -1;   // test only: this world rank spoils one result element
+  int stall_rank = -1;     // test only: this world rank arrives late ...
+  double stall_s = 0;      // ... by this much, at the first case
+};
+
+struct CollResult {
+  Status status = Status::ok;
+  std::string note;
+  double time_us = 0;  // combined across ranks as the options say
+  double min_time_us = 0, max_time_us = 0;
+  std::vector<double> rank_times_us;  // one per world rank
+  std::optional<Stats> iter_stats;    // --per-iter: over iterations, each averaged over ranks
+  std::vector<double> iter_times_us;
+  std::int64_t wrong = -1;  // wrong elements summed over ranks; -1 when not checked
+};
+
+class CollRunner {
+ public:
+  CollRunner(MpiSession& session, CollRunOptions options);
+  // `label` names the case in timeout messages ("all_reduce 1048576 B fp32 in_place").
+  CollResult run(Communicator& comm, const CollCall& call, const std::string& label);
+
+ private:
+  MpiSession& session_;
+  CollRunOptions options_;
+  Watchdog watchdog_;
+  bool stalled_ = false;
+};
+
+}  // namespace opbench

@@ -1,0 +1,29 @@
+#pragma once
+// The messages one training step of a model sends, as collectives to benchmark: tensor-parallel
+// all-reduce of activations, their sequence-parallel all-gather / reduce-scatter, the MoE
+// all-to-all of routed tokens, and the pipeline's send/recv of activations.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/coll_op.hpp"
+#include "common/model_config.hpp"
+
+namespace opbench {
+
+struct ModelMessage {
+  std::string label;  // what it stands for: "tp all_reduce of mbs·seq·hidden"
+  CollOp op;
+  std::uint64_t size_bytes;  // nccl-tests size: max(send, recv) bytes per rank
+  int group_size;            // ranks that take part (tp, ep, or the pipeline's world)
+  std::int64_t calls_per_step;
+};
+
+struct ModelParallel {
+  std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
+  DType dtype = DType::bf16;
+};
+
+std::vector<ModelMessage> model_messages(const ModelConfig& model, const ModelParallel& parallel);
+
+}  // namespace opbench

@@ -1,0 +1,228 @@
+#include "collectives/mpi_session.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "common/error.hpp"
+
+namespace opbench {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Waits for a request, giving up after `timeout_s` (<= 0: forever). Returns whether it completed.
+bool wait_with_timeout(MPI_Request* request, double timeout_s) {
+  if (timeout_s <= 0) {
+    MPI_Wait(request, MPI_STATUS_IGNORE);
+    return true;
+  }
+  const double deadline = now_s() + timeout_s;
+  int done = 0;
+  while (true) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (now_s() > deadline) return false;
+    usleep(200);
+  }
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size() && i < 16; ++i)
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 16) out += fmt::format(" and {} more", ranks.size() - 16);
+  return out;
+}
+
+}  // namespace
+
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return 0;
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  // The watchdog thread may call MPI_Abort while the main thread is inside a collective.
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_size(node, &local_size_);
+  MPI_Comm_free(&node);
+  int leaders = local_rank_ == 0 ? 1 : 0;
+  MPI_Allreduce(&leaders, &nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  host_.assign(name, static_cast<std::size_t>(len));
+  MPI_Comm_dup(MPI_COMM_WORLD, &arrival_comm_);
+}
+
+MpiSession::~MpiSession() {
+  for (auto& [size, comm] : groups_)
+    if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  if (arrival_comm_ != MPI_COMM_NULL) MPI_Comm_free(&arrival_comm_);
+  MPI_Finalize();
+}
+
+MPI_Comm MpiSession::group_comm(int group_size) {
+  if (group_size == world_size_) return MPI_COMM_WORLD;
+  for (auto& [size, comm] : groups_)
+    if (size == group_size) return comm;
+  MPI_Comm comm;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank_ / group_size, world_rank_, &comm);
+  groups_.emplace_back(group_size, comm);
+  return comm;
+}
+
+std::vector<double> MpiSession::allgather(double value) const {
+  std::vector<double> out(static_cast<std::size_t>(world_size_));
+  MPI_Allgather(&value, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  return out;
+}
+
+std::vector<std::string> MpiSession::gather_strings(const std::string& s) const {
+  constexpr int kLen = 256;
+  char mine[kLen] = {};
+  std::snprintf(mine, kLen, "%s", s.c_str());
+  std::vector<char> all(static_cast<std::size_t>(kLen * world_size_));
+  MPI_Gather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  if (world_rank_ == 0)
+    for (int r = 0; r < world_size_; ++r)
+      out.emplace_back(all.data() + r * kLen);
+  return out;
+}
+
+std::int64_t MpiSession::sum(std::int64_t value) const {
+  std::int64_t total = 0;
+  MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+bool MpiSession::any(bool value) const {
+  int v = value ? 1 : 0, out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out != 0;
+}
+
+void MpiSession::arrival_check(const std::string& what, double timeout_s) {
+  const int tag = arrival_tag_++ % 30000;
+  if (world_size_ == 1) return;
+  if (timeout_s <= 0) {
+    MPI_Barrier(arrival_comm_);
+    return;
+  }
+  int go = 1;
+  if (world_rank_ == 0) {
+    std::vector<MPI_Request> requests(static_cast<std::size_t>(world_size_ - 1));
+    std::vector<int> tokens(requests.size());
+    for (int r = 1; r < world_size_; ++r)
+      MPI_Irecv(&tokens[r - 1], 1, MPI_INT, r, tag, arrival_comm_, &requests[r - 1]);
+    const double deadline = now_s() + timeout_s;
+    std::vector<int> done(requests.size(), 0);
+    while (true) {
+      int all = 1;
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        if (!done[i]) MPI_Test(&requests[i], &done[i], MPI_STATUS_IGNORE);
+        all &= done[i];
+      }
+      if (all) break;
+      if (now_s() > deadline) {
+        std::vector<int> missing;
+        for (std::size_t i = 0; i < done.size(); ++i)
+          if (!done[i]) missing.push_back(static_cast<int>(i) + 1);
+        std::fprintf(stderr,
+                     "error: timeout: rank%s %s of %d did not arrive at %s within %g s; aborting\n",
+                     missing.size() > 1 ? "s" : "", rank_list(missing).c_str(), world_size_,
+                     what.c_str(), timeout_s);
+        std::fflush(stderr);
+        abort(1);
+      }
+      usleep(200);
+    }
+    for (int r = 1; r < world_size_; ++r)
+      MPI_Send(&go, 1, MPI_INT, r, tag, arrival_comm_);
+  } else {
+    int token = world_rank_;
+    MPI_Send(&token, 1, MPI_INT, 0, tag, arrival_comm_);
+    MPI_Request request;
+    MPI_Irecv(&go, 1, MPI_INT, 0, tag, arrival_comm_, &request);
+    // Rank 0 waits timeout_s for the others; allow it that long and as long again to answer.
+    if (!wait_with_timeout(&request, 2 * timeout_s)) {
+      std::fprintf(stderr,
+                   "error: timeout: rank %d waited %g s at %s for rank 0 to start it; aborting\n",
+                   world_rank_, 2 * timeout_s, what.c_str());
+      std::fflush(stderr);
+      abort(1);
+    }
+  }
+}
+
+void MpiSession::abort(int code) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this keeps the compiler sure of it
+}
+
+Watchdog::Watchdog() : thread_([this] { loop(); }) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(double timeout_s, std::function<void()> on_timeout) {
+  if (timeout_s <= 0) return;
+  {
+    std::lock_guard lock(mutex_);
+    on_timeout_ = std::move(on_timeout);
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(timeout_s));
+    armed_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Watchdog::disarm() {
+  std::lock_guard lock(mutex_);
+  armed_ = false;
+}
+
+void Watchdog::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    if (!armed_) {
+      wake_.wait(lock);
+      continue;
+    }
+    if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
+        std::chrono::steady_clock::now() >= deadline_) {
+      auto fire = on_timeout_;
+      armed_ = false;
+      lock.unlock();
+      fire();  // prints and aborts the job
+      lock.lock();
+    }
+  }
+}
+
+}  // namespace opbench

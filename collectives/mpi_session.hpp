@@ -1,0 +1,81 @@
+#pragma once
+// MPI as launcher and bootstrap: the world, this rank's place on its node, the sub-communicators
+// of --group-size, small world-wide reductions for the runner, and the two guards against
+// hangs — an arrival check before each case that names the ranks that did not come, and a
+// watchdog that aborts the job when a case outlives --timeout.
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace opbench {
+
+// This process's rank as the launcher set it (OpenMPI, PMIx, Slurm), before MPI is initialised;
+// 0 without a launcher. Used to print input errors once, not once per rank.
+int launcher_rank();
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }  // ranks on this node
+  int nodes() const { return nodes_; }
+  const std::string& host() const { return host_; }
+  MPI_Comm world() const { return MPI_COMM_WORLD; }
+
+  // Consecutive groups of `group_size` ranks (the whole world when it equals the world size).
+  MPI_Comm group_comm(int group_size);
+  int group_index(int group_size) const { return world_rank_ / group_size; }
+
+  void barrier(MPI_Comm comm) const { MPI_Barrier(comm); }
+  std::vector<double> allgather(double value) const;
+  std::vector<std::string> gather_strings(const std::string& s) const;  // at rank 0
+  std::int64_t sum(std::int64_t value) const;
+  bool any(bool value) const;
+
+  // Every rank checks in with rank 0 before a case. Rank 0 waits up to `timeout_s` and, if some
+  // rank has not come, prints which ones and aborts the job; the others wait for rank 0's go
+  // the same way. timeout_s <= 0 waits forever (a plain barrier).
+  void arrival_check(const std::string& what, double timeout_s);
+
+  [[noreturn]] void abort(int code) const;
+
+ private:
+  int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
+  std::string host_;
+  MPI_Comm arrival_comm_ = MPI_COMM_NULL;
+  std::vector<std::pair<int, MPI_Comm>> groups_;
+  int arrival_tag_ = 0;
+};
+
+// Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.
+// On expiry it calls `on_timeout` (which prints and aborts) from its own thread.
+class Watchdog {
+ public:
+  Watchdog();
+  ~Watchdog();
+  void arm(double timeout_s, std::function<void()> on_timeout);
+  void disarm();
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::function<void()> on_timeout_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool armed_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace opbench

@@ -1,0 +1,239 @@
+// Collectives through NCCL on device buffers, with nccl-tests' buffer layout for in-place calls
+// (all_gather sends from recv + rank·count; reduce_scatter receives into send + rank·count).
+#include "collectives/nccl_communicator.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "collectives/coll_check.hpp"
+#include "collectives/nccl_pattern.hpp"
+#include "common/cuda/buffer.hpp"
+#include "common/cuda/check.hpp"
+#include "common/cuda/device.hpp"
+#include "common/error.hpp"
+
+namespace opbench {
+namespace {
+
+void nccl_check(ncclResult_t r, const char* call) {
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw run_failure(fmt::format("NCCL {} failed: {} ({})", call, ncclGetErrorString(r),
+                                  ncclGetLastError(nullptr)));
+}
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::int8:
+      return ncclInt8;
+    case DType::uint8:
+      return ncclUint8;
+    case DType::int32:
+      return ncclInt32;
+    case DType::int64:
+      return ncclInt64;
+    case DType::fp16:
+      return ncclFloat16;
+    case DType::fp32:
+      return ncclFloat32;
+    case DType::fp64:
+      return ncclFloat64;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::fp8_e4m3:
+      return ncclFloat8e4m3;
+    case DType::fp8_e5m2:
+      return ncclFloat8e5m2;
+    default:
+      throw std::logic_error("nccl_type: no NCCL type for " + std::string(dtype_name(t)));
+  }
+}
+
+ncclRedOp_t nccl_op(RedOp r) {
+  switch (r) {
+    case RedOp::sum:
+      return ncclSum;
+    case RedOp::prod:
+      return ncclProd;
+    case RedOp::min:
+      return ncclMin;
+    case RedOp::max:
+      return ncclMax;
+    case RedOp::avg:
+      return ncclAvg;
+  }
+  return ncclSum;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(MPI_Comm comm, int device) : device_(device) {
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &size_);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
+    info_ = cuda_device_info(device);
+    ncclUniqueId id;
+    if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "GetUniqueId");
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
+    nccl_check(ncclCommInitRank(&comm_, size_, id, rank_), "CommInitRank");
+    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
+  }
+  ~NcclCommunicator() override {
+    if (comm_) aborted_ ? ncclCommAbort(comm_) : ncclCommDestroy(comm_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string backend() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::optional<std::string> unsupported(const CollCall& c) const override {
+    if (c.dtype == DType::tf32)
+      return std::string("tf32 is a compute mode, not a collective data type");
+    const bool fp8 = c.dtype == DType::fp8_e4m3 || c.dtype == DType::fp8_e5m2;
+    if (fp8 && is_reduction(c.op) && info_.cc_major < 9)
+      return fmt::format("NCCL reduces fp8 on compute capability 9.0 and newer; {} is {}.{}",
+                         info_.name, info_.cc_major, info_.cc_minor);
+    return std::nullopt;
+  }
+
+  void prepare(const CollCall& c) override {
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t ts = dtype_size(c.dtype);
+    const auto send_bytes = static_cast<std::size_t>(c.counts.send_count) * ts;
+    const auto recv_bytes =
+        static_cast<std::size_t>(std::max(c.counts.recv_count, c.counts.send_count)) * ts;
+    if (send_.bytes() < send_bytes) send_ = DeviceBuffer(send_bytes);
+    if (recv_.bytes() < recv_bytes) recv_ = DeviceBuffer(recv_bytes);
+    fill(c);
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void launch(const CollCall& c) override {
+    const auto type = nccl_type(c.dtype);
+    const std::size_t ts = dtype_size(c.dtype);
+    auto* recv = static_cast<char*>(recv_.data());
+    const char* send = c.in_place ? recv : static_cast<const char*>(send_.data());
+    const auto count = static_cast<std::size_t>(c.counts.count);
+    const std::size_t block = count * ts;
+    switch (c.op) {
+      case CollOp::all_reduce:
+        nccl_check(ncclAllReduce(send, recv, count, type, nccl_op(c.redop), comm_, stream_),
+                   "AllReduce");
+        break;
+      case CollOp::all_gather:
+        if (c.in_place) send = recv + rank_ * block;
+        nccl_check(ncclAllGather(send, recv, count, type, comm_, stream_), "AllGather");
+        break;
+      case CollOp::reduce_scatter: {
+        char* out = c.in_place ? recv + rank_ * block : recv;
+        nccl_check(ncclReduceScatter(send, out, count, type, nccl_op(c.redop), comm_, stream_),
+                   "ReduceScatter");
+        break;
+      }
+      case CollOp::all_to_all:
+        nccl_check(ncclGroupStart(), "GroupStart");
+        for (int peer = 0; peer < size_; ++peer) {
+          nccl_check(ncclSend(send + peer * block, count, type, peer, comm_, stream_), "Send");
+          nccl_check(ncclRecv(recv + peer * block, count, type, peer, comm_, stream_), "Recv");
+        }
+        nccl_check(ncclGroupEnd(), "GroupEnd");
+        break;
+      case CollOp::broadcast:
+        nccl_check(ncclBroadcast(send, recv, count, type, c.root, comm_, stream_), "Broadcast");
+        break;
+      case CollOp::reduce:
+        nccl_check(ncclReduce(send, recv, count, type, nccl_op(c.redop), c.root, comm_, stream_),
+                   "Reduce");
+        break;
+      case CollOp::send_recv:
+        nccl_check(ncclGroupStart(), "GroupStart");
+        nccl_check(ncclSend(send, count, type, (rank_ + 1) % size_, comm_, stream_), "Send");
+        nccl_check(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, comm_, stream_),
+                   "Recv");
+        nccl_check(ncclGroupEnd(), "GroupEnd");
+        break;
+    }
+  }
+
+  // Polls the stream, and NCCL's asynchronous errors while it waits (a peer that died shows up
+  // here instead of as a hang).
+  void wait() override {
+    while (true) {
+      cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) OPBENCH_CUDA_CHECK(e);
+      ncclResult_t async = ncclSuccess;
+      nccl_check(ncclCommGetAsyncError(comm_, &async), "CommGetAsyncError");
+      nccl_check(async, "asynchronous error");
+      std::this_thread::yield();
+    }
+  }
+
+  double time_one(const CollCall& c) override {
+    timer_->start(stream_);
+    launch(c);
+    timer_->stop(stream_);
+    wait();
+    return timer_->elapsed_us();
+  }
+
+  std::int64_t check(const CollCall& c, bool corrupt_for_test) override {
+    fill(c);
+    launch(c);
+    wait();
+    const std::int64_t n = result_elements(c, rank_, size_);
+    const std::size_t ts = dtype_size(c.dtype);
+    char* result = static_cast<char*>(recv_.data());
+    if (c.op == CollOp::reduce_scatter && c.in_place) result += rank_ * c.counts.count * ts;
+    if (corrupt_for_test && n > 0) OPBENCH_CUDA_CHECK(cudaMemsetAsync(result, 0x5A, ts, stream_));
+    return device_pattern_count_wrong(result, c.dtype, n, pattern_op(c.op), make_pattern(c, size_),
+                                      rank_, c.root, c.counts.count, stream_);
+  }
+
+  void abort() override {
+    if (comm_ && !aborted_) {
+      aborted_ = true;
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+    }
+  }
+
+ private:
+  // The input pattern where the op reads it, and poison where its result goes.
+  void fill(const CollCall& c) {
+    const PatternSpec spec = make_pattern(c, size_);
+    device_pattern_poison(recv_.data(), c.dtype, std::max(c.counts.recv_count, c.counts.send_count),
+                          stream_);
+    void* input = c.in_place ? recv_.data() : send_.data();
+    std::int64_t offset = c.in_place && c.op == CollOp::all_gather ? rank_ * c.counts.count : 0;
+    device_pattern_fill(input, c.dtype, c.counts.send_count, offset, spec, rank_, stream_);
+  }
+
+  int device_, rank_ = 0, size_ = 1;
+  CudaDeviceInfo info_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer send_, recv_;
+  std::unique_ptr<CudaEventTimer> timer_;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device,
+                                                     MpiSession& /*session*/) {
+  return std::make_unique<NcclCommunicator>(comm, device);
+}
+
+std::string nccl_version_string() {
+  int v = 0;
+  ncclGetVersion(&v);
+  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+}  // namespace opbench

@@ -1,0 +1,138 @@
+#pragma once
+// The data a collective is verified with (-c), usable from host and device code: every rank
+// fills its input with small integers that depend on (rank, element), chosen so that any
+// reduction over the ranks is exact in the dtype whatever order the library adds in — so the
+// expected result is known exactly and a single wrong element is caught.
+#if defined(__CUDACC__)
+#define OPBENCH_HD __host__ __device__
+#else
+#define OPBENCH_HD
+#endif
+
+namespace opbench {
+
+enum class PatternRed { sum, prod, min, max, avg };
+
+struct PatternSpec {
+  PatternRed red = PatternRed::sum;
+  int nranks = 1;
+  int amplitude = 1;  // inputs lie in [-amplitude, amplitude] ([0, 2·amplitude] unsigned)
+  bool is_unsigned = false;
+  bool is_integer = false;
+  int wrap_bits = 0;     // integers: results wrap modulo 2^wrap_bits, as the hardware does
+  double tolerance = 0;  // floats: allowed |result - expected| (0: exact)
+};
+
+// Input element i of `rank`.
+OPBENCH_HD inline double pattern_input(const PatternSpec& s, int rank, long long i) {
+  unsigned long long key =
+      static_cast<unsigned long long>(rank) * 31ull + static_cast<unsigned long long>(i) * 17ull;
+  if (s.red == PatternRed::prod) {
+    if (s.is_unsigned) return (key % 5ull == 0) ? 2.0 : 1.0;
+    return (key % 3ull == 0) ? -1.0 : 1.0;
+  }
+  const unsigned long long span = 2ull * static_cast<unsigned long long>(s.amplitude) + 1ull;
+  double v = static_cast<double>(key % span);
+  return s.is_unsigned ? v : v - s.amplitude;
+}
+
+// Wraps an integer result to the dtype's width, as two's complement arithmetic does.
+OPBENCH_HD inline double pattern_wrap(const PatternSpec& s, long long v) {
+  if (!s.is_integer || s.wrap_bits >= 64) return static_cast<double>(v);
+  unsigned long long mask = (1ull << s.wrap_bits) - 1ull;
+  unsigned long long u = static_cast<unsigned long long>(v) & mask;
+  if (!s.is_unsigned && (u >> (s.wrap_bits - 1)) & 1ull)
+    return static_cast<double>(static_cast<long long>(u) - static_cast<long long>(mask) - 1);
+  return static_cast<double>(u);
+}
+
+// Element i reduced over every rank.
+OPBENCH_HD inline double pattern_reduced(const PatternSpec& s, long long i) {
+  if (s.is_integer) {
+    long long acc = static_cast<long long>(pattern_input(s, 0, i));
+    for (int r = 1; r < s.nranks; ++r) {
+      long long v = static_cast<long long>(pattern_input(s, r, i));
+      switch (s.red) {
+        case PatternRed::sum:
+        case PatternRed::avg:
+          acc = static_cast<long long>(static_cast<unsigned long long>(acc) +
+                                       static_cast<unsigned long long>(v));
+          break;
+        case PatternRed::prod:
+          acc = static_cast<long long>(static_cast<unsigned long long>(acc) *
+                                       static_cast<unsigned long long>(v));
+          break;
+        case PatternRed::min:
+          acc = v < acc ? v : acc;
+          break;
+        case PatternRed::max:
+          acc = v > acc ? v : acc;
+          break;
+      }
+    }
+    return pattern_wrap(s, acc);
+  }
+  double acc = pattern_input(s, 0, i);
+  for (int r = 1; r < s.nranks; ++r) {
+    double v = pattern_input(s, r, i);
+    switch (s.red) {
+      case PatternRed::sum:
+      case PatternRed::avg:
+        acc += v;
+        break;
+      case PatternRed::prod:
+        acc *= v;
+        break;
+      case PatternRed::min:
+        acc = v < acc ? v : acc;
+        break;
+      case PatternRed::max:
+        acc = v > acc ? v : acc;
+        break;
+    }
+  }
+  return s.red == PatternRed::avg ? acc / s.nranks : acc;
+}
+
+// The collectives as the pattern code knows them (kept free of host-only headers for nvcc).
+enum class PatternOp {
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  all_to_all,
+  broadcast,
+  reduce,
+  send_recv
+};
+
+// Expected element j of `rank`'s result; `count` is the op's per-rank (per-peer) count.
+OPBENCH_HD inline double pattern_expected(PatternOp op, const PatternSpec& s, int rank, int root,
+                                          long long count, long long j) {
+  switch (op) {
+    case PatternOp::all_reduce:
+    case PatternOp::reduce:
+      return pattern_reduced(s, j);
+    case PatternOp::reduce_scatter:
+      return pattern_reduced(s, rank * count + j);
+    case PatternOp::all_gather:
+      return pattern_input(s, static_cast<int>(j / count), j % count);
+    case PatternOp::all_to_all:  // block p came from peer p, which sent its block `rank`
+      return pattern_input(s, static_cast<int>(j / count), rank * count + j % count);
+    case PatternOp::broadcast:
+      return pattern_input(s, root, j);
+    case PatternOp::send_recv:
+      return pattern_input(s, (rank - 1 + s.nranks) % s.nranks, j);
+  }
+  return 0;
+}
+
+// What a poisoned result element holds before the op writes it: outside every pattern value.
+constexpr double kPatternPoison = 77;
+
+OPBENCH_HD inline bool pattern_matches(const PatternSpec& s, double got, double expected) {
+  double d = got - expected;
+  if (d < 0) d = -d;
+  return d <= s.tolerance;  // NaN compares false: wrong
+}
+
+}  // namespace opbench

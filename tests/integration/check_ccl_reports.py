@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Runs bench_ccl for real (under mpirun when --np is given) and reads its CSV back.
+
+For every ok row it recomputes, independently of the C++ code, what DESIGN.md says:
+size = max(send, recv) bytes, count rounding as nccl-tests does, algbw = bytes / time,
+busbw = algbw x factor(op, n), the per-group sums, and #wrong = 0 when checked.
+
+Usage: check_ccl_reports.py BENCH OUT_DIR [--np N --mpiexec PATH] [--rows R] [--ok R]
+                            [--exit-code C] [--requested-size BYTES] -- BENCH_ARGS...
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+TYPE_SIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1,
+             "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
+PER_RANK_OPS = ("all_gather", "reduce_scatter", "all_to_all")
+
+
+def busbw_factor(op: str, n: int) -> float:
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in PER_RANK_OPS:
+        return (n - 1) / n
+    return 1.0
+
+
+def expected_count(op: str, size: int, ts: int, n: int) -> int:
+    count = size // ts
+    if op in PER_RANK_OPS:
+        align = max(1, 16 // ts)
+        return (count // n) // align * align
+    return count
+
+
+def check_rows(rows, args) -> list:
+    problems = []
+    for r in rows:
+        where = f"{r['op']} {r['dtype']} {r['size_bytes']} {r['placement']}"
+        if r["status"] != "ok":
+            if not r["note"]:
+                problems.append(f"{where}: {r['status']} without a note")
+            continue
+        n, ts = int(r["group_size"]), TYPE_SIZE[r["dtype"]]
+        count, size, t = int(r["count"]), int(r["size_bytes"]), float(r["time_us"])
+        size_expected = count * ts * (n if r["op"] in PER_RANK_OPS else 1)
+        if size != size_expected:
+            problems.append(f"{where}: size_bytes {size} != count x ts (x n) = {size_expected}")
+        if args.requested_size and count != expected_count(r["op"], args.requested_size, ts, n):
+            problems.append(f"{where}: count {count} is not nccl-tests' rounding of {args.requested_size} B")
+        algbw = size / (t * 1e-6) / 1e9  # every op's algbw bytes equal its size (DESIGN.md table)
+        if not math.isclose(float(r["algbw_gbps"]), algbw, rel_tol=2e-6):
+            problems.append(f"{where}: algbw {r['algbw_gbps']} != size/time {algbw}")
+        if not math.isclose(float(r["busbw_gbps"]), algbw * busbw_factor(r["op"], n), rel_tol=2e-6, abs_tol=1e-9):
+            problems.append(f"{where}: busbw {r['busbw_gbps']} != algbw x factor")
+        groups = int(r["num_groups"])
+        if groups * n != int(r["world_size"]):
+            problems.append(f"{where}: num_groups x group_size != world_size")
+        if not math.isclose(float(r["busbw_sum_gbps"]), float(r["busbw_gbps"]) * groups, rel_tol=1e-6, abs_tol=1e-9):
+            problems.append(f"{where}: busbw_sum != busbw x groups")
+        if not float(r["min_time_us"]) <= t * (1 + 1e-6) and t <= float(r["max_time_us"]) * (1 + 1e-6):
+            problems.append(f"{where}: time outside [min, max] over ranks")
+        if r["wrong"] not in ("", "0"):
+            problems.append(f"{where}: {r['wrong']} wrong elements")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bench")
+    parser.add_argument("out_dir")
+    parser.add_argument("--np", type=int, default=0)
+    parser.add_argument("--mpiexec", default="mpirun")
+    parser.add_argument("--rows", type=int, required=True)
+    parser.add_argument("--ok", type=int)
+    parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--requested-size", type=int, default=0)
+    parser.add_argument("--require-column", action="append", default=[])
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    a = parser.parse_args(argv[:split])
+    shutil.rmtree(a.out_dir, ignore_errors=True)
+    csv_path = os.path.join(a.out_dir, "all.csv")
+    cmd = [a.bench, "--report-dir-path", a.out_dir, "--report-csv-path", csv_path, "--quiet"] + argv[split + 1:]
+    if a.np:
+        cmd = [a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", str(a.np)] + cmd
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    problems = []
+    if proc.returncode != a.exit_code:
+        problems.append(f"exit code {proc.returncode}, expected {a.exit_code}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    if "Avg bus bandwidth" not in proc.stdout:
+        problems.append("no nccl-tests-style table on stdout")
+    if os.path.exists(csv_path):
+        with open(csv_path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        ok = sum(r["status"] == "ok" for r in rows)
+        if len(rows) != a.rows:
+            problems.append(f"{len(rows)} rows, expected {a.rows}")
+        if ok != (a.rows if a.ok is None else a.ok):
+            problems.append(f"{ok} ok rows, expected {a.rows if a.ok is None else a.ok}")
+        for col in a.require_column:
+            if any(r["status"] == "ok" and r[col] == "" for r in rows):
+                problems.append(f"column {col} is empty on an ok row")
+        problems += check_rows(rows, a)
+        world = int(rows[0]["world_size"]) if rows else 0
+        for name in os.listdir(a.out_dir):
+            if name.endswith(".jsonl"):
+                with open(os.path.join(a.out_dir, name)) as f:
+                    for line in f:
+                        j = json.loads(line)
+                        if j["status"] != "skipped" and len(j["latency_list_us"]) != world:
+                            problems.append(f"{name}: latency_list_us has {len(j['latency_list_us'])} values for {world} ranks")
+    else:
+        problems.append(f"{csv_path} was not written")
+    if problems:
+        print("command:", " ".join(cmd))
+        print("\n".join(problems))
+        return 1
+    print(f"ok: {a.rows} rows checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+#include <catch2/catch.hpp>
+
+#include "collectives/coll_check.hpp"
+#include "collectives/coll_op.hpp"
+#include "collectives/model_messages.hpp"
+#include "common/error.hpp"
+#include "common/model_config.hpp"
+#include "temp_files.hpp"
+
+using namespace opbench;
+
+TEST_CASE("busbw factors for n = 2, 4, 8") {
+  // all_reduce 2(n-1)/n: 1, 1.5, 1.75; gather/scatter/all-to-all (n-1)/n: 0.5, 0.75, 0.875
+  CHECK(busbw_factor(CollOp::all_reduce, 2) == 1.0);
+  CHECK(busbw_factor(CollOp::all_reduce, 4) == 1.5);
+  CHECK(busbw_factor(CollOp::all_reduce, 8) == 1.75);
+  for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_to_all}) {
+    CHECK(busbw_factor(op, 2) == 0.5);
+    CHECK(busbw_factor(op, 4) == 0.75);
+    CHECK(busbw_factor(op, 8) == 0.875);
+  }
+  for (CollOp op : {CollOp::broadcast, CollOp::reduce, CollOp::send_recv})
+    CHECK(busbw_factor(op, 8) == 1.0);
+}
+
+TEST_CASE("a busbw from a known size and time") {
+  // all_reduce of 1 GiB fp32 on 8 ranks in 10 ms: algbw = 2^30 B / 0.01 s = 107.374 GB/s; busbw
+  // x1.75.
+  auto c = coll_counts(CollOp::all_reduce, 1u << 30, 4, 8);
+  CHECK(c.count == (1 << 28));
+  double algbw = algbw_bytes(CollOp::all_reduce, c, 4, 8) / 0.01 / 1e9;
+  CHECK(algbw == Approx(107.3741824));
+  CHECK(algbw * busbw_factor(CollOp::all_reduce, 8) == Approx(187.9048192));
+}
+
+TEST_CASE("counts and sizes follow nccl-tests") {
+  // all_gather of 1 MiB fp32 on 4 ranks: 65536 elements per rank, recv 262144; size = recv bytes.
+  auto ag = coll_counts(CollOp::all_gather, 1 << 20, 4, 4);
+  CHECK(ag.send_count == 65536);
+  CHECK(ag.recv_count == 262144);
+  CHECK(ag.count == 65536);
+  CHECK(ag.size_bytes(4) == 1 << 20);
+  CHECK(algbw_bytes(CollOp::all_gather, ag, 4, 4) == 1 << 20);
+  // 1000 bytes of fp32 on 3 ranks: 250 elements, 83 per rank, aligned down to 16 bytes -> 80.
+  auto rs = coll_counts(CollOp::reduce_scatter, 1000, 4, 3);
+  CHECK(rs.count == 80);
+  CHECK(rs.send_count == 240);
+  CHECK(rs.size_bytes(4) == 960);
+  auto a2a = coll_counts(CollOp::all_to_all, 1000, 4, 3);
+  CHECK(a2a.count == 80);
+  CHECK(algbw_bytes(CollOp::all_to_all, a2a, 4, 3) == 3 * 80 * 4);
+  auto bf = coll_counts(CollOp::all_gather, 100, 2,
+                        2);  // 50 elements, 25 per rank -> 24 (16 B = 8 elements)
+  CHECK(bf.count == 24);
+  auto sr = coll_counts(CollOp::send_recv, 1000, 8, 4);
+  CHECK(sr.count == 125);
+  CHECK(sr.size_bytes(8) == 1000);
+}
+
+TEST_CASE("sweeps of sizes") {
+  CHECK(sweep_sizes(8, 64, 2, 0) == std::vector<std::uint64_t>{8, 16, 32, 64});
+  CHECK(sweep_sizes(1024, 4096, 1, 1024) == std::vector<std::uint64_t>{1024, 2048, 3072, 4096});
+  CHECK(sweep_sizes(32 << 20, 32 << 20, 1, 1 << 20).size() == 1);
+  CHECK_THROWS_WITH(sweep_sizes(64, 8, 2, 0), Catch::Contains("-b (64) is above -e (8)"));
+}
+
+TEST_CASE("op and reduction names") {
+  CHECK(parse_coll_ops("allreduce,all_gather, sendrecv") ==
+        std::vector<CollOp>{CollOp::all_reduce, CollOp::all_gather, CollOp::send_recv});
+  CHECK(parse_coll_ops("all").size() == 7);
+  CHECK_THROWS_WITH(parse_coll_ops("allreduse"), Catch::Contains("unknown op 'allreduse'"));
+  CHECK(parse_red_op("MAX") == RedOp::max);
+  CHECK_THROWS_WITH(parse_red_op("mean"), Catch::Contains("unknown reduction 'mean'"));
+  CHECK(nccl_tests_type_name(DType::fp32) == "float");
+  CHECK(nccl_tests_type_name(DType::bf16) == "bfloat16");
+}
+
+TEST_CASE("the check pattern keeps sums exact and knows every op's result") {
+  CollCall call;
+  call.op = CollOp::all_reduce;
+  call.dtype = DType::bf16;
+  call.counts = coll_counts(CollOp::all_reduce, 4096, 2, 8);
+  auto spec = make_pattern(call, 8);
+  CHECK(spec.amplitude == 5);  // 8 ranks x 5 = 40 <= 256: every partial sum exact in bf16
+  CHECK(spec.tolerance == 0);
+  // element 3 reduced over 8 ranks equals the sum of the inputs
+  double sum = 0;
+  for (int r = 0; r < 8; ++r)
+    sum += pattern_input(spec, r, 3);
+  CHECK(expected_result(call, spec, 0, 8, 3) == sum);
+  call.dtype = DType::fp8_e4m3;
+  CHECK(make_pattern(call, 8).amplitude == 2);  // 16 / 8
+  CHECK(make_pattern(call, 32).amplitude == 1);
+  CHECK(make_pattern(call, 32).tolerance > 0);  // 32 ranks cannot stay exact in e4m3
+
+  CollCall ag{CollOp::all_gather,
+              DType::fp32,
+              RedOp::sum,
+              0,
+              coll_counts(CollOp::all_gather, 64, 4, 4),
+              false};
+  auto s = make_pattern(ag, 4);
+  // 4 elements per rank: result element 9 is rank 2's element 1
+  CHECK(expected_result(ag, s, 0, 4, 9) == pattern_input(s, 2, 1));
+  CollCall a2a{CollOp::all_to_all,
+               DType::fp32,
+               RedOp::sum,
+               0,
+               coll_counts(CollOp::all_to_all, 64, 4, 4),
+               false};
+  // on rank 3, block 1 came from rank 1's block 3: element 1·4+2 is rank 1's element 3·4+2
+  CHECK(expected_result(a2a, s, 3, 4, 6) == pattern_input(s, 1, 14));
+  CollCall sr{CollOp::send_recv,
+              DType::fp32,
+              RedOp::sum,
+              0,
+              coll_counts(CollOp::send_recv, 64, 4, 4),
+              false};
+  CHECK(expected_result(sr, s, 0, 4, 5) == pattern_input(s, 3, 5));  // rank 0 receives from rank 3
+  CollCall red{CollOp::reduce, DType::fp32, RedOp::sum, 2, coll_counts(CollOp::reduce, 64, 4, 4),
+               false};
+  CHECK(result_elements(red, 1, 4) == 0);  // only the root has a result
+  CHECK(result_elements(red, 2, 4) == 16);
+}
+
+TEST_CASE("integer reductions wrap like the hardware") {
+  CollCall call{CollOp::all_reduce,
+                DType::int8,
+                RedOp::sum,
+                0,
+                coll_counts(CollOp::all_reduce, 64, 1, 200),
+                false};
+  auto spec = make_pattern(call, 200);
+  long long exact = 0;
+  for (int r = 0; r < 200; ++r)
+    exact += static_cast<long long>(pattern_input(spec, r, 7));
+  CHECK(pattern_reduced(spec, 7) == static_cast<double>(static_cast<std::int8_t>(exact)));
+}
+
+TEST_CASE("model messages: Llama-3.1 70B at tp 8 all-reduces 8192 x 8192 bf16 activations") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto llama = select_models(models, "llama3.1-70b", "m").front();
+  auto msgs = model_messages(llama, ModelParallel{8, 1, 1, 1, 0, DType::bf16});
+  REQUIRE(msgs.size() == 3);
+  CHECK(msgs[0].op == CollOp::all_reduce);
+  CHECK(msgs[0].size_bytes == 8192ull * 8192 * 2);  // mbs 1 x seq 8192 x hidden 8192 x 2 B
+  CHECK(msgs[0].group_size == 8);
+  CHECK(msgs[0].calls_per_step == 4 * 80);
+  auto mixtral = select_models(models, "mixtral-8x7b", "m").front();
+  auto moe = model_messages(mixtral, ModelParallel{1, 8, 1, 1, 4096, DType::bf16});
+  REQUIRE(moe.size() == 1);
+  CHECK(moe[0].op == CollOp::all_to_all);
+  CHECK(moe[0].size_bytes == 4096ull * 2 * 4096 * 2);  // tokens x top-2 x hidden x 2 B
+}
