@@ -83,7 +83,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("timeout", "seconds a case may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("test-corrupt-rank", "test only: this rank spoils one result element before the check", cxxopts::value<int>())
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
-    ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"));
+    ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
+    ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective");
   options.add_options("Backend")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
     ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"));
@@ -160,6 +161,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     throw bad_input("--test-corrupt-rank needs -c 1 or more");
   if (p.count("test-stall-rank")) o.run.stall_rank = p["test-stall-rank"].as<int>();
   o.run.stall_s = p["test-stall-seconds"].as<double>();
+  o.run.stall_inside = p.count("test-stall-inside") > 0;
 
   if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
   if (p.count("model")) o.model = str("model");

@@ -38,18 +38,26 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     r.note = *why;
     return r;
   }
-  if (session_.world_rank() == options_.stall_rank && !stalled_) {
-    stalled_ = true;  // test only: arrive late once
+  const bool stall_here = session_.world_rank() == options_.stall_rank && !stalled_;
+  auto stall = [&] {  // test only: one rank stops for a while, once
+    stalled_ = true;
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.stall_s));
-  }
+  };
+  if (stall_here && !options_.stall_inside) stall();
   session_.arrival_check(label, options_.timeout_s);
-  watchdog_.arm(options_.timeout_s, [&comm, this, label] {
-    std::fprintf(stderr, "error: timeout: %s did not finish within %g s on rank %d; aborting\n",
-                 label.c_str(), options_.timeout_s, session_.world_rank());
+  // Rank 0 speaks first; the others give it 2 s more, so one line explains the abort.
+  const double deadline = options_.timeout_s + (session_.world_rank() == 0 ? 0.0 : 2.0);
+  watchdog_.arm(options_.timeout_s > 0 ? deadline : 0, [&comm, this, label] {
+    std::fprintf(
+        stderr,
+        "error: timeout: %s did not finish within %g s on rank %d (all %d ranks had arrived, "
+        "so one stopped inside the operation); aborting\n",
+        label.c_str(), options_.timeout_s, session_.world_rank(), session_.world_size());
     std::fflush(stderr);
     comm.abort();
-    session_.abort(1);
+    MpiSession::exit_now(1);
   });
+  if (stall_here && options_.stall_inside) stall();
 
   // Every rank must be able to hold the buffers, or none runs the case.
   std::string prepare_error;

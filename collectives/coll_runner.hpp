@@ -23,10 +23,11 @@ struct CollRunOptions {
   bool per_iter = false;  // time each call alone, and report its distribution
   int check_passes = 1;   // -c: verified calls after timing (0: none)
   RankAggregation aggregation = RankAggregation::mean;
-  double timeout_s = 300;  // <= 0: none
-  int corrupt_rank = -1;   // test only: this world rank spoils one result element
-  int stall_rank = -1;     // test only: this world rank arrives late ...
-  double stall_s = 0;      // ... by this much, at the first case
+  double timeout_s = 300;     // <= 0: none
+  int corrupt_rank = -1;      // test only: this world rank spoils one result element
+  int stall_rank = -1;        // test only: this world rank arrives late ...
+  double stall_s = 0;         // ... by this much, at the first case ...
+  bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
 };
 
 struct CollResult {

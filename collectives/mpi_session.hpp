@@ -50,6 +50,9 @@ class MpiSession {
   void arrival_check(const std::string& what, double timeout_s);
 
   [[noreturn]] void abort(int code) const;
+  // Ends this process at once, from any thread, without MPI: mpirun sees a rank exit without
+  // finalizing and takes the whole job down.
+  [[noreturn]] static void exit_now(int code);
 
  private:
   int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
@@ -60,7 +63,8 @@ class MpiSession {
 };
 
 // Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.
-// On expiry it calls `on_timeout` (which prints and aborts) from its own thread.
+// On expiry it calls `on_timeout` from its own thread, which must print and end the process
+// without MPI (MpiSession::exit_now): the main thread is stuck inside an MPI call.
 class Watchdog {
  public:
   Watchdog();
