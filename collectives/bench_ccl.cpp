@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_options.hpp"
@@ -21,6 +23,12 @@
 
 namespace opbench {
 namespace {
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
+  return false;
+}
 
 std::vector<CclCase> sweep_cases(const CclOptions& o, int group_size) {
   std::vector<CclCase> cases;
@@ -109,13 +117,18 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   env.set("nodes", session.nodes());
   const std::string dir = o.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report_dir;
   std::unique_ptr<CclReports> reports;
+  // Rank 0 alone writes reports; every rank learns whether it could before anything runs.
+  std::string report_error;
   if (lead) {
-    ensure_directory(dir);
-    env.write(dir, false);
-    reports = std::make_unique<CclReports>(o, dir, env.run_id());
+    try {
+      ensure_directory(dir);
+      env.write(dir, false);
+      reports = std::make_unique<CclReports>(o, dir, env.run_id());
+    } catch (const Error& e) {
+      report_error = e.what();
+    }
   }
-  // Everyone learns whether rank 0 could open its reports before anything runs.
-  if (session.any(false)) return 2;
+  if (session.any(!report_error.empty())) throw bad_input(report_error);
 
   Progress progress(cases.size(), static_cast<double>(cases.size()), o.quiet || !lead);
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
@@ -169,14 +182,24 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
 }  // namespace
 
 int bench_ccl_main(int argc, char** argv) {
-  auto options = parse_ccl_options(argc, argv);  // input errors surface before MPI starts
-  if (!options) return 0;
   MpiSession session(&argc, &argv);
+  const bool lead = session.world_rank() == 0;
   try {
+    // Every rank parses the same flags; one help text is enough.
+    std::optional<CclOptions> options;
+    if (lead || !asks_for_help(argc, argv)) options = parse_ccl_options(argc, argv);
+    if (!options) return 0;
     return run(session, *options, argc, argv);
   } catch (const Error& e) {
-    if (e.code() == ExitCode::bad_input)
-      throw;  // every rank saw the same input: finalize and exit 2
+    if (e.code() == ExitCode::bad_input) {
+      // Every rank holds this error (the same input, or agreed through session.any()). Rank 0
+      // says it, and all wait for that before exiting: mpirun stops the job as soon as one rank
+      // exits with an error, which could cut the line off.
+      if (lead) std::fprintf(stderr, "error: %s\n", e.what());
+      std::fflush(stderr);
+      session.barrier(session.world());
+      return static_cast<int>(ExitCode::bad_input);
+    }
     // A failure on one rank would leave the others waiting: say where, and take the job down.
     std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
     session.abort(static_cast<int>(ExitCode::run_failed));

@@ -44,12 +44,6 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-int launcher_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (const char* v = std::getenv(var)) return std::atoi(v);
-  return 0;
-}
-
 MpiSession::MpiSession(int* argc, char*** argv) {
   // Plain MPI_Init, as nccl-tests does: only the main thread ever calls MPI (the watchdog ends
   // the process without it), and with OpenMPI 4.1 asking for any thread level adds about 0.4 us
@@ -72,8 +66,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 }
 
 MpiSession::~MpiSession() {
-  for (auto& [size, comm] : groups_)
-    if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  for (auto* list : {&groups_, &strided_})
+    for (auto& [size, comm] : *list)
+      if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
   if (arrival_comm_ != MPI_COMM_NULL) MPI_Comm_free(&arrival_comm_);
   MPI_Finalize();
 }
@@ -85,6 +80,15 @@ MPI_Comm MpiSession::group_comm(int group_size) {
   MPI_Comm comm;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank_ / group_size, world_rank_, &comm);
   groups_.emplace_back(group_size, comm);
+  return comm;
+}
+
+MPI_Comm MpiSession::strided_comm(int group_size) {
+  for (auto& [size, comm] : strided_)
+    if (size == group_size) return comm;
+  MPI_Comm comm;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank_ % group_size, world_rank_, &comm);
+  strided_.emplace_back(group_size, comm);
   return comm;
 }
 

@@ -15,10 +15,6 @@
 
 namespace opbench {
 
-// This process's rank as the launcher set it (OpenMPI, PMIx, Slurm), before MPI is initialised;
-// 0 without a launcher. Used to print input errors once, not once per rank.
-int launcher_rank();
-
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -37,6 +33,8 @@ class MpiSession {
   // Consecutive groups of `group_size` ranks (the whole world when it equals the world size).
   MPI_Comm group_comm(int group_size);
   int group_index(int group_size) const { return world_rank_ / group_size; }
+  // Ranks with the same position in every group of `group_size` (HSDP's replica groups).
+  MPI_Comm strided_comm(int group_size);
 
   void barrier(MPI_Comm comm) const { MPI_Barrier(comm); }
   std::vector<double> allgather(double value) const;
@@ -58,7 +56,7 @@ class MpiSession {
   int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
   std::string host_;
   MPI_Comm arrival_comm_ = MPI_COMM_NULL;
-  std::vector<std::pair<int, MPI_Comm>> groups_;
+  std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
   int arrival_tag_ = 0;
 };
 

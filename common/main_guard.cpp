@@ -8,14 +8,12 @@
 
 namespace opbench {
 
-int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body,
-                bool report_input_errors) {
+int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body) {
   try {
     return body(argc, argv);
   } catch (const Error& e) {
     std::fflush(stdout);
-    if (e.code() != ExitCode::bad_input || report_input_errors)
-      std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", e.what());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);

@@ -5,9 +5,6 @@
 
 namespace opbench {
 
-// report_input_errors: false on all but one rank of an MPI job, where every rank reads the
-// same input and would print the same error.
-int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body,
-                bool report_input_errors = true);
+int run_guarded(int argc, char** argv, const std::function<int(int, char**)>& body);
 
 }  // namespace opbench

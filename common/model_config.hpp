@@ -37,6 +37,8 @@ struct ModelConfig {
   bool gated_mlp = true;  // SwiGLU-style gate+up; false for GPT-style up only
   bool attention_bias = false;
   bool mlp_bias = false;
+  bool attention_out_bias = false;           // the output projection has a bias (GPT style)
+  bool learned_position_embeddings = false;  // a [seqlen, hidden] position table (GPT style)
   std::string norm = "rmsnorm";  // or "layernorm" (weight and bias)
   std::optional<MoeConfig> moe;
   std::optional<MlaConfig> mla;

@@ -27,6 +27,13 @@ Record& Record::optional_metric(std::string name, std::optional<double> v) {
   return v ? metric(std::move(name), Value{*v}) : metric(std::move(name), Value{});
 }
 
+Record& Record::append(const Record& other) {
+  fields_.insert(fields_.end(), other.fields_.begin(), other.fields_.end());
+  for (const auto& [k, v] : other.extra_.items())
+    extra_[k] = v;
+  return *this;
+}
+
 const Value* Record::find(std::string_view name) const {
   for (const auto& f : fields_)
     if (f.name == name) return &f.value;

@@ -40,6 +40,9 @@ class Record {
   // Optional numbers become empty cells.
   Record& optional_metric(std::string name, std::optional<double> v);
 
+  // Adds every field (and JSON extra) of `other` after this record's own.
+  Record& append(const Record& other);
+
   const std::vector<Field>& fields() const { return fields_; }
   const Value* find(std::string_view name) const;
   std::vector<std::string> names() const;

@@ -1,0 +1,209 @@
+#include "fsdp/bench_fsdp.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <tuple>
+
+#include "collectives/backend_select.hpp"
+#include "collectives/ccl_report.hpp"
+#include "collectives/coll_runner.hpp"
+#include "collectives/mpi_session.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_config.hpp"
+#include "common/progress.hpp"
+#include "common/report.hpp"
+#include "fsdp/fsdp_options.hpp"
+#include "fsdp/fsdp_plan.hpp"
+#include "fsdp/fsdp_report.hpp"
+#include "fsdp/nccl_log.hpp"
+
+namespace opbench {
+namespace {
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
+  return false;
+}
+
+// A distinct collective of the plan: measured once, whatever units share it.
+using Signature =
+    std::tuple<CollOp, DType, std::int64_t, std::int64_t>;  // op, dtype, per-rank count, group
+Signature signature(const PlanEntry& e) {
+  return {e.op, e.dtype, e.per_rank_count, e.group_size};
+}
+
+std::string per_collective_csv(const FsdpOptions& o, CollOp op) {
+  switch (op) {
+    case CollOp::all_gather:
+      return o.allgather_csv;
+    case CollOp::reduce_scatter:
+      return o.reducescatter_csv;
+    default:
+      return o.allreduce_csv;
+  }
+}
+
+// Runs every distinct collective of the plan and writes one row per plan entry.
+int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntry>& plan, int argc,
+           char** argv) {
+  const bool lead = session.world_rank() == 0;
+  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset);
+  // NCCL reduces with avg as FSDP does; MPI has no avg, and sum moves the same bytes.
+  const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
+  Environment env(argc, argv, "bench_fsdp");
+  describe_backend(backend, env);
+  const std::string dir = o.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report_dir;
+  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;
+  std::unique_ptr<JsonlWriter> jsonl;
+  std::string report_error;
+  if (lead) {
+    try {
+      ensure_directory(dir);
+      env.write(dir, false);
+      jsonl = std::make_unique<JsonlWriter>((std::filesystem::path(dir) / "fsdp.jsonl").string(),
+                                            nlohmann::json{{"run_id", env.run_id()}});
+      for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
+        std::string path = per_collective_csv(o, op);
+        if (path.empty())
+          path = (std::filesystem::path(dir) / ("fsdp_" + coll_op_name(op) + ".csv")).string();
+        csv[op] = std::make_unique<CsvWriter>(path);
+      }
+    } catch (const Error& e) {
+      report_error = e.what();
+    }
+  }
+  if (session.any(!report_error.empty())) throw bad_input(report_error);
+
+  std::map<Signature, std::pair<CollCall, CollResult>> measured;
+  for (const auto& e : plan)
+    measured.emplace(signature(e), std::pair<CollCall, CollResult>{});
+  Progress progress(measured.size(), static_cast<double>(measured.size()), o.quiet || !lead);
+  progress.note(
+      fmt::format("backend: {} ({}); {} ranks; reduce-scatter {}{}", backend.name, backend.reason,
+                  session.world_size(), red_op_name(redop),
+                  redop != o.reduce_op ? " (mpi has no avg; the bytes moved are the same)" : ""));
+  CollRunner runner(session, o.run);
+  std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
+      comms;  // (replica group?, size)
+  for (auto& [sig, slot] : measured) {
+    auto [op, dtype, count, group] = sig;
+    const bool replica_group =
+        op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
+    auto& comm = comms[{replica_group, group}];
+    if (!comm) {
+      MPI_Comm mpi = replica_group ? session.strided_comm(static_cast<int>(o.fsdp.shard_size()))
+                                   : session.group_comm(static_cast<int>(group));
+      comm = make_communicator(backend, session, mpi);
+    }
+    PlanEntry probe;
+    probe.op = op;
+    probe.per_rank_count = count;
+    probe.group_size = group;
+    slot.first = CollCall{op, dtype, redop, 0, probe.counts(), false};
+    std::string label =
+        fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
+    progress.start(label);
+    slot.second = runner.run(*comm, slot.first, label);
+    progress.done(1, fmt::format("{}  {:.1f} us", label, slot.second.time_us));
+  }
+  if (!lead) return 0;
+
+  CclContext ctx{backend.name,    session.world_size(), session.local_size(),
+                 session.nodes(), o.run.iters,          o.run.aggregation};
+  std::map<std::string, double> step_us;  // per collective and phase
+  double total_us = 0;
+  std::size_t failed = 0;
+  for (const auto& e : plan) {
+    const auto& [call, result] = measured.at(signature(e));
+    CclCase c{e.op,
+              e.dtype,
+              redop,
+              0,
+              static_cast<std::uint64_t>(e.buffer_bytes()),
+              Placement::out_of_place,
+              static_cast<int>(e.group_size),
+              e.unit,
+              e.calls_per_step};
+    Record row;
+    row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
+    csv[e.op]->write(row);
+    jsonl->write(row);
+    failed += result.status == Status::failed;
+    const double us = result.time_us * static_cast<double>(e.calls_per_step);
+    step_us[coll_op_name(e.op) + " " + e.phase] += us;
+    total_us += us;
+  }
+  std::printf(
+      "# Estimated communication per training step (sum of calls x measured time, no overlap):\n");
+  for (const auto& [what, us] : step_us)
+    std::printf("#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
+  std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
+  env.write(dir, true);
+  std::fprintf(stderr, "Reports:\n");
+  for (const auto& [op, w] : csv)
+    std::fprintf(stderr, "  %s (%zu rows)\n", w->path().c_str(), w->rows());
+  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+}
+
+int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
+  FsdpOptions o = o_in;
+  const bool lead = session.world_rank() == 0;
+  const bool offline = o.dry_run || !o.nccl_logs.empty();
+  if (o.world_size == 0) o.world_size = session.world_size();
+  if (!offline && o.world_size != session.world_size())
+    throw bad_input(fmt::format(
+        "--world-size {}: this run has {} ranks (run under mpirun -np {}, or plan with --dry-run)",
+        o.world_size, session.world_size(), o.world_size));
+  o.fsdp.world_size = o.world_size;
+  const std::string path =
+      o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+  const auto model = select_models(load_models(path), o.model, path);
+  if (model.size() != 1) throw bad_input("--model: name one model");
+  const auto units = fsdp_units(model.front(), o.fsdp.wrap);
+  const auto plan = fsdp_plan(units, o.fsdp);
+
+  if (!o.nccl_logs.empty()) {
+    NcclLogSummary log;
+    for (const auto& file : o.nccl_logs)
+      add_nccl_log_file(file, log);
+    if (lead) print_log_summary(log, &plan, stdout);
+  }
+  if (lead && (o.dry_run || !o.nccl_logs.empty())) print_plan(plan, o, stdout);
+  if (lead && !o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
+  if (o.dry_run && lead) print_nccl_tests_commands(plan, o.reduce_op, stdout);
+  if (offline) return 0;
+  return replay(session, o, plan, argc, argv);
+}
+
+}  // namespace
+
+int bench_fsdp_main(int argc, char** argv) {
+  MpiSession session(&argc, &argv);
+  const bool lead = session.world_rank() == 0;
+  try {
+    std::optional<FsdpOptions> options;
+    if (lead || !asks_for_help(argc, argv)) options = parse_fsdp_options(argc, argv);
+    if (!options) return 0;
+    return run(session, *options, argc, argv);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input) {
+      // Every rank holds this error; rank 0 says it and all wait for that (see bench_ccl).
+      if (lead) std::fprintf(stderr, "error: %s\n", e.what());
+      std::fflush(stderr);
+      session.barrier(session.world());
+      return static_cast<int>(ExitCode::bad_input);
+    }
+    std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
+    session.abort(static_cast<int>(ExitCode::run_failed));
+  }
+}
+
+}  // namespace opbench

@@ -1,0 +1,97 @@
+#include "fsdp/fsdp_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
+  FsdpOptions o;
+  cxxopts::Options options(
+      "bench_fsdp",
+      "FSDP communication: the exact per-step plan of a model (units, padded per-rank\n"
+      "counts, all-gathers, reduce-scatters, HSDP all-reduces), NCCL log comparison, and\n"
+      "a replay of the plan's collectives under mpirun:\n"
+      "  bench_fsdp --model llama3.1-70b --world-size 8 --dry-run\n"
+      "  mpirun -np 8 bench_fsdp --model llama3.1-70b");
+  // clang-format off
+  options.add_options("Model")
+    ("model-config-path", "models.json (default configs/models.json)", cxxopts::value<std::string>())
+    ("model", "the model", cxxopts::value<std::string>())
+    ("world-size", "ranks FSDP shards over (default: the mpirun world size)", cxxopts::value<std::string>())
+    ("fsdp-version", "1 (flat parameter padded to the world size) or 2 (each parameter's dim 0 padded)", cxxopts::value<int>()->default_value("2"))
+    ("wrap", "units: layer (one per decoder layer, plus the root), submodule (attention and MLP apart), model (one unit)", cxxopts::value<std::string>()->default_value("layer"))
+    ("param-dtype", "all-gather dtype", cxxopts::value<std::string>()->default_value("bf16"))
+    ("reduce-dtype", "reduce-scatter dtype (fp32 or bf16)", cxxopts::value<std::string>()->default_value("fp32"))
+    ("reduce-op", "reduce-scatter op: avg (as FSDP does; timed as sum on the mpi backend) or sum", cxxopts::value<std::string>()->default_value("avg"))
+    ("shard-group-size", "HSDP: shard within groups of this many ranks, all-reduce across the groups", cxxopts::value<std::string>())
+    ("no-reshard-after-forward", "keep units gathered from forward to backward (no backward all-gathers)");
+  options.add_options("Plan and logs")
+    ("dry-run", "print the plan and the equivalent nccl-tests commands, run nothing")
+    ("plan-csv-path", "write the plan as CSV", cxxopts::value<std::string>())
+    ("nccl-log", "an NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL log to summarise and match (repeatable)", cxxopts::value<std::vector<std::string>>());
+  options.add_options("Run (under mpirun)")
+    ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
+    ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"))
+    ("n,iters", "timed calls per collective", cxxopts::value<int>()->default_value("20"))
+    ("w,warmup-iters", "untimed calls first", cxxopts::value<int>()->default_value("5"))
+    ("c,check", "verified calls after timing", cxxopts::value<int>()->default_value("1"))
+    ("timeout", "seconds a collective may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
+    ("allgather-report-csv-path", "all-gather rows (bench_ccl's columns plus unit, phase)", cxxopts::value<std::string>())
+    ("reducescatter-report-csv-path", "reduce-scatter rows", cxxopts::value<std::string>())
+    ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>())
+    ("report-dir-path", "directory for environment.json and JSON lines (default reports/fsdp-<date>-<time>)", cxxopts::value<std::string>())
+    ("quiet", "no progress on stderr");
+  // clang-format on
+  auto parsed = parse_command_line(options, argc, argv);
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  if (!p.count("model")) throw bad_input("--model is required (a model of configs/models.json)");
+  o.model = str("model");
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("world-size")) {
+    auto text = str("world-size");
+    if (trim(text) == "0") throw bad_input("--world-size: must be at least 1, got 0");
+    o.world_size = parse_positive_int(text, "--world-size");
+  }
+  o.fsdp.version = p["fsdp-version"].as<int>();
+  o.fsdp.wrap = parse_wrap_policy(str("wrap"));
+  o.fsdp.param_dtype = parse_dtype_list(str("param-dtype"), "--param-dtype").front();
+  o.fsdp.reduce_dtype = parse_dtype_list(str("reduce-dtype"), "--reduce-dtype").front();
+  o.reduce_op = parse_red_op(str("reduce-op"));
+  if (o.reduce_op != RedOp::avg && o.reduce_op != RedOp::sum)
+    throw bad_input(
+        fmt::format("--reduce-op: FSDP reduces with avg or sum, not {}", red_op_name(o.reduce_op)));
+  if (p.count("shard-group-size"))
+    o.fsdp.shard_group_size = parse_positive_int(str("shard-group-size"), "--shard-group-size");
+  o.fsdp.reshard_after_forward = p.count("no-reshard-after-forward") == 0;
+  o.dry_run = p.count("dry-run") > 0;
+  if (p.count("plan-csv-path")) o.plan_csv_path = str("plan-csv-path");
+  if (p.count("nccl-log")) o.nccl_logs = p["nccl-log"].as<std::vector<std::string>>();
+  if (p.count("allgather-report-csv-path")) o.allgather_csv = str("allgather-report-csv-path");
+  if (p.count("reducescatter-report-csv-path"))
+    o.reducescatter_csv = str("reducescatter-report-csv-path");
+  if (p.count("allreduce-report-csv-path")) o.allreduce_csv = str("allreduce-report-csv-path");
+  if (p.count("report-dir-path")) o.report_dir = str("report-dir-path");
+  o.backend = to_lower(str("backend"));
+  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "mpi")
+    throw bad_input(
+        fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
+  o.device_offset = p["device-offset"].as<int>();
+  o.run.iters = p["iters"].as<int>();
+  o.run.warmup = p["warmup-iters"].as<int>();
+  o.run.check_passes = p["check"].as<int>();
+  o.run.timeout_s = p["timeout"].as<double>();
+  if (o.run.iters < 1)
+    throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
+  if (o.run.warmup < 0 || o.run.check_passes < 0 || !(o.run.timeout_s >= 0))
+    throw bad_input("-w, -c and --timeout must not be negative");
+  o.quiet = p.count("quiet") > 0;
+  return o;
+}
+
+}  // namespace opbench

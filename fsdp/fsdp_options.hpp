@@ -1,0 +1,29 @@
+#pragma once
+// bench_fsdp's command line.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/coll_runner.hpp"
+#include "fsdp/fsdp_plan.hpp"
+
+namespace opbench {
+
+struct FsdpOptions {
+  std::string model_config_path, model;
+  std::int64_t world_size = 0;  // 0: the mpirun world size
+  FsdpConfig fsdp;
+  RedOp reduce_op = RedOp::avg;
+  bool dry_run = false;
+  std::string plan_csv_path;
+  std::vector<std::string> nccl_logs;
+  std::string allgather_csv, reducescatter_csv, allreduce_csv, report_dir;
+  std::string backend = "auto";
+  int device_offset = 0;
+  CollRunOptions run;
+  bool quiet = false;
+};
+
+std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv);
+
+}  // namespace opbench

@@ -1,0 +1,136 @@
+#include "fsdp/fsdp_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "common/report.hpp"
+
+namespace opbench {
+namespace {
+
+Record plan_record(const PlanEntry& e) {
+  Record r;
+  r.arg("unit", e.unit).arg("instances", e.instances).arg("params", e.params);
+  r.arg("collective", coll_op_name(e.op))
+      .arg("phase", e.phase)
+      .arg("dtype", std::string(dtype_name(e.dtype)));
+  r.arg("group_size", e.group_size).arg("per_rank_count", e.per_rank_count);
+  r.metric("shard_bytes", e.shard_bytes())
+      .metric("bytes", e.buffer_bytes())
+      .metric("calls_per_step", e.calls_per_step);
+  return r;
+}
+
+// NCCL's collective names in logs, as our ops.
+bool logged_op(const std::string& name, CollOp* op) {
+  if (name == "AllGather")
+    *op = CollOp::all_gather;
+  else if (name == "ReduceScatter")
+    *op = CollOp::reduce_scatter;
+  else if (name == "AllReduce")
+    *op = CollOp::all_reduce;
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+void print_plan(const std::vector<PlanEntry>& plan, const FsdpOptions& o, std::FILE* out) {
+  std::fprintf(out,
+               "# FSDP%d plan of %s: shard groups of %lld ranks, %lld replica(s); all-gather %s, "
+               "reduce-scatter %s\n",
+               o.fsdp.version, o.model.c_str(), static_cast<long long>(o.fsdp.shard_size()),
+               static_cast<long long>(o.fsdp.replicas()),
+               std::string(dtype_name(o.fsdp.param_dtype)).c_str(),
+               std::string(dtype_name(o.fsdp.reduce_dtype)).c_str());
+  ConsoleTable table({{"unit", "", 22},
+                      {"instances", "units", 5},
+                      {"params", "", 11},
+                      {"collective", "", 14},
+                      {"phase", "", 8},
+                      {"dtype", "", 5},
+                      {"per_rank_count", "per-rank count", 14},
+                      {"bytes", "nccl-tests size", 15},
+                      {"calls_per_step", "calls/step", 10}},
+                     out);
+  for (const auto& e : plan)
+    table.print(plan_record(e));
+}
+
+void write_plan_csv(const std::vector<PlanEntry>& plan, const FsdpOptions& o,
+                    const std::string& path) {
+  CsvWriter csv(path);
+  for (const auto& e : plan) {
+    Record r;
+    r.arg("model", o.model)
+        .arg("world_size", o.fsdp.world_size)
+        .arg("fsdp_version", std::int64_t{o.fsdp.version});
+    r.append(plan_record(e));
+    csv.write(r);
+  }
+}
+
+void print_nccl_tests_commands(const std::vector<PlanEntry>& plan, RedOp reduce_op,
+                               std::FILE* out) {
+  std::fprintf(out,
+               "# The same collectives with nccl-tests (its -b/-e take the whole buffer, world x "
+               "shard bytes,\n"
+               "# for all_gather_perf and reduce_scatter_perf; a shard alone would measure "
+               "world-times too little):\n");
+  std::set<std::string> seen;
+  for (const auto& e : plan) {
+    auto cmd = nccl_tests_command(e, reduce_op);
+    if (seen.insert(cmd).second)
+      std::fprintf(out, "%s   # %s %s\n", cmd.c_str(), e.unit.c_str(), coll_op_name(e.op).c_str());
+  }
+}
+
+void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* plan,
+                       std::FILE* out) {
+  std::fprintf(out, "# NCCL log: %lld lines, %lld collective calls, %lld malformed\n",
+               static_cast<long long>(log.lines), static_cast<long long>(log.collective_lines),
+               static_cast<long long>(log.malformed));
+  for (const auto& example : log.malformed_examples)
+    std::fprintf(out, "#   malformed: %s\n", example.c_str());
+  std::vector<ConsoleTable::Column> cols{{"collective", "", 14}, {"count", "", 11},
+                                         {"dtype", "", 8},       {"redop", "", 5},
+                                         {"nranks", "", 6},      {"calls", "", 7}};
+  if (plan) {
+    cols.push_back({"predicted_unit", "predicted unit", 22});
+    cols.push_back({"predicted_count", "predicted", 11});
+    cols.push_back({"diff_elements", "diff", 9});
+    cols.push_back({"diff_pct", "diff %", 8});
+  }
+  ConsoleTable table(cols, out);
+  for (const auto& [call, calls] : log.calls) {
+    Record r;
+    r.arg("collective", call.collective)
+        .arg("count", call.count)
+        .arg("dtype", nccl_datatype_name(call.datatype));
+    r.arg("redop", nccl_redop_name(call.redop))
+        .arg("nranks", call.nranks ? Value{std::int64_t{call.nranks}} : Value{});
+    r.metric("calls", calls);
+    CollOp op;
+    if (plan && logged_op(call.collective, &op)) {
+      const PlanEntry* best = nullptr;
+      for (const auto& e : *plan)
+        if (e.op == op && (!best || std::llabs(e.per_rank_count - call.count) <
+                                        std::llabs(best->per_rank_count - call.count)))
+          best = &e;
+      if (best) {
+        std::int64_t diff = call.count - best->per_rank_count;
+        r.arg("predicted_unit", best->unit).metric("predicted_count", best->per_rank_count);
+        r.metric("diff_elements", diff)
+            .metric("diff_pct",
+                    100.0 * static_cast<double>(diff) / static_cast<double>(best->per_rank_count));
+      }
+    }
+    table.print(r);
+  }
+}
+
+}  // namespace opbench
