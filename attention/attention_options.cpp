@@ -1,0 +1,74 @@
+#include "attention/attention_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
+  AttentionOptions o;
+  o.measure.min_samples = 3;  // an attention case is long; 3 samples already give a spread
+  cxxopts::Options options(
+      "bench_attention",
+      "Fused attention benchmark: cuDNN SDPA on the GPU, blocked flash-style fp32 on the CPU.\n"
+      "  bench_attention --shapes-json-path configs/attention_shapes.json --report-csv-path "
+      "att.csv\n"
+      "  bench_attention --model llama3.1-8b --seq-len 1024,2048 --pass fwd,bwd --check");
+  // clang-format off
+  options.add_options("Inputs")
+    ("shapes-json-path", "[{model, batch_size, seqlen_q, seqlen_kv, num_head_q, num_head_kv, head_dim_qk, head_dim_v, causal, dtype}]", cxxopts::value<std::string>())
+    ("model-config-path", "models.json to derive shapes from (default configs/models.json with --model)", cxxopts::value<std::string>())
+    ("model", "models, comma-separated", cxxopts::value<std::string>())
+    ("seq-len", "sequence lengths for --model (list or start:stop:step; default the model's)", cxxopts::value<std::string>())
+    ("micro-batch", "batch sizes for --model (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("pass", "fwd, bwd or both (bwd timed on its own)", cxxopts::value<std::string>()->default_value("fwd,bwd"))
+    ("dtype", "override every shape's dtype: bf16, fp16 (GPU), fp32 (CPU)", cxxopts::value<std::string>())
+    ("causal", "override every shape's mask: true or false", cxxopts::value<std::string>());
+  options.add_options("Run")
+    ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
+    ("provider", "CPU: blocked (flash-style) or reference (naive fp64)", cxxopts::value<std::string>()->default_value("blocked"))
+    ("device", "GPU index", cxxopts::value<int>()->default_value("0"))
+    ("check", "compare every result with the reference (on up to --check-heads heads); too far off fails the row")
+    ("check-heads", "(batch, head) pairs the check covers", cxxopts::value<std::string>()->default_value("4"))
+    ("report-csv-path", "the CSV (default attention.csv in --report-dir-path)", cxxopts::value<std::string>())
+    ("dry-run", "list the cases with their FLOPs and exit");
+  // clang-format on
+  add_measure_options(options, o.measure);
+  add_report_options(options, "attention");
+  add_peak_options(options);
+  auto parsed = parse_command_line(options, argc, argv);
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  if (p.count("shapes-json-path")) o.shapes_path = str("shapes-json-path");
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("model")) o.models = str("model");
+  if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
+  o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
+  o.passes = parse_attention_passes(str("pass"));
+  if (p.count("dtype")) o.dtype = parse_dtype_list(str("dtype"), "--dtype").front();
+  if (p.count("causal")) {
+    auto c = to_lower(str("causal"));
+    if (c != "true" && c != "false")
+      throw bad_input(fmt::format("--causal: '{}' is not true or false", c));
+    o.causal = c == "true";
+  }
+  o.backend = str("backend");
+  o.provider = to_lower(str("provider"));
+  o.device = p["device"].as<int>();
+  o.check = p.count("check") > 0;
+  o.check_heads = parse_positive_int(str("check-heads"), "--check-heads");
+  if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
+  o.dry_run = p.count("dry-run") > 0;
+  o.measure = read_measure_options(p, o.measure);
+  o.report = read_report_options(p);
+  o.peaks = read_peak_options(p);
+  if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty())
+    throw bad_input(
+        "nothing to run: give --shapes-json-path, or --model (with --model-config-path)");
+  return o;
+}
+
+}  // namespace opbench

@@ -1,0 +1,31 @@
+#pragma once
+// bench_attention's command line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attention/attention_shape.hpp"
+#include "common/cli.hpp"
+
+namespace opbench {
+
+struct AttentionOptions {
+  std::string shapes_path, model_config_path, models;
+  std::vector<std::int64_t> seqlens, micro_batches{1};
+  std::vector<AttentionPass> passes{AttentionPass::fwd, AttentionPass::bwd};
+  std::optional<DType> dtype;  // default: the file's (GPU) or fp32 (CPU)
+  std::optional<bool> causal;  // override the shapes' own
+  std::string backend = "auto", provider = "blocked";
+  int device = 0;
+  bool check = false, dry_run = false;
+  std::int64_t check_heads = 4;
+  std::string report_csv_path;
+  MeasureOptions measure;
+  ReportOptions report;
+  PeakOverrides peaks;
+};
+
+std::optional<AttentionOptions> parse_attention_options(int argc, char** argv);
+
+}  // namespace opbench

@@ -1,0 +1,46 @@
+#pragma once
+// An attention implementation that can be measured: cuDNN SDPA on the GPU, blocked flash-style
+// or the naive fp64 reference on the CPU.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attention/attention_shape.hpp"
+#include "common/env.hpp"
+#include "common/measure.hpp"
+#include "common/record.hpp"
+
+namespace opbench {
+
+struct AttentionRunOptions {
+  MeasureOptions measure;
+  bool check = false;  // compare with the reference on a subset of heads
+  std::int64_t check_heads = 4;
+};
+
+struct AttentionResult {
+  Status status = Status::ok;
+  std::string note;
+  Measurement measurement;
+  std::string engine;                 // what ran (cuDNN engine id, "blocked 128x128 tiles", ...)
+  std::optional<double> max_abs_err;  // with check: the largest |result - reference|
+  std::optional<double> tolerance;
+};
+
+class AttentionProvider {
+ public:
+  virtual ~AttentionProvider() = default;
+  virtual std::string name() const = 0;
+  virtual std::string backend() const = 0;
+  virtual std::string device() const = 0;
+  virtual std::optional<std::string> unsupported(const AttentionShape& s,
+                                                 AttentionPass p) const = 0;
+  virtual AttentionResult run(const AttentionShape& s, AttentionPass p,
+                              const AttentionRunOptions& o) = 0;
+  virtual void describe(Environment& env) const = 0;
+};
+
+// "blocked" (default) or "reference" (the naive fp64 loops, for comparison).
+std::unique_ptr<AttentionProvider> make_cpu_attention_provider(const std::string& which);
+
+}  // namespace opbench

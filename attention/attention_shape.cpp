@@ -1,0 +1,131 @@
+#include "attention/attention_shape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+std::string attention_pass_name(AttentionPass p) {
+  return p == AttentionPass::fwd ? "fwd" : "bwd";
+}
+
+std::vector<AttentionPass> parse_attention_passes(const std::string& text) {
+  std::vector<AttentionPass> out;
+  for (const auto& item : split(text, ',')) {
+    auto p = to_lower(item);
+    if (p == "fwd" || p == "forward")
+      out.push_back(AttentionPass::fwd);
+    else if (p == "bwd" || p == "backward")
+      out.push_back(AttentionPass::bwd);
+    else
+      throw bad_input(fmt::format("--pass: unknown pass '{}' (accepted: fwd, bwd)", item));
+  }
+  if (out.empty()) throw bad_input("--pass: empty list");
+  return out;
+}
+
+double AttentionShape::softmax_scale() const {
+  return 1.0 / std::sqrt(static_cast<double>(head_dim_qk));
+}
+
+std::int64_t AttentionShape::visible_keys(std::int64_t i) const {
+  if (!causal) return seqlen_kv;
+  return std::clamp<std::int64_t>(i + 1 + (seqlen_kv - seqlen_q), 0, seqlen_kv);
+}
+
+std::int64_t AttentionShape::fwd_flops() const {
+  // 2·Savg = 2·Skv, or max(0, Skv - Sq) + Skv when causal: an integer either way.
+  const std::int64_t two_savg =
+      causal ? std::max<std::int64_t>(0, seqlen_kv - seqlen_q) + seqlen_kv : 2 * seqlen_kv;
+  return batch * heads_q * seqlen_q * two_savg * (head_dim_qk + head_dim_v);
+}
+
+std::int64_t AttentionShape::flops(AttentionPass p) const {
+  return p == AttentionPass::fwd ? fwd_flops() : (5 * fwd_flops() + 1) / 2;
+}
+
+std::int64_t AttentionShape::io_bytes(AttentionPass p) const {
+  const auto ts = static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t qkv = (q_elements() + k_elements() + v_elements()) * ts;
+  const std::int64_t o = o_elements() * ts, lse = lse_elements() * 4;
+  if (p == AttentionPass::fwd) return qkv + o + lse;
+  return qkv + 2 * o + lse /* reads: Q K V O dO LSE */ + qkv /* writes: dQ dK dV */;
+}
+
+std::string AttentionShape::dims() const {
+  return fmt::format("b{} s{}/{} h{}/{} d{}/{}{}", batch, seqlen_q, seqlen_kv, heads_q, heads_kv,
+                     head_dim_qk, head_dim_v, causal ? " causal" : "");
+}
+
+void validate(const AttentionShape& s, const std::string& where) {
+  auto fail = [&](const char* key, const std::string& why) {
+    throw bad_input(fmt::format("{}: key '{}': {}", where, key, why));
+  };
+  if (s.heads_kv > s.heads_q)
+    fail("num_head_kv", fmt::format("{} exceeds num_head_q ({})", s.heads_kv, s.heads_q));
+  if (s.heads_q % s.heads_kv != 0)
+    fail("num_head_kv", fmt::format("num_head_q ({}) is not a multiple of num_head_kv ({})",
+                                    s.heads_q, s.heads_kv));
+  if (s.dtype == DType::tf32 || !is_floating(s.dtype) || dtype_size(s.dtype) == 1)
+    fail("dtype",
+         fmt::format("{} is not an attention dtype (fp32, bf16, fp16)", dtype_name(s.dtype)));
+}
+
+std::vector<AttentionShape> load_attention_shapes(const std::string& path) {
+  constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24, kMaxHeads = 1 << 16, kMaxDim = 1 << 12;
+  const auto doc = load_json_file(path);
+  const auto& entries = expect_entry_list(doc, path);
+  std::vector<AttentionShape> out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    JsonEntry e(entries[i], entry_where(path, i, entries[i], "model"));
+    AttentionShape s;
+    s.model = e.get_string("model");
+    s.batch = e.get_int("batch_size", 1, 1 << 20);
+    s.seqlen_q = e.get_int("seqlen_q", 1, kMaxSeq);
+    s.seqlen_kv = e.get_int("seqlen_kv", 1, kMaxSeq);
+    s.heads_q = e.get_int("num_head_q", 1, kMaxHeads);
+    s.heads_kv = e.get_int("num_head_kv", 1, kMaxHeads);
+    s.head_dim_qk = e.get_int("head_dim_qk", 1, kMaxDim);
+    s.head_dim_v = e.get_int("head_dim_v", 1, kMaxDim);
+    s.causal = e.get_bool("causal");
+    try {
+      s.dtype = parse_dtype(e.get_string("dtype"));
+    } catch (const Error& err) {
+      e.fail("dtype", err.what());
+    }
+    e.reject_unknown_keys();
+    validate(s, e.where());
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
+                                                   const std::vector<std::int64_t>& seqlens,
+                                                   const std::vector<std::int64_t>& micro_batches,
+                                                   DType dtype) {
+  std::vector<AttentionShape> out;
+  for (auto mb : micro_batches)
+    for (auto seq : seqlens) {
+      AttentionShape s;
+      s.model = m.name;
+      s.batch = mb;
+      s.seqlen_q = s.seqlen_kv = seq;
+      s.heads_q = m.num_attention_heads;
+      s.heads_kv = m.num_key_value_heads;
+      s.head_dim_qk = m.mla ? m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim : m.head_dim;
+      s.head_dim_v = m.mla ? m.mla->v_head_dim : m.head_dim;
+      s.causal = true;
+      s.dtype = dtype;
+      out.push_back(s);
+    }
+  return out;
+}
+
+}  // namespace opbench

@@ -1,0 +1,224 @@
+#include "attention/bench_attention.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "attention/attention_options.hpp"
+#include "attention/attention_provider.hpp"
+#include "common/backend.hpp"
+#include "common/error.hpp"
+#include "common/hardware.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_config.hpp"
+#include "common/progress.hpp"
+#include "common/report.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+struct AttentionCase {
+  AttentionShape shape;
+  AttentionPass pass;
+  std::string note;
+};
+
+std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backend) {
+  std::vector<AttentionShape> shapes;
+  if (!o.shapes_path.empty()) shapes = load_attention_shapes(o.shapes_path);
+  if (!o.models.empty() || !o.model_config_path.empty()) {
+    std::string path =
+        o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+    for (const auto& m : select_models(load_models(path), o.models, path)) {
+      auto seqlens = o.seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : o.seqlens;
+      auto more = model_attention_shapes(m, seqlens, o.micro_batches, DType::bf16);
+      shapes.insert(shapes.end(), more.begin(), more.end());
+    }
+  }
+  std::vector<AttentionCase> cases;
+  for (auto s : shapes) {
+    std::string note;
+    if (o.dtype) {
+      s.dtype = *o.dtype;
+    } else if (backend == Backend::cpu && s.dtype != DType::fp32) {
+      note = fmt::format("run in fp32 on the CPU (the shape says {})", dtype_name(s.dtype));
+      s.dtype = DType::fp32;
+    }
+    if (o.causal) s.causal = *o.causal;
+    validate(s, s.model);
+    for (AttentionPass p : o.passes)
+      cases.push_back({s, p, note});
+  }
+  return cases;
+}
+
+Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
+                     const AttentionResult& r, const Peaks& peaks) {
+  const AttentionShape& s = c.shape;
+  const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
+  const Stats& st = r.measurement.stats;
+  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
+  Record row;
+  row.arg("model", s.model)
+      .arg("batch_size", s.batch)
+      .arg("seqlen_q", s.seqlen_q)
+      .arg("seqlen_kv", s.seqlen_kv);
+  row.arg("num_head_q", s.heads_q).arg("num_head_kv", s.heads_kv).arg("head_dim_qk", s.head_dim_qk);
+  row.arg("head_dim_v", s.head_dim_v).arg("causal", std::string(s.causal ? "true" : "false"));
+  row.arg("dtype", std::string(dtype_name(s.dtype))).arg("pass", attention_pass_name(c.pass));
+  row.arg("backend", provider.backend())
+      .arg("provider", provider.name())
+      .arg("device", provider.device());
+  row.metric("time_us", timed(st.mean))
+      .metric("median_us", timed(st.median))
+      .metric("min_us", timed(st.min));
+  row.metric("max_us", timed(st.max))
+      .metric("stddev_us", timed(st.stddev))
+      .metric("p99_us", timed(st.p99));
+  row.metric("cv", timed(st.cv))
+      .metric("samples", measured ? Value{static_cast<std::int64_t>(st.count)} : Value{});
+  const std::int64_t flops = s.flops(c.pass), bytes = s.io_bytes(c.pass);
+  std::optional<double> tflops, bw, pct;
+  if (measured && st.mean > 0) {
+    tflops = static_cast<double>(flops) / st.mean / 1e6;
+    bw = static_cast<double>(bytes) / st.mean / 1e3;
+    if (auto peak = peaks.tflops(s.dtype)) pct = 100 * *tflops / *peak;
+  }
+  row.metric("flops", flops).optional_metric("tflops", tflops).metric("io_bytes", bytes);
+  row.optional_metric("mem_bw_gbps", bw).optional_metric("pct_peak_flops", pct);
+  row.optional_metric("max_abs_err", r.max_abs_err).optional_metric("check_tolerance", r.tolerance);
+  row.result("engine", r.engine.empty() ? Value{} : Value{r.engine})
+      .result("cache", std::string("hot"));
+  row.result("status", std::string(status_name(r.status)));
+  std::string note = c.note;
+  if (!r.note.empty()) note += (note.empty() ? "" : "; ") + r.note;
+  if (r.status == Status::ok) {
+    // Attention runs several seconds on a CPU; a few samples are enough, noise is still said.
+    MeasureOptions defaults;
+    auto noisy = noise_note(r.measurement, defaults);
+    if (!noisy.empty()) note += (note.empty() ? "" : "; ") + noisy;
+  }
+  row.result("note", note.empty() ? Value{} : Value{note});
+  if (measured) row.extra()["samples_us"] = r.measurement.samples_us;
+  return row;
+}
+
+// The GPU provider (cuDNN SDPA) is not written yet: say so rather than fall back silently.
+BackendChoice choose_attention_backend(const AttentionOptions& o) {
+  if (to_lower(o.backend) == "cuda")
+    throw bad_input(
+        "--backend cuda: bench_attention has no GPU provider yet (cuDNN SDPA is still to be "
+        "built); "
+        "use --backend cpu");
+  BackendChoice choice = choose_backend(o.backend, o.device);
+  if (choice.backend == Backend::cuda)
+    return {Backend::cpu,
+            "bench_attention has no GPU provider yet (cuDNN SDPA is still to be built)"};
+  return choice;
+}
+
+}  // namespace
+
+int bench_attention_main(int argc, char** argv) {
+  auto parsed = parse_attention_options(argc, argv);
+  if (!parsed) return 0;
+  const AttentionOptions& o = *parsed;
+  BackendChoice choice = choose_attention_backend(o);
+  auto cases = build_cases(o, choice.backend);
+  if (o.dry_run) {
+    ConsoleTable table({{"model", "", 18},
+                        {"dims", "", 36},
+                        {"dtype", "", 5},
+                        {"pass", "", 4},
+                        {"gflop", "", 10}});
+    for (const auto& c : cases) {
+      Record r;
+      r.arg("model", c.shape.model)
+          .arg("dims", c.shape.dims())
+          .arg("dtype", std::string(dtype_name(c.shape.dtype)));
+      r.arg("pass", attention_pass_name(c.pass))
+          .metric("gflop", static_cast<double>(c.shape.flops(c.pass)) / 1e9);
+      table.print(r);
+    }
+    std::printf("%zu cases\n", cases.size());
+    return 0;
+  }
+  auto provider = make_cpu_attention_provider(o.provider);
+  std::string dir = o.report.report_dir;
+  if (dir.empty())
+    dir = o.report_csv_path.empty()
+              ? "reports/attention-" + now_compact()
+              : std::filesystem::path(o.report_csv_path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  ensure_directory(dir);
+  const std::string csv_path = o.report_csv_path.empty()
+                                   ? (std::filesystem::path(dir) / "attention.csv").string()
+                                   : o.report_csv_path;
+  Environment env(argc, argv, "bench_attention");
+  provider->describe(env);
+  env.write(dir, false);
+  CsvWriter csv(csv_path);
+  JsonlWriter jsonl((std::filesystem::path(dir) / "attention.jsonl").string(),
+                    nlohmann::json{{"run_id", env.run_id()}});
+  Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
+  double total = 0;
+  for (const auto& c : cases)
+    total += static_cast<double>(c.shape.flops(c.pass));
+  Progress progress(cases.size(), total, o.report.quiet);
+  progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
+                            provider->device(), choice.reason));
+  ConsoleTable table({{"model", "", 16},
+                      {"batch_size", "b", 2},
+                      {"seqlen_q", "sq", 6},
+                      {"seqlen_kv", "skv", 6},
+                      {"num_head_q", "hq", 3},
+                      {"num_head_kv", "hkv", 3},
+                      {"head_dim_qk", "dqk", 3},
+                      {"head_dim_v", "dv", 3},
+                      {"causal", "", 6},
+                      {"dtype", "", 5},
+                      {"pass", "", 4},
+                      {"time_us", "", 10},
+                      {"tflops", "", 7},
+                      {"max_abs_err", "max_err", 8},
+                      {"status", "", 7}});
+  AttentionRunOptions run{o.measure, o.check, o.check_heads};
+  std::size_t failed = 0;
+  for (const auto& c : cases) {
+    const std::string label = fmt::format("{} {} {} {}", c.shape.model, c.shape.dims(),
+                                          dtype_name(c.shape.dtype), attention_pass_name(c.pass));
+    progress.start(label);
+    AttentionResult r;
+    if (auto why = provider->unsupported(c.shape, c.pass)) {
+      r.status = Status::skipped;
+      r.note = *why;
+    } else {
+      try {
+        r = provider->run(c.shape, c.pass, run);
+      } catch (const Error& e) {
+        if (e.code() == ExitCode::bad_input) throw;
+        r.status = Status::failed;
+        r.note = e.what();
+      }
+    }
+    Record row = attention_row(c, *provider, r, peaks);
+    csv.write(row);
+    jsonl.write(row);
+    progress.clear();
+    table.print(row);
+    failed += r.status == Status::failed;
+    progress.done(
+        static_cast<double>(c.shape.flops(c.pass)),
+        r.status == Status::ok
+            ? fmt::format("{}  {:.1f} ms  {} TFLOPS", label, r.measurement.stats.mean / 1e3,
+                          format_value(*row.find("tflops")))
+            : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
+  }
+  env.write(dir, true);
+  std::fprintf(stderr, "%zu cases, %zu failed. Report: %s (%zu rows)\n", cases.size(), failed,
+               csv_path.c_str(), csv.rows());
+  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+}
+
+}  // namespace opbench
