@@ -5,14 +5,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <optional>
-#include <string_view>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_options.hpp"
 #include "collectives/ccl_report.hpp"
 #include "collectives/coll_runner.hpp"
 #include "collectives/model_messages.hpp"
+#include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -23,12 +22,6 @@
 
 namespace opbench {
 namespace {
-
-bool asks_for_help(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
-  return false;
-}
 
 std::vector<CclCase> sweep_cases(const CclOptions& o, int group_size) {
   std::vector<CclCase> cases;
@@ -182,28 +175,10 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
 }  // namespace
 
 int bench_ccl_main(int argc, char** argv) {
-  MpiSession session(&argc, &argv);
-  const bool lead = session.world_rank() == 0;
-  try {
-    // Every rank parses the same flags; one help text is enough.
-    std::optional<CclOptions> options;
-    if (lead || !asks_for_help(argc, argv)) options = parse_ccl_options(argc, argv);
-    if (!options) return 0;
-    return run(session, *options, argc, argv);
-  } catch (const Error& e) {
-    if (e.code() == ExitCode::bad_input) {
-      // Every rank holds this error (the same input, or agreed through session.any()). Rank 0
-      // says it, and all wait for that before exiting: mpirun stops the job as soon as one rank
-      // exits with an error, which could cut the line off.
-      if (lead) std::fprintf(stderr, "error: %s\n", e.what());
-      std::fflush(stderr);
-      session.barrier(session.world());
-      return static_cast<int>(ExitCode::bad_input);
-    }
-    // A failure on one rank would leave the others waiting: say where, and take the job down.
-    std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
-    session.abort(static_cast<int>(ExitCode::run_failed));
-  }
+  return run_mpi_main(argc, argv, [](MpiSession& session, int argc, char** argv) {
+    auto options = parse_ccl_options(argc, argv);
+    return options ? run(session, *options, argc, argv) : 0;
+  });
 }
 
 }  // namespace opbench

@@ -116,35 +116,36 @@ std::int64_t CollCounts::size_bytes(std::size_t type_size) const {
   return std::max(send_count, recv_count) * static_cast<std::int64_t>(type_size);
 }
 
-CollCounts coll_counts(CollOp op, std::uint64_t size_bytes, std::size_t type_size, int nranks) {
-  const auto count = static_cast<std::int64_t>(size_bytes / type_size);
-  const std::int64_t n = nranks;
-  // count / n, aligned down to a multiple of 16 bytes, as nccl-tests does.
-  const std::int64_t align = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(type_size));
-  const std::int64_t per_rank = (count / n) / align * align;
+CollCounts exact_counts(CollOp op, std::int64_t count, std::int64_t n) {
   CollCounts c;
+  c.count = count;
   switch (op) {
     case CollOp::all_gather:
-      c.send_count = per_rank;
-      c.recv_count = per_rank * n;
-      c.count = per_rank;
-      c.send_inplace_offset = per_rank;
+      c.send_count = count;
+      c.recv_count = count * n;
+      c.send_inplace_offset = count;
       break;
     case CollOp::reduce_scatter:
-      c.send_count = per_rank * n;
-      c.recv_count = per_rank;
-      c.count = per_rank;
-      c.recv_inplace_offset = per_rank;
+      c.send_count = count * n;
+      c.recv_count = count;
+      c.recv_inplace_offset = count;
       break;
     case CollOp::all_to_all:
-      c.send_count = per_rank * n;
-      c.recv_count = per_rank * n;
-      c.count = per_rank;
+      c.send_count = c.recv_count = count * n;
       break;
     default:
-      c.send_count = c.recv_count = c.count = count;
+      c.send_count = c.recv_count = count;
   }
   return c;
+}
+
+CollCounts coll_counts(CollOp op, std::uint64_t size_bytes, std::size_t type_size, int nranks) {
+  const auto count = static_cast<std::int64_t>(size_bytes / type_size);
+  if (op != CollOp::all_gather && op != CollOp::reduce_scatter && op != CollOp::all_to_all)
+    return exact_counts(op, count, nranks);
+  // count / n per rank, aligned down to a multiple of 16 bytes, as nccl-tests does.
+  const std::int64_t align = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(type_size));
+  return exact_counts(op, (count / nranks) / align * align, nranks);
 }
 
 double algbw_bytes(CollOp op, const CollCounts& c, std::size_t type_size, int nranks) {

@@ -5,13 +5,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <optional>
-#include <string_view>
 #include <tuple>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_report.hpp"
 #include "collectives/coll_runner.hpp"
+#include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -26,12 +25,6 @@
 
 namespace opbench {
 namespace {
-
-bool asks_for_help(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
-  return false;
-}
 
 // A distinct collective of the plan: measured once, whatever units share it.
 using Signature =
@@ -186,24 +179,10 @@ int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
 }  // namespace
 
 int bench_fsdp_main(int argc, char** argv) {
-  MpiSession session(&argc, &argv);
-  const bool lead = session.world_rank() == 0;
-  try {
-    std::optional<FsdpOptions> options;
-    if (lead || !asks_for_help(argc, argv)) options = parse_fsdp_options(argc, argv);
-    if (!options) return 0;
-    return run(session, *options, argc, argv);
-  } catch (const Error& e) {
-    if (e.code() == ExitCode::bad_input) {
-      // Every rank holds this error; rank 0 says it and all wait for that (see bench_ccl).
-      if (lead) std::fprintf(stderr, "error: %s\n", e.what());
-      std::fflush(stderr);
-      session.barrier(session.world());
-      return static_cast<int>(ExitCode::bad_input);
-    }
-    std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
-    session.abort(static_cast<int>(ExitCode::run_failed));
-  }
+  return run_mpi_main(argc, argv, [](MpiSession& session, int argc, char** argv) {
+    auto options = parse_fsdp_options(argc, argv);
+    return options ? run(session, *options, argc, argv) : 0;
+  });
 }
 
 }  // namespace opbench

@@ -81,23 +81,7 @@ std::int64_t fsdp2_per_rank_count(const FsdpUnit& unit, std::int64_t shard_size)
 }
 
 CollCounts PlanEntry::counts() const {
-  CollCounts c;
-  c.count = per_rank_count;
-  switch (op) {
-    case CollOp::all_gather:
-      c.send_count = per_rank_count;
-      c.recv_count = per_rank_count * group_size;
-      c.send_inplace_offset = per_rank_count;
-      break;
-    case CollOp::reduce_scatter:
-      c.send_count = per_rank_count * group_size;
-      c.recv_count = per_rank_count;
-      c.recv_inplace_offset = per_rank_count;
-      break;
-    default:
-      c.send_count = c.recv_count = per_rank_count;
-  }
-  return c;
+  return exact_counts(op, per_rank_count, group_size);
 }
 
 void validate(const FsdpConfig& c) {

@@ -1,0 +1,37 @@
+#include "collectives/mpi_main.hpp"
+
+#include <cstdio>
+#include <string_view>
+
+#include "common/error.hpp"
+
+namespace opbench {
+namespace {
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
+  return false;
+}
+
+}  // namespace
+
+int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int, char**)>& body) {
+  MpiSession session(&argc, &argv);
+  const bool lead = session.world_rank() == 0;
+  if (!lead && asks_for_help(argc, argv)) return 0;  // one help text is enough
+  try {
+    return body(session, argc, argv);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input) {
+      if (lead) std::fprintf(stderr, "error: %s\n", e.what());
+      std::fflush(stderr);
+      session.barrier(session.world());
+      return static_cast<int>(ExitCode::bad_input);
+    }
+    std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
+    session.abort(static_cast<int>(ExitCode::run_failed));
+  }
+}
+
+}  // namespace opbench
