@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -38,7 +39,8 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   add_measure_options(options, o.measure);
   add_report_options(options, "attention");
   add_peak_options(options);
-  auto parsed = parse_command_line(options, argc, argv);
+  auto parsed = parse_command_line(
+      options, argc, argv, [] { print_versions("bench_attention", {openblas_library_version()}); });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };

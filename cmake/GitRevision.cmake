@@ -1,11 +1,9 @@
-# Records the git revision the binaries were built from (shown in every run's environment).
-find_package(Git QUIET)
-set(OPBENCH_GIT_REVISION "unknown")
-if(GIT_FOUND)
-  execute_process(COMMAND ${GIT_EXECUTABLE} describe --always --dirty --abbrev=12
-    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} OUTPUT_VARIABLE _rev OUTPUT_STRIP_TRAILING_WHITESPACE
-    RESULT_VARIABLE _rc ERROR_QUIET)
-  if(_rc EQUAL 0 AND _rev)
-    set(OPBENCH_GIT_REVISION "${_rev}")
-  endif()
-endif()
+# Records the git revision the binaries are built from, at build time (not configure time), so
+# that every report's environment names the commit that produced it. The header is rewritten only
+# when the revision changes, so an unchanged tree does not rebuild.
+add_custom_target(opbench_git_revision ALL
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CMAKE_SOURCE_DIR}
+          -DOUTPUT=${CMAKE_BINARY_DIR}/generated/opbench_git_revision.h
+          -P ${CMAKE_SOURCE_DIR}/cmake/WriteGitRevision.cmake
+  BYPRODUCTS ${CMAKE_BINARY_DIR}/generated/opbench_git_revision.h
+  COMMENT "Recording the git revision")

@@ -8,6 +8,8 @@
 #include "collectives/mpi_communicator.hpp"
 #include "common/error.hpp"
 #ifdef OPBENCH_HAVE_CUDA
+#include <nccl.h>
+
 #include "collectives/nccl_communicator.hpp"
 #include "common/cuda/device.hpp"
 #endif
@@ -65,6 +67,27 @@ std::string describe_rank(const CclBackend& backend, const MpiSession& session) 
 #endif
   return fmt::format("#  rank {:3} on {:>16} pid {:>7}  local rank {:2}  {}", session.world_rank(),
                      session.host(), getpid(), session.local_rank(), device);
+}
+
+std::vector<LibraryVersion> ccl_library_versions() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);  // allowed before MPI_Init
+  std::string running(text, static_cast<std::size_t>(len));
+  if (auto nl = running.find('\n'); nl != std::string::npos) running.resize(nl);
+#ifdef OMPI_MAJOR_VERSION
+  std::string built = fmt::format("Open MPI v{}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                  OMPI_RELEASE_VERSION);
+#else
+  std::string built = fmt::format("MPI {}.{}", MPI_VERSION, MPI_SUBVERSION);
+#endif
+  std::vector<LibraryVersion> out{openblas_library_version(), {"MPI", built, running}};
+#ifdef OPBENCH_HAVE_CUDA
+  out.push_back(cuda_runtime_library_version());
+  out.push_back(
+      {"NCCL", fmt::format("{}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), nccl_version_string()});
+#endif
+  return out;
 }
 
 void describe_backend(const CclBackend& backend, Environment& env) {

@@ -6,6 +6,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -26,5 +27,8 @@ std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSe
 // "rank 0 host node1 pid 1234 device 0 [0000:1b:00.0] NVIDIA H100 80GB HBM3" for the rank table.
 std::string describe_rank(const CclBackend& backend, const MpiSession& session);
 void describe_backend(const CclBackend& backend, Environment& env);
+
+// MPI (and CUDA and NCCL in CUDA builds), built-with and running versions, for --version.
+std::vector<LibraryVersion> ccl_library_versions();
 
 }  // namespace opbench

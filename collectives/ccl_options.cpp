@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "collectives/backend_select.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -102,7 +104,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("report-dir-path", "a CSV and JSON lines per op, and environment.json (default reports/ccl-<date>-<time>)", cxxopts::value<std::string>())
     ("quiet", "no progress on stderr");
   // clang-format on
-  auto parsed = parse_command_line(options, argc, argv);
+  auto parsed = parse_command_line(options, argc, argv,
+                                   [] { print_versions("bench_ccl", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };

@@ -172,8 +172,10 @@ std::vector<std::string> normalize_single_letter_flags(int argc, char** argv) {
 }
 
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,
-                                                       char** argv) {
-  options.add_options("Help")("h,help", "print this help");
+                                                       char** argv,
+                                                       const std::function<void()>& print_version) {
+  options.add_options("Help")("h,help", "print this help")(
+      "version", "print the versions of opbench and its libraries");
   try {
     auto args = normalize_single_letter_flags(argc, argv);
     std::vector<char*> pointers;
@@ -182,6 +184,10 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
     auto parsed = options.parse(static_cast<int>(pointers.size()), pointers.data());
     if (parsed.count("help")) {
       std::cout << options.help() << std::endl;
+      return std::nullopt;
+    }
+    if (parsed.count("version")) {
+      print_version();
       return std::nullopt;
     }
     if (!parsed.unmatched().empty())

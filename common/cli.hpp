@@ -4,6 +4,7 @@
 #include <cxxopts.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,8 +51,10 @@ std::vector<std::string> normalize_single_letter_flags(int argc, char** argv);
 
 // Parses argv; unknown flags, bad values and stray arguments become bad_input errors.
 // Returns nullopt after printing help for --help.
+// --version calls `print_version` and also returns nullopt.
 std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options, int argc,
-                                                       char** argv);
+                                                       char** argv,
+                                                       const std::function<void()>& print_version);
 
 // Whether a flag was given on the command line (as opposed to taking its default).
 bool given(const cxxopts::ParseResult& parsed, const std::string& flag);

@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
+#include "opbench_git_revision.h"
 
 namespace opbench {
 namespace {

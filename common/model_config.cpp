@@ -51,7 +51,8 @@ ModelConfig read_model(JsonEntry& e) {
   m.attention_bias = e.get_optional_bool("attention_bias").value_or(false);
   m.mlp_bias = e.get_optional_bool("mlp_bias").value_or(false);
   m.attention_out_bias = e.get_optional_bool("attention_out_bias").value_or(false);
-  m.learned_position_embeddings = e.get_optional_bool("learned_position_embeddings").value_or(false);
+  m.learned_position_embeddings =
+      e.get_optional_bool("learned_position_embeddings").value_or(false);
   m.norm = e.get_optional_string("norm").value_or("rmsnorm");
   if (m.norm != "rmsnorm" && m.norm != "layernorm")
     e.fail("norm", fmt::format("'{}' is not one of rmsnorm, layernorm", m.norm));

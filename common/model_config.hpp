@@ -39,7 +39,7 @@ struct ModelConfig {
   bool mlp_bias = false;
   bool attention_out_bias = false;           // the output projection has a bias (GPT style)
   bool learned_position_embeddings = false;  // a [seqlen, hidden] position table (GPT style)
-  std::string norm = "rmsnorm";  // or "layernorm" (weight and bias)
+  std::string norm = "rmsnorm";              // or "layernorm" (weight and bias)
   std::optional<MoeConfig> moe;
   std::optional<MlaConfig> mla;
   std::string source;  // where the numbers come from

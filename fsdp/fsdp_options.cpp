@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "collectives/backend_select.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -46,7 +48,8 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     ("report-dir-path", "directory for environment.json and JSON lines (default reports/fsdp-<date>-<time>)", cxxopts::value<std::string>())
     ("quiet", "no progress on stderr");
   // clang-format on
-  auto parsed = parse_command_line(options, argc, argv);
+  auto parsed = parse_command_line(options, argc, argv,
+                                   [] { print_versions("bench_fsdp", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };

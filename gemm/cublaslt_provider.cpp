@@ -315,6 +315,13 @@ class CublasLtProvider final : public GemmProvider {
 
 }  // namespace
 
+LibraryVersion cublaslt_library_version() {
+  auto text = [](std::size_t v) {
+    return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+  };
+  return {"cuBLASLt", text(CUBLAS_VERSION), text(cublasLtGetVersion())};
+}
+
 std::unique_ptr<GemmProvider> make_cublaslt_provider(int device) {
   return std::make_unique<CublasLtProvider>(device);
 }

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/version.hpp"
+#include "gemm/provider.hpp"
+#ifdef OPBENCH_HAVE_CUDA
+#include "common/cuda/device.hpp"
+#endif
 
 namespace opbench {
 
@@ -43,7 +48,14 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   add_report_options(options, "gemm");
   add_peak_options(options);
 
-  auto parsed = parse_command_line(options, argc, argv);
+  auto parsed = parse_command_line(options, argc, argv, [] {
+    std::vector<LibraryVersion> libraries{openblas_library_version()};
+#ifdef OPBENCH_HAVE_CUDA
+    libraries.push_back(cuda_runtime_library_version());
+    libraries.push_back(cublaslt_library_version());
+#endif
+    print_versions("bench_gemm", libraries);
+  });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };

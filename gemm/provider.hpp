@@ -8,6 +8,7 @@
 #include "common/env.hpp"
 #include "common/measure.hpp"
 #include "common/record.hpp"
+#include "common/version.hpp"
 #include "gemm/freivalds.hpp"
 #include "gemm/gemm_problem.hpp"
 
@@ -52,6 +53,7 @@ class GemmProvider {
 std::unique_ptr<GemmProvider> make_openblas_provider();
 #ifdef OPBENCH_HAVE_CUDA
 std::unique_ptr<GemmProvider> make_cublaslt_provider(int device);
+LibraryVersion cublaslt_library_version();
 #endif
 
 }  // namespace opbench

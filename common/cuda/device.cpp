@@ -54,6 +54,15 @@ std::uint64_t cuda_free_memory_bytes(int device) {
   return free;
 }
 
+LibraryVersion cuda_runtime_library_version() {
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  return {
+      "CUDA runtime", version_text(CUDART_VERSION),
+      fmt::format("{} (driver {})", version_text(runtime), driver ? version_text(driver) : "none")};
+}
+
 void add_cuda_environment(Environment& env, int device) {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);

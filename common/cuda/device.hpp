@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/env.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -23,6 +24,8 @@ struct CudaDeviceInfo {
 int cuda_device_count(std::string* why_none = nullptr);
 CudaDeviceInfo cuda_device_info(int device);
 std::uint64_t cuda_free_memory_bytes(int device);
+
+LibraryVersion cuda_runtime_library_version();
 
 // Adds the CUDA runtime and driver versions and the device to the run's environment.
 void add_cuda_environment(Environment& env, int device);
