@@ -13,6 +13,8 @@
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/summary.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -158,9 +160,13 @@ int bench_attention_main(int argc, char** argv) {
   Environment env(argc, argv, "bench_attention");
   provider->describe(env);
   env.write(dir, false);
-  CsvWriter csv(csv_path);
-  JsonlWriter jsonl((std::filesystem::path(dir) / "attention.jsonl").string(),
-                    nlohmann::json{{"run_id", env.run_id()}});
+  // attention.csv, .jsonl and .prom side by side (the CSV's name without .csv is the base)
+  std::string base = csv_path;
+  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
+    base.resize(base.size() - 4);
+  ReportFiles files(base, o.report.formats, nlohmann::json{{"run_id", env.run_id()}},
+                    "opbench_attention");
+  std::vector<Record> rows;
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   double total = 0;
   for (const auto& c : cases)
@@ -203,8 +209,8 @@ int bench_attention_main(int argc, char** argv) {
       }
     }
     Record row = attention_row(c, *provider, r, peaks);
-    csv.write(row);
-    jsonl.write(row);
+    files.write(row);
+    rows.push_back(row);
     progress.clear();
     table.print(row);
     failed += r.status == Status::failed;
@@ -216,8 +222,19 @@ int bench_attention_main(int argc, char** argv) {
             : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
   }
   env.write(dir, true);
-  std::fprintf(stderr, "%zu cases, %zu failed. Report: %s (%zu rows)\n", cases.size(), failed,
-               csv_path.c_str(), csv.rows());
+  if (!o.report.summary_path.empty())
+    write_summary(o.report.summary_path, env, rows,
+                  {fmt::format("bench_attention on {}", provider->device()),
+                   "tflops",
+                   true,
+                   {"model", "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv",
+                    "head_dim_qk", "head_dim_v", "causal", "dtype", "pass", "time_us", "tflops",
+                    "max_abs_err"},
+                   15,
+                   {}});
+  std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
+  for (const auto& path : files.paths())
+    std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

@@ -69,12 +69,19 @@ std::string describe_rank(const CclBackend& backend, const MpiSession& session) 
                      session.host(), getpid(), session.local_rank(), device);
 }
 
-std::vector<LibraryVersion> ccl_library_versions() {
+// The first line of MPI_Get_library_version (callable before MPI_Init). Its length counts the
+// terminating NUL, which must not reach a report.
+std::string mpi_library_version_text() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
-  MPI_Get_library_version(text, &len);  // allowed before MPI_Init
-  std::string running(text, static_cast<std::size_t>(len));
-  if (auto nl = running.find('\n'); nl != std::string::npos) running.resize(nl);
+  MPI_Get_library_version(text, &len);
+  std::string out(text);
+  if (auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
+  return out;
+}
+
+std::vector<LibraryVersion> ccl_library_versions() {
+  const std::string running = mpi_library_version_text();
 #ifdef OMPI_MAJOR_VERSION
   std::string built = fmt::format("Open MPI v{}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
                                   OMPI_RELEASE_VERSION);
@@ -91,12 +98,7 @@ std::vector<LibraryVersion> ccl_library_versions() {
 }
 
 void describe_backend(const CclBackend& backend, Environment& env) {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(version, &len);
-  std::string mpi(version, static_cast<std::size_t>(len));
-  if (auto nl = mpi.find('\n'); nl != std::string::npos) mpi.resize(nl);
-  env.add_library("MPI", mpi);
+  env.add_library("MPI", mpi_library_version_text());
 #ifdef OPBENCH_HAVE_CUDA
   if (backend.name == "nccl") {
     env.add_library("NCCL", nccl_version_string());

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_options.hpp"
@@ -19,6 +20,8 @@
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/summary.hpp"
 
 namespace opbench {
 namespace {
@@ -61,31 +64,33 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
 class CclReports {
  public:
   CclReports(const CclOptions& o, const std::string& dir, const std::string& run_id)
-      : dir_(dir), run_id_(run_id) {
+      : dir_(dir), run_id_(run_id), formats_(o.report.formats) {
     if (!o.report_csv_path.empty()) all_ = std::make_unique<CsvWriter>(o.report_csv_path);
   }
   void write(CollOp op, const Record& row) {
     if (all_) all_->write(row);
     auto& f = per_op_[op];
-    if (!f.first) {
-      auto base = (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string();
-      f.first = std::make_unique<CsvWriter>(base + ".csv");
-      f.second =
-          std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", run_id_}});
-    }
-    f.first->write(row);
-    f.second->write(row);
+    if (!f)
+      f = std::make_unique<ReportFiles>(
+          (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string(), formats_,
+          nlohmann::json{{"run_id", run_id_}}, "opbench_ccl");
+    f->write(row);
+    rows_.push_back(row);
   }
+  const std::vector<Record>& rows() const { return rows_; }
   void list(std::FILE* out) const {
     if (all_) std::fprintf(out, "  %s (%zu rows)\n", all_->path().c_str(), all_->rows());
     for (const auto& [op, f] : per_op_)
-      std::fprintf(out, "  %s (%zu rows)\n", f.first->path().c_str(), f.first->rows());
+      for (const auto& path : f->paths())
+        std::fprintf(out, "  %s (%zu rows)\n", path.c_str(), f->rows());
   }
 
  private:
   std::string dir_, run_id_;
+  std::set<ReportFormat> formats_;
   std::unique_ptr<CsvWriter> all_;
-  std::map<CollOp, std::pair<std::unique_ptr<CsvWriter>, std::unique_ptr<JsonlWriter>>> per_op_;
+  std::map<CollOp, std::unique_ptr<ReportFiles>> per_op_;
+  std::vector<Record> rows_;
 };
 
 int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
@@ -108,7 +113,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   describe_backend(backend, env);
   env.set("world_size", world);
   env.set("nodes", session.nodes());
-  const std::string dir = o.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report_dir;
+  const std::string dir =
+      o.report.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report.report_dir;
   std::unique_ptr<CclReports> reports;
   // Rank 0 alone writes reports; every rank learns whether it could before anything runs.
   std::string report_error;
@@ -123,7 +129,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   }
   if (session.any(!report_error.empty())) throw bad_input(report_error);
 
-  Progress progress(cases.size(), static_cast<double>(cases.size()), o.quiet || !lead);
+  Progress progress(cases.size(), static_cast<double>(cases.size()), o.report.quiet || !lead);
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
   auto ranks = session.gather_strings(describe_rank(backend, session));
@@ -166,6 +172,15 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (lead) {
     table.finish();
     env.write(dir, true);
+    if (!o.report.summary_path.empty())
+      write_summary(o.report.summary_path, env, reports->rows(),
+                    {fmt::format("bench_ccl: {} ranks, {} backend", world, backend.name),
+                     "busbw_gbps",
+                     true,
+                     {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
+                      "algbw_gbps", "busbw_gbps", "wrong"},
+                     15,
+                     {}});
     std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
     reports->list(stderr);
   }

@@ -100,10 +100,9 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("seq-len", "sequence length (default: the model's)", cxxopts::value<std::string>())
     ("model-dtype", "activation dtype of the model messages", cxxopts::value<std::string>()->default_value("bf16"));
   options.add_options("Report")
-    ("report-csv-path", "one CSV with every row", cxxopts::value<std::string>())
-    ("report-dir-path", "a CSV and JSON lines per op, and environment.json (default reports/ccl-<date>-<time>)", cxxopts::value<std::string>())
-    ("quiet", "no progress on stderr");
+    ("report-csv-path", "one CSV with every row (besides the per-op reports)", cxxopts::value<std::string>());
   // clang-format on
+  add_report_options(options, "ccl");
   auto parsed = parse_command_line(options, argc, argv,
                                    [] { print_versions("bench_ccl", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
@@ -177,8 +176,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
   o.model_dtype = parse_dtype(str("model-dtype"));
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
-  if (p.count("report-dir-path")) o.report_dir = str("report-dir-path");
-  o.quiet = p.count("quiet") > 0;
+  o.report = read_report_options(p);
   return o;
 }
 

@@ -30,8 +30,8 @@ struct CclOptions {
   std::string model_config_path, model;
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   DType model_dtype = DType::bf16;
-  std::string report_csv_path, report_dir;
-  bool quiet = false;
+  std::string report_csv_path;
+  ReportOptions report;
 
   bool wants_model() const { return !model.empty(); }
 };

@@ -116,6 +116,8 @@ void add_report_options(cxxopts::Options& options, std::string_view binary) {
   // clang-format off
   options.add_options("Report")
     ("report-dir-path", fmt::format("directory for CSV, JSON lines and environment.json (default reports/{}-<date>-<time>)", binary), cxxopts::value<std::string>())
+    ("format", "report formats: csv, jsonl, prom (Prometheus textfile)", cxxopts::value<std::string>()->default_value("csv,jsonl"))
+    ("summary-path", "also write a Markdown summary (environment, best results, problems) here", cxxopts::value<std::string>())
     ("quiet", "no progress lines on stderr");
   // clang-format on
 }
@@ -123,6 +125,8 @@ void add_report_options(cxxopts::Options& options, std::string_view binary) {
 ReportOptions read_report_options(const cxxopts::ParseResult& p) {
   ReportOptions r;
   r.quiet = p.count("quiet") > 0;
+  r.formats = parse_report_formats(p["format"].as<std::string>());
+  if (p.count("summary-path")) r.summary_path = p["summary-path"].as<std::string>();
   if (p.count("report-dir-path")) {
     r.report_dir = p["report-dir-path"].as<std::string>();
     if (r.report_dir.empty()) throw bad_input("--report-dir-path: empty path");

@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/measure.hpp"
+#include "common/report_files.hpp"
 
 namespace opbench {
 
@@ -28,6 +30,8 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
 struct ReportOptions {
   std::string report_dir;  // where CSV, JSON lines and environment.json go
   bool quiet = false;      // no progress on stderr
+  std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
+  std::string summary_path;  // Markdown summary, when asked for
 };
 
 struct PeakOverrides {

@@ -60,6 +60,15 @@ std::string format_value(const Value& v) {
   return std::visit(Visitor{}, v);
 }
 
+std::string format_for_people(const Value& v) {
+  const auto* d = std::get_if<double>(&v);
+  if (!d || !std::isfinite(*d)) return format_value(v);
+  double a = std::fabs(*d);
+  if (a >= 100) return fmt::format("{:.1f}", *d);
+  if (a >= 1 || a == 0) return fmt::format("{:.2f}", *d);
+  return fmt::format("{:.3g}", *d);
+}
+
 nlohmann::json value_to_json(const Value& v) {
   struct Visitor {
     nlohmann::json operator()(std::monostate) const { return nullptr; }

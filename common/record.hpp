@@ -61,5 +61,8 @@ class Record {
 // 7 significant digits, nothing for empty.
 std::string format_value(const Value& v);
 nlohmann::json value_to_json(const Value& v);
+// For people (console tables, summaries): reals with one decimal from 100 up, two from 1 up,
+// three significant digits below; the rest as format_value.
+std::string format_for_people(const Value& v);
 
 }  // namespace opbench

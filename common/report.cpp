@@ -32,14 +32,6 @@ void write_line(std::FILE* f, const std::string& line, const std::string& path) 
     throw run_failure(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
 }
 
-// Console numbers: one decimal from 100 up, two from 1 up, three significant digits below.
-std::string table_number(double d) {
-  double a = std::fabs(d);
-  if (a >= 100) return fmt::format("{:.1f}", d);
-  if (a >= 1 || a == 0) return fmt::format("{:.2f}", d);
-  return fmt::format("{:.3g}", d);
-}
-
 bool is_number(const Value& v) {
   return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v);
 }
@@ -145,9 +137,7 @@ void ConsoleTable::print(const Record& row) {
   for (const auto& c : columns_) {
     int w = std::max<int>(c.width, static_cast<int>(c.header.size()));
     const Value* v = row.find(c.field);
-    std::string text = v ? format_value(*v) : "";
-    if (v && std::holds_alternative<double>(*v) && std::isfinite(std::get<double>(*v)))
-      text = table_number(std::get<double>(*v));
+    std::string text = v ? format_for_people(*v) : "";
     line += v && is_number(*v) ? fmt::format("{:>{}} ", text, w) : fmt::format("{:<{}} ", text, w);
   }
   while (!line.empty() && line.back() == ' ')

@@ -18,6 +18,8 @@
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/summary.hpp"
 #include "fsdp/fsdp_options.hpp"
 #include "fsdp/fsdp_plan.hpp"
 #include "fsdp/fsdp_report.hpp"
@@ -53,17 +55,24 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
   Environment env(argc, argv, "bench_fsdp");
   describe_backend(backend, env);
-  const std::string dir = o.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report_dir;
-  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;
-  std::unique_ptr<JsonlWriter> jsonl;
+  const std::string dir =
+      o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
+  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;  // one per collective, at the paths asked for
+  std::unique_ptr<ReportFiles> files;                // fsdp.jsonl and fsdp.prom with every row
   std::string report_error;
   if (lead) {
     try {
       ensure_directory(dir);
       env.write(dir, false);
-      jsonl = std::make_unique<JsonlWriter>((std::filesystem::path(dir) / "fsdp.jsonl").string(),
-                                            nlohmann::json{{"run_id", env.run_id()}});
+      auto formats = o.report.formats;
+      formats.erase(ReportFormat::csv);
+      if (!formats.empty())
+        files =
+            std::make_unique<ReportFiles>((std::filesystem::path(dir) / "fsdp").string(), formats,
+                                          nlohmann::json{{"run_id", env.run_id()}}, "opbench_fsdp");
       for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
+        if (!o.report.formats.count(ReportFormat::csv) && per_collective_csv(o, op).empty())
+          continue;
         std::string path = per_collective_csv(o, op);
         if (path.empty())
           path = (std::filesystem::path(dir) / ("fsdp_" + coll_op_name(op) + ".csv")).string();
@@ -78,7 +87,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   std::map<Signature, std::pair<CollCall, CollResult>> measured;
   for (const auto& e : plan)
     measured.emplace(signature(e), std::pair<CollCall, CollResult>{});
-  Progress progress(measured.size(), static_cast<double>(measured.size()), o.quiet || !lead);
+  Progress progress(measured.size(), static_cast<double>(measured.size()), o.report.quiet || !lead);
   progress.note(
       fmt::format("backend: {} ({}); {} ranks; reduce-scatter {}{}", backend.name, backend.reason,
                   session.world_size(), red_op_name(redop),
@@ -111,6 +120,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
 
   CclContext ctx{backend.name,    session.world_size(), session.local_size(),
                  session.nodes(), o.run.iters,          o.run.aggregation};
+  std::vector<Record> rows;
   std::map<std::string, double> step_us;  // per collective and phase
   double total_us = 0;
   std::size_t failed = 0;
@@ -127,22 +137,43 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
               e.calls_per_step};
     Record row;
     row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
-    csv[e.op]->write(row);
-    jsonl->write(row);
+    if (csv.count(e.op)) csv[e.op]->write(row);
+    if (files) files->write(row);
+    rows.push_back(row);
     failed += result.status == Status::failed;
     const double us = result.time_us * static_cast<double>(e.calls_per_step);
     step_us[coll_op_name(e.op) + " " + e.phase] += us;
     total_us += us;
   }
+  std::string estimate =
+      "## Estimated communication per training step\n\n(sum of calls x measured time, no "
+      "overlap)\n\n"
+      "| collective | ms per step |\n|---|---:|\n";
   std::printf(
       "# Estimated communication per training step (sum of calls x measured time, no overlap):\n");
-  for (const auto& [what, us] : step_us)
+  for (const auto& [what, us] : step_us) {
     std::printf("#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
+    estimate += fmt::format("| {} | {:.3f} |\n", what, us / 1000);
+  }
   std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
+  estimate += fmt::format("| **total** | **{:.3f}** |\n", total_us / 1000);
   env.write(dir, true);
+  if (!o.report.summary_path.empty())
+    write_summary(o.report.summary_path, env, rows,
+                  {fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model, session.world_size(),
+                               o.fsdp.version),
+                   "time_us",
+                   true,
+                   {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us", "busbw_gbps",
+                    "calls_per_step"},
+                   15,
+                   {estimate}});
   std::fprintf(stderr, "Reports:\n");
   for (const auto& [op, w] : csv)
     std::fprintf(stderr, "  %s (%zu rows)\n", w->path().c_str(), w->rows());
+  if (files)
+    for (const auto& path : files->paths())
+      std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files->rows());
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

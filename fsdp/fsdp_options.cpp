@@ -44,10 +44,9 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     ("timeout", "seconds a collective may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("allgather-report-csv-path", "all-gather rows (bench_ccl's columns plus unit, phase)", cxxopts::value<std::string>())
     ("reducescatter-report-csv-path", "reduce-scatter rows", cxxopts::value<std::string>())
-    ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>())
-    ("report-dir-path", "directory for environment.json and JSON lines (default reports/fsdp-<date>-<time>)", cxxopts::value<std::string>())
-    ("quiet", "no progress on stderr");
+    ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>());
   // clang-format on
+  add_report_options(options, "fsdp");
   auto parsed = parse_command_line(options, argc, argv,
                                    [] { print_versions("bench_fsdp", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
@@ -79,7 +78,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   if (p.count("reducescatter-report-csv-path"))
     o.reducescatter_csv = str("reducescatter-report-csv-path");
   if (p.count("allreduce-report-csv-path")) o.allreduce_csv = str("allreduce-report-csv-path");
-  if (p.count("report-dir-path")) o.report_dir = str("report-dir-path");
+
   o.backend = to_lower(str("backend"));
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "mpi")
     throw bad_input(
@@ -93,7 +92,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
   if (o.run.warmup < 0 || o.run.check_passes < 0 || !(o.run.timeout_s >= 0))
     throw bad_input("-w, -c and --timeout must not be negative");
-  o.quiet = p.count("quiet") > 0;
+  o.report = read_report_options(p);
   return o;
 }
 

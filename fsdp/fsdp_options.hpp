@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/coll_runner.hpp"
+#include "common/cli.hpp"
 #include "fsdp/fsdp_plan.hpp"
 
 namespace opbench {
@@ -17,11 +18,11 @@ struct FsdpOptions {
   bool dry_run = false;
   std::string plan_csv_path;
   std::vector<std::string> nccl_logs;
-  std::string allgather_csv, reducescatter_csv, allreduce_csv, report_dir;
+  std::string allgather_csv, reducescatter_csv, allreduce_csv;
   std::string backend = "auto";
   int device_offset = 0;
   CollRunOptions run;
-  bool quiet = false;
+  ReportOptions report;
 };
 
 std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv);

@@ -13,6 +13,8 @@
 #include "common/json_reader.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/summary.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
 #include "gemm/gemm_row.hpp"
@@ -114,12 +116,6 @@ std::unique_ptr<GemmProvider> make_provider(Backend backend, int device) {
   return make_openblas_provider();
 }
 
-// The report files of one group of rows (a model, the shapes file, or the sweep).
-struct ReportFiles {
-  std::unique_ptr<CsvWriter> csv;
-  std::unique_ptr<JsonlWriter> jsonl;
-};
-
 GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& run_options) {
   GemmResult r;
   if (auto why = provider.unsupported(c.problem.dtype)) {
@@ -201,7 +197,9 @@ int bench_gemm_main(int argc, char** argv) {
   progress.note(fmt::format("peaks: {}", peaks.describe()));
 
   GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
-  std::map<std::string, ReportFiles> files;
+  std::map<std::string, std::unique_ptr<ReportFiles>>
+      files;  // one set per model, shapes file or sweep
+  std::vector<Record> rows;
   ConsoleTable table({{"model", "", 14},
                       {"gemm", "", 18},
                       {"pass", "", 5},
@@ -219,14 +217,12 @@ int bench_gemm_main(int argc, char** argv) {
     GemmResult r = run_case(*provider, c, run_options);
     Record row = gemm_row(c, *provider, r, peaks);
     auto& f = files[c.report];
-    if (!f.csv) {
-      auto base = (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
-      f.csv = std::make_unique<CsvWriter>(base + ".csv");
-      f.jsonl =
-          std::make_unique<JsonlWriter>(base + ".jsonl", nlohmann::json{{"run_id", env.run_id()}});
-    }
-    f.csv->write(row);
-    f.jsonl->write(row);
+    if (!f)
+      f = std::make_unique<ReportFiles>(
+          (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string(),
+          o.report.formats, nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm");
+    f->write(row);
+    rows.push_back(row);
     progress.clear();
     table.print(row);
     progress.done(static_cast<double>(c.problem.flops()), progress_line(c, row, r));
@@ -234,10 +230,20 @@ int bench_gemm_main(int argc, char** argv) {
     skipped += r.status == Status::skipped;
   }
   env.write(report_dir, true);
+  if (!o.report.summary_path.empty())
+    write_summary(o.report.summary_path, env, rows,
+                  {fmt::format("bench_gemm on {}", provider->device()),
+                   "tflops",
+                   true,
+                   {"model", "gemm", "pass", "m", "n", "k", "dtype", "time_us", "tflops",
+                    "pct_peak_flops", "cv"},
+                   15,
+                   {}});
   std::fprintf(stderr, "%zu cases: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", cases.size(),
                cases.size() - failed - skipped, skipped, failed, report_dir.c_str());
   for (const auto& [_, f] : files)
-    std::fprintf(stderr, "  %s (%zu rows)\n", f.csv->path().c_str(), f.csv->rows());
+    for (const auto& path : f->paths())
+      std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), f->rows());
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

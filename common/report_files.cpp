@@ -1,0 +1,119 @@
+#include "common/report_files.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+std::string metric_name(const std::string& prefix, const std::string& field) {
+  std::string out = prefix + "_";
+  for (char c : field)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::set<ReportFormat> parse_report_formats(const std::string& text) {
+  std::set<ReportFormat> out;
+  for (const auto& item : split(text, ',')) {
+    auto f = to_lower(item);
+    if (f == "csv")
+      out.insert(ReportFormat::csv);
+    else if (f == "jsonl")
+      out.insert(ReportFormat::jsonl);
+    else if (f == "prom")
+      out.insert(ReportFormat::prom);
+    else
+      throw bad_input(
+          fmt::format("--format: unknown format '{}' (accepted: csv, jsonl, prom)", item));
+  }
+  if (out.empty()) throw bad_input("--format: empty list");
+  return out;
+}
+
+std::string prometheus_text(const std::vector<Record>& rows, const std::string& prefix) {
+  // metric name -> lines, so every metric's samples sit under one HELP/TYPE header
+  std::map<std::string, std::vector<std::string>> series;
+  for (const auto& row : rows) {
+    std::string labels;
+    for (const auto& f : row.fields()) {
+      if (f.kind == FieldKind::metric || std::holds_alternative<std::monostate>(f.value) ||
+          std::holds_alternative<double>(f.value) || f.name == "note")
+        continue;
+      labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", f.name,
+                            label_value(format_value(f.value)));
+    }
+    for (const auto& f : row.fields()) {
+      if (f.kind != FieldKind::metric || std::holds_alternative<std::monostate>(f.value) ||
+          std::holds_alternative<std::string>(f.value))
+        continue;
+      series[metric_name(prefix, f.name)].push_back(
+          fmt::format("{{{}}} {}", labels, format_value(f.value)));
+    }
+  }
+  std::string out;
+  for (const auto& [name, samples] : series) {
+    out += fmt::format("# HELP {} opbench metric\n# TYPE {} gauge\n", name, name);
+    for (const auto& s : samples)
+      out += name + s + "\n";
+  }
+  return out;
+}
+
+ReportFiles::ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
+                         std::string prom_prefix)
+    : base_(std::move(base_path)),
+      formats_(std::move(formats)),
+      prom_prefix_(std::move(prom_prefix)) {
+  if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv");
+  if (formats_.count(ReportFormat::jsonl))
+    jsonl_ = std::make_unique<JsonlWriter>(base_ + ".jsonl", std::move(run));
+}
+
+void ReportFiles::write(const Record& row) {
+  if (csv_) csv_->write(row);
+  if (jsonl_) jsonl_->write(row);
+  if (formats_.count(ReportFormat::prom)) {
+    prom_rows_.push_back(row);
+    const std::string path = base_ + ".prom", tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) throw bad_input(fmt::format("{}: cannot be written", tmp));
+    std::string text = prometheus_text(prom_rows_, prom_prefix_);
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw run_failure(fmt::format("{}: write failed", path));
+  }
+  ++rows_;
+}
+
+std::vector<std::string> ReportFiles::paths() const {
+  std::vector<std::string> out;
+  if (csv_) out.push_back(csv_->path());
+  if (jsonl_) out.push_back(jsonl_->path());
+  if (formats_.count(ReportFormat::prom)) out.push_back(base_ + ".prom");
+  return out;
+}
+
+}  // namespace opbench

@@ -1,0 +1,42 @@
+#pragma once
+// The files one group of rows goes to, in the formats the user chose (--format csv,jsonl,prom):
+//   <base>.csv    the spreadsheet view (one row per case)
+//   <base>.jsonl  the same rows with nested args, metrics, samples and the run id
+//   <base>.prom   Prometheus text format for a textfile collector: one gauge per numeric metric,
+//                 named opbench_<binary>_<metric>, labelled with the row's arguments; rewritten
+//                 atomically (write, then rename) after every row.
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/report.hpp"
+
+namespace opbench {
+
+enum class ReportFormat { csv, jsonl, prom };
+// "csv,jsonl,prom"; unknown names are bad_input naming the flag.
+std::set<ReportFormat> parse_report_formats(const std::string& text);
+
+// Prometheus text of a set of rows (exposed for tests).
+std::string prometheus_text(const std::vector<Record>& rows, const std::string& prefix);
+
+class ReportFiles {
+ public:
+  ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
+              std::string prom_prefix);
+  void write(const Record& row);
+  std::size_t rows() const { return rows_; }
+  std::vector<std::string> paths() const;
+
+ private:
+  std::string base_;
+  std::set<ReportFormat> formats_;
+  std::unique_ptr<CsvWriter> csv_;
+  std::unique_ptr<JsonlWriter> jsonl_;
+  std::string prom_prefix_;
+  std::vector<Record> prom_rows_;
+  std::size_t rows_ = 0;
+};
+
+}  // namespace opbench

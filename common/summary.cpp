@@ -1,0 +1,117 @@
+#include "common/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "common/error.hpp"
+#include "common/report.hpp"
+
+namespace opbench {
+namespace {
+
+std::string text(const Record& r, const std::string& field) {
+  const Value* v = r.find(field);
+  return v ? format_for_people(*v) : "";
+}
+
+double number(const Record& r, const std::string& field) {
+  const Value* v = r.find(field);
+  if (!v) return 0;
+  if (const auto* d = std::get_if<double>(v)) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
+  return 0;
+}
+
+std::string cell(const std::string& s) {  // Markdown table cells cannot hold a bare |
+  std::string out;
+  for (char c : s)
+    out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+std::string summary_markdown(const Environment& env, const std::vector<Record>& rows,
+                             const SummarySpec& spec) {
+  const auto& j = env.json();
+  std::string md = fmt::format("# {}\n\n## Environment\n\n| | |\n|---|---|\n", spec.title);
+  auto line = [&](const std::string& k, const std::string& v) {
+    md += fmt::format("| {} | {} |\n", k, cell(v));
+  };
+  for (const auto& d : j["devices"]) {
+    std::string what = d.value("name", "");
+    if (d.contains("compute_capability"))
+      what +=
+          fmt::format(" (sm {}, {} SMs, {} MiB L2, max SM clock {} MHz)",
+                      d["compute_capability"].get<std::string>(), d["sm_count"].get<int>(),
+                      d["l2_bytes"].get<std::uint64_t>() >> 20, d["max_sm_clock_mhz"].get<int>());
+    line(d.value("kind", "gpu") == "cpu" ? "device (CPU)" : "GPU", what);
+  }
+  for (const auto& [name, version] : j["libraries"].items())
+    line(name, version.get<std::string>());
+  line("CPU",
+       fmt::format("{} ({} threads)", j["cpu"].get<std::string>(), j["cpu_threads"].get<int>()));
+  line("host", fmt::format("{} ({})", j["host"].get<std::string>(), j["os"].get<std::string>()));
+  line("command line", "`" + j["command_line"].get<std::string>() + "`");
+  line("opbench",
+       fmt::format("{}, git {}, {} build", j["opbench_version"].get<std::string>(),
+                   j["git_revision"].get<std::string>(), j["build_type"].get<std::string>()));
+  line("started / ended",
+       fmt::format("{} / {}", j["start_time"].get<std::string>(),
+                   j["end_time"].is_null() ? "-" : j["end_time"].get<std::string>()));
+
+  std::size_t ok = 0, skipped = 0, failed = 0;
+  std::vector<const Record*> measured;
+  for (const auto& r : rows) {
+    const auto status = text(r, "status");
+    ok += status == "ok";
+    skipped += status == "skipped";
+    failed += status == "failed";
+    if (status == "ok" && !text(r, spec.headline).empty()) measured.push_back(&r);
+  }
+  md += fmt::format("\n## Results\n\n{} cases: {} ok, {} skipped, {} failed.\n", rows.size(), ok,
+                    skipped, failed);
+  std::sort(measured.begin(), measured.end(), [&](const Record* a, const Record* b) {
+    return spec.higher_is_better ? number(*a, spec.headline) > number(*b, spec.headline)
+                                 : number(*a, spec.headline) < number(*b, spec.headline);
+  });
+  if (!measured.empty()) {
+    std::string rule;
+    for (std::size_t i = 0; i < spec.columns.size(); ++i)
+      rule += "---|";
+    md += fmt::format(
+        "\n{} {} by {}:\n\n| {} |\n|{}\n", measured.size() > spec.top ? "The best" : "All",
+        std::min(measured.size(), spec.top), spec.headline, fmt::join(spec.columns, " | "), rule);
+    for (std::size_t i = 0; i < measured.size() && i < spec.top; ++i) {
+      std::vector<std::string> cells;
+      for (const auto& c : spec.columns)
+        cells.push_back(cell(text(*measured[i], c)));
+      md += fmt::format("| {} |\n", fmt::join(cells, " | "));
+    }
+  }
+  std::vector<std::string> problems;
+  for (const auto& r : rows)
+    if (text(r, "status") != "ok" && problems.size() < 20) {
+      std::vector<std::string> what;
+      for (const auto& c : spec.columns)
+        if (c != spec.headline) what.push_back(text(r, c));
+      problems.push_back(
+          fmt::format("- {} {}: {}", text(r, "status"), fmt::join(what, " "), text(r, "note")));
+    }
+  if (!problems.empty())
+    md += fmt::format("\n## Skipped and failed\n\n{}\n", fmt::join(problems, "\n"));
+  for (const auto& e : spec.extra)
+    md += "\n" + e + "\n";
+  return md;
+}
+
+void write_summary(const std::string& path, const Environment& env, const std::vector<Record>& rows,
+                   const SummarySpec& spec) {
+  std::ofstream out(path);
+  out << summary_markdown(env, rows, spec);
+  if (!out) throw run_failure(fmt::format("{}: cannot be written", path));
+}
+
+}  // namespace opbench

@@ -1,0 +1,28 @@
+#pragma once
+// --summary-path: a Markdown page a person reads first — what the run ran on (GPU, driver,
+// library versions, CPU, host, command line, git revision, clocks where readable), how many cases
+// were ok, skipped or failed, the best results by the binary's headline figure, and why any row
+// was skipped or failed.
+#include <string>
+#include <vector>
+
+#include "common/env.hpp"
+#include "common/record.hpp"
+
+namespace opbench {
+
+struct SummarySpec {
+  std::string title;     // "bench_gemm: llama3.1-70b at tp 8"
+  std::string headline;  // the figure results are ranked by: "tflops", "busbw_gbps"
+  bool higher_is_better = true;
+  std::vector<std::string> columns;  // what each result row shows
+  std::size_t top = 15;
+  std::vector<std::string> extra;  // more Markdown at the end (e.g. FSDP's per-step estimate)
+};
+
+std::string summary_markdown(const Environment& env, const std::vector<Record>& rows,
+                             const SummarySpec& spec);
+void write_summary(const std::string& path, const Environment& env, const std::vector<Record>& rows,
+                   const SummarySpec& spec);
+
+}  // namespace opbench

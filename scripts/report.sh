@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One report of the whole suite on the hardware present, in one dated folder:
+# GEMM for chosen models, attention shapes, a collectives sweep with the ranks available, the FSDP
+# plan and its replay; CSVs, PNGs (scripts/plot_report.py) and summary.md (every binary's summary).
+#
+#   scripts/report.sh [OUT_DIR]        (default reports/suite-<date>-<time>)
+# Environment: MODELS (GEMM; default llama3.1-8b on a GPU — plus llama3.1-70b at tp 8 — and
+# tiny,llama3.1-8b at seq 256 on the CPU), RANKS (collectives and FSDP; default the GPUs present,
+# or 2 on the CPU with the mpi backend), FSDP_MODEL (default llama3.1-8b), QUICK=1 (tiny sizes
+# everywhere, for a smoke test), BUILD (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-reports/suite-$(date +%Y%m%d-%H%M%S)}
+build=${BUILD:-build}
+[ -x "$build/gemm/bench_gemm" ] || { echo "error: report.sh: $build/gemm/bench_gemm not found: run scripts/build.sh" >&2; exit 2; }
+mkdir -p "$out"
+
+gpus=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpus=$(nvidia-smi -L | wc -l); fi
+ranks=${RANKS:-$([ "$gpus" -gt 0 ] && echo "$gpus" || echo 2)}
+ccl_backend=$([ "$gpus" -gt 0 ] && echo nccl || echo mpi)
+launch=(mpirun -np "$ranks")
+[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
+[ "$gpus" -eq 0 ] && launch+=(--oversubscribe)
+common=(--quiet --format csv,jsonl,prom)
+sampled=()   # bench_gemm and bench_attention sample adaptively ...
+counted=()   # ... bench_ccl and bench_fsdp time -n calls after -w warm-ups, as nccl-tests does
+if [ "${QUICK:-0}" = 1 ]; then
+  gemm_args=(--model tiny --passes fprop); attention_args=(--model tiny --seq-len 128); ccl_sizes=(-b 1K -e 64K -f 8)
+  fsdp_model=tiny; sampled=(--min-time 0.01 --max-time 0.2); counted=(-n 5 -w 1)
+elif [ "$gpus" -gt 0 ]; then
+  gemm_args=(--model "${MODELS:-llama3.1-8b,llama3.1-70b}" --tp 8 --check)
+  attention_args=(--shapes-json-path configs/attention_shapes.json); ccl_sizes=(-b 8 -e 8G -f 2); fsdp_model=${FSDP_MODEL:-llama3.1-8b}
+else
+  gemm_args=(--model "${MODELS:-tiny,llama3.1-8b}" --seq-len 256 --check)
+  attention_args=(--model tiny,llama3.1-8b --seq-len 512,1024); ccl_sizes=(-b 4K -e 16M -f 4); fsdp_model=${FSDP_MODEL:-llama3.1-8b}
+fi
+
+step() { echo "report.sh: $*" >&2; }
+step "GEMM -> $out/gemm"
+"$build/gemm/bench_gemm" "${gemm_args[@]}" "${common[@]}" "${sampled[@]}" --report-dir-path "$out/gemm" --summary-path "$out/gemm/summary.md" > "$out/gemm.txt"
+step "attention -> $out/attention"
+"$build/attention/bench_attention" "${attention_args[@]}" "${common[@]}" "${sampled[@]}" --report-dir-path "$out/attention" --summary-path "$out/attention/summary.md" > "$out/attention.txt"
+step "collectives on $ranks ranks ($ccl_backend) -> $out/ccl"
+"${launch[@]}" "$build/collectives/bench_ccl" --backend "$ccl_backend" "${ccl_sizes[@]}" "${common[@]}" "${counted[@]}" --report-dir-path "$out/ccl" --report-csv-path "$out/ccl/ccl_all.csv" \
+  --summary-path "$out/ccl/summary.md" > "$out/ccl.txt"
+step "FSDP plan of $fsdp_model at $ranks ranks -> $out/fsdp"
+mkdir -p "$out/fsdp"
+"$build/fsdp/bench_fsdp" --model "$fsdp_model" --world-size "$ranks" --dry-run --plan-csv-path "$out/fsdp/plan.csv" > "$out/fsdp_plan.txt"
+"${launch[@]}" "$build/fsdp/bench_fsdp" --model "$fsdp_model" --backend "$ccl_backend" "${common[@]}" "${counted[@]}" --report-dir-path "$out/fsdp" --summary-path "$out/fsdp/summary.md" > "$out/fsdp.txt"
+
+step "plots -> $out/plots"
+/usr/bin/python3 scripts/plot_report.py "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/ccl/ccl_all.csv \
+  "$out"/fsdp/fsdp_all_gather.csv --out "$out/plots" > /dev/null
+{
+  echo "# opbench report, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo
+  for part in gemm attention ccl fsdp; do sed 's/^# /## /; s/^## \([A-Z]\)/### \1/' "$out/$part/summary.md"; echo; done
+  echo "## Plots"
+  echo
+  for png in "$out"/plots/*.png; do echo "![$(basename "$png" .png)](plots/$(basename "$png"))"; done
+} > "$out/summary.md"
+step "done: $out/summary.md"
