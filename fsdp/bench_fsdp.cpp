@@ -58,18 +58,15 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   const std::string dir =
       o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
   std::map<CollOp, std::unique_ptr<CsvWriter>> csv;  // one per collective, at the paths asked for
-  std::unique_ptr<ReportFiles> files;                // fsdp.jsonl and fsdp.prom with every row
+  std::unique_ptr<ReportFiles> files;                // fsdp.csv, .jsonl and .prom: every row
   std::string report_error;
   if (lead) {
     try {
       ensure_directory(dir);
       env.write(dir, false);
-      auto formats = o.report.formats;
-      formats.erase(ReportFormat::csv);
-      if (!formats.empty())
-        files =
-            std::make_unique<ReportFiles>((std::filesystem::path(dir) / "fsdp").string(), formats,
-                                          nlohmann::json{{"run_id", env.run_id()}}, "opbench_fsdp");
+      files = std::make_unique<ReportFiles>(
+          (std::filesystem::path(dir) / "fsdp").string(), o.report.formats,
+          nlohmann::json{{"run_id", env.run_id()}}, "opbench_fsdp");
       for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
         if (!o.report.formats.count(ReportFormat::csv) && per_collective_csv(o, op).empty())
           continue;

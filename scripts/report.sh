@@ -50,8 +50,9 @@ mkdir -p "$out/fsdp"
 "${launch[@]}" "$build/fsdp/bench_fsdp" --model "$fsdp_model" --backend "$ccl_backend" "${common[@]}" "${counted[@]}" --report-dir-path "$out/fsdp" --summary-path "$out/fsdp/summary.md" > "$out/fsdp.txt"
 
 step "plots -> $out/plots"
+rm -rf "$out/plots"  # no stale charts from an earlier run into the same folder
 /usr/bin/python3 scripts/plot_report.py "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/ccl/ccl_all.csv \
-  "$out"/fsdp/fsdp_all_gather.csv --out "$out/plots" > /dev/null
+  "$out"/fsdp/fsdp.csv --out "$out/plots" > /dev/null
 {
   echo "# opbench report, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo
