@@ -9,11 +9,13 @@
 #include "common/backend.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
+#include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
+#include "common/resume.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
 
@@ -164,8 +166,10 @@ int bench_attention_main(int argc, char** argv) {
   std::string base = csv_path;
   if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
     base.resize(base.size() - 4);
+  // --resume: the cases the report holds already are not run again; new rows go after them.
+  const FinishedCases finished = o.report.resume ? FinishedCases(base + ".csv") : FinishedCases();
   ReportFiles files(base, o.report.formats, nlohmann::json{{"run_id", env.run_id()}},
-                    "opbench_attention");
+                    "opbench_attention", o.report.resume);
   std::vector<Record> rows;
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   double total = 0;
@@ -190,10 +194,17 @@ int bench_attention_main(int argc, char** argv) {
                       {"max_abs_err", "max_err", 8},
                       {"status", "", 7}});
   AttentionRunOptions run{o.measure, o.check, o.check_heads};
-  std::size_t failed = 0;
+  std::size_t failed = 0, done = 0;
+  install_interrupt_handlers();
   for (const auto& c : cases) {
+    if (interrupted()) break;
     const std::string label = fmt::format("{} {} {} {}", c.shape.model, c.shape.dims(),
                                           dtype_name(c.shape.dtype), attention_pass_name(c.pass));
+    if (finished.contains(attention_row(c, *provider, AttentionResult{}, peaks))) {
+      progress.done(static_cast<double>(c.shape.flops(c.pass)), label + "  already in the report");
+      ++done;
+      continue;
+    }
     progress.start(label);
     AttentionResult r;
     if (auto why = provider->unsupported(c.shape, c.pass)) {
@@ -213,6 +224,7 @@ int bench_attention_main(int argc, char** argv) {
     rows.push_back(row);
     progress.clear();
     table.print(row);
+    ++done;
     failed += r.status == Status::failed;
     progress.done(
         static_cast<double>(c.shape.flops(c.pass)),
@@ -235,6 +247,13 @@ int bench_attention_main(int argc, char** argv) {
   std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
   for (const auto& path : files.paths())
     std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
+  if (interrupted()) {
+    std::fprintf(stderr,
+                 "interrupted after %zu of %zu cases; every finished case is in the report "
+                 "(continue with --resume)\n",
+                 done, cases.size());
+    return interrupted_exit_code();
+  }
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

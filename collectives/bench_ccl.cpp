@@ -16,6 +16,7 @@
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
@@ -143,7 +144,11 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                  session.nodes(), o.run.iters, o.run.aggregation};
   NcclTestsTable table(o.run.per_iter, o.wants_model() ? o.placements.size() : o.placements.size());
   std::size_t failed = 0;
+  install_interrupt_handlers();
+  bool stopped = false;
   for (const auto& c : cases) {
+    // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between cases.
+    if ((stopped = session.any(interrupted()))) break;
     auto& comm = comms[c.group_size];
     if (!comm) comm = make_communicator(backend, session, session.group_comm(c.group_size));
     CollCall call{c.op,
@@ -183,6 +188,10 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                      {}});
     std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
     reports->list(stderr);
+  }
+  if (stopped) {
+    if (lead) std::fprintf(stderr, "interrupted; every finished case is in the reports\n");
+    return interrupted() ? interrupted_exit_code() : 128 + 15;
   }
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }

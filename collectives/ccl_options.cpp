@@ -177,6 +177,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.model_dtype = parse_dtype(str("model-dtype"));
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
   o.report = read_report_options(p);
+  if (o.report.resume)
+    throw bad_input("--resume: bench_ccl does not resume (its sweeps are quick to run again)");
   return o;
 }
 

@@ -118,6 +118,7 @@ void add_report_options(cxxopts::Options& options, std::string_view binary) {
     ("report-dir-path", fmt::format("directory for CSV, JSON lines and environment.json (default reports/{}-<date>-<time>)", binary), cxxopts::value<std::string>())
     ("format", "report formats: csv, jsonl, prom (Prometheus textfile)", cxxopts::value<std::string>()->default_value("csv,jsonl"))
     ("summary-path", "also write a Markdown summary (environment, best results, problems) here", cxxopts::value<std::string>())
+    ("resume", "continue the reports in --report-dir-path: cases they already hold are not run again")
     ("quiet", "no progress lines on stderr");
   // clang-format on
 }
@@ -127,10 +128,13 @@ ReportOptions read_report_options(const cxxopts::ParseResult& p) {
   r.quiet = p.count("quiet") > 0;
   r.formats = parse_report_formats(p["format"].as<std::string>());
   if (p.count("summary-path")) r.summary_path = p["summary-path"].as<std::string>();
+  r.resume = p.count("resume") > 0;
   if (p.count("report-dir-path")) {
     r.report_dir = p["report-dir-path"].as<std::string>();
     if (r.report_dir.empty()) throw bad_input("--report-dir-path: empty path");
   }
+  if (r.resume && r.report_dir.empty())
+    throw bad_input("--resume needs the --report-dir-path of the run to continue");
   return r;
 }
 

@@ -32,6 +32,7 @@ struct ReportOptions {
   bool quiet = false;      // no progress on stderr
   std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
   std::string summary_path;  // Markdown summary, when asked for
+  bool resume = false;       // continue the reports in report_dir, skipping the cases they hold
 };
 
 struct PeakOverrides {

@@ -16,13 +16,13 @@ namespace fs = std::filesystem;
 namespace opbench {
 namespace {
 
-std::FILE* open_for_writing(const std::string& path) {
+std::FILE* open_for_writing(const std::string& path, bool append = false) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
   auto parent = fs::path(path).parent_path();
   if (!parent.empty()) ensure_directory(parent.string());
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f) throw bad_input(fmt::format("{}: cannot be written: {}", path, std::strerror(errno)));
   return f;
 }
@@ -49,7 +49,55 @@ std::string csv_escape(const std::string& field) {
   return out;
 }
 
-CsvWriter::CsvWriter(std::string path) : path_(std::move(path)), file_(open_for_writing(path_)) {}
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) throw bad_input(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false, any = false;
+  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) {
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        int next = std::fgetc(f);
+        if (next == '"') {
+          field += '"';
+        } else {
+          quoted = false;
+          if (next != EOF) std::ungetc(next, f);
+        }
+      } else {
+        field += static_cast<char>(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(std::move(field));
+      field.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(std::move(field));
+      field.clear();
+      rows.emplace_back();
+    } else if (c != '\r') {
+      field += static_cast<char>(c);
+    }
+  }
+  std::fclose(f);
+  if (!field.empty() || (!rows.back().empty())) rows.back().push_back(std::move(field));
+  if (rows.back().empty()) rows.pop_back();
+  if (!any) rows.clear();
+  return rows;
+}
+
+CsvWriter::CsvWriter(std::string path, bool append) : path_(std::move(path)) {
+  std::error_code ec;
+  if (append && std::filesystem::exists(path_, ec) && std::filesystem::file_size(path_, ec) > 0) {
+    auto existing = read_csv(path_);
+    columns_ = existing.front();
+    rows_ = existing.size() - 1;
+  }
+  file_ = open_for_writing(path_, append);
+}
 
 CsvWriter::~CsvWriter() {
   if (file_) std::fclose(file_);
@@ -66,7 +114,10 @@ void CsvWriter::write(const Record& row) {
     }
     write_line(file_, header, path_);
   } else if (names != columns_) {
-    throw std::logic_error("CsvWriter: a row's columns differ from the header's in " + path_);
+    throw bad_input(
+        fmt::format("{}: its columns differ from this run's (written by another version?); "
+                    "cannot continue it",
+                    path_));
   }
   std::string line;
   for (std::size_t i = 0; i < row.fields().size(); ++i) {
@@ -97,8 +148,10 @@ nlohmann::json record_to_json(const Record& row) {
   return j;
 }
 
-JsonlWriter::JsonlWriter(std::string path, nlohmann::json run_metadata)
-    : path_(std::move(path)), file_(open_for_writing(path_)), run_(std::move(run_metadata)) {}
+JsonlWriter::JsonlWriter(std::string path, nlohmann::json run_metadata, bool append)
+    : path_(std::move(path)),
+      file_(open_for_writing(path_, append)),
+      run_(std::move(run_metadata)) {}
 
 JsonlWriter::~JsonlWriter() {
   if (file_) std::fclose(file_);

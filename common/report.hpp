@@ -14,10 +14,14 @@ namespace opbench {
 // quotes doubled; anything else is written as is.
 std::string csv_escape(const std::string& field);
 
+// Reads an RFC 4180 CSV file into rows of fields (the header is row 0); bad_input if unreadable.
+std::vector<std::vector<std::string>> read_csv(const std::string& path);
+
 class CsvWriter {
  public:
-  // Creates (truncates) the file; throws bad_input when it cannot be written.
-  explicit CsvWriter(std::string path);
+  // Creates (truncates) the file; throws bad_input when it cannot be written. With `append`, an
+  // existing report is continued: its header fixes the columns and new rows go after its rows.
+  explicit CsvWriter(std::string path, bool append = false);
   ~CsvWriter();
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;
@@ -38,7 +42,7 @@ class CsvWriter {
 // "run": {...}}.
 class JsonlWriter {
  public:
-  JsonlWriter(std::string path, nlohmann::json run_metadata);
+  JsonlWriter(std::string path, nlohmann::json run_metadata, bool append = false);
   ~JsonlWriter();
   JsonlWriter(const JsonlWriter&) = delete;
   JsonlWriter& operator=(const JsonlWriter&) = delete;

@@ -82,13 +82,13 @@ std::string prometheus_text(const std::vector<Record>& rows, const std::string& 
 }
 
 ReportFiles::ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
-                         std::string prom_prefix)
+                         std::string prom_prefix, bool append)
     : base_(std::move(base_path)),
       formats_(std::move(formats)),
       prom_prefix_(std::move(prom_prefix)) {
-  if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv");
+  if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv", append);
   if (formats_.count(ReportFormat::jsonl))
-    jsonl_ = std::make_unique<JsonlWriter>(base_ + ".jsonl", std::move(run));
+    jsonl_ = std::make_unique<JsonlWriter>(base_ + ".jsonl", std::move(run), append);
 }
 
 void ReportFiles::write(const Record& row) {

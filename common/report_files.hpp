@@ -23,8 +23,9 @@ std::string prometheus_text(const std::vector<Record>& rows, const std::string& 
 
 class ReportFiles {
  public:
+  // `append`: continue the CSV and JSON lines of an earlier run (--resume).
   ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
-              std::string prom_prefix);
+              std::string prom_prefix, bool append = false);
   void write(const Record& row);
   std::size_t rows() const { return rows_; }
   std::vector<std::string> paths() const;

@@ -14,6 +14,7 @@
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/progress.hpp"
@@ -92,7 +93,12 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   CollRunner runner(session, o.run);
   std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
       comms;  // (replica group?, size)
+  install_interrupt_handlers();
   for (auto& [sig, slot] : measured) {
+    if (session.any(interrupted())) {  // every rank stops at the same collective
+      if (lead) std::fprintf(stderr, "interrupted; nothing of the replay is reported\n");
+      return interrupted() ? interrupted_exit_code() : 128 + 15;
+    }
     auto [op, dtype, count, group] = sig;
     const bool replica_group =
         op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups

@@ -93,6 +93,8 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   if (o.run.warmup < 0 || o.run.check_passes < 0 || !(o.run.timeout_s >= 0))
     throw bad_input("-w, -c and --timeout must not be negative");
   o.report = read_report_options(p);
+  if (o.report.resume)
+    throw bad_input("--resume: bench_fsdp does not resume (its plan is quick to run again)");
   return o;
 }
 

@@ -10,10 +10,12 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
+#include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
+#include "common/resume.hpp"
 #include "common/summary.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
@@ -211,16 +213,32 @@ int bench_gemm_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"pct_peak_flops", "%peak", 5},
                       {"status", "", 7}});
-  std::size_t failed = 0, skipped = 0;
+  std::size_t failed = 0, skipped = 0, done = 0, resumed = 0;
+  std::map<std::string, FinishedCases> finished;  // --resume: what each report already holds
+  install_interrupt_handlers();
   for (auto& c : cases) {
+    if (interrupted()) break;
+    const auto base =
+        (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
+    if (o.report.resume) {
+      if (!finished.count(c.report)) finished.emplace(c.report, FinishedCases(base + ".csv"));
+      GemmCase as_run = c;
+      as_run.problem = provider->as_run(c.problem, nullptr);
+      if (finished.at(c.report).contains(gemm_row(as_run, *provider, GemmResult{}, peaks))) {
+        ++resumed;
+        progress.done(static_cast<double>(c.problem.flops()),
+                      case_label(c) + "  already in the report");
+        continue;
+      }
+    }
     progress.start(case_label(c));
     GemmResult r = run_case(*provider, c, run_options);
     Record row = gemm_row(c, *provider, r, peaks);
     auto& f = files[c.report];
     if (!f)
-      f = std::make_unique<ReportFiles>(
-          (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string(),
-          o.report.formats, nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm");
+      f = std::make_unique<ReportFiles>(base, o.report.formats,
+                                        nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm",
+                                        o.report.resume);
     f->write(row);
     rows.push_back(row);
     progress.clear();
@@ -228,6 +246,7 @@ int bench_gemm_main(int argc, char** argv) {
     progress.done(static_cast<double>(c.problem.flops()), progress_line(c, row, r));
     failed += r.status == Status::failed;
     skipped += r.status == Status::skipped;
+    ++done;
   }
   env.write(report_dir, true);
   if (!o.report.summary_path.empty())
@@ -239,11 +258,19 @@ int bench_gemm_main(int argc, char** argv) {
                     "pct_peak_flops", "cv"},
                    15,
                    {}});
-  std::fprintf(stderr, "%zu cases: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", cases.size(),
-               cases.size() - failed - skipped, skipped, failed, report_dir.c_str());
+  std::fprintf(stderr, "%zu cases run: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", done,
+               done - failed - skipped, skipped, failed, report_dir.c_str());
   for (const auto& [_, f] : files)
     for (const auto& path : f->paths())
       std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), f->rows());
+  if (resumed) std::fprintf(stderr, "%zu cases were already in the reports (--resume)\n", resumed);
+  if (interrupted()) {
+    std::fprintf(stderr,
+                 "interrupted after %zu of %zu cases; every finished case is in the reports "
+                 "(continue with --resume)\n",
+                 done + resumed, cases.size());
+    return interrupted_exit_code();
+  }
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

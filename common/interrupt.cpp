@@ -1,0 +1,33 @@
+#include "common/interrupt.hpp"
+
+#include <csignal>
+
+namespace opbench {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int sig) {
+  if (g_signal != 0) {  // the second one: stop now
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_signal = sig;
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+}
+
+bool interrupted() {
+  return g_signal != 0;
+}
+int interrupted_exit_code() {
+  return 128 + static_cast<int>(g_signal);
+}
+
+}  // namespace opbench

@@ -1,0 +1,12 @@
+#pragma once
+// SIGINT and SIGTERM end a run between cases, not inside one: the handler only records the
+// signal, and the run loops stop before their next case, close their reports (every finished row
+// is already flushed, so the files stay well formed) and exit with 128 + the signal number. A
+// second signal ends the process at once.
+namespace opbench {
+
+void install_interrupt_handlers();
+bool interrupted();
+int interrupted_exit_code();  // 130 for SIGINT, 143 for SIGTERM
+
+}  // namespace opbench

@@ -1,0 +1,27 @@
+#pragma once
+// --resume: which cases a report already holds. A case is there when some row of the CSV has the
+// same value in every argument column of the case's own row (status and figures aside), so a run
+// that was stopped can be started again and only run what is missing.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/record.hpp"
+
+namespace opbench {
+
+class FinishedCases {
+ public:
+  FinishedCases() = default;
+  explicit FinishedCases(const std::string& csv_path);  // no file yet: nothing finished
+  bool contains(const Record& case_row) const;
+  std::size_t size() const { return rows_.size(); }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+  mutable std::vector<std::string> key_columns_;
+  mutable std::set<std::vector<std::string>> keys_;
+};
+
+}  // namespace opbench
