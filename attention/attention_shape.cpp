@@ -78,8 +78,12 @@ void validate(const AttentionShape& s, const std::string& where) {
 }
 
 std::vector<AttentionShape> load_attention_shapes(const std::string& path) {
+  return attention_shapes_from_json(load_json_file(path), path);
+}
+
+std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc,
+                                                       const std::string& path) {
   constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24, kMaxHeads = 1 << 16, kMaxDim = 1 << 12;
-  const auto doc = load_json_file(path);
   const auto& entries = expect_entry_list(doc, path);
   std::vector<AttentionShape> out;
   for (std::size_t i = 0; i < entries.size(); ++i) {

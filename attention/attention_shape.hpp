@@ -6,6 +6,8 @@
 //   fwd = 2·B·Hq·Sq·Savg·(Dqk + Dv), Savg = Skv, or (max(0, Skv - Sq) + Skv) / 2 when causal
 //   bwd = 2.5 · fwd
 // GQA changes bytes, not FLOPs: K and V are read with Hkv heads.
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ void validate(const AttentionShape& s, const std::string& where);
 // configs/attention_shapes.json: [{model, batch_size, seqlen_q, seqlen_kv, num_head_q,
 // num_head_kv, head_dim_qk, head_dim_v, causal, dtype}].
 std::vector<AttentionShape> load_attention_shapes(const std::string& path);
+std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc,
+                                                       const std::string& path);
 
 // The attention of a model's layers: causal, its heads and head dims (MLA: K takes
 // qk_nope + qk_rope, V v_head_dim), for every sequence length and micro-batch.

@@ -47,7 +47,10 @@ nlohmann::json load_json_file(const std::string& path) {
   if (!in) throw bad_input(fmt::format("{}: cannot be read", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string text = buffer.str();
+  return parse_json_text(buffer.str(), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw bad_input(fmt::format("{}: the file is empty, expected JSON", path));
   try {
@@ -59,6 +62,13 @@ nlohmann::json load_json_file(const std::string& path) {
     auto colon = what.find(": ", what.find("parse error"));
     std::string why = colon == std::string::npos ? what : what.substr(colon + 2);
     throw bad_input(fmt::format("{}:{}:{}: JSON syntax error: {}", path, line, col, why));
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number too large for any type ("1e999",
+    // found by fuzzing): "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    std::string what = e.what();
+    auto bracket = what.find("] ");
+    throw bad_input(fmt::format("{}: JSON error: {}", path,
+                                bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
 }
 

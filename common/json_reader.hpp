@@ -15,6 +15,8 @@ namespace opbench {
 // Parses a JSON file; a missing file, a directory, or a syntax error (with line and column)
 // throws bad_input naming the path.
 nlohmann::json load_json_file(const std::string& path);
+// Parses JSON text; `path` names it in errors (the file it came from).
+nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
 // The top-level list of entries of an input file ("a list of objects").
 const nlohmann::json& expect_entry_list(const nlohmann::json& doc, const std::string& path);

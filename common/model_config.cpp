@@ -87,7 +87,10 @@ ModelConfig read_model(JsonEntry& e) {
 }  // namespace
 
 std::vector<ModelConfig> load_models(const std::string& path) {
-  const auto doc = load_json_file(path);
+  return models_from_json(load_json_file(path), path);
+}
+
+std::vector<ModelConfig> models_from_json(const nlohmann::json& doc, const std::string& path) {
   const auto& entries = expect_entry_list(doc, path);
   std::vector<ModelConfig> models;
   std::set<std::string> names;

@@ -1,5 +1,7 @@
 #pragma once
 // configs/models.json: transformer model descriptions with Hugging Face-style keys.
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +54,8 @@ struct ModelConfig {
 
 // Loads and validates every model of a models.json file.
 std::vector<ModelConfig> load_models(const std::string& path);
+// The same from a parsed document; `path` names it in errors.
+std::vector<ModelConfig> models_from_json(const nlohmann::json& doc, const std::string& path);
 
 // The models named in a comma-separated list ("all" or empty: every model), in list order.
 // An unknown name is a bad_input error listing the known ones.

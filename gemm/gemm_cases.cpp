@@ -59,7 +59,11 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
 }
 
 std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vector<DType>& dtypes) {
-  const auto doc = load_json_file(path);
+  return shape_cases_from_json(load_json_file(path), path, dtypes);
+}
+
+std::vector<GemmCase> shape_cases_from_json(const nlohmann::json& doc, const std::string& path,
+                                            const std::vector<DType>& dtypes) {
   const auto& entries = expect_entry_list(doc, path);
   std::vector<GemmCase> out;
   for (std::size_t i = 0; i < entries.size(); ++i) {

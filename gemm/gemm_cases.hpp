@@ -1,5 +1,7 @@
 #pragma once
 // The list of GEMM cases a run measures, from model configs, an explicit shapes file, or sweeps.
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +31,8 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
 // configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a
 // dtype run every dtype of `dtypes`.
 std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vector<DType>& dtypes);
+std::vector<GemmCase> shape_cases_from_json(const nlohmann::json& doc, const std::string& path,
+                                            const std::vector<DType>& dtypes);
 
 // Every (m, n, k) combination of the lists, in one layout ("NN", "NT", "TN", "TT").
 std::vector<GemmCase> sweep_cases(const std::vector<std::int64_t>& ms,

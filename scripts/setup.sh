@@ -8,7 +8,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcxxopts-dev catch2
   libopenblas-dev openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-matplotlib
-  clang-format
+  clang-format clang libclang-rt-14-dev
 )
 
 missing=()

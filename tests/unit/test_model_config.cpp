@@ -65,6 +65,9 @@ TEST_CASE("model config errors name the file, the entry and the key") {
   CHECK_THROWS_WITH(bad("moe.json", one_model(R"(, "n_routed_experts": 8)"))(),
                     Catch::Contains("key 'num_experts_per_tok': missing"));
   CHECK_THROWS_WITH(bad("top.json", "{}")(), Catch::Contains("expected a list of entries"));
+  // Found by fuzzing: a number too large for any type is not a syntax error to nlohmann.
+  CHECK_THROWS_WITH(bad("overflow.json", one_model(R"(, "head_dim": 1e999)"))(),
+                    Catch::Contains("overflow.json: JSON error: number overflow parsing '1e999'"));
   CHECK_THROWS_WITH(bad("empty.json", "  \n")(), Catch::Contains("the file is empty"));
   CHECK_THROWS_WITH(bad("dup.json", std::string("[") + kLlama + "}," + kLlama + "}]")(),
                     Catch::Contains("entry 1 (\"m\"): key 'model': 'm' appears twice"));

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, with AddressSanitizer and UndefinedBehaviorSanitizer) and
+# runs each for FUZZ_SECONDS (default 60) from the seeds the repo keeps: the shipped configs, the
+# test fixtures and tests/fuzz/corpus. A crash, leak or sanitizer report fails the script, and
+# the input that caused it is left in build-fuzz/findings/.
+#   scripts/fuzz.sh [TARGET...]        (default: every target)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(models attention_shapes gemm_shapes cli nccl_log)
+
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPBENCH_WITH_CUDA=OFF \
+  -DOPBENCH_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" > /dev/null
+cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") > build-fuzz/build.log \
+  || { tail -30 build-fuzz/build.log; exit 1; }
+
+seeds() {  # comma-separated seed files of a target
+  case "$1" in
+    models) ls configs/models.json tests/data/bad_models_*.json ;;
+    attention_shapes) ls configs/attention_shapes.json tests/data/attention_small.json tests/data/bad_attention_*.json ;;
+    gemm_shapes) ls configs/gemm_shapes.json tests/data/gemm_shapes_small.json tests/data/bad_gemm_shapes.json ;;
+    cli) ls tests/fuzz/corpus/cli/* ;;
+    nccl_log) ls tests/data/nccl_log_llama3_70b.txt ;;
+  esac | paste -sd, -
+}
+
+mkdir -p build-fuzz/findings
+status=0
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  mkdir -p "$corpus"
+  log=build-fuzz/fuzz_$t.log
+  if ASAN_OPTIONS=detect_leaks=1 build-fuzz/tests/fuzz/fuzz_$t "$corpus" -seed_inputs="$(seeds "$t")" \
+       -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
+       -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 > "$log" 2>&1; then
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+    echo "fuzz_$t: ok, $runs executions in ${seconds} s"
+  else
+    echo "fuzz_$t: FAILED (see $log):"
+    grep -E "ERROR|SUMMARY|runtime error|terminate called|what\(\)" "$log" | head -8
+    status=1
+  fi
+done
+exit $status
