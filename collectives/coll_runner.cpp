@@ -45,8 +45,11 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   };
   if (stall_here && !options_.stall_inside) stall();
   session_.arrival_check(label, options_.timeout_s);
-  // Rank 0 speaks first; the others give it 2 s more, so one line explains the abort.
-  const double deadline = options_.timeout_s + (session_.world_rank() == 0 ? 0.0 : 2.0);
+  // Rank 0 speaks: its watchdog fires when it is stuck, and mpirun ends every rank when rank 0
+  // dies. The others' are a backstop, late enough (2x + 10 s) that mpirun has taken the job down
+  // first even when it is slow to (under sanitizers), so one line explains the abort.
+  const double deadline =
+      session_.world_rank() == 0 ? options_.timeout_s : 2 * options_.timeout_s + 10;
   watchdog_.arm(options_.timeout_s > 0 ? deadline : 0, [&comm, this, label] {
     std::fprintf(
         stderr,

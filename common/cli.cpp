@@ -202,6 +202,20 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
       throw bad_input(
           fmt::format("unexpected argument '{}' (see --help)", parsed.unmatched().front()));
     return parsed;
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    // cxxopts says "Argument 'nan' failed to parse" without the flag; find which flag got it.
+    std::string what = e.what(), value;
+    auto open = what.find("\xe2\x80\x98"), close = what.find("\xe2\x80\x99");  // ‘ and ’
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      value = what.substr(open + 3, close - open - 3);
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (i > 1 && a == value && std::string(argv[i - 1]).rfind("-", 0) == 0)
+        throw bad_input(fmt::format("{}: '{}' is not a valid value (see --help)", argv[i - 1], value));
+      if (auto eq = a.find('='); eq != std::string::npos && a.substr(eq + 1) == value)
+        throw bad_input(fmt::format("{}: '{}' is not a valid value (see --help)", a.substr(0, eq), value));
+    }
+    throw bad_input(fmt::format("{} (see --help)", what));
   } catch (const cxxopts::exceptions::exception& e) {
     throw bad_input(fmt::format("{} (see --help)", e.what()));
   }

@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs every test (unit and integration) with ctest.
+# Sets everything up, builds, and runs every test:
+#  1. the suite (unit and integration tests, ctest) on the normal build;
+#  2. the same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build (scripts/test_sanitizers.sh);
+#  3. every fuzz target for FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
+# OPBENCH_TESTS=suite runs only the first (a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 900
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+if [ "${OPBENCH_TESTS:-all}" = all ]; then
+  echo "== sanitizers: the suite again under ASan + UBSan" >&2
+  bash scripts/test_sanitizers.sh
+  echo "== fuzzing: every input parser" >&2
+  bash scripts/fuzz.sh
+fi

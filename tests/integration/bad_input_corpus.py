@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Runs the real binaries on a corpus of bad inputs (tests/data/bad and flag values). Each must
+exit 2, never die on a signal, and print exactly one line starting with 'error:' that names what
+is wrong (the file, the entry and the key, or the flag). Prints one line per case and a count.
+
+Usage: bad_input_corpus.py BUILD_DIR DATA_DIR SCRATCH_DIR
+"""
+import os
+import subprocess
+import sys
+
+build, data, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+bad = os.path.join(data, "bad")
+gemm = [os.path.join(build, "gemm/bench_gemm"), "--backend", "cpu", "--quiet", "--report-dir-path", scratch]
+attention = [os.path.join(build, "attention/bench_attention"), "--backend", "cpu", "--quiet", "--report-dir-path", scratch]
+ccl = [os.path.join(build, "collectives/bench_ccl"), "--backend", "mpi", "--quiet", "--report-dir-path", scratch]
+fsdp = [os.path.join(build, "fsdp/bench_fsdp"), "--quiet"]
+
+CASES = [
+    # (what, command, text the error line must contain)
+    ("empty models file", gemm + ["--model-config-path", f"{bad}/empty.json"], "empty.json: the file is empty"),
+    ("binary garbage", gemm + ["--model-config-path", f"{bad}/garbage.json"], "garbage.json:1:1: JSON syntax error"),
+    ("NaN in JSON", gemm + ["--model-config-path", f"{bad}/nan.json"], "nan.json:1:"),
+    ("a directory for a file", gemm + ["--model-config-path", f"{bad}/a_directory.json"], "a_directory.json: is a directory"),
+    ("huge dim", gemm + ["--model-config-path", f"{bad}/models_huge.json"], "entry 0 (\"huge\"): key 'hidden_size': 1e+30 is out of range"),
+    ("fractional seqlen", gemm + ["--model-config-path", f"{bad}/models_fraction.json"], "key 'seqlen': expected an integer, got the number 128.5"),
+    ("zero heads", gemm + ["--model-config-path", f"{bad}/models_zero_heads.json"], "key 'num_attention_heads': 0 is out of range"),
+    ("misspelt key", gemm + ["--model-config-path", f"{bad}/models_unknown_key.json"], "unknown key 'num_hiden_layers'"),
+    ("object, not a list", gemm + ["--model-config-path", f"{bad}/models_object.json"], "expected a list of entries"),
+    ("number as an entry", gemm + ["--model-config-path", f"{bad}/models_number_entry.json"], "entry 0: expected an object, got the number 42"),
+    ("GEMM m = 0", gemm + ["--shapes-json-path", f"{bad}/gemm_zero_m.json"], "entry 0 (\"zero-m\"): key 'm': 0 is out of range"),
+    ("GEMM negative k", gemm + ["--shapes-json-path", f"{bad}/gemm_negative_k.json"], "key 'k': -8 is out of range"),
+    ("GEMM fractional m", gemm + ["--shapes-json-path", f"{bad}/gemm_fraction.json"], "key 'm': expected an integer"),
+    ("GEMM transpose X", gemm + ["--shapes-json-path", f"{bad}/gemm_bad_transpose.json"], "key 'transa': 'x' is not N or T"),
+    ("GEMM huge m", gemm + ["--shapes-json-path", f"{bad}/gemm_huge.json"], "key 'm': 99999999999999 is out of range"),
+    ("GEMM unknown dtype", gemm + ["--shapes-json-path", f"{bad}/gemm_unknown_dtype.json"], "key 'dtype': unknown dtype 'int4'"),
+    ("GEMM huge sweep size", gemm + ["--m", "99999999999T", "--n", "8", "--k", "8"], "--m: '99999999999T' is not a size"),
+    ("GEMM fractional tp", gemm + ["--model", "tiny", "--tp", "1.5"], "--tp: '1.5' is not a size"),
+    ("GEMM NaN noise", gemm + ["--model", "tiny", "--max-noise", "nan"], "--max-noise"),
+    ("GEMM zero samples", gemm + ["--model", "tiny", "--min-samples", "0"], "--min-samples: must be >= 1"),
+    ("GEMM unknown pass", gemm + ["--model", "tiny", "--passes", "bprop"], "--passes: unknown pass 'bprop'"),
+    ("GEMM unknown layout", gemm + ["--m", "8", "--n", "8", "--k", "8", "--layout", "XY"], "--layout: 'XY' is not one of"),
+    ("GEMM resume without a dir", [gemm[0], "--model", "tiny", "--resume"], "--resume needs the --report-dir-path"),
+    ("GEMM peak of zero", gemm + ["--model", "tiny", "--peak-tflops", "0"], "--peak-tflops: must be a positive number"),
+    ("attention batch 0", attention + ["--shapes-json-path", f"{bad}/attention_zero_batch.json"], "key 'batch_size': 0 is out of range"),
+    ("attention causal \"yes\"", attention + ["--shapes-json-path", f"{bad}/attention_causal_string.json"], "key 'causal': expected true or false"),
+    ("attention Hkv > Hq", attention + ["--shapes-json-path", f"{bad}/attention_more_kv_heads.json"], "key 'num_head_kv': 16 exceeds num_head_q (8)"),
+    ("attention missing dtype", attention + ["--shapes-json-path", f"{bad}/attention_missing_dtype.json"], "key 'dtype': missing"),
+    ("attention empty file", attention + ["--shapes-json-path", f"{bad}/empty.json"], "empty.json: the file is empty"),
+    ("attention causal maybe", attention + ["--model", "tiny", "--causal", "maybe"], "--causal: 'maybe' is not true or false"),
+    ("ccl negative size", ccl + ["-b", "-8"], "-b/--minbytes: '-8' is negative"),
+    ("ccl factor below 1", ccl + ["-f", "0.5"], "-f/--stepfactor: must be at least 1"),
+    ("ccl zero iterations", ccl + ["-n", "0"], "-n/--iters: must be at least 1"),
+    ("ccl unknown placement", ccl + ["--placement", "sideways"], "--placement: unknown placement 'sideways'"),
+    ("ccl unknown reduction", ccl + ["-o", "mean"], "unknown reduction 'mean'"),
+    ("ccl tf32 data", ccl + ["-d", "tf32"], "tf32 is a compute mode"),
+    ("ccl resume", ccl + ["--resume"], "bench_ccl does not resume"),
+    ("ccl negative root", ccl + ["-r", "-1"], "-r/--root: must be >= 0"),
+    ("ccl model without tp", ccl + ["--model", "tiny"], "no messages at tp 1"),
+    ("fsdp no model", fsdp + ["--world-size", "8", "--dry-run"], "--model is required"),
+    ("fsdp version 3", fsdp + ["--model", "tiny", "--world-size", "8", "--fsdp-version", "3", "--dry-run"], "--fsdp-version: must be 1 or 2"),
+    ("fsdp unknown wrap", fsdp + ["--model", "tiny", "--world-size", "8", "--wrap", "block", "--dry-run"], "--wrap: unknown policy 'block'"),
+    ("fsdp reduce op max", fsdp + ["--model", "tiny", "--world-size", "8", "--reduce-op", "max", "--dry-run"], "--reduce-op: FSDP reduces with avg or sum"),
+    ("fsdp log is a directory", fsdp + ["--model", "tiny", "--world-size", "8", "--nccl-log", f"{bad}/a_directory.json"], "is a directory"),
+    ("fsdp garbage models file", fsdp + ["--model", "tiny", "--world-size", "8", "--model-config-path", f"{bad}/garbage.json", "--dry-run"], "garbage.json:1:1: JSON syntax error"),
+]
+
+
+def main() -> int:
+    failures = 0
+    for what, cmd, expected in CASES:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, errors="replace")
+        errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+        ok = proc.returncode == 2 and len(errors) == 1 and expected in errors[0]
+        if not ok:
+            failures += 1
+            why = f"exit {proc.returncode}" + (" (signal)" if proc.returncode < 0 else "")
+            print(f"FAIL {what}: {why}, error lines {errors}, expected '{expected}'")
+        else:
+            print(f"ok   {what}: {errors[0]}")
+    print(f"{len(CASES) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
