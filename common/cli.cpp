@@ -211,9 +211,11 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       if (i > 1 && a == value && std::string(argv[i - 1]).rfind("-", 0) == 0)
-        throw bad_input(fmt::format("{}: '{}' is not a valid value (see --help)", argv[i - 1], value));
+        throw bad_input(
+            fmt::format("{}: '{}' is not a valid value (see --help)", argv[i - 1], value));
       if (auto eq = a.find('='); eq != std::string::npos && a.substr(eq + 1) == value)
-        throw bad_input(fmt::format("{}: '{}' is not a valid value (see --help)", a.substr(0, eq), value));
+        throw bad_input(
+            fmt::format("{}: '{}' is not a valid value (see --help)", a.substr(0, eq), value));
     }
     throw bad_input(fmt::format("{} (see --help)", what));
   } catch (const cxxopts::exceptions::exception& e) {

@@ -10,7 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    for (const auto& s : opbench::attention_shapes_from_json(opbench::parse_json_text(text, "fuzz.json"), "fuzz.json")) {
+    for (const auto& s : opbench::attention_shapes_from_json(
+             opbench::parse_json_text(text, "fuzz.json"), "fuzz.json")) {
       s.flops(opbench::AttentionPass::bwd);
       s.io_bytes(opbench::AttentionPass::bwd);
     }

@@ -11,7 +11,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    auto models = opbench::models_from_json(opbench::parse_json_text(text, "fuzz.json"), "fuzz.json");
+    auto models =
+        opbench::models_from_json(opbench::parse_json_text(text, "fuzz.json"), "fuzz.json");
     opbench::select_models(models, "all", "fuzz.json");
   } catch (const opbench::Error&) {
   }
