@@ -30,7 +30,9 @@ if [ "${QUICK:-0}" = 1 ]; then
   fsdp_model=tiny; sampled=(--min-time 0.01 --max-time 0.2); counted=(-n 5 -w 1)
 elif [ "$gpus" -gt 0 ]; then
   gemm_args=(--model "${MODELS:-llama3.1-8b,llama3.1-70b}" --tp 8 --check)
-  attention_args=(--shapes-json-path configs/attention_shapes.json); ccl_sizes=(-b 8 -e 8G -f 2); fsdp_model=${FSDP_MODEL:-llama3.1-8b}
+  # bench_attention has no GPU provider yet: its CPU provider gets the CPU's modest shapes.
+  attention_args=(--model tiny,llama3.1-8b --seq-len 512,1024); ccl_sizes=(-b 8 -e 8G -f 2)
+  fsdp_model=${FSDP_MODEL:-llama3.1-8b}
 else
   gemm_args=(--model "${MODELS:-tiny,llama3.1-8b}" --seq-len 256 --check)
   attention_args=(--model tiny,llama3.1-8b --seq-len 512,1024); ccl_sizes=(-b 4K -e 16M -f 4); fsdp_model=${FSDP_MODEL:-llama3.1-8b}
