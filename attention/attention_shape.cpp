@@ -98,8 +98,9 @@ std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc
     s.head_dim_qk = e.get_int("head_dim_qk", 1, kMaxDim);
     s.head_dim_v = e.get_int("head_dim_v", 1, kMaxDim);
     s.causal = e.get_bool("causal");
+    const std::string dtype = e.get_string("dtype");  // its own error names the file and key
     try {
-      s.dtype = parse_dtype(e.get_string("dtype"));
+      s.dtype = parse_dtype(dtype);
     } catch (const Error& err) {
       e.fail("dtype", err.what());
     }
