@@ -27,7 +27,7 @@ seeds() {  # comma-separated seed files of a target
 }
 
 mkdir -p build-fuzz/findings
-status=0
+status=0 passed=0 failed=0
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
@@ -37,10 +37,13 @@ for t in "${targets[@]}"; do
        -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 > "$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
     echo "fuzz_$t: ok, $runs executions in ${seconds} s"
+    passed=$((passed + 1))
   else
     echo "fuzz_$t: FAILED (see $log):"
     grep -E "ERROR|SUMMARY|runtime error|terminate called|what\(\)" "$log" | head -8
     status=1
+    failed=$((failed + 1))
   fi
 done
+echo "fuzz: $passed passed, $failed failed"
 exit $status
