@@ -43,13 +43,6 @@ WrapPolicy parse_wrap_policy(const std::string& text) {
       fmt::format("--wrap: unknown policy '{}' (accepted: layer, submodule, model)", text));
 }
 
-std::int64_t FsdpUnit::numel() const {
-  std::int64_t n = 0;
-  for (const auto& p : params)
-    n += p.numel();
-  return n;
-}
-
 std::vector<FsdpUnit> fsdp_units(const ModelConfig& m, WrapPolicy wrap) {
   std::vector<FsdpUnit> out;
   const auto root = flatten(root_modules(m));

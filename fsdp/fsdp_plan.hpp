@@ -24,7 +24,7 @@ struct FsdpUnit {
   std::int64_t instances = 1;  // identical units in the model (e.g. 80 decoder layers)
   bool is_root = false;        // the root unit stays gathered between forward and backward
   std::vector<ParamTensor> params;
-  std::int64_t numel() const;
+  std::int64_t numel() const { return total_numel(params); }
 };
 
 std::vector<FsdpUnit> fsdp_units(const ModelConfig& model, WrapPolicy wrap);

@@ -62,7 +62,7 @@ std::int64_t ParamTensor::numel() const {
   return n;
 }
 
-std::int64_t ModuleParams::numel() const {
+std::int64_t total_numel(const std::vector<ParamTensor>& params) {
   std::int64_t n = 0;
   for (const auto& p : params)
     n += p.numel();

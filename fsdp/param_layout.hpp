@@ -16,11 +16,14 @@ struct ParamTensor {
   std::int64_t dim0() const { return shape.front(); }
 };
 
+// Elements in a set of tensors.
+std::int64_t total_numel(const std::vector<ParamTensor>& params);
+
 // The parameters of one module: "attention", "mlp", "moe", "norms", "embedding", ...
 struct ModuleParams {
   std::string name;
   std::vector<ParamTensor> params;
-  std::int64_t numel() const;
+  std::int64_t numel() const { return total_numel(params); }
 };
 
 // The modules of one decoder layer. Layers of a model differ only between dense and MoE layers
