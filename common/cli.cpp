@@ -87,29 +87,40 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
   return out;
 }
 
-void add_measure_options(cxxopts::Options& options, const MeasureOptions& d) {
+void add_measure_options(cxxopts::Options& options, bool with_warmup) {
   // clang-format off
-  options.add_options("Measurement")
-    ("warmup", "warm-up iterations before sampling (at least)", cxxopts::value<int>()->default_value(std::to_string(d.warmup_iters)))
-    ("warmup-time", "warm-up seconds before sampling (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.warmup_time_s)))
-    ("min-samples", "timed samples per case (at least)", cxxopts::value<int>()->default_value(std::to_string(d.min_samples)))
-    ("max-samples", "timed samples per case (at most)", cxxopts::value<int>()->default_value(std::to_string(d.max_samples)))
-    ("min-time", "seconds of sampling per case (at least)", cxxopts::value<double>()->default_value(fmt::format("{}", d.min_time_s)))
-    ("max-time", "seconds of sampling per case (at most; the row says 'noisy' if it stops here)", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_time_s)))
-    ("max-noise", "stop once the relative standard error of the mean is below this", cxxopts::value<double>()->default_value(fmt::format("{}", d.max_noise)));
+  auto add = options.add_options("Measurement (defaults: CPU / GPU / collectives; README, \"Measurement\")");
+  if (with_warmup)
+    add("warmup", "warm-up runs before sampling, at least (1 / 1)", cxxopts::value<int>())
+       ("warmup-time", "warm-up seconds before sampling, at least (0.05 / 0.1)", cxxopts::value<double>());
+  add("min-samples", "timed samples per case, at least (5 / 10 / 3)", cxxopts::value<int>())
+     ("max-samples", "timed samples per case, at most (1000 / 10000 / 100)", cxxopts::value<int>())
+     ("min-time", "seconds of sampling per case, at least (0.2 / 0.1 / 0)", cxxopts::value<double>())
+     ("max-time", "seconds of sampling per case, at most; the row says 'noisy' if it stops here (2 / 1 / 1)", cxxopts::value<double>())
+     ("max-noise", "stop once the relative standard error of the mean is below this (0.01)", cxxopts::value<double>());
   // clang-format on
 }
 
-MeasureOptions read_measure_options(const cxxopts::ParseResult& p, MeasureOptions m) {
-  m.warmup_iters = p["warmup"].as<int>();
-  m.warmup_time_s = p["warmup-time"].as<double>();
-  m.min_samples = p["min-samples"].as<int>();
-  m.max_samples = p["max-samples"].as<int>();
-  m.min_time_s = p["min-time"].as<double>();
-  m.max_time_s = p["max-time"].as<double>();
-  m.max_noise = p["max-noise"].as<double>();
-  validate(m);
-  return m;
+MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& p, bool with_warmup) {
+  MeasureOverrides v;
+  auto get_int = [&](const char* flag, std::optional<int>& out) {
+    if (p.count(flag)) out = p[flag].as<int>();
+  };
+  auto get_double = [&](const char* flag, std::optional<double>& out) {
+    if (p.count(flag)) out = p[flag].as<double>();
+  };
+  if (with_warmup) {
+    get_int("warmup", v.warmup_iters);
+    get_double("warmup-time", v.warmup_time_s);
+  }
+  get_int("min-samples", v.min_samples);
+  get_int("max-samples", v.max_samples);
+  get_double("min-time", v.min_time_s);
+  get_double("max-time", v.max_time_s);
+  get_double("max-noise", v.max_noise);
+  // Range errors name the flag now, before any backend is chosen.
+  resolve(MeasureProfile::cpu, v);
+  return v;
 }
 
 void add_report_options(cxxopts::Options& options, std::string_view binary) {

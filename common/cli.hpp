@@ -41,8 +41,11 @@ struct PeakOverrides {
   std::string hardware_config_path;  // empty: configs/hardware.json found next to the binary
 };
 
-void add_measure_options(cxxopts::Options& options, const MeasureOptions& defaults);
-MeasureOptions read_measure_options(const cxxopts::ParseResult& parsed, MeasureOptions defaults);
+// The measurement flags; their defaults depend on the backend (measure_defaults), so a flag
+// only overrides when given. `with_warmup` false: the binary warms up by call count (-w).
+void add_measure_options(cxxopts::Options& options, bool with_warmup = true);
+MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& parsed,
+                                        bool with_warmup = true);
 
 void add_report_options(cxxopts::Options& options, std::string_view binary);
 ReportOptions read_report_options(const cxxopts::ParseResult& parsed);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -26,13 +27,73 @@ void validate(const MeasureOptions& o) {
         fmt::format("must be in (0, 1), got {}", o.max_noise));
 }
 
+MeasureOptions measure_defaults(MeasureProfile profile) {
+  MeasureOptions o;
+  switch (profile) {
+    case MeasureProfile::cpu:
+      break;  // the struct's defaults
+    case MeasureProfile::gpu:
+      o.warmup_time_s = 0.1;
+      o.min_samples = 10;
+      o.max_samples = 10000;
+      o.min_time_s = 0.1;
+      o.max_time_s = 1.0;
+      break;
+    case MeasureProfile::collective:
+      o.warmup_iters = 0;  // -w calls warm up instead
+      o.warmup_time_s = 0;
+      o.min_samples = 3;
+      o.max_samples = 100;
+      o.min_time_s = 0;
+      o.max_time_s = 1.0;
+      break;
+  }
+  return o;
+}
+
+MeasureOptions resolve(MeasureProfile profile, const MeasureOverrides& v) {
+  MeasureOptions o = measure_defaults(profile);
+  if (v.warmup_iters) o.warmup_iters = *v.warmup_iters;
+  if (v.warmup_time_s) o.warmup_time_s = *v.warmup_time_s;
+  if (v.min_samples) o.min_samples = *v.min_samples;
+  if (v.max_samples) o.max_samples = *v.max_samples;
+  // A bound the user gave moves the profile's opposite bound with it, rather than failing on a
+  // default the user never wrote (--max-samples 2 on a profile whose minimum is 5).
+  // (Clamped to the valid range, so that a bad given bound is the one the error names.)
+  if (v.max_samples && !v.min_samples)
+    o.min_samples = std::min(o.min_samples, std::max(1, *v.max_samples));
+  if (v.min_samples && !v.max_samples) o.max_samples = std::max(o.max_samples, *v.min_samples);
+  if (v.min_time_s) o.min_time_s = *v.min_time_s;
+  if (v.max_time_s) o.max_time_s = *v.max_time_s;
+  if (v.max_time_s && !v.min_time_s)
+    o.min_time_s = std::min(o.min_time_s, std::max(0.0, *v.max_time_s));
+  if (v.min_time_s && !v.max_time_s) o.max_time_s = std::max(o.max_time_s, *v.min_time_s);
+  if (v.max_noise) o.max_noise = *v.max_noise;
+  validate(o);
+  return o;
+}
+
+bool enough_samples(const std::vector<double>& samples_us, double elapsed_s,
+                    const MeasureOptions& o) {
+  const auto n = static_cast<int>(samples_us.size());
+  const int floor_samples = std::min(o.min_samples, 3);  // fewest samples that give a spread
+  if (n >= o.max_samples) return true;
+  if (elapsed_s >= o.max_time_s && n >= floor_samples) return true;
+  if (n >= o.min_samples && elapsed_s >= o.min_time_s)
+    return compute_stats(samples_us).rse < o.max_noise;
+  return false;
+}
+
 Measurement measure(const MeasureOptions& o, const std::function<double()>& sample,
-                    const std::function<void()>& prepare) {
+                    const std::function<void()>& prepare, const MeasureHints& hints) {
   Measurement m;
   CpuTimer wall;
-  while (m.warmup_runs < o.warmup_iters || wall.elapsed_s() < o.warmup_time_s) {
+  m.warmup_skipped = hints.provider_warm && hints.expected_run_s > 0 &&
+                     hints.expected_run_s >= hints.skip_warmup_s;
+  while (!m.warmup_skipped &&
+         (m.warmup_runs < o.warmup_iters || wall.elapsed_s() < o.warmup_time_s)) {
     if (prepare) prepare();
-    sample();
+    m.warmup_us.push_back(sample());
     ++m.warmup_runs;
     // A single run longer than the whole sampling budget needs no further warm-up.
     if (m.warmup_runs >= o.warmup_iters && wall.elapsed_s() > o.max_time_s) break;
@@ -40,23 +101,31 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
   m.warmup_s = wall.elapsed_s();
 
   wall.restart();
-  const int floor_samples = std::min(o.min_samples, 3);  // fewest samples that give a spread
-  while (true) {
+  do {
     if (prepare) prepare();
     m.samples_us.push_back(sample());
-    auto n = static_cast<int>(m.samples_us.size());
-    double elapsed = wall.elapsed_s();
-    if (n >= o.max_samples) break;
-    if (elapsed >= o.max_time_s && n >= floor_samples) break;
-    if (n >= o.min_samples && elapsed >= o.min_time_s) {
-      Stats s = compute_stats(m.samples_us);
-      if (s.rse < o.max_noise) break;
-    }
-  }
+  } while (!enough_samples(m.samples_us, wall.elapsed_s(), o));
   m.sampling_s = wall.elapsed_s();
   m.stats = compute_stats(m.samples_us);
   m.noisy = m.stats.rse >= o.max_noise;
   return m;
+}
+
+nlohmann::json measurement_json(const Measurement& m) {
+  nlohmann::json j = {{"warmup_runs", m.warmup_runs},       {"warmup_us", m.warmup_us},
+                      {"warmup_skipped", m.warmup_skipped}, {"warmup_s", m.warmup_s},
+                      {"sampling_s", m.sampling_s},         {"rse", m.stats.rse}};
+  if (m.sm_clock_before_mhz) j["sm_clock_before_mhz"] = *m.sm_clock_before_mhz;
+  if (m.sm_clock_after_mhz) j["sm_clock_after_mhz"] = *m.sm_clock_after_mhz;
+  return j;
+}
+
+std::string throttle_note(const Measurement& m, double max_clock_mhz) {
+  if (!m.sm_clock_before_mhz || !m.sm_clock_after_mhz || max_clock_mhz <= 0) return "";
+  const double low = std::min(*m.sm_clock_before_mhz, *m.sm_clock_after_mhz);
+  if (low >= 0.75 * max_clock_mhz) return "";
+  return fmt::format("throttled (SM clock {:.0f} MHz, below 75% of the {:.0f} MHz maximum)", low,
+                     max_clock_mhz);
 }
 
 std::string noise_note(const Measurement& m, const MeasureOptions& o) {

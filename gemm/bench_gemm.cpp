@@ -10,6 +10,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
+#include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/progress.hpp"
@@ -17,6 +18,7 @@
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
 #include "common/summary.hpp"
+#include "common/timer.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
 #include "gemm/gemm_row.hpp"
@@ -171,6 +173,7 @@ std::string progress_line(const GemmCase& c, const Record& row, const GemmResult
 }  // namespace
 
 int bench_gemm_main(int argc, char** argv) {
+  HarnessCost harness;
   auto parsed = parse_gemm_options(argc, argv);
   if (!parsed) return 0;
   GemmOptions o = *parsed;
@@ -198,7 +201,9 @@ int bench_gemm_main(int argc, char** argv) {
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   progress.note(fmt::format("peaks: {}", peaks.describe()));
 
-  GemmRunOptions run_options{o.measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
+  const MeasureOptions measure = resolve(
+      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, o.measure);
+  GemmRunOptions run_options{measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
   std::map<std::string, std::unique_ptr<ReportFiles>>
       files;  // one set per model, shapes file or sweep
   std::vector<Record> rows;
@@ -232,14 +237,17 @@ int bench_gemm_main(int argc, char** argv) {
       }
     }
     progress.start(case_label(c));
+    CpuTimer case_clock;
     GemmResult r = run_case(*provider, c, run_options);
     Record row = gemm_row(c, *provider, r, peaks);
+    row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
     auto& f = files[c.report];
     if (!f)
       f = std::make_unique<ReportFiles>(base, o.report.formats,
                                         nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm",
                                         o.report.resume);
     f->write(row);
+    harness.result_written();
     rows.push_back(row);
     progress.clear();
     table.print(row);
@@ -257,7 +265,8 @@ int bench_gemm_main(int argc, char** argv) {
                    {"model", "gemm", "pass", "m", "n", "k", "dtype", "time_us", "tflops",
                     "pct_peak_flops", "cv"},
                    15,
-                   {}});
+                   {harness.markdown()}});
+  std::fprintf(stderr, "%s\n", harness.text().c_str());
   std::fprintf(stderr, "%zu cases run: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", done,
                done - failed - skipped, skipped, failed, report_dir.c_str());
   for (const auto& [_, f] : files)

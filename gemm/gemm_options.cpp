@@ -44,7 +44,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("dry-run", "list the cases with their FLOPs and exit")
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   // clang-format on
-  add_measure_options(options, o.measure);
+  add_measure_options(options);
   add_report_options(options, "gemm");
   add_peak_options(options);
 
@@ -90,7 +90,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   if (o.algo_candidates < 1 || o.algo_candidates > 1024)
     throw bad_input(
         fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));
-  o.measure = read_measure_options(p, o.measure);
+  o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);
   return o;

@@ -28,7 +28,7 @@ struct GemmOptions {
   bool check = false, cold = false, dry_run = false, list_models = false;
   bool corrupt_for_test = false;
   int algo_candidates = 8;
-  MeasureOptions measure;
+  MeasureOverrides measure;  // on top of the backend's defaults
   ReportOptions report;
   PeakOverrides peaks;
 

@@ -75,8 +75,19 @@ def check_csv(path: str, rows_expected: int, ok_expected: int) -> list:
     if len(lines) != len(rows):
         problems.append(f"{jsonl}: {len(lines)} lines, expected {len(rows)}")
     for line in lines:
-        if line["status"] == "ok" and len(line["samples_us"]) != line["metrics"]["samples"]:
+        if line["status"] != "ok":
+            continue
+        if len(line["samples_us"]) != line["metrics"]["samples"]:
             problems.append(f"{jsonl}: samples_us has {len(line['samples_us'])} values, samples says {line['metrics']['samples']}")
+        # Harness cost: the timed share is exactly the samples' sum, and no part exceeds the case.
+        h, m = line["harness"], line["measurement"]
+        if not close(h["timed_s"], sum(line["samples_us"]) * 1e-6, 1e-9):
+            problems.append(f"{jsonl}: harness timed_s {h['timed_s']} != sum of samples")
+        parts = h["timed_s"] + h["between_samples_s"] + h["warmup_s"] + h["setup_and_check_s"]
+        if not (h["timed_s"] <= h["case_s"] * (1 + 1e-9) and close(parts, h["case_s"], 1e-6)):
+            problems.append(f"{jsonl}: harness parts {parts} do not add up to case_s {h['case_s']}")
+        if len(m["warmup_us"]) != m["warmup_runs"] or m["warmup_skipped"] != (m["warmup_runs"] == 0):
+            problems.append(f"{jsonl}: warm-up record inconsistent: {m}")
     return problems
 
 

@@ -37,7 +37,8 @@ def main() -> int:
         if counts.get(metric) != len(rows):
             problems.append(f"{metric}: {counts.get(metric, 0)} samples for {len(rows)} rows")
     summary = open(a.summary).read()
-    for section in ("## Environment", "## Results", "| command line |", "| opbench |", f"{len(rows)} cases:"):
+    for section in ("## Environment", "## Results", "| command line |", "| opbench |", f"{len(rows)} cases:",
+                    "## Where the time went", "| timed samples |"):
         if section not in summary:
             problems.append(f"{a.summary}: no '{section}'")
     if problems:

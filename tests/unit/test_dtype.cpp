@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "common/dtype.hpp"
 #include "common/error.hpp"
+#include "common/host_buffer.hpp"
 
 using namespace opbench;
 
@@ -94,4 +96,16 @@ TEST_CASE("store_from_double and element_as_double agree") {
   }
   store_from_double(buffer, DType::int8, 0, 130.0);  // wraps like the hardware: 130 - 256
   CHECK(element_as_double(buffer, DType::int8, 0) == -126.0);
+}
+
+TEST_CASE("the host fill gives every element its own value, in parallel slices too") {
+  // Over 1M elements the fill splits across threads; slice edges must not shift any value.
+  const std::size_t count = (3u << 20) + 7;
+  std::vector<float> v(count);
+  fill_uniform_host(v.data(), count, DType::fp32, 42);
+  for (std::size_t i :
+       {std::size_t{0}, std::size_t{1} << 20, (std::size_t{3} << 19) + 1, count / 2, count - 1})
+    CHECK(v[i] == uniform_value(42, i));
+  for (float x : v)
+    REQUIRE((x >= -1.0f && x < 1.0f));
 }

@@ -56,6 +56,84 @@ TEST_CASE("measurement options are validated") {
   CHECK_THROWS_WITH(validate(o), Catch::Contains("--max-samples"));
 }
 
+TEST_CASE("a long run on a warm provider is its own warm-up") {
+  MeasureOptions o;  // 1 warm-up run by default
+  o.warmup_time_s = 0;
+  o.min_samples = 3;
+  o.min_time_s = 0;
+  int calls = 0;
+  auto sample = [&] {
+    ++calls;
+    return 100.0;
+  };
+  MeasureHints cold{5.0, false};  // first case: library and buffers not warm yet
+  auto m = measure(o, sample, {}, cold);
+  CHECK(m.warmup_runs == 1);
+  CHECK_FALSE(m.warmup_skipped);
+  CHECK(m.warmup_us == std::vector<double>{100.0});
+  calls = 0;
+  MeasureHints warm_long{5.0, true};  // 5 s expected, over the 1 s threshold
+  m = measure(o, sample, {}, warm_long);
+  CHECK(m.warmup_skipped);
+  CHECK(m.warmup_runs == 0);
+  CHECK(calls == 3);
+  MeasureHints warm_short{0.5, true};  // under the threshold: warm up as usual
+  m = measure(o, sample, {}, warm_short);
+  CHECK_FALSE(m.warmup_skipped);
+  CHECK(m.warmup_runs >= 1);
+}
+
+TEST_CASE("the stop rule: minimums first, then precision, budgets last") {
+  MeasureOptions o;
+  o.min_samples = 5;
+  o.max_samples = 8;
+  o.min_time_s = 0.2;
+  o.max_time_s = 2;
+  o.max_noise = 0.01;
+  std::vector<double> steady(5, 100.0);
+  CHECK_FALSE(enough_samples(steady, 0.1, o));  // min_time not reached
+  CHECK(enough_samples(steady, 0.2, o));        // rse 0 < 1%
+  std::vector<double> four(4, 100.0);
+  CHECK_FALSE(enough_samples(four, 1.0, o));                     // min_samples not reached
+  CHECK(enough_samples(std::vector<double>(3, 100.0), 2.0, o));  // max_time: 3 is the floor
+  CHECK_FALSE(enough_samples(std::vector<double>(2, 100.0), 2.0, o));
+  std::vector<double> spread{50, 150, 50, 150, 50, 150, 50};
+  CHECK_FALSE(enough_samples(spread, 1.0, o));  // rse 15% > 1%
+  spread.push_back(150);
+  CHECK(enough_samples(spread, 1.0, o));  // max_samples
+}
+
+TEST_CASE("per-backend defaults, and flags on top of them") {
+  CHECK(measure_defaults(MeasureProfile::cpu).min_samples == 5);
+  CHECK(measure_defaults(MeasureProfile::gpu).min_samples == 10);
+  CHECK(measure_defaults(MeasureProfile::gpu).max_time_s == 1.0);
+  CHECK(measure_defaults(MeasureProfile::collective).min_samples == 3);
+  CHECK(measure_defaults(MeasureProfile::collective).warmup_iters == 0);
+  MeasureOverrides v;
+  v.max_noise = 0.05;
+  CHECK(resolve(MeasureProfile::gpu, v).max_noise == 0.05);
+  CHECK(resolve(MeasureProfile::gpu, v).min_samples == 10);
+  // --max-samples 2 lowers the profile's minimum of 10 instead of failing on it
+  v.max_samples = 2;
+  CHECK(resolve(MeasureProfile::gpu, v).min_samples == 2);
+  MeasureOverrides long_min;
+  long_min.min_time_s = 5;  // over the CPU's 2 s maximum: the maximum follows
+  CHECK(resolve(MeasureProfile::cpu, long_min).max_time_s == 5);
+  v.min_samples = 4;  // but an explicit contradiction names the flag
+  CHECK_THROWS_WITH(resolve(MeasureProfile::gpu, v), Catch::Contains("--max-samples"));
+}
+
+TEST_CASE("a clock under 75% of the maximum is a throttled note") {
+  Measurement m;
+  CHECK(throttle_note(m, 1980).empty());  // not read: nothing to say
+  m.sm_clock_before_mhz = 1980;
+  m.sm_clock_after_mhz = 1500;  // 75.8%
+  CHECK(throttle_note(m, 1980).empty());
+  m.sm_clock_after_mhz = 1400;  // 70.7%
+  CHECK(throttle_note(m, 1980) ==
+        "throttled (SM clock 1400 MHz, below 75% of the 1980 MHz maximum)");
+}
+
 TEST_CASE("rotation covers 4x the cache") {
   auto plan = plan_rotation(10 << 20, 32 << 20, 1ull << 40);  // 128 MiB / 10 MiB -> 13 sets
   CHECK(plan.sets == 13);
