@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include "collectives/backend_select.hpp"
@@ -16,6 +17,7 @@
 #include "collectives/mpi_session.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
@@ -23,6 +25,7 @@
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/summary.hpp"
+#include "common/timer.hpp"
 
 namespace opbench {
 namespace {
@@ -146,6 +149,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   std::size_t failed = 0;
   install_interrupt_handlers();
   bool stopped = false;
+  HarnessCost harness;
   for (const auto& c : cases) {
     // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between cases.
     if ((stopped = session.any(interrupted()))) break;
@@ -161,11 +165,16 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                                     call.counts.size_bytes(dtype_size(c.dtype)),
                                     dtype_name(c.dtype), placement_name(c.placement));
     progress.start(label);
+    CpuTimer case_clock;
     CollResult r = runner.run(*comm, call, label);
     failed += r.status == Status::failed;
     if (!lead) continue;
     Record row = ccl_row(c, call, r, ctx);
+    const double timed_s =
+        std::accumulate(r.samples_us.begin(), r.samples_us.end(), 0.0) * o.run.iters * 1e-6;
+    row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), timed_s, r.sampling_s, 0);
     reports->write(c.op, row);
+    harness.result_written();
     progress.clear();
     table.add(c, call, r, row);
     std::string result = r.status == Status::ok
@@ -185,7 +194,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                      {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
                       "algbw_gbps", "busbw_gbps", "wrong"},
                      15,
-                     {}});
+                     {harness.markdown()}});
+    std::fprintf(stderr, "%s\n", harness.text().c_str());
     std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
     reports->list(stderr);
   }

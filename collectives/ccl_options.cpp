@@ -77,7 +77,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("placement", "out_of_place, in_place or both", cxxopts::value<std::string>()->default_value("both"))
     ("group-size", "split the world into concurrent groups of this many consecutive ranks", cxxopts::value<int>()->default_value("0"));
   options.add_options("Timing and checks")
-    ("n,iters", "timed calls per case", cxxopts::value<int>()->default_value("20"))
+    ("n,iters", "calls per timed sample (samples repeat until the mean is precise; see Measurement)", cxxopts::value<int>()->default_value("20"))
     ("w,warmup-iters", "untimed calls before timing", cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing (0: no check)", cxxopts::value<int>()->default_value("1"))
     ("a,average", "combine rank times: 0 rank 0, 1 mean, 2 min, 3 max", cxxopts::value<int>()->default_value("1"))
@@ -87,6 +87,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
     ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective");
+  add_measure_options(options, false);
   options.add_options("Backend")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
     ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"));
@@ -145,6 +146,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.run.iters = p["iters"].as<int>();
   if (o.run.iters < 1)
     throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
+  o.run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));
   o.run.warmup = p["warmup-iters"].as<int>();
   if (o.run.warmup < 0)
     throw bad_input(fmt::format("-w/--warmup-iters: must be >= 0, got {}", o.run.warmup));

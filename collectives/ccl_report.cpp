@@ -45,12 +45,17 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.metric("iter_min_us", s ? Value{s->min} : Value{})
       .metric("iter_max_us", s ? Value{s->max} : Value{});
   row.metric("cv", s ? Value{s->cv} : Value{});
+  // The adaptive stop: samples of `iters` calls, and the relative standard error of their mean.
+  const Stats* sampled = r.sample_stats ? &*r.sample_stats : nullptr;
+  row.metric("samples", sampled ? Value{static_cast<std::int64_t>(sampled->count)} : Value{})
+      .metric("rse", sampled ? Value{sampled->rse} : Value{});
   row.result("wrong", r.wrong >= 0 ? Value{r.wrong} : Value{});
   row.result("aggregation", aggregation_name(ctx.aggregation));
   row.result("status", std::string(status_name(r.status)))
       .result("note", r.note.empty() ? Value{} : Value{r.note});
   if (measured) {
     row.extra()["latency_list_us"] = r.rank_times_us;
+    if (!r.samples_us.empty()) row.extra()["samples_us"] = r.samples_us;
     std::vector<double> alg, bus;
     for (double t : r.rank_times_us) {
       alg.push_back(t > 0 ? bytes / (t * 1e-6) / 1e9 : 0);

@@ -31,6 +31,20 @@ std::string aggregation_name(RankAggregation a) {
 CollRunner::CollRunner(MpiSession& session, CollRunOptions options)
     : session_(session), options_(options) {}
 
+double CollRunner::combine(const std::vector<double>& t) const {
+  switch (options_.aggregation) {
+    case RankAggregation::rank0:
+      return t[0];
+    case RankAggregation::mean:
+      return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+    case RankAggregation::min:
+      return *std::min_element(t.begin(), t.end());
+    case RankAggregation::max:
+      return *std::max_element(t.begin(), t.end());
+  }
+  return t[0];
+}
+
 CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::string& label) {
   CollResult r;
   if (auto why = comm.unsupported(call)) {
@@ -93,32 +107,42 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     for (auto& t : r.iter_times_us)
       t /= session_.world_size();
     r.iter_stats = compute_stats(r.iter_times_us);
+    r.rank_times_us = session_.allgather(my_time_us);
+    r.time_us = combine(r.rank_times_us);
   } else {
-    CpuTimer timer;
-    for (int i = 0; i < options_.iters; ++i)
-      comm.launch(call);
-    comm.wait();
-    my_time_us = timer.elapsed_us() / options_.iters;
+    // Every rank adds the same combined sample and the same "measured" time (the slowest
+    // rank's), so enough_samples() answers the same everywhere.
+    std::vector<double> rank_sums(static_cast<std::size_t>(session_.world_size()), 0.0);
+    double measured_s = 0;
+    CpuTimer loop;
+    do {
+      session_.barrier(session_.world());
+      CpuTimer timer;
+      for (int i = 0; i < options_.iters; ++i)
+        comm.launch(call);
+      comm.wait();
+      const auto ranks = session_.allgather(timer.elapsed_us() / options_.iters);
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        rank_sums[i] += ranks[i];
+      r.samples_us.push_back(combine(ranks));
+      measured_s += *std::max_element(ranks.begin(), ranks.end()) * options_.iters * 1e-6;
+    } while (!enough_samples(r.samples_us, measured_s, options_.measure));
+    r.sampling_s = loop.elapsed_s();
+    for (double& sum : rank_sums)
+      sum /= static_cast<double>(r.samples_us.size());
+    r.rank_times_us = rank_sums;
+    // Each rank's mean over all its calls, combined across ranks as nccl-tests combines its one
+    // batch (for the mean and rank 0 this is also the mean of the samples).
+    r.time_us = combine(r.rank_times_us);
+    r.sample_stats = compute_stats(r.samples_us);
+    if (r.sample_stats->rse >= options_.measure.max_noise)
+      r.note = fmt::format("noisy (rse {:.1f}% > {:.1f}% after {} samples of {} calls)",
+                           r.sample_stats->rse * 100, options_.measure.max_noise * 100,
+                           r.samples_us.size(), options_.iters);
   }
-
-  r.rank_times_us = session_.allgather(my_time_us);
   const auto& t = r.rank_times_us;
   r.min_time_us = *std::min_element(t.begin(), t.end());
   r.max_time_us = *std::max_element(t.begin(), t.end());
-  switch (options_.aggregation) {
-    case RankAggregation::rank0:
-      r.time_us = t[0];
-      break;
-    case RankAggregation::mean:
-      r.time_us = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
-      break;
-    case RankAggregation::min:
-      r.time_us = r.min_time_us;
-      break;
-    case RankAggregation::max:
-      r.time_us = r.max_time_us;
-      break;
-  }
 
   if (options_.check_passes > 0) {
     std::int64_t wrong = 0;

@@ -1,7 +1,9 @@
 #pragma once
-// Times and verifies one collective call on every rank, with nccl-tests semantics: after a
-// barrier, `iters` calls back to back, then wait; time = elapsed / iters per rank, combined
-// across ranks by --average (0 rank 0, 1 mean, 2 min, 3 max). bench_fsdp runs its plan here too.
+// Times and verifies one collective call on every rank, with nccl-tests semantics: a sample is,
+// after a barrier, `iters` calls back to back, then wait; its time = elapsed / iters per rank,
+// combined across ranks by --average (0 rank 0, 1 mean, 2 min, 3 max). Samples repeat under the
+// shared adaptive stop (common/measure, collective profile); every rank sees the same combined
+// samples, so all reach the same decision without another message. bench_fsdp runs here too.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/mpi_session.hpp"
+#include "common/measure.hpp"
 #include "common/record.hpp"
 #include "common/stats.hpp"
 
@@ -20,8 +23,9 @@ std::string aggregation_name(RankAggregation a);
 struct CollRunOptions {
   int iters = 20;
   int warmup = 5;
-  bool per_iter = false;  // time each call alone, and report its distribution
-  int check_passes = 1;   // -c: verified calls after timing (0: none)
+  bool per_iter = false;  // time each call alone, and report its distribution (no resampling)
+  MeasureOptions measure = measure_defaults(MeasureProfile::collective);
+  int check_passes = 1;  // -c: verified calls after timing (0: none)
   RankAggregation aggregation = RankAggregation::mean;
   double timeout_s = 300;     // <= 0: none
   int corrupt_rank = -1;      // test only: this world rank spoils one result element
@@ -33,7 +37,10 @@ struct CollRunOptions {
 struct CollResult {
   Status status = Status::ok;
   std::string note;
-  double time_us = 0;  // combined across ranks as the options say
+  double time_us = 0;  // each rank's mean time per call, combined across ranks as -a says
+  std::vector<double> samples_us;  // each sample, combined across ranks
+  std::optional<Stats> sample_stats;
+  double sampling_s = 0;  // wall time of the sampling loop
   double min_time_us = 0, max_time_us = 0;
   std::vector<double> rank_times_us;  // one per world rank
   std::optional<Stats> iter_stats;    // --per-iter: over iterations, each averaged over ranks
@@ -48,6 +55,8 @@ class CollRunner {
   CollResult run(Communicator& comm, const CollCall& call, const std::string& label);
 
  private:
+  double combine(const std::vector<double>& rank_times_us) const;  // as --average says
+
   MpiSession& session_;
   CollRunOptions options_;
   Watchdog watchdog_;

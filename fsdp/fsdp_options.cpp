@@ -38,7 +38,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   options.add_options("Run (under mpirun)")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
     ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"))
-    ("n,iters", "timed calls per collective", cxxopts::value<int>()->default_value("20"))
+    ("n,iters", "calls per timed sample of a collective (samples repeat until the mean is precise)", cxxopts::value<int>()->default_value("20"))
     ("w,warmup-iters", "untimed calls first", cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing", cxxopts::value<int>()->default_value("1"))
     ("timeout", "seconds a collective may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
@@ -46,6 +46,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     ("reducescatter-report-csv-path", "reduce-scatter rows", cxxopts::value<std::string>())
     ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>());
   // clang-format on
+  add_measure_options(options, false);
   add_report_options(options, "fsdp");
   auto parsed = parse_command_line(options, argc, argv,
                                    [] { print_versions("bench_fsdp", ccl_library_versions()); });
@@ -86,6 +87,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   o.device_offset = p["device-offset"].as<int>();
   o.run.iters = p["iters"].as<int>();
   o.run.warmup = p["warmup-iters"].as<int>();
+  o.run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));
   o.run.check_passes = p["check"].as<int>();
   o.run.timeout_s = p["timeout"].as<double>();
   if (o.run.iters < 1)

@@ -65,6 +65,13 @@ def check_rows(rows, args) -> list:
             problems.append(f"{where}: busbw_sum != busbw x groups")
         if not float(r["min_time_us"]) <= t * (1 + 1e-6) and t <= float(r["max_time_us"]) * (1 + 1e-6):
             problems.append(f"{where}: time outside [min, max] over ranks")
+        if r["samples"]:  # the adaptive stop: 1..100 samples; noisy rows say so
+            if not 1 <= int(r["samples"]) <= 100:
+                problems.append(f"{where}: {r['samples']} samples, outside the collective profile's 1..100")
+            if float(r["rse"]) >= 0.01 and "noisy" not in r["note"]:
+                problems.append(f"{where}: rse {r['rse']} >= 1% but the note does not say noisy")
+        elif not r["p50_us"]:
+            problems.append(f"{where}: neither sample statistics nor --per-iter statistics")
         if r["wrong"] not in ("", "0"):
             problems.append(f"{where}: {r['wrong']} wrong elements")
     return problems
