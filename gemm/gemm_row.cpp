@@ -59,6 +59,10 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
 
   row.result("algo", text_or_empty(r.algo)).result("cache", text_or_empty(r.cache));
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));
+  row.result("launches_per_sample",
+             measured ? Value{std::int64_t{r.launches_per_sample}} : Value{});
+  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
+      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
   row.result("check",
              r.check ? Value{std::string(r.check->passed ? "passed" : "failed")} : Value{});
   row.result("check_residual", r.check ? Value{r.check->max_residual} : Value{});
@@ -67,10 +71,7 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
 
   if (measured) {
     row.extra()["samples_us"] = r.measurement.samples_us;
-    row.extra()["measurement"] = {{"warmup_runs", r.measurement.warmup_runs},
-                                  {"warmup_s", r.measurement.warmup_s},
-                                  {"sampling_s", r.measurement.sampling_s},
-                                  {"rse", s.rse}};
+    row.extra()["measurement"] = measurement_json(r.measurement);
   }
   if (r.check) row.extra()["check_detail"] = r.check->detail;
   return row;

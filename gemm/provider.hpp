@@ -29,6 +29,7 @@ struct GemmResult {
   std::string algo;   // the algorithm that ran (cuBLASLt config, or the BLAS routine)
   std::string cache;  // "rotate" or "flush"
   std::int64_t working_set_bytes = 0;
+  int launches_per_sample = 1;  // > 1: a CUDA graph of that many launches per timed sample
   std::optional<CheckResult> check;
 };
 
