@@ -10,7 +10,6 @@ namespace opbench {
 
 std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   AttentionOptions o;
-  o.measure.min_samples = 3;  // an attention case is long; 3 samples already give a spread
   cxxopts::Options options(
       "bench_attention",
       "Fused attention benchmark: cuDNN SDPA on the GPU, blocked flash-style fp32 on the CPU.\n"
@@ -29,14 +28,14 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("causal", "override every shape's mask: true or false", cxxopts::value<std::string>());
   options.add_options("Run")
     ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
-    ("provider", "CPU: blocked (flash-style) or reference (naive fp64)", cxxopts::value<std::string>()->default_value("blocked"))
+    ("provider", "cudnn on the GPU; blocked (flash-style, the CPU default) or reference (naive fp64) on the CPU", cxxopts::value<std::string>()->default_value(""))
     ("device", "GPU index", cxxopts::value<int>()->default_value("0"))
     ("check", "compare every result with the reference (on up to --check-heads heads); too far off fails the row")
     ("check-heads", "(batch, head) pairs the check covers", cxxopts::value<std::string>()->default_value("4"))
     ("report-csv-path", "the CSV (default attention.csv in --report-dir-path)", cxxopts::value<std::string>())
     ("dry-run", "list the cases with their FLOPs and exit");
   // clang-format on
-  add_measure_options(options, o.measure);
+  add_measure_options(options);
   add_report_options(options, "attention");
   add_peak_options(options);
   auto parsed = parse_command_line(
@@ -64,7 +63,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   o.check_heads = parse_positive_int(str("check-heads"), "--check-heads");
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
   o.dry_run = p.count("dry-run") > 0;
-  o.measure = read_measure_options(p, o.measure);
+  o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);
   if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty())

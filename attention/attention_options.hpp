@@ -14,14 +14,14 @@ struct AttentionOptions {
   std::string shapes_path, model_config_path, models;
   std::vector<std::int64_t> seqlens, micro_batches{1};
   std::vector<AttentionPass> passes{AttentionPass::fwd, AttentionPass::bwd};
-  std::optional<DType> dtype;  // default: the file's (GPU) or fp32 (CPU)
-  std::optional<bool> causal;  // override the shapes' own
-  std::string backend = "auto", provider = "blocked";
+  std::optional<DType> dtype;              // default: the file's (GPU) or fp32 (CPU)
+  std::optional<bool> causal;              // override the shapes' own
+  std::string backend = "auto", provider;  // provider "": the backend's own
   int device = 0;
   bool check = false, dry_run = false;
   std::int64_t check_heads = 4;
   std::string report_csv_path;
-  MeasureOptions measure;
+  MeasureOverrides measure;  // on top of the backend's defaults
   ReportOptions report;
   PeakOverrides peaks;
 };

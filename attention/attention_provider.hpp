@@ -23,6 +23,7 @@ struct AttentionResult {
   std::string note;
   Measurement measurement;
   std::string engine;                 // what ran (cuDNN engine id, "blocked 128x128 tiles", ...)
+  std::string cache = "hot";          // "flush": the GPU's L2 is flushed before each sample
   std::optional<double> max_abs_err;  // with check: the largest |result - reference|
   std::optional<double> tolerance;
 };
@@ -42,5 +43,9 @@ class AttentionProvider {
 
 // "blocked" (default) or "reference" (the naive fp64 loops, for comparison).
 std::unique_ptr<AttentionProvider> make_cpu_attention_provider(const std::string& which);
+#ifdef OPBENCH_HAVE_CUDA
+// cuDNN SDPA (backend API) on GPU `device`.
+std::unique_ptr<AttentionProvider> make_cudnn_attention_provider(int device);
+#endif
 
 }  // namespace opbench

@@ -9,6 +9,7 @@
 #include "common/backend.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
+#include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
@@ -18,6 +19,7 @@
 #include "common/resume.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
+#include "common/timer.hpp"
 
 namespace opbench {
 namespace {
@@ -92,43 +94,44 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
   row.metric("flops", flops).optional_metric("tflops", tflops).metric("io_bytes", bytes);
   row.optional_metric("mem_bw_gbps", bw).optional_metric("pct_peak_flops", pct);
   row.optional_metric("max_abs_err", r.max_abs_err).optional_metric("check_tolerance", r.tolerance);
-  row.result("engine", r.engine.empty() ? Value{} : Value{r.engine})
-      .result("cache", std::string("hot"));
+  row.result("engine", r.engine.empty() ? Value{} : Value{r.engine}).result("cache", r.cache);
+  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
+      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
   row.result("status", std::string(status_name(r.status)));
   std::string note = c.note;
   if (!r.note.empty()) note += (note.empty() ? "" : "; ") + r.note;
-  if (r.status == Status::ok) {
-    // Attention runs several seconds on a CPU; a few samples are enough, noise is still said.
-    MeasureOptions defaults;
-    auto noisy = noise_note(r.measurement, defaults);
-    if (!noisy.empty()) note += (note.empty() ? "" : "; ") + noisy;
-  }
   row.result("note", note.empty() ? Value{} : Value{note});
-  if (measured) row.extra()["samples_us"] = r.measurement.samples_us;
+  if (measured) {
+    row.extra()["samples_us"] = r.measurement.samples_us;
+    row.extra()["measurement"] = measurement_json(r.measurement);
+  }
   return row;
 }
 
-// The GPU provider (cuDNN SDPA) is not written yet: say so rather than fall back silently.
-BackendChoice choose_attention_backend(const AttentionOptions& o) {
-  if (to_lower(o.backend) == "cuda")
-    throw bad_input(
-        "--backend cuda: bench_attention has no GPU provider yet (cuDNN SDPA is still to be "
-        "built); "
-        "use --backend cpu");
-  BackendChoice choice = choose_backend(o.backend, o.device);
-  if (choice.backend == Backend::cuda)
-    return {Backend::cpu,
-            "bench_attention has no GPU provider yet (cuDNN SDPA is still to be built)"};
-  return choice;
+std::unique_ptr<AttentionProvider> make_provider(const AttentionOptions& o, Backend backend) {
+#ifdef OPBENCH_HAVE_CUDA
+  if (backend == Backend::cuda) {
+    if (!o.provider.empty() && o.provider != "cudnn")
+      throw bad_input(fmt::format(
+          "--provider {}: the GPU provider is cudnn (blocked and reference run with --backend "
+          "cpu)",
+          o.provider));
+    return make_cudnn_attention_provider(o.device);
+  }
+#else
+  (void)backend;
+#endif
+  return make_cpu_attention_provider(o.provider.empty() ? "blocked" : o.provider);
 }
 
 }  // namespace
 
 int bench_attention_main(int argc, char** argv) {
+  HarnessCost harness;
   auto parsed = parse_attention_options(argc, argv);
   if (!parsed) return 0;
   const AttentionOptions& o = *parsed;
-  BackendChoice choice = choose_attention_backend(o);
+  BackendChoice choice = choose_backend(o.backend, o.device);
   auto cases = build_cases(o, choice.backend);
   if (o.dry_run) {
     ConsoleTable table({{"model", "", 18},
@@ -148,7 +151,7 @@ int bench_attention_main(int argc, char** argv) {
     std::printf("%zu cases\n", cases.size());
     return 0;
   }
-  auto provider = make_cpu_attention_provider(o.provider);
+  auto provider = make_provider(o, choice.backend);
   std::string dir = o.report.report_dir;
   if (dir.empty())
     dir = o.report_csv_path.empty()
@@ -193,7 +196,13 @@ int bench_attention_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"max_abs_err", "max_err", 8},
                       {"status", "", 7}});
-  AttentionRunOptions run{o.measure, o.check, o.check_heads};
+  MeasureOverrides overrides = o.measure;
+  // A CPU attention case runs for a second or more: 3 samples already give a spread.
+  if (choice.backend == Backend::cpu && !overrides.min_samples && !overrides.max_samples)
+    overrides.min_samples = 3;
+  const MeasureOptions measure = resolve(
+      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, overrides);
+  AttentionRunOptions run{measure, o.check, o.check_heads};
   std::size_t failed = 0, done = 0;
   install_interrupt_handlers();
   for (const auto& c : cases) {
@@ -206,6 +215,7 @@ int bench_attention_main(int argc, char** argv) {
       continue;
     }
     progress.start(label);
+    CpuTimer case_clock;
     AttentionResult r;
     if (auto why = provider->unsupported(c.shape, c.pass)) {
       r.status = Status::skipped;
@@ -219,8 +229,14 @@ int bench_attention_main(int argc, char** argv) {
         r.note = e.what();
       }
     }
+    if (r.status == Status::ok) {
+      auto noisy = noise_note(r.measurement, measure);
+      if (!noisy.empty()) r.note += (r.note.empty() ? "" : "; ") + noisy;
+    }
     Record row = attention_row(c, *provider, r, peaks);
+    row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
     files.write(row);
+    harness.result_written();
     rows.push_back(row);
     progress.clear();
     table.print(row);
@@ -243,8 +259,9 @@ int bench_attention_main(int argc, char** argv) {
                     "head_dim_qk", "head_dim_v", "causal", "dtype", "pass", "time_us", "tflops",
                     "max_abs_err"},
                    15,
-                   {}});
+                   {harness.markdown()}});
   std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
+  std::fprintf(stderr, "%s\n", harness.text().c_str());
   for (const auto& path : files.paths())
     std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
   if (interrupted()) {

@@ -28,7 +28,9 @@ class CpuAttentionProvider final : public AttentionProvider {
   explicit CpuAttentionProvider(std::string which) : which_(std::move(which)) {
     if (which_ != "blocked" && which_ != "reference")
       throw bad_input(fmt::format(
-          "--provider: unknown CPU provider '{}' (accepted: blocked, reference)", which_));
+          "--provider: unknown CPU provider '{}' (accepted: blocked, reference; cudnn runs with "
+          "--backend cuda)",
+          which_));
   }
 
   std::string name() const override { return which_; }

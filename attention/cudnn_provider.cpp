@@ -1,0 +1,383 @@
+// Attention on the GPU through cuDNN's SDPA graphs (backend API): the engine configurations the
+// heuristics offer are finalized and timed briefly, the fastest is measured, and the choice is
+// kept for the rest of the run under the case's shape. --check compares with the naive CUDA
+// reference on the same inputs.
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "attention/attention_provider.hpp"
+#include "attention/cudnn_backend.hpp"
+#include "attention/cudnn_sdpa_graph.hpp"
+#include "attention/reference_attention.hpp"
+#include "common/cuda/buffer.hpp"
+#include "common/cuda/check.hpp"
+#include "common/cuda/clock_probe.hpp"
+#include "common/cuda/device.hpp"
+#include "common/error.hpp"
+#include "common/rotation.hpp"
+
+namespace opbench {
+namespace {
+
+constexpr int kCandidates = 8;  // heuristic configurations tried per shape
+constexpr int kTrialRuns = 3;   // timed runs per candidate when choosing
+// bf16/fp16 results against the fp32 reference, relative to the largest reference value (>= 1):
+// the inputs round to 8 (bf16) or 11 (fp16) bits and P is rounded before P·V.
+constexpr double kForwardTolerance = 2e-2, kBackwardTolerance = 5e-2;
+
+std::string shape_key(const AttentionShape& s, AttentionPass p) {
+  return fmt::format("{} {} {}", s.dims(), dtype_name(s.dtype), attention_pass_name(p));
+}
+
+AttentionDims dims_of(const AttentionShape& s) {
+  AttentionDims d;
+  d.b = s.batch;
+  d.sq = s.seqlen_q;
+  d.skv = s.seqlen_kv;
+  d.hq = s.heads_q;
+  d.hkv = s.heads_kv;
+  d.dqk = s.head_dim_qk;
+  d.dv = s.head_dim_v;
+  d.causal = s.causal;
+  d.scale = static_cast<float>(s.softmax_scale());
+  d.dtype = s.dtype;
+  return d;
+}
+
+std::int64_t engine_index(const BackendDescriptor& config) {
+  BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = engine.get();
+  std::int64_t count = 0;
+  cudnn_check(cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &raw),
+              "engine of a configuration");
+  std::int64_t index = -1;
+  cudnn_check(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                       &count, &index),
+              "engine index");
+  return index;
+}
+
+// The buffers of one case, and the variant pack that points at them.
+struct SdpaBuffers {
+  DeviceBuffer q, k, v, o, stats, dout, dq, dk, dv, softmax_sum, dq_accum, workspace;
+  float scale = 1, neg_inf = -std::numeric_limits<float>::infinity(), one = 1;
+  std::int32_t seq_q = 0, seq_kv = 0;
+};
+
+// A chosen plan for one shape: the graph it was made from stays alive beside it.
+struct ChosenPlan {
+  SdpaGraph graph;
+  Descriptor plan;
+  std::int64_t workspace_bytes = 0;
+  std::int64_t engine = -1;
+  int finalized = 0, offered = 0;
+};
+
+class CudnnAttentionProvider final : public AttentionProvider {
+ public:
+  explicit CudnnAttentionProvider(int device) : info_(cuda_device_info(device)) {
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
+    cudnn_check(cudnnCreate(&handle_), "cudnnCreate");
+    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cudnn_check(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+    // cuDNN before 9.10 wants the most negative float rather than -inf for masked scores.
+    if (cudnnGetVersion() < 91000) neg_inf_ = std::numeric_limits<float>::lowest();
+  }
+  ~CudnnAttentionProvider() override {
+    plans_.clear();
+    if (handle_) cudnnDestroy(handle_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cudnn"; }
+  std::string backend() const override { return "cuda"; }
+  std::string device() const override { return info_.name; }
+  void describe(Environment& env) const override {
+    add_cuda_environment(env, info_.index);
+    const std::size_t v = cudnnGetVersion();
+    env.add_library("cuDNN", fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100));
+  }
+
+  std::optional<std::string> unsupported(const AttentionShape& s, AttentionPass) const override {
+    if (s.dtype != DType::bf16 && s.dtype != DType::fp16)
+      return fmt::format("cuDNN SDPA runs bf16 and fp16; {} runs on --backend cpu",
+                         dtype_name(s.dtype));
+    if (s.causal && s.seqlen_q > s.seqlen_kv)
+      return fmt::format(
+          "causal with Sq {} > Skv {}: the first {} query rows would see no key, which cuDNN's "
+          "bottom-right mask does not define",
+          s.seqlen_q, s.seqlen_kv, s.seqlen_q - s.seqlen_kv);
+    return std::nullopt;
+  }
+
+  AttentionResult run(const AttentionShape& s, AttentionPass pass,
+                      const AttentionRunOptions& o) override {
+    AttentionResult r;
+    const bool bwd = pass == AttentionPass::bwd;
+    const std::int64_t io = static_cast<std::int64_t>(dtype_size(s.dtype));
+    std::int64_t need = (s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) * io +
+                        s.lse_elements() * 4;
+    if (bwd)
+      need += (s.o_elements() + s.q_elements() + s.k_elements() + s.v_elements()) * io +
+              s.lse_elements() * 4 + s.q_elements() * 4;
+    if (o.check || bwd)  // fp32 reference outputs
+      need +=
+          (s.o_elements() + s.lse_elements() + s.q_elements() + s.k_elements() + s.v_elements()) *
+          4;
+    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
+    if (need > free_bytes / 10 * 9) {
+      r.status = Status::skipped;
+      r.note = fmt::format("needs {} of device memory; {} free", human_bytes(need * 1.0),
+                           human_bytes(free_bytes * 1.0));
+      return r;
+    }
+
+    SdpaBuffers b;
+    auto alloc = [&](DeviceBuffer& buf, std::int64_t count, std::int64_t size, std::uint64_t seed) {
+      buf = DeviceBuffer(static_cast<std::size_t>(count * size));
+      if (seed) fill_uniform(buf.data(), static_cast<std::size_t>(count), s.dtype, seed, stream_);
+    };
+    alloc(b.q, s.q_elements(), io, 11);
+    alloc(b.k, s.k_elements(), io, 12);
+    alloc(b.v, s.v_elements(), io, 13);
+    alloc(b.o, s.o_elements(), io, 0);
+    alloc(b.stats, s.lse_elements(), 4, 0);
+    b.scale = static_cast<float>(s.softmax_scale());
+    b.neg_inf = neg_inf_;
+    b.seq_q = static_cast<std::int32_t>(s.seqlen_q);
+    b.seq_kv = static_cast<std::int32_t>(s.seqlen_kv);
+    const AttentionDims dims = dims_of(s);
+    DeviceBuffer ref_o, ref_lse;
+    if (bwd || o.check) {
+      alloc(ref_o, s.o_elements(), 4, 0);
+      alloc(ref_lse, s.lse_elements(), 4, 0);
+      reference_attention_forward(dims, b.q.data(), b.k.data(), b.v.data(),
+                                  static_cast<float*>(ref_o.data()),
+                                  static_cast<float*>(ref_lse.data()), stream_);
+    }
+    if (bwd) {
+      // The backward's O and statistics come from the reference forward, so the reference
+      // backward sees exactly the inputs cuDNN does.
+      convert_floats(static_cast<const float*>(ref_o.data()), b.o.data(), s.o_elements(), s.dtype,
+                     stream_);
+      OPBENCH_CUDA_CHECK(cudaMemcpyAsync(b.stats.data(), ref_lse.data(), b.stats.bytes(),
+                                         cudaMemcpyDeviceToDevice, stream_));
+      alloc(b.dout, s.o_elements(), io, 14);
+      alloc(b.dq, s.q_elements(), io, 0);
+      alloc(b.dk, s.k_elements(), io, 0);
+      alloc(b.dv, s.v_elements(), io, 0);
+      alloc(b.softmax_sum, s.lse_elements(), 4, 0);
+      alloc(b.dq_accum, s.q_elements(), 4, 0);
+      OPBENCH_CUDA_CHECK(cudaMemsetAsync(b.dq_accum.data(), 0, b.dq_accum.bytes(), stream_));
+    }
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+    ChosenPlan* chosen = nullptr;
+    try {
+      chosen = &plan_for(s, pass, b);
+    } catch (const Error& e) {
+      r.status = Status::skipped;  // cuDNN refused the graph or every configuration
+      r.note = e.what();
+      return r;
+    }
+    if (static_cast<std::int64_t>(b.workspace.bytes()) < chosen->workspace_bytes)
+      b.workspace = DeviceBuffer(static_cast<std::size_t>(chosen->workspace_bytes));
+    Descriptor pack = variant_pack(b, *chosen->graph.builder);
+
+    L2Flusher flusher(info_.l2_bytes);
+    CudaEventTimer timer;
+    const double clock_before = probe_sm_clock_mhz(stream_);
+    r.measurement = measure(
+        o.measure,
+        [&] {
+          timer.start(stream_);
+          execute(*chosen->plan, *pack);
+          timer.stop(stream_);
+          return timer.elapsed_us();
+        },
+        [&] { flusher.flush(stream_); });
+    r.measurement.sm_clock_before_mhz = clock_before;
+    r.measurement.sm_clock_after_mhz = probe_sm_clock_mhz(stream_);
+    r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
+    r.cache = "flush";
+    r.engine = fmt::format("cudnn engine {} ({} of {} configurations finalized)", chosen->engine,
+                           chosen->finalized, chosen->offered);
+    if (o.check) check(s, pass, dims, b, ref_o, ref_lse, r);
+    return r;
+  }
+
+ private:
+  void execute(const BackendDescriptor& plan, const BackendDescriptor& pack) {
+    cudnn_check(cudnnBackendExecute(handle_, plan.get(), pack.get()), "cudnnBackendExecute");
+  }
+
+  // Device buffers, or host addresses for the by-value scalars, under the uids the graph uses.
+  static Descriptor variant_pack(SdpaBuffers& b, const GraphBuilder& graph) {
+    const std::map<std::int64_t, void*> address{{kUidQ, b.q.data()},
+                                                {kUidK, b.k.data()},
+                                                {kUidV, b.v.data()},
+                                                {kUidO, b.o.data()},
+                                                {kUidStats, b.stats.data()},
+                                                {kUidScale, &b.scale},
+                                                {kUidNegInf, &b.neg_inf},
+                                                {kUidOne, &b.one},
+                                                {kUidSeqKv, &b.seq_kv},
+                                                {kUidSeqQ, &b.seq_q},
+                                                {kUidDO, b.dout.data()},
+                                                {kUidDQ, b.dq.data()},
+                                                {kUidDK, b.dk.data()},
+                                                {kUidDV, b.dv.data()},
+                                                {kUidSoftmaxSum, b.softmax_sum.data()},
+                                                {kUidDQAccum, b.dq_accum.data()}};
+    const std::vector<std::int64_t>& uids = graph.pack_uids();
+    std::vector<void*> ptrs;
+    for (std::int64_t uid : uids)
+      ptrs.push_back(address.at(uid));
+    auto pack = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack->set_int64s(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids, "variant pack uids");
+    pack->set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+              static_cast<std::int64_t>(ptrs.size()), ptrs.data(), "variant pack pointers");
+    void* workspace = b.workspace.data();
+    pack->set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace,
+              "variant pack workspace");
+    pack->finalize("variant pack finalize");
+    return pack;
+  }
+
+  // The fastest configuration for this shape, chosen once per run.
+  ChosenPlan& plan_for(const AttentionShape& s, AttentionPass pass, SdpaBuffers& b) {
+    const std::string key = shape_key(s, pass);
+    if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+    const bool bwd = pass == AttentionPass::bwd;
+    auto chosen = std::make_unique<ChosenPlan>();
+    chosen->graph = bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s);
+
+    BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *chosen->graph.graph, "heuristics graph");
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
+    heur.finalize("heuristics finalize");
+    std::int64_t count = 0;
+    cudnn_check(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                "heuristics result count");
+    count = std::min<std::int64_t>(count, kCandidates);
+    std::vector<Descriptor> configs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (std::int64_t i = 0; i < count; ++i) {
+      configs.push_back(std::make_shared<BackendDescriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(configs.back()->get());
+    }
+    std::int64_t returned = 0;
+    if (count > 0)
+      cudnn_check(
+          cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, raw.data()),
+          "heuristics results");
+    chosen->offered = static_cast<int>(returned);
+
+    double best_us = std::numeric_limits<double>::infinity();
+    std::string last_refusal = "the heuristics offered no engine configuration";
+    CudaEventTimer timer;
+    for (std::int64_t i = 0; i < returned; ++i) {
+      auto plan = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      std::int64_t workspace = 0;
+      double us = 0;
+      try {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_, "plan handle");
+#pragma GCC diagnostic pop
+        plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[i], "plan configuration");
+        plan->finalize("execution plan finalize");
+        std::int64_t n = 0;
+        cudnn_check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                             CUDNN_TYPE_INT64, 1, &n, &workspace),
+                    "plan workspace size");
+        if (static_cast<std::int64_t>(b.workspace.bytes()) < workspace)
+          b.workspace = DeviceBuffer(static_cast<std::size_t>(workspace));
+        Descriptor pack = variant_pack(b, *chosen->graph.builder);
+        execute(*plan, *pack);  // first run: module loading, not timed
+        timer.start(stream_);
+        for (int run = 0; run < kTrialRuns; ++run)
+          execute(*plan, *pack);
+        timer.stop(stream_);
+        us = timer.elapsed_us() / kTrialRuns;
+      } catch (const Error& e) {
+        last_refusal = e.what();
+        continue;
+      }
+      ++chosen->finalized;
+      if (us < best_us) {
+        best_us = us;
+        chosen->plan = plan;
+        chosen->workspace_bytes = workspace;
+        chosen->engine = engine_index(*configs[i]);
+      }
+    }
+    if (!chosen->plan)
+      throw run_failure(
+          fmt::format("cuDNN has no plan for this {} graph ({} configurations "
+                      "offered): {}",
+                      attention_pass_name(pass), returned, last_refusal));
+    return *plans_.emplace(key, std::move(chosen)).first->second;
+  }
+
+  void check(const AttentionShape& s, AttentionPass pass, const AttentionDims& dims, SdpaBuffers& b,
+             DeviceBuffer& ref_o, DeviceBuffer& ref_lse, AttentionResult& r) {
+    double err = 0, ref = 0;
+    auto compare = [&](const DeviceBuffer& got, const DeviceBuffer& want, std::int64_t count) {
+      auto c = compare_with_reference(got.data(), static_cast<const float*>(want.data()), count,
+                                      s.dtype, stream_);
+      err = std::max(err, c.max_abs_err);
+      ref = std::max(ref, c.max_abs_ref);
+    };
+    double tolerance = kForwardTolerance;
+    if (pass == AttentionPass::fwd) {
+      compare(b.o, ref_o, s.o_elements());
+    } else {
+      tolerance = kBackwardTolerance;
+      DeviceBuffer dq(static_cast<std::size_t>(s.q_elements()) * 4),
+          dk(static_cast<std::size_t>(s.k_elements()) * 4),
+          dv(static_cast<std::size_t>(s.v_elements()) * 4),
+          delta(static_cast<std::size_t>(s.lse_elements()) * 4);
+      reference_attention_backward(dims, b.q.data(), b.k.data(), b.v.data(), b.o.data(),
+                                   static_cast<const float*>(ref_lse.data()), b.dout.data(),
+                                   static_cast<float*>(dq.data()), static_cast<float*>(dk.data()),
+                                   static_cast<float*>(dv.data()),
+                                   static_cast<float*>(delta.data()), stream_);
+      compare(b.dq, dq, s.q_elements());
+      compare(b.dk, dk, s.k_elements());
+      compare(b.dv, dv, s.v_elements());
+    }
+    r.max_abs_err = err;
+    r.tolerance = tolerance * std::max(1.0, ref);
+    if (!(err <= *r.tolerance)) {
+      r.status = Status::failed;
+      r.note = fmt::format("check failed: max |error| {:.3g} > tolerance {:.3g}{}{}", err,
+                           *r.tolerance, r.note.empty() ? "" : "; ", r.note);
+    }
+  }
+
+  CudaDeviceInfo info_;
+  cudnnHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  float neg_inf_ = -std::numeric_limits<float>::infinity();
+  std::map<std::string, std::unique_ptr<ChosenPlan>> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionProvider> make_cudnn_attention_provider(int device) {
+  return std::make_unique<CudnnAttentionProvider>(device);
+}
+
+}  // namespace opbench
