@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Times numpy's matmul (the same OpenBLAS as bench_gemm's CPU provider) the way bench_gemm
 times a GEMM: warm-up, then samples until the relative standard error of the mean is under 1%
-(or 2 s pass), reporting the mean. Prints one line: m n k dtype mean_us gflops samples.
+(or --max-time passes), reporting the mean. Operands are row-major like bench_gemm's: layout
+NT means C = A · Bᵀ with B stored n x k (a transposed view, which numpy hands to BLAS as a
+transpose flag, not a copy). Prints one line: numpy m n k layout dtype mean_us gflops samples.
 
-Usage: bench/peers/numpy_gemm.py M N K [--dtype fp32|fp64]
+Usage: bench/peers/numpy_gemm.py M N K [--layout NN|NT|TN|TT] [--dtype fp32|fp64]
 """
 import argparse
 import statistics
@@ -12,23 +14,29 @@ import time
 import numpy as np
 
 
+def operands(m, n, k, layout, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (k, m) if layout[0] == "T" else (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, k) if layout[1] == "T" else (k, n)).astype(dtype)
+    return (a.T if layout[0] == "T" else a), (b.T if layout[1] == "T" else b)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("m", type=int)
     parser.add_argument("n", type=int)
     parser.add_argument("k", type=int)
+    parser.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
     parser.add_argument("--dtype", default="fp32", choices=["fp32", "fp64"])
     parser.add_argument("--max-time", type=float, default=2.0)
     args = parser.parse_args()
     dtype = np.float32 if args.dtype == "fp32" else np.float64
-    rng = np.random.default_rng(1)
-    a = rng.uniform(-1, 1, (args.m, args.k)).astype(dtype)
-    b = rng.uniform(-1, 1, (args.k, args.n)).astype(dtype)
+    a, b = operands(args.m, args.n, args.k, args.layout, dtype)
     c = np.empty((args.m, args.n), dtype=dtype)
 
     start = time.perf_counter()
     warmups = 0
-    while warmups < 2 or time.perf_counter() - start < 0.05:
+    while warmups < 1 or time.perf_counter() - start < 0.05:
         np.matmul(a, b, out=c)
         warmups += 1
 
@@ -47,7 +55,8 @@ def main() -> None:
             break
     mean_us = statistics.mean(samples)
     gflops = 2 * args.m * args.n * args.k / mean_us / 1e3
-    print(f"numpy {args.m} {args.n} {args.k} {args.dtype} mean_us={mean_us:.1f} gflops={gflops:.1f} samples={len(samples)}")
+    print(f"numpy {args.m} {args.n} {args.k} {args.layout} {args.dtype} mean_us={mean_us:.1f} "
+          f"gflops={gflops:.1f} samples={len(samples)}")
 
 
 if __name__ == "__main__":
