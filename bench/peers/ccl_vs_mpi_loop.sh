@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench_ccl's mpi backend against a plain MPI_Allreduce loop, all_reduce fp32 4 KiB..1 MiB,
-# out of place, same iteration counts, alternating runs so both see the same machine state.
+# out of place, same method (5 warm-up calls, then 5 samples of ITERS calls: bench_ccl's adaptive
+# stop is pinned to 5 samples so only the harness differs), alternating runs so both see the
+# same machine state.
 #   bench/peers/ccl_vs_mpi_loop.sh [RANKS=2] [ROUNDS=3] [ITERS=200]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,8 +16,9 @@ launch=(mpirun -np "$ranks" --oversubscribe)
 tmp=$(mktemp -d)
 for r in $(seq "$rounds"); do
   "${launch[@]}" build/collectives/bench_ccl --backend mpi --op all_reduce -b 4K -e 1M -f 4 -n "$iters" -w 5 -c 0 \
+    --min-samples 5 --max-samples 5 \
     --placement out_of_place --report-csv-path "$tmp/ours_$r.csv" --report-dir-path "$tmp/raw_$r" --quiet >/dev/null 2>&1
-  "${launch[@]}" build/peers/mpi_allreduce_loop "$iters" >> "$tmp/plain.txt"
+  "${launch[@]}" build/peers/mpi_allreduce_loop "$iters" 5 >> "$tmp/plain.txt"
 done
 /usr/bin/python3 - "$tmp" "$rounds" <<'PY'
 import csv, statistics, sys
