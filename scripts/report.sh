@@ -23,15 +23,15 @@ launch=(mpirun -np "$ranks")
 [ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
 [ "$gpus" -eq 0 ] && launch+=(--oversubscribe)
 common=(--quiet --format csv,jsonl,prom)
-sampled=()   # bench_gemm and bench_attention sample adaptively ...
-counted=()   # ... bench_ccl and bench_fsdp time -n calls after -w warm-ups, as nccl-tests does
+sampled=()   # every binary samples adaptively; QUICK shortens the sampling budget ...
+counted=()   # ... and bench_ccl/bench_fsdp's samples of -n calls after -w warm-ups
 if [ "${QUICK:-0}" = 1 ]; then
   gemm_args=(--model tiny --passes fprop); attention_args=(--model tiny --seq-len 128); ccl_sizes=(-b 1K -e 64K -f 8)
-  fsdp_model=tiny; sampled=(--min-time 0.01 --max-time 0.2); counted=(-n 5 -w 1)
+  fsdp_model=tiny; sampled=(--min-time 0.01 --max-time 0.2); counted=(-n 5 -w 1 --max-time 0.2)
 elif [ "$gpus" -gt 0 ]; then
   gemm_args=(--model "${MODELS:-llama3.1-8b,llama3.1-70b}" --tp 8 --check)
-  # bench_attention has no GPU provider yet: its CPU provider gets the CPU's modest shapes.
-  attention_args=(--model tiny,llama3.1-8b --seq-len 512,1024); ccl_sizes=(-b 8 -e 8G -f 2)
+  attention_args=(--model "${MODELS:-llama3.1-8b,llama3.1-70b}" --seq-len 4096,8192 --pass fwd,bwd --check)
+  ccl_sizes=(-b 8 -e 8G -f 2)
   fsdp_model=${FSDP_MODEL:-llama3.1-8b}
 else
   gemm_args=(--model "${MODELS:-tiny,llama3.1-8b}" --seq-len 256 --check)
