@@ -64,6 +64,18 @@ struct Operands {
   Dims row_stats_strides() const { return {hq * sq, sq, 1, 1}; }
 };
 
+// grad = scoresᵀ·x for every query head; under GQA (fewer KV heads) each KV head's gradient is
+// the sum over its group of query heads, as a reduction over the head dimension.
+void key_gradient(GraphBuilder& g, const Operands& d, const GraphTensor& scores_t,
+                  const GraphTensor& x, const GraphTensor& grad) {
+  if (d.hq == d.hk) return g.matmul(scores_t, x, grad);
+  const std::int64_t dim = grad.dims[3];
+  auto per_query_head =
+      g.virtual_tensor({d.b, d.hq, d.skv, dim}, {d.hq * d.skv * dim, d.skv * dim, dim, 1}, d.io);
+  g.matmul(scores_t, x, per_query_head);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, per_query_head, grad);
+}
+
 }  // namespace
 
 cudnnDataType_t cudnn_data_type(DType t) {
@@ -124,7 +136,6 @@ SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s) {
   out.builder = std::make_unique<GraphBuilder>(handle);
   GraphBuilder& g = *out.builder;
   const Operands d(s);
-  const bool gqa = d.hq != d.hk;
 
   auto q = g.tensor(kUidQ, {d.b, d.hq, d.sq, d.dqk}, bshd_strides(d.sq, d.hq, d.dqk), d.io);
   auto kt =
@@ -166,14 +177,7 @@ SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s) {
   // dV = Pᵀ·dO, summed over the query heads of each KV head under GQA.
   auto probs_t = g.virtual_tensor(tdims, tstrides, d.io);
   g.reshape(probs, probs_t);
-  if (!gqa) {
-    g.matmul(probs_t, dout, dv);
-  } else {
-    auto dv_heads = g.virtual_tensor({d.b, d.hq, d.skv, d.dv},
-                                     {d.hq * d.skv * d.dv, d.skv * d.dv, d.dv, 1}, d.io);
-    g.matmul(probs_t, dout, dv_heads);
-    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_heads, dv);
-  }
+  key_gradient(g, d, probs_t, dout, dv);
 
   // dS = P ∘ (dO·Vᵀ − softmax_sum) · scale
   auto dp = g.virtual_tensor(sdims, sstrides);
@@ -188,14 +192,7 @@ SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s) {
   // dK = dSᵀ·Q, summed over query heads under GQA.
   auto ds_t = g.virtual_tensor(tdims, tstrides, d.io);
   g.reshape(ds, ds_t);
-  if (!gqa) {
-    g.matmul(ds_t, q, dk);
-  } else {
-    auto dk_heads = g.virtual_tensor({d.b, d.hq, d.skv, d.dqk},
-                                     {d.hq * d.skv * d.dqk, d.skv * d.dqk, d.dqk, 1}, d.io);
-    g.matmul(ds_t, q, dk_heads);
-    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_heads, dk);
-  }
+  key_gradient(g, d, ds_t, q, dk);
 
   // dQ = dS·K, accumulated in fp32 scratch and converted.
   Dims k_dims = kt.dims, k_strides = kt.strides;

@@ -42,6 +42,18 @@ __device__ std::int64_t at(std::int64_t b, std::int64_t s, std::int64_t h, std::
   return ((b * S + s) * H + h) * D;
 }
 
+// The (batch, head, row) a thread owns, rows varying fastest (a warp shares its K/V rows);
+// false for the threads past the end.
+struct RowIndex {
+  std::int64_t b, h, i;
+};
+__device__ bool thread_row(std::int64_t batch, std::int64_t heads, std::int64_t rows, RowIndex& r) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= batch * heads * rows) return false;
+  r = {t / (rows * heads), (t / rows) % heads, t % rows};
+  return true;
+}
+
 template <typename T>
 __device__ float dot(const T* x, std::int64_t xo, const T* y, std::int64_t yo, std::int64_t n) {
   float acc = 0;
@@ -54,9 +66,9 @@ __device__ float dot(const T* x, std::int64_t xo, const T* y, std::int64_t yo, s
 template <typename T>
 __global__ void forward_kernel(AttentionDims d, const T* q, const T* k, const T* v, float* o,
                                float* lse) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= d.b * d.hq * d.sq) return;
-  const std::int64_t i = t % d.sq, h = (t / d.sq) % d.hq, b = t / (d.sq * d.hq);
+  RowIndex r;
+  if (!thread_row(d.b, d.hq, d.sq, r)) return;
+  const std::int64_t b = r.b, h = r.h, i = r.i;
   const std::int64_t hk = h / (d.hq / d.hkv), visible = visible_keys(d, i);
   const std::int64_t qo = at(b, i, h, d.sq, d.hq, d.dqk), oo = at(b, i, h, d.sq, d.hq, d.dv);
   float m = -INFINITY;
@@ -82,9 +94,9 @@ __global__ void forward_kernel(AttentionDims d, const T* q, const T* k, const T*
 template <typename T>
 __global__ void dq_kernel(AttentionDims d, const T* q, const T* k, const T* v, const T* o,
                           const float* lse, const T* dout, float* dq, float* delta) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= d.b * d.hq * d.sq) return;
-  const std::int64_t i = t % d.sq, h = (t / d.sq) % d.hq, b = t / (d.sq * d.hq);
+  RowIndex r;
+  if (!thread_row(d.b, d.hq, d.sq, r)) return;
+  const std::int64_t b = r.b, h = r.h, i = r.i;
   const std::int64_t hk = h / (d.hq / d.hkv), visible = visible_keys(d, i);
   const std::int64_t qo = at(b, i, h, d.sq, d.hq, d.dqk), oo = at(b, i, h, d.sq, d.hq, d.dv);
   const std::int64_t row = (b * d.hq + h) * d.sq + i;
@@ -107,9 +119,9 @@ __global__ void dq_kernel(AttentionDims d, const T* q, const T* k, const T* v, c
 template <typename T>
 __global__ void dkv_kernel(AttentionDims d, const T* q, const T* k, const T* v, const float* lse,
                            const T* dout, const float* delta, float* dk, float* dv) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= d.b * d.hkv * d.skv) return;
-  const std::int64_t j = t % d.skv, hk = (t / d.skv) % d.hkv, b = t / (d.skv * d.hkv);
+  RowIndex r;
+  if (!thread_row(d.b, d.hkv, d.skv, r)) return;
+  const std::int64_t b = r.b, hk = r.h, j = r.i;
   const std::int64_t ko = at(b, j, hk, d.skv, d.hkv, d.dqk), vo = at(b, j, hk, d.skv, d.hkv, d.dv);
   for (std::int64_t e = 0; e < d.dqk; ++e)
     dk[ko + e] = 0;

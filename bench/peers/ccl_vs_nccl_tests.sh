@@ -20,22 +20,4 @@ for r in $(seq "$rounds"); do
     --placement out_of_place --report-csv-path "$tmp/ours_$r.csv" --report-dir-path "$tmp/raw_$r" --quiet >/dev/null
   "${launch[@]}" "$peer" "${args[@]}" -g 1 > "$tmp/peer_$r.txt"
 done
-/usr/bin/python3 - "$tmp" "$rounds" <<'PY'
-import csv, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
-ours, peer = {}, {}
-for r in range(1, rounds + 1):
-    for row in csv.DictReader(open(f"{tmp}/ours_{r}.csv")):
-        ours.setdefault(int(row["size_bytes"]), []).append(float(row["time_us"]))
-    for line in open(f"{tmp}/peer_{r}.txt"):
-        f = line.split()
-        # data rows: size count type redop root time algbw busbw #wrong (out of place) ...
-        if len(f) >= 9 and f[0].isdigit():
-            peer.setdefault(int(f[0]), []).append(float(f[5]))
-print("| size | nccl-tests (us) | bench_ccl nccl (us) | ratio |")
-print("|---:|---:|---:|---:|")
-for size in sorted(set(ours) & set(peer)):
-    o, p = statistics.median(ours[size]), statistics.median(peer[size])
-    print(f"| {size} | {p:.2f} | {o:.2f} | {o / p:.3f} |")
-print(f"(medians of {rounds} alternating runs; ratio = ours / nccl-tests, out of place)")
-PY
+/usr/bin/python3 bench/peers/ratio_table.py "$tmp" "$rounds" "nccl-tests" "bench_ccl nccl" nccl-tests

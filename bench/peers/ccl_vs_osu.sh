@@ -19,21 +19,4 @@ for r in $(seq "$rounds"); do
     --placement out_of_place --report-csv-path "$tmp/ours_$r.csv" --report-dir-path "$tmp/raw_$r" --quiet >/dev/null
   "${launch[@]}" "$peer" -m 4096:1048576 -i "$iters" -x 20 > "$tmp/peer_$r.txt"
 done
-/usr/bin/python3 - "$tmp" "$rounds" <<'PY'
-import csv, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
-ours, peer = {}, {}
-for r in range(1, rounds + 1):
-    for row in csv.DictReader(open(f"{tmp}/ours_{r}.csv")):
-        ours.setdefault(int(row["size_bytes"]), []).append(float(row["time_us"]))
-    for line in open(f"{tmp}/peer_{r}.txt"):
-        f = line.split()
-        if len(f) >= 2 and f[0].isdigit():  # "size  avg latency(us)"
-            peer.setdefault(int(f[0]), []).append(float(f[1]))
-print("| size | osu_allreduce (us) | bench_ccl mpi (us) | ratio |")
-print("|---:|---:|---:|---:|")
-for size in sorted(set(ours) & set(peer)):
-    o, p = statistics.median(ours[size]), statistics.median(peer[size])
-    print(f"| {size} | {p:.2f} | {o:.2f} | {o / p:.3f} |")
-print(f"(medians of {rounds} alternating runs; OSU reports the mean over ranks, as -a 1 does)")
-PY
+/usr/bin/python3 bench/peers/ratio_table.py "$tmp" "$rounds" "osu_allreduce" "bench_ccl mpi" osu

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench_gemm against a peer on the same shapes — square ones and a model's GEMMs, layouts
+# included — each shape run by both back to back, ROUNDS times (medians), as a Markdown table:
+#   numpy  the CPU provider against numpy's matmul on the same OpenBLAS, fp32
+#   torch  the cuBLASLt provider against torch.matmul, bf16 (PYTHON=: a Python with CUDA torch)
+# Usage: [ROUNDS=1] bench/peers/gemm_vs_peer.sh numpy|torch [MODEL|none] [MODEL_FLAGS] [SQUARES]
+#   numpy defaults: llama3.1-8b "--seq-len 512" "1024 2048 4096"
+#   torch defaults: llama3.1-70b "--tp 8" "4096 8192"
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+peer=${1:?usage: $0 numpy|torch [MODEL|none] [MODEL_FLAGS] [SQUARES]}
+case "$peer" in
+  numpy) backend=cpu dtype=fp32 python=/usr/bin/python3 defaults=(llama3.1-8b "--seq-len 512" "1024 2048 4096") ;;
+  torch) backend=cuda dtype=bf16 python=${PYTHON:-python3} defaults=(llama3.1-70b "--tp 8" "4096 8192")
+         "$python" -c 'import torch; assert torch.cuda.is_available()' ||
+           { echo "error: $python has no torch with CUDA (set PYTHON=...)" >&2; exit 2; } ;;
+  *) echo "error: unknown peer '$peer' (numpy or torch)" >&2; exit 2 ;;
+esac
+model=${2:-${defaults[0]}}
+read -r -a model_flags <<<"${3:-${defaults[1]}}"
+squares=${4:-${defaults[2]}}
+rounds=${ROUNDS:-1}
+bench=build/gemm/bench_gemm
+[ -x "$bench" ] || { echo "error: $bench not built (bash scripts/build.sh)" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+shapes=()
+for s in $squares; do shapes+=("square $s $s $s NN"); done
+# The model's GEMMs, from bench_gemm's own dry run (model gemm pass m n k layout ...).
+while read -r _ gemm pass m n k layout _; do
+  shapes+=("$gemm/$pass $m $n $k $layout")
+done < <([ "$model" = none ] || "$bench" --backend "$backend" --model "$model" "${model_flags[@]}" --dtype "$dtype" --dry-run | awk 'NR > 2 && NF >= 9')
+
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+printf '| shape | m | n | k | layout | bench_gemm (us) | %s (us) | ratio |\n|---|---:|---:|---:|---|---:|---:|---:|\n' "$peer"
+i=0
+for shape in "${shapes[@]}"; do
+  read -r name m n k layout <<<"$shape"
+  ours_list=() peer_list=()
+  for _ in $(seq "$rounds"); do
+    i=$((i + 1))
+    "$bench" --backend "$backend" --m "$m" --n "$n" --k "$k" --layout "$layout" --dtype "$dtype" \
+      --report-dir-path "$tmp/ours_$i" --quiet >/dev/null 2>&1
+    ours_list+=("$(/usr/bin/python3 -c 'import csv,sys; print(next(csv.DictReader(open(sys.argv[1])))["time_us"])' "$tmp/ours_$i/gemm_sweep.csv")")
+    peer_list+=("$("$python" "bench/peers/${peer}_gemm.py" "$m" "$n" "$k" --layout "$layout" --dtype "$dtype" | sed -E 's/.*mean_us=([0-9.]+).*/\1/')")
+  done
+  ours=$(median "${ours_list[@]}")
+  theirs=$(median "${peer_list[@]}")
+  /usr/bin/python3 -c 'import sys; o, p = float(sys.argv[6]), float(sys.argv[7]); print(f"| {sys.argv[1]} | {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {o:.2f} | {p:.2f} | {o / p:.3f} |")' \
+    "$name" "$m" "$n" "$k" "$layout" "$ours" "$theirs"
+done
+echo "(ratio = bench_gemm time / $peer time, medians of $rounds alternating runs; under 1: bench_gemm measured less time)"
