@@ -60,9 +60,33 @@ struct Operands {
         dv(s.head_dim_v),
         io(cudnn_data_type(s.dtype)) {}
   Dims scores() const { return {b, hq, sq, skv}; }
+  // Q, O, dO, dQ: [B, Hq, Sq, dim] over (B, S, H, D) memory; K, V, dK, dV: [B, Hkv, Skv, dim].
+  GraphTensor query_rows(GraphBuilder& g, std::int64_t uid, std::int64_t dim) const {
+    return g.tensor(uid, {b, hq, sq, dim}, bshd_strides(sq, hq, dim), io);
+  }
+  GraphTensor key_rows(GraphBuilder& g, std::int64_t uid, std::int64_t dim) const {
+    return g.tensor(uid, {b, hk, skv, dim}, bshd_strides(skv, hk, dim), io);
+  }
+  GraphTensor key_rows_transposed(GraphBuilder& g, std::int64_t uid, std::int64_t dim) const {
+    return transposed_view(g, uid, {b, hk, skv, dim}, bshd_strides(skv, hk, dim), io);
+  }
+  GraphTensor row_stats_tensor(GraphBuilder& g, std::int64_t uid) const {
+    return g.tensor(uid, row_stats(), row_stats_strides(), CUDNN_DATA_FLOAT);
+  }
   Dims row_stats() const { return {b, hq, sq, 1}; }
   Dims row_stats_strides() const { return {hq * sq, sq, 1, 1}; }
 };
+
+// Q·Kᵀ · scale, in fp32: the scores both graphs start from.
+GraphTensor scaled_scores(GraphBuilder& g, const Operands& d, const GraphTensor& q,
+                          const GraphTensor& kt, const GraphTensor& scale) {
+  const Dims sdims = d.scores(), sstrides = packed_strides(sdims);
+  auto scores = g.virtual_tensor(sdims, sstrides);
+  g.matmul(q, kt, scores);
+  auto scaled = g.virtual_tensor(sdims, sstrides);
+  g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, nullptr, scaled);
+  return scaled;
+}
 
 // grad = scoresᵀ·x for every query head; under GQA (fewer KV heads) each KV head's gradient is
 // the sum over its group of query heads, as a reduction over the head dimension.
@@ -95,19 +119,15 @@ SdpaGraph build_sdpa_forward(cudnnHandle_t handle, const AttentionShape& s) {
   GraphBuilder& g = *out.builder;
   const Operands d(s);
 
-  auto q = g.tensor(kUidQ, {d.b, d.hq, d.sq, d.dqk}, bshd_strides(d.sq, d.hq, d.dqk), d.io);
-  auto kt =
-      transposed_view(g, kUidK, {d.b, d.hk, d.skv, d.dqk}, bshd_strides(d.skv, d.hk, d.dqk), d.io);
-  auto v = g.tensor(kUidV, {d.b, d.hk, d.skv, d.dv}, bshd_strides(d.skv, d.hk, d.dv), d.io);
-  auto o = g.tensor(kUidO, {d.b, d.hq, d.sq, d.dv}, bshd_strides(d.sq, d.hq, d.dv), d.io);
-  auto stats = g.tensor(kUidStats, d.row_stats(), d.row_stats_strides(), CUDNN_DATA_FLOAT);
+  auto q = d.query_rows(g, kUidQ, d.dqk);
+  auto kt = d.key_rows_transposed(g, kUidK, d.dqk);
+  auto v = d.key_rows(g, kUidV, d.dv);
+  auto o = d.query_rows(g, kUidO, d.dv);
+  auto stats = d.row_stats_tensor(g, kUidStats);
   auto scale = g.scalar(kUidScale, CUDNN_DATA_FLOAT);
 
   const Dims sdims = d.scores(), sstrides = packed_strides(sdims);
-  auto scores = g.virtual_tensor(sdims, sstrides);
-  g.matmul(q, kt, scores);
-  auto scaled = g.virtual_tensor(sdims, sstrides);
-  g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, nullptr, scaled);
+  auto scaled = scaled_scores(g, d, q, kt, scale);
   GraphTensor logits = s.causal ? causal_mask(g, s, scaled) : scaled;
 
   // Softmax with its statistics: stats = max + log(sum(exp(x - max))), P = exp(x - max) / sum.
@@ -137,17 +157,15 @@ SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s) {
   GraphBuilder& g = *out.builder;
   const Operands d(s);
 
-  auto q = g.tensor(kUidQ, {d.b, d.hq, d.sq, d.dqk}, bshd_strides(d.sq, d.hq, d.dqk), d.io);
-  auto kt =
-      transposed_view(g, kUidK, {d.b, d.hk, d.skv, d.dqk}, bshd_strides(d.skv, d.hk, d.dqk), d.io);
-  auto vt =
-      transposed_view(g, kUidV, {d.b, d.hk, d.skv, d.dv}, bshd_strides(d.skv, d.hk, d.dv), d.io);
-  auto o = g.tensor(kUidO, {d.b, d.hq, d.sq, d.dv}, bshd_strides(d.sq, d.hq, d.dv), d.io);
-  auto dout = g.tensor(kUidDO, {d.b, d.hq, d.sq, d.dv}, bshd_strides(d.sq, d.hq, d.dv), d.io);
-  auto stats = g.tensor(kUidStats, d.row_stats(), d.row_stats_strides(), CUDNN_DATA_FLOAT);
-  auto dq = g.tensor(kUidDQ, {d.b, d.hq, d.sq, d.dqk}, bshd_strides(d.sq, d.hq, d.dqk), d.io);
-  auto dk = g.tensor(kUidDK, {d.b, d.hk, d.skv, d.dqk}, bshd_strides(d.skv, d.hk, d.dqk), d.io);
-  auto dv = g.tensor(kUidDV, {d.b, d.hk, d.skv, d.dv}, bshd_strides(d.skv, d.hk, d.dv), d.io);
+  auto q = d.query_rows(g, kUidQ, d.dqk);
+  auto kt = d.key_rows_transposed(g, kUidK, d.dqk);
+  auto vt = d.key_rows_transposed(g, kUidV, d.dv);
+  auto o = d.query_rows(g, kUidO, d.dv);
+  auto dout = d.query_rows(g, kUidDO, d.dv);
+  auto stats = d.row_stats_tensor(g, kUidStats);
+  auto dq = d.query_rows(g, kUidDQ, d.dqk);
+  auto dk = d.key_rows(g, kUidDK, d.dqk);
+  auto dv = d.key_rows(g, kUidDV, d.dv);
   auto scale = g.scalar(kUidScale, CUDNN_DATA_FLOAT);
   auto one = g.scalar(kUidOne, CUDNN_DATA_FLOAT);
 
@@ -162,10 +180,7 @@ SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s) {
 
   // P = exp(Q·Kᵀ·scale − stats), masked: the forward's probabilities, recomputed.
   const Dims sdims = d.scores(), sstrides = packed_strides(sdims);
-  auto scores = g.virtual_tensor(sdims, sstrides);
-  g.matmul(q, kt, scores);
-  auto scaled = g.virtual_tensor(sdims, sstrides);
-  g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, nullptr, scaled);
+  auto scaled = scaled_scores(g, d, q, kt, scale);
   auto shifted = g.virtual_tensor(sdims, sstrides);
   g.pointwise(CUDNN_POINTWISE_SUB, scaled, &stats, nullptr, shifted);
   GraphTensor logits = s.causal ? causal_mask(g, s, shifted) : shifted;
