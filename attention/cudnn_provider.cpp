@@ -22,6 +22,7 @@
 #include "common/cuda/device.hpp"
 #include "common/error.hpp"
 #include "common/rotation.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 namespace {
@@ -102,8 +103,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
   std::string device() const override { return info_.name; }
   void describe(Environment& env) const override {
     add_cuda_environment(env, info_.index);
-    const std::size_t v = cudnnGetVersion();
-    env.add_library("cuDNN", fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100));
+    env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
   }
 
   std::optional<std::string> unsupported(const AttentionShape& s, AttentionPass) const override {

@@ -15,6 +15,7 @@
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
 #include "common/error.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 namespace {
@@ -233,7 +234,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device,
 std::string nccl_version_string() {
   int v = 0;
   ncclGetVersion(&v);
-  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+  return version_from_int(v);
 }
 
 }  // namespace opbench

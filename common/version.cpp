@@ -17,6 +17,10 @@ LibraryVersion openblas_library_version() {
   return {"OpenBLAS", std::string(trim(OPENBLAS_VERSION)), running};
 }
 
+std::string version_from_int(long long v) {
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
+
 std::string opbench_version_line(const std::string& binary) {
   return fmt::format("{} (opbench {}, git {}, {} build, {} {})", binary, OPBENCH_VERSION,
                      OPBENCH_GIT_REVISION, OPBENCH_BUILD_TYPE, OPBENCH_COMPILER_ID,

@@ -143,8 +143,7 @@ class CublasLtProvider final : public GemmProvider {
   }
 
   void describe(Environment& env) const override {
-    std::size_t v = cublasLtGetVersion();  // e.g. 130100 for 13.1.0
-    env.add_library("cuBLASLt", fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100));
+    env.add_library("cuBLASLt", version_from_int(static_cast<long long>(cublasLtGetVersion())));
     add_cuda_environment(env, device_);
   }
 
@@ -359,10 +358,8 @@ class CublasLtProvider final : public GemmProvider {
 }  // namespace
 
 LibraryVersion cublaslt_library_version() {
-  auto text = [](std::size_t v) {
-    return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
-  };
-  return {"cuBLASLt", text(CUBLAS_VERSION), text(cublasLtGetVersion())};
+  return {"cuBLASLt", version_from_int(CUBLAS_VERSION),
+          version_from_int(static_cast<long long>(cublasLtGetVersion()))};
 }
 
 std::unique_ptr<GemmProvider> make_cublaslt_provider(int device) {
