@@ -80,7 +80,7 @@ bool enough_samples(const std::vector<double>& samples_us, double elapsed_s,
   if (n >= o.max_samples) return true;
   if (elapsed_s >= o.max_time_s && n >= floor_samples) return true;
   if (n >= o.min_samples && elapsed_s >= o.min_time_s)
-    return compute_stats(samples_us).rse < o.max_noise;
+    return relative_standard_error(samples_us) < o.max_noise;
   return false;
 }
 

@@ -15,29 +15,50 @@ double percentile_sorted(std::span<const double> sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
 
+namespace {
+
+struct Moments {
+  double mean = 0, stddev = 0, rse = 0;
+};
+
+// Mean, sample standard deviation (n - 1) and relative standard error, in sample order.
+Moments moments(std::span<const double> samples) {
+  Moments m;
+  if (samples.empty()) return m;
+  const auto n = static_cast<double>(samples.size());
+  m.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
+  if (samples.size() > 1) {
+    double ss = 0;
+    for (double v : samples)
+      ss += (v - m.mean) * (v - m.mean);
+    m.stddev = std::sqrt(ss / (n - 1));
+  }
+  if (m.mean > 0) m.rse = m.stddev / m.mean / std::sqrt(n);
+  return m;
+}
+
+}  // namespace
+
 Stats compute_stats(std::span<const double> samples) {
   Stats s;
   s.count = samples.size();
   if (samples.empty()) return s;
   std::vector<double> sorted(samples.begin(), samples.end());
   std::sort(sorted.begin(), sorted.end());
-  auto n = static_cast<double>(s.count);
-  s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
   s.min = sorted.front();
   s.max = sorted.back();
   s.median = percentile_sorted(sorted, 50);
   s.p99 = percentile_sorted(sorted, 99);
-  if (s.count > 1) {
-    double ss = 0;
-    for (double v : sorted)
-      ss += (v - s.mean) * (v - s.mean);
-    s.stddev = std::sqrt(ss / (n - 1));
-  }
-  if (s.mean > 0) {
-    s.cv = s.stddev / s.mean;
-    s.rse = s.cv / std::sqrt(n);
-  }
+  const Moments m = moments(samples);
+  s.mean = m.mean;
+  s.stddev = m.stddev;
+  s.rse = m.rse;
+  if (s.mean > 0) s.cv = s.stddev / s.mean;
   return s;
+}
+
+double relative_standard_error(std::span<const double> samples) {
+  return moments(samples).rse;
 }
 
 }  // namespace opbench

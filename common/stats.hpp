@@ -21,4 +21,8 @@ double percentile_sorted(std::span<const double> sorted, double p);
 
 Stats compute_stats(std::span<const double> samples);
 
+// compute_stats(samples).rse without sorting: the stop rule asks it after every sample, over up
+// to 10000 samples, so it must stay a single pass.
+double relative_standard_error(std::span<const double> samples);
+
 }  // namespace opbench
