@@ -88,17 +88,40 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
 }
 
 void add_measure_options(cxxopts::Options& options, bool with_warmup) {
-  // clang-format off
-  auto add = options.add_options("Measurement (defaults: CPU / GPU / collectives; README, \"Measurement\")");
+  // Each flag's help lists the profiles' defaults, read from measure_defaults itself.
+  const MeasureOptions cpu = measure_defaults(MeasureProfile::cpu),
+                       gpu = measure_defaults(MeasureProfile::gpu),
+                       coll = measure_defaults(MeasureProfile::collective);
+  auto defaults = [&](const char* what, auto field, bool collectives) {
+    std::string text = fmt::format("{} ({} / {}", what, cpu.*field, gpu.*field);
+    return text + (collectives ? fmt::format(" / {})", coll.*field) : std::string(")"));
+  };
+  auto add = options.add_options(
+      "Measurement (defaults: CPU / GPU / collectives; README, \"Measurement\")");
   if (with_warmup)
-    add("warmup", "warm-up runs before sampling, at least (1 / 1)", cxxopts::value<int>())
-       ("warmup-time", "warm-up seconds before sampling, at least (0.05 / 0.1)", cxxopts::value<double>());
-  add("min-samples", "timed samples per case, at least (5 / 10 / 3)", cxxopts::value<int>())
-     ("max-samples", "timed samples per case, at most (1000 / 10000 / 100)", cxxopts::value<int>())
-     ("min-time", "seconds of sampling per case, at least (0.2 / 0.1 / 0)", cxxopts::value<double>())
-     ("max-time", "seconds of sampling per case, at most; the row says 'noisy' if it stops here (2 / 1 / 1)", cxxopts::value<double>())
-     ("max-noise", "stop once the relative standard error of the mean is below this (0.01)", cxxopts::value<double>());
-  // clang-format on
+    add("warmup",
+        defaults("warm-up runs before sampling, at least", &MeasureOptions::warmup_iters, false),
+        cxxopts::value<int>())("warmup-time",
+                               defaults("warm-up seconds before sampling, at least",
+                                        &MeasureOptions::warmup_time_s, false),
+                               cxxopts::value<double>());
+  add("min-samples",
+      defaults("timed samples per case, at least", &MeasureOptions::min_samples, true),
+      cxxopts::value<int>())(
+      "max-samples",
+      defaults("timed samples per case, at most", &MeasureOptions::max_samples, true),
+      cxxopts::value<int>())(
+      "min-time",
+      defaults("seconds of sampling per case, at least", &MeasureOptions::min_time_s, true),
+      cxxopts::value<double>())(
+      "max-time",
+      defaults("seconds of sampling per case, at most; the row says 'noisy' if it stops here",
+               &MeasureOptions::max_time_s, true),
+      cxxopts::value<double>())(
+      "max-noise",
+      fmt::format("stop once the relative standard error of the mean is below this ({})",
+                  cpu.max_noise),
+      cxxopts::value<double>());
 }
 
 MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& p, bool with_warmup) {
