@@ -99,7 +99,7 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
       .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
   row.result("status", std::string(status_name(r.status)));
   std::string note = c.note;
-  if (!r.note.empty()) note += (note.empty() ? "" : "; ") + r.note;
+  append_note(note, r.note);
   row.result("note", note.empty() ? Value{} : Value{note});
   if (measured) {
     row.extra()["samples_us"] = r.measurement.samples_us;
@@ -229,10 +229,7 @@ int bench_attention_main(int argc, char** argv) {
         r.note = e.what();
       }
     }
-    if (r.status == Status::ok) {
-      auto noisy = noise_note(r.measurement, measure);
-      if (!noisy.empty()) r.note += (r.note.empty() ? "" : "; ") + noisy;
-    }
+    if (r.status == Status::ok) append_note(r.note, noise_note(r.measurement, measure));
     Record row = attention_row(c, *provider, r, peaks);
     row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
     files.write(row);

@@ -22,6 +22,7 @@
 #include "common/cuda/device.hpp"
 #include "common/error.hpp"
 #include "common/rotation.hpp"
+#include "common/text.hpp"
 #include "common/version.hpp"
 
 namespace opbench {
@@ -362,8 +363,10 @@ class CudnnAttentionProvider final : public AttentionProvider {
     r.tolerance = tolerance * std::max(1.0, ref);
     if (!(err <= *r.tolerance)) {
       r.status = Status::failed;
-      r.note = fmt::format("check failed: max |error| {:.3g} > tolerance {:.3g}{}{}", err,
-                           *r.tolerance, r.note.empty() ? "" : "; ", r.note);
+      std::string failed =
+          fmt::format("check failed: max |error| {:.3g} > tolerance {:.3g}", err, *r.tolerance);
+      append_note(failed, r.note);
+      r.note = failed;
     }
   }
 

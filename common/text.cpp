@@ -41,4 +41,10 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+void append_note(std::string& note, std::string_view clause) {
+  if (clause.empty()) return;
+  if (!note.empty()) note += "; ";
+  note += clause;
+}
+
 }  // namespace opbench

@@ -18,6 +18,7 @@
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
 #include "common/summary.hpp"
+#include "common/text.hpp"
 #include "common/timer.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
@@ -135,19 +136,15 @@ GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& r
     r.status = Status::failed;
     r.note = e.what();
   }
-  std::vector<std::string> notes;
-  if (!c.note.empty()) notes.push_back(c.note);
-  if (!layout_note.empty()) notes.push_back(layout_note);
-  if (!r.note.empty()) notes.push_back(r.note);
+  std::string note = c.note;
+  append_note(note, layout_note);
+  append_note(note, r.note);
   if (r.check && !r.check->passed) {
     r.status = Status::failed;
-    notes.push_back("check failed: " + r.check->detail);
+    append_note(note, "check failed: " + r.check->detail);
   }
-  if (r.status == Status::ok) {
-    auto noisy = noise_note(r.measurement, run_options.measure);
-    if (!noisy.empty()) notes.push_back(noisy);
-  }
-  r.note = fmt::format("{}", fmt::join(notes, "; "));
+  if (r.status == Status::ok) append_note(note, noise_note(r.measurement, run_options.measure));
+  r.note = note;
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include "common/cuda/device.hpp"
 #include "common/cuda/launch_graph.hpp"
 #include "common/rotation.hpp"
+#include "common/text.hpp"
 #include "gemm/operand_sets.hpp"
 #include "gemm/provider.hpp"
 
@@ -258,8 +259,7 @@ class CublasLtProvider final : public GemmProvider {
     r.measurement = measure(o.measure, sample, prepare);
     r.measurement.sm_clock_before_mhz = clock_before;
     r.measurement.sm_clock_after_mhz = probe_sm_clock_mhz(stream_);
-    auto throttled = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
-    if (!throttled.empty()) r.note += (r.note.empty() ? "" : "; ") + throttled;
+    append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
 
     if (o.check) {
       OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
