@@ -90,6 +90,20 @@ __global__ void forward_kernel(AttentionDims d, const T* q, const T* k, const T*
   lse[(b * d.hq + h) * d.sq + i] = visible > 0 ? m + logf(sum) : -INFINITY;
 }
 
+// P_ij and dS_ij·scale of one (query row i, key row j) pair, from the forward's lse_i and
+// delta_i = dO_i·O_i: P = exp(scale·Q_i·K_j − lse_i), dS = P·(dO_i·V_j − delta_i).
+struct ScoreGrad {
+  float p, ds_scaled;
+};
+template <typename T>
+__device__ ScoreGrad score_grad(const AttentionDims& d, const T* q, std::int64_t qo, const T* k,
+                                std::int64_t ko, const T* v, std::int64_t vo, const T* dout,
+                                std::int64_t oo, float lse, float delta) {
+  const float p = expf(d.scale * dot(q, qo, k, ko, d.dqk) - lse);
+  const float dp = dot(dout, oo, v, vo, d.dv);
+  return {p, p * (dp - delta) * d.scale};
+}
+
 // One thread per (b, h, i): delta_i = dO_i·O_i, then dQ_i = Σ_j dS_ij·K_j·scale.
 template <typename T>
 __global__ void dq_kernel(AttentionDims d, const T* q, const T* k, const T* v, const T* o,
@@ -106,11 +120,10 @@ __global__ void dq_kernel(AttentionDims d, const T* q, const T* k, const T* v, c
     dq[qo + e] = 0;
   for (std::int64_t j = 0; j < visible; ++j) {
     const std::int64_t ko = at(b, j, hk, d.skv, d.hkv, d.dqk);
-    const float p = expf(d.scale * dot(q, qo, k, ko, d.dqk) - lse[row]);
-    const float dp = dot(dout, oo, v, at(b, j, hk, d.skv, d.hkv, d.dv), d.dv);
-    const float ds = p * (dp - di) * d.scale;
+    const ScoreGrad g =
+        score_grad(d, q, qo, k, ko, v, at(b, j, hk, d.skv, d.hkv, d.dv), dout, oo, lse[row], di);
     for (std::int64_t e = 0; e < d.dqk; ++e)
-      dq[qo + e] += ds * load(k, ko + e);
+      dq[qo + e] += g.ds_scaled * load(k, ko + e);
   }
 }
 
@@ -136,13 +149,11 @@ __global__ void dkv_kernel(AttentionDims d, const T* q, const T* k, const T* v, 
     for (std::int64_t i = first; i < d.sq; ++i) {
       const std::int64_t qo = at(b, i, h, d.sq, d.hq, d.dqk), oo = at(b, i, h, d.sq, d.hq, d.dv);
       const std::int64_t row = (b * d.hq + h) * d.sq + i;
-      const float p = expf(d.scale * dot(q, qo, k, ko, d.dqk) - lse[row]);
-      const float dp = dot(dout, oo, v, vo, d.dv);
-      const float ds = p * (dp - delta[row]) * d.scale;
+      const ScoreGrad sg = score_grad(d, q, qo, k, ko, v, vo, dout, oo, lse[row], delta[row]);
       for (std::int64_t e = 0; e < d.dv; ++e)
-        dv[vo + e] += p * load(dout, oo + e);
+        dv[vo + e] += sg.p * load(dout, oo + e);
       for (std::int64_t e = 0; e < d.dqk; ++e)
-        dk[ko + e] += ds * load(q, qo + e);
+        dk[ko + e] += sg.ds_scaled * load(q, qo + e);
     }
   }
 }
