@@ -18,8 +18,8 @@
 #include "attention/reference_attention.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
-#include "common/cuda/clock_probe.hpp"
 #include "common/cuda/device.hpp"
+#include "common/cuda/measure_sm_clock.hpp"
 #include "common/error.hpp"
 #include "common/rotation.hpp"
 #include "common/text.hpp"
@@ -195,9 +195,8 @@ class CudnnAttentionProvider final : public AttentionProvider {
 
     L2Flusher flusher(info_.l2_bytes);
     CudaEventTimer timer;
-    const double clock_before = probe_sm_clock_mhz(stream_);
-    r.measurement = measure(
-        o.measure,
+    r.measurement = measure_with_sm_clock(
+        stream_, o.measure,
         [&] {
           timer.start(stream_);
           execute(*chosen->plan, *pack);
@@ -205,8 +204,6 @@ class CudnnAttentionProvider final : public AttentionProvider {
           return timer.elapsed_us();
         },
         [&] { flusher.flush(stream_); });
-    r.measurement.sm_clock_before_mhz = clock_before;
-    r.measurement.sm_clock_after_mhz = probe_sm_clock_mhz(stream_);
     r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
     r.cache = "flush";
     r.engine = fmt::format("cudnn engine {} ({} of {} configurations finalized)", chosen->engine,

@@ -13,9 +13,9 @@
 
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
-#include "common/cuda/clock_probe.hpp"
 #include "common/cuda/device.hpp"
 #include "common/cuda/launch_graph.hpp"
+#include "common/cuda/measure_sm_clock.hpp"
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "gemm/operand_sets.hpp"
@@ -255,10 +255,7 @@ class CublasLtProvider final : public GemmProvider {
       timer.stop(stream_);
       return timer.elapsed_us() / r.launches_per_sample;
     };
-    const double clock_before = probe_sm_clock_mhz(stream_);
-    r.measurement = measure(o.measure, sample, prepare);
-    r.measurement.sm_clock_before_mhz = clock_before;
-    r.measurement.sm_clock_after_mhz = probe_sm_clock_mhz(stream_);
+    r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare);
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
 
     if (o.check) {
