@@ -13,6 +13,20 @@ namespace {
 
 constexpr double kSafety = 8.0;
 
+// Neumaier's compensated sum: the check's own sums run over up to n or k terms, and a plain fp64
+// sum of n terms errs by about sqrt(n)·u relative to the row's scale — at n = 65536 that is 256·u,
+// past the tolerance of an fp64 GEMM exact to rounding. Compensated, the error is about u whatever
+// the length, so the residual measures the GEMM and not the check.
+struct CompensatedSum {
+  double sum = 0, carry = 0;
+  void add(double v) {
+    const double t = sum + v;
+    carry += std::fabs(sum) >= std::fabs(v) ? (sum - t) + v : (v - t) + sum;
+    sum = t;
+  }
+  double value() const { return sum + carry; }
+};
+
 // Calls f with a loader for the element type, so the inner loops are compiled per type.
 template <typename F>
 void with_loader(DType t, const void* data, F&& f) {
@@ -46,8 +60,12 @@ void with_loader(DType t, const void* data, F&& f) {
 
 CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, const void* c,
                             const CheckPrecision& precision, int vectors, std::uint64_t seed) {
+  // The check's own rounding: the products A·y round once each (C·x and B·x are exact, x being
+  // ±1) and the compensated sums add about one unit more.
+  const double check_roundoff = 2 * unit_roundoff(DType::fp64);
   const double u = unit_roundoff(p.out_dtype) + 2 * precision.input_roundoff +
-                   std::sqrt(static_cast<double>(p.k)) * precision.accumulate_roundoff;
+                   std::sqrt(static_cast<double>(p.k)) * precision.accumulate_roundoff +
+                   check_roundoff;
   CheckResult result;
   result.tolerance = kSafety * u;
   std::mt19937_64 rng(seed);
@@ -80,41 +98,45 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
         xi = (rng() & 1) ? 1.0 : -1.0;
       // y = op(B)·x and z = op(A)·y, each loop walking its matrix in storage order.
       with_loader(p.dtype, b_at, [&](auto B) {
-        std::fill(y.begin(), y.end(), 0.0);
         if (p.transb) {  // B stored n x k
+          std::vector<CompensatedSum> acc(static_cast<std::size_t>(p.k));
           for (std::int64_t j = 0; j < p.n; ++j)
             for (std::int64_t q = 0; q < p.k; ++q)
-              y[q] += B(j * p.k + q) * x[j];
+              acc[q].add(B(j * p.k + q) * x[j]);
+          for (std::int64_t q = 0; q < p.k; ++q)
+            y[q] = acc[q].value();
         } else {  // B stored k x n
           for (std::int64_t q = 0; q < p.k; ++q) {
-            double s = 0;
+            CompensatedSum s;
             for (std::int64_t j = 0; j < p.n; ++j)
-              s += B(q * p.n + j) * x[j];
-            y[q] = s;
+              s.add(B(q * p.n + j) * x[j]);
+            y[q] = s.value();
           }
         }
       });
       with_loader(p.dtype, a_at, [&](auto A) {
-        std::fill(z.begin(), z.end(), 0.0);
         if (p.transa) {  // A stored k x m
+          std::vector<CompensatedSum> acc(static_cast<std::size_t>(p.m));
           for (std::int64_t q = 0; q < p.k; ++q)
             for (std::int64_t i = 0; i < p.m; ++i)
-              z[i] += A(q * p.m + i) * y[q];
+              acc[i].add(A(q * p.m + i) * y[q]);
+          for (std::int64_t i = 0; i < p.m; ++i)
+            z[i] = acc[i].value();
         } else {  // A stored m x k
           for (std::int64_t i = 0; i < p.m; ++i) {
-            double s = 0;
+            CompensatedSum s;
             for (std::int64_t q = 0; q < p.k; ++q)
-              s += A(i * p.k + q) * y[q];
-            z[i] = s;
+              s.add(A(i * p.k + q) * y[q]);
+            z[i] = s.value();
           }
         }
       });
       with_loader(p.out_dtype, c_at, [&](auto C) {  // w = C·x
         for (std::int64_t i = 0; i < p.m; ++i) {
-          double s = 0;
+          CompensatedSum s;
           for (std::int64_t j = 0; j < p.n; ++j)
-            s += C(i * p.n + j) * x[j];
-          w[i] = s;
+            s.add(C(i * p.n + j) * x[j]);
+          w[i] = s.value();
         }
       });
       for (std::int64_t i = 0; i < p.m; ++i) {
@@ -134,6 +156,11 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
   result.detail = fmt::format("Freivalds residual {:.2e} {} tolerance {:.2e}", result.max_residual,
                               result.passed ? "<=" : ">", result.tolerance);
   return result;
+}
+
+void spoil_element_for_test(void* c, DType t, std::size_t index) {
+  const double v = element_as_double(c, t, index);
+  store_from_double(c, t, index, v + 1000.0);
 }
 
 }  // namespace opbench

@@ -3,9 +3,11 @@
 // C·x with op(A)·(op(B)·x), all in fp64 on the host. O(mn + mk + kn) per vector instead of O(mnk).
 //
 // Tolerance, per row i of C: |(C·x - A·B·x)_i| <= 8 · u · max(‖C_i‖, ‖C‖_F / sqrt(m)), where
-// u = u_out + 2·u_in + sqrt(k)·u_acc: the rounding of the output, of the inputs inside the
-// multiplier (tf32), and of a k-long accumulation. Per-element errors of random sign add up like
-// ‖C_i‖·u over a row; a wrong tile, a zeroed or garbage result adds ‖C_i‖-sized terms and fails.
+// u = u_out + 2·u_in + sqrt(k)·u_acc + 2·u_fp64: the rounding of the output, of the inputs inside
+// the multiplier (tf32), of a k-long accumulation, and of the check itself (its sums are
+// compensated, so their error does not grow with n or k). Per-element errors of random sign add up
+// like ‖C_i‖·u over a row; a wrong tile, a zeroed or garbage result adds ‖C_i‖-sized terms and
+// fails.
 #include <cstdint>
 #include <string>
 
@@ -30,5 +32,10 @@ struct CheckPrecision {
 CheckResult freivalds_check(const GemmProblem& problem, const void* a, const void* b, const void* c,
                             const CheckPrecision& precision, int vectors = 3,
                             std::uint64_t seed = 1);
+
+// Test only (--test-corrupt-result): adds 1000 to element `index` of a result of type `t` —
+// decoded, changed and stored in the type, so the change is one the check must see in every
+// dtype (flipping a bit could touch a mantissa bit below the tolerance).
+void spoil_element_for_test(void* c, DType t, std::size_t index);
 
 }  // namespace opbench

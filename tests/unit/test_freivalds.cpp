@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "common/dtype.hpp"
@@ -96,4 +97,70 @@ TEST_CASE("Freivalds accepts bf16 output rounding but not a bf16 result off by a
     for (int j = 0; j < 8; ++j)
       c16[i * 40 + j] = float_to_bf16(0.0f);  // an unwritten 8x8 tile
   CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), c16.data(), kFp32).passed);
+}
+
+namespace {
+
+// fp64 A (m x k) and B (n x k, transb) with C = A·Bᵀ computed by a plain fp64 loop: a result
+// exact to fp64 rounding, as OpenBLAS's dgemm gives.
+struct Fp64Operands {
+  std::vector<double> a, b, c;
+};
+Fp64Operands make_fp64(const GemmProblem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Fp64Operands o{std::vector<double>(p.m * p.k), std::vector<double>(p.n * p.k),
+                 std::vector<double>(p.m * p.n)};
+  for (auto& x : o.a)
+    x = u(rng);
+  for (auto& x : o.b)
+    x = u(rng);
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < p.k; ++q)
+        s += o.a[i * p.k + q] * o.b[j * p.k + q];
+      o.c[i * p.n + j] = s;
+    }
+  return o;
+}
+
+const CheckPrecision kFp64{0.0, std::ldexp(1.0, -53)};
+
+}  // namespace
+
+TEST_CASE(
+    "Freivalds passes fp64 results exact to rounding when n >> k, and still fails one bad "
+    "element") {
+  // Before the check's sums were compensated, 64x65536x128 fp64 failed: its own sums over
+  // n = 65536 erred by ~256 u against a tolerance of ~100 u.
+  for (auto [m, n, k] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{64, 65536, 128}, {64, 4096, 64}}) {
+    GemmProblem p{m, n, k, 1, false, true, DType::fp64, DType::fp64, false};
+    auto o = make_fp64(p, 3);
+    auto r = freivalds_check(p, o.a.data(), o.b.data(), o.c.data(), kFp64);
+    INFO(p.dims() << " " << r.detail);
+    CHECK(r.passed);
+    spoil_element_for_test(o.c.data(), DType::fp64, static_cast<std::size_t>(m * n / 2));
+    CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), o.c.data(), kFp64).passed);
+  }
+}
+
+TEST_CASE(
+    "spoil_element_for_test changes one element by 1000 in every output type, and the check sees "
+    "it") {
+  GemmProblem p{24, 20, 32, 1, false, false, DType::fp32, DType::fp32, false};
+  auto o = make(p, 9);
+  for (DType out : {DType::fp32, DType::fp16, DType::bf16, DType::fp64}) {
+    p.out_dtype = out;
+    std::vector<unsigned char> c(o.c.size() * dtype_size(out));
+    for (std::size_t i = 0; i < o.c.size(); ++i)
+      store_from_double(c.data(), out, i, o.c[i]);
+    INFO(dtype_name(out));
+    CHECK(freivalds_check(p, o.a.data(), o.b.data(), c.data(), kFp32).passed);
+    const double before = element_as_double(c.data(), out, 240);
+    spoil_element_for_test(c.data(), out, 240);
+    CHECK(element_as_double(c.data(), out, 240) - before == Approx(1000.0).epsilon(0.01));
+    CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), c.data(), kFp32).passed);
+  }
 }
