@@ -85,7 +85,8 @@ bool enough_samples(const std::vector<double>& samples_us, double elapsed_s,
 }
 
 Measurement measure(const MeasureOptions& o, const std::function<double()>& sample,
-                    const std::function<void()>& prepare, const MeasureHints& hints) {
+                    const std::function<void()>& prepare, const MeasureHints& hints,
+                    const std::function<void(bool starting)>& around_sampling) {
   Measurement m;
   CpuTimer wall;
   m.warmup_skipped = hints.provider_warm && hints.expected_run_s > 0 &&
@@ -100,12 +101,14 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
   }
   m.warmup_s = wall.elapsed_s();
 
+  if (around_sampling) around_sampling(true);
   wall.restart();
   do {
     if (prepare) prepare();
     m.samples_us.push_back(sample());
   } while (!enough_samples(m.samples_us, wall.elapsed_s(), o));
   m.sampling_s = wall.elapsed_s();
+  if (around_sampling) around_sampling(false);
   m.stats = compute_stats(m.samples_us);
   m.noisy = m.stats.rse >= o.max_noise;
   return m;

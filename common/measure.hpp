@@ -72,8 +72,12 @@ struct Measurement {
 // `sample` runs the operation once and returns its time in microseconds, as measured by the
 // caller's timer (CUDA events on the GPU, steady_clock on the CPU). `prepare`, if given, runs
 // before every warm-up run and sample, outside the timed region (buffer rotation, cache flush).
+// `around_sampling`, if given, runs once after the warm-up and before the first sample (with
+// `true`) and once after the last sample (with `false`): what must see the measured region and
+// nothing else, such as the GPU's SM clock, which ramps up during the warm-up.
 Measurement measure(const MeasureOptions& options, const std::function<double()>& sample,
-                    const std::function<void()>& prepare = {}, const MeasureHints& hints = {});
+                    const std::function<void()>& prepare = {}, const MeasureHints& hints = {},
+                    const std::function<void(bool starting)>& around_sampling = {});
 
 // The measurement for a row's JSON line: warm-up runs and their times, loop wall times, rse.
 nlohmann::json measurement_json(const Measurement& m);

@@ -7,8 +7,8 @@
 
 namespace opbench {
 
-// The SM clock is read on `stream` just before the first sample and just after the last, into
-// the measurement's sm_clock_before_mhz and sm_clock_after_mhz.
+// The SM clock is read on `stream` after the warm-up, just before the first sample, and just
+// after the last, into the measurement's sm_clock_before_mhz and sm_clock_after_mhz.
 Measurement measure_with_sm_clock(cudaStream_t stream, const MeasureOptions& options,
                                   const std::function<double()>& sample,
                                   const std::function<void()>& prepare);

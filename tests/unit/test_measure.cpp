@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "common/error.hpp"
 #include "common/measure.hpp"
 #include "common/rotation.hpp"
@@ -144,4 +147,28 @@ TEST_CASE("rotation covers 4x the cache") {
   CHECK(plan_rotation(10 << 20, 0, 1ull << 40).sets == 1);  // --cold: one set
   CHECK(human_bytes(1536) == "1.5 KiB");
   CHECK(human_bytes(3.0 * (1 << 30)) == "3.0 GiB");
+}
+
+TEST_CASE(
+    "around_sampling sees the measured region only: after the warm-up, after the last sample") {
+  // The GPU providers read the SM clock here; read before the warm-up, it would catch the clock
+  // still ramping up and write false 'throttled' notes.
+  MeasureOptions o;
+  o.warmup_iters = 3;
+  o.warmup_time_s = 0;
+  o.min_samples = 4;
+  o.max_samples = 4;
+  o.min_time_s = 0;
+  std::vector<std::string> events;
+  int calls = 0;
+  measure(
+      o,
+      [&] {
+        events.push_back(++calls <= 3 ? "warmup" : "sample");
+        return 10.0;
+      },
+      {}, {}, [&](bool starting) { events.push_back(starting ? "start" : "end"); });
+  const std::vector<std::string> want{"warmup", "warmup", "warmup", "start", "sample",
+                                      "sample", "sample", "sample", "end"};
+  CHECK(events == want);
 }
