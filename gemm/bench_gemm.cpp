@@ -121,8 +121,10 @@ std::unique_ptr<GemmProvider> make_provider(Backend backend, int device) {
   return make_openblas_provider();
 }
 
-GemmResult run_case(GemmProvider& provider, GemmCase& c, const GemmRunOptions& run_options) {
+GemmResult run_case(GemmProvider& provider, GemmCase& c, GemmRunOptions run_options,
+                    Fp8Accumulation fp8_accum) {
   GemmResult r;
+  run_options.fp8_fast_accum = fp8_fast_accumulation(fp8_accum, c.pass);
   if (auto why = provider.unsupported(c.problem.dtype)) {
     r.status = Status::skipped;
     r.note = *why;
@@ -235,7 +237,7 @@ int bench_gemm_main(int argc, char** argv) {
     }
     progress.start(case_label(c));
     CpuTimer case_clock;
-    GemmResult r = run_case(*provider, c, run_options);
+    GemmResult r = run_case(*provider, c, run_options, o.fp8_accum);
     Record row = gemm_row(c, *provider, r, peaks);
     row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
     auto& f = files[c.report];

@@ -1,12 +1,14 @@
-// GEMM on the GPU through cuBLASLt: heuristic candidates timed briefly, the fastest measured.
-// Our problems are row-major; cuBLASLt is column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ:
-// m and n swap, A and B swap, and each keeps its own transpose flag.
+// GEMM on the GPU through cuBLASLt: heuristic candidates ranked under the measured conditions,
+// the fastest measured. The descriptors (row-major problems seen column-major) are built in
+// cublaslt_descriptors; the host-side timing decisions live in gpu_timing_plan.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -16,8 +18,13 @@
 #include "common/cuda/device.hpp"
 #include "common/cuda/launch_graph.hpp"
 #include "common/cuda/measure_sm_clock.hpp"
+#include "common/cuda/stream_blocker.hpp"
 #include "common/rotation.hpp"
 #include "common/text.hpp"
+#include "common/timer.hpp"
+#include "gemm/cublaslt_descriptors.hpp"
+#include "gemm/fp8_policy.hpp"
+#include "gemm/gpu_timing_plan.hpp"
 #include "gemm/operand_sets.hpp"
 #include "gemm/provider.hpp"
 
@@ -27,82 +34,30 @@ namespace {
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
 // A launch under this long is launch-bound: it is timed as a CUDA graph of many launches.
 constexpr double kLaunchBoundUs = 20;
-constexpr double kGraphTargetUs = 200;   // a graph replay lasts at least this long ...
-constexpr int kMaxGraphLaunches = 4096;  // ... with at most this many launches
+constexpr double kGraphTargetUs = 200;    // a graph replay lasts at least this long ...
+constexpr int kMaxGraphLaunches = 16384;  // ... with at most this many launches
 constexpr std::uint64_t kFillSeed = 20261121;
+// Autotune: each candidate gets this many short samples, interleaved with the other candidates'
+// (a clock change or a neighbour then disturbs every candidate alike), ranked by their median.
+constexpr int kTrialRounds = 5;
+constexpr int kTrialLaunches = 3;  // launches per trial sample, each on the next operand set
+constexpr double kTrialBudgetS = 2;
 
-void lt_check(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw run_failure(fmt::format("cuBLASLt {} failed: {} ({})", call,
-                                  cublasLtGetStatusName(status), cublasLtGetStatusString(status)));
-}
-
-struct LtTypes {
-  cudaDataType_t ab, c, scale;
-  cublasComputeType_t compute;
-};
-
-LtTypes lt_types(DType t) {
-  switch (t) {
-    case DType::fp64:
-      return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
-    case DType::fp32:
-      return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::tf32:
-      return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case DType::fp16:
-      return {CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::bf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::fp8_e4m3:
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    default:
-      throw std::logic_error("lt_types: unsupported dtype");
-  }
-}
-
-// RAII holders for the cuBLASLt descriptors of one problem.
-struct LtDescriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr,
-                         c = nullptr;  // cuBLASLt's A (our B), B (our A), C=D
-  ~LtDescriptors() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-  }
-};
-
-void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, std::int64_t rows,
-                 std::int64_t cols, std::int64_t batch) {
-  lt_check(cublasLtMatrixLayoutCreate(layout, type, static_cast<std::uint64_t>(rows),
-                                      static_cast<std::uint64_t>(cols), rows),
-           "MatrixLayoutCreate");
-  if (batch > 1) {
-    auto count = static_cast<std::int32_t>(batch);
-    std::int64_t stride = rows * cols;
-    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                              sizeof(count)),
-             "MatrixLayoutSetAttribute(BATCH_COUNT)");
-    lt_check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                              &stride, sizeof(stride)),
-             "MatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
-  }
-}
-
-std::string describe_algo(const cublasLtMatmulAlgo_t& algo, std::size_t candidates) {
+std::string describe_algo(const cublasLtMatmulAlgo_t& algo, std::size_t candidates,
+                          const std::string& accumulation) {
   auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
     std::uint32_t v = 0;
     std::size_t written = 0;
     cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
     return v;
   };
-  return fmt::format("algo {} tile {} stages {} splitk {} swizzle {} custom {} (fastest of {})",
-                     get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
-                     get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                     get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-                     get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION), candidates);
+  std::string text = fmt::format(
+      "algo {} tile {} stages {} splitk {} swizzle {} custom {} (fastest of {})",
+      get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+      get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+      get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING), get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION), candidates);
+  if (!accumulation.empty()) text += ", " + accumulation;
+  return text;
 }
 
 class CublasLtProvider final : public GemmProvider {
@@ -149,41 +104,31 @@ class CublasLtProvider final : public GemmProvider {
   }
 
   GemmProblem as_run(GemmProblem p, std::string* note) const override {
-    if (p.dtype == DType::fp8_e4m3 && (p.transa || !p.transb)) {
-      p.transa = false;
-      p.transb = true;
-      if (note)
-        *note =
-            "fp8 in cuBLASLt needs its TN layout (NT in this row-major table): operands "
-            "pre-transposed, as Transformer Engine does";
-    }
-    return p;
+    return fp8_layout_as_run(p, info_.cc_major, info_.cc_minor, note);
   }
 
   GemmResult run(const GemmProblem& p, const GemmRunOptions& o) override {
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     GemmResult r;
+    if (p.batch > std::numeric_limits<std::int32_t>::max()) {
+      r.status = Status::skipped;
+      r.note = fmt::format("batch {} exceeds cuBLASLt's batch count limit of {}", p.batch,
+                           std::numeric_limits<std::int32_t>::max());
+      return r;
+    }
     const OperandLayout layout(p);
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
-    const std::uint64_t budget = cuda_free_memory_bytes(device_) / 10 * 9;
+    const std::uint64_t budget =
+        operand_memory_budget(cuda_free_memory_bytes(device_), inputs_.bytes() + outputs_.bytes());
     auto planned = plan_operand_sets(layout, o, info_.l2_bytes, budget, "device memory", r);
     if (!planned) return r;
     const RotationPlan plan = *planned;
     prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
 
     LtDescriptors d;
-    const LtTypes types = lt_types(p.dtype);
-    lt_check(cublasLtMatmulDescCreate(&d.op, types.compute, types.scale), "MatmulDescCreate");
-    const cublasOperation_t op_a = p.transb ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
-    const cublasOperation_t op_b = p.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
-    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
-             "TRANSA");
-    lt_check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
-             "TRANSB");
-    // Column-major shapes of the stored matrices (a row-major R x C matrix is column-major C x R).
-    make_layout(&d.a, types.ab, p.transb ? p.k : p.n, p.transb ? p.n : p.k, p.batch);
-    make_layout(&d.b, types.ab, p.transa ? p.m : p.k, p.transa ? p.k : p.m, p.batch);
-    make_layout(&d.c, types.c, p.n, p.m, p.batch);
+    make_lt_descriptors(p, o.fp8_fast_accum, d);
+    const std::string accumulation =
+        p.dtype == DType::fp8_e4m3 ? fp8_accumulation_name(o.fp8_fast_accum) : "";
 
     std::int64_t set = 0;
     auto in = static_cast<unsigned char*>(inputs_.data());
@@ -198,40 +143,51 @@ class CublasLtProvider final : public GemmProvider {
                             in + layout.a_offset(set), d.b, beta, c, d.c, c, d.c, &algo,
                             workspace_.data(), kWorkspaceBytes, stream_);
     };
+    // Before each sample (warm-up, trial or timed): the next operand set, or a flush with --cold.
+    auto prepare = [&] {
+      set = (set + 1) % plan.sets;
+      if (flusher_ && o.cold) flusher_->flush(stream_);
+    };
 
-    std::string key =
-        fmt::format("{} {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype), o.algo_candidates);
+    std::string key = fmt::format("{} {} {} {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype),
+                                  o.algo_candidates, accumulation, o.cold ? "flush" : "rotate");
     auto cached = tuned_.find(key);
     if (cached == tuned_.end()) {
-      auto tuned = autotune(d, o.algo_candidates, launch);
-      if (!tuned) {
+      Autotuned tuned = autotune(d, o, launch, prepare, plan.sets, accumulation);
+      if (!tuned.best) {
         r.status = Status::skipped;
-        r.note = fmt::format("cuBLASLt has no algorithm for {} {} {}", p.dims(), p.layout(),
-                             dtype_name(p.dtype));
+        r.note = fmt::format("no cuBLASLt algorithm for {} {} {}: {}", p.dims(), p.layout(),
+                             dtype_name(p.dtype), tuned.why_none);
         return r;
       }
-      cached = tuned_.emplace(key, *tuned).first;
+      cached = tuned_.emplace(key, *tuned.best).first;
     }
     const Tuned& best = cached->second;
     r.algo = best.description;
 
-    // Launch-bound: one sample replays a graph that walks the operand sets once (or long enough
-    // to last kGraphTargetUs), so every launch still finds its inputs out of cache. With --cold
-    // each launch needs its own flush, so it stays a single launch and the row says so.
+    // Launch-bound: one sample replays a graph that walks the operand sets (and lasts at least
+    // kGraphTargetUs), so every launch still finds its inputs out of cache. With --cold each
+    // launch needs its own flush, so it stays a single launch and the row says so.
     std::unique_ptr<LaunchGraph> graph;
     if (best.us < kLaunchBoundUs && !o.cold) {
-      const int launches = static_cast<int>(
-          std::clamp<double>(std::max(std::ceil(kGraphTargetUs / std::max(best.us, 0.1)),
-                                      static_cast<double>(plan.sets)),
-                             2, kMaxGraphLaunches));
+      const GraphLaunchPlan launches =
+          plan_graph_launches(best.us, plan.sets, kGraphTargetUs, kMaxGraphLaunches);
       try {
-        graph = std::make_unique<LaunchGraph>(stream_, launches, [&](int) {
+        graph = std::make_unique<LaunchGraph>(stream_, launches.launches, [&](int) {
           set = (set + 1) % plan.sets;
           lt_check(launch(best.algo), "Matmul (graph capture)");
         });
-        r.launches_per_sample = launches;
+        r.launches_per_sample = launches.launches;
         r.note = fmt::format("CUDA graph of {} launches per sample (one launch takes {:.1f} us)",
-                             launches, best.us);
+                             launches.launches, best.us);
+        if (launches.sets_walked < plan.sets) {
+          r.working_set_bytes = launches.sets_walked * layout.set_bytes();
+          append_note(r.note, fmt::format("the graph walks {} of {} operand sets: working set "
+                                          "{}, under 4x the {} L2",
+                                          launches.sets_walked, plan.sets,
+                                          human_bytes(static_cast<double>(r.working_set_bytes)),
+                                          human_bytes(static_cast<double>(info_.l2_bytes))));
+        }
       } catch (const Error& e) {
         r.note = fmt::format("launch-bound ({:.1f} us per launch); graph capture failed: {}",
                              best.us, e.what());
@@ -241,21 +197,19 @@ class CublasLtProvider final : public GemmProvider {
     }
 
     CudaEventTimer timer;
-    auto prepare = [&] {
-      if (graph) return;  // the graph rotates the operand sets itself
-      set = (set + 1) % plan.sets;
-      if (flusher_ && o.cold) flusher_->flush(stream_);
-    };
     auto sample = [&] {
-      timer.start(stream_);
-      if (graph)
-        graph->launch(stream_);
-      else
-        lt_check(launch(best.algo), "Matmul");
-      timer.stop(stream_);
-      return timer.elapsed_us() / r.launches_per_sample;
+      const double us = blocked_sample_us(stream_, blocker_, timer, [&] {
+        if (graph)
+          graph->launch(stream_);
+        else
+          lt_check(launch(best.algo), "Matmul");
+      });
+      return us / r.launches_per_sample;
     };
-    r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare);
+    auto prepare_sample = [&] {
+      if (!graph) prepare();  // a graph (never with --cold) walks the operand sets itself
+    };
+    r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare_sample);
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
 
     if (o.check) {
@@ -266,10 +220,13 @@ class CublasLtProvider final : public GemmProvider {
                                static_cast<std::size_t>(layout.b_bytes));
       auto c = outputs_.to_host(static_cast<std::size_t>(layout.c_offset(set)),
                                 static_cast<std::size_t>(layout.c_bytes));
-      if (o.corrupt_for_test) c[c.size() / 2] ^= 0x40;  // flips an exponent bit of one element
+      if (o.corrupt_for_test)
+        spoil_element_for_test(c.data(), p.out_dtype,
+                               static_cast<std::size_t>(p.batch * p.c_elements() / 2));
       CheckPrecision precision;
       precision.input_roundoff = p.dtype == DType::tf32 ? unit_roundoff(DType::tf32) : 0.0;
-      // fp64 accumulates in fp64; Hopper's fp8 tensor cores keep about 14 bits while accumulating.
+      // fp64 accumulates in fp64; Hopper's fp8 tensor cores keep about 14 bits while accumulating
+      // fast (a split accumulator promotes to fp32 every few k-steps: the same bound covers it).
       precision.accumulate_roundoff = p.dtype == DType::fp64       ? unit_roundoff(DType::fp64)
                                       : p.dtype == DType::fp8_e4m3 ? std::ldexp(1.0, -14)
                                                                    : unit_roundoff(DType::fp32);
@@ -285,8 +242,18 @@ class CublasLtProvider final : public GemmProvider {
     double us = 0;  // one launch, as timed while choosing
   };
 
-  template <typename Launch>
-  std::optional<Tuned> autotune(const LtDescriptors& d, int candidates, Launch& launch) {
+  struct Autotuned {
+    std::optional<Tuned> best;
+    std::string why_none;  // cuBLASLt's status or what failed, when there is no best
+  };
+
+  // Ranks the heuristics' candidates under the conditions they will be measured in: after the
+  // clock warm-up, each trial sample on the next operand sets (or after a flush with --cold),
+  // blocked like a timed sample, rounds interleaved across candidates, ranked by the median.
+  template <typename Launch, typename Prepare>
+  Autotuned autotune(const LtDescriptors& d, const GemmRunOptions& o, Launch& launch,
+                     Prepare& prepare, std::int64_t sets, const std::string& accumulation) {
+    Autotuned out;
     cublasLtMatmulPreference_t pref = nullptr;
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
     std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* x) {
@@ -297,34 +264,80 @@ class CublasLtProvider final : public GemmProvider {
                                                   &ws, sizeof(ws)),
              "PREF_MAX_WORKSPACE_BYTES");
     std::vector<cublasLtMatmulHeuristicResult_t> results(
-        static_cast<std::size_t>(std::max(1, candidates)));
+        static_cast<std::size_t>(std::max(1, o.algo_candidates)));
     int returned = 0;
-    cublasStatus_t st =
+    const cublasStatus_t st =
         cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.a, d.b, d.c, d.c, pref,
                                        static_cast<int>(results.size()), results.data(), &returned);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0) return std::nullopt;
-    lt_check(st, "MatmulAlgoGetHeuristic");
-
-    // Time each candidate briefly (1 warm-up, 5 timed launches) and keep the fastest.
-    CudaEventTimer timer;
-    std::optional<Tuned> best;
-    double best_us = 0;
-    for (int i = 0; i < returned; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      if (launch(results[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
-      timer.start(stream_);
-      bool ok = true;
-      for (int rep = 0; rep < 5 && ok; ++rep)
-        ok = launch(results[i].algo) == CUBLAS_STATUS_SUCCESS;
-      timer.stop(stream_);
-      double us = timer.elapsed_us() / 5;
-      if (ok && (!best || us < best_us)) {
-        best_us = us;
-        best = Tuned{results[i].algo, {}, us};
-      }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      out.why_none = "cublasLtMatmulAlgoGetHeuristic returned " + lt_status_text(st);
+      return out;
     }
-    if (best) best->description = describe_algo(best->algo, static_cast<std::size_t>(returned));
-    return best;
+    if (returned == 0) {
+      out.why_none = "cublasLtMatmulAlgoGetHeuristic returned no candidate";
+      return out;
+    }
+
+    // Candidates that launch at all (the first launch also loads their kernels, untimed).
+    std::vector<int> usable;
+    cublasStatus_t last_failure = CUBLAS_STATUS_SUCCESS;
+    for (int i = 0; i < returned; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) {
+        last_failure = results[i].state;
+        continue;
+      }
+      prepare();
+      const cublasStatus_t launched = launch(results[i].algo);
+      if (launched == CUBLAS_STATUS_SUCCESS)
+        usable.push_back(i);
+      else
+        last_failure = launched;
+    }
+    if (usable.empty()) {
+      out.why_none = fmt::format("none of the {} candidates launched (last: {})", returned,
+                                 lt_status_text(last_failure));
+      return out;
+    }
+
+    // Clock warm-up, as the measurement itself gets, on the first usable candidate.
+    CpuTimer warm;
+    for (int n = 0; warm.elapsed_s() < o.measure.warmup_time_s || n < 2; ++n) {
+      prepare();
+      lt_check(launch(results[usable[0]].algo), "Matmul (autotune warm-up)");
+      if (n % 16 == 15) OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+    const int per_sample = o.cold || sets < 2 ? 1 : kTrialLaunches;
+    CudaEventTimer timer;
+    std::vector<std::vector<double>> trials(usable.size());
+    // Long GEMMs stop adding rounds after kTrialBudgetS (one round always runs).
+    CpuTimer trial_clock;
+    for (int round = 0;
+         round < kTrialRounds && (round == 0 || trial_clock.elapsed_s() < kTrialBudgetS); ++round)
+      for (std::size_t c = 0; c < usable.size(); ++c) {
+        prepare();
+        const cublasLtMatmulAlgo_t& algo = results[usable[c]].algo;
+        bool ok = true;
+        const double us = blocked_sample_us(stream_, blocker_, timer, [&] {
+          for (int l = 0; l < per_sample && ok; ++l) {
+            if (l > 0) prepare();
+            ok = launch(algo) == CUBLAS_STATUS_SUCCESS;
+          }
+        });
+        if (ok) trials[c].push_back(us / per_sample);
+      }
+    const int best = fastest_by_median(trials);
+    if (best < 0) {
+      out.why_none = "every candidate failed while timed";
+      return out;
+    }
+    std::vector<double> sorted = trials[best];
+    std::sort(sorted.begin(), sorted.end());
+    out.best = Tuned{results[usable[best]].algo,
+                     describe_algo(results[usable[best]].algo, usable.size(), accumulation),
+                     sorted[sorted.size() / 2]};
+    return out;
   }
 
   void prepare_pools(DType t, std::int64_t input_bytes, std::int64_t output_bytes) {
@@ -349,6 +362,7 @@ class CublasLtProvider final : public GemmProvider {
   DeviceBuffer workspace_, inputs_, outputs_;
   DType inputs_dtype_ = DType::int8;  // nothing filled yet
   std::unique_ptr<L2Flusher> flusher_;
+  StreamBlocker blocker_;
   std::map<std::string, Tuned> tuned_;  // autotune results, per shape, for the whole run
 };
 

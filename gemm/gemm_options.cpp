@@ -41,6 +41,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("check", "verify every result (Freivalds' test); a wrong result fails the row and the run")
     ("cold", "flush the cache before each sample instead of rotating input buffers")
     ("algo-candidates", "cuBLASLt heuristic candidates timed to pick the fastest", cxxopts::value<int>()->default_value("8"))
+    ("fp8-accum", "fp8 accumulation: auto (fast for fprop, split for dgrad and wgrad, as Transformer Engine), fast or split", cxxopts::value<std::string>()->default_value("auto"))
     ("dry-run", "list the cases with their FLOPs and exit")
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   // clang-format on
@@ -90,6 +91,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   if (o.algo_candidates < 1 || o.algo_candidates > 1024)
     throw bad_input(
         fmt::format("--algo-candidates: must be in 1..1024, got {}", o.algo_candidates));
+  o.fp8_accum = parse_fp8_accumulation(str("fp8-accum"));
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);

@@ -7,6 +7,7 @@
 
 #include "common/cli.hpp"
 #include "common/dtype.hpp"
+#include "gemm/fp8_policy.hpp"
 #include "gemm/model_gemms.hpp"
 
 namespace opbench {
@@ -28,6 +29,7 @@ struct GemmOptions {
   bool check = false, cold = false, dry_run = false, list_models = false;
   bool corrupt_for_test = false;
   int algo_candidates = 8;
+  Fp8Accumulation fp8_accum = Fp8Accumulation::by_pass;
   MeasureOverrides measure;  // on top of the backend's defaults
   ReportOptions report;
   PeakOverrides peaks;

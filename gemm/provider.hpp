@@ -20,6 +20,7 @@ struct GemmRunOptions {
   bool check = false;             // verify the result with Freivalds' test
   int algo_candidates = 8;        // cuBLASLt heuristic results timed before the real measurement
   bool corrupt_for_test = false;  // test only: spoil one element of C before the check
+  bool fp8_fast_accum = true;     // fp8 on cuBLASLt: fast accumulation, or a split accumulator
 };
 
 struct GemmResult {
