@@ -17,13 +17,6 @@ namespace {
 
 constexpr std::size_t kAlignment = 4096;
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64, as in common/cuda/fill.cu
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 void HostBuffer::Free::operator()(void* p) const {
@@ -37,11 +30,6 @@ HostBuffer::HostBuffer(std::size_t bytes) : bytes_(bytes) {
     throw run_failure(fmt::format("cannot allocate {} bytes of host memory", bytes));
   if (p) std::memset(p, 0, rounded);
   data_.reset(p);
-}
-
-float uniform_value(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t r = mix(seed * 0x100000001B3ull + i);
-  return static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
 namespace {

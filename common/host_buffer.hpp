@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/dtype.hpp"
+#include "common/uniform_value.hpp"
 
 namespace opbench {
 
@@ -24,9 +25,8 @@ class HostBuffer {
   std::size_t bytes_ = 0;
 };
 
-// Values uniform in [-1, 1), rounded to `t`; element i depends only on (seed, i).
+// Values uniform in [-1, 1) (uniform_value, the device fill's too), rounded to `t`; element i
+// depends only on (seed, i).
 void fill_uniform_host(void* data, std::size_t count, DType t, std::uint64_t seed);
-// The value fill_uniform_host and the device fill give element i before rounding.
-float uniform_value(std::uint64_t seed, std::uint64_t i);
 
 }  // namespace opbench

@@ -8,29 +8,16 @@
 
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
+#include "common/uniform_value.hpp"
 
 namespace opbench {
 namespace {
-
-// splitmix64: a good 64-bit mix of (seed, index), so each element is independent of the
-// launch configuration and the host can recompute any element.
-__device__ __forceinline__ unsigned long long mix(unsigned long long x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-__device__ __forceinline__ float uniform_pm1(unsigned long long seed, unsigned long long i) {
-  unsigned long long r = mix(seed * 0x100000001B3ull + i);
-  return static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // 24 random bits
-}
 
 template <typename T, typename Convert>
 __global__ void fill_kernel(T* out, std::size_t n, unsigned long long seed, Convert convert) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    out[i] = convert(uniform_pm1(seed, i));
+    out[i] = convert(uniform_value(seed, i));  // element i depends on (seed, i) only
 }
 
 template <typename T, typename Convert>

@@ -109,3 +109,10 @@ TEST_CASE("the host fill gives every element its own value, in parallel slices t
   for (float x : v)
     REQUIRE((x >= -1.0f && x < 1.0f));
 }
+
+TEST_CASE("the fill value the device and host share, by hand") {
+  // splitmix64's first output from state 0 is the published 0xE220A8397B1DCDAF.
+  CHECK(splitmix64(0) == 0xE220A8397B1DCDAFull);
+  // uniform_value(0, 0): the top 24 bits of that, 0xE220A8 = 14819496, scaled to [-1, 1).
+  CHECK(uniform_value(0, 0) == Approx(14819496.0 * 2.0 / 16777216.0 - 1.0).epsilon(1e-7));
+}
