@@ -24,7 +24,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("seq-len", "sequence lengths for --model (list or start:stop:step; default the model's)", cxxopts::value<std::string>())
     ("micro-batch", "batch sizes for --model (list)", cxxopts::value<std::string>()->default_value("1"))
     ("pass", "fwd, bwd or both (bwd timed on its own)", cxxopts::value<std::string>()->default_value("fwd,bwd"))
-    ("dtype", "override every shape's dtype: bf16, fp16 (GPU), fp32 (CPU)", cxxopts::value<std::string>())
+    ("dtype", "override every shape's dtype, a list: bf16, fp16 (GPU), fp32 (CPU)", cxxopts::value<std::string>())
     ("causal", "override every shape's mask: true or false", cxxopts::value<std::string>());
   options.add_options("Run")
     ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
@@ -33,7 +33,9 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("check", "compare every result with the reference (on up to --check-heads heads); too far off fails the row")
     ("check-heads", "(batch, head) pairs the check covers", cxxopts::value<std::string>()->default_value("4"))
     ("report-csv-path", "the CSV (default attention.csv in --report-dir-path)", cxxopts::value<std::string>())
-    ("dry-run", "list the cases with their FLOPs and exit");
+    ("dry-run", "list the cases with their FLOPs and exit; on a GPU, or with --device-profile, also the cuDNN engines that accept each graph")
+    ("engines-per-graph", "with --dry-run: finalize the heuristics' configurations in order until this many accept a graph (each compiles a kernel)", cxxopts::value<int>()->default_value("16"))
+    ("device-profile", "with --dry-run: ask cuDNN about a GPU that is not here: a100, h100, h200, b200 (configs/cudnn_devices.json) or a profile file", cxxopts::value<std::string>());
   // clang-format on
   add_measure_options(options);
   add_report_options(options, "attention");
@@ -49,7 +51,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
   o.passes = parse_attention_passes(str("pass"));
-  if (p.count("dtype")) o.dtype = parse_dtype_list(str("dtype"), "--dtype").front();
+  if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"), "--dtype");
   if (p.count("causal")) {
     auto c = to_lower(str("causal"));
     if (c != "true" && c != "false")
@@ -63,6 +65,15 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   o.check_heads = parse_positive_int(str("check-heads"), "--check-heads");
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
   o.dry_run = p.count("dry-run") > 0;
+  o.engines_per_graph = p["engines-per-graph"].as<int>();
+  if (o.engines_per_graph < 1 || o.engines_per_graph > 16)
+    throw bad_input(
+        fmt::format("--engines-per-graph: must be in 1..16, got {}", o.engines_per_graph));
+  if (p.count("device-profile")) {
+    o.device_profile = str("device-profile");
+    if (!o.dry_run)
+      throw bad_input("--device-profile describes a GPU that is not here: it goes with --dry-run");
+  }
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);

@@ -14,11 +14,14 @@ struct AttentionOptions {
   std::string shapes_path, model_config_path, models;
   std::vector<std::int64_t> seqlens, micro_batches{1};
   std::vector<AttentionPass> passes{AttentionPass::fwd, AttentionPass::bwd};
-  std::optional<DType> dtype;              // default: the file's (GPU) or fp32 (CPU)
+  std::vector<DType> dtypes;               // empty: the file's (GPU) or fp32 (CPU)
   std::optional<bool> causal;              // override the shapes' own
   std::string backend = "auto", provider;  // provider "": the backend's own
   int device = 0;
   bool check = false, dry_run = false;
+  int engines_per_graph = 16;  // dry run: stop after this many configurations accept a graph
+  std::string device_profile;  // --dry-run on a described GPU: a name of configs/cudnn_devices.json
+                               // or a file
   std::int64_t check_heads = 4;
   std::string report_csv_path;
   MeasureOverrides measure;  // on top of the backend's defaults

@@ -6,6 +6,7 @@
 
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
+#include "attention/device_profile.hpp"
 #include "common/backend.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -20,6 +21,12 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#ifdef OPBENCH_HAVE_CUDA
+#include "attention/cudnn_dry_run.hpp"
+#include "common/cuda/check.hpp"
+#include "common/cuda/device.hpp"
+#include "common/version.hpp"
+#endif
 
 namespace opbench {
 namespace {
@@ -43,18 +50,25 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
     }
   }
   std::vector<AttentionCase> cases;
-  for (auto s : shapes) {
+  for (const auto& shape : shapes) {
+    // --dtype gives the dtypes to run; else the shape's own (fp32 on the CPU).
+    std::vector<DType> dtypes = o.dtypes;
     std::string note;
-    if (o.dtype) {
-      s.dtype = *o.dtype;
-    } else if (backend == Backend::cpu && s.dtype != DType::fp32) {
-      note = fmt::format("run in fp32 on the CPU (the shape says {})", dtype_name(s.dtype));
-      s.dtype = DType::fp32;
+    if (dtypes.empty()) {
+      dtypes.push_back(shape.dtype);
+      if (backend == Backend::cpu && shape.dtype != DType::fp32) {
+        note = fmt::format("run in fp32 on the CPU (the shape says {})", dtype_name(shape.dtype));
+        dtypes.back() = DType::fp32;
+      }
     }
-    if (o.causal) s.causal = *o.causal;
-    validate(s, s.model);
-    for (AttentionPass p : o.passes)
-      cases.push_back({s, p, note});
+    for (DType t : dtypes) {
+      AttentionShape s = shape;
+      s.dtype = t;
+      if (o.causal) s.causal = *o.causal;
+      validate(s, s.model);
+      for (AttentionPass p : o.passes)
+        cases.push_back({s, p, note});
+    }
   }
   return cases;
 }
@@ -108,6 +122,94 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
   return row;
 }
 
+void list_cases(const std::vector<AttentionCase>& cases) {
+  ConsoleTable table(
+      {{"model", "", 18}, {"dims", "", 36}, {"dtype", "", 5}, {"pass", "", 4}, {"gflop", "", 10}});
+  for (const auto& c : cases) {
+    Record r;
+    r.arg("model", c.shape.model)
+        .arg("dims", c.shape.dims())
+        .arg("dtype", std::string(dtype_name(c.shape.dtype)));
+    r.arg("pass", attention_pass_name(c.pass))
+        .metric("gflop", static_cast<double>(c.shape.flops(c.pass)) / 1e9);
+    table.print(r);
+  }
+  std::printf("%zu cases\n", cases.size());
+}
+
+#ifdef OPBENCH_HAVE_CUDA
+// --dry-run where cuDNN can be asked: on the GPU here, or on a described one (--device-profile,
+// no GPU needed). Each case and pass: the engines that accept the graph, or cuDNN's reason.
+int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& cases,
+                   const DeviceProfile* profile, int argc, char** argv) {
+  std::string device_name, how;
+  Descriptor description;
+  cudnnHandle_t handle = nullptr;
+  CudnnTarget target;
+  if (profile) {
+    how = "cuDNN on a device description, libcuda: " + load_cuda_driver_or_stub();
+    description = make_device_description(profile->device.dump());
+    target.device = description.get();
+    device_name = profile->name;
+    how = profile->description + "; " + how;
+  } else {
+    OPBENCH_CUDA_CHECK(cudaSetDevice(o.device));
+    cudnn_check(cudnnCreate(&handle), "cudnnCreate");
+    target.handle = handle;
+    device_name = cuda_device_info(o.device).name;
+    how = "cuDNN on the GPU here";
+  }
+  std::string dir = o.report.report_dir.empty() ? "reports/attention-engines-" + now_compact()
+                                                : o.report.report_dir;
+  ensure_directory(dir);
+  Environment env(argc, argv, "bench_attention");
+  env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
+  env.write(dir, false);
+  ReportFiles files((std::filesystem::path(dir) / "attention_engines").string(), o.report.formats,
+                    nlohmann::json{{"run_id", env.run_id()}}, "opbench_attention_engines");
+  std::fprintf(stderr, "dry run: %s (cuDNN %s)\n", how.c_str(),
+               version_from_int(static_cast<long long>(cudnnGetVersion())).c_str());
+  ConsoleTable table({{"model", "", 16},
+                      {"dims", "", 34},
+                      {"dtype", "", 5},
+                      {"pass", "", 4},
+                      {"accepted", "engines", 7},
+                      {"status", "", 7},
+                      {"first_engine", "first accepting engine, or why none", 60}});
+  std::size_t accepted = 0;
+  for (const auto& c : cases) {
+    const EngineReport e = cudnn_engine_report(c.shape, c.pass, target, o.engines_per_graph);
+    Record row;
+    row.arg("model", c.shape.model).arg("batch_size", c.shape.batch);
+    row.arg("seqlen_q", c.shape.seqlen_q).arg("seqlen_kv", c.shape.seqlen_kv);
+    row.arg("num_head_q", c.shape.heads_q).arg("num_head_kv", c.shape.heads_kv);
+    row.arg("head_dim_qk", c.shape.head_dim_qk).arg("head_dim_v", c.shape.head_dim_v);
+    row.arg("causal", std::string(c.shape.causal ? "true" : "false"));
+    row.arg("dtype", std::string(dtype_name(c.shape.dtype)))
+        .arg("pass", attention_pass_name(c.pass));
+    row.arg("device", device_name).arg("dims", c.shape.dims());
+    row.metric("flops", c.shape.flops(c.pass));
+    row.metric("configurations", static_cast<std::int64_t>(e.configurations))
+        .metric("offered", static_cast<std::int64_t>(e.offered))
+        .metric("accepted", static_cast<std::int64_t>(e.accepted));
+    row.result("engines", e.engines.empty() ? Value{} : Value{e.engines});
+    row.result("first_engine", e.accepted ? e.engines.substr(0, e.engines.find(';')) : e.note);
+    row.result("status", std::string(status_name(e.status)));
+    row.result("note", e.note.empty() ? Value{} : Value{e.note});
+    files.write(row);
+    table.print(row);
+    accepted += e.status == Status::ok;
+  }
+  if (handle) cudnnDestroy(handle);
+  env.write(dir, true);
+  std::fprintf(stderr, "%zu graphs on %s: %zu accepted by at least one engine, %zu not. Reports:\n",
+               cases.size(), device_name.c_str(), accepted, cases.size() - accepted);
+  for (const auto& path : files.paths())
+    std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
+  return 0;
+}
+#endif
+
 std::unique_ptr<AttentionProvider> make_provider(const AttentionOptions& o, Backend backend) {
 #ifdef OPBENCH_HAVE_CUDA
   if (backend == Backend::cuda) {
@@ -131,24 +233,27 @@ int bench_attention_main(int argc, char** argv) {
   auto parsed = parse_attention_options(argc, argv);
   if (!parsed) return 0;
   const AttentionOptions& o = *parsed;
+  if (!o.device_profile.empty()) {
+    const DeviceProfile profile = load_device_profile(o.device_profile);  // bad input first
+#ifdef OPBENCH_HAVE_CUDA
+    return engine_dry_run(o, build_cases(o, Backend::cuda), &profile, argc, argv);
+#else
+    throw bad_input(
+        fmt::format("--device-profile {}: asking cuDNN needs a build with the CUDA "
+                    "toolkit, and this one has none",
+                    profile.name));
+#endif
+  }
   BackendChoice choice = choose_backend(o.backend, o.device);
   auto cases = build_cases(o, choice.backend);
   if (o.dry_run) {
-    ConsoleTable table({{"model", "", 18},
-                        {"dims", "", 36},
-                        {"dtype", "", 5},
-                        {"pass", "", 4},
-                        {"gflop", "", 10}});
-    for (const auto& c : cases) {
-      Record r;
-      r.arg("model", c.shape.model)
-          .arg("dims", c.shape.dims())
-          .arg("dtype", std::string(dtype_name(c.shape.dtype)));
-      r.arg("pass", attention_pass_name(c.pass))
-          .metric("gflop", static_cast<double>(c.shape.flops(c.pass)) / 1e9);
-      table.print(r);
-    }
-    std::printf("%zu cases\n", cases.size());
+#ifdef OPBENCH_HAVE_CUDA
+    if (choice.backend == Backend::cuda) return engine_dry_run(o, cases, nullptr, argc, argv);
+#endif
+    list_cases(cases);
+    std::printf(
+        "(--device-profile a100|h100|h200|b200 asks cuDNN which engines accept each graph "
+        "on that GPU, without one)\n");
     return 0;
   }
   auto provider = make_provider(o, choice.backend);

@@ -162,11 +162,15 @@ void GraphBuilder::reshape(const GraphTensor& x, const GraphTensor& y) {
 
 Descriptor GraphBuilder::finish() {
   auto graph = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  // cuDNN 9 marks the handle attribute deprecated but still reads it to pick the device.
+  // cuDNN 9 marks the handle attribute deprecated but still reads it to pick the device. Without
+  // a handle the graph finalizes against no device: the heuristics and plans then take a device
+  // description instead (cudnn_engines), which is how graphs are checked on a machine with no GPU.
+  if (handle_) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_, "graph handle");
+    graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_, "graph handle");
 #pragma GCC diagnostic pop
+  }
   std::vector<cudnnBackendDescriptor_t> raw;
   for (const auto& op : ops_)
     raw.push_back(op->get());

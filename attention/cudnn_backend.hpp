@@ -51,6 +51,7 @@ struct GraphTensor {
 // reduction and reshape operations, in the order they are added.
 class GraphBuilder {
  public:
+  // `handle` may be null: the graph is then not tied to a device (see finish()).
   explicit GraphBuilder(cudnnHandle_t handle) : handle_(handle) {}
 
   // A tensor the caller passes a device pointer for, under `uid`.

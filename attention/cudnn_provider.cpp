@@ -14,12 +14,15 @@
 
 #include "attention/attention_provider.hpp"
 #include "attention/cudnn_backend.hpp"
+#include "attention/cudnn_engines.hpp"
 #include "attention/cudnn_sdpa_graph.hpp"
+#include "attention/cudnn_version_policy.hpp"
 #include "attention/reference_attention.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
 #include "common/cuda/measure_sm_clock.hpp"
+#include "common/cuda/stream_blocker.hpp"
 #include "common/error.hpp"
 #include "common/rotation.hpp"
 #include "common/text.hpp"
@@ -51,20 +54,6 @@ AttentionDims dims_of(const AttentionShape& s) {
   d.scale = static_cast<float>(s.softmax_scale());
   d.dtype = s.dtype;
   return d;
-}
-
-std::int64_t engine_index(const BackendDescriptor& config) {
-  BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t raw = engine.get();
-  std::int64_t count = 0;
-  cudnn_check(cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &raw),
-              "engine of a configuration");
-  std::int64_t index = -1;
-  cudnn_check(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
-                                       &count, &index),
-              "engine index");
-  return index;
 }
 
 // The buffers of one case, and the variant pack that points at them.
@@ -107,16 +96,10 @@ class CudnnAttentionProvider final : public AttentionProvider {
     env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
   }
 
-  std::optional<std::string> unsupported(const AttentionShape& s, AttentionPass) const override {
-    if (s.dtype != DType::bf16 && s.dtype != DType::fp16)
-      return fmt::format("cuDNN SDPA runs bf16 and fp16; {} runs on --backend cpu",
-                         dtype_name(s.dtype));
-    if (s.causal && s.seqlen_q > s.seqlen_kv)
-      return fmt::format(
-          "causal with Sq {} > Skv {}: the first {} query rows would see no key, which cuDNN's "
-          "bottom-right mask does not define",
-          s.seqlen_q, s.seqlen_kv, s.seqlen_q - s.seqlen_kv);
-    return std::nullopt;
+  std::optional<std::string> unsupported(const AttentionShape& s,
+                                         AttentionPass pass) const override {
+    if (auto why = cudnn_version_refusal(static_cast<long>(cudnnGetVersion()), pass)) return why;
+    return cudnn_sdpa_unsupported(s);
   }
 
   AttentionResult run(const AttentionShape& s, AttentionPass pass,
@@ -198,10 +181,8 @@ class CudnnAttentionProvider final : public AttentionProvider {
     r.measurement = measure_with_sm_clock(
         stream_, o.measure,
         [&] {
-          timer.start(stream_);
-          execute(*chosen->plan, *pack);
-          timer.stop(stream_);
-          return timer.elapsed_us();
+          return blocked_sample_us(stream_, blocker_, timer,
+                                   [&] { execute(*chosen->plan, *pack); });
         },
         [&] { flusher.flush(stream_); });
     r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
@@ -250,52 +231,40 @@ class CudnnAttentionProvider final : public AttentionProvider {
     return pack;
   }
 
-  // The fastest configuration for this shape, chosen once per run.
+  // The fastest configuration for this shape, chosen once per run: the heuristics' first
+  // kCandidates configurations are finalized, each timed over kTrialRuns blocked runs after an
+  // untimed first one (module loading), and the fastest kept. A refusal carries cuDNN's reason,
+  // including what it writes only to its log.
   ChosenPlan& plan_for(const AttentionShape& s, AttentionPass pass, SdpaBuffers& b) {
     const std::string key = shape_key(s, pass);
     if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
     const bool bwd = pass == AttentionPass::bwd;
+    const CudnnTarget target{handle_, nullptr};
     auto chosen = std::make_unique<ChosenPlan>();
-    chosen->graph = bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s);
-
-    BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *chosen->graph.graph, "heuristics graph");
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
-    heur.finalize("heuristics finalize");
-    std::int64_t count = 0;
-    cudnn_check(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-                "heuristics result count");
-    count = std::min<std::int64_t>(count, kCandidates);
+    CudnnLogCapture log;
     std::vector<Descriptor> configs;
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (std::int64_t i = 0; i < count; ++i) {
-      configs.push_back(std::make_shared<BackendDescriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-      raw.push_back(configs.back()->get());
+    std::int64_t offered = 0;
+    try {
+      chosen->graph = bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s);
+      configs = heuristic_configs(*chosen->graph.graph, target, kCandidates, &offered);
+    } catch (const Error& e) {
+      const std::string logged = log.reason();
+      throw run_failure(fmt::format("cuDNN refuses the {} graph: {}{}", attention_pass_name(pass),
+                                    e.what(), logged.empty() ? "" : " [" + logged + "]"));
     }
-    std::int64_t returned = 0;
-    if (count > 0)
-      cudnn_check(
-          cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, raw.data()),
-          "heuristics results");
-    chosen->offered = static_cast<int>(returned);
+    chosen->offered = static_cast<int>(offered);
 
     double best_us = std::numeric_limits<double>::infinity();
     std::string last_refusal = "the heuristics offered no engine configuration";
+    if (configs.empty() && !log.reason().empty()) last_refusal += ": " + log.reason();
     CudaEventTimer timer;
-    for (std::int64_t i = 0; i < returned; ++i) {
-      auto plan = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    for (const auto& config : configs) {
+      Descriptor plan;
       std::int64_t workspace = 0;
       double us = 0;
+      log.clear();
       try {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_, "plan handle");
-#pragma GCC diagnostic pop
-        plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[i], "plan configuration");
-        plan->finalize("execution plan finalize");
+        plan = make_plan(*config, target);
         std::int64_t n = 0;
         cudnn_check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                              CUDNN_TYPE_INT64, 1, &n, &workspace),
@@ -304,13 +273,15 @@ class CudnnAttentionProvider final : public AttentionProvider {
           b.workspace = DeviceBuffer(static_cast<std::size_t>(workspace));
         Descriptor pack = variant_pack(b, *chosen->graph.builder);
         execute(*plan, *pack);  // first run: module loading, not timed
-        timer.start(stream_);
-        for (int run = 0; run < kTrialRuns; ++run)
-          execute(*plan, *pack);
-        timer.stop(stream_);
-        us = timer.elapsed_us() / kTrialRuns;
+        us = blocked_sample_us(stream_, blocker_, timer,
+                               [&] {
+                                 for (int run = 0; run < kTrialRuns; ++run)
+                                   execute(*plan, *pack);
+                               }) /
+             kTrialRuns;
       } catch (const Error& e) {
-        last_refusal = e.what();
+        const std::string logged = log.reason();
+        last_refusal = std::string(e.what()) + (logged.empty() ? "" : " [" + logged + "]");
         continue;
       }
       ++chosen->finalized;
@@ -318,14 +289,14 @@ class CudnnAttentionProvider final : public AttentionProvider {
         best_us = us;
         chosen->plan = plan;
         chosen->workspace_bytes = workspace;
-        chosen->engine = engine_index(*configs[i]);
+        chosen->engine = engine_index(*config);
       }
     }
     if (!chosen->plan)
       throw run_failure(
           fmt::format("cuDNN has no plan for this {} graph ({} configurations "
                       "offered): {}",
-                      attention_pass_name(pass), returned, last_refusal));
+                      attention_pass_name(pass), offered, last_refusal));
     return *plans_.emplace(key, std::move(chosen)).first->second;
   }
 
@@ -371,6 +342,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
   cudnnHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   float neg_inf_ = -std::numeric_limits<float>::infinity();
+  StreamBlocker blocker_;
   std::map<std::string, std::unique_ptr<ChosenPlan>> plans_;
 };
 

@@ -1,5 +1,7 @@
 #include "attention/cudnn_sdpa_graph.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <utility>
 
@@ -111,6 +113,18 @@ cudnnDataType_t cudnn_data_type(DType t) {
     default:
       throw std::logic_error("cudnn_data_type: SDPA runs bf16 and fp16");
   }
+}
+
+std::optional<std::string> cudnn_sdpa_unsupported(const AttentionShape& s) {
+  if (s.dtype != DType::bf16 && s.dtype != DType::fp16)
+    return fmt::format("cuDNN SDPA runs bf16 and fp16; {} runs on --backend cpu",
+                       dtype_name(s.dtype));
+  if (s.causal && s.seqlen_q > s.seqlen_kv)
+    return fmt::format(
+        "causal with Sq {} > Skv {}: the first {} query rows would see no key, which cuDNN's "
+        "bottom-right mask does not define",
+        s.seqlen_q, s.seqlen_kv, s.seqlen_q - s.seqlen_kv);
+  return std::nullopt;
 }
 
 SdpaGraph build_sdpa_forward(cudnnHandle_t handle, const AttentionShape& s) {

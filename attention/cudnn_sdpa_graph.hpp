@@ -8,6 +8,8 @@
 // Layout (B, S, H, D) for Q, K, V, O and their gradients; GQA by broadcasting K and V heads.
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "attention/attention_shape.hpp"
 #include "attention/cudnn_backend.hpp"
@@ -44,5 +46,9 @@ SdpaGraph build_sdpa_forward(cudnnHandle_t handle, const AttentionShape& s);
 SdpaGraph build_sdpa_backward(cudnnHandle_t handle, const AttentionShape& s);
 
 cudnnDataType_t cudnn_data_type(DType t);
+
+// Why our SDPA graphs cannot express a case (its dtype; causal Sq > Skv, whose first rows would
+// see no key, which cuDNN's bottom-right mask does not define), or nullopt.
+std::optional<std::string> cudnn_sdpa_unsupported(const AttentionShape& s);
 
 }  // namespace opbench

@@ -1,0 +1,29 @@
+#pragma once
+// Which cuDNN versions run this project's SDPA graphs. Pure, so it is tested on any machine.
+#include <optional>
+#include <string>
+
+#include "attention/attention_shape.hpp"
+
+namespace opbench {
+
+// The backward graph zeroes its fp32 dQ accumulator once, before the plan runs; cuDNN does that
+// itself (and correctly) only from 9.6.0 on. The forward graph needs cuDNN 9.
+constexpr long kCudnnMinForward = 90000;
+constexpr long kCudnnMinBackward = 90600;
+
+// Why cuDNN `version` (e.g. 91900 for 9.19.0) cannot run a pass of our graphs, or nullopt.
+inline std::optional<std::string> cudnn_version_refusal(long version, AttentionPass pass) {
+  const long needed = pass == AttentionPass::bwd ? kCudnnMinBackward : kCudnnMinForward;
+  if (version >= needed) return std::nullopt;
+  auto text = [](long v) {
+    return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." +
+           std::to_string(v % 100);
+  };
+  return "cuDNN " + text(version) + " is older than " + text(needed) + ", which this " +
+         attention_pass_name(pass) + " graph needs" +
+         (pass == AttentionPass::bwd ? " (its dQ accumulator is zeroed correctly from 9.6.0 on)"
+                                     : "");
+}
+
+}  // namespace opbench
