@@ -6,7 +6,7 @@
 
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
-#include "attention/device_profile.hpp"
+#include "common/device_profile.hpp"
 #include "common/backend.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/backend.hpp"
+#include "common/device_profile.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -20,10 +21,15 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#include "gemm/fp8_policy.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
 #include "gemm/gemm_row.hpp"
 #include "gemm/provider.hpp"
+
+#ifdef OPBENCH_HAVE_CUDA
+#include "common/cuda/device.hpp"
+#endif
 
 namespace opbench {
 namespace {
@@ -85,7 +91,37 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
   return cases;
 }
 
-int dry_run(const std::vector<GemmCase>& cases) {
+// The GPU a dry run plans for: none (the CPU), the GPU here, a profile, or — when cuda is asked
+// for and there is no GPU — Hopper, said in `assumption`.
+struct DryRunTarget {
+  bool gpu = false;
+  int cc_major = 0, cc_minor = 0;
+  std::string assumption;
+};
+
+DryRunTarget dry_run_target(const GemmOptions& o) {
+  DryRunTarget t;
+  if (!o.device_profile.empty()) {
+    const DeviceProfile p = load_device_profile(o.device_profile);
+    return {true, p.cc_major, p.cc_minor, "planned for " + p.description + " (--device-profile)"};
+  }
+  try {
+    const BackendChoice choice = choose_backend(o.backend, o.device);
+    if (choice.backend == Backend::cpu) return t;
+#ifdef OPBENCH_HAVE_CUDA
+    const CudaDeviceInfo info = cuda_device_info(o.device);
+    return {true, info.cc_major, info.cc_minor, "planned for " + info.name + ", the GPU here"};
+#endif
+  } catch (const Error&) {
+    // --backend cuda with no GPU here: the plan is still worth reading before a GPU is rented.
+    if (!built_with_cuda() || to_lower(o.backend) != "cuda") throw;
+  }
+  return {true, 9, 0,
+          "no GPU here: planned as cuBLASLt runs it on compute capability 9.0 (Hopper); "
+          "--device-profile b200 plans Blackwell's fp8 layouts"};
+}
+
+int dry_run(std::vector<GemmCase> cases, const DryRunTarget& target, Fp8Accumulation fp8_accum) {
   ConsoleTable table({{"model", "", 16},
                       {"gemm", "", 18},
                       {"pass", "", 5},
@@ -95,15 +131,23 @@ int dry_run(const std::vector<GemmCase>& cases) {
                       {"layout", "", 6},
                       {"dtype", "", 8},
                       {"calls_per_step", "calls", 5},
-                      {"gflop", "", 10}});
+                      {"gflop", "", 10},
+                      {"note", "", 40}});
+  if (!target.assumption.empty()) std::printf("%s\n", target.assumption.c_str());
   double total = 0;
-  for (const auto& c : cases) {
+  for (auto& c : cases) {
+    std::string note;
+    if (target.gpu && c.problem.dtype == DType::fp8_e4m3) {
+      c.problem = fp8_layout_as_run(c.problem, target.cc_major, target.cc_minor, &note);
+      append_note(note, fp8_accumulation_name(fp8_fast_accumulation(fp8_accum, c.pass)));
+    }
     Record r;
     r.arg("model", c.model).arg("gemm", c.gemm).arg("pass", c.pass).arg("m", c.problem.m);
     r.arg("n", c.problem.n).arg("k", c.problem.k).arg("layout", c.problem.layout());
     r.arg("dtype", std::string(dtype_name(c.problem.dtype)))
         .arg("calls_per_step", c.calls_per_step);
     r.metric("gflop", static_cast<double>(c.problem.flops()) / 1e9);
+    r.result("note", note);
     table.print(r);
     total += static_cast<double>(c.problem.flops());
   }
@@ -178,11 +222,16 @@ int bench_gemm_main(int argc, char** argv) {
   GemmOptions o = *parsed;
   if (o.list_models) return list_models(o);
 
+  if (o.dry_run) {
+    const DryRunTarget target = dry_run_target(o);
+    return dry_run(build_cases(o, o.dtypes.value_or(
+                                      std::vector<DType>{target.gpu ? DType::bf16 : DType::fp32})),
+                   target, o.fp8_accum);
+  }
   BackendChoice choice = choose_backend(o.backend, o.device);
   std::vector<DType> dtypes = o.dtypes.value_or(
       std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
   std::vector<GemmCase> cases = build_cases(o, dtypes);
-  if (o.dry_run) return dry_run(cases);
 
   const std::string report_dir =
       o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;

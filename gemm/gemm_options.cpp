@@ -42,7 +42,8 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("cold", "flush the cache before each sample instead of rotating input buffers")
     ("algo-candidates", "cuBLASLt heuristic candidates timed to pick the fastest", cxxopts::value<int>()->default_value("8"))
     ("fp8-accum", "fp8 accumulation: auto (fast for fprop, split for dgrad and wgrad, as Transformer Engine), fast or split", cxxopts::value<std::string>()->default_value("auto"))
-    ("dry-run", "list the cases with their FLOPs and exit")
+    ("dry-run", "list the cases with their FLOPs and exit (with --backend cuda and no GPU here: as cuBLASLt would run them on Hopper)")
+    ("device-profile", "with --dry-run: plan for this GPU (a100, h100, h200, b200 or a profile file): its compute capability sets the fp8 layouts", cxxopts::value<std::string>())
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   // clang-format on
   add_measure_options(options);
@@ -83,6 +84,11 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.check = p.count("check") > 0;
   o.cold = p.count("cold") > 0;
   o.dry_run = p.count("dry-run") > 0;
+  if (p.count("device-profile")) {
+    o.device_profile = str("device-profile");
+    if (!o.dry_run)
+      throw bad_input("--device-profile describes a GPU that is not here: it goes with --dry-run");
+  }
   o.list_models = p.count("list-models") > 0;
   o.corrupt_for_test = p.count("test-corrupt-result") > 0;
   if (o.corrupt_for_test && !o.check)

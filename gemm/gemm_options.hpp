@@ -27,6 +27,7 @@ struct GemmOptions {
   std::int64_t seqlen = 0;
   std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};
   bool check = false, cold = false, dry_run = false, list_models = false;
+  std::string device_profile;  // --dry-run for a GPU that is not here (configs/cudnn_devices.json)
   bool corrupt_for_test = false;
   int algo_candidates = 8;
   Fp8Accumulation fp8_accum = Fp8Accumulation::by_pass;

@@ -37,6 +37,8 @@ CASES = [
     ("GEMM huge sweep size", gemm + ["--m", "99999999999T", "--n", "8", "--k", "8"], "--m: '99999999999T' is not a size"),
     ("GEMM fractional tp", gemm + ["--model", "tiny", "--tp", "1.5"], "--tp: '1.5' is not a size"),
     ("GEMM NaN noise", gemm + ["--model", "tiny", "--max-noise", "nan"], "--max-noise"),
+    ("GEMM device profile without --dry-run", gemm + ["--model", "tiny", "--device-profile", "h100"], "--device-profile describes a GPU that is not here"),
+    ("GEMM unknown fp8 accumulation", gemm + ["--model", "tiny", "--fp8-accum", "slow"], "--fp8-accum: unknown mode 'slow'"),
     ("GEMM zero samples", gemm + ["--model", "tiny", "--min-samples", "0"], "--min-samples: must be >= 1"),
     ("GEMM samples bounds crossed", gemm + ["--model", "tiny", "--min-samples", "9", "--max-samples", "4"], "--max-samples: must be >= --min-samples (9)"),
     ("collectives noise over 1", ccl + ["--op", "all_reduce", "-b", "1K", "-e", "1K", "--max-noise", "2"], "--max-noise: must be in (0, 1)"),

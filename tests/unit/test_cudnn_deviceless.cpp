@@ -7,7 +7,7 @@
 
 #include "attention/cudnn_engines.hpp"
 #include "attention/cudnn_sdpa_graph.hpp"
-#include "attention/device_profile.hpp"
+#include "common/device_profile.hpp"
 
 using namespace opbench;
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "attention/cudnn_version_policy.hpp"
-#include "attention/device_profile.hpp"
+#include "common/device_profile.hpp"
 #include "common/error.hpp"
 
 using namespace opbench;

@@ -1,8 +1,9 @@
 #pragma once
-// Device profiles: a GPU described in cuDNN's JSON representation of a device, so cuDNN can
-// check graphs and pick engines for a device that is not here (bench_attention --dry-run
-// --device-profile). configs/cudnn_devices.json holds A100, H100, H200 and B200; a user may give
-// a file with one profile object of the same form. Loading needs no CUDA.
+// Device profiles: a GPU described in cuDNN's JSON representation of a device, so a dry run can
+// plan for a GPU that is not here: cuDNN checks graphs and picks engines for it (bench_attention
+// --dry-run --device-profile), and bench_gemm plans fp8 layouts by its compute capability.
+// configs/cudnn_devices.json holds A100, H100, H200 and B200; a user may give a file with one
+// profile object of the same form. Loading needs no CUDA.
 #include <nlohmann/json.hpp>
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "attention/device_profile.hpp"
+#include "common/device_profile.hpp"
 
 #include <fmt/format.h>
 
