@@ -107,7 +107,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (o.root >= group_size)
     throw bad_input(fmt::format("-r/--root {}: the groups have {} ranks", o.root, group_size));
   for (auto [flag, rank] : {std::pair{"--test-corrupt-rank", o.run.corrupt_rank},
-                            {"--test-stall-rank", o.run.stall_rank}})
+                            {"--test-stall-rank", o.run.stall_rank},
+                            {"--test-fail-rank", o.run.fail_rank}})
     if (rank >= world)
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
   std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
@@ -154,7 +155,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between cases.
     if ((stopped = session.any(interrupted()))) break;
     auto& comm = comms[c.group_size];
-    if (!comm) comm = make_communicator(backend, session, session.group_comm(c.group_size));
+    // A new communicator where there is none yet, or where an error aborted the last one.
+    if (!comm || comm->aborted())
+      comm = make_communicator(backend, session, session.group_comm(c.group_size));
     CollCall call{c.op,
                   c.dtype,
                   c.redop,

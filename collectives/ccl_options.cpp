@@ -85,6 +85,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("timeout", "seconds a case may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("test-corrupt-rank", "test only: this rank spoils one result element before the check", cxxopts::value<int>())
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
+    ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
     ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective");
   add_measure_options(options, false);
@@ -164,6 +165,15 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   if (o.run.corrupt_rank >= 0 && o.run.check_passes == 0)
     throw bad_input("--test-corrupt-rank needs -c 1 or more");
   if (p.count("test-stall-rank")) o.run.stall_rank = p["test-stall-rank"].as<int>();
+  if (p.count("test-fail-rank")) {
+    const std::string v = str("test-fail-rank");
+    if (v == "all")
+      o.run.fail_rank = -2;
+    else if (!v.empty() && v.size() < 7 && v.find_first_not_of("0123456789") == std::string::npos)
+      o.run.fail_rank = std::stoi(v);
+    else
+      throw bad_input(fmt::format("--test-fail-rank: '{}' is not a rank or all", v));
+  }
   o.run.stall_s = p["test-stall-seconds"].as<double>();
   o.run.stall_inside = p.count("test-stall-inside") > 0;
 

@@ -7,7 +7,7 @@ namespace opbench {
 Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx) {
   const int n = c.group_size;
   const std::size_t ts = dtype_size(c.dtype);
-  const bool measured = r.status != Status::skipped;
+  const bool measured = !r.rank_times_us.empty();  // a failed call may have no time
   const double seconds = r.time_us * 1e-6;
   const double bytes = algbw_bytes(c.op, call.counts, ts, n);
   const int groups = ctx.world_size / n;
@@ -100,8 +100,10 @@ void NcclTestsTable::add(const CclCase& c, const CollCall& call, const CollResul
                                 red_op_name(c.redop), c.root);
   if (key != line_key_) flush_line();
   if (section != section_) {
+    if (!section_.empty() && c.op != op_) footer();  // a new op: the last one's figures
     header(c);
     section_ = section;
+    op_ = c.op;
   }
   line_key_ = key;
   line_prefix_ = fmt::format(
@@ -109,8 +111,9 @@ void NcclTestsTable::add(const CclCase& c, const CollCall& call, const CollResul
       call.counts.count, nccl_tests_type_name(c.dtype),
       is_reduction(c.op) ? red_op_name(c.redop) : "none", has_root(c.op) ? c.root : -1);
   std::string cell;
-  if (r.status == Status::skipped) {
-    cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "skip", "-", "-", "-");
+  if (r.rank_times_us.empty()) {  // skipped, or failed before a time was taken
+    cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}",
+                       r.status == Status::skipped ? "skip" : "fail", "-", "-", "-");
   } else {
     auto num = [&](const char* f) { return std::get<double>(*row.find(f)); };
     std::string wrong = r.wrong >= 0 ? std::to_string(r.wrong) : "N/A";
@@ -123,6 +126,7 @@ void NcclTestsTable::add(const CclCase& c, const CollCall& call, const CollResul
     ++busbw_count_;
     if (r.wrong > 0) wrong_total_ += r.wrong;
   }
+  failed_rows_ += r.status == Status::failed;
   cells_[c.placement == Placement::in_place ? 1 : 0] = cell;
   if (++cells_filled_ == placements_) flush_line();
 }
@@ -140,13 +144,24 @@ void NcclTestsTable::flush_line() {
   line_key_.clear();
 }
 
-void NcclTestsTable::finish() {
+// nccl-tests' footer, once per op (each of its binaries runs one op): the wrong elements and the
+// mean bus bandwidth over the op's timed rows.
+void NcclTestsTable::footer() {
   flush_line();
+  const bool failed = wrong_total_ > 0 || failed_rows_ > 0;
   std::fprintf(out_, "# %-20s : %lld %s\n", "Out of bounds values",
-               static_cast<long long>(wrong_total_), wrong_total_ ? "FAILED" : "OK");
-  std::fprintf(out_, "# %-20s : %g\n#\n", "Avg bus bandwidth",
-               busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0);
+               static_cast<long long>(wrong_total_), failed ? "FAILED" : "OK");
+  std::fprintf(out_, "# %-20s : %g  (%s)\n#\n", "Avg bus bandwidth",
+               busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0, coll_op_name(op_).c_str());
   std::fflush(out_);
+  busbw_sum_ = 0;
+  busbw_count_ = 0;
+  wrong_total_ = 0;
+  failed_rows_ = 0;
+}
+
+void NcclTestsTable::finish() {
+  if (!section_.empty()) footer();
 }
 
 }  // namespace opbench

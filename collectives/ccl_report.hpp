@@ -43,6 +43,7 @@ class NcclTestsTable {
 
  private:
   void header(const CclCase& c);
+  void footer();
   void flush_line();
   bool per_iter_;
   std::size_t placements_, cells_filled_ = 0;
@@ -52,6 +53,8 @@ class NcclTestsTable {
   double busbw_sum_ = 0;
   int busbw_count_ = 0;
   std::int64_t wrong_total_ = 0;
+  int failed_rows_ = 0;
+  CollOp op_ = CollOp::all_reduce;
 };
 
 }  // namespace opbench

@@ -2,6 +2,8 @@
 // The expected result of a collective under the check pattern (collectives/pattern.hpp), element
 // by element, for the backends that check on the host.
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "collectives/communicator.hpp"
 #include "collectives/pattern.hpp"
@@ -9,6 +11,8 @@
 namespace opbench {
 
 PatternSpec make_pattern(const CollCall& call, int nranks);
+// Why a call's result cannot be checked (the pattern is not `verifiable`), or nullopt.
+std::optional<std::string> unverifiable_reason(const CollCall& call, const PatternSpec& spec);
 PatternOp pattern_op(CollOp op);
 
 // Number of elements of this rank's result, and where the result starts in the receive buffer

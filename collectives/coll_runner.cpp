@@ -9,7 +9,9 @@
 #include <numeric>
 #include <thread>
 
+#include "collectives/coll_check.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/timer.hpp"
 
 namespace opbench {
@@ -45,6 +47,22 @@ double CollRunner::combine(const std::vector<double>& t) const {
   return t[0];
 }
 
+namespace {
+
+// Whether a call's result is defined at all: NCCL gives in-place rules for AllReduce, Broadcast
+// and Reduce (send == recv) and for AllGather and ReduceScatter (nccl.h's offsets), none for
+// the grouped send/recv of all_to_all and send_recv, so in place those are timed, never checked
+// (nccl-tests prints N/A for them too).
+std::optional<std::string> unchecked_in_place(const CollCall& call) {
+  if (!call.in_place || (call.op != CollOp::all_to_all && call.op != CollOp::send_recv))
+    return std::nullopt;
+  return "#wrong N/A: in-place " + coll_op_name(call.op) +
+         " is undefined in NCCL (nccl.h defines in-place use only for AllReduce, Broadcast, "
+         "Reduce, AllGather and ReduceScatter); timed, not checked, as nccl-tests does";
+}
+
+}  // namespace
+
 CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::string& label) {
   CollResult r;
   if (auto why = comm.unsupported(call)) {
@@ -59,21 +77,23 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   };
   if (stall_here && !options_.stall_inside) stall();
   session_.arrival_check(label, options_.timeout_s);
-  // Rank 0 speaks: its watchdog fires when it is stuck, and mpirun ends every rank when rank 0
-  // dies. The others' are a backstop, late enough (2x + 10 s) that mpirun has taken the job down
-  // first even when it is slow to (under sanitizers), so one line explains the abort.
-  const double deadline =
-      session_.world_rank() == 0 ? options_.timeout_s : 2 * options_.timeout_s + 10;
-  watchdog_.arm(options_.timeout_s > 0 ? deadline : 0, [&comm, this, label] {
-    std::fprintf(
-        stderr,
-        "error: timeout: %s did not finish within %g s on rank %d (all %d ranks had arrived, "
-        "so one stopped inside the operation); aborting\n",
-        label.c_str(), options_.timeout_s, session_.world_rank(), session_.world_size());
-    std::fflush(stderr);
-    comm.abort();
+  // Every rank's watchdog ends its own process at the timeout, printing which rank on which
+  // host gave up on which case. It never touches the communicator (NCCL allows one thread at a
+  // time, and the main thread may be inside it): the process is ending, and the driver and
+  // mpirun clean up after it.
+  const std::string where = fmt::format("rank {} ({})", session_.world_rank(), session_.host());
+  watchdog_.arm(options_.timeout_s, [this, label, where] {
+    std::fprintf(stderr,
+                 "error: timeout: %s: %s did not finish within %g s (every rank had arrived, so "
+                 "a rank stopped inside the operation or a link failed); ending this rank\n",
+                 where.c_str(), label.c_str(), options_.timeout_s);
     MpiSession::exit_now(1);
   });
+  // Whatever leaves this function — a row or an exception — disarms the watchdog.
+  struct Disarm {
+    Watchdog& w;
+    ~Disarm() { w.disarm(); }
+  } disarm{watchdog_};
   if (stall_here && options_.stall_inside) stall();
 
   // Every rank must be able to hold the buffers, or none runs the case.
@@ -84,12 +104,42 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     prepare_error = e.what();
   }
   if (session_.any(!prepare_error.empty())) {
-    watchdog_.disarm();
     r.status = Status::skipped;
     r.note = prepare_error.empty() ? "another rank could not allocate its buffers" : prepare_error;
     return r;
   }
 
+  // A call the library refuses, or an error it reports while we wait: said at once with this
+  // rank, its host and the case (the process may not get to say more), and the communicator
+  // aborted, never destroyed with work in flight. A refusal every rank meets (an argument the
+  // library rejects) fails the row and the run goes on with a new communicator; one only some
+  // ranks meet leaves the others inside the call, and the arrival check below, or their
+  // watchdogs, end the job within --timeout, naming who did not come.
+  std::string error;
+  try {
+    measure(comm, call, r);
+    verify(comm, call, r);
+  } catch (const Error& e) {
+    error = e.what();
+    std::fprintf(stderr, "error: %s: %s: %s\n", where.c_str(), label.c_str(), error.c_str());
+    std::fflush(stderr);
+    comm.abort();
+  }
+  session_.arrival_check(label + " (its end)", options_.timeout_s);
+  if (session_.any(!error.empty())) {
+    if (!comm.aborted()) comm.abort();  // every rank starts the next case on a new one
+    r.status = Status::failed;
+    r.note = error.empty() ? "another rank failed (its error is on stderr)" : error;
+  }
+  return r;
+}
+
+void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r) {
+  const bool fail_here = options_.fail_rank == -2 || options_.fail_rank == session_.world_rank();
+  if (fail_here && !failed_for_test_) {
+    failed_for_test_ = true;
+    throw run_failure("test: the library refused this call (--test-fail-rank)");
+  }
   for (int i = 0; i < options_.warmup; ++i)
     comm.launch(call);
   comm.wait();
@@ -143,8 +193,17 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   const auto& t = r.rank_times_us;
   r.min_time_us = *std::min_element(t.begin(), t.end());
   r.max_time_us = *std::max_element(t.begin(), t.end());
+}
 
-  if (options_.check_passes > 0) {
+void CollRunner::verify(Communicator& comm, const CollCall& call, CollResult& r) {
+  if (options_.check_passes <= 0) return;
+  std::optional<std::string> unchecked = unchecked_in_place(call);
+  if (!unchecked) unchecked = unverifiable_reason(call, make_pattern(call, comm.size()));
+  if (unchecked) {
+    append_note(r.note, *unchecked);
+    return;
+  }
+  {
     std::int64_t wrong = 0;
     for (int pass = 0; pass < options_.check_passes; ++pass)
       wrong += comm.check(call, pass == 0 && session_.world_rank() == options_.corrupt_rank);
@@ -156,8 +215,6 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
                       options_.check_passes, options_.check_passes == 1 ? "" : "es");
     }
   }
-  watchdog_.disarm();
-  return r;
 }
 
 }  // namespace opbench

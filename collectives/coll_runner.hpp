@@ -32,6 +32,7 @@ struct CollRunOptions {
   int stall_rank = -1;        // test only: this world rank arrives late ...
   double stall_s = 0;         // ... by this much, at the first case ...
   bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
+  int fail_rank = -1;         // test only: this world rank's first call is refused (-2: every rank)
 };
 
 struct CollResult {
@@ -56,11 +57,14 @@ class CollRunner {
 
  private:
   double combine(const std::vector<double>& rank_times_us) const;  // as --average says
+  // Time and check the call; they throw what the library throws (run() handles it).
+  void measure(Communicator& comm, const CollCall& call, CollResult& r);
+  void verify(Communicator& comm, const CollCall& call, CollResult& r);
 
   MpiSession& session_;
   CollRunOptions options_;
   Watchdog watchdog_;
-  bool stalled_ = false;
+  bool stalled_ = false, failed_for_test_ = false;
 };
 
 }  // namespace opbench

@@ -38,8 +38,11 @@ class Communicator {
   // Refills the input with the check pattern, runs one call and counts this rank's wrong result
   // elements. corrupt_for_test spoils one element first, to prove the check sees it.
   virtual std::int64_t check(const CollCall& call, bool corrupt_for_test) = 0;
-  // Tears the communicator down without waiting for peers (timeouts).
+  // Tears the communicator down without waiting for peers: after an error, never destroy a
+  // communicator with work in flight (ncclCommDestroy would wait for it forever).
   virtual void abort() = 0;
+  // Whether abort() was called: the next case needs a new communicator.
+  virtual bool aborted() const = 0;
 };
 
 }  // namespace opbench

@@ -202,7 +202,9 @@ class MpiCommunicator final : public Communicator {
     return wrong;
   }
 
-  void abort() override {}  // nothing to tear down: ending the process ends the job
+  // Nothing to tear down (ending the process ends the job); the next case gets a new one.
+  void abort() override { aborted_ = true; }
+  bool aborted() const override { return aborted_; }
 
  private:
   // Input pattern into the send data (or where in-place ops read it), and a poison value in
@@ -260,6 +262,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0, size_ = 1;
   HostBuffer send_, recv_;
   std::map<std::pair<DType, RedOp>, MPI_Op> user_ops_;
+  bool aborted_ = false;
 };
 
 }  // namespace

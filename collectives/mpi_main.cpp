@@ -1,6 +1,7 @@
 #include "collectives/mpi_main.hpp"
 
 #include <cstdio>
+#include <exception>
 #include <string_view>
 
 #include "common/error.hpp"
@@ -30,6 +31,10 @@ int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int
       return static_cast<int>(ExitCode::bad_input);
     }
     std::fprintf(stderr, "error: rank %d: %s\n", session.world_rank(), e.what());
+    session.abort(static_cast<int>(ExitCode::run_failed));
+  } catch (const std::exception& e) {
+    // Anything else would reach MPI_Finalize, which waits for every other rank: end the job.
+    std::fprintf(stderr, "error: rank %d: internal error: %s\n", session.world_rank(), e.what());
     session.abort(static_cast<int>(ExitCode::run_failed));
   }
 }

@@ -84,7 +84,7 @@ class NcclCommunicator final : public Communicator {
     timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
   }
   ~NcclCommunicator() override {
-    if (comm_) aborted_ ? ncclCommAbort(comm_) : ncclCommDestroy(comm_);
+    if (comm_) ncclCommDestroy(comm_);  // after an error abort() has already released it
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -203,6 +203,7 @@ class NcclCommunicator final : public Communicator {
       comm_ = nullptr;
     }
   }
+  bool aborted() const override { return aborted_; }
 
  private:
   // The input pattern where the op reads it, and poison where its result goes.

@@ -2,12 +2,13 @@
 // The data a collective is verified with (-c), usable from host and device code: every rank
 // fills its input with small integers that depend on (rank, element), chosen so that any
 // reduction over the ranks is exact in the dtype whatever order the library adds in — so the
-// expected result is known exactly and a single wrong element is caught.
-#if defined(__CUDACC__)
-#define OPBENCH_HD __host__ __device__
-#else
-#define OPBENCH_HD
-#endif
+// expected result is known exactly and a single wrong element is caught. Where more ranks add
+// into an element than the dtype can sum exactly (fp8, bf16 and fp16 at many ranks), the pattern
+// is sparse: only every `stride`-th rank gives an element a non-zero value, so the sums stay
+// exact. Results are what NCCL computes: integers wrap in their width, integer avg is the wrapped
+// sum divided by n truncating toward zero (NCCL's SumPostDiv), float avg is Σ x·(1/n) (NCCL's
+// PreMulSum) — exact when n is a power of two, else within a bound from its rounding.
+#include "common/host_device.hpp"
 
 namespace opbench {
 
@@ -19,8 +20,10 @@ struct PatternSpec {
   int amplitude = 1;  // inputs lie in [-amplitude, amplitude] ([0, 2·amplitude] unsigned)
   bool is_unsigned = false;
   bool is_integer = false;
-  int wrap_bits = 0;     // integers: results wrap modulo 2^wrap_bits, as the hardware does
-  double tolerance = 0;  // floats: allowed |result - expected| (0: exact)
+  int wrap_bits = 0;  // integers: results wrap modulo 2^wrap_bits, as the hardware does
+  int stride = 1;     // sparse: rank r gives element i a non-zero value only if (r+i) % stride == 0
+  double tolerance = 0;    // floats: allowed |result - expected| (0: exact)
+  bool verifiable = true;  // false: no pattern tells a wrong result from rounding (not checked)
 };
 
 // Input element i of `rank`.
@@ -31,6 +34,10 @@ OPBENCH_HD inline double pattern_input(const PatternSpec& s, int rank, long long
     if (s.is_unsigned) return (key % 5ull == 0) ? 2.0 : 1.0;
     return (key % 3ull == 0) ? -1.0 : 1.0;
   }
+  if (s.stride > 1 && (static_cast<unsigned long long>(rank) + static_cast<unsigned long long>(i)) %
+                              static_cast<unsigned long long>(s.stride) !=
+                          0)
+    return 0;
   const unsigned long long span = 2ull * static_cast<unsigned long long>(s.amplitude) + 1ull;
   double v = static_cast<double>(key % span);
   return s.is_unsigned ? v : v - s.amplitude;
@@ -70,8 +77,15 @@ OPBENCH_HD inline double pattern_reduced(const PatternSpec& s, long long i) {
           break;
       }
     }
-    return pattern_wrap(s, acc);
+    const double wrapped = pattern_wrap(s, acc);
+    // NCCL's integer avg: the wrapped sum, divided by n truncating toward zero.
+    if (s.red == PatternRed::avg)
+      return static_cast<double>(static_cast<long long>(wrapped) /
+                                 static_cast<long long>(s.nranks));
+    return wrapped;
   }
+  // Floats: exact in double (the inputs are small integers), and exact in the dtype too except
+  // avg with n not a power of two, which the tolerance covers.
   double acc = pattern_input(s, 0, i);
   for (int r = 1; r < s.nranks; ++r) {
     double v = pattern_input(s, r, i);

@@ -90,9 +90,10 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
       fmt::format("backend: {} ({}); {} ranks; reduce-scatter {}{}", backend.name, backend.reason,
                   session.world_size(), red_op_name(redop),
                   redop != o.reduce_op ? " (mpi has no avg; the bytes moved are the same)" : ""));
-  CollRunner runner(session, o.run);
+  // The communicators outlive the runner, whose watchdog thread ends before they go.
   std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
       comms;  // (replica group?, size)
+  CollRunner runner(session, o.run);
   install_interrupt_handlers();
   for (auto& [sig, slot] : measured) {
     if (session.any(interrupted())) {  // every rank stops at the same collective
@@ -103,7 +104,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     const bool replica_group =
         op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
     auto& comm = comms[{replica_group, group}];
-    if (!comm) {
+    if (!comm || comm->aborted()) {
       MPI_Comm mpi = replica_group ? session.strided_comm(static_cast<int>(o.fsdp.shard_size()))
                                    : session.group_comm(static_cast<int>(group));
       comm = make_communicator(backend, session, mpi);

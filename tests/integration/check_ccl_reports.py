@@ -5,8 +5,13 @@ For every ok row it recomputes, independently of the C++ code, what DESIGN.md sa
 size = max(send, recv) bytes, count rounding as nccl-tests does, algbw = bytes / time,
 busbw = algbw x factor(op, n), the per-group sums, and #wrong = 0 when checked.
 
+In-place all_to_all and send_recv are undefined in NCCL: their rows must say #wrong N/A (an
+empty `wrong`) and why; every other checked row has wrong = 0. --stdout-count TEXT:N asks that
+TEXT appear N times on stdout (one "Avg bus bandwidth" line per op).
+
 Usage: check_ccl_reports.py BENCH OUT_DIR [--np N --mpiexec PATH] [--rows R] [--ok R]
-                            [--exit-code C] [--requested-size BYTES] -- BENCH_ARGS...
+                            [--exit-code C] [--requested-size BYTES] [--stdout-count TEXT:N]
+                            -- BENCH_ARGS...
 """
 import argparse
 import csv
@@ -74,6 +79,9 @@ def check_rows(rows, args) -> list:
             problems.append(f"{where}: neither sample statistics nor --per-iter statistics")
         if r["wrong"] not in ("", "0"):
             problems.append(f"{where}: {r['wrong']} wrong elements")
+        undefined = r["placement"] == "in_place" and r["op"] in ("all_to_all", "send_recv")
+        if undefined and (r["wrong"] != "" or "#wrong N/A" not in r["note"]):
+            problems.append(f"{where}: in place it is undefined in NCCL: wrong must be N/A, with why")
     return problems
 
 
@@ -88,6 +96,7 @@ def main() -> int:
     parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--requested-size", type=int, default=0)
     parser.add_argument("--require-column", action="append", default=[])
+    parser.add_argument("--stdout-count", action="append", default=[])
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:split])
@@ -102,6 +111,10 @@ def main() -> int:
         problems.append(f"exit code {proc.returncode}, expected {a.exit_code}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
     if "Avg bus bandwidth" not in proc.stdout:
         problems.append("no nccl-tests-style table on stdout")
+    for spec in a.stdout_count:
+        text, _, n = spec.rpartition(":")
+        if proc.stdout.count(text) != int(n):
+            problems.append(f"'{text}' appears {proc.stdout.count(text)} times on stdout, expected {n}")
     if os.path.exists(csv_path):
         with open(csv_path, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -120,7 +133,7 @@ def main() -> int:
                 with open(os.path.join(a.out_dir, name)) as f:
                     for line in f:
                         j = json.loads(line)
-                        if j["status"] != "skipped" and len(j["latency_list_us"]) != world:
+                        if j["status"] == "ok" and len(j.get("latency_list_us", [])) != world:
                             problems.append(f"{name}: latency_list_us has {len(j['latency_list_us'])} values for {world} ranks")
     else:
         problems.append(f"{csv_path} was not written")
