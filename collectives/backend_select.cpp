@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
+#include "collectives/device_choice.hpp"
 #include "collectives/mpi_communicator.hpp"
 #include "common/error.hpp"
 #ifdef OPBENCH_HAVE_CUDA
@@ -16,32 +18,47 @@
 
 namespace opbench {
 
-CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested,
-                              int device_offset) {
+CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested, int device_offset,
+                              std::optional<int> device) {
   if (requested == "mpi") return {"mpi", "requested with --backend mpi", -1};
   std::string why = "this build has no CUDA support";
   int gpus = 0;
 #ifdef OPBENCH_HAVE_CUDA
   gpus = cuda_device_count(&why);
 #endif
-  const int needed = session.local_rank() + device_offset;
   if (requested == "auto" && session.any(gpus == 0))
     return {"mpi", gpus == 0 ? fmt::format("no GPU ({})", why) : "no GPU on some node", -1};
-  // The first rank without a GPU of its own speaks for all: its host, its count.
-  int first_short = gpus <= needed ? session.world_rank() : session.world_size();
+  const DeviceChoice choice =
+      choose_rank_device(gpus, session.local_rank(), session.local_size(), device_offset, device,
+                         std::getenv("NCCL_TESTS_DEVICE"));
+  // The first rank without a GPU speaks for all: its rank, its host, its reason.
+  int first_short = choice.error.empty() ? session.world_size() : session.world_rank();
   MPI_Allreduce(MPI_IN_PLACE, &first_short, 1, MPI_INT, MPI_MIN, session.world());
   if (first_short < session.world_size()) {
-    char host[256] = {};
-    std::snprintf(host, sizeof(host), "%s", session.host().c_str());
-    int facts[2] = {gpus, session.local_size()};
-    MPI_Bcast(host, sizeof(host), MPI_CHAR, first_short, session.world());
-    MPI_Bcast(facts, 2, MPI_INT, first_short, session.world());
-    throw bad_input(fmt::format(
-        "--backend nccl: {} ranks on {} need {} GPUs (device offset {}), but it has {}{}", facts[1],
-        host, facts[1] + device_offset, device_offset, facts[0],
-        facts[0] == 0 ? " (" + why + ")" : ""));
+    char text[1024] = {};
+    std::snprintf(text, sizeof(text), "rank %d on %s: %s%s", session.world_rank(),
+                  session.host().c_str(), choice.error.c_str(),
+                  gpus == 0 ? (" (" + why + ")").c_str() : "");
+    MPI_Bcast(text, sizeof(text), MPI_CHAR, first_short, session.world());
+    throw bad_input(fmt::format("--backend nccl: {}", text));
   }
-  return {"nccl", "a GPU for every rank", needed};
+  // Two ranks of a host on one GPU would make NCCL fail later, and less clearly.
+  std::string bus = "none";
+#ifdef OPBENCH_HAVE_CUDA
+  bus = cuda_device_info(choice.device).pci_bus_id;
+#endif
+  const auto devices = session.gather_strings(session.host() + " " + bus);
+  char shared[512] = {};
+  if (session.world_rank() == 0)
+    if (auto pairs = ranks_sharing_a_gpu(devices); !pairs.empty())
+      std::snprintf(shared, sizeof(shared),
+                    "--backend nccl: ranks %d and %d both run on GPU %s: give each rank its own "
+                    "(CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1, --device-offset)",
+                    pairs.front().first, pairs.front().second,
+                    devices[pairs.front().second].c_str());
+  MPI_Bcast(shared, sizeof(shared), MPI_CHAR, 0, session.world());
+  if (shared[0]) throw bad_input(shared);
+  return {"nccl", "a GPU for every rank (rank 0: " + choice.how + ")", choice.device};
 }
 
 std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSession& session,

@@ -1,6 +1,7 @@
 #pragma once
 // Which communicator a rank uses: NCCL on its GPU, or MPI on host buffers.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "collectives/communicator.hpp"
@@ -16,9 +17,11 @@ struct CclBackend {
   int device = -1;     // the rank's GPU (nccl)
 };
 
-// --backend auto|nccl|mpi for this job: every rank agrees. nccl needs a GPU per rank on every
-// node, checked before any NCCL call (bad_input otherwise).
-CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested, int device_offset);
+// --backend auto|nccl|mpi for this job: every rank agrees. nccl needs a GPU of its own for every
+// rank (collectives/device_choice: --device, $NCCL_TESTS_DEVICE, local rank + offset, or the one
+// GPU a rank sees), checked before any NCCL call (bad_input otherwise).
+CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested, int device_offset,
+                              std::optional<int> device = std::nullopt);
 
 // A communicator over `comm` (the world or a group) for the chosen backend.
 std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSession& session,

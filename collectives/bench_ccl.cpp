@@ -113,7 +113,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
   std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
 
-  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset);
+  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
   Environment env(argc, argv, "bench_ccl");
   describe_backend(backend, env);
   env.set("world_size", world);
@@ -143,6 +143,14 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
       std::printf("%s\n", line.c_str());
 
   std::map<int, std::unique_ptr<Communicator>> comms;  // one per group size
+  // Buffers for the largest call of each group size: calls rotate within them (nccl-tests).
+  std::map<int, std::size_t> reserve_bytes;
+  for (const auto& c : cases) {
+    const CollCounts k = coll_counts(c.op, c.size_bytes, dtype_size(c.dtype), c.group_size);
+    const auto bytes =
+        static_cast<std::size_t>(std::max(k.send_count, k.recv_count)) * dtype_size(c.dtype);
+    reserve_bytes[c.group_size] = std::max(reserve_bytes[c.group_size], bytes);
+  }
   CollRunner runner(session, o.run);
   CclContext ctx{backend.name,    world,       session.local_size(),
                  session.nodes(), o.run.iters, o.run.aggregation};
@@ -156,8 +164,10 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     if ((stopped = session.any(interrupted()))) break;
     auto& comm = comms[c.group_size];
     // A new communicator where there is none yet, or where an error aborted the last one.
-    if (!comm || comm->aborted())
+    if (!comm || comm->aborted()) {
       comm = make_communicator(backend, session, session.group_comm(c.group_size));
+      comm->reserve(reserve_bytes[c.group_size]);
+    }
     CollCall call{c.op,
                   c.dtype,
                   c.redop,

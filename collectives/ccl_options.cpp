@@ -91,7 +91,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   add_measure_options(options, false);
   options.add_options("Backend")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
-    ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"));
+    ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"))
+    ("device", "every rank uses this GPU index (as $NCCL_TESTS_DEVICE): for one visible GPU per rank set up by hand", cxxopts::value<int>());
   options.add_options("Model messages")
     ("model-config-path", "models.json (default configs/models.json)", cxxopts::value<std::string>())
     ("model", "derive the message sizes of this model's training step", cxxopts::value<std::string>())
@@ -117,6 +118,10 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
         fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
   o.device_offset = p["device-offset"].as<int>();
   if (o.device_offset < 0) throw bad_input("--device-offset: must be >= 0");
+  if (p.count("device")) {
+    o.device = p["device"].as<int>();
+    if (*o.device < 0) throw bad_input("--device: must be >= 0");
+  }
   o.ops = parse_coll_ops(str("op"));
   if (p.count("sizes")) {
     for (const auto& s : split(str("sizes"), ','))

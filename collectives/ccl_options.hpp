@@ -18,6 +18,7 @@ std::string placement_name(Placement p);
 struct CclOptions {
   std::string backend = "auto";  // auto, nccl, mpi
   int device_offset = 0;
+  std::optional<int> device;  // --device: every rank on this GPU index
   std::vector<CollOp> ops;
   std::vector<std::uint64_t> sizes;  // bytes
   std::vector<DType> dtypes{DType::fp32};

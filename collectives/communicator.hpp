@@ -27,6 +27,9 @@ class Communicator {
   virtual int size() const = 0;
   // Why this backend cannot run a call, or nullopt.
   virtual std::optional<std::string> unsupported(const CollCall& call) const = 0;
+  // Buffers of at least this many bytes (the sweep's largest call), within which the NCCL
+  // backend rotates its calls as nccl-tests does. The MPI backend ignores it.
+  virtual void reserve(std::size_t bytes) { (void)bytes; }
   // Allocates buffers for the call and fills its input with the check pattern.
   virtual void prepare(const CollCall& call) = 0;
   // Issues one call (MPI: runs it; NCCL: enqueues it on the stream).

@@ -11,6 +11,7 @@
 
 #include "collectives/coll_check.hpp"
 #include "collectives/nccl_pattern.hpp"
+#include "collectives/nccl_policy.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
@@ -76,10 +77,20 @@ class NcclCommunicator final : public Communicator {
     MPI_Comm_size(comm, &size_);
     OPBENCH_CUDA_CHECK(cudaSetDevice(device));
     info_ = cuda_device_info(device);
+    // fp8 reductions need compute capability 9.0 on every rank: the lowest decides.
+    min_cc_ = info_.cc_major * 10 + info_.cc_minor;
+    MPI_Allreduce(MPI_IN_PLACE, &min_cc_, 1, MPI_INT, MPI_MIN, comm);
+    ncclGetVersion(&version_);
     ncclUniqueId id;
     if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "GetUniqueId");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
-    nccl_check(ncclCommInitRank(&comm_, size_, id, rank_), "CommInitRank");
+    // As nccl-tests 2.19 initialises: ncclCommInitRankConfig, with NVLink-centric scheduling
+    // where the NCCL running here has it (2.28+; it changes B200/GB200 figures).
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    if (nccl_has_nvlink_centric_sched(version_)) config.nvlinkCentricSched = 1;
+#endif
+    nccl_check(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "CommInitRankConfig");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
   }
@@ -88,26 +99,36 @@ class NcclCommunicator final : public Communicator {
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  std::string backend() const override { return "nccl"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  std::string backend() const override {
+    return "nccl";
+  }
+  int rank() const override {
+    return rank_;
+  }
+  int size() const override {
+    return size_;
+  }
 
   std::optional<std::string> unsupported(const CollCall& c) const override {
     if (c.dtype == DType::tf32)
       return std::string("tf32 is a compute mode, not a collective data type");
     const bool fp8 = c.dtype == DType::fp8_e4m3 || c.dtype == DType::fp8_e5m2;
-    if (fp8 && is_reduction(c.op) && info_.cc_major < 9)
-      return fmt::format("NCCL reduces fp8 on compute capability 9.0 and newer; {} is {}.{}",
-                         info_.name, info_.cc_major, info_.cc_minor);
+    if (fp8) return nccl_fp8_refusal(version_, min_cc_, is_reduction(c.op));
     return std::nullopt;
+  }
+
+  void reserve(std::size_t bytes) override {
+    reserve_ = std::max(reserve_, bytes);
   }
 
   void prepare(const CollCall& c) override {
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     const std::size_t ts = dtype_size(c.dtype);
-    const auto send_bytes = static_cast<std::size_t>(c.counts.send_count) * ts;
+    const auto send_bytes = std::max(static_cast<std::size_t>(c.counts.send_count) * ts, reserve_);
     const auto recv_bytes =
-        static_cast<std::size_t>(std::max(c.counts.recv_count, c.counts.send_count)) * ts;
+        std::max(static_cast<std::size_t>(std::max(c.counts.recv_count, c.counts.send_count)) * ts,
+                 reserve_);
+    iteration_ = 0;
     if (send_.bytes() < send_bytes) send_ = DeviceBuffer(send_bytes);
     if (recv_.bytes() < recv_bytes) recv_ = DeviceBuffer(recv_bytes);
     fill(c);
@@ -117,8 +138,13 @@ class NcclCommunicator final : public Communicator {
   void launch(const CollCall& c) override {
     const auto type = nccl_type(c.dtype);
     const std::size_t ts = dtype_size(c.dtype);
-    auto* recv = static_cast<char*>(recv_.data());
-    const char* send = c.in_place ? recv : static_cast<const char*>(send_.data());
+    // Each call takes the next slice of the buffers, as nccl-tests does (startColl's shift).
+    const std::size_t call_bytes =
+        static_cast<std::size_t>(std::max(c.counts.send_count, c.counts.recv_count)) * ts;
+    const std::size_t shift =
+        rotation_offset(call_bytes, std::min(send_.bytes(), recv_.bytes()), iteration_++);
+    auto* recv = static_cast<char*>(recv_.data()) + shift;
+    const char* send = c.in_place ? recv : static_cast<const char*>(send_.data()) + shift;
     const auto count = static_cast<std::size_t>(c.counts.count);
     const std::size_t block = count * ts;
     switch (c.op) {
@@ -185,6 +211,7 @@ class NcclCommunicator final : public Communicator {
 
   std::int64_t check(const CollCall& c, bool corrupt_for_test) override {
     fill(c);
+    iteration_ = 0;  // the filled slice
     launch(c);
     wait();
     const std::int64_t n = result_elements(c, rank_, size_);
@@ -203,7 +230,9 @@ class NcclCommunicator final : public Communicator {
       comm_ = nullptr;
     }
   }
-  bool aborted() const override { return aborted_; }
+  bool aborted() const override {
+    return aborted_;
+  }
 
  private:
   // The input pattern where the op reads it, and poison where its result goes.
@@ -223,6 +252,10 @@ class NcclCommunicator final : public Communicator {
   DeviceBuffer send_, recv_;
   std::unique_ptr<CudaEventTimer> timer_;
   bool aborted_ = false;
+  int min_cc_ = 0;           // the lowest compute capability among the ranks (major·10 + minor)
+  int version_ = 0;          // NCCL running here (ncclGetVersion)
+  std::size_t reserve_ = 0;  // bytes the buffers hold at least
+  long iteration_ = 0;       // calls since prepare(): picks the buffer slice
 };
 
 }  // namespace

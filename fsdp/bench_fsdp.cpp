@@ -51,7 +51,7 @@ std::string per_collective_csv(const FsdpOptions& o, CollOp op) {
 int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntry>& plan, int argc,
            char** argv) {
   const bool lead = session.world_rank() == 0;
-  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset);
+  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
   // NCCL reduces with avg as FSDP does; MPI has no avg, and sum moves the same bytes.
   const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
   Environment env(argc, argv, "bench_fsdp");

@@ -38,6 +38,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   options.add_options("Run (under mpirun)")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
     ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"))
+    ("device", "every rank uses this GPU index (as $NCCL_TESTS_DEVICE)", cxxopts::value<int>())
     ("n,iters", "calls per timed sample of a collective (samples repeat until the mean is precise)", cxxopts::value<int>()->default_value("20"))
     ("w,warmup-iters", "untimed calls first", cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing", cxxopts::value<int>()->default_value("1"))
@@ -85,6 +86,10 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     throw bad_input(
         fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
   o.device_offset = p["device-offset"].as<int>();
+  if (p.count("device")) {
+    o.device = p["device"].as<int>();
+    if (*o.device < 0) throw bad_input("--device: must be >= 0");
+  }
   o.run.iters = p["iters"].as<int>();
   o.run.warmup = p["warmup-iters"].as<int>();
   o.run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));

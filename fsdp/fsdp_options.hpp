@@ -21,6 +21,7 @@ struct FsdpOptions {
   std::string allgather_csv, reducescatter_csv, allreduce_csv;
   std::string backend = "auto";
   int device_offset = 0;
+  std::optional<int> device;  // --device: every rank on this GPU index
   CollRunOptions run;
   ReportOptions report;
 };

@@ -1,0 +1,67 @@
+// bench_ccl's GPU decisions, on the host: which GPU a rank takes, who shares one, what NCCL's
+// version and the ranks' compute capabilities allow for fp8, and nccl-tests' buffer rotation.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/device_choice.hpp"
+#include "collectives/nccl_policy.hpp"
+
+using namespace opbench;
+
+TEST_CASE(
+    "a rank's GPU: --device, then $NCCL_TESTS_DEVICE, then its local rank, then its only GPU") {
+  // 8 GPUs visible, 8 ranks per node: local rank 3 takes GPU 3 (+ offset).
+  CHECK(choose_rank_device(8, 3, 8, 0, std::nullopt, nullptr).device == 3);
+  CHECK(choose_rank_device(8, 3, 4, 4, std::nullopt, nullptr).device == 7);
+  // srun --gpus-per-task=1 (or a CUDA_VISIBLE_DEVICES wrapper): each rank sees one GPU, device 0.
+  auto one = choose_rank_device(1, 5, 8, 0, std::nullopt, nullptr);
+  CHECK(one.device == 0);
+  CHECK(one.how == "the one GPU this rank sees");
+  // The flag and nccl-tests' variable win, and must exist.
+  CHECK(choose_rank_device(8, 3, 8, 0, 6, "2").device == 6);
+  CHECK(choose_rank_device(8, 3, 8, 0, std::nullopt, "2").device == 2);
+  CHECK_THAT(choose_rank_device(2, 0, 1, 0, std::nullopt, "5").error,
+             Catch::Contains("$NCCL_TESTS_DEVICE=5 asks for GPU 5, but this rank sees 2"));
+  CHECK_THAT(choose_rank_device(2, 0, 1, 0, std::nullopt, "x").error,
+             Catch::Contains("is not a GPU index"));
+  // 8 ranks on a node with 4 GPUs: refused with the counts.
+  auto short_of = choose_rank_device(4, 5, 8, 0, std::nullopt, nullptr);
+  CHECK(short_of.device == -1);
+  CHECK_THAT(short_of.error, Catch::Contains("8 ranks on this host need 8 GPUs") &&
+                                 Catch::Contains("but a rank sees 4"));
+  CHECK(choose_rank_device(0, 0, 1, 0, std::nullopt, nullptr).device == -1);
+}
+
+TEST_CASE("two ranks of one host on one GPU are found; the same bus id on two hosts is fine") {
+  CHECK(ranks_sharing_a_gpu({"a 0000:1b:00.0", "a 0000:1c:00.0", "b 0000:1b:00.0"}).empty());
+  auto shared = ranks_sharing_a_gpu({"a 0000:1b:00.0", "a 0000:1c:00.0", "a 0000:1b:00.0"});
+  REQUIRE(shared.size() == 1);
+  CHECK(shared[0] == std::pair<int, int>{0, 2});
+}
+
+TEST_CASE(
+    "fp8 collectives: NCCL 2.24 at run time, and compute capability 9.0 on every rank to reduce") {
+  CHECK_THAT(*nccl_fp8_refusal(22304, 90, false),
+             Catch::Contains("NCCL 2.24.0 or newer") && Catch::Contains("runs 2.23.4"));
+  CHECK_FALSE(nccl_fp8_refusal(22400, 80, false));  // moving fp8 needs no fp8 arithmetic
+  CHECK_THAT(*nccl_fp8_refusal(22809, 80, true), Catch::Contains("lowest among the ranks is 8.0"));
+  CHECK_FALSE(nccl_fp8_refusal(22809, 90, true));
+  CHECK(nccl_has_nvlink_centric_sched(22809));
+  CHECK_FALSE(nccl_has_nvlink_centric_sched(22703));
+}
+
+TEST_CASE("each call takes the next slice of the buffers, as nccl-tests' startColl shifts them") {
+  // 1 MiB calls in 32 MiB buffers: 32 slices, then round again.
+  const std::size_t mib = 1 << 20;
+  CHECK(rotation_offset(mib, 32 * mib, 0) == 0);
+  CHECK(rotation_offset(mib, 32 * mib, 5) == 5 * mib);
+  CHECK(rotation_offset(mib, 32 * mib, 33) == mib);
+  // 3 MiB calls in 32 MiB: 10 slices, the last 2 MiB unused.
+  CHECK(rotation_offset(3 * mib, 32 * mib, 9) == 27 * mib);
+  CHECK(rotation_offset(3 * mib, 32 * mib, 10) == 0);
+  CHECK(rotation_offset(32 * mib, 32 * mib, 7) == 0);  // the largest call never moves
+  CHECK(rotation_offset(0, 32 * mib, 7) == 0);
+}
