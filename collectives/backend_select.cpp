@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -72,18 +73,20 @@ std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSe
   return make_mpi_communicator(comm);
 }
 
-std::string describe_rank(const CclBackend& backend, const MpiSession& session) {
+std::string describe_rank(const CclBackend& backend, const MpiSession& session, int group_size) {
   std::string device = "host memory";
 #ifdef OPBENCH_HAVE_CUDA
   if (backend.name == "nccl") {
     auto info = cuda_device_info(backend.device);
-    device = fmt::format("device {} [{}] {}", backend.device, info.pci_bus_id, info.name);
+    device = fmt::format("device {:2} [{}] {}", backend.device, info.pci_bus_id, info.name);
   }
 #else
   (void)backend;
 #endif
-  return fmt::format("#  rank {:3} on {:>16} pid {:>7}  local rank {:2}  {}", session.world_rank(),
-                     session.host(), getpid(), session.local_rank(), device);
+  // nccl-tests' "Using devices" line, with the local rank added.
+  return fmt::format("#  Rank {:2} Group {:2} Pid {:6} on {:>10} {}  (local rank {})",
+                     session.world_rank(), session.world_rank() / std::max(1, group_size), getpid(),
+                     session.host(), device, session.local_rank());
 }
 
 // The first line of MPI_Get_library_version (callable before MPI_Init). Its length counts the

@@ -27,8 +27,9 @@ CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested,
 std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSession& session,
                                                 MPI_Comm comm);
 
-// "rank 0 host node1 pid 1234 device 0 [0000:1b:00.0] NVIDIA H100 80GB HBM3" for the rank table.
-std::string describe_rank(const CclBackend& backend, const MpiSession& session);
+// nccl-tests' device line for the rank table: "#  Rank  0 Group  0 Pid  1234 on node1 device  0
+// [0000:1b:00.0] NVIDIA H100 80GB HBM3  (local rank 0)".
+std::string describe_rank(const CclBackend& backend, const MpiSession& session, int group_size);
 void describe_backend(const CclBackend& backend, Environment& env);
 
 // MPI (and CUDA and NCCL in CUDA builds), built-with and running versions, for --version.

@@ -30,14 +30,25 @@
 namespace opbench {
 namespace {
 
+// The roots of an op: -r, or with -r -1 every rank of the group in turn (nccl-tests' -r -1).
+std::vector<int> roots(const CclOptions& o, CollOp op, int group_size) {
+  if (!has_root(op)) return {0};
+  if (o.root >= 0) return {o.root};
+  std::vector<int> all(static_cast<std::size_t>(group_size));
+  for (int r = 0; r < group_size; ++r)
+    all[static_cast<std::size_t>(r)] = r;
+  return all;
+}
+
 std::vector<CclCase> sweep_cases(const CclOptions& o, int group_size) {
   std::vector<CclCase> cases;
   for (CollOp op : o.ops)
     for (DType dtype : o.dtypes)
       for (RedOp redop : is_reduction(op) ? o.redops : std::vector<RedOp>{RedOp::sum})
         for (std::uint64_t size : o.sizes)
-          for (Placement placement : o.placements)
-            cases.push_back({op, dtype, redop, o.root, size, placement, group_size, "", 0});
+          for (int root : roots(o, op, group_size))
+            for (Placement placement : o.placements)
+              cases.push_back({op, dtype, redop, root, size, placement, group_size, "", 0});
   return cases;
 }
 
@@ -114,6 +125,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
 
   CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
+  if (o.run.graph_replays > 0 && backend.name != "nccl")
+    throw bad_input(
+        "-G/--cudagraph: CUDA-graph mode needs the NCCL backend (here: " + backend.name + ")");
   Environment env(argc, argv, "bench_ccl");
   describe_backend(backend, env);
   env.set("world_size", world);
@@ -137,10 +151,18 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   Progress progress(cases.size(), static_cast<double>(cases.size()), o.report.quiet || !lead);
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
-  auto ranks = session.gather_strings(describe_rank(backend, session));
-  if (lead)
+  auto ranks = session.gather_strings(describe_rank(backend, session, group_size));
+  if (lead) {
+    // nccl-tests' header, so the two outputs diff line for line.
+    const auto [min_size, max_size] = std::minmax_element(o.sizes.begin(), o.sizes.end());
+    std::printf(
+        "# nThread 1 nGpus 1 minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d agg "
+        "iters: 1 validation: %d graph: %d\n#\n# Using devices\n",
+        static_cast<unsigned long long>(*min_size), static_cast<unsigned long long>(*max_size),
+        o.step_text.c_str(), o.run.warmup, o.run.iters, o.run.check_passes, o.run.graph_replays);
     for (const auto& line : ranks)
       std::printf("%s\n", line.c_str());
+  }
 
   std::map<int, std::unique_ptr<Communicator>> comms;  // one per group size
   // Buffers for the largest call of each group size: calls rotate within them (nccl-tests).

@@ -45,8 +45,9 @@ std::vector<RedOp> parse_red_ops(const std::string& text) {
 
 std::vector<DType> parse_ccl_dtypes(const std::string& text) {
   if (to_lower(trim(text)) == "all")
-    return {DType::int8, DType::uint8, DType::int32, DType::int64,    DType::fp16,
-            DType::fp32, DType::fp64,  DType::bf16,  DType::fp8_e4m3, DType::fp8_e5m2};
+    return {DType::int8,  DType::uint8,  DType::int32,    DType::uint32,
+            DType::int64, DType::uint64, DType::fp16,     DType::fp32,
+            DType::fp64,  DType::bf16,   DType::fp8_e4m3, DType::fp8_e5m2};
   auto out = parse_dtype_list(text, "-d/--datatype");
   for (DType t : out)
     if (t == DType::tf32)
@@ -73,7 +74,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("sizes", "explicit sizes instead of -b/-e, comma-separated (64K,1M,...)", cxxopts::value<std::string>())
     ("d,datatype", "data types, comma-separated, or all: fp32, fp16, bf16, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64", cxxopts::value<std::string>()->default_value("fp32"))
     ("o,redop", "reduction ops, comma-separated, or all: sum, prod, min, max, avg", cxxopts::value<std::string>()->default_value("sum"))
-    ("r,root", "root rank of broadcast and reduce", cxxopts::value<int>()->default_value("0"))
+    ("r,root", "root rank of broadcast and reduce (-1: every rank in turn, a row each)", cxxopts::value<int>()->default_value("0"))
     ("placement", "out_of_place, in_place or both", cxxopts::value<std::string>()->default_value("both"))
     ("group-size", "split the world into concurrent groups of this many consecutive ranks", cxxopts::value<int>()->default_value("0"));
   options.add_options("Timing and checks")
@@ -81,7 +82,12 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("w,warmup-iters", "untimed calls before timing", cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing (0: no check)", cxxopts::value<int>()->default_value("1"))
     ("a,average", "combine rank times: 0 rank 0, 1 mean, 2 min, 3 max", cxxopts::value<int>()->default_value("1"))
-    ("per-iter", "time every call alone and report its distribution (p50, p99, min, max, cv)")
+    ("per-iter", "time the -n calls back to back, one timestamp between each two, each call's time the slowest rank's (p50, p99, min, max, cv), as nccl-tests reports per-iteration times")
+    ("G,cudagraph", "CUDA-graph mode (NCCL): the -n calls captured once as a graph, each sample replaying it this many times", cxxopts::value<int>()->default_value("0"))
+    ("t,nthreads", "nccl-tests: threads per process; opbench runs one (1 only)", cxxopts::value<int>()->default_value("1"))
+    ("g,ngpus", "nccl-tests: GPUs per thread; opbench runs one GPU per rank (1 only)", cxxopts::value<int>()->default_value("1"))
+    ("z,blocking", "nccl-tests: blocking collectives; opbench's calls are non-blocking (0 only)", cxxopts::value<int>()->default_value("0"))
+    ("m,agg_iters", "nccl-tests: operations aggregated per call; opbench issues one (1 only)", cxxopts::value<int>()->default_value("1"))
     ("timeout", "seconds a case may take before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("test-corrupt-rank", "test only: this rank spoils one result element before the check", cxxopts::value<int>())
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
@@ -136,14 +142,16 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     }
     if (!(factor >= 1))
       throw bad_input(fmt::format("-f/--stepfactor: must be at least 1, got {}", factor));
+    const std::uint64_t step = parse_size(str("stepbytes"), "-i/--stepbytes");
     o.sizes = sweep_sizes(parse_size(str("minbytes"), "-b/--minbytes"),
-                          parse_size(str("maxbytes"), "-e/--maxbytes"), factor,
-                          parse_size(str("stepbytes"), "-i/--stepbytes"));
+                          parse_size(str("maxbytes"), "-e/--maxbytes"), factor, step);
+    o.step_text = factor > 1 ? fmt::format("{:g}(factor)", factor) : fmt::format("{}(bytes)", step);
   }
   o.dtypes = parse_ccl_dtypes(str("datatype"));
   o.redops = parse_red_ops(str("redop"));
   o.root = p["root"].as<int>();
-  if (o.root < 0) throw bad_input(fmt::format("-r/--root: must be >= 0, got {}", o.root));
+  if (o.root < -1)
+    throw bad_input(fmt::format("-r/--root: must be >= 0, or -1 for every root, got {}", o.root));
   o.placements = parse_placements(str("placement"));
   o.group_size = p["group-size"].as<int>();
   if (o.group_size < 0)
@@ -164,6 +172,22 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     throw bad_input(fmt::format("-a/--average: must be 0, 1, 2 or 3, got {}", average));
   o.run.aggregation = static_cast<RankAggregation>(average);
   o.run.per_iter = p.count("per-iter") > 0;
+  o.run.graph_replays = p["cudagraph"].as<int>();
+  if (o.run.graph_replays < 0)
+    throw bad_input(fmt::format("-G/--cudagraph: must be >= 0, got {}", o.run.graph_replays));
+  if (o.run.graph_replays > 0 && o.run.per_iter)
+    throw bad_input("-G/--cudagraph times whole graphs; --per-iter times single calls: pick one");
+  // nccl-tests' habits: the values opbench runs are accepted, the others explained.
+  const int threads = p["nthreads"].as<int>(), gpus = p["ngpus"].as<int>();
+  if (threads != 1 || gpus != 1)
+    throw bad_input(fmt::format(
+        "-t {} -g {}: opbench runs one thread and one GPU per rank; launch one rank per GPU "
+        "instead (mpirun -np <ranks x threads x GPUs>)",
+        threads, gpus));
+  if (p["blocking"].as<int>() != 0)
+    throw bad_input("-z/--blocking: opbench issues non-blocking calls only (nccl-tests' -z 0)");
+  if (p["agg_iters"].as<int>() != 1)
+    throw bad_input("-m/--agg_iters: opbench issues one operation per call (nccl-tests' -m 1)");
   o.run.timeout_s = p["timeout"].as<double>();
   if (!(o.run.timeout_s >= 0)) throw bad_input("--timeout: must be >= 0 seconds");
   if (p.count("test-corrupt-rank")) o.run.corrupt_rank = p["test-corrupt-rank"].as<int>();

@@ -20,7 +20,8 @@ struct CclOptions {
   int device_offset = 0;
   std::optional<int> device;  // --device: every rank on this GPU index
   std::vector<CollOp> ops;
-  std::vector<std::uint64_t> sizes;  // bytes
+  std::vector<std::uint64_t> sizes;     // bytes
+  std::string step_text = "1(factor)";  // nccl-tests' "step:" field: "2(factor)", "1048576(bytes)"
   std::vector<DType> dtypes{DType::fp32};
   std::vector<RedOp> redops{RedOp::sum};
   int root = 0;

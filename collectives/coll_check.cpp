@@ -32,6 +32,10 @@ double exact_integer_limit(DType t) {
       return 2147483647.0;
     case DType::int64:
       return 9.2e18;
+    case DType::uint32:
+      return 4294967295.0;
+    case DType::uint64:
+      return 1.8e19;
   }
   return 1.0;
 }
@@ -80,7 +84,7 @@ PatternSpec make_pattern(const CollCall& call, int nranks) {
   s.red = is_reduction(call.op) ? pattern_red(call.redop) : PatternRed::sum;
   s.nranks = nranks;
   s.is_integer = !is_floating(call.dtype);
-  s.is_unsigned = call.dtype == DType::uint8;
+  s.is_unsigned = is_unsigned_integer(call.dtype);
   s.wrap_bits = static_cast<int>(dtype_size(call.dtype) * 8);
   const double limit = exact_integer_limit(call.dtype);
   const bool reduces = is_reduction(call.op);

@@ -50,6 +50,12 @@ std::vector<CollOp> parse_coll_ops(const std::string& text) {
       }
     }
     if (!found) {
+      for (const char* red : {"sum", "prod", "min", "max", "avg"})
+        if (key == red)
+          throw bad_input(fmt::format(
+              "--op: '{}' is a reduction, not a collective: reductions go to -o/--redop (try "
+              "--op all_reduce -o {})",
+              item, red));
       std::vector<std::string> names;
       for (CollOp op : all_coll_ops())
         names.push_back(coll_op_name(op));

@@ -143,19 +143,20 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   for (int i = 0; i < options_.warmup; ++i)
     comm.launch(call);
   comm.wait();
+  // -G: the capture (and the graph's first replay) is a first-call cost, outside every sample.
+  if (options_.graph_replays > 0) comm.replay_graph(call, options_.iters, 1);
   session_.barrier(session_.world());
 
   double my_time_us = 0;
   if (options_.per_iter) {
-    std::vector<double> mine;
-    for (int i = 0; i < options_.iters; ++i)
-      mine.push_back(comm.time_one(call));
+    // As nccl-tests reports per-iteration times: calls back to back with a timestamp between
+    // each two, and each iteration's time the slowest rank's (the call is over when every rank
+    // is done).
+    const std::vector<double> mine = comm.time_each(call, options_.iters);
     my_time_us = std::accumulate(mine.begin(), mine.end(), 0.0) / static_cast<double>(mine.size());
     r.iter_times_us.resize(mine.size());
     MPI_Allreduce(mine.data(), r.iter_times_us.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                  MPI_SUM, session_.world());
-    for (auto& t : r.iter_times_us)
-      t /= session_.world_size();
+                  MPI_MAX, session_.world());
     r.iter_stats = compute_stats(r.iter_times_us);
     r.rank_times_us = session_.allgather(my_time_us);
     r.time_us = combine(r.rank_times_us);
@@ -168,14 +169,20 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     do {
       session_.barrier(session_.world());
       CpuTimer timer;
-      for (int i = 0; i < options_.iters; ++i)
-        comm.launch(call);
-      comm.wait();
-      const auto ranks = session_.allgather(timer.elapsed_us() / options_.iters);
+      int calls = options_.iters;
+      if (options_.graph_replays > 0) {  // -G: the -n calls as one CUDA graph, replayed
+        comm.replay_graph(call, options_.iters, options_.graph_replays);
+        calls *= options_.graph_replays;
+      } else {
+        for (int i = 0; i < options_.iters; ++i)
+          comm.launch(call);
+        comm.wait();
+      }
+      const auto ranks = session_.allgather(timer.elapsed_us() / calls);
       for (std::size_t i = 0; i < ranks.size(); ++i)
         rank_sums[i] += ranks[i];
       r.samples_us.push_back(combine(ranks));
-      measured_s += *std::max_element(ranks.begin(), ranks.end()) * options_.iters * 1e-6;
+      measured_s += *std::max_element(ranks.begin(), ranks.end()) * calls * 1e-6;
     } while (!enough_samples(r.samples_us, measured_s, options_.measure));
     r.sampling_s = loop.elapsed_s();
     for (double& sum : rank_sums)

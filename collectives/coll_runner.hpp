@@ -33,6 +33,7 @@ struct CollRunOptions {
   double stall_s = 0;         // ... by this much, at the first case ...
   bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
   int fail_rank = -1;         // test only: this world rank's first call is refused (-2: every rank)
+  int graph_replays = 0;      // -G N: each sample replays a CUDA graph of the -n calls N times
 };
 
 struct CollResult {

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/coll_op.hpp"
 #include "common/dtype.hpp"
+#include "common/error.hpp"
 
 namespace opbench {
 
@@ -36,8 +38,15 @@ class Communicator {
   virtual void launch(const CollCall& call) = 0;
   // Waits for every issued call; throws run_failure on an asynchronous error.
   virtual void wait() = 0;
-  // Runs one call timed alone (CUDA events or MPI_Wtime), in microseconds.
-  virtual double time_one(const CollCall& call) = 0;
+  // Issues `iters` calls back to back, a timestamp between each two (CUDA events on the stream,
+  // or MPI_Wtime), and returns each call's time in microseconds (nccl-tests' per-iteration view).
+  virtual std::vector<double> time_each(const CollCall& call, int iters) = 0;
+  // CUDA-graph mode (nccl-tests -G): `calls` calls captured once in a graph, replayed `replays`
+  // times, waited for. Only the NCCL backend has it.
+  virtual void replay_graph(const CollCall& call, int calls, int replays) {
+    (void)call, (void)calls, (void)replays;
+    throw run_failure("CUDA-graph mode (-G) needs the NCCL backend");
+  }
   // Refills the input with the check pattern, runs one call and counts this rank's wrong result
   // elements. corrupt_for_test spoils one element first, to prove the check sees it.
   virtual std::int64_t check(const CollCall& call, bool corrupt_for_test) = 0;

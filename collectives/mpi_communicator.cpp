@@ -37,6 +37,10 @@ MPI_Datatype mpi_type(DType t) {
       return MPI_INT32_T;
     case DType::int64:
       return MPI_INT64_T;
+    case DType::uint32:
+      return MPI_UINT32_T;
+    case DType::uint64:
+      return MPI_UINT64_T;
     default:
       throw std::logic_error("mpi_type: no MPI type for " + std::string(dtype_name(t)));
   }
@@ -181,10 +185,16 @@ class MpiCommunicator final : public Communicator {
 
   void wait() override {}  // MPI calls complete before they return
 
-  double time_one(const CollCall& c) override {
-    double t0 = MPI_Wtime();
-    launch(c);
-    return (MPI_Wtime() - t0) * 1e6;
+  std::vector<double> time_each(const CollCall& c, int iters) override {
+    std::vector<double> us;
+    double t = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+      launch(c);
+      const double now = MPI_Wtime();
+      us.push_back((now - t) * 1e6);
+      t = now;
+    }
+    return us;
   }
 
   std::int64_t check(const CollCall& c, bool corrupt_for_test) override {

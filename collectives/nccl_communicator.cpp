@@ -15,6 +15,7 @@
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
+#include "common/cuda/launch_graph.hpp"
 #include "common/error.hpp"
 #include "common/version.hpp"
 
@@ -37,6 +38,10 @@ ncclDataType_t nccl_type(DType t) {
       return ncclInt32;
     case DType::int64:
       return ncclInt64;
+    case DType::uint32:
+      return ncclUint32;
+    case DType::uint64:
+      return ncclUint64;
     case DType::fp16:
       return ncclFloat16;
     case DType::fp32:
@@ -201,12 +206,47 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  double time_one(const CollCall& c) override {
-    timer_->start(stream_);
-    launch(c);
-    timer_->stop(stream_);
+  std::vector<double> time_each(const CollCall& c, int iters) override {
+    std::vector<cudaEvent_t> events(static_cast<std::size_t>(iters) + 1);
+    for (auto& e : events)
+      OPBENCH_CUDA_CHECK(cudaEventCreate(&e));
+    std::vector<double> us;
+    try {
+      OPBENCH_CUDA_CHECK(cudaEventRecord(events[0], stream_));
+      for (int i = 0; i < iters; ++i) {
+        launch(c);
+        OPBENCH_CUDA_CHECK(cudaEventRecord(events[i + 1], stream_));
+      }
+      wait();
+      for (int i = 0; i < iters; ++i) {
+        float ms = 0;
+        OPBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+        us.push_back(ms * 1000.0);
+      }
+    } catch (...) {
+      for (auto e : events)
+        cudaEventDestroy(e);
+      throw;
+    }
+    for (auto e : events)
+      cudaEventDestroy(e);
+    return us;
+  }
+
+  void replay_graph(const CollCall& c, int calls, int replays) override {
+    // One capture per case (the call and the buffers stay the same); each replay walks the same
+    // rotated slices the captured calls took.
+    const std::string key =
+        fmt::format("{} {} {} {} {} {}", static_cast<int>(c.op), dtype_name(c.dtype),
+                    static_cast<int>(c.redop), c.root, c.counts.count, c.in_place);
+    if (!graph_ || graph_key_ != key || graph_->count() != calls) {
+      graph_.reset();
+      graph_ = std::make_unique<LaunchGraph>(stream_, calls, [&](int) { launch(c); });
+      graph_key_ = key;
+    }
+    for (int r = 0; r < replays; ++r)
+      graph_->launch(stream_);
     wait();
-    return timer_->elapsed_us();
   }
 
   std::int64_t check(const CollCall& c, bool corrupt_for_test) override {
@@ -256,6 +296,8 @@ class NcclCommunicator final : public Communicator {
   int version_ = 0;          // NCCL running here (ncclGetVersion)
   std::size_t reserve_ = 0;  // bytes the buffers hold at least
   long iteration_ = 0;       // calls since prepare(): picks the buffer slice
+  std::unique_ptr<LaunchGraph> graph_;  // -G: the captured calls of the current case
+  std::string graph_key_;
 };
 
 }  // namespace

@@ -93,6 +93,10 @@ void with_type(DType t, F&& f) {
       return f(static_cast<int*>(nullptr));
     case DType::int64:
       return f(static_cast<long long*>(nullptr));
+    case DType::uint32:
+      return f(static_cast<unsigned int*>(nullptr));
+    case DType::uint64:
+      return f(static_cast<unsigned long long*>(nullptr));
     default:
       throw std::logic_error("no device pattern for this dtype");
   }

@@ -23,7 +23,7 @@ struct DTypeInfo {
   std::array<std::string_view, 5> aliases;
 };
 
-constexpr std::array<DTypeInfo, 11> kTypes{{
+constexpr std::array<DTypeInfo, 13> kTypes{{
     {DType::fp64, "fp64", 8, 52, {"float64", "double", "f64"}},
     {DType::fp32, "fp32", 4, 23, {"float32", "float", "f32"}},
     {DType::tf32, "tf32", 4, 10, {"tensorfloat32"}},
@@ -35,6 +35,8 @@ constexpr std::array<DTypeInfo, 11> kTypes{{
     {DType::uint8, "uint8", 1, -1, {"u8"}},
     {DType::int32, "int32", 4, -1, {"i32", "int"}},
     {DType::int64, "int64", 8, -1, {"i64", "long"}},
+    {DType::uint32, "uint32", 4, -1, {"u32", "unsigned"}},
+    {DType::uint64, "uint64", 8, -1, {"u64"}},
 }};
 
 const DTypeInfo& info(DType t) {
@@ -207,6 +209,10 @@ void store_from_double(void* data, DType t, std::size_t i, double v) {
       return store(static_cast<std::int32_t>(static_cast<std::int64_t>(v)));
     case DType::int64:
       return store(static_cast<std::int64_t>(v));
+    case DType::uint32:
+      return store(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
+    case DType::uint64:
+      return store(static_cast<std::uint64_t>(static_cast<std::int64_t>(v)));
   }
 }
 
@@ -239,8 +245,16 @@ double element_as_double(const void* data, DType t, std::size_t i) {
       return load(std::int32_t{});
     case DType::int64:
       return static_cast<double>(load(std::int64_t{}));
+    case DType::uint32:
+      return static_cast<double>(load(std::uint32_t{}));
+    case DType::uint64:
+      return static_cast<double>(load(std::uint64_t{}));
   }
   return 0.0;
+}
+
+bool is_unsigned_integer(DType t) {
+  return t == DType::uint8 || t == DType::uint32 || t == DType::uint64;
 }
 
 }  // namespace opbench

@@ -9,7 +9,23 @@
 
 namespace opbench {
 
-enum class DType { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64 };
+enum class DType {
+  fp64,
+  fp32,
+  tf32,
+  fp16,
+  bf16,
+  fp8_e4m3,
+  fp8_e5m2,
+  int8,
+  uint8,
+  int32,
+  int64,
+  uint32,  // collectives only (nccl-tests' uint32 and uint64)
+  uint64
+};
+// Unsigned integer types (uint8, uint32, uint64).
+bool is_unsigned_integer(DType t);
 
 // Canonical short name: "fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", ...
 std::string_view dtype_name(DType t);

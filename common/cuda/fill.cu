@@ -65,6 +65,14 @@ void fill_uniform(void* data, std::size_t n, DType t, std::uint64_t seed, cudaSt
       return launch<long long>(data, n, seed, stream, [] __device__(float v) {
         return static_cast<long long>(v * 1000.0f);
       });
+    case DType::uint32:
+      return launch<unsigned int>(data, n, seed, stream, [] __device__(float v) {
+        return static_cast<unsigned int>((v + 1.0f) * 1000.0f);
+      });
+    case DType::uint64:
+      return launch<unsigned long long>(data, n, seed, stream, [] __device__(float v) {
+        return static_cast<unsigned long long>((v + 1.0f) * 1000.0f);
+      });
   }
 }
 

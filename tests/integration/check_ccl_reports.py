@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 TYPE_SIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1,
-             "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
+             "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "uint32": 4, "uint64": 8}
 PER_RANK_OPS = ("all_gather", "reduce_scatter", "all_to_all")
 
 

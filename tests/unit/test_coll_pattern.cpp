@@ -30,7 +30,7 @@ double wrap_integer(DType t, long long v) {
   if (bits >= 64) return static_cast<double>(v);
   const unsigned long long mask = (1ull << bits) - 1;
   unsigned long long u = static_cast<unsigned long long>(v) & mask;
-  if (t != DType::uint8 && ((u >> (bits - 1)) & 1))
+  if (!is_unsigned_integer(t) && ((u >> (bits - 1)) & 1))
     return static_cast<double>(static_cast<long long>(u) - static_cast<long long>(mask) - 1);
   return static_cast<double>(u);
 }
@@ -95,9 +95,9 @@ double simulate(const CollCall& call, const PatternSpec& s, long long i, int ord
 
 TEST_CASE(
     "collective checks: expected values and tolerances for every op, dtype, reduction and n") {
-  const std::vector<DType> dtypes{DType::fp64,     DType::fp32,     DType::fp16, DType::bf16,
-                                  DType::fp8_e4m3, DType::fp8_e5m2, DType::int8, DType::uint8,
-                                  DType::int32,    DType::int64};
+  const std::vector<DType> dtypes{DType::fp64,     DType::fp32,     DType::fp16,   DType::bf16,
+                                  DType::fp8_e4m3, DType::fp8_e5m2, DType::int8,   DType::uint8,
+                                  DType::int32,    DType::int64,    DType::uint32, DType::uint64};
   int checked = 0, exact = 0, unverifiable = 0;
   for (CollOp op : all_coll_ops())
     for (DType t : dtypes)
