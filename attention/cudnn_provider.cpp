@@ -41,20 +41,6 @@ std::string shape_key(const AttentionShape& s, AttentionPass p) {
   return fmt::format("{} {} {}", s.dims(), dtype_name(s.dtype), attention_pass_name(p));
 }
 
-AttentionDims dims_of(const AttentionShape& s) {
-  AttentionDims d;
-  d.b = s.batch;
-  d.sq = s.seqlen_q;
-  d.skv = s.seqlen_kv;
-  d.hq = s.heads_q;
-  d.hkv = s.heads_kv;
-  d.dqk = s.head_dim_qk;
-  d.dv = s.head_dim_v;
-  d.causal = s.causal;
-  d.scale = static_cast<float>(s.softmax_scale());
-  d.dtype = s.dtype;
-  return d;
-}
 
 // The buffers of one case, and the variant pack that points at them.
 struct SdpaBuffers {
@@ -138,7 +124,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
     b.neg_inf = neg_inf_;
     b.seq_q = static_cast<std::int32_t>(s.seqlen_q);
     b.seq_kv = static_cast<std::int32_t>(s.seqlen_kv);
-    const AttentionDims dims = dims_of(s);
+    const AttentionDims dims = attention_dims(s);
     DeviceBuffer ref_o, ref_lse;
     if (bwd || o.check) {
       alloc(ref_o, s.o_elements(), 4, 0);

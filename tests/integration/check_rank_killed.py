@@ -21,7 +21,7 @@ def main() -> int:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     victim = None
     for line in proc.stdout:  # rank 0 prints every rank's pid first
-        m = re.match(r"#\s+rank\s+2 on .* pid\s+(\d+)", line)
+        m = re.match(r"#\s+Rank\s+2 Group\s+\d+ Pid\s+(\d+)", line)
         if m:
             victim = int(m.group(1))
             break

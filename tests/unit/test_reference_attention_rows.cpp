@@ -30,19 +30,6 @@ std::vector<float> bf16_values(std::int64_t n, std::uint64_t seed) {
   return v;
 }
 
-AttentionDims dims_of(const AttentionShape& s) {
-  AttentionDims d;
-  d.b = s.batch;
-  d.sq = s.seqlen_q;
-  d.skv = s.seqlen_kv;
-  d.hq = s.heads_q;
-  d.hkv = s.heads_kv;
-  d.dqk = s.head_dim_qk;
-  d.dv = s.head_dim_v;
-  d.causal = s.causal;
-  d.scale = static_cast<float>(s.softmax_scale());
-  return d;
-}
 
 AttentionShape shape(std::int64_t b, std::int64_t sq, std::int64_t skv, std::int64_t hq,
                      std::int64_t hkv, std::int64_t dqk, std::int64_t dv, bool causal) {
@@ -59,7 +46,7 @@ AttentionShape shape(std::int64_t b, std::int64_t sq, std::int64_t skv, std::int
 }
 
 void check_forward_and_backward(const AttentionShape& s) {
-  const AttentionDims d = dims_of(s);
+  const AttentionDims d = attention_dims(s);
   auto q = bf16_values(s.q_elements(), 11), k = bf16_values(s.k_elements(), 12),
        v = bf16_values(s.v_elements(), 13), dout = bf16_values(s.o_elements(), 14);
   std::vector<float> o(static_cast<std::size_t>(s.o_elements())),
