@@ -155,19 +155,14 @@ TEST_CASE("integer avg is NCCL's wrapped sum divided by n, truncating toward zer
                 coll_counts(CollOp::all_reduce, 64, 4, 3),
                 false};
   const PatternSpec s = make_pattern(call, 3);
-  for (long long i = 0; i < 16; ++i) {
+  // -7 / 3 is -2 (toward zero), not -3 (floor): the elements must include such a sum.
+  bool negative_inexact = false;
+  for (long long i = 0; i < 64; ++i) {
     long long sum = 0;
     for (int r = 0; r < 3; ++r)
       sum += static_cast<long long>(pattern_input(s, r, i));
     CHECK(pattern_reduced(s, i) == static_cast<double>(sum / 3));  // C++ division truncates
-  }
-  // -7 / 3 is -2 (toward zero), not -3 (floor): find an element with a negative, inexact sum.
-  bool negative_inexact = false;
-  for (long long i = 0; i < 64 && !negative_inexact; ++i) {
-    long long sum = 0;
-    for (int r = 0; r < 3; ++r)
-      sum += static_cast<long long>(pattern_input(s, r, i));
-    negative_inexact = sum < 0 && sum % 3 != 0;
+    negative_inexact |= sum < 0 && sum % 3 != 0;
   }
   CHECK(negative_inexact);
 }
