@@ -12,11 +12,11 @@ cmake --build build-asan -j "$(nproc)" > build-asan.log 2>&1 || { tail -30 build
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd build-asan
-# The tests that start MPI (bench_ccl, bench_fsdp, and the suites and corpus that run them) keep
+# The tests that start MPI (bench_ccl, bench_fsdp, and the suites, corpus and self-test that run them) keep
 # AddressSanitizer's memory checks and UBSan but not LeakSanitizer: Open MPI dlopen()s its
 # components and unloads them before the leak report, so their allocations cannot be told apart
 # (or suppressed). Every other test runs with leak checking.
-mpi_tests='ccl|fsdp|install|report|corpus'
+mpi_tests='ccl|fsdp|install|report|corpus|selftest'
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
   ctest --output-on-failure -j "$(nproc)" --timeout 900 -E "$mpi_tests"
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1" \
