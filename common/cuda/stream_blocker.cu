@@ -29,9 +29,14 @@ __global__ void spin_until_released(volatile int* flags, unsigned long long time
 }  // namespace
 
 StreamBlocker::StreamBlocker(double timeout_s)
-    : timeout_ns_(static_cast<unsigned long long>(timeout_s * 1e9)) {
+    : timeout_ns_(static_cast<unsigned long long>(timeout_s * 1e9)) {}
+
+// The flags are allocated at the first block(), on the device the caller has made current (a
+// provider's members are built before its constructor selects its GPU), pinned for every context.
+void StreamBlocker::allocate() {
   void* host = nullptr;
-  OPBENCH_CUDA_CHECK(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped));
+  OPBENCH_CUDA_CHECK(
+      cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   host_flags_ = static_cast<volatile int*>(host);
   host_flags_[0] = 1;
   host_flags_[1] = 0;
@@ -48,6 +53,7 @@ StreamBlocker::~StreamBlocker() {
 }
 
 void StreamBlocker::block(cudaStream_t stream) {
+  if (!host_flags_) allocate();
   host_flags_[0] = 0;
   host_flags_[1] = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -60,13 +66,14 @@ void StreamBlocker::block(cudaStream_t stream) {
 }
 
 void StreamBlocker::release() {
+  if (!host_flags_) return;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   host_flags_[0] = 1;
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 bool StreamBlocker::timed_out() const {
-  return host_flags_[1] != 0;
+  return host_flags_ && host_flags_[1] != 0;
 }
 
 double blocked_sample_us(cudaStream_t stream, StreamBlocker& blocker, CudaEventTimer& timer,

@@ -29,6 +29,7 @@ class StreamBlocker {
   bool timed_out() const;
 
  private:
+  void allocate();
   volatile int* host_flags_ = nullptr;  // [0] release, [1] timed out: pinned, mapped
   int* device_flags_ = nullptr;
   unsigned long long timeout_ns_;
