@@ -6,8 +6,8 @@
 
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
-#include "common/device_profile.hpp"
 #include "common/backend.hpp"
+#include "common/device_profile.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"

@@ -30,7 +30,6 @@ std::vector<float> bf16_values(std::int64_t n, std::uint64_t seed) {
   return v;
 }
 
-
 AttentionShape shape(std::int64_t b, std::int64_t sq, std::int64_t skv, std::int64_t hq,
                      std::int64_t hkv, std::int64_t dqk, std::int64_t dv, bool causal) {
   AttentionShape s;
