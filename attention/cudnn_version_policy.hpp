@@ -4,6 +4,7 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
+#include "common/version.hpp"
 
 namespace opbench {
 
@@ -16,12 +17,8 @@ constexpr long kCudnnMinBackward = 90600;
 inline std::optional<std::string> cudnn_version_refusal(long version, AttentionPass pass) {
   const long needed = pass == AttentionPass::bwd ? kCudnnMinBackward : kCudnnMinForward;
   if (version >= needed) return std::nullopt;
-  auto text = [](long v) {
-    return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." +
-           std::to_string(v % 100);
-  };
-  return "cuDNN " + text(version) + " is older than " + text(needed) + ", which this " +
-         attention_pass_name(pass) + " graph needs" +
+  return "cuDNN " + version_from_int(version) + " is older than " + version_from_int(needed) +
+         ", which this " + attention_pass_name(pass) + " graph needs" +
          (pass == AttentionPass::bwd ? " (its dQ accumulator is zeroed correctly from 9.6.0 on)"
                                      : "");
 }

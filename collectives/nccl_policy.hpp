@@ -5,13 +5,9 @@
 #include <optional>
 #include <string>
 
-namespace opbench {
+#include "common/version.hpp"
 
-// NCCL's version code (ncclGetVersion: 22809 for 2.28.9) as "2.28.9".
-inline std::string nccl_version_text(int code) {
-  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
-         std::to_string(code % 100);
-}
+namespace opbench {
 
 // fp8 types exist in NCCL from 2.24.0 (ncclFloat8e4m3, ncclFloat8e5m2), and NCCL reduces them
 // on compute capability 9.0 and newer only — every rank's, so the lowest across the ranks
@@ -19,7 +15,7 @@ inline std::string nccl_version_text(int code) {
 inline std::optional<std::string> nccl_fp8_refusal(int nccl_version, int min_cc, bool reduces) {
   if (nccl_version < 22400)
     return "fp8 collectives need NCCL 2.24.0 or newer at run time; this job runs " +
-           nccl_version_text(nccl_version);
+           version_from_int(nccl_version);
   if (reduces && min_cc < 90)
     return "NCCL reduces fp8 on compute capability 9.0 and newer; the lowest among the ranks is " +
            std::to_string(min_cc / 10) + "." + std::to_string(min_cc % 10);
