@@ -4,10 +4,24 @@ bench_fsdp): rows are matched by their arguments, and each row's headline figure
 TFLOPS for GEMM and attention, bus bandwidth for collectives (higher is better), else the time.
 
 Prints a Markdown table of ratios (new / base, oriented so that above 1 is better) and flags
-changes beyond --threshold. Exits 1 when any row regressed beyond the threshold, went from ok to
-skipped or failed, or is missing from NEW; 0 otherwise; 2 on bad input. Usable as a CI gate:
+changes beyond --threshold. Exits 1 when any row regressed beyond the threshold and the noise,
+went from ok to skipped or failed, or is missing from NEW; 0 otherwise; 2 on bad input (a file
+that is not a report, or two reports of different binaries). Usable as a CI gate:
 
     scripts/compare_reports.py baseline/gemm_llama3.1-70b.csv new/gemm_llama3.1-70b.csv --threshold 5
+
+Noise. Each measured row carries the relative standard error of its mean time: the `rse` column
+(a fraction: 0.24 is 24%), or where a report has none, cv / sqrt(samples). TFLOPS and bus
+bandwidth are a constant divided by the time, so their relative error is the same. The noise band
+of a comparison is
+
+    noise = 2 * sqrt(rse_base^2 + rse_new^2)      (two standard errors of the difference)
+
+and a change counts only when it exceeds both the threshold and that band: a larger change within
+the band is flagged "within noise" and counts neither as a regression nor as an improvement. The
+`noise` column shows the band (±x%) of every row whose noise is known, followed by "noisy" where
+either run marked the row noisy (its note says "noisy (rse ...)"); the last line counts the changes
+that were within noise. Rows without rse, cv or samples have a band of 0: the threshold alone.
 """
 import argparse
 import csv
@@ -28,7 +42,27 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def kind_of(columns) -> str:
+    """Which binary wrote a report, from its columns ("" when none did). bench_fsdp's rows have
+    every column of bench_ccl's plus unit and phase, so fsdp is recognised first."""
+    columns = set(columns)
+    if {"unit", "phase", "op"} <= columns:
+        return "fsdp"
+    if {"op", "size_bytes", "busbw_gbps"} <= columns:
+        return "ccl"
+    if {"seqlen_q", "head_dim_qk"} <= columns:
+        return "attention"
+    if {"gemm", "pass", "m", "n", "k"} <= columns:
+        return "gemm"
+    return ""
+
+
+def article(kind: str) -> str:
+    return "an" if kind == "attention" else "a"
+
+
 def read(path: str):
+    """The rows of a report and its kind; exits 2 when the file is not an opbench report."""
     try:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -40,17 +74,38 @@ def read(path: str):
         fail(f"{path}: not a CSV report ({e})")
     if not rows:
         fail(f"{path}: no rows")
+    if {"unit", "collective", "per_rank_count"} <= set(rows[0]):
+        fail(f"{path}: a bench_fsdp plan (--plan-csv-path), not a measured report: compare the CSVs of a replay")
     if "status" not in rows[0]:
         fail(f"{path}: not an opbench report (no status column)")
-    return rows
+    kind = kind_of(rows[0])
+    if not kind:
+        fail(f"{path}: not an opbench report (the columns of neither bench_gemm, bench_attention, bench_ccl "
+             "nor bench_fsdp)")
+    return rows, kind
 
 
-def number(text: str):
+def number(text):
     try:
         v = float(text)
         return v if math.isfinite(v) else None
     except (TypeError, ValueError):
         return None
+
+
+def rse(row):
+    """Relative standard error of the row's mean time (a fraction), or None when unknown."""
+    value = number(row.get("rse"))
+    if value is not None and value >= 0:
+        return value
+    cv, samples = number(row.get("cv")), number(row.get("samples"))
+    if cv is not None and cv >= 0 and samples:
+        return cv / math.sqrt(samples)
+    return None
+
+
+def noisy(row) -> bool:
+    return "noisy (" in (row.get("note") or "")  # CPU attention notes start with the fp32 remark
 
 
 def main() -> int:
@@ -62,7 +117,10 @@ def main() -> int:
     args = parser.parse_args()
     if not args.threshold >= 0:
         fail(f"--threshold: must be a percentage >= 0, got {args.threshold}")
-    base, new = read(args.base), read(args.new)
+    (base, base_kind), (new, new_kind) = read(args.base), read(args.new)
+    if base_kind != new_kind:  # shared columns (dtype, backend) would match unrelated rows
+        fail(f"{args.base} is {article(base_kind)} {base_kind} report and {args.new} is {article(new_kind)} {new_kind} "
+             "report: compare reports of the same binary")
     keys = [c for c in KEY_COLUMNS if c in base[0] and c in new[0]]
     if not keys:
         fail("the two reports share no argument columns: are they of the same kind?")
@@ -76,38 +134,45 @@ def main() -> int:
 
     base_rows, new_rows = {key(r): r for r in base}, {key(r): r for r in new}
     shown = [c for c in keys if len({r[c] for r in base} | {r[c] for r in new}) > 1] or keys[:1]
-    print(f"| {' | '.join(shown)} | base {column} | new {column} | ratio | change | |")
-    print("|" + "---|" * (len(shown) + 5))
-    regressions = improvements = compared = 0
+    print(f"| {' | '.join(shown)} | base {column} | new {column} | ratio | change | flag | noise |")
+    print("|" + "---|" * (len(shown) + 6))
+    regressions = improvements = within_noise = compared = 0
     for k, b in base_rows.items():
         label = " | ".join(b[c] for c in shown)
         n = new_rows.get(k)
         if n is None:
-            print(f"| {label} | {b[column]} | missing | | | REGRESSION |")
+            print(f"| {label} | {b[column]} | missing | | | REGRESSION | |")
             regressions += 1
             continue
         if b["status"] == "ok" and n["status"] != "ok":
-            print(f"| {label} | {b[column]} | {n['status']} | | | REGRESSION: {n['note']} |")
+            print(f"| {label} | {b[column]} | {n['status']} | | | REGRESSION: {n['note']} | |")
             regressions += 1
             continue
         bv, nv = number(b[column]), number(n[column])
         if bv is None or nv is None or bv <= 0 or nv <= 0:
-            print(f"| {label} | {b[column] or b['status']} | {n[column] or n['status']} | | | not compared |")
+            print(f"| {label} | {b[column] or b['status']} | {n[column] or n['status']} | | | not compared | |")
             continue
         compared += 1
         ratio = nv / bv if higher_better else bv / nv  # above 1: better
         change = (ratio - 1) * 100
+        errors = [e for e in (rse(b), rse(n)) if e is not None]
+        band = 200 * math.sqrt(sum(e * e for e in errors))  # percent; 0 when neither row says
+        noise = f"±{band:.1f}%" if errors else ""
+        if noisy(b) or noisy(n):
+            noise = f"{noise} noisy".strip()
         flag = ""
-        if change < -args.threshold:
+        if abs(change) > args.threshold and abs(change) <= band:
+            flag, within_noise = "within noise", within_noise + 1
+        elif change < -args.threshold:
             flag, regressions = "REGRESSION", regressions + 1
         elif change > args.threshold:
             flag, improvements = "better", improvements + 1
-        print(f"| {label} | {b[column]} | {n[column]} | {ratio:.3f} | {change:+.1f}% | {flag} |")
+        print(f"| {label} | {b[column]} | {n[column]} | {ratio:.3f} | {change:+.1f}% | {flag} | {noise} |")
     for k, n in new_rows.items():
         if k not in base_rows:
-            print(f"| {' | '.join(n[c] for c in shown)} | new row | {n[column]} | | | |")
+            print(f"| {' | '.join(n[c] for c in shown)} | new row | {n[column]} | | | | |")
     print(f"\n{compared} rows compared on {column} ({'higher' if higher_better else 'lower'} is better), threshold "
-          f"{args.threshold:g}%: {regressions} regressed, {improvements} improved.")
+          f"{args.threshold:g}%: {regressions} regressed, {improvements} improved, {within_noise} within noise.")
     return 1 if regressions else 0
 
 

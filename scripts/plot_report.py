@@ -3,9 +3,17 @@
 
   bench_gemm       roofline: TFLOPS against arithmetic intensity (log-log), with the device's peak
                    compute and memory-bandwidth lines (configs/hardware.json, or --peak-tflops/--peak-bw)
-  bench_ccl        bus bandwidth against message size, one line per collective and placement (log x)
+  bench_ccl        bus bandwidth against message size, one line per collective and placement (log x):
+                   a colour per collective, its out-of-place line solid with dots and its in-place
+                   line dashed with hollow squares in a lighter shade. Reports of more than one
+                   world size (scripts/run_script.sh's OUT/<op>_np<N>.csv) are overlaid instead:
+                   one chart per collective, one line per world size and placement
   bench_attention  TFLOPS against sequence length, one line per head dim and pass
   bench_fsdp       communication time per training step, per unit and collective
+  bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
+
+Every input is read and recognised before anything is drawn, so a bad input fails at once.
+Prints the path of every PNG it writes. Exits 2 on bad input, or when this Python lacks matplotlib.
 
 Usage: scripts/plot_report.py REPORT.csv... --out DIR
 """
@@ -17,10 +25,15 @@ import os
 import sys
 from collections import defaultdict
 
-import matplotlib
+# matplotlib is Debian's python3-matplotlib, which a virtual environment's or pyenv's python3 does
+# not see: main() says so in one line rather than a traceback (--help works without it).
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError as e:
+    plt, MATPLOTLIB_MISSING = None, e
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,6 +52,8 @@ def num(text):
 
 
 def kind_of(columns) -> str:
+    if {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"} <= set(columns):
+        return "fsdp_plan"  # bench_fsdp --plan-csv-path: what would be sent, nothing measured
     if "unit" in columns and "busbw_gbps" in columns:
         return "fsdp"
     if "busbw_gbps" in columns:
@@ -101,28 +116,69 @@ def plot_gemm(rows, title, out, args):
     return save(fig, out)
 
 
-def plot_ccl(rows, title, out, args):
-    fig, ax = plt.subplots(figsize=(9, 6))
+def ccl_groups(rows, series_of):
+    """Measured rows with a bus bandwidth, grouped by (series_of(row), placement), sorted by size."""
     groups = defaultdict(list)
     for r in rows:
-        if r["status"] == "ok" and num(r["busbw_gbps"]) is not None and int(r["size_bytes"]) > 0:
-            groups[(r["op"], r["dtype"], r["placement"])].append(r)
-    # One colour per op and dtype; the line style says the placement.
-    series = sorted({(op, dtype) for op, dtype, _ in groups})
-    colours = {s: plt.get_cmap("tab10" if len(series) <= 10 else "tab20")(i) for i, s in enumerate(series)}
-    for (op, dtype, placement), rs in sorted(groups.items()):
+        size = num(r["size_bytes"])
+        if r["status"] == "ok" and num(r["busbw_gbps"]) is not None and size and size > 0:
+            groups[(series_of(r), r["placement"])].append(r)
+    for rs in groups.values():
         rs.sort(key=lambda r: int(r["size_bytes"]))
-        ax.plot([int(r["size_bytes"]) for r in rs], [num(r["busbw_gbps"]) for r in rs], marker="o", markersize=3,
-                color=colours[(op, dtype)], linestyle="-" if placement == "out_of_place" else "--",
-                label=f"{op} {dtype} {placement}")
+    return groups
+
+
+def placement_styles(series):
+    """(colour, line style, marker, marker face) for every (series, placement), all distinct in the
+    legend: a hue per series, the out-of-place line dark, solid, with dots; the in-place line a
+    lighter shade of the same hue, dashed, with hollow squares. tab20 holds ten such pairs; beyond
+    ten series the colours come from one wide colour map, still one per line."""
+    pairs = plt.get_cmap("tab20")
+    spread = plt.get_cmap("gist_rainbow")
+    styles = {}
+    for i, s in enumerate(series):
+        if len(series) <= 10:
+            dark, light = pairs(2 * i), pairs(2 * i + 1)
+        else:
+            dark, light = spread((2 * i) / (2 * len(series))), spread((2 * i + 1) / (2 * len(series)))
+        styles[(s, "out_of_place")] = (dark, "-", "o", dark)
+        styles[(s, "in_place")] = (light, "--", "s", "none")
+    return styles
+
+
+def draw_ccl_lines(ax, groups, label):
+    series = sorted({s for s, _ in groups})  # (op, dtype) or (world size, dtype): 2 ranks before 16
+    styles = placement_styles(series)
+    for (s, placement), rs in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] != "out_of_place")):
+        colour, line, marker, face = styles.get((s, placement), styles[(s, "out_of_place")])
+        ax.plot([int(r["size_bytes"]) for r in rs], [num(r["busbw_gbps"]) for r in rs], color=colour,
+                linestyle=line, marker=marker, markersize=4, markerfacecolor=face, label=label(s, placement))
     ax.set_xscale("log", base=2)
     label_ticks(ax, sorted({int(r["size_bytes"]) for rs in groups.values() for r in rs}), human_size)
     ax.set_xlabel("message size (nccl-tests semantics: max(send, recv) bytes per rank)")
     ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.grid(True, which="both", alpha=0.3)
+    # Long legend handles, so that the dashes of the in-place lines show there too.
+    ax.legend(fontsize=7, ncol=2, handlelength=4)
+
+
+def plot_ccl(rows, title, out, args):
+    fig, ax = plt.subplots(figsize=(9, 6))
+    groups = ccl_groups(rows, lambda r: (r["op"], r["dtype"]))
+    draw_ccl_lines(ax, groups, lambda s, placement: f"{s[0]} {s[1]} {placement}")
     world = rows[0].get("world_size", "?")
     ax.set_title(f"Collectives, {world} ranks, {rows[0].get('backend', '')}: {title}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    return save(fig, out)
+
+
+def plot_ccl_scaling(op, rows, out):
+    """One collective at several world sizes: a line per world size (and dtype) and placement."""
+    fig, ax = plt.subplots(figsize=(9, 6))
+    groups = ccl_groups(rows, lambda r: (int(r["world_size"]), r["dtype"]))
+    draw_ccl_lines(ax, groups, lambda s, placement: f"{s[0]} ranks {s[1]} {placement}")
+    backends = ", ".join(sorted({r.get("backend", "") for r in rows}))
+    worlds = ", ".join(str(w) for w in sorted({int(r["world_size"]) for r in rows}))
+    ax.set_title(f"{op} bus bandwidth at {worlds} ranks ({backends})")
     return save(fig, out)
 
 
@@ -171,6 +227,30 @@ def plot_fsdp(rows, title, out, args):
     return save(fig, out)
 
 
+def plot_fsdp_plan(rows, title, out, args):
+    """The plan's message bytes per training step (bytes x calls_per_step), stacked per unit."""
+    fig, ax = plt.subplots(figsize=(9, 6))
+    per_unit = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        size, calls = num(r["bytes"]), num(r["calls_per_step"])
+        if size is not None and calls is not None:
+            per_unit[r["unit"]][f"{r['collective']} {r['phase']}"] += size * calls / 1e6
+    units = list(per_unit)  # the plan's order: layers, then the root
+    parts = list(dict.fromkeys(p for u in per_unit.values() for p in u))
+    bottom = [0.0] * len(units)
+    for part in parts:
+        values = [per_unit[u].get(part, 0.0) for u in units]
+        ax.bar(units, values, bottom=bottom, label=part)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_ylabel("message bytes per training step (MB: bytes x calls_per_step)")
+    first = rows[0]
+    ax.set_title(f"FSDP{first.get('fsdp_version', '')} plan of {first.get('model', '?')} at world size "
+                 f"{first.get('world_size', '?')}: {title}")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return save(fig, out)
+
+
 def human_size(n: int) -> str:
     for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= scale:
@@ -196,7 +276,25 @@ def save(fig, path):
     return path
 
 
-PLOTS = {"gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp}
+PLOTS = {"gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
+         "fsdp_plan": plot_fsdp_plan}
+
+
+def read_report(path: str):
+    """(rows, kind) of one input; exits 2 when it cannot be read or no opbench binary wrote it."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except FileNotFoundError:
+        fail(f"{path}: no such file")
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        fail(f"{path}: cannot be read as CSV ({e})")
+    kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
+    if not kind:
+        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention or bench_fsdp)")
+    return rows, kind
 
 
 def main() -> int:
@@ -206,28 +304,39 @@ def main() -> int:
     parser.add_argument("--peak-tflops", type=float, help="roofline: peak compute")
     parser.add_argument("--peak-bw", type=float, help="roofline: peak memory bandwidth (GB/s)")
     args = parser.parse_args()
+    if plt is None:
+        fail(f"plot_report.py needs matplotlib, which {sys.executable} cannot import ({MATPLOTLIB_MISSING}): "
+             "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)")
+    # Read and recognise every input first: a bad one fails before any chart is drawn.
+    reports = [(path, *read_report(path)) for path in args.reports]
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
         fail(f"--out {args.out}: {e.strerror}")
+
+    # Collectives reports of more than one world size (a run_script.sh sweep) are overlaid: one
+    # chart per collective with a line per world size, instead of one chart per report.
+    ccl_rows = [r for _, rows, kind in reports if kind == "ccl" for r in rows]
+    scaling = len({r["world_size"] for r in ccl_rows}) > 1
     written = set()
-    for path in args.reports:
-        try:
-            rows = list(csv.DictReader(open(path, newline="")))
-        except FileNotFoundError:
-            fail(f"{path}: no such file")
-        except (OSError, UnicodeDecodeError, csv.Error) as e:
-            fail(f"{path}: cannot be read as CSV ({e})")
-        kind = kind_of(rows[0].keys()) if rows else ""
-        if not kind:
-            fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention or bench_fsdp)")
+    for path, rows, kind in reports:
+        if not rows:  # e.g. a run_script.sh run that failed before its first row
+            print(f"plot_report.py: {path}: no rows, nothing to draw", file=sys.stderr)
+            continue
+        if kind == "ccl" and scaling:
+            continue
         stem = os.path.splitext(os.path.basename(path))[0]
         name = f"{stem}_{kind}.png"
         if name in written:  # two reports with one name (all.csv from two runs): add the folder
             name = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}_{name}"
         written.add(name)
-        png = PLOTS[kind](rows, stem, os.path.join(args.out, name), args)
-        print(png)
+        print(PLOTS[kind](rows, stem, os.path.join(args.out, name), args))
+    if scaling:
+        by_op = defaultdict(list)
+        for r in ccl_rows:
+            by_op[r["op"]].append(r)
+        for op, rows in by_op.items():
+            print(plot_ccl_scaling(op, rows, os.path.join(args.out, f"{op}_scaling_ccl.png")))
     return 0
 
 

@@ -2,17 +2,38 @@
 # One report of the whole suite on the hardware present, in one dated folder:
 # GEMM for chosen models, attention shapes, a collectives sweep with the ranks available, the FSDP
 # plan and its replay; CSVs, PNGs (scripts/plot_report.py) and summary.md (every binary's summary).
-#
-#   scripts/report.sh [OUT_DIR]        (default reports/suite-<date>-<time>)
-# Environment: MODELS (GEMM; default llama3.1-8b on a GPU — plus llama3.1-70b at tp 8 — and
-# tiny,llama3.1-8b at seq 256 on the CPU), RANKS (collectives and FSDP; default the GPUs present,
-# or 2 on the CPU with the mpi backend), FSDP_MODEL (default llama3.1-8b), QUICK=1 (tiny sizes
-# everywhere, for a smoke test), BUILD (default build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+
+usage() {
+  cat <<'EOF'
+One report of the whole suite on the hardware present, in one dated folder: GEMM for chosen
+models, attention shapes, a collectives sweep with the ranks available, the FSDP plan and its
+replay; CSVs, PNGs (scripts/plot_report.py) and summary.md (every binary's summary).
+
+  scripts/report.sh [OUT_DIR]        (default reports/suite-<date>-<time>, in the current directory)
+
+Environment: MODELS (GEMM; default llama3.1-8b on a GPU — plus llama3.1-70b at tp 8 — and
+tiny,llama3.1-8b at seq 256 on the CPU), RANKS (collectives and FSDP; default the GPUs present,
+or 2 on the CPU with the mpi backend), FSDP_MODEL (default llama3.1-8b), QUICK=1 (tiny sizes
+everywhere, for a smoke test), BUILD (the build directory; default build/ in the source tree
+holding this script). Relative paths are taken from the current directory.
+EOF
+}
+
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  -*) echo "error: report.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+# No cd: OUT_DIR and BUILD mean what they mean in the caller's shell; the script's own folder,
+# made absolute, finds plot_report.py and the source tree's build/.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-reports/suite-$(date +%Y%m%d-%H%M%S)}
-build=${BUILD:-build}
-[ -x "$build/gemm/bench_gemm" ] || { echo "error: report.sh: $build/gemm/bench_gemm not found: run scripts/build.sh" >&2; exit 2; }
+build=${BUILD:-$(dirname "$here")/build}
+[ -x "$build/gemm/bench_gemm" ] || {
+  echo "error: report.sh: $build/gemm/bench_gemm not found: run scripts/build.sh, or set BUILD to the build directory" >&2
+  exit 2
+}
+build=$(cd "$build" && pwd)  # absolute: mpirun and the ranks get the binaries' full paths
 mkdir -p "$out"
 
 gpus=0
@@ -46,15 +67,15 @@ step "attention -> $out/attention"
 step "collectives on $ranks ranks ($ccl_backend) -> $out/ccl"
 "${launch[@]}" "$build/collectives/bench_ccl" --backend "$ccl_backend" "${ccl_sizes[@]}" "${common[@]}" "${counted[@]}" --report-dir-path "$out/ccl" --report-csv-path "$out/ccl/ccl_all.csv" \
   --summary-path "$out/ccl/summary.md" > "$out/ccl.txt"
-step "FSDP plan of $fsdp_model at $ranks ranks -> $out/fsdp"
-mkdir -p "$out/fsdp"
-"$build/fsdp/bench_fsdp" --model "$fsdp_model" --world-size "$ranks" --dry-run --plan-csv-path "$out/fsdp/plan.csv" > "$out/fsdp_plan.txt"
+step "FSDP plan of $fsdp_model at $ranks ranks and its replay -> $out/fsdp"
+# The replay first: a report folder used again has its earlier reports moved aside, the plan too.
 "${launch[@]}" "$build/fsdp/bench_fsdp" --model "$fsdp_model" --backend "$ccl_backend" "${common[@]}" "${counted[@]}" --report-dir-path "$out/fsdp" --summary-path "$out/fsdp/summary.md" > "$out/fsdp.txt"
+"$build/fsdp/bench_fsdp" --model "$fsdp_model" --world-size "$ranks" --dry-run --plan-csv-path "$out/fsdp/plan.csv" > "$out/fsdp_plan.txt"
 
 step "plots -> $out/plots"
 rm -rf "$out/plots"  # no stale charts from an earlier run into the same folder
-/usr/bin/python3 scripts/plot_report.py "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/ccl/ccl_all.csv \
-  "$out"/fsdp/fsdp.csv --out "$out/plots" > /dev/null
+/usr/bin/python3 "$here/plot_report.py" "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/ccl/ccl_all.csv \
+  "$out"/fsdp/fsdp.csv "$out"/fsdp/plan.csv --out "$out/plots" > /dev/null
 {
   echo "# opbench report, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo

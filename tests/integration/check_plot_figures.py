@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Runs scripts/plot_report.py in this process and inspects the matplotlib figures it draws, not
+just the PNG files: legend entries with their colour and line style, bar heights. Every figure is
+captured as plot_report saves it (its save() is wrapped), then each check below is applied.
+
+Usage:
+  check_plot_figures.py PLOT_SCRIPT legend  OUT CCL.csv --entries N
+      the collectives chart: N legend entries, one per (op, placement) of the report, every one
+      with a colour of its own, out-of-place lines solid and in-place lines dashed
+  check_plot_figures.py PLOT_SCRIPT scaling OUT REPORT.csv... --chart NAME:LINES... [--plan-bar UNIT:PART:MB]...
+      run_script.sh output (and a bench_fsdp plan): exactly the charts named, the collectives ones
+      with LINES legend entries each, no per-report collectives chart, and the plan's bar heights
+  check_plot_figures.py PLOT_SCRIPT fail-fast OUT GOOD.csv BAD.csv
+      a bad input after a good one: exit 2 naming BAD.csv, and nothing drawn into OUT
+"""
+import argparse
+import contextlib
+import importlib.util
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+from matplotlib.colors import to_hex
+
+
+def load(script):
+    spec = importlib.util.spec_from_file_location("plot_report", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_plots(script, out, reports):
+    """Runs plot_report's main() on the reports; returns (exit code, stderr, {png name: Figure})."""
+    module = load(script)
+    figures = {}
+    save = module.save
+
+    def capture(fig, path):
+        result = save(fig, path)  # draws the figure (tick labels exist after that), then closes it
+        figures[os.path.basename(path)] = fig
+        return result
+
+    module.save = capture
+    shutil.rmtree(out, ignore_errors=True)
+    sys.argv = [script, *reports, "--out", out]
+    stderr = io.StringIO()
+    code = 0
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = module.main()
+        except SystemExit as e:
+            code = e.code
+    return code, stderr.getvalue(), figures
+
+
+def legend_entries(fig):
+    """[(label, colour as #rrggbb, line style)] of the first Axes' legend."""
+    legend = fig.axes[0].get_legend()
+    handles = getattr(legend, "legend_handles", None) or legend.legendHandles  # renamed in matplotlib 3.7
+    return [(text.get_text(), to_hex(h.get_color()), h.get_linestyle())
+            for text, h in zip(legend.get_texts(), handles)]
+
+
+def line_problems(name, entries, count):
+    problems = []
+    if len(entries) != count:
+        problems.append(f"{name}: {len(entries)} legend entries, expected {count}: {[e[0] for e in entries]}")
+    colours = [colour for _, colour, _ in entries]
+    if len(set(colours)) != len(colours):
+        problems.append(f"{name}: legend entries share colours: {entries}")
+    for label, colour, style in entries:
+        want = "--" if label.endswith(" in_place") else "-" if label.endswith(" out_of_place") else None
+        if want is None:
+            problems.append(f"{name}: legend entry {label!r} does not name its placement")
+        elif style != want:
+            problems.append(f"{name}: {label!r} drawn {style!r}, expected {want!r}")
+    return problems
+
+
+def check_legend(args):
+    code, stderr, figures = run_plots(args.script, args.out, [args.report])
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    name = os.path.splitext(os.path.basename(args.report))[0] + "_ccl.png"
+    if name not in figures:
+        return [f"no {name} among {sorted(figures)}"]
+    entries = legend_entries(figures[name])
+    for label, colour, style in entries:
+        print(f"{label:40} {colour} {style}")
+    return line_problems(name, entries, args.entries)
+
+
+def check_scaling(args):
+    code, stderr, figures = run_plots(args.script, args.out, args.reports)
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    expected = dict(spec.rsplit(":", 1) for spec in args.chart)
+    problems = []
+    if set(figures) != set(expected):
+        problems.append(f"charts {sorted(figures)}, expected {sorted(expected)}")
+    for name, lines in expected.items():
+        if name.endswith("_ccl.png") and name in figures:
+            entries = legend_entries(figures[name])
+            print(name, [label for label, _, _ in entries])
+            problems += line_problems(name, entries, int(lines))
+    for spec in args.plan_bar:
+        unit, part, megabytes = spec.split(":")
+        plan = next((f for n, f in figures.items() if n.endswith("_fsdp_plan.png")), None)
+        if plan is None:
+            problems.append("no plan chart (*_fsdp_plan.png)")
+            break
+        ax = plan.axes[0]
+        units = [t.get_text() for t in ax.get_xticklabels()]
+        bars = {c.get_label(): c for c in ax.containers}
+        if unit not in units or part not in bars:
+            problems.append(f"plan chart: no bar {unit}/{part} (units {units}, parts {sorted(bars)})")
+            continue
+        height = bars[part].patches[units.index(unit)].get_height()
+        print(f"plan: {unit} {part}: {height:.6f} MB")
+        if abs(height - float(megabytes)) > 1e-6:
+            problems.append(f"plan chart: {unit} {part} is {height} MB, expected {megabytes}")
+    return problems
+
+
+def check_fail_fast(args):
+    shutil.rmtree(args.out, ignore_errors=True)
+    proc = subprocess.run([sys.executable, args.script, args.good, args.bad, "--out", args.out],
+                          capture_output=True, text=True, timeout=120)
+    problems = []
+    if proc.returncode != 2:
+        problems.append(f"exit {proc.returncode}, expected 2")
+    if f"error: {args.bad}: not an opbench report" not in proc.stderr:
+        problems.append(f"stderr does not name {args.bad}: {proc.stderr!r}")
+    drawn = os.listdir(args.out) if os.path.isdir(args.out) else []
+    if drawn or proc.stdout.strip():
+        problems.append(f"drew {drawn or proc.stdout.split()} before refusing the bad input")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("script")
+    sub = parser.add_subparsers(dest="check", required=True)
+    legend = sub.add_parser("legend")
+    legend.add_argument("out")
+    legend.add_argument("report")
+    legend.add_argument("--entries", type=int, required=True)
+    scaling = sub.add_parser("scaling")
+    scaling.add_argument("out")
+    scaling.add_argument("reports", nargs="+")
+    scaling.add_argument("--chart", action="append", required=True, help="NAME:LINES, LINES ignored for non-ccl")
+    scaling.add_argument("--plan-bar", action="append", default=[], help="UNIT:PART:MB")
+    fail_fast = sub.add_parser("fail-fast")
+    fail_fast.add_argument("out")
+    fail_fast.add_argument("good")
+    fail_fast.add_argument("bad")
+    args = parser.parse_args()
+    problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast}[args.check](args)
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+# Tests of the Python and shell scripts (compare_reports, plot_report, run_script, report).
+# Included at the end of tests/integration/CMakeLists.txt: OPBENCH_PYTHON, DATA, EXPECT_ERROR and
+# COMPARE come from there. Every test here runs the scripts as a user would and checks values
+# that can be worked out by hand (the fixtures' numbers are in tests/data).
+set(PLOT_REPORT ${PROJECT_SOURCE_DIR}/scripts/plot_report.py)
+set(RUN_SCRIPT ${PROJECT_SOURCE_DIR}/scripts/run_script.sh)
+set(REPORT_SH ${PROJECT_SOURCE_DIR}/scripts/report.sh)
+set(CHECK_FIGURES ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_plot_figures.py ${PLOT_REPORT})
+set(CHECK_RUN_SCRIPT ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_run_script.py)
+# Runs a command and prints its exit status last, so that one PASS_REGULAR_EXPRESSION checks
+# both the output and the exit status (CTest ignores the status when the expression is set).
+# (No ';' in it: that would split the CMake list.)
+set(WITH_EXIT bash -c "\"\$@\" && echo exit=0 || echo exit=\$?" with_exit)
+
+# compare_reports: reports of different binaries share columns (dtype, backend, model, pass) and
+# were matched on them; now they are refused.
+add_test(NAME "compare_reports bad input: a GEMM report against a collectives report"
+  COMMAND ${EXPECT_ERROR} --contains "compare_noisy_base.csv is a gemm report and"
+          --contains "compare_ccl_noisy_new.csv is a ccl report: compare reports of the same binary"
+          -- ${COMPARE} ${DATA}/compare_noisy_base.csv ${DATA}/compare_ccl_noisy_new.csv)
+add_test(NAME "compare_reports bad input: an attention report against a GEMM report"
+  COMMAND ${EXPECT_ERROR} --contains "compare_attention.csv is an attention report and"
+          --contains "compare_base.csv is a gemm report: compare reports of the same binary"
+          -- ${COMPARE} ${DATA}/compare_attention.csv ${DATA}/compare_base.csv)
+add_test(NAME "compare_reports bad input: an FSDP report against a collectives report"
+  COMMAND ${EXPECT_ERROR} --contains "compare_fsdp.csv is a fsdp report and"
+          --contains "compare_ccl_noisy_base.csv is a ccl report"
+          -- ${COMPARE} ${DATA}/compare_fsdp.csv ${DATA}/compare_ccl_noisy_base.csv)
+
+# compare_reports and noise: noise band = 2 * sqrt(rse_base^2 + rse_new^2). The GEMM fixtures:
+#   attn_qkv  0.050 -> 0.080  +60%  rse 0.30, 0.40           band 100%   within noise (noisy rows)
+#   attn_out  0.100 -> 0.092   -8%  rse 0.03, 0.04           band 10%    within noise
+#   mlp_up    0.100 -> 0.080  -20%  cv 0.06, 0.08 at 4 samples: rse 0.03, 0.04, band 10%   REGRESSION
+#   mlp_down  0.100 -> 0.120  +20%  rse 0.01, 0.01           band 2.8%   better
+#   lm_head   0.100 -> 0.103   +3%  rse 0.001, 0.001         band 0.3%   below the 5% threshold
+add_test(NAME "compare_reports: changes within the rows' noise are not regressions; the table shows the noise"
+  COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/compare_noisy_base.csv ${DATA}/compare_noisy_new.csv --threshold 5)
+set_tests_properties("compare_reports: changes within the rows' noise are not regressions; the table shows the noise"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "attn_qkv \\| 0.050 \\| 0.080 \\| 1.600 \\| \\+60.0% \\| within noise \\| ±100.0% noisy \\|.*attn_out \\| 0.100 \\| 0.092 \\| 0.920 \\| -8.0% \\| within noise \\| ±10.0% \\|.*mlp_up \\| 0.100 \\| 0.080 \\| 0.800 \\| -20.0% \\| REGRESSION \\| ±10.0% \\|.*mlp_down \\| 0.100 \\| 0.120 \\| 1.200 \\| \\+20.0% \\| better \\| ±2.8% \\|.*lm_head \\| 0.100 \\| 0.103 \\| 1.030 \\| \\+3.0% \\|  \\| ±0.3% \\|.*5 rows compared on tflops \\(higher is better\\), threshold 5%: 1 regressed, 1 improved, 2 within noise\\.\nexit=1")
+# Two noisy collectives runs (rse 0.30 and 0.40: band 100%): +90% and -50% are within noise.
+add_test(NAME "compare_reports: two noisy collectives runs +90% and -50% apart pass the gate (exit 0)"
+  COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/compare_ccl_noisy_base.csv ${DATA}/compare_ccl_noisy_new.csv)
+set_tests_properties("compare_reports: two noisy collectives runs +90% and -50% apart pass the gate (exit 0)"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "out_of_place \\| 0.80 \\| 1.52 \\| 1.900 \\| \\+90.0% \\| within noise \\| ±100.0% noisy \\|.*in_place \\| 1.00 \\| 0.50 \\| 0.500 \\| -50.0% \\| within noise \\| ±100.0% noisy \\|.*2 rows compared on busbw_gbps \\(higher is better\\), threshold 5%: 0 regressed, 0 improved, 2 within noise\\.\nexit=0")
+
+# run_script.sh and report.sh from the user's own directory: paths are the caller's.
+add_test(NAME "run_script.sh --help through a relative path from another directory prints the help"
+  COMMAND ${CHECK_RUN_SCRIPT} help ${RUN_SCRIPT} "Collective sweeps through mpirun")
+add_test(NAME "report.sh --help prints the help and runs nothing"
+  COMMAND ${CHECK_RUN_SCRIPT} help ${REPORT_SH} "One report of the whole suite")
+set_tests_properties("report.sh --help prints the help and runs nothing" PROPERTIES TIMEOUT 60)
+add_test(NAME "run_script.sh: relative --out and --hostfile are the caller's, at 2 and 3 ranks"
+  COMMAND ${CHECK_RUN_SCRIPT} relative ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_relative
+          $<TARGET_FILE:bench_ccl>)
+set_tests_properties("run_script.sh: relative --out and --hostfile are the caller's, at 2 and 3 ranks" PROPERTIES
+  TIMEOUT 180 FIXTURES_SETUP run_script_sweep)
+add_test(NAME "report.sh: a relative OUT_DIR and BUILD are the caller's"
+  COMMAND ${CHECK_RUN_SCRIPT} report ${REPORT_SH} ${CMAKE_CURRENT_BINARY_DIR}/report_relative ${CMAKE_BINARY_DIR})
+set_tests_properties("report.sh: a relative OUT_DIR and BUILD are the caller's" PROPERTIES TIMEOUT 300)
+
+# run_script.sh installed (cmake --install into a prefix of its own): it finds <prefix>/bin/bench_ccl.
+add_test(NAME "run_script.sh installed finds <prefix>/bin/bench_ccl, and names every place it looked without it"
+  COMMAND ${CHECK_RUN_SCRIPT} installed ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_installed
+          ${CMAKE_COMMAND} ${CMAKE_BINARY_DIR})
+set_tests_properties("run_script.sh installed finds <prefix>/bin/bench_ccl, and names every place it looked without it"
+  PROPERTIES TIMEOUT 180)
+
+# run_script.sh: failures, exit codes and mpirun's arguments.
+add_test(NAME "run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl's error from the run's log"
+  COMMAND ${CHECK_RUN_SCRIPT} failure ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_failure
+          $<TARGET_FILE:bench_ccl>)
+set_tests_properties("run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl's error from the run's log"
+  PROPERTIES TIMEOUT 120)
+add_test(NAME "run_script.sh: --mpirun-arg, --launch-agent and --iface reach mpirun intact; NCCL_SOCKET_IFNAME only for nccl"
+  COMMAND ${CHECK_RUN_SCRIPT} mpirun-args ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_args
+          ${DATA}/fake_mpirun.sh)
+add_test(NAME "run_script.sh bad input: a flag without its value"
+  COMMAND ${EXPECT_ERROR} --contains "--hostfile needs a value" -- bash ${RUN_SCRIPT} --hostfile)
+
+# plot_report: the collectives legend tells in-place from out-of-place (7 ops x 2 placements =
+# 14 entries, 14 colours), on a real bench_ccl report at 2 ranks.
+add_test(NAME "plot_report: the collectives legend has an entry and colour of its own per op and placement (14)"
+  COMMAND bash -c "rm -rf \"$0\" && mkdir -p \"$0\" && '${MPIEXEC_EXECUTABLE}' --allow-run-as-root --oversubscribe -np 2 \
+                   '$<TARGET_FILE:bench_ccl>' --backend mpi -b 1K -e 64K -f 8 --quiet --report-dir-path \"$0\" \
+                   --report-csv-path \"$0/ccl_all.csv\" -n 5 -w 1 --max-time 0.2 > /dev/null \
+                   && \"$@\" legend \"$0/plots\" \"$0/ccl_all.csv\" --entries 14"
+          ${CMAKE_CURRENT_BINARY_DIR}/plot_legend ${CHECK_FIGURES})
+set_tests_properties("plot_report: the collectives legend has an entry and colour of its own per op and placement (14)"
+  PROPERTIES TIMEOUT 120)
+
+# plot_report on run_script.sh's sweep (above: all_reduce and all_gather at 2 and 3 ranks) and the
+# tiny model's FSDP plan at world size 4: one chart per op with 2 world sizes x 2 placements = 4
+# lines, and the plan's bars: decoder_layer all_gather forward 1,451,008 B x 2 calls = 2.902016 MB,
+# root reduce_scatter backward 1,049,600 B x 1 call = 1.0496 MB.
+set(SWEEP ${CMAKE_CURRENT_BINARY_DIR}/run_script_relative/sweep_rel)
+add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a line per world size; the FSDP plan is drawn"
+  COMMAND bash -c "'$<TARGET_FILE:bench_fsdp>' --model tiny --world-size 4 --dry-run --plan-csv-path \"$0\" > /dev/null \
+                   && \"$@\""
+          ${CMAKE_CURRENT_BINARY_DIR}/plot_plan.csv ${CHECK_FIGURES} scaling ${CMAKE_CURRENT_BINARY_DIR}/plot_scaling
+          ${SWEEP}/all_reduce_np2.csv ${SWEEP}/all_reduce_np3.csv ${SWEEP}/all_gather_np2.csv ${SWEEP}/all_gather_np3.csv
+          ${CMAKE_CURRENT_BINARY_DIR}/plot_plan.csv
+          --chart all_reduce_scaling_ccl.png:4 --chart all_gather_scaling_ccl.png:4 --chart plot_plan_fsdp_plan.png:0
+          "--plan-bar=decoder_layer:all_gather forward:2.902016" "--plan-bar=root:reduce_scatter backward:1.0496")
+set_tests_properties("plot_report: a run_script.sh sweep is one chart per op with a line per world size; the FSDP plan is drawn"
+  PROPERTIES FIXTURES_REQUIRED run_script_sweep)
+add_test(NAME "plot_report bad input: a bad report after a good one fails before anything is drawn"
+  COMMAND ${CHECK_FIGURES} fail-fast ${CMAKE_CURRENT_BINARY_DIR}/plots_fail_fast ${DATA}/compare_ccl_noisy_base.csv
+          ${DATA}/compare_base.csv)
+# A Python without matplotlib (tests/data/no_matplotlib's stand-in refuses the import).
+add_test(NAME "plot_report without matplotlib names the Python that lacks it and exits 2"
+  COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${DATA}/no_matplotlib
+          ${EXPECT_ERROR} --contains "plot_report.py needs matplotlib, which ${OPBENCH_PYTHON} cannot import"
+          --contains "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)"
+          -- ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/compare_ccl_noisy_base.csv --out ${CMAKE_CURRENT_BINARY_DIR}/plots_none)
