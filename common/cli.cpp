@@ -28,6 +28,13 @@ std::uint64_t suffix_multiplier(std::string_view suffix) {
   return std::uint64_t{1} << (10 * (pos + 1));
 }
 
+// The text between cxxopts' quotes in its messages: "Option ‘xyz’ does not exist" -> xyz.
+std::string quoted_in(const std::string& what) {
+  auto open = what.find("\xe2\x80\x98"), close = what.find("\xe2\x80\x99");  // ‘ and ’
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  return what.substr(open + 3, close - open - 3);
+}
+
 }  // namespace
 
 std::uint64_t parse_size(std::string_view text, std::string_view what) {
@@ -87,40 +94,39 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
   return out;
 }
 
-void add_measure_options(cxxopts::Options& options, bool with_warmup) {
-  // Each flag's help lists the profiles' defaults, read from measure_defaults itself.
-  const MeasureOptions cpu = measure_defaults(MeasureProfile::cpu),
-                       gpu = measure_defaults(MeasureProfile::gpu),
-                       coll = measure_defaults(MeasureProfile::collective);
-  auto defaults = [&](const char* what, auto field, bool collectives) {
-    std::string text = fmt::format("{} ({} / {}", what, cpu.*field, gpu.*field);
-    return text + (collectives ? fmt::format(" / {})", coll.*field) : std::string(")"));
+void add_measure_options(cxxopts::Options& options, const std::vector<MeasureDefaults>& profiles,
+                         bool with_warmup) {
+  // Each flag's help lists this binary's own defaults, read from the options it will resolve.
+  std::vector<std::string> names;
+  for (const auto& p : profiles)
+    names.push_back(p.name);
+  auto defaults = [&](const char* what, auto field) {
+    std::vector<std::string> values;
+    for (const auto& p : profiles)
+      values.push_back(fmt::format("{}", p.options.*field));
+    return fmt::format("{} ({})", what, fmt::join(values, " / "));
   };
   auto add = options.add_options(
-      "Measurement (defaults: CPU / GPU / collectives; README, \"Measurement\")");
+      fmt::format("Measurement (defaults: {}; README, \"Measurement\")", fmt::join(names, " / ")));
   if (with_warmup)
-    add("warmup",
-        defaults("warm-up runs before sampling, at least", &MeasureOptions::warmup_iters, false),
-        cxxopts::value<int>())("warmup-time",
-                               defaults("warm-up seconds before sampling, at least",
-                                        &MeasureOptions::warmup_time_s, false),
-                               cxxopts::value<double>());
-  add("min-samples",
-      defaults("timed samples per case, at least", &MeasureOptions::min_samples, true),
+    add("warmup", defaults("warm-up runs before sampling, at least", &MeasureOptions::warmup_iters),
+        cxxopts::value<int>())(
+        "warmup-time",
+        defaults("warm-up seconds before sampling, at least", &MeasureOptions::warmup_time_s),
+        cxxopts::value<double>());
+  add("min-samples", defaults("timed samples per case, at least", &MeasureOptions::min_samples),
       cxxopts::value<int>())(
-      "max-samples",
-      defaults("timed samples per case, at most", &MeasureOptions::max_samples, true),
+      "max-samples", defaults("timed samples per case, at most", &MeasureOptions::max_samples),
       cxxopts::value<int>())(
-      "min-time",
-      defaults("seconds of sampling per case, at least", &MeasureOptions::min_time_s, true),
+      "min-time", defaults("seconds of sampling per case, at least", &MeasureOptions::min_time_s),
       cxxopts::value<double>())(
       "max-time",
       defaults("seconds of sampling per case, at most; the row says 'noisy' if it stops here",
-               &MeasureOptions::max_time_s, true),
+               &MeasureOptions::max_time_s),
       cxxopts::value<double>())(
       "max-noise",
-      fmt::format("stop once the relative standard error of the mean is below this ({})",
-                  cpu.max_noise),
+      defaults("stop once the relative standard error of the mean is below this",
+               &MeasureOptions::max_noise),
       cxxopts::value<double>());
 }
 
@@ -146,15 +152,18 @@ MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& p, bool with
   return v;
 }
 
-void add_report_options(cxxopts::Options& options, std::string_view binary) {
+void add_report_options(cxxopts::Options& options, std::string_view binary, bool resumable) {
   // clang-format off
   options.add_options("Report")
     ("report-dir-path", fmt::format("directory for CSV, JSON lines and environment.json (default reports/{}-<date>-<time>)", binary), cxxopts::value<std::string>())
     ("format", "report formats: csv, jsonl, prom (Prometheus textfile)", cxxopts::value<std::string>()->default_value("csv,jsonl"))
     ("summary-path", "also write a Markdown summary (environment, best results, problems) here", cxxopts::value<std::string>())
-    ("resume", "continue the reports in --report-dir-path: cases they already hold are not run again")
     ("quiet", "no progress lines on stderr");
   // clang-format on
+  if (resumable)
+    options.add_options("Report")(
+        "resume",
+        "continue the reports in --report-dir-path: cases they already hold are not run again");
 }
 
 ReportOptions read_report_options(const cxxopts::ParseResult& p) {
@@ -225,7 +234,10 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
       pointers.push_back(a.data());
     auto parsed = options.parse(static_cast<int>(pointers.size()), pointers.data());
     if (parsed.count("help")) {
-      std::cout << options.help() << std::endl;
+      std::vector<std::string> shown;  // every group but the old spellings kept as aliases
+      for (const auto& group : options.groups())
+        if (group != kAliasGroup) shown.push_back(group);
+      std::cout << options.help(shown) << std::endl;
       return std::nullopt;
     }
     if (parsed.count("version")) {
@@ -236,12 +248,20 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
       throw bad_input(
           fmt::format("unexpected argument '{}' (see --help)", parsed.unmatched().front()));
     return parsed;
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    const std::string flag = quoted_in(e.what());
+    std::vector<std::string> known;
+    for (const auto& group : options.groups())
+      for (const auto& option : options.group_help(group).options)
+        for (const auto& name : option.l)
+          known.push_back(name);
+    const std::string near = closest_match(flag, known);
+    throw bad_input(fmt::format("unknown flag '{}{}'{} (see --help)", flag.size() > 1 ? "--" : "-",
+                                flag,
+                                near.empty() ? "" : fmt::format("; did you mean --{}?", near)));
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
     // cxxopts says "Argument 'nan' failed to parse" without the flag; find which flag got it.
-    std::string what = e.what(), value;
-    auto open = what.find("\xe2\x80\x98"), close = what.find("\xe2\x80\x99");  // ‘ and ’
-    if (open != std::string::npos && close != std::string::npos && close > open)
-      value = what.substr(open + 3, close - open - 3);
+    const std::string what = e.what(), value = quoted_in(what);
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       if (i > 1 && a == value && std::string(argv[i - 1]).rfind("-", 0) == 0)

@@ -43,11 +43,18 @@ struct PeakOverrides {
 
 // The measurement flags; their defaults depend on the backend (measure_defaults), so a flag
 // only overrides when given. `with_warmup` false: the binary warms up by call count (-w).
-void add_measure_options(cxxopts::Options& options, bool with_warmup = true);
+// `profiles`: the binary's own defaults, shown in each flag's help ("CPU", "GPU").
+struct MeasureDefaults {
+  std::string name;
+  MeasureOptions options;
+};
+void add_measure_options(cxxopts::Options& options, const std::vector<MeasureDefaults>& profiles,
+                         bool with_warmup = true);
 MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& parsed,
                                         bool with_warmup = true);
 
-void add_report_options(cxxopts::Options& options, std::string_view binary);
+// `resumable`: the binary offers --resume (bench_ccl and bench_fsdp run again quickly instead).
+void add_report_options(cxxopts::Options& options, std::string_view binary, bool resumable = true);
 ReportOptions read_report_options(const cxxopts::ParseResult& parsed);
 
 void add_peak_options(cxxopts::Options& options);
@@ -56,6 +63,9 @@ PeakOverrides read_peak_options(const cxxopts::ParseResult& parsed);
 // cxxopts needs long flags of two letters or more; "--m 8" and "--m=8" become "-m 8" so that
 // single-letter flags (bench_gemm's --m/--n/--k) read naturally.
 std::vector<std::string> normalize_single_letter_flags(int argc, char** argv);
+
+// Old spellings kept working (bench_gemm's --passes for --pass, ...): parsed, not in --help.
+inline constexpr const char* kAliasGroup = "Aliases";
 
 // Parses argv; unknown flags, bad values and stray arguments become bad_input errors.
 // Returns nullopt after printing help for --help.

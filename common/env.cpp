@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/error.hpp"
@@ -114,7 +115,39 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"memory_available_bytes", available_host_memory_bytes()},
       {"libraries", {{"OpenBLAS", openblas_version()}}},
       {"devices", nlohmann::json::array()},
+      {"env", run_environment_variables()},
+      {"launcher", launcher_command_line()},
   };
+}
+
+nlohmann::json run_environment_variables() {
+  static constexpr std::string_view kPrefixes[] = {
+      "NCCL_",     "CUDA_", "CUBLAS", "CUDNN_",  "OMP_",   "UCX_",     "OMPI_", "SLURM_",
+      "OPENBLAS_", "GOTO_", "MKL_",   "NVIDIA_", "TORCH_", "OPBENCH_", "FI_",   "HCOLL_"};
+  nlohmann::json out = nlohmann::json::object();
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view name = entry.substr(0, eq);
+    bool wanted = name == "LD_LIBRARY_PATH" || name == "CUDA_VISIBLE_DEVICES";
+    for (auto prefix : kPrefixes)
+      wanted = wanted || name.substr(0, prefix.size()) == prefix;
+    if (wanted) out[std::string(name)] = std::string(entry.substr(eq + 1));
+  }
+  return out;
+}
+
+nlohmann::json launcher_command_line() {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", getppid()), std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');)
+    args.push_back(arg);
+  if (args.empty()) return nullptr;
+  const std::string launcher = std::filesystem::path(args[0]).filename().string();
+  for (const char* known : {"mpirun", "mpiexec", "orterun", "prterun", "srun", "torchrun"})
+    if (launcher == known) return join(args, " ");
+  return nullptr;
 }
 
 void Environment::add_library(const std::string& name, const std::string& version) {

@@ -26,6 +26,13 @@ class Environment {
   nlohmann::json info_;
 };
 
+// The environment variables that shape a run (NCCL_*, CUDA_*, OMP_*, UCX_*, OMPI_*, SLURM_*,
+// OPENBLAS_*, ...; not the launcher's internal PMIX_* wiring), as {name: value}.
+nlohmann::json run_environment_variables();
+// The command line that launched this process when its parent is a launcher (mpirun, mpiexec,
+// srun, ...), read from /proc; else null (a rank on another node sees only the daemon).
+nlohmann::json launcher_command_line();
+
 std::string now_iso8601();
 std::string now_compact();  // 20261121-094012, for folder names
 

@@ -38,7 +38,24 @@ std::string executable_dir() {
 
 }  // namespace
 
-nlohmann::json load_json_file(const std::string& path) {
+std::string shipped_config_or(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::exists(p, ec) || p.is_absolute()) return path;
+  auto part = p.begin();
+  if (part == p.end() || *part != "configs" || std::next(part) == p.end()) return path;
+  fs::path rest;
+  for (++part; part != p.end(); ++part)
+    rest /= *part;
+  try {
+    return find_config_file(rest.string());
+  } catch (const Error&) {
+    return path;  // not shipped either: the error names the path as the user gave it
+  }
+}
+
+nlohmann::json load_json_file(const std::string& given_path) {
+  const std::string path = shipped_config_or(given_path);
   std::error_code ec;
   if (!fs::exists(path, ec)) throw bad_input(fmt::format("{}: no such file", path));
   if (fs::is_directory(path, ec))

@@ -67,6 +67,11 @@ std::string describe_json(const nlohmann::json& v);
 std::string entry_where(const std::string& path, std::size_t index, const nlohmann::json& entry,
                         const std::string& name_key);
 
+// A path the user gave as configs/NAME that is not there from the current folder (an installed
+// binary run outside the source tree) is the shipped configs/NAME (find_config_file); any other
+// path is returned as it is.
+std::string shipped_config_or(const std::string& path);
+
 // Finds an opbench config file by name: $OPBENCH_CONFIG_DIR, then configs/ next to the binary
 // (../configs, ../share/opbench/configs), then the source tree it was built from.
 std::string find_config_file(const std::string& file_name);

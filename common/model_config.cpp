@@ -124,4 +124,24 @@ std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
   return out;
 }
 
+TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp) {
+  TpHeads h;
+  if (m.num_attention_heads % tp != 0)
+    throw bad_input(fmt::format("--tp {}: does not divide num_attention_heads ({}) of model '{}'",
+                                tp, m.num_attention_heads, m.name));
+  h.q = m.num_attention_heads / tp;
+  h.kv = m.num_key_value_heads;
+  if (h.kv % tp == 0) {
+    h.kv /= tp;
+  } else if (tp % h.kv == 0) {
+    h.kv = 1;
+    h.note = fmt::format("{} KV heads replicated over tp {}", m.num_key_value_heads, tp);
+  } else {
+    throw bad_input(fmt::format(
+        "--tp {}: neither divides nor is a multiple of num_key_value_heads ({}) of model '{}'", tp,
+        m.num_key_value_heads, m.name));
+  }
+  return h;
+}
+
 }  // namespace opbench

@@ -52,6 +52,15 @@ struct ModelConfig {
   std::int64_t dense_mlp_layers() const { return num_hidden_layers - moe_layers(); }
 };
 
+// The attention heads one tensor-parallel rank holds (Megatron's split): the query heads divided
+// by tp, and the KV heads divided by tp, or, when tp is a multiple of them, one replicated KV
+// head per rank (said in `note`). A tp that fits neither is a bad_input error naming --tp.
+struct TpHeads {
+  std::int64_t q = 0, kv = 0;
+  std::string note;
+};
+TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp);
+
 // Loads and validates every model of a models.json file.
 std::vector<ModelConfig> load_models(const std::string& path);
 // The same from a parsed document; `path` names it in errors.

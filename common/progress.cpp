@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/record.hpp"
+
 namespace opbench {
 
 std::string human_duration(double seconds) {
@@ -56,6 +58,21 @@ void Progress::note(const std::string& line) {
   clear();
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+}
+
+std::string time_text(double us) {
+  if (us < 1e3) return fmt::format("{:.1f} us", us);
+  if (us < 1e6) return fmt::format("{:.1f} ms", us / 1e3);
+  return fmt::format("{:.2f} s", us / 1e6);
+}
+
+std::string flops_rate_text(double tflops) {
+  return tflops >= 1 ? fmt::format("{:.1f} TFLOPS", tflops)
+                     : fmt::format("{:.1f} GFLOPS", tflops * 1e3);
+}
+
+std::string bandwidth_text(double gbps) {
+  return fmt::format("{} GB/s", format_for_people(Value{gbps}));
 }
 
 }  // namespace opbench

@@ -30,4 +30,12 @@ class Progress {
 // "45s", "3m20s", "1h05m"
 std::string human_duration(double seconds);
 
+// One way of writing figures in every binary's progress lines:
+// a time in us below 1 ms, in ms below 1 s, else in s ("571.8 us", "12.3 ms", "1.25 s");
+std::string time_text(double microseconds);
+// a rate in TFLOPS from 1 TFLOPS up, else in GFLOPS ("312.4 TFLOPS", "58.7 GFLOPS");
+std::string flops_rate_text(double tflops);
+// a bandwidth in GB/s with three significant digits ("0.890 GB/s", "187 GB/s").
+std::string bandwidth_text(double gbps);
+
 }  // namespace opbench

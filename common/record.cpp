@@ -47,6 +47,14 @@ std::vector<std::string> Record::names() const {
   return out;
 }
 
+bool is_noisy(const Record& row) {
+  const Value* status = row.find("status");
+  const Value* note = row.find("note");
+  const auto* s = status ? std::get_if<std::string>(status) : nullptr;
+  const auto* n = note ? std::get_if<std::string>(note) : nullptr;
+  return s && *s == "ok" && n && n->find("noisy (") != std::string::npos;
+}
+
 std::string format_value(const Value& v) {
   struct Visitor {
     std::string operator()(std::monostate) const { return ""; }

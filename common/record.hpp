@@ -57,6 +57,10 @@ class Record {
   nlohmann::json extra_ = nlohmann::json::object();
 };
 
+// An ok row whose mean stayed less certain than --max-noise asks (its note says "noisy (rse
+// ..."): tables show its status as "noisy", summaries and comparisons count it apart.
+bool is_noisy(const Record& row);
+
 // Plain text of a value as it appears in a CSV cell or table: integers exactly, reals with up to
 // 7 significant digits, nothing for empty.
 std::string format_value(const Value& v);

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +39,8 @@ bool is_number(const Value& v) {
 
 }  // namespace
 
-std::string csv_escape(const std::string& field) {
+std::string csv_escape(const std::string& text) {
+  const std::string field = ascii_text(text);
   if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
   std::string out = "\"";
   for (char c : field) {
@@ -191,6 +193,7 @@ void ConsoleTable::print(const Record& row) {
     int w = std::max<int>(c.width, static_cast<int>(c.header.size()));
     const Value* v = row.find(c.field);
     std::string text = v ? format_for_people(*v) : "";
+    if (c.field == "status" && is_noisy(row)) text = "noisy";  // an ok row to read with care
     line += v && is_number(*v) ? fmt::format("{:>{}} ", text, w) : fmt::format("{:<{}} ", text, w);
   }
   while (!line.empty() && line.back() == ' ')

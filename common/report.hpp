@@ -11,7 +11,7 @@
 namespace opbench {
 
 // RFC 4180 quoting: a field holding a comma, a quote, CR or LF is enclosed in quotes with inner
-// quotes doubled; anything else is written as is.
+// quotes doubled; anything else is written as is, in plain ASCII (ascii_text).
 std::string csv_escape(const std::string& field);
 
 // Reads an RFC 4180 CSV file into rows of fields (the header is row 0); bad_input if unreadable.

@@ -108,6 +108,18 @@ void ReportFiles::write(const Record& row) {
   ++rows_;
 }
 
+void ReportFiles::carry(const Record& earlier_row) {
+  if (formats_.count(ReportFormat::prom)) prom_rows_.push_back(earlier_row);
+  ++rows_;
+}
+
+std::vector<std::string> ReportFiles::listing() const {
+  std::vector<std::string> out;
+  for (const auto& path : paths())
+    out.push_back(fmt::format("{} ({} rows)", path, rows_));
+  return out;
+}
+
 std::vector<std::string> ReportFiles::paths() const {
   std::vector<std::string> out;
   if (csv_) out.push_back(csv_->path());

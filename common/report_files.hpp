@@ -27,7 +27,12 @@ class ReportFiles {
   ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
               std::string prom_prefix, bool append = false);
   void write(const Record& row);
+  // A row the files already hold from the run being continued (--resume): not written again,
+  // but counted and kept in the .prom, so every output covers the whole run.
+  void carry(const Record& earlier_row);
   std::size_t rows() const { return rows_; }
+  // "path (N rows)" for each file, for the closing lines.
+  std::vector<std::string> listing() const;
   std::vector<std::string> paths() const;
 
  private:

@@ -16,6 +16,9 @@ class FinishedCases {
   explicit FinishedCases(const std::string& csv_path);  // no file yet: nothing finished
   bool contains(const Record& case_row) const;
   std::size_t size() const { return rows_.size(); }
+  // The report's rows as records shaped like `like` (a row of this binary: its names, kinds and
+  // value types), so the continued run's summary, counts and .prom cover the whole run.
+  std::vector<Record> records(const Record& like) const;
 
  private:
   std::vector<std::string> header_;

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/report.hpp"
+#include "common/run_tally.hpp"
 
 namespace opbench {
 namespace {
@@ -62,17 +63,20 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
        fmt::format("{} / {}", j["start_time"].get<std::string>(),
                    j["end_time"].is_null() ? "-" : j["end_time"].get<std::string>()));
 
-  std::size_t ok = 0, skipped = 0, failed = 0;
+  RunTally tally;
+  tally.planned = spec.planned ? spec.planned : rows.size();
   std::vector<const Record*> measured;
   for (const auto& r : rows) {
-    const auto status = text(r, "status");
-    ok += status == "ok";
-    skipped += status == "skipped";
-    failed += status == "failed";
-    if (status == "ok" && !text(r, spec.headline).empty()) measured.push_back(&r);
+    tally.add(r);
+    if (text(r, "status") == "ok" && !text(r, spec.headline).empty()) measured.push_back(&r);
   }
-  md += fmt::format("\n## Results\n\n{} cases: {} ok, {} skipped, {} failed.\n", rows.size(), ok,
-                    skipped, failed);
+  md += fmt::format("\n## Results\n\n{}.\n", tally.line());
+  if (tally.noisy)
+    md += fmt::format(
+        "\n{} of the ok rows are noisy: sampling stopped at --max-time before the relative "
+        "standard error of the mean (rse) fell below --max-noise; their figures are marked "
+        "(noisy) and are less certain than the others.\n",
+        tally.noisy);
   std::sort(measured.begin(), measured.end(), [&](const Record* a, const Record* b) {
     return spec.higher_is_better ? number(*a, spec.headline) > number(*b, spec.headline)
                                  : number(*a, spec.headline) < number(*b, spec.headline);
@@ -87,7 +91,8 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
     for (std::size_t i = 0; i < measured.size() && i < spec.top; ++i) {
       std::vector<std::string> cells;
       for (const auto& c : spec.columns)
-        cells.push_back(cell(text(*measured[i], c)));
+        cells.push_back(cell(text(*measured[i], c)) +
+                        (c == spec.headline && is_noisy(*measured[i]) ? " (noisy)" : ""));
       md += fmt::format("| {} |\n", fmt::join(cells, " | "));
     }
   }

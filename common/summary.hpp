@@ -18,6 +18,7 @@ struct SummarySpec {
   std::vector<std::string> columns;  // what each result row shows
   std::size_t top = 15;
   std::vector<std::string> extra;  // more Markdown at the end (e.g. FSDP's per-step estimate)
+  std::size_t planned = 0;         // cases the run was asked for (0: as many as rows)
 };
 
 std::string summary_markdown(const Environment& env, const std::vector<Record>& rows,

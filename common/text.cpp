@@ -1,6 +1,8 @@
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace opbench {
 
@@ -45,6 +47,68 @@ void append_note(std::string& note, std::string_view clause) {
   if (clause.empty()) return;
   if (!note.empty()) note += "; ";
   note += clause;
+}
+
+std::string ascii_text(std::string_view utf8) {
+  static const std::pair<std::string_view, std::string_view> kSpellings[] = {
+      {"\xc2\xb7", "*"},       {"\xc3\x97", "x"},      {"\xe2\x80\x94", "-"}, {"\xe2\x80\x93", "-"},
+      {"\xe2\x89\xa5", ">="},  {"\xe2\x89\xa4", "<="}, {"\xe2\x80\x99", "'"}, {"\xe2\x80\x98", "'"},
+      {"\xe2\x80\xa6", "..."}, {"\xc2\xb3", "^3"},     {"\xc2\xb2", "^2"},    {"\xc2\xb5", "u"},
+      {"\xe2\x86\x92", "->"}};
+  std::string out;
+  for (std::size_t i = 0; i < utf8.size();) {
+    const auto c = static_cast<unsigned char>(utf8[i]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    bool spelled = false;
+    for (const auto& [from, to] : kSpellings)
+      if (utf8.substr(i, from.size()) == from) {
+        out += to;
+        i += from.size();
+        spelled = true;
+        break;
+      }
+    if (spelled) continue;
+    // An unknown character: skip its UTF-8 continuation bytes, write one '?'.
+    out += '?';
+    ++i;
+    while (i < utf8.size() && (static_cast<unsigned char>(utf8[i]) & 0xC0) == 0x80)
+      ++i;
+  }
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = word.size() / 3 + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(to_lower(word), to_lower(c));
+    const bool prefix = word.size() >= 3 && (c.rfind(word, 0) == 0 || word.rfind(c, 0) == 0);
+    if (d < best_distance || (d == best_distance && best.empty()) || (prefix && best.empty())) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
 }
 
 }  // namespace opbench

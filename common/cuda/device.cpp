@@ -1,6 +1,7 @@
 #include "common/cuda/device.hpp"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include "common/cuda/check.hpp"
@@ -18,12 +19,38 @@ int cuda_device_count(std::string* why_none) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    if (why_none) *why_none = fmt::format("{}: {}", cudaGetErrorName(err), cudaGetErrorString(err));
+    if (why_none) *why_none = no_gpu_reason(err, driver_library_present());
     cudaGetLastError();  // clear the sticky error so later calls are not affected
     return 0;
   }
-  if (count == 0 && why_none) *why_none = "no CUDA device";
+  if (count == 0 && why_none) *why_none = "no NVIDIA GPU found (the driver sees none)";
   return count;
+}
+
+bool driver_library_present() {
+  // The runtime says cudaErrorInsufficientDriver both when no driver is installed and when it is
+  // too old; whether libcuda loads tells the two apart. RTLD_NOLOAD would miss an unloaded one.
+  void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!handle) return false;
+  dlclose(handle);
+  return true;
+}
+
+std::string no_gpu_reason(int cuda_error, bool driver_present) {
+  const auto err = static_cast<cudaError_t>(cuda_error);
+  const std::string cuda_says =
+      fmt::format("{}: {}", cudaGetErrorName(err), cudaGetErrorString(err));
+  if (err == cudaErrorNoDevice) return "no NVIDIA GPU found (" + cuda_says + ")";
+  if (err == cudaErrorInsufficientDriver && !driver_present)
+    return "no NVIDIA driver or GPU found (libcuda.so.1 is not installed)";
+  if (err == cudaErrorInsufficientDriver) {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return fmt::format(
+        "the NVIDIA driver is too old for this build's CUDA runtime {} (update the driver; {})",
+        version_text(runtime), cuda_says);
+  }
+  return cuda_says;
 }
 
 CudaDeviceInfo cuda_device_info(int device) {

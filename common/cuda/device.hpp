@@ -20,8 +20,15 @@ struct CudaDeviceInfo {
 };
 
 // Number of usable CUDA devices; 0 when there is no driver or no device, with the reason in
-// `why_none` (e.g. "cudaErrorNoDevice: no CUDA-capable device is detected").
+// `why_none` in plain words (no_gpu_reason).
 int cuda_device_count(std::string* why_none = nullptr);
+// Whether the driver's libcuda.so.1 can be loaded.
+bool driver_library_present();
+// Why cudaGetDeviceCount failed, for people: "no NVIDIA driver or GPU found" when the runtime
+// says cudaErrorInsufficientDriver and no libcuda is installed (a CPU machine), "the NVIDIA
+// driver is too old ..." when one is, "no NVIDIA GPU found" for cudaErrorNoDevice; CUDA's own
+// words otherwise. `cuda_error` is a cudaError_t.
+std::string no_gpu_reason(int cuda_error, bool driver_present);
 CudaDeviceInfo cuda_device_info(int device);
 std::uint64_t cuda_free_memory_bytes(int device);
 

@@ -5,6 +5,7 @@
 
 #include "common/cli.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 using namespace opbench;
 
@@ -56,4 +57,33 @@ TEST_CASE("single-letter long flags become short flags") {
   auto out = normalize_single_letter_flags(static_cast<int>(argv.size()), argv.data());
   CHECK(out ==
         std::vector<std::string>{"bench", "-m", "8", "-n", "16", "--model", "x", "-k", "1:4"});
+}
+
+TEST_CASE("a misspelt flag gets the nearest one, and only a near one") {
+  CHECK(edit_distance("mdoel", "model") == 2);
+  CHECK(edit_distance("", "abc") == 3);
+  const std::vector<std::string> flags{"model", "model-config-path", "seq-len", "micro-batch",
+                                       "pass"};
+  CHECK(closest_match("mdoel", flags) == "model");
+  CHECK(closest_match("seqlen", flags) == "seq-len");
+  CHECK(closest_match("passes", flags) == "pass");  // a prefix of it
+  CHECK(closest_match("backend", flags).empty());
+}
+
+TEST_CASE("an unknown flag is one bad_input line with a suggestion") {
+  auto options = [] {
+    cxxopts::Options o("t", "");
+    o.add_options()("model", "m", cxxopts::value<std::string>());
+    o.add_options(kAliasGroup)("passes", "old", cxxopts::value<std::string>());
+    return o;
+  };
+  auto misspelt = options();
+  const char* argv[] = {"t", "--mdoel", "x"};
+  CHECK_THROWS_WITH(parse_command_line(misspelt, 3, const_cast<char**>(argv), [] {}),
+                    "unknown flag '--mdoel'; did you mean --model? (see --help)");
+  auto aliased = options();
+  const char* alias[] = {"t", "--passes", "fprop"};  // an alias parses, though --help hides it
+  auto parsed = parse_command_line(aliased, 3, const_cast<char**>(alias), [] {});
+  REQUIRE(parsed);
+  CHECK((*parsed)["passes"].as<std::string>() == "fprop");
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/cuda/device.hpp"
 #include "common/error.hpp"
 #include "gemm/cublaslt_descriptors.hpp"
 
@@ -92,4 +93,12 @@ TEST_CASE("a batch past cuBLASLt's int32 count is refused before any cast") {
   LtDescriptors d;
   CHECK_THROWS_WITH(make_lt_descriptors(p, true, d),
                     Catch::Contains("batch 2147483648 exceeds cuBLASLt's batch count limit"));
+}
+
+TEST_CASE("no GPU, said in plain words: a missing driver is not a driver fault") {
+  CHECK(no_gpu_reason(cudaErrorInsufficientDriver, false) ==
+        "no NVIDIA driver or GPU found (libcuda.so.1 is not installed)");
+  CHECK_THAT(no_gpu_reason(cudaErrorInsufficientDriver, true),
+             Catch::StartsWith("the NVIDIA driver is too old for this build's CUDA runtime"));
+  CHECK_THAT(no_gpu_reason(cudaErrorNoDevice, true), Catch::StartsWith("no NVIDIA GPU found"));
 }

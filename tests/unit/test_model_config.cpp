@@ -83,3 +83,17 @@ TEST_CASE("unknown model names list the known ones") {
   CHECK(select_models(models, "all", "f.json").size() == 1);
   CHECK(select_models(models, "M", "f.json").size() == 1);
 }
+
+TEST_CASE("heads of one tensor-parallel rank, as Megatron splits them") {
+  auto m = models_from_json(nlohmann::json::parse(one_model("")), "m.json").front();  // 32 q, 8 kv
+  auto h = heads_per_tp_rank(m, 4);
+  CHECK(h.q == 8);
+  CHECK(h.kv == 2);
+  CHECK(h.note.empty());
+  h = heads_per_tp_rank(m, 16);  // more ranks than KV heads: one replicated KV head each
+  CHECK(h.q == 2);
+  CHECK(h.kv == 1);
+  CHECK(h.note == "8 KV heads replicated over tp 16");
+  CHECK_THROWS_WITH(heads_per_tp_rank(m, 3),
+                    Catch::Contains("--tp 3: does not divide num_attention_heads (32)"));
+}

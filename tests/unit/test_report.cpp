@@ -4,8 +4,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/earlier_reports.hpp"
 #include "common/error.hpp"
 #include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/resume.hpp"
+#include "common/run_tally.hpp"
+#include "common/text.hpp"
 
 using namespace opbench;
 namespace fs = std::filesystem;
@@ -85,4 +90,90 @@ TEST_CASE("report paths") {
   CHECK_THROWS_WITH(ensure_directory(file.string()),
                     Catch::Contains("exists and is not a directory"));
   CHECK_THROWS_WITH(CsvWriter(dir.string()), Catch::Contains("is a directory"));
+}
+
+TEST_CASE("CSV cells are plain ASCII: a spreadsheet without a BOM reads them as written") {
+  CHECK(csv_escape("tp all_reduce of mbs\xc2\xb7seq\xc2\xb7hidden") ==
+        "tp all_reduce of mbs*seq*hidden");
+  CHECK(csv_escape("n \xe2\x89\xa5 k \xe2\x80\x94 4\xc3\x97 faster, 2\xc2\xb5s") ==
+        "\"n >= k - 4x faster, 2us\"");
+  CHECK(ascii_text("caf\xc3\xa9 \xe6\x97\xa5") == "caf? ?");  // unknown: one '?' per character
+}
+
+TEST_CASE("A continued run's reports carry the earlier rows: counts, .prom and records") {
+  const auto dir = temp_dir("resume_carry");
+  const std::string base = (dir / "r").string();
+  auto row = [](std::int64_t m, double t) {
+    Record r;
+    r.arg("case", std::string("mbs\xc2\xb7seq")).arg("m", m).metric("time_us", t);
+    r.result("status", std::string("ok")).result("note", Value{});
+    return r;
+  };
+  {
+    ReportFiles first(base, {ReportFormat::csv, ReportFormat::prom}, nlohmann::json::object(),
+                      "opbench_t");
+    first.write(row(64, 1.5));
+  }
+  const FinishedCases finished(base + ".csv");
+  CHECK(finished.contains(row(64, 0)));  // matched through the ASCII spelling the CSV holds
+  CHECK_FALSE(finished.contains(row(128, 0)));
+  const auto earlier = finished.records(row(0, 0));
+  REQUIRE(earlier.size() == 1);
+  CHECK(std::get<std::int64_t>(*earlier[0].find("m")) == 64);
+  CHECK(std::get<double>(*earlier[0].find("time_us")) == 1.5);
+  CHECK(std::holds_alternative<std::monostate>(*earlier[0].find("note")));
+
+  ReportFiles second(base, {ReportFormat::csv, ReportFormat::prom}, nlohmann::json::object(),
+                     "opbench_t", true);
+  second.carry(earlier[0]);
+  second.write(row(128, 2.5));
+  CHECK(second.rows() == 2);
+  const std::string prom = read_file(base + ".prom");
+  CHECK(prom.find("opbench_t_time_us{case=\"mbs*seq\",m=\"64\",status=\"ok\"} 1.5") !=
+        std::string::npos);
+  CHECK(prom.find("m=\"128\"") != std::string::npos);
+  CHECK(read_file(base + ".csv") ==
+        "case,m,time_us,status,note\nmbs*seq,64,1.5,ok,\nmbs*seq,128,2.5,ok,\n");
+}
+
+TEST_CASE("One tally for the closing lines, the summary and the exit code") {
+  auto row = [](const char* status, const char* note) {
+    Record r;
+    r.result("status", std::string(status)).result("note", std::string(note));
+    return r;
+  };
+  RunTally t;
+  t.planned = 8;
+  t.add_earlier(row("ok", ""));
+  t.add(row("ok", "run in fp32 on the CPU; noisy (rse 5.6% > 1.0% after 58 samples, 0.3 s)"));
+  t.add(row("skipped", "bf16 needs a GPU"));
+  CHECK(t.line() ==
+        "3 of 8 cases: 2 ok (1 noisy), 1 skipped, 0 failed, 1 of them from the run continued "
+        "(--resume)");
+  CHECK(is_noisy(row("ok", "noisy (rse 2%)")));
+  CHECK_FALSE(is_noisy(row("failed", "noisy (rse 2%)")));
+  RunEnd end{"", "dir", {}, true};
+  CHECK(finish_run(t, end, false, 0) == 0);
+  CHECK(finish_run(t, end, true, 130) == 130);
+  RunTally skipped;
+  skipped.planned = 2;
+  skipped.add(row("skipped", "x"));
+  skipped.add(row("skipped", "x"));
+  CHECK(finish_run(skipped, end, false, 0) == kExitNothingRan);
+  skipped.add(row("failed", "wrong result"));
+  CHECK(finish_run(skipped, end, false, 0) == 1);
+}
+
+TEST_CASE("A report folder used again: its reports move aside, other files stay") {
+  const auto dir = temp_dir("earlier");
+  std::ofstream(dir / "gemm_tiny.csv") << "a\n1\n";
+  std::ofstream(dir / "environment.json") << "{}";
+  std::ofstream(dir / "notes.txt") << "mine";
+  const auto moved = set_aside_earlier_reports(dir.string(), {}, false);
+  REQUIRE(moved.size() == 1);
+  CHECK(fs::exists(fs::path(moved[0]) / "gemm_tiny.csv"));
+  CHECK(fs::exists(fs::path(moved[0]) / "environment.json"));
+  CHECK(fs::exists(dir / "notes.txt"));
+  CHECK_FALSE(fs::exists(dir / "gemm_tiny.csv"));
+  CHECK(set_aside_earlier_reports(dir.string(), {}, false).empty());  // nothing left to move
 }
