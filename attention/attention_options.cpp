@@ -5,6 +5,10 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#ifdef OPBENCH_HAVE_CUDA
+#include "attention/cudnn_backend.hpp"
+#include "common/cuda/device.hpp"
+#endif
 
 namespace opbench {
 
@@ -23,6 +27,8 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("model", "models, comma-separated", cxxopts::value<std::string>())
     ("seq-len", "sequence lengths for --model (list or start:stop:step; default the model's)", cxxopts::value<std::string>())
     ("micro-batch", "batch sizes for --model (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("tp", "tensor-parallel degree: --model shapes get the heads of one rank (query and KV heads / tp)", cxxopts::value<std::string>()->default_value("1"))
+    ("list-models", "list the models of the config and exit")
     ("pass", "fwd, bwd or both (bwd timed on its own)", cxxopts::value<std::string>()->default_value("fwd,bwd"))
     ("dtype", "override every shape's dtype, a list: bf16, fp16 (GPU), fp32 (CPU)", cxxopts::value<std::string>())
     ("causal", "override every shape's mask: true or false", cxxopts::value<std::string>());
@@ -37,11 +43,18 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("engines-per-graph", "with --dry-run: finalize the heuristics' configurations in order until this many accept a graph (each compiles a kernel)", cxxopts::value<int>()->default_value("16"))
     ("device-profile", "with --dry-run: ask cuDNN about a GPU that is not here: a100, h100, h200, b200 (configs/cudnn_devices.json) or a profile file", cxxopts::value<std::string>());
   // clang-format on
-  add_measure_options(options);
+  add_measure_options(options, {{"CPU", resolve(MeasureProfile::cpu, attention_cpu_measure({}))},
+                                {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "attention");
   add_peak_options(options);
-  auto parsed = parse_command_line(
-      options, argc, argv, [] { print_versions("bench_attention", {openblas_library_version()}); });
+  auto parsed = parse_command_line(options, argc, argv, [] {
+    std::vector<LibraryVersion> libraries{openblas_library_version()};
+#ifdef OPBENCH_HAVE_CUDA
+    libraries.push_back(cuda_runtime_library_version());
+    libraries.push_back(cudnn_library_version());
+#endif
+    print_versions("bench_attention", libraries);
+  });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
@@ -50,8 +63,14 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   if (p.count("model")) o.models = str("model");
   if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
+  o.tp = parse_positive_int(str("tp"), "--tp");
+  o.list_models = p.count("list-models") > 0;
   o.passes = parse_attention_passes(str("pass"));
   if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"), "--dtype");
+  for (DType t : o.dtypes)
+    if (!is_attention_dtype(t))
+      throw bad_input(
+          fmt::format("--dtype: {} is not an attention dtype (fp32, bf16, fp16)", dtype_name(t)));
   if (p.count("causal")) {
     auto c = to_lower(str("causal"));
     if (c != "true" && c != "false")
@@ -77,10 +96,15 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p);
-  if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty())
+  if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty() && !o.list_models)
     throw bad_input(
         "nothing to run: give --shapes-json-path, or --model (with --model-config-path)");
   return o;
+}
+
+MeasureOverrides attention_cpu_measure(MeasureOverrides user) {
+  if (!user.min_samples && !user.max_samples) user.min_samples = 3;
+  return user;
 }
 
 }  // namespace opbench

@@ -13,6 +13,8 @@ namespace opbench {
 struct AttentionOptions {
   std::string shapes_path, model_config_path, models;
   std::vector<std::int64_t> seqlens, micro_batches{1};
+  std::int64_t tp = 1;  // heads of one tensor-parallel rank
+  bool list_models = false;
   std::vector<AttentionPass> passes{AttentionPass::fwd, AttentionPass::bwd};
   std::vector<DType> dtypes;               // empty: the file's (GPU) or fp32 (CPU)
   std::optional<bool> causal;              // override the shapes' own
@@ -30,5 +32,9 @@ struct AttentionOptions {
 };
 
 std::optional<AttentionOptions> parse_attention_options(int argc, char** argv);
+
+// The user's measurement flags on the CPU: a CPU attention case runs for a second or more, so 3
+// samples (not the CPU profile's 5) already give a spread, unless the user set the sample counts.
+MeasureOverrides attention_cpu_measure(MeasureOverrides user);
 
 }  // namespace opbench

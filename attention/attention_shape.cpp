@@ -15,6 +15,10 @@ std::string attention_pass_name(AttentionPass p) {
   return p == AttentionPass::fwd ? "fwd" : "bwd";
 }
 
+bool is_attention_dtype(DType t) {
+  return t != DType::tf32 && is_floating(t) && dtype_size(t) > 1;
+}
+
 std::vector<AttentionPass> parse_attention_passes(const std::string& text) {
   std::vector<AttentionPass> out;
   for (const auto& item : split(text, ',')) {
@@ -72,7 +76,7 @@ void validate(const AttentionShape& s, const std::string& where) {
   if (s.heads_q % s.heads_kv != 0)
     fail("num_head_kv", fmt::format("num_head_q ({}) is not a multiple of num_head_kv ({})",
                                     s.heads_q, s.heads_kv));
-  if (s.dtype == DType::tf32 || !is_floating(s.dtype) || dtype_size(s.dtype) == 1)
+  if (!is_attention_dtype(s.dtype))
     fail("dtype",
          fmt::format("{} is not an attention dtype (fp32, bf16, fp16)", dtype_name(s.dtype)));
 }
@@ -114,16 +118,18 @@ std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc
 std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& seqlens,
                                                    const std::vector<std::int64_t>& micro_batches,
-                                                   DType dtype) {
+                                                   DType dtype, std::int64_t tp) {
   std::vector<AttentionShape> out;
+  // MLA has as many K/V heads as query heads: both split evenly.
+  const TpHeads heads = heads_per_tp_rank(m, tp);
   for (auto mb : micro_batches)
     for (auto seq : seqlens) {
       AttentionShape s;
       s.model = m.name;
       s.batch = mb;
       s.seqlen_q = s.seqlen_kv = seq;
-      s.heads_q = m.num_attention_heads;
-      s.heads_kv = m.num_key_value_heads;
+      s.heads_q = heads.q;
+      s.heads_kv = heads.kv;
       s.head_dim_qk = m.mla ? m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim : m.head_dim;
       s.head_dim_v = m.mla ? m.mla->v_head_dim : m.head_dim;
       s.causal = true;

@@ -19,6 +19,8 @@ namespace opbench {
 
 enum class AttentionPass { fwd, bwd };
 std::string attention_pass_name(AttentionPass p);
+// fp32, bf16, fp16 (and fp64, which every provider skips): not tf32, integers or fp8.
+bool is_attention_dtype(DType t);
 std::vector<AttentionPass> parse_attention_passes(const std::string& text);
 
 struct AttentionShape {
@@ -57,10 +59,11 @@ std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc
                                                        const std::string& path);
 
 // The attention of a model's layers: causal, its heads and head dims (MLA: K takes
-// qk_nope + qk_rope, V v_head_dim), for every sequence length and micro-batch.
+// qk_nope + qk_rope, V v_head_dim), for every sequence length and micro-batch; with tp > 1 the
+// heads of one tensor-parallel rank (heads_per_tp_rank).
 std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& seqlens,
                                                    const std::vector<std::int64_t>& micro_batches,
-                                                   DType dtype);
+                                                   DType dtype, std::int64_t tp = 1);
 
 }  // namespace opbench

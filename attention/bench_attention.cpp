@@ -8,16 +8,19 @@
 #include "attention/attention_provider.hpp"
 #include "common/backend.hpp"
 #include "common/device_profile.hpp"
+#include "common/earlier_reports.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
+#include "common/model_list.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
+#include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
@@ -45,7 +48,7 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
         o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
     for (const auto& m : select_models(load_models(path), o.models, path)) {
       auto seqlens = o.seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : o.seqlens;
-      auto more = model_attention_shapes(m, seqlens, o.micro_batches, DType::bf16);
+      auto more = model_attention_shapes(m, seqlens, o.micro_batches, DType::bf16, o.tp);
       shapes.insert(shapes.end(), more.begin(), more.end());
     }
   }
@@ -97,7 +100,8 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
       .metric("stddev_us", timed(st.stddev))
       .metric("p99_us", timed(st.p99));
   row.metric("cv", timed(st.cv))
-      .metric("samples", measured ? Value{static_cast<std::int64_t>(st.count)} : Value{});
+      .metric("samples", measured ? Value{static_cast<std::int64_t>(st.count)} : Value{})
+      .metric("rse", timed(st.rse));
   const std::int64_t flops = s.flops(c.pass), bytes = s.io_bytes(c.pass);
   std::optional<double> tflops, bw, pct;
   if (measured && st.mean > 0) {
@@ -233,6 +237,7 @@ int bench_attention_main(int argc, char** argv) {
   auto parsed = parse_attention_options(argc, argv);
   if (!parsed) return 0;
   const AttentionOptions& o = *parsed;
+  if (o.list_models) return print_model_list(o.model_config_path);
   if (!o.device_profile.empty()) {
     const DeviceProfile profile = load_device_profile(o.device_profile);  // bad input first
 #ifdef OPBENCH_HAVE_CUDA
@@ -267,6 +272,7 @@ int bench_attention_main(int argc, char** argv) {
   const std::string csv_path = o.report_csv_path.empty()
                                    ? (std::filesystem::path(dir) / "attention.csv").string()
                                    : o.report_csv_path;
+  if (!o.report.resume) set_aside_earlier_reports(dir, {csv_path, o.report.summary_path});
   Environment env(argc, argv, "bench_attention");
   provider->describe(env);
   env.write(dir, false);
@@ -280,6 +286,16 @@ int bench_attention_main(int argc, char** argv) {
                     "opbench_attention", o.report.resume);
   std::vector<Record> rows;
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
+  RunTally tally;
+  tally.planned = cases.size();
+  // --resume: the earlier run's rows count, and stay in the .prom and the summary.
+  if (!cases.empty())
+    for (auto& row :
+         finished.records(attention_row(cases.front(), *provider, AttentionResult{}, peaks))) {
+      files.carry(row);
+      tally.add_earlier(row);
+      rows.push_back(std::move(row));
+    }
   double total = 0;
   for (const auto& c : cases)
     total += static_cast<double>(c.shape.flops(c.pass));
@@ -301,14 +317,11 @@ int bench_attention_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"max_abs_err", "max_err", 8},
                       {"status", "", 7}});
-  MeasureOverrides overrides = o.measure;
-  // A CPU attention case runs for a second or more: 3 samples already give a spread.
-  if (choice.backend == Backend::cpu && !overrides.min_samples && !overrides.max_samples)
-    overrides.min_samples = 3;
+  const MeasureOverrides overrides =
+      choice.backend == Backend::cpu ? attention_cpu_measure(o.measure) : o.measure;
   const MeasureOptions measure = resolve(
       choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, overrides);
   AttentionRunOptions run{measure, o.check, o.check_heads};
-  std::size_t failed = 0, done = 0;
   install_interrupt_handlers();
   for (const auto& c : cases) {
     if (interrupted()) break;
@@ -316,7 +329,6 @@ int bench_attention_main(int argc, char** argv) {
                                           dtype_name(c.shape.dtype), attention_pass_name(c.pass));
     if (finished.contains(attention_row(c, *provider, AttentionResult{}, peaks))) {
       progress.done(static_cast<double>(c.shape.flops(c.pass)), label + "  already in the report");
-      ++done;
       continue;
     }
     progress.start(label);
@@ -342,14 +354,12 @@ int bench_attention_main(int argc, char** argv) {
     rows.push_back(row);
     progress.clear();
     table.print(row);
-    ++done;
-    failed += r.status == Status::failed;
-    progress.done(
-        static_cast<double>(c.shape.flops(c.pass)),
-        r.status == Status::ok
-            ? fmt::format("{}  {:.1f} ms  {} TFLOPS", label, r.measurement.stats.mean / 1e3,
-                          format_value(*row.find("tflops")))
-            : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
+    tally.add(row);
+    progress.done(static_cast<double>(c.shape.flops(c.pass)),
+                  r.status == Status::ok
+                      ? fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
+                                    flops_rate_text(std::get<double>(*row.find("tflops"))))
+                      : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
   }
   env.write(dir, true);
   if (!o.report.summary_path.empty())
@@ -361,19 +371,10 @@ int bench_attention_main(int argc, char** argv) {
                     "head_dim_qk", "head_dim_v", "causal", "dtype", "pass", "time_us", "tflops",
                     "max_abs_err"},
                    15,
-                   {harness.markdown()}});
-  std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
-  std::fprintf(stderr, "%s\n", harness.text().c_str());
-  for (const auto& path : files.paths())
-    std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
-  if (interrupted()) {
-    std::fprintf(stderr,
-                 "interrupted after %zu of %zu cases; every finished case is in the report "
-                 "(continue with --resume)\n",
-                 done, cases.size());
-    return interrupted_exit_code();
-  }
-  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+                   {harness.markdown()},
+                   tally.planned});
+  return finish_run(tally, {harness.text(), dir, files.listing(), true}, interrupted(),
+                    interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench

@@ -6,6 +6,11 @@
 
 namespace opbench {
 
+LibraryVersion cudnn_library_version() {
+  return {"cuDNN", version_from_int(CUDNN_VERSION),
+          version_from_int(static_cast<long long>(cudnnGetVersion()))};
+}
+
 void cudnn_check(cudnnStatus_t status, const char* what) {
   if (status == CUDNN_STATUS_SUCCESS) return;
   char detail[512] = {0};

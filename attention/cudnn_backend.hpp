@@ -9,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "common/version.hpp"
+
 namespace opbench {
+
+// For --version: the cuDNN the binary was built with (CUDNN_VERSION) and the one it loaded.
+LibraryVersion cudnn_library_version();
 
 // Throws run_failure naming the call, cuDNN's status and its last error message.
 void cudnn_check(cudnnStatus_t status, const char* what);

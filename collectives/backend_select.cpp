@@ -89,6 +89,28 @@ std::string describe_rank(const CclBackend& backend, const MpiSession& session, 
                      session.host(), device, session.local_rank());
 }
 
+nlohmann::json gather_rank_map(const CclBackend& backend, const MpiSession& session) {
+  nlohmann::json mine = {{"rank", session.world_rank()},
+                         {"host", session.host()},
+                         {"local_rank", session.local_rank()},
+                         {"pid", static_cast<long long>(getpid())},
+                         {"device", "host memory"}};
+#ifdef OPBENCH_HAVE_CUDA
+  if (backend.name == "nccl") {
+    auto info = cuda_device_info(backend.device);
+    mine["device"] = backend.device;
+    mine["device_name"] = info.name;
+    mine["pci_bus_id"] = info.pci_bus_id;
+  }
+#else
+  (void)backend;
+#endif
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& text : session.gather_strings(mine.dump()))
+    all.push_back(nlohmann::json::parse(text));
+  return all;
+}
+
 // The first line of MPI_Get_library_version (callable before MPI_Init). Its length counts the
 // terminating NUL, which must not reach a report.
 std::string mpi_library_version_text() {

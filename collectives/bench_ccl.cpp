@@ -15,15 +15,18 @@
 #include "collectives/model_messages.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
+#include "common/earlier_reports.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
+#include "common/model_list.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
+#include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "common/timer.hpp"
 
@@ -66,8 +69,12 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)
-      throw bad_input(fmt::format("{}: a group of {} ranks does not divide the world of {}",
-                                  m.label, m.group_size, world_size));
+      throw bad_input(fmt::format(
+          "--model {} at --tp {} --ep {} --pp {}: {} needs groups of {} ranks, which do not "
+          "divide the {} rank{} of this launch: launch a multiple of {} ranks (mpirun -np {}) "
+          "or lower --tp/--ep/--pp",
+          o.model, o.tp, o.ep, o.pp, m.label, m.group_size, world_size, world_size > 1 ? "s" : "",
+          m.group_size, m.group_size));
     for (Placement placement : o.placements)
       cases.push_back({m.op, o.model_dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size,
                        m.label, m.calls_per_step});
@@ -93,11 +100,13 @@ class CclReports {
     rows_.push_back(row);
   }
   const std::vector<Record>& rows() const { return rows_; }
-  void list(std::FILE* out) const {
-    if (all_) std::fprintf(out, "  %s (%zu rows)\n", all_->path().c_str(), all_->rows());
+  std::vector<std::string> listing() const {
+    std::vector<std::string> out;
+    if (all_) out.push_back(fmt::format("{} ({} rows)", all_->path(), all_->rows()));
     for (const auto& [op, f] : per_op_)
-      for (const auto& path : f->paths())
-        std::fprintf(out, "  %s (%zu rows)\n", path.c_str(), f->rows());
+      for (const auto& line : f->listing())
+        out.push_back(line);
+    return out;
   }
 
  private:
@@ -108,9 +117,36 @@ class CclReports {
   std::vector<Record> rows_;
 };
 
+// --dry-run: the cases as they would run, one line each, and nothing else.
+int print_cases(const std::vector<CclCase>& cases, int world) {
+  ConsoleTable table({{"op", "", 14},
+                      {"label", "", 34},
+                      {"group_size", "group", 5},
+                      {"dtype", "", 5},
+                      {"placement", "", 12},
+                      {"size_bytes", "", 12},
+                      {"calls_per_step", "calls/step", 10}});
+  for (const auto& c : cases) {
+    Record r;
+    r.arg("op", coll_op_name(c.op))
+        .arg("label", c.label)
+        .arg("group_size", std::int64_t{c.group_size})
+        .arg("dtype", std::string(dtype_name(c.dtype)))
+        .arg("placement", placement_name(c.placement))
+        .arg("size_bytes", static_cast<std::int64_t>(c.size_bytes))
+        .arg("calls_per_step", c.calls_per_step ? Value{c.calls_per_step} : Value{});
+    table.print(r);
+  }
+  std::printf("%zu cases on %d rank%s (dry run: nothing ran)\n", cases.size(), world,
+              world > 1 ? "s" : "");
+  return 0;
+}
+
 int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   const bool lead = session.world_rank() == 0;
-  const int world = session.world_size();
+  if (o.list_models) return lead ? print_model_list(o.model_config_path) : 0;
+  const int world =
+      o.dry_run && o.world_size > 0 ? static_cast<int>(o.world_size) : session.world_size();
   const int group_size = o.group_size > 0 ? o.group_size : world;
   if (group_size > world || world % group_size != 0)
     throw bad_input(
@@ -123,6 +159,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     if (rank >= world)
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
   std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
+  if (o.dry_run) return lead ? print_cases(cases, world) : 0;
 
   CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
   if (o.run.graph_replays > 0 && backend.name != "nccl")
@@ -140,6 +177,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (lead) {
     try {
       ensure_directory(dir);
+      set_aside_earlier_reports(dir, {o.report_csv_path, o.report.summary_path});
       env.write(dir, false);
       reports = std::make_unique<CclReports>(o, dir, env.run_id());
     } catch (const Error& e) {
@@ -152,6 +190,11 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
   auto ranks = session.gather_strings(describe_rank(backend, session, group_size));
+  const nlohmann::json rank_map = gather_rank_map(backend, session);
+  if (lead) {
+    env.set("ranks", rank_map);
+    env.write(dir, false);
+  }
   if (lead) {
     // nccl-tests' header, so the two outputs diff line for line.
     const auto [min_size, max_size] = std::minmax_element(o.sizes.begin(), o.sizes.end());
@@ -177,7 +220,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   CclContext ctx{backend.name,    world,       session.local_size(),
                  session.nodes(), o.run.iters, o.run.aggregation};
   NcclTestsTable table(o.run.per_iter, o.wants_model() ? o.placements.size() : o.placements.size());
-  std::size_t failed = 0;
+  RunTally tally;
+  tally.planned = cases.size();
+  std::size_t failed = 0;  // on every rank: the exit code of a rank that writes no rows
   install_interrupt_handlers();
   bool stopped = false;
   HarnessCost harness;
@@ -212,10 +257,12 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     harness.result_written();
     progress.clear();
     table.add(c, call, r, row);
-    std::string result = r.status == Status::ok
-                             ? fmt::format("{}  {:.2f} us  busbw {} GB/s", label, r.time_us,
-                                           format_value(*row.find("busbw_gbps")))
-                             : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+    tally.add(row);
+    std::string result =
+        r.status == Status::ok
+            ? fmt::format("{}  {}  busbw {}", label, time_text(r.time_us),
+                          bandwidth_text(std::get<double>(*row.find("busbw_gbps"))))
+            : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
     progress.done(1, result);
   }
   if (lead) {
@@ -229,15 +276,12 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                      {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
                       "algbw_gbps", "busbw_gbps", "wrong"},
                      15,
-                     {harness.markdown()}});
-    std::fprintf(stderr, "%s\n", harness.text().c_str());
-    std::fprintf(stderr, "%zu cases, %zu failed. Reports:\n", cases.size(), failed);
-    reports->list(stderr);
+                     {harness.markdown()},
+                     tally.planned});
+    return finish_run(tally, {harness.text(), dir, reports->listing(), false}, stopped,
+                      interrupted() ? interrupted_exit_code() : 128 + 15);
   }
-  if (stopped) {
-    if (lead) std::fprintf(stderr, "interrupted; every finished case is in the reports\n");
-    return interrupted() ? interrupted_exit_code() : 128 + 15;
-  }
+  if (stopped) return interrupted() ? interrupted_exit_code() : 128 + 15;
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }
 

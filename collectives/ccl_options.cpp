@@ -94,7 +94,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
     ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective");
-  add_measure_options(options, false);
+  add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
+                      false);
   options.add_options("Backend")
     ("backend", "auto, nccl or mpi", cxxopts::value<std::string>()->default_value("auto"))
     ("device-offset", "GPU of a rank = its local rank + this", cxxopts::value<int>()->default_value("0"))
@@ -107,11 +108,14 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("pp", "pipeline-parallel degree", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "micro-batch size", cxxopts::value<std::string>()->default_value("1"))
     ("seq-len", "sequence length (default: the model's)", cxxopts::value<std::string>())
-    ("model-dtype", "activation dtype of the model messages", cxxopts::value<std::string>()->default_value("bf16"));
+    ("model-dtype", "activation dtype of the model messages", cxxopts::value<std::string>()->default_value("bf16"))
+    ("list-models", "list the models of the config and exit")
+    ("dry-run", "list the cases (with --model: the model's messages, their groups and calls per step) and exit")
+    ("world-size", "with --dry-run: plan for this many ranks (default: this launch's)", cxxopts::value<std::string>());
   options.add_options("Report")
     ("report-csv-path", "one CSV with every row (besides the per-op reports)", cxxopts::value<std::string>());
   // clang-format on
-  add_report_options(options, "ccl");
+  add_report_options(options, "ccl", false);
   auto parsed = parse_command_line(options, argc, argv,
                                    [] { print_versions("bench_ccl", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
@@ -218,8 +222,12 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.model_dtype = parse_dtype(str("model-dtype"));
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
   o.report = read_report_options(p);
-  if (o.report.resume)
-    throw bad_input("--resume: bench_ccl does not resume (its sweeps are quick to run again)");
+  o.list_models = p.count("list-models") > 0;
+  o.dry_run = p.count("dry-run") > 0;
+  if (p.count("world-size")) {
+    if (!o.dry_run) throw bad_input("--world-size goes with --dry-run (a run uses mpirun's ranks)");
+    o.world_size = parse_positive_int(str("world-size"), "--world-size");
+  }
   return o;
 }
 

@@ -34,6 +34,8 @@ struct CclOptions {
   DType model_dtype = DType::bf16;
   std::string report_csv_path;
   ReportOptions report;
+  bool dry_run = false, list_models = false;
+  std::int64_t world_size = 0;  // --dry-run: the world to plan for (0: this launch's)
 
   bool wants_model() const { return !model.empty(); }
 };

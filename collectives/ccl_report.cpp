@@ -37,8 +37,14 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.metric("time_us", timed(r.time_us)).metric("min_time_us", timed(r.min_time_us));
   row.metric("max_time_us", timed(r.max_time_us));
   row.optional_metric("algbw_gbps", algbw).optional_metric("busbw_gbps", busbw);
-  row.optional_metric("algbw_sum_gbps", times(algbw, groups))
-      .optional_metric("busbw_sum_gbps", times(busbw, groups));
+  // --group-size runs: the bandwidth of all concurrent groups together (algbw x num_groups).
+  // Not ByteMicroPerf's algo_bw_sum, which adds every rank's own figure (docs/outputs.md).
+  row.optional_metric("algbw_all_groups_gbps", times(algbw, groups))
+      .optional_metric("busbw_all_groups_gbps", times(busbw, groups));
+  // ByteMicroPerf's byte fields: algo size (the bytes algbw divides, nccl-tests' size) and bus
+  // size (algo size x the op's bus factor, the bytes busbw divides).
+  row.metric("algo_size_bytes", static_cast<std::int64_t>(bytes))
+      .metric("bus_size_bytes", bytes * busbw_factor(c.op, n));
   const Stats* s = r.iter_stats ? &*r.iter_stats : nullptr;
   row.metric("p50_us", s ? Value{s->median} : Value{})
       .metric("p99_us", s ? Value{s->p99} : Value{});

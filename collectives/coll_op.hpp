@@ -62,7 +62,7 @@ CollCounts coll_counts(CollOp op, std::uint64_t size_bytes, std::size_t type_siz
 // rounding (bench_fsdp's shards).
 CollCounts exact_counts(CollOp op, std::int64_t count, std::int64_t nranks);
 
-// Bytes that algbw divides by time, for a call with counts c (DESIGN.md table).
+// Bytes that algbw divides by time, for a call with counts c (docs/formulas.md).
 double algbw_bytes(CollOp op, const CollCounts& c, std::size_t type_size, int nranks);
 double busbw_factor(CollOp op, int nranks);
 

@@ -12,7 +12,7 @@
 namespace opbench {
 
 struct ModelMessage {
-  std::string label;  // what it stands for: "tp all_reduce of mbs·seq·hidden"
+  std::string label;  // what it stands for: "tp all_reduce of mbs*seq*hidden"
   CollOp op;
   std::uint64_t size_bytes;  // nccl-tests size: max(send, recv) bytes per rank
   int group_size;            // ranks that take part (tp, ep, or the pipeline's world)

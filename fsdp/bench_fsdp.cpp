@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "collectives/backend_select.hpp"
@@ -12,14 +13,17 @@
 #include "collectives/coll_runner.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
+#include "common/earlier_reports.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
+#include "common/model_list.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
+#include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "fsdp/fsdp_options.hpp"
 #include "fsdp/fsdp_plan.hpp"
@@ -64,6 +68,8 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   if (lead) {
     try {
       ensure_directory(dir);
+      set_aside_earlier_reports(
+          dir, {o.allgather_csv, o.reducescatter_csv, o.allreduce_csv, o.report.summary_path});
       env.write(dir, false);
       files = std::make_unique<ReportFiles>(
           (std::filesystem::path(dir) / "fsdp").string(), o.report.formats,
@@ -81,11 +87,25 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     }
   }
   if (session.any(!report_error.empty())) throw bad_input(report_error);
+  const nlohmann::json rank_map = gather_rank_map(backend, session);
+  if (lead) {
+    env.set("world_size", session.world_size());
+    env.set("nodes", session.nodes());
+    env.set("ranks", rank_map);
+    env.write(dir, false);
+  }
 
+  // Each distinct collective of the plan runs once, the first time an entry needs it; every
+  // entry's row is written (and flushed) as soon as its collective has been measured, so a run
+  // that stops keeps every finished row.
   std::map<Signature, std::pair<CollCall, CollResult>> measured;
-  for (const auto& e : plan)
-    measured.emplace(signature(e), std::pair<CollCall, CollResult>{});
-  Progress progress(measured.size(), static_cast<double>(measured.size()), o.report.quiet || !lead);
+  std::size_t distinct = 0;
+  {
+    std::set<Signature> seen;
+    for (const auto& e : plan)
+      distinct += seen.insert(signature(e)).second;
+  }
+  Progress progress(distinct, static_cast<double>(distinct), o.report.quiet || !lead);
   progress.note(
       fmt::format("backend: {} ({}); {} ranks; reduce-scatter {}{}", backend.name, backend.reason,
                   session.world_size(), red_op_name(redop),
@@ -94,42 +114,45 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
       comms;  // (replica group?, size)
   CollRunner runner(session, o.run);
-  install_interrupt_handlers();
-  for (auto& [sig, slot] : measured) {
-    if (session.any(interrupted())) {  // every rank stops at the same collective
-      if (lead) std::fprintf(stderr, "interrupted; nothing of the replay is reported\n");
-      return interrupted() ? interrupted_exit_code() : 128 + 15;
-    }
-    auto [op, dtype, count, group] = sig;
-    const bool replica_group =
-        op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
-    auto& comm = comms[{replica_group, group}];
-    if (!comm || comm->aborted()) {
-      MPI_Comm mpi = replica_group ? session.strided_comm(static_cast<int>(o.fsdp.shard_size()))
-                                   : session.group_comm(static_cast<int>(group));
-      comm = make_communicator(backend, session, mpi);
-    }
-    PlanEntry probe;
-    probe.op = op;
-    probe.per_rank_count = count;
-    probe.group_size = group;
-    slot.first = CollCall{op, dtype, redop, 0, probe.counts(), false};
-    std::string label =
-        fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
-    progress.start(label);
-    slot.second = runner.run(*comm, slot.first, label);
-    progress.done(1, fmt::format("{}  {:.1f} us", label, slot.second.time_us));
-  }
-  if (!lead) return 0;
-
   CclContext ctx{backend.name,    session.world_size(), session.local_size(),
                  session.nodes(), o.run.iters,          o.run.aggregation};
   std::vector<Record> rows;
+  RunTally tally;
+  tally.planned = plan.size();
   std::map<std::string, double> step_us;  // per collective and phase
   double total_us = 0;
-  std::size_t failed = 0;
+  bool stopped = false;
+  install_interrupt_handlers();
   for (const auto& e : plan) {
-    const auto& [call, result] = measured.at(signature(e));
+    const Signature sig = signature(e);
+    if (!measured.count(sig)) {
+      if ((stopped = session.any(interrupted()))) break;  // every rank stops at the same one
+      auto [op, dtype, count, group] = sig;
+      const bool replica_group =
+          op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
+      auto& comm = comms[{replica_group, group}];
+      if (!comm || comm->aborted()) {
+        MPI_Comm mpi = replica_group ? session.strided_comm(static_cast<int>(o.fsdp.shard_size()))
+                                     : session.group_comm(static_cast<int>(group));
+        comm = make_communicator(backend, session, mpi);
+      }
+      PlanEntry probe;
+      probe.op = op;
+      probe.per_rank_count = count;
+      probe.group_size = group;
+      auto& slot = measured[sig];
+      slot.first = CollCall{op, dtype, redop, 0, probe.counts(), false};
+      std::string label = fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count,
+                                      dtype_name(dtype));
+      progress.start(label);
+      slot.second = runner.run(*comm, slot.first, label);
+      progress.done(1, slot.second.status == Status::ok
+                           ? fmt::format("{}  {}", label, time_text(slot.second.time_us))
+                           : fmt::format("{}  {}: {}", label, status_name(slot.second.status),
+                                         slot.second.note));
+    }
+    if (!lead) continue;
+    const auto& [call, result] = measured.at(sig);
     CclCase c{e.op,
               e.dtype,
               redop,
@@ -144,11 +167,12 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     if (csv.count(e.op)) csv[e.op]->write(row);
     if (files) files->write(row);
     rows.push_back(row);
-    failed += result.status == Status::failed;
+    tally.add(row);
     const double us = result.time_us * static_cast<double>(e.calls_per_step);
     step_us[coll_op_name(e.op) + " " + e.phase] += us;
     total_us += us;
   }
+  if (!lead) return stopped ? (interrupted() ? interrupted_exit_code() : 128 + 15) : 0;
   std::string estimate =
       "## Estimated communication per training step\n\n(sum of calls x measured time, no "
       "overlap)\n\n"
@@ -171,20 +195,27 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                    {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us", "busbw_gbps",
                     "calls_per_step"},
                    15,
-                   {estimate}});
-  std::fprintf(stderr, "Reports:\n");
+                   {estimate},
+                   tally.planned});
+  RunEnd end{"", dir, {}, false};
   for (const auto& [op, w] : csv)
-    std::fprintf(stderr, "  %s (%zu rows)\n", w->path().c_str(), w->rows());
+    end.files.push_back(fmt::format("{} ({} rows)", w->path(), w->rows()));
   if (files)
-    for (const auto& path : files->paths())
-      std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files->rows());
-  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+    for (const auto& line : files->listing())
+      end.files.push_back(line);
+  return finish_run(tally, end, stopped, interrupted() ? interrupted_exit_code() : 128 + 15);
 }
 
 int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
   FsdpOptions o = o_in;
   const bool lead = session.world_rank() == 0;
+  if (o.list_models) return lead ? print_model_list(o.model_config_path) : 0;
   const bool offline = o.dry_run || !o.nccl_logs.empty();
+  // A plan outside mpirun has no world to take its size from: a silent 1 would mislead.
+  if (offline && o.world_size == 0 && session.world_size() == 1)
+    throw bad_input(
+        "--world-size: give the number of ranks to plan for (e.g. --world-size 8): outside "
+        "mpirun this process is a world of one rank");
   if (o.world_size == 0) o.world_size = session.world_size();
   if (!offline && o.world_size != session.world_size())
     throw bad_input(fmt::format(

@@ -23,6 +23,7 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   options.add_options("Model")
     ("model-config-path", "models.json (default configs/models.json)", cxxopts::value<std::string>())
     ("model", "the model", cxxopts::value<std::string>())
+    ("list-models", "list the models of the config and exit")
     ("world-size", "ranks FSDP shards over (default: the mpirun world size)", cxxopts::value<std::string>())
     ("fsdp-version", "1 (flat parameter padded to the world size) or 2 (each parameter's dim 0 padded)", cxxopts::value<int>()->default_value("2"))
     ("wrap", "units: layer (one per decoder layer, plus the root), submodule (attention and MLP apart), model (one unit)", cxxopts::value<std::string>()->default_value("layer"))
@@ -47,15 +48,19 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     ("reducescatter-report-csv-path", "reduce-scatter rows", cxxopts::value<std::string>())
     ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>());
   // clang-format on
-  add_measure_options(options, false);
-  add_report_options(options, "fsdp");
+  add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
+                      false);
+  add_report_options(options, "fsdp", false);
   auto parsed = parse_command_line(options, argc, argv,
                                    [] { print_versions("bench_fsdp", ccl_library_versions()); });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
-  if (!p.count("model")) throw bad_input("--model is required (a model of configs/models.json)");
-  o.model = str("model");
+  o.list_models = p.count("list-models") > 0;
+  if (!p.count("model") && !o.list_models)
+    throw bad_input(
+        "--model is required (a model of configs/models.json; --list-models lists them)");
+  if (p.count("model")) o.model = str("model");
   if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
   if (p.count("world-size")) {
     auto text = str("world-size");
@@ -100,8 +105,6 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   if (o.run.warmup < 0 || o.run.check_passes < 0 || !(o.run.timeout_s >= 0))
     throw bad_input("-w, -c and --timeout must not be negative");
   o.report = read_report_options(p);
-  if (o.report.resume)
-    throw bad_input("--resume: bench_fsdp does not resume (its plan is quick to run again)");
   return o;
 }
 

@@ -15,7 +15,7 @@ struct FsdpOptions {
   std::int64_t world_size = 0;  // 0: the mpirun world size
   FsdpConfig fsdp;
   RedOp reduce_op = RedOp::avg;
-  bool dry_run = false;
+  bool dry_run = false, list_models = false;
   std::string plan_csv_path;
   std::vector<std::string> nccl_logs;
   std::string allgather_csv, reducescatter_csv, allreduce_csv;

@@ -102,8 +102,11 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
   if (plan) {
     cols.push_back({"predicted_unit", "predicted unit", 22});
     cols.push_back({"predicted_count", "predicted", 11});
+    cols.push_back({"predicted_dtype", "dtype", 8});
     cols.push_back({"diff_elements", "diff", 9});
     cols.push_back({"diff_pct", "diff %", 8});
+    cols.push_back({"bytes_ratio", "bytes log/plan", 14});
+    cols.push_back({"verdict", "", 30});
   }
   ConsoleTable table(cols, out);
   for (const auto& [call, calls] : log.calls) {
@@ -111,22 +114,49 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
     r.arg("collective", call.collective)
         .arg("count", call.count)
         .arg("dtype", nccl_datatype_name(call.datatype));
-    r.arg("redop", nccl_redop_name(call.redop))
+    // A redop means something only for reductions (an AllGather line's op field is noise).
+    const bool reduction = call.collective == "AllReduce" || call.collective == "ReduceScatter" ||
+                           call.collective == "Reduce";
+    r.arg("redop", reduction ? Value{nccl_redop_name(call.redop)} : Value{})
         .arg("nranks", call.nranks ? Value{std::int64_t{call.nranks}} : Value{});
     r.metric("calls", calls);
     CollOp op;
     if (plan && logged_op(call.collective, &op)) {
+      // The plan entry of the same collective nearest in count, among those of the logged dtype
+      // when there are any: a dtype that differs changes the bytes, not just a label.
+      const std::string logged_dtype = nccl_datatype_name(call.datatype);
       const PlanEntry* best = nullptr;
+      auto better = [&](const PlanEntry& e) {
+        if (!best) return true;
+        const bool same = dtype_name(e.dtype) == logged_dtype;
+        const bool best_same = dtype_name(best->dtype) == logged_dtype;
+        if (same != best_same) return same;
+        return std::llabs(e.per_rank_count - call.count) <
+               std::llabs(best->per_rank_count - call.count);
+      };
       for (const auto& e : *plan)
-        if (e.op == op && (!best || std::llabs(e.per_rank_count - call.count) <
-                                        std::llabs(best->per_rank_count - call.count)))
-          best = &e;
+        if (e.op == op && better(e)) best = &e;
       if (best) {
-        std::int64_t diff = call.count - best->per_rank_count;
-        r.arg("predicted_unit", best->unit).metric("predicted_count", best->per_rank_count);
+        const std::int64_t diff = call.count - best->per_rank_count;
+        const std::string plan_dtype(dtype_name(best->dtype));
+        r.arg("predicted_unit", best->unit)
+            .metric("predicted_count", best->per_rank_count)
+            .arg("predicted_dtype", plan_dtype);
         r.metric("diff_elements", diff)
             .metric("diff_pct",
                     100.0 * static_cast<double>(diff) / static_cast<double>(best->per_rank_count));
+        const std::size_t logged_size = nccl_datatype_size(call.datatype);
+        const double ratio = logged_size ? static_cast<double>(call.count) *
+                                               static_cast<double>(logged_size) /
+                                               static_cast<double>(best->shard_bytes())
+                                         : 0;
+        r.metric("bytes_ratio", logged_size ? Value{ratio} : Value{});
+        std::string verdict = diff == 0 ? "count matches" : "count differs";
+        if (plan_dtype != logged_dtype)
+          verdict +=
+              fmt::format("; dtype differs: log {}, plan {} (--{}-dtype {} plans it)", logged_dtype,
+                          plan_dtype, op == CollOp::all_gather ? "param" : "reduce", logged_dtype);
+        r.result("verdict", verdict);
       }
     }
     table.print(r);

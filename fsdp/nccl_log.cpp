@@ -106,6 +106,11 @@ std::string nccl_datatype_name(int code) {
   return fmt::format("datatype {}", code);
 }
 
+std::size_t nccl_datatype_size(int code) {
+  static const std::size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return code >= 0 && code < 12 ? kSizes[code] : 0;
+}
+
 std::string nccl_redop_name(int code) {
   static const char* kNames[] = {"sum", "prod", "max", "min", "avg"};
   if (code >= 0 && code < 5) return kNames[code];

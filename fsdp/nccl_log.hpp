@@ -39,6 +39,7 @@ void add_nccl_log(std::istream& in, NcclLogSummary& summary);
 void add_nccl_log_file(const std::string& path, NcclLogSummary& summary);
 
 std::string nccl_datatype_name(int code);  // 9 -> "bf16", unknown -> "datatype 42"
+std::size_t nccl_datatype_size(int code);  // 9 -> 2 bytes, unknown -> 0
 std::string nccl_redop_name(int code);     // 4 -> "avg"
 
 }  // namespace opbench

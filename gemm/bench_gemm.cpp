@@ -8,16 +8,19 @@
 
 #include "common/backend.hpp"
 #include "common/device_profile.hpp"
+#include "common/earlier_reports.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
+#include "common/model_list.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
+#include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
@@ -38,35 +41,6 @@ std::string models_path(const GemmOptions& o) {
   return o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
 }
 
-int list_models(const GemmOptions& o) {
-  auto path = models_path(o);
-  auto models = load_models(path);
-  ConsoleTable table({{"model", "", 18},
-                      {"layers", "", 6},
-                      {"hidden", "", 6},
-                      {"ffn", "", 6},
-                      {"heads", "", 5},
-                      {"kv_heads", "", 8},
-                      {"vocab", "", 6},
-                      {"seqlen", "", 6},
-                      {"kind", "", 10}});
-  for (const auto& m : models) {
-    Record r;
-    std::string kind =
-        m.moe ? fmt::format("moe {}x{}", m.moe->num_experts_per_tok, m.moe->n_routed_experts)
-              : "dense";
-    if (m.mla) kind += "+mla";
-    r.arg("model", m.name).arg("layers", m.num_hidden_layers).arg("hidden", m.hidden_size);
-    r.arg("ffn", m.intermediate_size)
-        .arg("heads", m.num_attention_heads)
-        .arg("kv_heads", m.num_key_value_heads);
-    r.arg("vocab", m.vocab_size).arg("seqlen", m.seqlen).arg("kind", kind);
-    table.print(r);
-  }
-  std::printf("%zu models in %s\n", models.size(), path.c_str());
-  return 0;
-}
-
 std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>& dtypes) {
   if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep())
     throw bad_input(
@@ -76,7 +50,7 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
   if (o.wants_models()) {
     auto path = models_path(o);
     for (const auto& model : select_models(load_models(path), o.models, path)) {
-      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlen, o.passes, dtypes);
+      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlens, o.passes, dtypes);
       cases.insert(cases.end(), more.begin(), more.end());
     }
   }
@@ -204,10 +178,8 @@ std::string progress_line(const GemmCase& c, const Record& row, const GemmResult
   if (r.status != Status::ok) return fmt::format("{}  {}: {}", what, status_name(r.status), r.note);
   auto tflops = std::get<double>(*row.find("tflops"));
   auto pct = row.find("pct_peak_flops");
-  // The CPU reaches GFLOPS; say so rather than print 0.0659 TFLOPS.
   std::string rate =
-      tflops >= 1 ? fmt::format("{:.1f} us  {:.1f} TFLOPS", r.measurement.stats.mean, tflops)
-                  : fmt::format("{:.1f} us  {:.1f} GFLOPS", r.measurement.stats.mean, tflops * 1e3);
+      fmt::format("{}  {}", time_text(r.measurement.stats.mean), flops_rate_text(tflops));
   if (pct && !std::holds_alternative<std::monostate>(*pct))
     rate += fmt::format(" ({:.0f}% of peak)", std::get<double>(*pct));
   return fmt::format("{}  {}", what, rate);
@@ -220,7 +192,7 @@ int bench_gemm_main(int argc, char** argv) {
   auto parsed = parse_gemm_options(argc, argv);
   if (!parsed) return 0;
   GemmOptions o = *parsed;
-  if (o.list_models) return list_models(o);
+  if (o.list_models) return print_model_list(o.model_config_path);
 
   if (o.dry_run) {
     const DryRunTarget target = dry_run_target(o);
@@ -236,6 +208,7 @@ int bench_gemm_main(int argc, char** argv) {
   const std::string report_dir =
       o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
+  if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
   auto provider = make_provider(choice.backend, o.device);
   double total_flops = 0;
   for (const auto& c : cases)
@@ -266,19 +239,37 @@ int bench_gemm_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"pct_peak_flops", "%peak", 5},
                       {"status", "", 7}});
-  std::size_t failed = 0, skipped = 0, done = 0, resumed = 0;
+  RunTally tally;
+  tally.planned = cases.size();
   std::map<std::string, FinishedCases> finished;  // --resume: what each report already holds
+  // One set of files per model, shapes file or sweep; on --resume they continue the earlier
+  // run's files and carry its rows, so the .prom, the counts and the summary cover both runs.
+  auto files_for = [&](const GemmCase& c) -> ReportFiles& {
+    auto& f = files[c.report];
+    if (f) return *f;
+    const auto base =
+        (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
+    f = std::make_unique<ReportFiles>(base, o.report.formats,
+                                      nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm",
+                                      o.report.resume);
+    if (o.report.resume) {
+      auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
+      for (auto& row : earlier.records(gemm_row(c, *provider, GemmResult{}, peaks))) {
+        f->carry(row);
+        tally.add_earlier(row);
+        rows.push_back(std::move(row));
+      }
+    }
+    return *f;
+  };
   install_interrupt_handlers();
   for (auto& c : cases) {
     if (interrupted()) break;
-    const auto base =
-        (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
+    ReportFiles& f = files_for(c);
     if (o.report.resume) {
-      if (!finished.count(c.report)) finished.emplace(c.report, FinishedCases(base + ".csv"));
       GemmCase as_run = c;
       as_run.problem = provider->as_run(c.problem, nullptr);
       if (finished.at(c.report).contains(gemm_row(as_run, *provider, GemmResult{}, peaks))) {
-        ++resumed;
         progress.done(static_cast<double>(c.problem.flops()),
                       case_label(c) + "  already in the report");
         continue;
@@ -289,20 +280,13 @@ int bench_gemm_main(int argc, char** argv) {
     GemmResult r = run_case(*provider, c, run_options, o.fp8_accum);
     Record row = gemm_row(c, *provider, r, peaks);
     row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
-    auto& f = files[c.report];
-    if (!f)
-      f = std::make_unique<ReportFiles>(base, o.report.formats,
-                                        nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm",
-                                        o.report.resume);
-    f->write(row);
+    f.write(row);
     harness.result_written();
     rows.push_back(row);
     progress.clear();
     table.print(row);
+    tally.add(row);
     progress.done(static_cast<double>(c.problem.flops()), progress_line(c, row, r));
-    failed += r.status == Status::failed;
-    skipped += r.status == Status::skipped;
-    ++done;
   }
   env.write(report_dir, true);
   if (!o.report.summary_path.empty())
@@ -313,22 +297,13 @@ int bench_gemm_main(int argc, char** argv) {
                    {"model", "gemm", "pass", "m", "n", "k", "dtype", "time_us", "tflops",
                     "pct_peak_flops", "cv"},
                    15,
-                   {harness.markdown()}});
-  std::fprintf(stderr, "%s\n", harness.text().c_str());
-  std::fprintf(stderr, "%zu cases run: %zu ok, %zu skipped, %zu failed. Reports in %s:\n", done,
-               done - failed - skipped, skipped, failed, report_dir.c_str());
+                   {harness.markdown()},
+                   tally.planned});
+  RunEnd end{harness.text(), report_dir, {}, true};
   for (const auto& [_, f] : files)
-    for (const auto& path : f->paths())
-      std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), f->rows());
-  if (resumed) std::fprintf(stderr, "%zu cases were already in the reports (--resume)\n", resumed);
-  if (interrupted()) {
-    std::fprintf(stderr,
-                 "interrupted after %zu of %zu cases; every finished case is in the reports "
-                 "(continue with --resume)\n",
-                 done + resumed, cases.size());
-    return interrupted_exit_code();
-  }
-  return failed ? static_cast<int>(ExitCode::run_failed) : 0;
+    for (const auto& line : f->listing())
+      end.files.push_back(line);
+  return finish_run(tally, end, interrupted(), interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench

@@ -33,28 +33,33 @@ std::pair<bool, bool> parse_layout(const std::string& layout) {
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
-                                  std::int64_t seqlen, const std::vector<GemmPass>& passes,
+                                  const std::vector<std::int64_t>& seqlens,
+                                  const std::vector<GemmPass>& passes,
                                   const std::vector<DType>& dtypes) {
   std::vector<GemmCase> out;
-  for (std::int64_t mb : micro_batches) {
-    ParallelConfig parallel{tp, mb, seqlen};
-    for (const auto& layer : model_linear_layers(model, parallel))
-      for (DType dtype : dtypes)
-        for (GemmPass pass : passes) {
-          GemmCase c;
-          c.report = model.name;
-          c.model = model.name;
-          c.gemm = layer.name;
-          c.pass = pass_name(pass);
-          c.problem = pass_problem(layer, pass, dtype);
-          c.calls_per_step = layer.calls_per_step;
-          c.tp = tp;
-          c.micro_batch = mb;
-          c.seqlen = seqlen > 0 ? seqlen : model.seqlen;
-          c.note = layer.note;
-          out.push_back(std::move(c));
-        }
-  }
+  // No --seq-len: the model's own (0 tells ParallelConfig so).
+  const std::vector<std::int64_t> lengths =
+      seqlens.empty() ? std::vector<std::int64_t>{0} : seqlens;
+  for (std::int64_t seqlen : lengths)
+    for (std::int64_t mb : micro_batches) {
+      ParallelConfig parallel{tp, mb, seqlen};
+      for (const auto& layer : model_linear_layers(model, parallel))
+        for (DType dtype : dtypes)
+          for (GemmPass pass : passes) {
+            GemmCase c;
+            c.report = model.name;
+            c.model = model.name;
+            c.gemm = layer.name;
+            c.pass = pass_name(pass);
+            c.problem = pass_problem(layer, pass, dtype);
+            c.calls_per_step = layer.calls_per_step;
+            c.tp = tp;
+            c.micro_batch = mb;
+            c.seqlen = seqlen > 0 ? seqlen : model.seqlen;
+            c.note = layer.note;
+            out.push_back(std::move(c));
+          }
+    }
   return out;
 }
 

@@ -25,7 +25,8 @@ struct GemmCase {
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
-                                  std::int64_t seqlen, const std::vector<GemmPass>& passes,
+                                  const std::vector<std::int64_t>& seqlens,
+                                  const std::vector<GemmPass>& passes,
                                   const std::vector<DType>& dtypes);
 
 // configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a

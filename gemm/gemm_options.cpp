@@ -32,8 +32,10 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("layout", "sweep: transposes of A and B (NN, NT, TN, TT)", cxxopts::value<std::string>()->default_value("NN"))
     ("tp", "tensor-parallel degree the model GEMMs are split for", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "micro-batch sizes (list)", cxxopts::value<std::string>()->default_value("1"))
-    ("seq-len", "sequence length (default: the model's seqlen)", cxxopts::value<std::string>())
-    ("passes", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"));
+    ("seq-len", "sequence lengths (list or start:stop:step; default: the model's seqlen)", cxxopts::value<std::string>())
+    ("pass", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"));
+  options.add_options(kAliasGroup)
+    ("passes", "old spelling of --pass", cxxopts::value<std::string>());
   options.add_options("Run")
     ("backend", "auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "GPU index", cxxopts::value<int>()->default_value("0"))
@@ -46,7 +48,8 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("device-profile", "with --dry-run: plan for this GPU (a100, h100, h200, b200 or a profile file): its compute capability sets the fp8 layouts", cxxopts::value<std::string>())
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   // clang-format on
-  add_measure_options(options);
+  add_measure_options(options, {{"CPU", measure_defaults(MeasureProfile::cpu)},
+                                {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "gemm");
   add_peak_options(options);
 
@@ -78,8 +81,10 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.layout = str("layout");
   o.tp = parse_positive_int(str("tp"), "--tp");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
-  if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
-  o.passes = parse_passes(str("passes"));
+  if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
+  if (p.count("pass") && p.count("passes"))
+    throw bad_input("--pass and --passes are the same flag: give one");
+  o.passes = parse_passes(p.count("passes") ? str("passes") : str("pass"));
   if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"));
   o.check = p.count("check") > 0;
   o.cold = p.count("cold") > 0;

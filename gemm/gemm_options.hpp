@@ -24,7 +24,7 @@ struct GemmOptions {
   std::optional<std::vector<DType>> dtypes;  // default: bf16 on the GPU, fp32 on the CPU
   std::int64_t tp = 1;
   std::vector<std::int64_t> micro_batches{1};
-  std::int64_t seqlen = 0;
+  std::vector<std::int64_t> seqlens;  // empty: each model's own
   std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};
   bool check = false, cold = false, dry_run = false, list_models = false;
   std::string device_profile;  // --dry-run for a GPU that is not here (configs/cudnn_devices.json)

@@ -39,6 +39,7 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
   row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
   row.metric("stddev_us", timed(s.stddev)).metric("p99_us", timed(s.p99)).metric("cv", timed(s.cv));
   row.metric("samples", measured ? Value{static_cast<std::int64_t>(s.count)} : Value{});
+  row.metric("rse", timed(s.rse));
 
   const double seconds = s.mean * 1e-6;
   std::optional<double> tflops, bw;

@@ -1,5 +1,5 @@
 #pragma once
-// A GEMM case and its result as one report row (CSV columns in DESIGN.md order).
+// A GEMM case and its result as one report row (CSV columns as docs/outputs.md lists them).
 #include "common/hardware.hpp"
 #include "common/record.hpp"
 #include "gemm/gemm_cases.hpp"

@@ -42,19 +42,8 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
     return;
   }
   // GQA with fewer KV heads than tp ranks replicates each KV head (as Megatron does).
-  std::int64_t kv_heads = m.num_key_value_heads;
-  std::string note;
-  if (kv_heads % tp == 0) {
-    kv_heads /= tp;
-  } else if (tp % kv_heads == 0) {
-    kv_heads = 1;
-    note = fmt::format("{} KV heads replicated over tp {}", m.num_key_value_heads, tp);
-  } else {
-    throw bad_input(fmt::format(
-        "--tp {}: neither divides nor is a multiple of num_key_value_heads ({}) of model '{}'", tp,
-        m.num_key_value_heads, m.name));
-  }
-  out.push_back({"attn_qkv", tokens, (heads + 2 * kv_heads) * m.head_dim, H, L, note});
+  const TpHeads split = heads_per_tp_rank(m, tp);
+  out.push_back({"attn_qkv", tokens, (heads + 2 * split.kv) * m.head_dim, H, L, split.note});
   out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
 }
 
@@ -115,9 +104,9 @@ std::vector<GemmPass> parse_passes(const std::string& text) {
       out.push_back(GemmPass::wgrad);
     else
       throw bad_input(
-          fmt::format("--passes: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));
+          fmt::format("--pass: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));
   }
-  if (out.empty()) throw bad_input("--passes: empty list");
+  if (out.empty()) throw bad_input("--pass: empty list");
   return out;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs bench_ccl for real (under mpirun when --np is given) and reads its CSV back.
 
-For every ok row it recomputes, independently of the C++ code, what DESIGN.md says:
+For every ok row it recomputes, independently of the C++ code, what docs/formulas.md says:
 size = max(send, recv) bytes, count rounding as nccl-tests does, algbw = bytes / time,
 busbw = algbw x factor(op, n), the per-group sums, and #wrong = 0 when checked.
 
@@ -58,7 +58,7 @@ def check_rows(rows, args) -> list:
             problems.append(f"{where}: size_bytes {size} != count x ts (x n) = {size_expected}")
         if args.requested_size and count != expected_count(r["op"], args.requested_size, ts, n):
             problems.append(f"{where}: count {count} is not nccl-tests' rounding of {args.requested_size} B")
-        algbw = size / (t * 1e-6) / 1e9  # every op's algbw bytes equal its size (DESIGN.md table)
+        algbw = size / (t * 1e-6) / 1e9  # every op's algbw bytes equal its size (docs/formulas.md)
         if not math.isclose(float(r["algbw_gbps"]), algbw, rel_tol=2e-6):
             problems.append(f"{where}: algbw {r['algbw_gbps']} != size/time {algbw}")
         if not math.isclose(float(r["busbw_gbps"]), algbw * busbw_factor(r["op"], n), rel_tol=2e-6, abs_tol=1e-9):
@@ -66,8 +66,17 @@ def check_rows(rows, args) -> list:
         groups = int(r["num_groups"])
         if groups * n != int(r["world_size"]):
             problems.append(f"{where}: num_groups x group_size != world_size")
-        if not math.isclose(float(r["busbw_sum_gbps"]), float(r["busbw_gbps"]) * groups, rel_tol=1e-6, abs_tol=1e-9):
-            problems.append(f"{where}: busbw_sum != busbw x groups")
+        if not math.isclose(float(r["busbw_all_groups_gbps"]), float(r["busbw_gbps"]) * groups, rel_tol=1e-6, abs_tol=1e-9):
+            problems.append(f"{where}: busbw_all_groups != busbw x groups")
+        # ByteMicroPerf's byte fields: algo size = the bytes algbw divides; bus size = x factor
+        if int(r["algo_size_bytes"]) != size:
+            problems.append(f"{where}: algo_size_bytes {r['algo_size_bytes']} != size_bytes {size}")
+        if not math.isclose(float(r["bus_size_bytes"]), size * busbw_factor(r["op"], n), rel_tol=1e-6):
+            problems.append(f"{where}: bus_size_bytes {r['bus_size_bytes']} != size x bus factor")
+        # Every cell plain ASCII, so a spreadsheet without a BOM reads it as written
+        for k, v in r.items():
+            if any(ord(ch) > 127 for ch in (k or "") + (v or "")):
+                problems.append(f"{where}: column {k} is not plain ASCII: {v!r}")
         if not float(r["min_time_us"]) <= t * (1 + 1e-6) and t <= float(r["max_time_us"]) * (1 + 1e-6):
             problems.append(f"{where}: time outside [min, max] over ranks")
         if r["samples"]:  # the adaptive stop: 1..100 samples; noisy rows say so
@@ -109,6 +118,8 @@ def main() -> int:
     problems = []
     if proc.returncode != a.exit_code:
         problems.append(f"exit code {proc.returncode}, expected {a.exit_code}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    if a.exit_code == 3 and "nothing ran: every case was skipped" not in proc.stderr:
+        problems.append(f"exit code 3 without the 'nothing ran' line: {proc.stderr}")
     if "Avg bus bandwidth" not in proc.stdout:
         problems.append("no nccl-tests-style table on stdout")
     for spec in a.stdout_count:

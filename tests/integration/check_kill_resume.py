@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Kills a real run mid-sweep and checks that nothing finished is lost:
 the process exits with 128 + the signal, the CSV holds only whole rows (every row has every
-column and status ok), and a second run with --resume adds exactly the missing cases.
+column and status ok), and a second run with --resume adds exactly the missing cases, and every
+output of the continued run covers the whole run: the JSON lines and the .prom series, the
+summary's count and the closing lines on stderr.
 
 Usage: check_kill_resume.py SIGNAL EXPECTED_ROWS OUT_DIR CSV_NAME -- COMMAND...
 """
 import csv
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +27,8 @@ def rows_of(path):
 def main() -> int:
     sig = getattr(signal, sys.argv[1])
     expected, out, name = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    cmd = sys.argv[sys.argv.index("--") + 1:] + ["--report-dir-path", out]
+    cmd = sys.argv[sys.argv.index("--") + 1:] + ["--report-dir-path", out, "--format", "csv,jsonl,prom",
+                                                 "--summary-path", os.path.join(out, "summary.md")]
     shutil.rmtree(out, ignore_errors=True)
     path = os.path.join(out, name)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -53,6 +57,23 @@ def main() -> int:
         problems.append(f"--resume exit {resumed.returncode}: {resumed.stderr}")
     if len(rows) != expected or len(keys) != expected:
         problems.append(f"after --resume: {len(rows)} rows, {len(keys)} distinct cases, expected {expected}")
+    base = path[:-len(".csv")]
+    with open(base + ".jsonl") as f:
+        jsonl_rows = sum(1 for line in f if line.strip())
+    if jsonl_rows != expected:
+        problems.append(f"after --resume: {jsonl_rows} JSON lines, expected {expected}")
+    with open(base + ".prom") as f:
+        series = [line for line in f if re.match(r"opbench_\w+_time_us\{", line)]
+    if len(series) != expected:
+        problems.append(f"after --resume: the .prom has {len(series)} time_us series, expected {expected}")
+    with open(os.path.join(out, "summary.md")) as f:
+        summary = f.read()
+    if f"{expected} of {expected} cases:" not in summary:
+        problems.append(f"after --resume: summary.md does not count {expected} of {expected} cases")
+    if f"({expected} rows)" not in resumed.stderr or "from the run continued (--resume)" not in resumed.stderr:
+        problems.append(f"after --resume: stderr does not list {expected} rows and the continued ones: {resumed.stderr}")
+    if f"of {expected} cases; every finished case is in the reports" not in err:
+        problems.append(f"the interrupted run does not say how many of {expected} cases finished: {err}")
     if problems:
         print("\n".join(problems))
         return 1
