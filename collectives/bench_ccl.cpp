@@ -85,8 +85,8 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
 // The report files: one CSV for everything (--report-csv-path) and/or one per op in a directory.
 class CclReports {
  public:
-  CclReports(const CclOptions& o, const std::string& dir, const std::string& run_id)
-      : dir_(dir), run_id_(run_id), formats_(o.report.formats) {
+  CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run)
+      : dir_(dir), run_(std::move(run)), formats_(o.report.formats) {
     if (!o.report_csv_path.empty()) all_ = std::make_unique<CsvWriter>(o.report_csv_path);
   }
   void write(CollOp op, const Record& row) {
@@ -94,8 +94,8 @@ class CclReports {
     auto& f = per_op_[op];
     if (!f)
       f = std::make_unique<ReportFiles>(
-          (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string(), formats_,
-          nlohmann::json{{"run_id", run_id_}}, "opbench_ccl");
+          (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string(), formats_, run_,
+          "opbench_ccl");
     f->write(row);
     rows_.push_back(row);
   }
@@ -110,7 +110,8 @@ class CclReports {
   }
 
  private:
-  std::string dir_, run_id_;
+  std::string dir_;
+  nlohmann::json run_;  // run id and rank map, in every JSON line
   std::set<ReportFormat> formats_;
   std::unique_ptr<CsvWriter> all_;
   std::map<CollOp, std::unique_ptr<ReportFiles>> per_op_;
@@ -169,6 +170,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   describe_backend(backend, env);
   env.set("world_size", world);
   env.set("nodes", session.nodes());
+  // Where every rank runs, in environment.json and in every JSON line's run facts.
+  const nlohmann::json rank_map = gather_rank_map(backend, session);
+  env.set("ranks", rank_map);
   const std::string dir =
       o.report.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report.report_dir;
   std::unique_ptr<CclReports> reports;
@@ -179,7 +183,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
       ensure_directory(dir);
       set_aside_earlier_reports(dir, {o.report_csv_path, o.report.summary_path});
       env.write(dir, false);
-      reports = std::make_unique<CclReports>(o, dir, env.run_id());
+      reports = std::make_unique<CclReports>(
+          o, dir, nlohmann::json{{"run_id", env.run_id()}, {"ranks", rank_map}});
     } catch (const Error& e) {
       report_error = e.what();
     }
@@ -190,11 +195,6 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
   auto ranks = session.gather_strings(describe_rank(backend, session, group_size));
-  const nlohmann::json rank_map = gather_rank_map(backend, session);
-  if (lead) {
-    env.set("ranks", rank_map);
-    env.write(dir, false);
-  }
   if (lead) {
     // nccl-tests' header, so the two outputs diff line for line.
     const auto [min_size, max_size] = std::minmax_element(o.sizes.begin(), o.sizes.end());
@@ -217,8 +217,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     reserve_bytes[c.group_size] = std::max(reserve_bytes[c.group_size], bytes);
   }
   CollRunner runner(session, o.run);
-  CclContext ctx{backend.name,    world,       session.local_size(),
-                 session.nodes(), o.run.iters, o.run.aggregation};
+  CclContext ctx{backend.name,      world,          session.nodes(), o.run.iters,
+                 o.run.aggregation, session.hosts()};
   NcclTestsTable table(o.run.per_iter, o.wants_model() ? o.placements.size() : o.placements.size());
   RunTally tally;
   tally.planned = cases.size();
@@ -245,8 +245,16 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                                     call.counts.size_bytes(dtype_size(c.dtype)),
                                     dtype_name(c.dtype), placement_name(c.placement));
     progress.start(label);
+    // Should a timeout end the job inside this case, its row says so.
+    session.set_abort_hook([&](const std::string& reason) {
+      CollResult aborted;
+      aborted.status = Status::failed;
+      aborted.note = reason;
+      if (reports) reports->write(c.op, ccl_row(c, call, aborted, ctx));
+    });
     CpuTimer case_clock;
     CollResult r = runner.run(*comm, call, label);
+    session.set_abort_hook(nullptr);
     failed += r.status == Status::failed;
     if (!lead) continue;
     Record row = ccl_row(c, call, r, ctx);

@@ -2,7 +2,35 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 namespace opbench {
+
+Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool strided) {
+  Layout out;
+  if (hosts.empty() || group_size < 1) return out;
+  std::map<std::string, int> per_node;
+  for (const auto& h : hosts)
+    ++per_node[h];
+  out.ranks_per_node_min = out.ranks_per_node_max = per_node.begin()->second;
+  for (const auto& [host, n] : per_node) {
+    out.ranks_per_node_min = std::min(out.ranks_per_node_min, n);
+    out.ranks_per_node_max = std::max(out.ranks_per_node_max, n);
+  }
+  const int world = static_cast<int>(hosts.size());
+  const int groups = world / group_size;
+  int spanning = 0;
+  for (int g = 0; g < groups; ++g) {
+    std::set<std::string> nodes;
+    for (int i = 0; i < group_size; ++i)  // strided: the groups are ranks g, g + groups, ...
+      nodes.insert(hosts[static_cast<std::size_t>(strided ? g + i * groups : g * group_size + i)]);
+    spanning += nodes.size() > 1;
+  }
+  out.group_spans_nodes = spanning == 0 ? "no" : spanning == groups ? "yes" : "some";
+  return out;
+}
 
 Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx) {
   const int n = c.group_size;
@@ -24,8 +52,14 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   Record row;
   row.arg("op", coll_op_name(c.op)).arg("label", c.label.empty() ? Value{} : Value{c.label});
   row.arg("world_size", std::int64_t{ctx.world_size}).arg("group_size", std::int64_t{n});
+  const Layout layout = layout_of(ctx.hosts, n, c.strided_groups);
   row.arg("num_groups", std::int64_t{groups})
-      .arg("ranks_per_node", std::int64_t{ctx.ranks_per_node});
+      .arg("ranks_per_node", layout.ranks_per_node_min == layout.ranks_per_node_max
+                                 ? Value{std::int64_t{layout.ranks_per_node_min}}
+                                 : Value{});
+  row.arg("ranks_per_node_min", std::int64_t{layout.ranks_per_node_min})
+      .arg("ranks_per_node_max", std::int64_t{layout.ranks_per_node_max})
+      .arg("group_spans_nodes", layout.group_spans_nodes);
   row.arg("nodes", std::int64_t{ctx.nodes}).arg("backend", ctx.backend);
   row.arg("dtype", std::string(dtype_name(c.dtype)));
   row.arg("redop", is_reduction(c.op) ? Value{red_op_name(c.redop)} : Value{});

@@ -21,14 +21,26 @@ struct CclCase {
   int group_size;
   std::string label;  // model messages: what it stands for
   std::int64_t calls_per_step = 0;
+  bool strided_groups = false;  // bench_fsdp's HSDP all-reduce: ranks r, r+g, r+2g ...
 };
 
 struct CclContext {
   std::string backend;
-  int world_size = 1, ranks_per_node = 1, nodes = 1;
+  int world_size = 1, nodes = 1;
   int iters = 0;
   RankAggregation aggregation = RankAggregation::mean;
+  std::vector<std::string> hosts;  // every rank's host, by world rank: the layout
 };
+
+// The layout facts of a row: ranks per node (least and most; equal when the layout is even),
+// and whether the groups of a case stay inside one node: "no" (every group inside a node),
+// "yes" (every group spans nodes) or "some". `strided`: HSDP's replica groups (ranks r, r+g,
+// r+2g ...) rather than consecutive ranks.
+struct Layout {
+  int ranks_per_node_min = 1, ranks_per_node_max = 1;
+  std::string group_spans_nodes = "no";
+};
+Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool strided = false);
 
 Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx);
 

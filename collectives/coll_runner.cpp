@@ -77,18 +77,10 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   };
   if (stall_here && !options_.stall_inside) stall();
   session_.arrival_check(label, options_.timeout_s);
-  // Every rank's watchdog ends its own process at the timeout, printing which rank on which
-  // host gave up on which case. It never touches the communicator (NCCL allows one thread at a
-  // time, and the main thread may be inside it): the process is ending, and the driver and
-  // mpirun clean up after it.
-  const std::string where = fmt::format("rank {} ({})", session_.world_rank(), session_.host());
-  watchdog_.arm(options_.timeout_s, [this, label, where] {
-    std::fprintf(stderr,
-                 "error: timeout: %s: %s did not finish within %g s (every rank had arrived, so "
-                 "a rank stopped inside the operation or a link failed); ending this rank\n",
-                 where.c_str(), label.c_str(), options_.timeout_s);
-    MpiSession::exit_now(1);
-  });
+  const std::string where = session_.where(session_.world_rank());
+  label_ = label;
+  per_call_s_ = 0;  // nothing measured yet in this case
+  arm_phase("its buffers and first call", 1);
   // Whatever leaves this function — a row or an exception — disarms the watchdog.
   struct Disarm {
     Watchdog& w;
@@ -140,11 +132,23 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     failed_for_test_ = true;
     throw run_failure("test: the library refused this call (--test-fail-rank)");
   }
-  for (int i = 0; i < options_.warmup; ++i)
+  // The first call alone, under --timeout: it gives the time per call that bounds the rest.
+  if (options_.warmup > 0) {
+    CpuTimer first;
     comm.launch(call);
-  comm.wait();
+    comm.wait();
+    per_call_s_ = first.elapsed_s();
+    warn_if_close_to_timeout();
+    arm_phase("the warm-up", options_.warmup - 1);
+    for (int i = 1; i < options_.warmup; ++i)
+      comm.launch(call);
+    comm.wait();
+  }
   // -G: the capture (and the graph's first replay) is a first-call cost, outside every sample.
-  if (options_.graph_replays > 0) comm.replay_graph(call, options_.iters, 1);
+  if (options_.graph_replays > 0) {
+    arm_phase("the CUDA graph's capture", options_.iters);
+    comm.replay_graph(call, options_.iters, 1);
+  }
   session_.barrier(session_.world());
 
   double my_time_us = 0;
@@ -152,6 +156,7 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     // As nccl-tests reports per-iteration times: calls back to back with a timestamp between
     // each two, and each iteration's time the slowest rank's (the call is over when every rank
     // is done).
+    arm_phase(fmt::format("{} timed calls", options_.iters), options_.iters);
     const std::vector<double> mine = comm.time_each(call, options_.iters);
     my_time_us = std::accumulate(mine.begin(), mine.end(), 0.0) / static_cast<double>(mine.size());
     r.iter_times_us.resize(mine.size());
@@ -167,6 +172,9 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     double measured_s = 0;
     CpuTimer loop;
     do {
+      const int calls_in_sample = options_.iters * std::max(1, options_.graph_replays);
+      arm_phase(fmt::format("sample {} ({} calls)", r.samples_us.size() + 1, calls_in_sample),
+                calls_in_sample);
       session_.barrier(session_.world());
       CpuTimer timer;
       int calls = options_.iters;
@@ -183,6 +191,8 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
         rank_sums[i] += ranks[i];
       r.samples_us.push_back(combine(ranks));
       measured_s += *std::max_element(ranks.begin(), ranks.end()) * calls * 1e-6;
+      if (per_call_s_ == 0) warn_if_close_to_timeout(ranks);  // no warm-up: the first sample
+      per_call_s_ = std::max(per_call_s_, *std::max_element(ranks.begin(), ranks.end()) * 1e-6);
     } while (!enough_samples(r.samples_us, measured_s, options_.measure));
     r.sampling_s = loop.elapsed_s();
     for (double& sum : rank_sums)
@@ -202,6 +212,42 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   r.max_time_us = *std::max_element(t.begin(), t.end());
 }
 
+void CollRunner::arm_phase(const std::string& phase, int calls) {
+  // A phase may take --timeout plus kSlack times its calls at the slowest time per call seen
+  // in this case: a healthy sample of many slow calls fits, a hang is caught within about
+  // --timeout of the point where it would have finished.
+  constexpr double kSlack = 4;
+  const double limit = options_.timeout_s + calls * per_call_s_ * kSlack;
+  std::string why = per_call_s_ > 0 ? fmt::format("--timeout {:g} s + {} calls x {:.3g} s x {:g}",
+                                                  options_.timeout_s, calls, per_call_s_, kSlack)
+                                    : fmt::format("--timeout {:g} s", options_.timeout_s);
+  // Every rank's watchdog ends its own process, saying which phase of which case outlived its
+  // limit. It never touches the communicator (NCCL allows one thread at a time, and the main
+  // thread may be inside it): the process is ending, and the driver and mpirun clean up.
+  watchdog_.arm(
+      options_.timeout_s > 0 ? limit : 0,
+      [this, where = session_.where(session_.world_rank()), label = label_, phase, limit, why] {
+        const std::string reason = fmt::format(
+            "timeout: {}: {}: {} did not finish within {:.3g} s ({}): a rank stopped "
+            "inside the operation or a link failed",
+            where, label, phase, limit, why);
+        std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
+        session_.report_abort(reason);
+        MpiSession::exit_now(1);
+      });
+}
+
+void CollRunner::warn_if_close_to_timeout(const std::vector<double>& rank_times_us) {
+  double call_s = per_call_s_;
+  for (double us : rank_times_us)
+    call_s = std::max(call_s, us * 1e-6);
+  if (options_.timeout_s > 0 && call_s > options_.timeout_s / 2 && session_.world_rank() == 0)
+    std::fprintf(stderr,
+                 "warning: %s: one call takes %.3g s, more than half of --timeout %g s: a call "
+                 "slower still would end the job; raise --timeout\n",
+                 label_.c_str(), call_s, options_.timeout_s);
+}
+
 void CollRunner::verify(Communicator& comm, const CollCall& call, CollResult& r) {
   if (options_.check_passes <= 0) return;
   std::optional<std::string> unchecked = unchecked_in_place(call);
@@ -212,6 +258,7 @@ void CollRunner::verify(Communicator& comm, const CollCall& call, CollResult& r)
   }
   {
     std::int64_t wrong = 0;
+    arm_phase("the check", options_.check_passes);
     for (int pass = 0; pass < options_.check_passes; ++pass)
       wrong += comm.check(call, pass == 0 && session_.world_rank() == options_.corrupt_rank);
     r.wrong = session_.sum(wrong);

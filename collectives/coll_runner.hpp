@@ -27,7 +27,7 @@ struct CollRunOptions {
   MeasureOptions measure = measure_defaults(MeasureProfile::collective);
   int check_passes = 1;  // -c: verified calls after timing (0: none)
   RankAggregation aggregation = RankAggregation::mean;
-  double timeout_s = 300;     // <= 0: none
+  double timeout_s = 300;     // per phase of a case, plus its calls' time (arm_phase); <= 0: none
   int corrupt_rank = -1;      // test only: this world rank spoils one result element
   int stall_rank = -1;        // test only: this world rank arrives late ...
   double stall_s = 0;         // ... by this much, at the first case ...
@@ -61,11 +61,17 @@ class CollRunner {
   // Time and check the call; they throw what the library throws (run() handles it).
   void measure(Communicator& comm, const CollCall& call, CollResult& r);
   void verify(Communicator& comm, const CollCall& call, CollResult& r);
+  // --timeout bounds each phase of a case, not the case: a phase of `calls` calls may take
+  // --timeout + 4 x calls x the slowest time per call seen so far in the case.
+  void arm_phase(const std::string& phase, int calls);
+  void warn_if_close_to_timeout(const std::vector<double>& rank_times_us = {});
 
   MpiSession& session_;
   CollRunOptions options_;
   Watchdog watchdog_;
   bool stalled_ = false, failed_for_test_ = false;
+  std::string label_;      // the case running now, for the watchdog's message
+  double per_call_s_ = 0;  // the slowest time per call seen in this case (0: none yet)
 };
 
 }  // namespace opbench

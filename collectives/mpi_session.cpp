@@ -34,11 +34,12 @@ bool wait_with_timeout(MPI_Request* request, double timeout_s) {
   }
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
+// "rank 3 (node2), rank 4 (node2)", the first 16 and a count of the rest.
+std::string name_list(const std::vector<std::string>& names) {
   std::string out;
-  for (std::size_t i = 0; i < ranks.size() && i < 16; ++i)
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 16) out += fmt::format(" and {} more", ranks.size() - 16);
+  for (std::size_t i = 0; i < names.size() && i < 16; ++i)
+    out += (i ? ", " : "") + names[i];
+  if (names.size() > 16) out += fmt::format(" and {} more", names.size() - 16);
   return out;
 }
 
@@ -62,7 +63,17 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int len = 0;
   MPI_Get_processor_name(name, &len);
   host_.assign(name, static_cast<std::size_t>(len));
+  std::vector<char> all(static_cast<std::size_t>(MPI_MAX_PROCESSOR_NAME) * world_size_);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  for (int r = 0; r < world_size_; ++r)
+    hosts_.emplace_back(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
   MPI_Comm_dup(MPI_COMM_WORLD, &arrival_comm_);
+}
+
+std::string MpiSession::where(int rank) const {
+  return rank >= 0 && rank < world_size_ ? fmt::format("rank {} ({})", rank, hosts_[rank])
+                                         : fmt::format("rank {}", rank);
 }
 
 MpiSession::~MpiSession() {
@@ -146,13 +157,15 @@ void MpiSession::arrival_check(const std::string& what, double timeout_s) {
       }
       if (all) break;
       if (now_s() > deadline) {
-        std::vector<int> missing;
+        std::vector<std::string> missing;
         for (std::size_t i = 0; i < done.size(); ++i)
-          if (!done[i]) missing.push_back(static_cast<int>(i) + 1);
-        std::fprintf(stderr,
-                     "error: timeout: rank%s %s of %d did not arrive at %s within %g s; aborting\n",
-                     missing.size() > 1 ? "s" : "", rank_list(missing).c_str(), world_size_,
-                     what.c_str(), timeout_s);
+          if (!done[i]) missing.push_back(where(static_cast<int>(i) + 1));
+        const std::string reason = fmt::format(
+            "timeout: {} of {} ranks did not arrive at {} within {:g} s (stopped, ended, or cut "
+            "off from rank 0 on {})",
+            name_list(missing), world_size_, what, timeout_s, host_);
+        std::fprintf(stderr, "error: %s; aborting\n", reason.c_str());
+        report_abort(reason);
         std::fflush(stderr);
         abort(1);
       }

@@ -28,6 +28,9 @@ class MpiSession {
   int local_size() const { return local_size_; }  // ranks on this node
   int nodes() const { return nodes_; }
   const std::string& host() const { return host_; }
+  // Every rank's host, by world rank (gathered once at start), so any rank can name another's.
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  std::string where(int rank) const;  // "rank 3 (node2)"
   MPI_Comm world() const { return MPI_COMM_WORLD; }
 
   // Consecutive groups of `group_size` ranks (the whole world when it equals the world size).
@@ -48,6 +51,15 @@ class MpiSession {
   void arrival_check(const std::string& what, double timeout_s);
 
   [[noreturn]] void abort(int code) const;
+  // What rank 0 does before a timeout ends the job: the binary writes the running case as a
+  // failed row with the reason, so an aborted run leaves its last case and why. Called from the
+  // arrival check or a watchdog thread (the main thread is stuck in MPI, not writing).
+  void set_abort_hook(std::function<void(const std::string& reason)> hook) {
+    abort_hook_ = std::move(hook);
+  }
+  void report_abort(const std::string& reason) const {
+    if (world_rank_ == 0 && abort_hook_) abort_hook_(reason);
+  }
   // Ends this process at once, from any thread, without MPI: mpirun sees a rank exit without
   // finalizing and takes the whole job down.
   [[noreturn]] static void exit_now(int code);
@@ -55,9 +67,11 @@ class MpiSession {
  private:
   int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
   std::string host_;
+  std::vector<std::string> hosts_;
   MPI_Comm arrival_comm_ = MPI_COMM_NULL;
   std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
   int arrival_tag_ = 0;
+  std::function<void(const std::string&)> abort_hook_;
 };
 
 // Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.

@@ -60,6 +60,19 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
   Environment env(argc, argv, "bench_fsdp");
   describe_backend(backend, env);
+  env.set("world_size", session.world_size());
+  env.set("nodes", session.nodes());
+  // Where every rank runs, in environment.json, in every JSON line's run facts, and on stdout
+  // as bench_ccl prints it.
+  const nlohmann::json rank_map = gather_rank_map(backend, session);
+  env.set("ranks", rank_map);
+  const auto rank_lines =
+      session.gather_strings(describe_rank(backend, session, session.world_size()));
+  if (lead) {
+    std::printf("# Using devices\n");
+    for (const auto& line : rank_lines)
+      std::printf("%s\n", line.c_str());
+  }
   const std::string dir =
       o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
   std::map<CollOp, std::unique_ptr<CsvWriter>> csv;  // one per collective, at the paths asked for
@@ -73,7 +86,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
       env.write(dir, false);
       files = std::make_unique<ReportFiles>(
           (std::filesystem::path(dir) / "fsdp").string(), o.report.formats,
-          nlohmann::json{{"run_id", env.run_id()}}, "opbench_fsdp");
+          nlohmann::json{{"run_id", env.run_id()}, {"ranks", rank_map}}, "opbench_fsdp");
       for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
         if (!o.report.formats.count(ReportFormat::csv) && per_collective_csv(o, op).empty())
           continue;
@@ -87,13 +100,6 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     }
   }
   if (session.any(!report_error.empty())) throw bad_input(report_error);
-  const nlohmann::json rank_map = gather_rank_map(backend, session);
-  if (lead) {
-    env.set("world_size", session.world_size());
-    env.set("nodes", session.nodes());
-    env.set("ranks", rank_map);
-    env.write(dir, false);
-  }
 
   // Each distinct collective of the plan runs once, the first time an entry needs it; every
   // entry's row is written (and flushed) as soon as its collective has been measured, so a run
@@ -114,14 +120,32 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
       comms;  // (replica group?, size)
   CollRunner runner(session, o.run);
-  CclContext ctx{backend.name,    session.world_size(), session.local_size(),
-                 session.nodes(), o.run.iters,          o.run.aggregation};
+  CclContext ctx{backend.name, session.world_size(), session.nodes(),
+                 o.run.iters,  o.run.aggregation,    session.hosts()};
   std::vector<Record> rows;
   RunTally tally;
   tally.planned = plan.size();
   std::map<std::string, double> step_us;  // per collective and phase
   double total_us = 0;
   bool stopped = false;
+  // One plan entry's row, written (and flushed) to every report at once.
+  auto write_row = [&](const PlanEntry& e, const CollCall& call, const CollResult& result) {
+    const CclCase c{e.op,
+                    e.dtype,
+                    redop,
+                    0,
+                    static_cast<std::uint64_t>(e.buffer_bytes()),
+                    Placement::out_of_place,
+                    static_cast<int>(e.group_size),
+                    e.unit,
+                    e.calls_per_step,
+                    e.op == CollOp::all_reduce};  // HSDP's all-reduce runs across the shard groups
+    Record row;
+    row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
+    if (csv.count(e.op)) csv[e.op]->write(row);
+    if (files) files->write(row);
+    return row;
+  };
   install_interrupt_handlers();
   for (const auto& e : plan) {
     const Signature sig = signature(e);
@@ -145,7 +169,15 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
       std::string label = fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count,
                                       dtype_name(dtype));
       progress.start(label);
+      // Should a timeout end the job inside this collective, the entry's row says so.
+      session.set_abort_hook([&](const std::string& reason) {
+        CollResult aborted;
+        aborted.status = Status::failed;
+        aborted.note = reason;
+        write_row(e, slot.first, aborted);
+      });
       slot.second = runner.run(*comm, slot.first, label);
+      session.set_abort_hook(nullptr);
       progress.done(1, slot.second.status == Status::ok
                            ? fmt::format("{}  {}", label, time_text(slot.second.time_us))
                            : fmt::format("{}  {}: {}", label, status_name(slot.second.status),
@@ -153,21 +185,8 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     }
     if (!lead) continue;
     const auto& [call, result] = measured.at(sig);
-    CclCase c{e.op,
-              e.dtype,
-              redop,
-              0,
-              static_cast<std::uint64_t>(e.buffer_bytes()),
-              Placement::out_of_place,
-              static_cast<int>(e.group_size),
-              e.unit,
-              e.calls_per_step};
-    Record row;
-    row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
-    if (csv.count(e.op)) csv[e.op]->write(row);
-    if (files) files->write(row);
-    rows.push_back(row);
-    tally.add(row);
+    rows.push_back(write_row(e, call, result));
+    tally.add(rows.back());
     const double us = result.time_us * static_cast<double>(e.calls_per_step);
     step_us[coll_op_name(e.op) + " " + e.phase] += us;
     total_us += us;

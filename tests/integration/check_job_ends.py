@@ -3,9 +3,14 @@
 every --stderr text on stderr (the rank, host and case that went wrong). A job still running at
 twice the limit is killed and fails the test.
 
-Usage: check_job_ends.py --within SECONDS [--stderr TEXT]... -- COMMAND...
+With --failed-row CSV TEXT, the report CSV must end with a row of status `failed` whose note
+holds TEXT: an aborted run leaves its last case and the reason.
+
+Usage: check_job_ends.py --within SECONDS [--stderr TEXT]... [--failed-row CSV TEXT] -- COMMAND...
 """
 import argparse
+import csv
+import os
 import subprocess
 import sys
 import time
@@ -17,6 +22,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--within", type=float, required=True)
     parser.add_argument("--stderr", action="append", default=[])
+    parser.add_argument("--failed-row", nargs=2, metavar=("CSV", "TEXT"))
     a = parser.parse_args(argv[:split])
     start = time.monotonic()
     try:
@@ -33,6 +39,12 @@ def main() -> int:
     for text in a.stderr:
         if text not in proc.stderr:
             problems.append(f"stderr lacks {text!r}")
+    if a.failed_row:
+        path, text = a.failed_row
+        rows = list(csv.DictReader(open(path, newline=""))) if os.path.exists(path) else []
+        if not rows or rows[-1]["status"] != "failed" or text not in rows[-1]["note"]:
+            problems.append(f"{path}: the last row is not the aborted case, failed, with {text!r}: "
+                            f"{rows[-1] if rows else 'no rows'}")
     print(f"exit {proc.returncode} after {took:.1f} s")
     if problems:
         print("\n".join(problems) + "\nstderr:\n" + proc.stderr)

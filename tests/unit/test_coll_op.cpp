@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "collectives/ccl_report.hpp"
 #include "collectives/coll_check.hpp"
 #include "collectives/coll_op.hpp"
 #include "collectives/model_messages.hpp"
@@ -153,4 +154,20 @@ TEST_CASE("model messages: Llama-3.1 70B at tp 8 all-reduces 8192 x 8192 bf16 ac
   REQUIRE(moe.size() == 1);
   CHECK(moe[0].op == CollOp::all_to_all);
   CHECK(moe[0].size_bytes == 4096ull * 2 * 4096 * 2);  // tokens x top-2 x hidden x 2 B
+}
+
+TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
+  const std::vector<std::string> even{"a", "a", "b", "b", "c", "c"};
+  auto l = layout_of(even, 2);
+  CHECK(l.ranks_per_node_min == 2);
+  CHECK(l.ranks_per_node_max == 2);
+  CHECK(l.group_spans_nodes == "no");                    // {a,a} {b,b} {c,c}
+  CHECK(layout_of(even, 3).group_spans_nodes == "yes");  // {a,a,b} {b,c,c}
+  const std::vector<std::string> uneven{"a", "a", "a", "b"};
+  l = layout_of(uneven, 2);
+  CHECK(l.ranks_per_node_min == 1);
+  CHECK(l.ranks_per_node_max == 3);
+  CHECK(l.group_spans_nodes == "some");  // {a,a} inside, {a,b} across
+  // HSDP's replica groups of 2 over shards of 2: ranks {0,2} and {1,3}, each across a and b
+  CHECK(layout_of({"a", "a", "b", "b"}, 2, true).group_spans_nodes == "yes");
 }
