@@ -29,6 +29,10 @@ Flags (or the environment variable in brackets):
                        MPIRUN_ARGS adds more, split at spaces
   --backend NAME       auto, nccl or mpi [BACKEND, default auto]
   --out DIR            report directory [REPORT_DIR, default reports/ccl-sweep-<date>-<time>]
+  --job-timeout S      end each mpirun job after S seconds (mpirun --timeout) [JOB_TIMEOUT];
+                       default 300 + the run's cases x 3 x bench_ccl's --timeout (300 unless
+                       given after --), counted by bench_ccl --dry-run; 0: no limit. A launcher
+                       waiting on a lost node's daemon then ends too.
   -- ARGS              passed to bench_ccl as they are (e.g. -- -c 0 -n 50)
 
 Each run writes OUT/<op>_np<N>.csv, and its output and errors to OUT/<op>_np<N>.txt.
@@ -63,6 +67,7 @@ backend=${BACKEND:-auto}
 out=${REPORT_DIR:-reports/ccl-sweep-$(date +%Y%m%d-%H%M%S)}
 mpirun_bin=${MPIRUN:-mpirun}
 mpirun_args=()
+job_timeout=${JOB_TIMEOUT:-}
 extra=()
 
 # Flags that take a value: fail with a message, not "unbound variable", when it is missing.
@@ -72,7 +77,7 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     --np|--ops|--dtypes|-b|-e|-f|--hosts|--hostfile|--ranks-per-node|--iface|--launch-agent|--mpirun-arg|\
-    --backend|--out)
+    --backend|--out|--job-timeout)
       value "$@" ;;&  # then on to the flag's own case below
     --np) np_list=$2; shift 2 ;;
     --ops) ops=$2; shift 2 ;;
@@ -88,6 +93,7 @@ while [ $# -gt 0 ]; do
     --mpirun-arg) mpirun_args+=("$2"); shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --job-timeout) job_timeout=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -150,6 +156,21 @@ reason() {
   echo "${line:-no output}"
 }
 
+[[ -z $job_timeout || $job_timeout =~ ^[0-9]+$ ]] || die "--job-timeout: '$job_timeout' is not a number of seconds"
+# bench_ccl's own --timeout (per phase of a case) when given after --, else its default.
+case_timeout=300
+for ((i = 0; i < ${#extra[@]}; i++)); do
+  [ "${extra[i]}" = --timeout ] && [ $((i + 1)) -lt ${#extra[@]} ] && case_timeout=${extra[i + 1]%.*}
+done
+# The job's limit: what it is told, or derived from how many cases the run holds.
+job_limit() {  # NP OP
+  if [ -n "$job_timeout" ]; then echo "$job_timeout"; return; fi
+  local cases
+  cases=$("$bench" --dry-run --world-size "$1" --op "$2" -b "$min_bytes" -e "$max_bytes" -f "$factor" \
+    -d "$dtypes" ${extra[@]+"${extra[@]}"} 2>/dev/null | awk '/ cases on / {print $1}')
+  echo $((300 + ${cases:-100} * 3 * ${case_timeout:-300}))
+}
+
 failed=0
 runs=0
 for np in $np_list; do
@@ -157,11 +178,14 @@ for np in $np_list; do
     csv="$out/${op}_np${np}.csv"
     log="$out/${op}_np${np}.txt"
     runs=$((runs + 1))
-    echo "run_script.sh: $op on $np ranks -> $csv" >&2
+    limit=$(job_limit "$np" "$op")
+    timeout_args=()
+    [ "$limit" -gt 0 ] && timeout_args=(--timeout "$limit")
+    echo "run_script.sh: $op on $np ranks -> $csv (job limit ${limit:-none} s)" >&2
     rc=0
-    "${launch[@]}" -np "$np" "$bench" --backend "$backend" --op "$op" -b "$min_bytes" -e "$max_bytes" \
-      -f "$factor" -d "$dtypes" --report-csv-path "$csv" --report-dir-path "$out/raw/${op}_np${np}" \
-      --quiet ${extra[@]+"${extra[@]}"} > "$log" 2>&1 || rc=$?
+    "${launch[@]}" ${timeout_args[@]+"${timeout_args[@]}"} -np "$np" "$bench" --backend "$backend" --op "$op" \
+      -b "$min_bytes" -e "$max_bytes" -f "$factor" -d "$dtypes" --report-csv-path "$csv" \
+      --report-dir-path "$out/raw/${op}_np${np}" --quiet ${extra[@]+"${extra[@]}"} > "$log" 2>&1 || rc=$?
     if [ "$rc" -ne 0 ]; then
       echo "run_script.sh: $op on $np ranks failed (exit $rc; log $log): $(reason "$log")" >&2
       failed=$((failed + 1))

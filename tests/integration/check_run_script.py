@@ -21,7 +21,7 @@ Usage (WORK is emptied first; every check prints what it found):
       a run that bench_ccl refuses (an unknown flag after --): exit 1, and the failure line quotes
       bench_ccl's error, which is in the run's log too
   check_run_script.py mpirun-args SCRIPT WORK FAKE_MPIRUN
-      --mpirun-arg, --launch-agent, --iface and MPIRUN_ARGS reach mpirun (a fake that prints its
+      --mpirun-arg, --launch-agent, --iface, --job-timeout and MPIRUN_ARGS reach mpirun (a fake that prints its
       arguments) as the words they should be; NCCL_SOCKET_IFNAME only with the nccl backend
 """
 import csv
@@ -165,7 +165,8 @@ def check_mpirun_args(script, work, fake):
         out = os.path.join(work, backend)
         proc = run(["bash", script, "--np", "2", "--ops", "all_reduce", "--backend", backend, "--iface", "lo",
                     "--launch-agent", "ssh -p 2222", "--mpirun-arg", "-x", "--mpirun-arg", "OPBENCH_NOTE=a b",
-                    "--out", out], work, environment(MPIRUN=fake, BENCH_CCL=fake, MPIRUN_ARGS="--bind-to none"))
+                    "--out", out] + (["--job-timeout", "42"] if backend == "mpi" else []),
+                   work, environment(MPIRUN=fake, BENCH_CCL=fake, MPIRUN_ARGS="--bind-to none"))
         if proc.returncode != 0:
             problems.append(f"{backend}: exit {proc.returncode}")
             continue
@@ -174,7 +175,10 @@ def check_mpirun_args(script, work, fake):
         # Each argument in brackets, one a line: a sequence of them is a run of adjacent lines.
         for words in (["--mca", "btl_tcp_if_include", "lo"], ["--mca", "oob_tcp_if_include", "lo"],
                       ["--mca", "plm_rsh_agent", "ssh -p 2222"], ["-x", "OPBENCH_NOTE=a b"],
-                      ["--bind-to", "none"]):
+                      ["--bind-to", "none"],
+                      # the job limit: as given, or derived (the fake bench_ccl counts no cases:
+                      # 300 + 100 x 3 x 300)
+                      ["--timeout", "42" if backend == "mpi" else "90300"]):
             if "".join(f"[{w}]\n" for w in words) not in text:
                 problems.append(f"{backend}: mpirun did not get {words}")
         if f"NCCL_SOCKET_IFNAME={ifname}\n" not in text:

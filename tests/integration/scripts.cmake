@@ -73,7 +73,7 @@ add_test(NAME "run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl
           $<TARGET_FILE:bench_ccl>)
 set_tests_properties("run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl's error from the run's log"
   PROPERTIES TIMEOUT 120)
-add_test(NAME "run_script.sh: --mpirun-arg, --launch-agent and --iface reach mpirun intact; NCCL_SOCKET_IFNAME only for nccl"
+add_test(NAME "run_script.sh: --mpirun-arg, --launch-agent, --iface and the job limit reach mpirun intact; NCCL_SOCKET_IFNAME only for nccl"
   COMMAND ${CHECK_RUN_SCRIPT} mpirun-args ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_args
           ${DATA}/fake_mpirun.sh)
 add_test(NAME "run_script.sh bad input: a flag without its value"
