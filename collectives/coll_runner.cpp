@@ -224,13 +224,28 @@ void CollRunner::arm_phase(const std::string& phase, int calls) {
   // Every rank's watchdog ends its own process, saying which phase of which case outlived its
   // limit. It never touches the communicator (NCCL allows one thread at a time, and the main
   // thread may be inside it): the process is ending, and the driver and mpirun clean up.
+  //
+  // Rank 0 speaks first and names the culprits: it asks every rank over the liveness channel,
+  // and those that do not answer are stopped or cut off. The other ranks wait kGrace seconds
+  // longer, so their lines follow rank 0's, and still end the job should rank 0 be the one lost.
+  constexpr double kGrace = 10;
+  const bool lead = session_.world_rank() == 0;
   watchdog_.arm(
-      options_.timeout_s > 0 ? limit : 0,
-      [this, where = session_.where(session_.world_rank()), label = label_, phase, limit, why] {
-        const std::string reason = fmt::format(
-            "timeout: {}: {}: {} did not finish within {:.3g} s ({}): a rank stopped "
-            "inside the operation or a link failed",
-            where, label, phase, limit, why);
+      options_.timeout_s > 0 ? limit + (lead ? 0 : kGrace) : 0,
+      [this, lead, where = session_.where(session_.world_rank()), label = label_, phase, limit,
+       why] {
+        std::string culprits = "a rank stopped inside the operation or a link failed";
+        if (lead) {
+          const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
+          culprits = silent.empty()
+                         ? "every rank answers rank 0, so every process is alive: a rank is stuck "
+                           "inside the operation, or the library or the network hangs"
+                         : fmt::format("{} {} not answer rank 0: stopped, or cut off from it",
+                                       join(silent, ", "), silent.size() > 1 ? "do" : "does");
+        }
+        const std::string reason =
+            fmt::format("timeout: {}: {}: {} did not finish within {:.3g} s ({}): {}", where, label,
+                        phase, limit, why, culprits);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         MpiSession::exit_now(1);

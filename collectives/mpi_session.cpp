@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "collectives/liveness.hpp"
 #include "common/error.hpp"
 
 namespace opbench {
@@ -69,6 +70,21 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   for (int r = 0; r < world_size_; ++r)
     hosts_.emplace_back(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
   MPI_Comm_dup(MPI_COMM_WORLD, &arrival_comm_);
+  // A rank that ends without goodbye is named by rank 0 at once, and the job ended.
+  if (!std::getenv("OPBENCH_NO_LIVENESS"))
+    liveness_ = std::make_unique<Liveness>(*this, [this](const std::string& what) {
+      std::fprintf(stderr, "error: %s; ending the job\n", what.c_str());
+      report_abort(what);
+      exit_now(1);
+    });
+}
+
+std::vector<std::string> MpiSession::silent_ranks(double wait_s) const {
+  std::vector<std::string> out;
+  if (liveness_)
+    for (int r : liveness_->silent_ranks(wait_s))
+      out.push_back(where(r));
+  return out;
 }
 
 std::string MpiSession::where(int rank) const {
@@ -77,6 +93,7 @@ std::string MpiSession::where(int rank) const {
 }
 
 MpiSession::~MpiSession() {
+  liveness_.reset();  // goodbye first: rank 0 must not take a normal end for a lost rank
   for (auto* list : {&groups_, &strided_})
     for (auto& [size, comm] : *list)
       if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);

@@ -8,12 +8,15 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace opbench {
+
+class Liveness;
 
 class MpiSession {
  public:
@@ -51,6 +54,10 @@ class MpiSession {
   void arrival_check(const std::string& what, double timeout_s);
 
   [[noreturn]] void abort(int code) const;
+  // Rank 0: the ranks (as "rank 3 (node2)") that do not answer within `wait_s` over the
+  // liveness channel (stopped, or cut off from rank 0); empty when all answer or none is
+  // watched. Safe from any thread.
+  std::vector<std::string> silent_ranks(double wait_s) const;
   // What rank 0 does before a timeout ends the job: the binary writes the running case as a
   // failed row with the reason, so an aborted run leaves its last case and why. Called from the
   // arrival check or a watchdog thread (the main thread is stuck in MPI, not writing).
@@ -72,6 +79,7 @@ class MpiSession {
   std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
   int arrival_tag_ = 0;
   std::function<void(const std::string&)> abort_hook_;
+  std::unique_ptr<Liveness> liveness_;  // every rank's TCP line to rank 0 (collectives/liveness)
 };
 
 // Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.
