@@ -206,6 +206,15 @@ def plot_attention(rows, title, out, args):
     return save(fig, out)
 
 
+def stacked_bars(ax, units, parts, per_unit):
+    """One bar per unit, stacked by part (collective and phase), per_unit[unit][part] high."""
+    bottom = [0.0] * len(units)
+    for part in parts:
+        values = [per_unit[u].get(part, 0.0) for u in units]
+        ax.bar(units, values, bottom=bottom, label=part)
+        bottom = [b + v for b, v in zip(bottom, values)]
+
+
 def plot_fsdp(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
     per_unit = defaultdict(lambda: defaultdict(float))
@@ -213,13 +222,7 @@ def plot_fsdp(rows, title, out, args):
         t, calls = num(r["time_us"]), num(r["calls_per_step"])
         if r["status"] == "ok" and t is not None and calls:
             per_unit[r["unit"]][f"{r['op']} {r['phase']}"] += t * calls / 1e3
-    units = sorted(per_unit)
-    parts = sorted({p for u in per_unit.values() for p in u})
-    bottom = [0.0] * len(units)
-    for part in parts:
-        values = [per_unit[u].get(part, 0.0) for u in units]
-        ax.bar(units, values, bottom=bottom, label=part)
-        bottom = [b + v for b, v in zip(bottom, values)]
+    stacked_bars(ax, sorted(per_unit), sorted({p for u in per_unit.values() for p in u}), per_unit)
     ax.set_ylabel("communication per training step (ms, calls x measured time)")
     ax.set_title(f"FSDP communication per unit: {title}")
     ax.legend(fontsize=8)
@@ -235,13 +238,8 @@ def plot_fsdp_plan(rows, title, out, args):
         size, calls = num(r["bytes"]), num(r["calls_per_step"])
         if size is not None and calls is not None:
             per_unit[r["unit"]][f"{r['collective']} {r['phase']}"] += size * calls / 1e6
-    units = list(per_unit)  # the plan's order: layers, then the root
-    parts = list(dict.fromkeys(p for u in per_unit.values() for p in u))
-    bottom = [0.0] * len(units)
-    for part in parts:
-        values = [per_unit[u].get(part, 0.0) for u in units]
-        ax.bar(units, values, bottom=bottom, label=part)
-        bottom = [b + v for b, v in zip(bottom, values)]
+    # the plan's order: layers, then the root
+    stacked_bars(ax, list(per_unit), list(dict.fromkeys(p for u in per_unit.values() for p in u)), per_unit)
     ax.set_ylabel("message bytes per training step (MB: bytes x calls_per_step)")
     first = rows[0]
     ax.set_title(f"FSDP{first.get('fsdp_version', '')} plan of {first.get('model', '?')} at world size "

@@ -16,8 +16,11 @@ cd build-asan
 # AddressSanitizer's memory checks and UBSan but not LeakSanitizer: Open MPI dlopen()s its
 # components and unloads them before the leak report, so their allocations cannot be told apart
 # (or suppressed). Every other test runs with leak checking.
-mpi_tests='ccl|fsdp|install|report|corpus|selftest'
+mpi_tests='ccl|fsdp|install|report|corpus|selftest|run_script|collectives|mpirun|docs'
+# The multi-node (namespaces) and Slurm tests check launch and fault handling, not memory, and
+# take minutes: they run once, on the normal build.
+launch_labels='multinode|slurm'
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
-  ctest --output-on-failure -j "$(nproc)" --timeout 900 -E "$mpi_tests"
+  ctest --output-on-failure -j "$(nproc)" --timeout 900 -E "$mpi_tests" -LE "$launch_labels"
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1" \
-  ctest --output-on-failure -j "$(nproc)" --timeout 900 -R "$mpi_tests"
+  ctest --output-on-failure -j "$(nproc)" --timeout 900 -R "$mpi_tests" -LE "$launch_labels"
