@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-matplotlib
   clang-format clang libclang-rt-14-dev
+  munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins
 )
 
 missing=()
