@@ -246,15 +246,17 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                                     dtype_name(c.dtype), placement_name(c.placement));
     progress.start(label);
     // Should a timeout end the job inside this case, its row says so.
-    session.set_abort_hook([&](const std::string& reason) {
-      CollResult aborted;
-      aborted.status = Status::failed;
-      aborted.note = reason;
-      if (reports) reports->write(c.op, ccl_row(c, call, aborted, ctx));
-    });
+    CollResult r;
     CpuTimer case_clock;
-    CollResult r = runner.run(*comm, call, label);
-    session.set_abort_hook(nullptr);
+    {
+      AbortHookScope hook(session, [&](const std::string& reason) {
+        CollResult aborted;
+        aborted.status = Status::failed;
+        aborted.note = reason;
+        if (reports) reports->write(c.op, ccl_row(c, call, aborted, ctx));
+      });
+      r = runner.run(*comm, call, label);
+    }
     failed += r.status == Status::failed;
     if (!lead) continue;
     Record row = ccl_row(c, call, r, ctx);

@@ -60,12 +60,18 @@ class MpiSession {
   std::vector<std::string> silent_ranks(double wait_s) const;
   // What rank 0 does before a timeout ends the job: the binary writes the running case as a
   // failed row with the reason, so an aborted run leaves its last case and why. Called from the
-  // arrival check or a watchdog thread (the main thread is stuck in MPI, not writing).
+  // arrival check, a watchdog or the liveness thread (the main thread is stuck in MPI, not
+  // writing); the mutex keeps a hook from being replaced while another thread calls it.
   void set_abort_hook(std::function<void(const std::string& reason)> hook) {
+    std::lock_guard lock(abort_mutex_);
     abort_hook_ = std::move(hook);
   }
-  void report_abort(const std::string& reason) const {
-    if (world_rank_ == 0 && abort_hook_) abort_hook_(reason);
+  void report_abort(const std::string& reason) {
+    std::lock_guard lock(abort_mutex_);
+    // Once: a rank lost while a timeout is being reported must not add a second row.
+    const auto hook = std::move(abort_hook_);
+    abort_hook_ = nullptr;
+    if (world_rank_ == 0 && hook) hook(reason);
   }
   // Ends this process at once, from any thread, without MPI: mpirun sees a rank exit without
   // finalizing and takes the whole job down.
@@ -79,7 +85,24 @@ class MpiSession {
   std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
   int arrival_tag_ = 0;
   std::function<void(const std::string&)> abort_hook_;
+  mutable std::mutex abort_mutex_;
   std::unique_ptr<Liveness> liveness_;  // every rank's TCP line to rank 0 (collectives/liveness)
+};
+
+// The abort hook of one case: set for its run, cleared however the run ends (a row or an
+// exception), so a hook never outlives the case it writes.
+class AbortHookScope {
+ public:
+  AbortHookScope(MpiSession& session, std::function<void(const std::string& reason)> hook)
+      : session_(session) {
+    session_.set_abort_hook(std::move(hook));
+  }
+  ~AbortHookScope() { session_.set_abort_hook(nullptr); }
+  AbortHookScope(const AbortHookScope&) = delete;
+  AbortHookScope& operator=(const AbortHookScope&) = delete;
+
+ private:
+  MpiSession& session_;
 };
 
 // Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.

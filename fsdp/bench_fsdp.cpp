@@ -170,14 +170,15 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                                       dtype_name(dtype));
       progress.start(label);
       // Should a timeout end the job inside this collective, the entry's row says so.
-      session.set_abort_hook([&](const std::string& reason) {
-        CollResult aborted;
-        aborted.status = Status::failed;
-        aborted.note = reason;
-        write_row(e, slot.first, aborted);
-      });
-      slot.second = runner.run(*comm, slot.first, label);
-      session.set_abort_hook(nullptr);
+      {
+        AbortHookScope hook(session, [&](const std::string& reason) {
+          CollResult aborted;
+          aborted.status = Status::failed;
+          aborted.note = reason;
+          write_row(e, slot.first, aborted);
+        });
+        slot.second = runner.run(*comm, slot.first, label);
+      }
       progress.done(1, slot.second.status == Status::ok
                            ? fmt::format("{}  {}", label, time_text(slot.second.time_us))
                            : fmt::format("{}  {}: {}", label, status_name(slot.second.status),
