@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -117,12 +118,19 @@ Liveness::Liveness(const MpiSession& session, std::function<void(const std::stri
     said_goodbye_.assign(static_cast<std::size_t>(world), 0);
     for (int i = 0; i < total; ++i) {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      // A connection that does not say which rank it is within 5 s (a stray one from elsewhere:
+      // the port listens on every address) is dropped rather than waited for.
+      timeval limit{5, 0}, none{0, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
       std::int32_t who = -1;
-      if (fd >= 0 && recv(fd, &who, sizeof(who), MSG_WAITALL) == sizeof(who) && who > 0 &&
-          who < world)
+      if (recv(fd, &who, sizeof(who), MSG_WAITALL) == sizeof(who) && who > 0 && who < world &&
+          peer_fd_[static_cast<std::size_t>(who)] < 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
         peer_fd_[static_cast<std::size_t>(who)] = fd;
-      else if (fd >= 0)
+      } else {
         close(fd);
+      }
     }
     if (listen_fd_ >= 0) close(listen_fd_);
     listen_fd_ = -1;
