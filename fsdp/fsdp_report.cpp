@@ -125,14 +125,15 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
       // The plan entry of the same collective nearest in count, among those of the logged dtype
       // when there are any: a dtype that differs changes the bytes, not just a label.
       const std::string logged_dtype = nccl_datatype_name(call.datatype);
+      const std::int64_t logged_count = call.count;  // a lambda cannot capture a structured binding
       const PlanEntry* best = nullptr;
       auto better = [&](const PlanEntry& e) {
         if (!best) return true;
         const bool same = dtype_name(e.dtype) == logged_dtype;
         const bool best_same = dtype_name(best->dtype) == logged_dtype;
         if (same != best_same) return same;
-        return std::llabs(e.per_rank_count - call.count) <
-               std::llabs(best->per_rank_count - call.count);
+        return std::llabs(e.per_rank_count - logged_count) <
+               std::llabs(best->per_rank_count - logged_count);
       };
       for (const auto& e : *plan)
         if (e.op == op && better(e)) best = &e;
