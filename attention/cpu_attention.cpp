@@ -3,11 +3,10 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <thread>
+
+#include "common/cpu_parallel.hpp"
 
 namespace opbench {
 namespace {
@@ -19,27 +18,6 @@ constexpr float kMasked = -1e30f;  // finite, so exp(masked - max) is an exact 0
 std::int64_t bshd(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t S, std::int64_t H,
                   std::int64_t D) {
   return ((b * S + s) * H + h) * D;
-}
-
-// Runs work(item) for item in [0, items) on every core, dynamically balanced (causal tiles
-// differ in cost). BLAS runs single-threaded inside, restored afterwards.
-void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work) {
-  const int saved = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-  std::atomic<std::int64_t> next{0};
-  auto worker = [&] {
-    for (std::int64_t i = next++; i < items; i = next++)
-      work(i);
-  };
-  const unsigned n = std::max(
-      1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(items)));
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < n; ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads)
-    t.join();
-  openblas_set_num_threads(saved);
 }
 
 // scale · Q_i K_jᵀ for a tile, masked (causal) entries set to kMasked.

@@ -1,0 +1,34 @@
+#include "common/cpu_parallel.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace opbench {
+
+unsigned parallel_threads(std::int64_t items) {
+  const auto cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, cores));
+}
+
+void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work) {
+  const int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  std::atomic<std::int64_t> next{0};
+  auto worker = [&] {
+    for (std::int64_t i = next++; i < items; i = next++)
+      work(i);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < parallel_threads(items); ++t)
+    threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads)
+    t.join();
+  openblas_set_num_threads(saved);
+}
+
+}  // namespace opbench

@@ -1,0 +1,17 @@
+#pragma once
+// Work spread over every core of the CPU, for the CPU providers that schedule their own tasks
+// (attention tiles, grouped expert GEMMs, memory-bound loops).
+#include <cstdint>
+#include <functional>
+
+namespace opbench {
+
+// Runs work(item) for item in [0, items) on every core, dynamically balanced (items may differ in
+// cost: causal tiles, experts with different token counts). BLAS calls inside run single-threaded
+// (two BLAS thread pools on the same cores would fight); its thread count is restored afterwards.
+void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work);
+
+// How many threads parallel_for uses for `items` items.
+unsigned parallel_threads(std::int64_t items);
+
+}  // namespace opbench
