@@ -23,6 +23,7 @@
 #include "common/text.hpp"
 #include "common/timer.hpp"
 #include "gemm/cublaslt_descriptors.hpp"
+#include "gemm/device_operand_pools.hpp"
 #include "gemm/fp8_policy.hpp"
 #include "gemm/gpu_timing_plan.hpp"
 #include "gemm/operand_sets.hpp"
@@ -36,7 +37,6 @@ constexpr std::size_t kWorkspaceBytes = 32u << 20;
 constexpr double kLaunchBoundUs = 20;
 constexpr double kGraphTargetUs = 200;    // a graph replay lasts at least this long ...
 constexpr int kMaxGraphLaunches = 16384;  // ... with at most this many launches
-constexpr std::uint64_t kFillSeed = 20261121;
 // Autotune: each candidate gets this many short samples, interleaved with the other candidates'
 // (a clock change or a neighbour then disturbs every candidate alike), ranked by their median.
 constexpr int kTrialRounds = 5;
@@ -119,11 +119,13 @@ class CublasLtProvider final : public GemmProvider {
     const OperandLayout layout(p);
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
     const std::uint64_t budget =
-        operand_memory_budget(cuda_free_memory_bytes(device_), inputs_.bytes() + outputs_.bytes());
-    auto planned = plan_operand_sets(layout, o, info_.l2_bytes, budget, "device memory", r);
+        operand_memory_budget(cuda_free_memory_bytes(device_), pools_.held_bytes());
+    auto planned =
+        plan_operand_sets(layout.set_bytes(), o, info_.l2_bytes, budget, "device memory", r);
     if (!planned) return r;
     const RotationPlan plan = *planned;
-    prepare_pools(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride);
+    pools_.prepare(p.dtype, plan.sets * layout.input_stride, plan.sets * layout.output_stride,
+                   stream_);
 
     LtDescriptors d;
     make_lt_descriptors(p, o.fp8_fast_accum, d);
@@ -131,8 +133,8 @@ class CublasLtProvider final : public GemmProvider {
         p.dtype == DType::fp8_e4m3 ? fp8_accumulation_name(o.fp8_fast_accum) : "";
 
     std::int64_t set = 0;
-    auto in = static_cast<unsigned char*>(inputs_.data());
-    auto out = static_cast<unsigned char*>(outputs_.data());
+    auto in = pools_.inputs();
+    auto out = pools_.outputs();
     const double one_d = 1.0, zero_d = 0.0;
     const float one_f = 1.0f, zero_f = 0.0f;
     const void* alpha = p.dtype == DType::fp64 ? static_cast<const void*>(&one_d) : &one_f;
@@ -214,12 +216,12 @@ class CublasLtProvider final : public GemmProvider {
 
     if (o.check) {
       OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      auto a = inputs_.to_host(static_cast<std::size_t>(layout.a_offset(set)),
-                               static_cast<std::size_t>(layout.a_bytes));
-      auto b = inputs_.to_host(static_cast<std::size_t>(layout.b_offset(set)),
-                               static_cast<std::size_t>(layout.b_bytes));
-      auto c = outputs_.to_host(static_cast<std::size_t>(layout.c_offset(set)),
-                                static_cast<std::size_t>(layout.c_bytes));
+      auto a = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.a_offset(set)),
+                                             static_cast<std::size_t>(layout.a_bytes));
+      auto b = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.b_offset(set)),
+                                             static_cast<std::size_t>(layout.b_bytes));
+      auto c = pools_.output_buffer().to_host(static_cast<std::size_t>(layout.c_offset(set)),
+                                              static_cast<std::size_t>(layout.c_bytes));
       if (o.corrupt_for_test)
         spoil_element_for_test(c.data(), p.out_dtype,
                                static_cast<std::size_t>(p.batch * p.c_elements() / 2));
@@ -340,27 +342,12 @@ class CublasLtProvider final : public GemmProvider {
     return out;
   }
 
-  void prepare_pools(DType t, std::int64_t input_bytes, std::int64_t output_bytes) {
-    if (static_cast<std::size_t>(input_bytes) > inputs_.bytes() || t != inputs_dtype_) {
-      inputs_ = DeviceBuffer();
-      inputs_ = DeviceBuffer(static_cast<std::size_t>(input_bytes));
-      fill_uniform(inputs_.data(), inputs_.bytes() / dtype_size(t), t, kFillSeed, stream_);
-      inputs_dtype_ = t;
-    }
-    if (static_cast<std::size_t>(output_bytes) > outputs_.bytes()) {
-      outputs_ = DeviceBuffer();
-      outputs_ = DeviceBuffer(static_cast<std::size_t>(output_bytes));
-      OPBENCH_CUDA_CHECK(cudaMemsetAsync(outputs_.data(), 0, outputs_.bytes(), stream_));
-    }
-    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  }
-
   int device_;
   CudaDeviceInfo info_;
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer workspace_, inputs_, outputs_;
-  DType inputs_dtype_ = DType::int8;  // nothing filled yet
+  DeviceBuffer workspace_;
+  DeviceOperandPools pools_;
   std::unique_ptr<L2Flusher> flusher_;
   StreamBlocker blocker_;
   std::map<std::string, Tuned> tuned_;  // autotune results, per shape, for the whole run

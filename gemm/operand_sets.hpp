@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/rotation.hpp"
 #include "gemm/gemm_problem.hpp"
@@ -32,20 +33,38 @@ struct OperandLayout {
   std::int64_t c_offset(std::int64_t set) const { return set * output_stride; }
 };
 
+// The same for the experts of a grouped GEMM: one set holds every expert's A and B (inputs) and
+// C (outputs), each 256-byte aligned, expert after expert.
+struct ExpertOperandLayout {
+  std::vector<std::int64_t> a_at, b_at, c_at;  // offsets inside one set's inputs / outputs
+  std::int64_t input_stride = 0, output_stride = 0;
+
+  explicit ExpertOperandLayout(const std::vector<GemmProblem>& experts) {
+    for (const auto& p : experts) {
+      const OperandLayout one(p);
+      a_at.push_back(input_stride);
+      b_at.push_back(input_stride + align_up(one.a_bytes, OperandLayout::kAlign));
+      c_at.push_back(output_stride);
+      input_stride += one.input_stride;
+      output_stride += one.output_stride;
+    }
+  }
+  std::int64_t set_bytes() const { return input_stride + output_stride; }
+};
+
 // How many operand sets a run rotates over: enough to touch 4x `cache_bytes`, or one with --cold
 // (the cache is flushed instead). When not even one set fits in `budget` bytes of `memory`
 // ("host memory", "device memory"), `result` becomes a skipped row naming the bytes needed.
-inline std::optional<RotationPlan> plan_operand_sets(const OperandLayout& layout,
+inline std::optional<RotationPlan> plan_operand_sets(std::int64_t set_bytes,
                                                      const GemmRunOptions& o,
                                                      std::uint64_t cache_bytes,
                                                      std::uint64_t budget, const char* memory,
                                                      GemmResult& result) {
-  RotationPlan plan = plan_rotation(layout.set_bytes(), o.cold ? 0 : cache_bytes, budget);
+  RotationPlan plan = plan_rotation(set_bytes, o.cold ? 0 : cache_bytes, budget);
   if (!plan.fits) {
     result.status = Status::skipped;
-    result.note = "needs " + human_bytes(static_cast<double>(layout.set_bytes())) + " of " +
-                  memory + " for A, B and C; " + human_bytes(static_cast<double>(budget)) +
-                  " available";
+    result.note = "needs " + human_bytes(static_cast<double>(set_bytes)) + " of " + memory +
+                  " for A, B and C; " + human_bytes(static_cast<double>(budget)) + " available";
     return std::nullopt;
   }
   result.cache = o.cold ? "flush" : "rotate";
