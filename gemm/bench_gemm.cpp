@@ -1,10 +1,13 @@
 #include "gemm/bench_gemm.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "common/backend.hpp"
 #include "common/device_profile.hpp"
@@ -24,6 +27,7 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#include "gemm/expert_gemm.hpp"
 #include "gemm/fp8_policy.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
@@ -41,6 +45,25 @@ std::string models_path(const GemmOptions& o) {
   return o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
 }
 
+// --gemm: keeps the model cases of the layers named; a name no model has is an error (with the
+// closest layer name), never a silently empty run.
+void keep_layers(std::vector<GemmCase>& cases, const std::vector<std::string>& layers) {
+  if (layers.empty()) return;
+  std::vector<std::string> known;
+  for (const auto& c : cases)
+    if (std::find(known.begin(), known.end(), c.gemm) == known.end()) known.push_back(c.gemm);
+  for (const auto& name : layers) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const std::string near = closest_match(name, known);
+    throw bad_input(fmt::format("--gemm: no model layer is called '{}'{} (layers: {})", name,
+                                near.empty() ? "" : " (did you mean '" + near + "'?)",
+                                fmt::join(known, ", ")));
+  }
+  std::erase_if(cases, [&](const GemmCase& c) {
+    return std::find(layers.begin(), layers.end(), c.gemm) == layers.end();
+  });
+}
+
 std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>& dtypes) {
   if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep())
     throw bad_input(
@@ -50,9 +73,12 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
   if (o.wants_models()) {
     auto path = models_path(o);
     for (const auto& model : select_models(load_models(path), o.models, path)) {
-      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlens, o.passes, dtypes);
+      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlens, o.passes, dtypes, o.moe);
       cases.insert(cases.end(), more.begin(), more.end());
     }
+    keep_layers(cases, o.layers);
+  } else if (!o.layers.empty()) {
+    throw bad_input("--gemm picks layers of models: give --model or --model-config-path too");
   }
   if (!o.shapes_path.empty()) {
     auto more = shape_file_cases(o.shapes_path, dtypes);
@@ -95,10 +121,33 @@ DryRunTarget dry_run_target(const GemmOptions& o) {
           "--device-profile b200 plans Blackwell's fp8 layouts"};
 }
 
+// The per-expert token counts behind the expert rows, once per model and routing.
+void print_expert_counts(const std::vector<GemmCase>& cases) {
+  std::set<std::string> shown;
+  for (const auto& c : cases) {
+    if (!c.experts) continue;
+    const ExpertCase& x = *c.experts;
+    const std::string what = fmt::format("{} mb {} seq {}: {} routing, ep {}", c.model,
+                                         c.micro_batch, c.seqlen, x.routing, x.ep);
+    if (!shown.insert(what).second) continue;
+    const ExpertGemm& e = x.experts;
+    fmt::print("{}\n  tokens per expert ({} experts): {}\n", what, x.group_tokens.size(),
+               fmt::join(x.group_tokens, " "));
+    fmt::print(
+        "  most loaded rank {} of {}: experts {}..{} with {} tokens ({} in all); padded to {} "
+        "each, the padded GEMM does {:.0f}% useful work\n",
+        x.rank, x.ep, x.rank * e.experts() + 1, (x.rank + 1) * e.experts(),
+        fmt::join(e.tokens, " "), e.total_tokens(), e.max_tokens(),
+        100.0 * e.efficiency().value_or(0.0));
+  }
+}
+
 int dry_run(std::vector<GemmCase> cases, const DryRunTarget& target, Fp8Accumulation fp8_accum) {
   ConsoleTable table({{"model", "", 16},
                       {"gemm", "", 18},
                       {"pass", "", 5},
+                      {"impl", "", 7},
+                      {"batch", "", 5},
                       {"m", "", 6},
                       {"n", "", 6},
                       {"k", "", 6},
@@ -111,21 +160,24 @@ int dry_run(std::vector<GemmCase> cases, const DryRunTarget& target, Fp8Accumula
   double total = 0;
   for (auto& c : cases) {
     std::string note;
-    if (target.gpu && c.problem.dtype == DType::fp8_e4m3) {
+    if (target.gpu && c.problem.dtype == DType::fp8_e4m3 && !c.experts) {
       c.problem = fp8_layout_as_run(c.problem, target.cc_major, target.cc_minor, &note);
       append_note(note, fp8_accumulation_name(fp8_fast_accumulation(fp8_accum, c.pass)));
     }
     Record r;
-    r.arg("model", c.model).arg("gemm", c.gemm).arg("pass", c.pass).arg("m", c.problem.m);
+    r.arg("model", c.model).arg("gemm", c.gemm).arg("pass", c.pass);
+    r.arg("impl", c.experts ? moe_impl_name(c.experts->impl) : "");
+    r.arg("batch", c.problem.batch).arg("m", c.problem.m);
     r.arg("n", c.problem.n).arg("k", c.problem.k).arg("layout", c.problem.layout());
     r.arg("dtype", std::string(dtype_name(c.problem.dtype)))
         .arg("calls_per_step", c.calls_per_step);
-    r.metric("gflop", static_cast<double>(c.problem.flops()) / 1e9);
+    r.metric("gflop", static_cast<double>(c.flops()) / 1e9);
     r.result("note", note);
     table.print(r);
-    total += static_cast<double>(c.problem.flops());
+    total += static_cast<double>(c.flops());
   }
   std::printf("%zu cases, %.1f GFLOP in all (one run of each)\n", cases.size(), total / 1e9);
+  print_expert_counts(cases);
   return 0;
 }
 
@@ -139,19 +191,49 @@ std::unique_ptr<GemmProvider> make_provider(Backend backend, int device) {
   return make_openblas_provider();
 }
 
-GemmResult run_case(GemmProvider& provider, GemmCase& c, GemmRunOptions run_options,
+std::unique_ptr<ExpertGemmProvider> make_expert_provider(Backend backend, int device) {
+#ifdef OPBENCH_HAVE_CUDA
+  if (backend == Backend::cuda) return make_cublas_expert_provider(device);
+#else
+  (void)device;
+  (void)backend;
+#endif
+  return make_openblas_expert_provider();
+}
+
+// The providers of a run: the dense GEMMs', and the routed experts' when a case has experts.
+struct Providers {
+  std::unique_ptr<GemmProvider> dense;
+  std::unique_ptr<ExpertGemmProvider> experts;
+
+  ProviderId id_for(const GemmCase& c) const {
+    if (c.experts && experts) return {experts->name(), experts->backend(), experts->device()};
+    return {dense->name(), dense->backend(), dense->device()};
+  }
+  // The case as its provider runs it (fp8 on cuBLASLt forces the TN layout; expert rows as
+  // given).
+  GemmCase as_run(GemmCase c, std::string* note) const {
+    if (!c.experts) c.problem = dense->as_run(c.problem, note);
+    return c;
+  }
+};
+
+GemmResult run_case(Providers& providers, GemmCase& c, GemmRunOptions run_options,
                     Fp8Accumulation fp8_accum) {
   GemmResult r;
   run_options.fp8_fast_accum = fp8_fast_accumulation(fp8_accum, c.pass);
-  if (auto why = provider.unsupported(c.problem.dtype)) {
+  const auto why = c.experts ? providers.experts->unsupported(c.problem.dtype, c.experts->impl)
+                             : providers.dense->unsupported(c.problem.dtype);
+  if (why) {
     r.status = Status::skipped;
     r.note = *why;
     return r;
   }
   std::string layout_note;
-  c.problem = provider.as_run(c.problem, &layout_note);
+  c = providers.as_run(c, &layout_note);
   try {
-    r = provider.run(c.problem, run_options);
+    r = c.experts ? providers.experts->run(c.experts->experts, c.experts->impl, run_options)
+                  : providers.dense->run(c.problem, run_options);
   } catch (const Error& e) {
     r.status = Status::failed;
     r.note = e.what();
@@ -169,6 +251,11 @@ GemmResult run_case(GemmProvider& provider, GemmCase& c, GemmRunOptions run_opti
 }
 
 std::string case_label(const GemmCase& c) {
+  if (c.experts)
+    return fmt::format("{} {} {} {} {} experts, {}..{} tokens {}", c.model, c.gemm, c.pass,
+                       moe_impl_name(c.experts->impl), c.experts->experts.experts(),
+                       c.experts->experts.min_tokens(), c.experts->experts.max_tokens(),
+                       dtype_name(c.problem.dtype));
   return fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass,
                      c.problem.dims(), dtype_name(c.problem.dtype));
 }
@@ -209,15 +296,22 @@ int bench_gemm_main(int argc, char** argv) {
       o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
   if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
-  auto provider = make_provider(choice.backend, o.device);
+  Providers providers{make_provider(choice.backend, o.device), nullptr};
+  GemmProvider* provider = providers.dense.get();
   double total_flops = 0;
-  for (const auto& c : cases)
-    total_flops += static_cast<double>(c.problem.flops());
+  for (const auto& c : cases) {
+    total_flops += static_cast<double>(c.flops());
+    if (c.experts && !providers.experts)
+      providers.experts = make_expert_provider(choice.backend, o.device);
+  }
   Progress progress(cases.size(), total_flops, o.report.quiet);
   progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
                             provider->device(), choice.reason));
+  if (providers.experts && providers.experts->name() != provider->name())
+    progress.note(fmt::format("routed experts: {}", providers.experts->name()));
   Environment env(argc, argv, "bench_gemm");
   provider->describe(env);
+  if (providers.experts) providers.experts->describe(env);
   env.write(report_dir, false);
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   progress.note(fmt::format("peaks: {}", peaks.describe()));
@@ -231,6 +325,7 @@ int bench_gemm_main(int argc, char** argv) {
   ConsoleTable table({{"model", "", 14},
                       {"gemm", "", 18},
                       {"pass", "", 5},
+                      {"impl", "", 7},
                       {"m", "", 6},
                       {"n", "", 6},
                       {"k", "", 6},
@@ -254,7 +349,7 @@ int bench_gemm_main(int argc, char** argv) {
                                       o.report.resume);
     if (o.report.resume) {
       auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
-      for (auto& row : earlier.records(gemm_row(c, *provider, GemmResult{}, peaks))) {
+      for (auto& row : earlier.records(gemm_row(c, providers.id_for(c), GemmResult{}, peaks))) {
         f->carry(row);
         tally.add_earlier(row);
         rows.push_back(std::move(row));
@@ -267,18 +362,17 @@ int bench_gemm_main(int argc, char** argv) {
     if (interrupted()) break;
     ReportFiles& f = files_for(c);
     if (o.report.resume) {
-      GemmCase as_run = c;
-      as_run.problem = provider->as_run(c.problem, nullptr);
-      if (finished.at(c.report).contains(gemm_row(as_run, *provider, GemmResult{}, peaks))) {
-        progress.done(static_cast<double>(c.problem.flops()),
-                      case_label(c) + "  already in the report");
+      const GemmCase as_run = providers.as_run(c, nullptr);
+      if (finished.at(c.report).contains(
+              gemm_row(as_run, providers.id_for(c), GemmResult{}, peaks))) {
+        progress.done(static_cast<double>(c.flops()), case_label(c) + "  already in the report");
         continue;
       }
     }
     progress.start(case_label(c));
     CpuTimer case_clock;
-    GemmResult r = run_case(*provider, c, run_options, o.fp8_accum);
-    Record row = gemm_row(c, *provider, r, peaks);
+    GemmResult r = run_case(providers, c, run_options, o.fp8_accum);
+    Record row = gemm_row(c, providers.id_for(c), r, peaks);
     row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
     f.write(row);
     harness.result_written();
@@ -286,7 +380,7 @@ int bench_gemm_main(int argc, char** argv) {
     progress.clear();
     table.print(row);
     tally.add(row);
-    progress.done(static_cast<double>(c.problem.flops()), progress_line(c, row, r));
+    progress.done(static_cast<double>(c.flops()), progress_line(c, row, r));
   }
   env.write(report_dir, true);
   if (!o.report.summary_path.empty())
@@ -294,7 +388,7 @@ int bench_gemm_main(int argc, char** argv) {
                   {fmt::format("bench_gemm on {}", provider->device()),
                    "tflops",
                    true,
-                   {"model", "gemm", "pass", "m", "n", "k", "dtype", "time_us", "tflops",
+                   {"model", "gemm", "pass", "impl", "m", "n", "k", "dtype", "time_us", "tflops",
                     "pct_peak_flops", "cv"},
                    15,
                    {harness.markdown()},

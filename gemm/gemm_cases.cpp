@@ -29,13 +29,55 @@ std::pair<bool, bool> parse_layout(const std::string& layout) {
   return {l[0] == 't', l[1] == 't'};
 }
 
+// Where the routed tokens land: the EP group's per-expert counts and its most loaded rank.
+struct Routed {
+  std::vector<std::int64_t> group;
+  RankLoad busiest;
+};
+
+Routed route(const ModelConfig& model, const MoeRun& moe, std::int64_t tokens_per_rank) {
+  const auto& e = *model.moe;
+  if (moe.ep < 1) throw bad_input(fmt::format("--ep: must be at least 1, got {}", moe.ep));
+  if (e.n_routed_experts % moe.ep != 0)
+    throw bad_input(fmt::format("--ep {}: does not divide the {} routed experts of model '{}'",
+                                moe.ep, e.n_routed_experts, model.name));
+  Routed r;
+  r.group =
+      route_tokens(moe.routing, e.n_routed_experts, e.num_experts_per_tok, moe.ep, tokens_per_rank);
+  r.busiest = busiest_rank(r.group, moe.ep);
+  return r;
+}
+
+// The expert rows of a routed expert layer: one per pass and implementation.
+void add_expert_cases(const GemmCase& base, const LinearLayer& layer, const ModelConfig& model,
+                      const MoeRun& moe, const Routed& routed, DType dtype, GemmPass pass,
+                      std::vector<GemmCase>& out) {
+  for (MoeImpl impl : moe.impls) {
+    GemmCase c = base;
+    ExpertCase x;
+    x.impl = impl;
+    x.ep = moe.ep;
+    x.routing = moe.routing.text;
+    x.rank = routed.busiest.rank;
+    x.experts = ExpertGemm{pass, layer.N, layer.K, routed.busiest.counts, dtype};
+    x.group_tokens = routed.group;
+    c.problem = x.experts.padded();
+    c.calls_per_step = model.moe_layers();
+    c.note =
+        fmt::format("{} routing, ep {}: rank {} is the most loaded ({} to {} tokens per expert)",
+                    moe.routing.text, moe.ep, x.rank, routed.busiest.min, routed.busiest.max);
+    c.experts = std::move(x);
+    out.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
                                   const std::vector<std::int64_t>& seqlens,
                                   const std::vector<GemmPass>& passes,
-                                  const std::vector<DType>& dtypes) {
+                                  const std::vector<DType>& dtypes, const MoeRun& moe) {
   std::vector<GemmCase> out;
   // No --seq-len: the model's own (0 tells ParallelConfig so).
   const std::vector<std::int64_t> lengths =
@@ -43,6 +85,8 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
   for (std::int64_t seqlen : lengths)
     for (std::int64_t mb : micro_batches) {
       ParallelConfig parallel{tp, mb, seqlen};
+      std::optional<Routed> routed;
+      if (model.moe) routed = route(model, moe, mb * (seqlen > 0 ? seqlen : model.seqlen));
       for (const auto& layer : model_linear_layers(model, parallel))
         for (DType dtype : dtypes)
           for (GemmPass pass : passes) {
@@ -57,7 +101,10 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
             c.micro_batch = mb;
             c.seqlen = seqlen > 0 ? seqlen : model.seqlen;
             c.note = layer.note;
-            out.push_back(std::move(c));
+            if (layer.routed_expert)
+              add_expert_cases(c, layer, model, moe, *routed, dtype, pass, out);
+            else
+              out.push_back(std::move(c));
           }
     }
   return out;

@@ -3,14 +3,34 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/model_config.hpp"
+#include "gemm/expert_gemm.hpp"
 #include "gemm/gemm_problem.hpp"
 #include "gemm/model_gemms.hpp"
+#include "gemm/moe_routing.hpp"
 
 namespace opbench {
+
+// How a MoE model's routed experts are run: --ep, --routing, --moe-impl.
+struct MoeRun {
+  std::int64_t ep = 1;
+  RoutingSpec routing;
+  std::vector<MoeImpl> impls{MoeImpl::grouped, MoeImpl::loop, MoeImpl::padded};
+};
+
+// An expert row: every routed expert of the most loaded expert-parallel rank, in one pass.
+struct ExpertCase {
+  MoeImpl impl = MoeImpl::grouped;
+  std::int64_t ep = 1;
+  std::string routing;                     // as given
+  int rank = 0;                            // the most loaded rank of the EP group
+  ExpertGemm experts;                      // that rank's experts
+  std::vector<std::int64_t> group_tokens;  // every expert's count in the EP group
+};
 
 struct GemmCase {
   std::string report;  // which report file the row goes to: a model's name, "shapes" or "sweep"
@@ -21,13 +41,17 @@ struct GemmCase {
   std::int64_t calls_per_step = 1;
   std::int64_t tp = 1, micro_batch = 0, seqlen = 0;  // 0: not from a model
   std::string note;
+  std::optional<ExpertCase> experts;  // set on expert rows; `problem` is then the padded problem
+
+  // FLOPs on real data: the experts' own for an expert row.
+  std::int64_t flops() const { return experts ? experts->experts.flops() : problem.flops(); }
 };
 
 std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
                                   const std::vector<std::int64_t>& seqlens,
                                   const std::vector<GemmPass>& passes,
-                                  const std::vector<DType>& dtypes);
+                                  const std::vector<DType>& dtypes, const MoeRun& moe = {});
 
 // configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a
 // dtype run every dtype of `dtypes`.

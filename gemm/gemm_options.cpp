@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/version.hpp"
 #include "gemm/provider.hpp"
 #ifdef OPBENCH_HAVE_CUDA
@@ -33,7 +34,11 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("tp", "tensor-parallel degree the model GEMMs are split for", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "micro-batch sizes (list)", cxxopts::value<std::string>()->default_value("1"))
     ("seq-len", "sequence lengths (list or start:stop:step; default: the model's seqlen)", cxxopts::value<std::string>())
-    ("pass", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"));
+    ("gemm", "only these layers of the models (comma list, e.g. moe_expert_gate_up,moe_expert_down; default: all)", cxxopts::value<std::string>())
+    ("pass", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"))
+    ("ep", "MoE: expert-parallel degree (must divide the routed experts); rows time the most loaded rank", cxxopts::value<std::string>()->default_value("1"))
+    ("routing", "MoE: how tokens spread over experts: balanced, zipf:S (expert i weighs i^-S), or a JSON file of per-expert counts", cxxopts::value<std::string>()->default_value("balanced"))
+    ("moe-impl", "MoE: how the experts run: grouped (one grouped call), loop (a GEMM per expert), padded (one batched GEMM padded to the largest expert)", cxxopts::value<std::string>()->default_value("grouped,loop,padded"));
   options.add_options(kAliasGroup)
     ("passes", "old spelling of --pass", cxxopts::value<std::string>());
   options.add_options("Run")
@@ -85,6 +90,10 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   if (p.count("pass") && p.count("passes"))
     throw bad_input("--pass and --passes are the same flag: give one");
   o.passes = parse_passes(p.count("passes") ? str("passes") : str("pass"));
+  if (p.count("gemm")) o.layers = split(str("gemm"), ',');
+  o.moe.ep = parse_positive_int(str("ep"), "--ep");
+  o.moe.routing = parse_routing(str("routing"));
+  o.moe.impls = parse_moe_impls(str("moe-impl"));
   if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"));
   o.check = p.count("check") > 0;
   o.cold = p.count("cold") > 0;

@@ -8,6 +8,7 @@
 #include "common/cli.hpp"
 #include "common/dtype.hpp"
 #include "gemm/fp8_policy.hpp"
+#include "gemm/gemm_cases.hpp"
 #include "gemm/model_gemms.hpp"
 
 namespace opbench {
@@ -26,6 +27,8 @@ struct GemmOptions {
   std::vector<std::int64_t> micro_batches{1};
   std::vector<std::int64_t> seqlens;  // empty: each model's own
   std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};
+  std::vector<std::string> layers;  // --gemm: the model layers to run, empty: all
+  MoeRun moe;
   bool check = false, cold = false, dry_run = false, list_models = false;
   std::string device_profile;  // --dry-run for a GPU that is not here (configs/cudnn_devices.json)
   bool corrupt_for_test = false;

@@ -14,7 +14,7 @@ Value text_or_empty(const std::string& s) {
 
 }  // namespace
 
-Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResult& r,
+Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult& r,
                 const Peaks& peaks) {
   const GemmProblem& p = c.problem;
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
@@ -31,9 +31,15 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
   row.arg("tp", number_or_empty(c.micro_batch ? c.tp : 0))
       .arg("micro_batch", number_or_empty(c.micro_batch));
   row.arg("seqlen", number_or_empty(c.seqlen)).arg("calls_per_step", c.calls_per_step);
-  row.arg("backend", provider.backend())
-      .arg("provider", provider.name())
-      .arg("device", provider.device());
+  const ExpertCase* x = c.experts ? &*c.experts : nullptr;
+  row.arg("ep", x ? Value{x->ep} : Value{})
+      .arg("routing", x ? Value{x->routing} : Value{})
+      .arg("impl", x ? Value{moe_impl_name(x->impl)} : Value{});
+  row.arg("ep_rank", x ? Value{std::int64_t{x->rank}} : Value{})
+      .arg("experts_on_rank", x ? Value{x->experts.experts()} : Value{});
+  row.arg("backend", provider.backend)
+      .arg("provider", provider.name)
+      .arg("device", provider.device);
 
   row.metric("time_us", timed(s.mean)).metric("median_us", timed(s.median));
   row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
@@ -42,17 +48,31 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
   row.metric("rse", timed(s.rse));
 
   const double seconds = s.mean * 1e-6;
+  // Expert rows count the real tokens: FLOPs and bytes summed over the experts.
+  const std::int64_t flops = c.flops();
+  const std::int64_t read = x ? x->experts.read_bytes() : p.read_bytes();
+  const std::int64_t write = x ? x->experts.write_bytes() : p.write_bytes();
   std::optional<double> tflops, bw;
   if (measured && seconds > 0) {
-    tflops = static_cast<double>(p.flops()) / seconds / 1e12;
-    bw = static_cast<double>(p.io_bytes()) / seconds / 1e9;
+    tflops = static_cast<double>(flops) / seconds / 1e12;
+    bw = static_cast<double>(read + write) / seconds / 1e9;
   }
-  row.metric("flops", p.flops()).optional_metric("tflops", tflops);
-  row.metric("read_bytes", p.read_bytes())
-      .metric("write_bytes", p.write_bytes())
-      .metric("io_bytes", p.io_bytes());
+  if (x) {
+    row.metric("tokens_min", x->experts.min_tokens())
+        .metric("tokens_max", x->experts.max_tokens())
+        .metric("tokens_total", x->experts.total_tokens());
+  } else {
+    row.metric("tokens_min", Value{}).metric("tokens_max", Value{}).metric("tokens_total", Value{});
+  }
+  row.metric("flops", flops).optional_metric("tflops", tflops);
+  row.metric("padded_flops", number_or_empty(x ? x->experts.padded_flops() : 0));
+  row.optional_metric("efficiency", x ? x->experts.efficiency() : std::nullopt);
+  row.metric("read_bytes", read).metric("write_bytes", write).metric("io_bytes", read + write);
   row.optional_metric("mem_bw_gbps", bw);
-  row.metric("arith_intensity", static_cast<double>(p.flops()) / static_cast<double>(p.io_bytes()));
+  row.optional_metric("arith_intensity",
+                      read + write > 0 ? std::optional<double>(static_cast<double>(flops) /
+                                                               static_cast<double>(read + write))
+                                       : std::nullopt);
   std::optional<double> pct_flops, pct_bw;
   if (tflops && peaks.tflops(p.dtype)) pct_flops = 100.0 * *tflops / *peaks.tflops(p.dtype);
   if (bw && peaks.bandwidth_gbps()) pct_bw = 100.0 * *bw / *peaks.bandwidth_gbps();
@@ -75,6 +95,10 @@ Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResul
     row.extra()["measurement"] = measurement_json(r.measurement);
   }
   if (r.check) row.extra()["check_detail"] = r.check->detail;
+  if (x) {
+    row.extra()["expert_tokens"] = x->experts.tokens;
+    row.extra()["group_expert_tokens"] = x->group_tokens;
+  }
   return row;
 }
 

@@ -7,7 +7,7 @@
 
 namespace opbench {
 
-Record gemm_row(const GemmCase& c, const GemmProvider& provider, const GemmResult& result,
+Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult& result,
                 const Peaks& peaks);
 
 }  // namespace opbench

@@ -68,8 +68,8 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
                                           tokens, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
   out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
-  out.push_back({"moe_expert_gate_up", expert_tokens, 2 * I, H, expert_calls, balance});
-  out.push_back({"moe_expert_down", expert_tokens, H, I, expert_calls, balance});
+  out.push_back({"moe_expert_gate_up", expert_tokens, 2 * I, H, expert_calls, balance, true});
+  out.push_back({"moe_expert_down", expert_tokens, H, I, expert_calls, balance, true});
   if (e.n_shared_experts > 0) {
     const std::int64_t shared = split_tp(m, e.n_shared_experts * e.moe_intermediate_size, tp,
                                          "n_shared_experts x moe_intermediate_size");

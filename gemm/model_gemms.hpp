@@ -23,6 +23,9 @@ struct LinearLayer {
   std::int64_t M = 0, N = 0, K = 0;
   std::int64_t calls_per_step = 0;  // how often one micro-batch's step runs it, per pass
   std::string note;                 // e.g. how M was balanced over experts
+  // A routed expert's layer (N and K per expert; M the balanced share, calls one per expert):
+  // bench_gemm runs these as grouped GEMMs over the routed token counts (expert_gemm.hpp).
+  bool routed_expert = false;
 };
 
 struct ParallelConfig {

@@ -30,8 +30,13 @@ struct GemmResult {
   std::string algo;   // the algorithm that ran (cuBLASLt config, or the BLAS routine)
   std::string cache;  // "rotate" or "flush"
   std::int64_t working_set_bytes = 0;
-  int launches_per_sample = 1;  // > 1: a CUDA graph of that many launches per timed sample
+  int launches_per_sample = 1;  // > 1: launches per timed sample (a CUDA graph, or one per expert)
   std::optional<CheckResult> check;
+};
+
+// What a row says about the provider that ran it.
+struct ProviderId {
+  std::string name, backend, device;
 };
 
 class GemmProvider {
