@@ -2,6 +2,8 @@
 """Compares two opbench CSV reports of the same kind (bench_gemm, bench_attention, bench_ccl or
 bench_fsdp): rows are matched by their arguments, and each row's headline figure is compared —
 TFLOPS for GEMM and attention, bus bandwidth for collectives (higher is better), else the time.
+bench_gemm's MoE expert rows are matched on their expert-parallel degree, routing and
+implementation too (ep, routing, impl; empty on dense rows and in reports older than them).
 
 Prints a Markdown table of ratios (new / base, oriented so that above 1 is better) and flags
 changes beyond --threshold. Exits 1 when any row regressed beyond the threshold and the noise,
@@ -32,7 +34,12 @@ import sys
 KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n", "k", "batch", "transa", "transb",
                "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk", "head_dim_v",
                "causal", "world_size", "group_size", "size_bytes", "placement", "redop", "root", "dtype",
-               "out_dtype", "tp", "micro_batch", "seqlen", "backend"]
+               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "routing", "impl", "backend"]
+# bench_gemm's MoE expert rows: a report written before these columns existed reads as if they were
+# empty, as they are on dense rows. So dense rows still match across versions, while expert rows
+# of an implementation, expert-parallel degree or routing never match rows of another (nor the
+# old one-expert rows).
+EMPTY_WHEN_ABSENT = {"ep", "routing", "impl"}
 # Headline figures, best first: (column, higher is better)
 FIGURES = [("tflops", True), ("busbw_gbps", True), ("time_us", False)]
 
@@ -121,7 +128,8 @@ def main() -> int:
     if base_kind != new_kind:  # shared columns (dtype, backend) would match unrelated rows
         fail(f"{args.base} is {article(base_kind)} {base_kind} report and {args.new} is {article(new_kind)} {new_kind} "
              "report: compare reports of the same binary")
-    keys = [c for c in KEY_COLUMNS if c in base[0] and c in new[0]]
+    keys = [c for c in KEY_COLUMNS
+            if (c in base[0] and c in new[0]) or (c in EMPTY_WHEN_ABSENT and (c in base[0] or c in new[0]))]
     if not keys:
         fail("the two reports share no argument columns: are they of the same kind?")
     figure = next(((c, hi) for c, hi in FIGURES if c in base[0] and c in new[0]), None)
@@ -130,15 +138,15 @@ def main() -> int:
     column, higher_better = figure
 
     def key(row):
-        return tuple(row[c] for c in keys)
+        return tuple(row.get(c) or "" for c in keys)
 
     base_rows, new_rows = {key(r): r for r in base}, {key(r): r for r in new}
-    shown = [c for c in keys if len({r[c] for r in base} | {r[c] for r in new}) > 1] or keys[:1]
+    shown = [c for c in keys if len({r.get(c) or "" for r in base} | {r.get(c) or "" for r in new}) > 1] or keys[:1]
     print(f"| {' | '.join(shown)} | base {column} | new {column} | ratio | change | flag | noise |")
     print("|" + "---|" * (len(shown) + 6))
     regressions = improvements = within_noise = compared = 0
     for k, b in base_rows.items():
-        label = " | ".join(b[c] for c in shown)
+        label = " | ".join(b.get(c) or "" for c in shown)
         n = new_rows.get(k)
         if n is None:
             print(f"| {label} | {b[column]} | missing | | | REGRESSION | |")
@@ -170,7 +178,7 @@ def main() -> int:
         print(f"| {label} | {b[column]} | {n[column]} | {ratio:.3f} | {change:+.1f}% | {flag} | {noise} |")
     for k, n in new_rows.items():
         if k not in base_rows:
-            print(f"| {' | '.join(n[c] for c in shown)} | new row | {n[column]} | | | | |")
+            print(f"| {' | '.join(n.get(c) or '' for c in shown)} | new row | {n[column]} | | | | |")
     print(f"\n{compared} rows compared on {column} ({'higher' if higher_better else 'lower'} is better), threshold "
           f"{args.threshold:g}%: {regressions} regressed, {improvements} improved, {within_noise} within noise.")
     return 1 if regressions else 0

@@ -2,7 +2,9 @@
 """Plots opbench CSV reports as PNGs, recognising which binary wrote each one from its columns:
 
   bench_gemm       roofline: TFLOPS against arithmetic intensity (log-log), with the device's peak
-                   compute and memory-bandwidth lines (configs/hardware.json, or --peak-tflops/--peak-bw)
+                   compute and memory-bandwidth lines (configs/hardware.json, or --peak-tflops/--peak-bw);
+                   a colour per pass and dtype, dense GEMMs as dots, MoE expert rows (the impl column)
+                   as a marker per implementation: grouped diamonds, loop triangles, padded squares
   bench_ccl        bus bandwidth against message size, one line per collective and placement (log x):
                    a colour per collective, its out-of-place line solid with dots and its in-place
                    line dashed with hollow squares in a lighter shade. Reports of more than one
@@ -80,15 +82,42 @@ def device_peaks(device: str, dtype: str):
     return None, None
 
 
+# Marker of the MoE expert rows of each implementation (the `impl` column); dense rows are dots.
+IMPL_MARKERS = {"grouped": "D", "loop": "^", "padded": "s"}
+OTHER_IMPL_MARKERS = ["v", "P", "X", "*", "p", "h"]  # an implementation this script does not know yet
+
+
+def impl_markers(impls):
+    """{impl: marker}: the known implementations' own, then one of the spare markers each."""
+    spare = iter(OTHER_IMPL_MARKERS * (len(impls) // len(OTHER_IMPL_MARKERS) + 1))
+    return {impl: IMPL_MARKERS.get(impl) or next(spare) for impl in sorted(impls)}
+
+
 def plot_gemm(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
     ok = [r for r in rows if r["status"] == "ok" and num(r["tflops"]) and num(r["arith_intensity"])]
-    groups = defaultdict(list)
+    # A colour per pass and dtype (in sorted order, as the dense series always had); expert rows
+    # (a non-empty `impl`, in reports that have the column) take their pass's colour and the
+    # marker of their implementation, with the implementation in the legend.
+    series = defaultdict(list)
     for r in ok:
-        groups[(r["dtype"], r["pass"] or "gemm")].append(r)
-    for (dtype, pass_), rs in sorted(groups.items()):
+        impl = r.get("impl") or ""
+        setting = (r.get("ep") or "", r.get("routing") or "") if impl else ("", "")
+        series[(r["dtype"], r["pass"] or "gemm", impl, setting)].append(r)
+    colour_keys = sorted({(dtype, pass_) for dtype, pass_, _, _ in series})
+    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color") or ["C0"]
+    colours = {key: cycle[i % len(cycle)] for i, key in enumerate(colour_keys)}
+    markers = impl_markers({impl for _, _, impl, _ in series if impl})
+    settings = {setting for _, _, impl, setting in series if impl}
+    for (dtype, pass_, impl, setting), rs in sorted(series.items()):
+        label = f"{pass_} {dtype}"
+        if impl:
+            label += f" experts {impl}"
+            if len(settings) > 1:  # expert rows of several --ep/--routing (a --resume'd report)
+                label += f" (ep {setting[0]}, {setting[1]})"
         ax.scatter([num(r["arith_intensity"]) for r in rs], [num(r["tflops"]) for r in rs], s=28,
-                   label=f"{pass_} {dtype}", alpha=0.85)
+                   label=label, alpha=0.85, color=colours[(dtype, pass_)],
+                   marker=markers[impl] if impl else None)
     xs = [num(r["arith_intensity"]) for r in ok]
     if xs:
         device, dtype = ok[0]["device"], ok[0]["dtype"]

@@ -12,6 +12,10 @@ Usage:
       with LINES legend entries each, no per-report collectives chart, and the plan's bar heights
   check_plot_figures.py PLOT_SCRIPT fail-fast OUT GOOD.csv BAD.csv
       a bad input after a good one: exit 2 naming BAD.csv, and nothing drawn into OUT
+  check_plot_figures.py PLOT_SCRIPT markers OUT GEMM.csv --series "LABEL:MARKER"...
+      the GEMM roofline: exactly these point series, each in the legend under LABEL and drawn
+      (and shown in the legend) with MARKER (matplotlib's code: o dot, D diamond, ^ triangle,
+      s square, ...); series of one pass and dtype share a colour, other passes and dtypes differ
 """
 import argparse
 import contextlib
@@ -22,7 +26,9 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 from matplotlib.colors import to_hex
+from matplotlib.markers import MarkerStyle
 
 
 def load(script):
@@ -125,6 +131,64 @@ def check_scaling(args):
     return problems
 
 
+MARKERS = ["o", "D", "^", "s", "v", "<", ">", "P", "X", "*", "p", "h", "H", "d", "8", "+", "x", "."]
+
+
+def marker_of(collection):
+    """The marker code a scatter collection was drawn with: scatter keeps the marker's path
+    (transformed to unit size), which is compared with each marker's own."""
+    paths = collection.get_paths()
+    if not paths:
+        return None
+    vertices = paths[0].vertices
+    for code in MARKERS:
+        style = MarkerStyle(code)
+        candidate = style.get_path().transformed(style.get_transform()).vertices
+        if candidate.shape == vertices.shape and np.allclose(candidate, vertices):
+            return code
+    return "?"
+
+
+def check_markers(args):
+    code, stderr, figures = run_plots(args.script, args.out, [args.report])
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    name = os.path.splitext(os.path.basename(args.report))[0] + "_gemm.png"
+    if name not in figures:
+        return [f"no {name} among {sorted(figures)}"]
+    expected = dict(spec.rsplit(":", 1) for spec in args.series)
+    ax = figures[name].axes[0]
+    drawn = {c.get_label(): (marker_of(c), to_hex(c.get_facecolor()[0])) for c in ax.collections}
+    legend = ax.get_legend()
+    handles = getattr(legend, "legend_handles", None) or legend.legendHandles  # renamed in matplotlib 3.7
+    shown = {t.get_text(): h for t, h in zip(legend.get_texts(), handles)}
+    problems = []
+    if set(drawn) != set(expected):
+        problems.append(f"series {sorted(drawn)}, expected {sorted(expected)}")
+    for label, marker in sorted(expected.items()):
+        if label not in drawn:
+            continue
+        got, colour = drawn[label]
+        print(f"{label:32} {got} {colour}")
+        if got != marker:
+            problems.append(f"{label!r} drawn with marker {got!r}, expected {marker!r}")
+        if label not in shown:
+            problems.append(f"{label!r} is not in the legend ({sorted(shown)})")
+        elif marker_of(shown[label]) != marker:
+            problems.append(f"{label!r} shown in the legend with marker {marker_of(shown[label])!r}, expected {marker!r}")
+    # The first two words of a label are the pass and the dtype: one colour each.
+    colours = {}
+    for label, (_, colour) in drawn.items():
+        colours.setdefault(" ".join(label.split()[:2]), set()).add(colour)
+    for key, cs in sorted(colours.items()):
+        if len(cs) != 1:
+            problems.append(f"the series of {key!r} have {len(cs)} colours: {sorted(cs)}")
+    firsts = [min(cs) for cs in colours.values()]
+    if len(set(firsts)) != len(firsts):
+        problems.append(f"different passes or dtypes share a colour: {colours}")
+    return problems
+
+
 def check_fail_fast(args):
     shutil.rmtree(args.out, ignore_errors=True)
     proc = subprocess.run([sys.executable, args.script, args.good, args.bad, "--out", args.out],
@@ -157,8 +221,13 @@ def main() -> int:
     fail_fast.add_argument("out")
     fail_fast.add_argument("good")
     fail_fast.add_argument("bad")
+    markers = sub.add_parser("markers")
+    markers.add_argument("out")
+    markers.add_argument("report")
+    markers.add_argument("--series", action="append", required=True, help="LABEL:MARKER")
     args = parser.parse_args()
-    problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast}[args.check](args)
+    problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast,
+                "markers": check_markers}[args.check](args)
     if problems:
         print("\n".join(problems))
         return 1

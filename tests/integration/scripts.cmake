@@ -114,3 +114,10 @@ add_test(NAME "plot_report without matplotlib names the Python that lacks it and
           ${EXPECT_ERROR} --contains "plot_report.py needs matplotlib, which ${OPBENCH_PYTHON} cannot import"
           --contains "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)"
           -- ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/compare_ccl_noisy_base.csv --out ${CMAKE_CURRENT_BINARY_DIR}/plots_none)
+
+add_test(NAME "plot_report: the GEMM roofline marks MoE expert rows with a marker per implementation"
+  COMMAND ${CHECK_FIGURES} markers ${CMAKE_CURRENT_BINARY_DIR}/plot_experts ${DATA}/gemm_moe_experts.csv
+          "--series=fprop fp32:o" "--series=wgrad fp32:o"
+          "--series=fprop fp32 experts grouped:D" "--series=fprop fp32 experts loop:^"
+          "--series=fprop fp32 experts padded:s" "--series=wgrad fp32 experts grouped:D"
+          "--series=wgrad fp32 experts loop:^" "--series=wgrad fp32 experts padded:s")
