@@ -235,14 +235,10 @@ class CublasExpertProvider final : public ExpertGemmProvider {
     if (padded && x.max_tokens() == 0) return skip("no expert has tokens: nothing to pad to");
 
     const std::vector<GemmProblem> problems = x.problems(impl);
-    // Experts with m = 0 or n = 0 have nothing to compute: they stay out of every call rather
-    // than rely on how a (grouped) kernel treats an empty problem. k = 0 means C = 0.
-    std::vector<std::size_t> gemms, zeroed;
-    for (std::size_t i = 0; i < problems.size(); ++i) {
-      const GemmProblem& p = problems[i];
-      if (p.m == 0 || p.n == 0) continue;
-      (p.k == 0 ? zeroed : gemms).push_back(i);
-    }
+    // Not structured bindings: the launch lambda captures them (clang 14 cannot).
+    const ExpertCalls calls = expert_calls(problems);
+    const std::vector<std::size_t>& gemms = calls.gemms;
+    const std::vector<std::size_t>& zeroed = calls.zeroed;
     if (gemms.empty() && zeroed.empty())
       return skip("no expert of the rank has tokens: nothing to compute");
     for (std::size_t i : gemms)

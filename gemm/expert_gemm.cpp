@@ -108,6 +108,16 @@ std::int64_t ExpertGemm::write_bytes() const {
   return sum;
 }
 
+ExpertCalls expert_calls(const std::vector<GemmProblem>& problems) {
+  ExpertCalls calls;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const GemmProblem& p = problems[i];
+    if (p.m == 0 || p.n == 0) continue;
+    (p.k == 0 ? calls.zeroed : calls.gemms).push_back(i);
+  }
+  return calls;
+}
+
 CheckResult check_experts(const ExpertGemm& experts, const std::vector<const void*>& a,
                           const std::vector<const void*>& b, const std::vector<const void*>& c,
                           const CheckPrecision& precision) {

@@ -57,6 +57,16 @@ struct ExpertGemm {
   std::optional<double> efficiency() const;
 };
 
+// Which problems of a call get a GEMM and which only a zeroed C: an empty problem (m = 0 or
+// n = 0) gets neither, one with k = 0 (wgrad of an expert without tokens) must still write
+// C = 0, and no GEMM routine is trusted with either (a grouped-GEMM release of cuBLAS broke on
+// zero-sized groups; cuBLASLt's grouped GEMM skips groups with k = 0).
+struct ExpertCalls {
+  std::vector<std::size_t> gemms;   // problems a GEMM computes
+  std::vector<std::size_t> zeroed;  // problems whose C is set to zero instead
+};
+ExpertCalls expert_calls(const std::vector<GemmProblem>& problems);
+
 // Runs the experts of an ExpertGemm: implemented by the CPU provider (OpenBLAS) and the GPU
 // provider (cuBLAS's grouped, per-expert and strided-batched GEMMs).
 class ExpertGemmProvider {

@@ -56,6 +56,19 @@ TEST_CASE("expert GEMM shapes per pass, real and padded FLOPs by hand") {
   CHECK(x.write_bytes() == 256);
 }
 
+TEST_CASE("zero-token experts never reach a GEMM: fprop skips them, wgrad zeroes their gradient") {
+  ExpertGemm x{GemmPass::fprop, 8, 4, {5, 0, 3}, DType::fp32};
+  ExpertCalls fprop = expert_calls(x.problems(MoeImpl::grouped));
+  CHECK(fprop.gemms == std::vector<std::size_t>{0, 2});
+  CHECK(fprop.zeroed.empty());
+  x.pass = GemmPass::wgrad;
+  ExpertCalls wgrad = expert_calls(x.problems(MoeImpl::loop));
+  CHECK(wgrad.gemms == std::vector<std::size_t>{0, 2});
+  CHECK(wgrad.zeroed == std::vector<std::size_t>{1});
+  // Padded: one batched problem at 5 tokens, computed whole.
+  CHECK(expert_calls(x.problems(MoeImpl::padded)).gemms == std::vector<std::size_t>{0});
+}
+
 TEST_CASE("moe-impl: the implementations are listed once each") {
   CHECK(parse_moe_impls("padded,grouped") ==
         std::vector<MoeImpl>{MoeImpl::padded, MoeImpl::grouped});
