@@ -7,6 +7,7 @@
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
 #include "common/backend.hpp"
+#include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
 #include "common/earlier_reports.hpp"
 #include "common/error.hpp"
@@ -288,14 +289,6 @@ int bench_attention_main(int argc, char** argv) {
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   RunTally tally;
   tally.planned = cases.size();
-  // --resume: the earlier run's rows count, and stay in the .prom and the summary.
-  if (!cases.empty())
-    for (auto& row :
-         finished.records(attention_row(cases.front(), *provider, AttentionResult{}, peaks))) {
-      files.carry(row);
-      tally.add_earlier(row);
-      rows.push_back(std::move(row));
-    }
   double total = 0;
   for (const auto& c : cases)
     total += static_cast<double>(c.shape.flops(c.pass));
@@ -322,44 +315,31 @@ int bench_attention_main(int argc, char** argv) {
   const MeasureOptions measure = resolve(
       choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, overrides);
   AttentionRunOptions run{measure, o.check, o.check_heads};
+  CaseLoop loop(progress, table, harness, tally, rows);
+  // --resume: the earlier run's rows count, and stay in the .prom and the summary.
+  if (!cases.empty())
+    loop.carry_earlier(files, finished,
+                       attention_row(cases.front(), *provider, AttentionResult{}, peaks));
   install_interrupt_handlers();
   for (const auto& c : cases) {
-    if (interrupted()) break;
     const std::string label = fmt::format("{} {} {} {}", c.shape.model, c.shape.dims(),
                                           dtype_name(c.shape.dtype), attention_pass_name(c.pass));
-    if (finished.contains(attention_row(c, *provider, AttentionResult{}, peaks))) {
-      progress.done(static_cast<double>(c.shape.flops(c.pass)), label + "  already in the report");
-      continue;
-    }
-    progress.start(label);
-    CpuTimer case_clock;
-    AttentionResult r;
-    if (auto why = provider->unsupported(c.shape, c.pass)) {
-      r.status = Status::skipped;
-      r.note = *why;
-    } else {
-      try {
-        r = provider->run(c.shape, c.pass, run);
-      } catch (const Error& e) {
-        if (e.code() == ExitCode::bad_input) throw;
-        r.status = Status::failed;
-        r.note = e.what();
-      }
-    }
-    if (r.status == Status::ok) append_note(r.note, noise_note(r.measurement, measure));
-    Record row = attention_row(c, *provider, r, peaks);
-    row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
-    files.write(row);
-    harness.result_written();
-    rows.push_back(row);
-    progress.clear();
-    table.print(row);
-    tally.add(row);
-    progress.done(static_cast<double>(c.shape.flops(c.pass)),
-                  r.status == Status::ok
-                      ? fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
-                                    flops_rate_text(std::get<double>(*row.find("tflops"))))
-                      : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
+    const bool done = finished.contains(attention_row(c, *provider, AttentionResult{}, peaks));
+    const bool went_on =
+        loop.run(label, static_cast<double>(c.shape.flops(c.pass)), files, done, [&] {
+          AttentionResult r =
+              run_guarded<AttentionResult>(provider->unsupported(c.shape, c.pass),
+                                           [&] { return provider->run(c.shape, c.pass, run); });
+          if (r.status == Status::ok) append_note(r.note, noise_note(r.measurement, measure));
+          Record row = attention_row(c, *provider, r, peaks);
+          std::string line =
+              r.status == Status::ok
+                  ? fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
+                                flops_rate_text(std::get<double>(*row.find("tflops"))))
+                  : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+          return MeasuredRow{std::move(row), r.measurement, std::move(line)};
+        });
+    if (!went_on) break;
   }
   env.write(dir, true);
   if (!o.report.summary_path.empty())

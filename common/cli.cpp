@@ -82,9 +82,20 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
       throw bad_input(fmt::format("{}: '{}' is not a range start:stop[:step]", what, item));
     std::int64_t start = parse_positive_int(parts[0], what);
     std::int64_t stop = parse_positive_int(parts[1], what);
-    std::int64_t step = parts.size() == 3 ? parse_positive_int(parts[2], what) : 1;
     if (stop < start)
       throw bad_input(fmt::format("{}: range '{}' ends before it starts", what, item));
+    if (parts.size() == 3 && !parts[2].empty() && (parts[2][0] == 'x' || parts[2][0] == 'X')) {
+      // A geometric range, "1K:1G:x2": each value the one before times the factor.
+      const std::int64_t factor = parse_positive_int(std::string_view(parts[2]).substr(1), what);
+      if (factor < 2)
+        throw bad_input(fmt::format("{}: range '{}' needs a factor of at least x2", what, item));
+      for (std::int64_t v = start; v <= stop; v *= factor) {
+        out.push_back(v);
+        if (v > stop / factor) break;  // the next value would pass stop (or overflow)
+      }
+      continue;
+    }
+    std::int64_t step = parts.size() == 3 ? parse_positive_int(parts[2], what) : 1;
     if ((stop - start) / step >= 100000)
       throw bad_input(fmt::format("{}: range '{}' has more than 100000 values", what, item));
     for (std::int64_t v = start; v <= stop; v += step)

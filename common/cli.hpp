@@ -24,7 +24,8 @@ std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
 std::int64_t parse_positive_int(std::string_view text, std::string_view what);
 
 // Comma-separated items, each an integer or an inclusive range start:stop[:step] (step 1 when
-// omitted; stop is included when the steps land on it): "128,256", "64:8192:64".
+// omitted; stop is included when the steps land on it) or start:stop:xF (times F each step):
+// "128,256", "64:8192:64", "1K:1G:x2".
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
 
 struct ReportOptions {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/backend.hpp"
+#include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
 #include "common/earlier_reports.hpp"
 #include "common/env.hpp"
@@ -220,24 +221,16 @@ struct Providers {
 
 GemmResult run_case(Providers& providers, GemmCase& c, GemmRunOptions run_options,
                     Fp8Accumulation fp8_accum) {
-  GemmResult r;
   run_options.fp8_fast_accum = fp8_fast_accumulation(fp8_accum, c.pass);
   const auto why = c.experts ? providers.experts->unsupported(c.problem.dtype, c.experts->impl)
                              : providers.dense->unsupported(c.problem.dtype);
-  if (why) {
-    r.status = Status::skipped;
-    r.note = *why;
-    return r;
-  }
   std::string layout_note;
-  c = providers.as_run(c, &layout_note);
-  try {
-    r = c.experts ? providers.experts->run(c.experts->experts, c.experts->impl, run_options)
-                  : providers.dense->run(c.problem, run_options);
-  } catch (const Error& e) {
-    r.status = Status::failed;
-    r.note = e.what();
-  }
+  if (!why) c = providers.as_run(c, &layout_note);
+  GemmResult r = run_guarded<GemmResult>(why, [&] {
+    return c.experts ? providers.experts->run(c.experts->experts, c.experts->impl, run_options)
+                     : providers.dense->run(c.problem, run_options);
+  });
+  if (r.status == Status::skipped) return r;
   std::string note = c.note;
   append_note(note, layout_note);
   append_note(note, r.note);
@@ -339,6 +332,7 @@ int bench_gemm_main(int argc, char** argv) {
   std::map<std::string, FinishedCases> finished;  // --resume: what each report already holds
   // One set of files per model, shapes file or sweep; on --resume they continue the earlier
   // run's files and carry its rows, so the .prom, the counts and the summary cover both runs.
+  CaseLoop loop(progress, table, harness, tally, rows);
   auto files_for = [&](const GemmCase& c) -> ReportFiles& {
     auto& f = files[c.report];
     if (f) return *f;
@@ -349,11 +343,7 @@ int bench_gemm_main(int argc, char** argv) {
                                       o.report.resume);
     if (o.report.resume) {
       auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
-      for (auto& row : earlier.records(gemm_row(c, providers.id_for(c), GemmResult{}, peaks))) {
-        f->carry(row);
-        tally.add_earlier(row);
-        rows.push_back(std::move(row));
-      }
+      loop.carry_earlier(*f, earlier, gemm_row(c, providers.id_for(c), GemmResult{}, peaks));
     }
     return *f;
   };
@@ -361,26 +351,16 @@ int bench_gemm_main(int argc, char** argv) {
   for (auto& c : cases) {
     if (interrupted()) break;
     ReportFiles& f = files_for(c);
-    if (o.report.resume) {
-      const GemmCase as_run = providers.as_run(c, nullptr);
-      if (finished.at(c.report).contains(
-              gemm_row(as_run, providers.id_for(c), GemmResult{}, peaks))) {
-        progress.done(static_cast<double>(c.flops()), case_label(c) + "  already in the report");
-        continue;
-      }
-    }
-    progress.start(case_label(c));
-    CpuTimer case_clock;
-    GemmResult r = run_case(providers, c, run_options, o.fp8_accum);
-    Record row = gemm_row(c, providers.id_for(c), r, peaks);
-    row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), r.measurement);
-    f.write(row);
-    harness.result_written();
-    rows.push_back(row);
-    progress.clear();
-    table.print(row);
-    tally.add(row);
-    progress.done(static_cast<double>(c.flops()), progress_line(c, row, r));
+    const bool done = o.report.resume &&
+                      finished.at(c.report).contains(gemm_row(
+                          providers.as_run(c, nullptr), providers.id_for(c), GemmResult{}, peaks));
+    const bool went_on = loop.run(case_label(c), static_cast<double>(c.flops()), f, done, [&] {
+      GemmResult r = run_case(providers, c, run_options, o.fp8_accum);
+      Record row = gemm_row(c, providers.id_for(c), r, peaks);
+      std::string line = progress_line(c, row, r);
+      return MeasuredRow{std::move(row), r.measurement, std::move(line)};
+    });
+    if (!went_on) break;
   }
   env.write(report_dir, true);
   if (!o.report.summary_path.empty())

@@ -39,6 +39,10 @@ TEST_CASE("integer lists take values and inclusive ranges") {
   CHECK(parse_int_list("1:9:3", "--m") == std::vector<std::int64_t>{1, 4, 7});
   CHECK(parse_int_list("128, 256,1K", "--n") == std::vector<std::int64_t>{128, 256, 1024});
   CHECK(parse_int_list("3:5", "--k") == std::vector<std::int64_t>{3, 4, 5});
+  // Geometric: 1K, 2K, 4K, 8K; the factor stops before passing stop.
+  CHECK(parse_int_list("1K:8K:x2", "--size") == std::vector<std::int64_t>{1024, 2048, 4096, 8192});
+  CHECK(parse_int_list("3:100:x4", "--size") == std::vector<std::int64_t>{3, 12, 48});
+  CHECK(parse_int_list("1K:1G:x2", "--size").size() == 21);
 }
 
 TEST_CASE("bad lists are refused") {
@@ -47,6 +51,8 @@ TEST_CASE("bad lists are refused") {
   CHECK_THROWS_WITH(parse_int_list("1:2:3:4", "--m"), Catch::Contains("not a range"));
   CHECK_THROWS_WITH(parse_int_list("", "--m"), Catch::Contains("empty list"));
   CHECK_THROWS_AS(parse_int_list("0", "--m"), Error);
+  CHECK_THROWS_WITH(parse_int_list("1:8:x1", "--size"), Catch::Contains("factor of at least x2"));
+  CHECK_THROWS_WITH(parse_int_list("1:8:xy", "--size"), Catch::Contains("--size"));
 }
 
 TEST_CASE("single-letter long flags become short flags") {

@@ -1,0 +1,75 @@
+#pragma once
+// What every binary that measures one case at a time does with each case, written once: skip
+// what --resume finds in the report, show progress, run the case (a skipped row when the provider
+// cannot, a failed row when it throws), write the row the moment it exists, print it and count it.
+// bench_gemm, bench_attention and bench_memops run their cases through it.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/harness_cost.hpp"
+#include "common/measure.hpp"
+#include "common/progress.hpp"
+#include "common/record.hpp"
+#include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/resume.hpp"
+#include "common/run_tally.hpp"
+
+namespace opbench {
+
+// A case's row, with the measurement behind it (for the harness cost) and its progress line.
+struct MeasuredRow {
+  Record row;
+  Measurement measurement;
+  std::string progress;  // "label  12.3 ms  187 GB/s", or the status and note
+};
+
+class CaseLoop {
+ public:
+  CaseLoop(Progress& progress, ConsoleTable& table, HarnessCost& harness, RunTally& tally,
+           std::vector<Record>& rows)
+      : progress_(progress), table_(table), harness_(harness), tally_(tally), rows_(rows) {}
+
+  // --resume: the rows the report holds (read back shaped like `like`) count, and stay in the
+  // report's .prom and the summary.
+  void carry_earlier(ReportFiles& files, const FinishedCases& finished, const Record& like);
+
+  // Runs one case unless it is `already_done`; false when the run has been interrupted and no
+  // case may start.
+  bool run(const std::string& label, double work, ReportFiles& files, bool already_done,
+           const std::function<MeasuredRow()>& measure);
+
+ private:
+  Progress& progress_;
+  ConsoleTable& table_;
+  HarnessCost& harness_;
+  RunTally& tally_;
+  std::vector<Record>& rows_;
+};
+
+// A provider's run, guarded: `unsupported` makes a skipped result with that note, an Error thrown
+// by the run a failed one (bad input still ends the run: it is the user's to fix). R has
+// `status` and `note`.
+template <typename R, typename Run>
+R run_guarded(const std::optional<std::string>& unsupported, Run&& run) {
+  R r;
+  if (unsupported) {
+    r.status = Status::skipped;
+    r.note = *unsupported;
+    return r;
+  }
+  try {
+    r = run();
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input) throw;
+    r = R{};
+    r.status = Status::failed;
+    r.note = e.what();
+  }
+  return r;
+}
+
+}  // namespace opbench
