@@ -328,7 +328,7 @@ int bench_attention_main(int argc, char** argv) {
     const bool went_on =
         loop.run(label, static_cast<double>(c.shape.flops(c.pass)), files, done, [&] {
           AttentionResult r =
-              run_guarded<AttentionResult>(provider->unsupported(c.shape, c.pass),
+              guarded_result<AttentionResult>(provider->unsupported(c.shape, c.pass),
                                            [&] { return provider->run(c.shape, c.pass, run); });
           if (r.status == Status::ok) append_note(r.note, noise_note(r.measurement, measure));
           Record row = attention_row(c, *provider, r, peaks);

@@ -54,7 +54,7 @@ class CaseLoop {
 // by the run a failed one (bad input still ends the run: it is the user's to fix). R has
 // `status` and `note`.
 template <typename R, typename Run>
-R run_guarded(const std::optional<std::string>& unsupported, Run&& run) {
+R guarded_result(const std::optional<std::string>& unsupported, Run&& run) {
   R r;
   if (unsupported) {
     r.status = Status::skipped;

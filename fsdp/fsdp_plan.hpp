@@ -12,7 +12,7 @@
 #include "collectives/coll_op.hpp"
 #include "common/dtype.hpp"
 #include "common/model_config.hpp"
-#include "fsdp/param_layout.hpp"
+#include "common/param_layout.hpp"
 
 namespace opbench {
 

@@ -226,7 +226,7 @@ GemmResult run_case(Providers& providers, GemmCase& c, GemmRunOptions run_option
                              : providers.dense->unsupported(c.problem.dtype);
   std::string layout_note;
   if (!why) c = providers.as_run(c, &layout_note);
-  GemmResult r = run_guarded<GemmResult>(why, [&] {
+  GemmResult r = guarded_result<GemmResult>(why, [&] {
     return c.experts ? providers.experts->run(c.experts->experts, c.experts->impl, run_options)
                      : providers.dense->run(c.problem, run_options);
   });

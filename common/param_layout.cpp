@@ -1,4 +1,4 @@
-#include "fsdp/param_layout.hpp"
+#include "common/param_layout.hpp"
 
 namespace opbench {
 namespace {
