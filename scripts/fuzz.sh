@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(models attention_shapes gemm_shapes cli nccl_log)
+[ ${#targets[@]} -gt 0 ] || targets=(models attention_shapes gemm_shapes memop_shapes cli nccl_log)
 
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPBENCH_WITH_CUDA=OFF \
@@ -21,6 +21,7 @@ seeds() {  # comma-separated seed files of a target
     models) ls configs/models.json tests/data/bad_models_*.json ;;
     attention_shapes) ls configs/attention_shapes.json tests/data/attention_small.json tests/data/bad_attention_*.json ;;
     gemm_shapes) ls configs/gemm_shapes.json tests/data/gemm_shapes_small.json tests/data/bad_gemm_shapes.json ;;
+    memop_shapes) ls configs/memop_shapes.json tests/data/memop_shapes_small.json tests/data/bad/memop_*.json ;;
     cli) ls tests/fuzz/corpus/cli/* ;;
     nccl_log) ls tests/data/nccl_log_llama3_70b.txt ;;
   esac | paste -sd, -

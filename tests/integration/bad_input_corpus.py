@@ -15,6 +15,7 @@ gemm = [os.path.join(build, "gemm/bench_gemm"), "--backend", "cpu", "--quiet", "
 attention = [os.path.join(build, "attention/bench_attention"), "--backend", "cpu", "--quiet", "--report-dir-path", scratch]
 ccl = [os.path.join(build, "collectives/bench_ccl"), "--backend", "mpi", "--quiet", "--report-dir-path", scratch]
 fsdp = [os.path.join(build, "fsdp/bench_fsdp"), "--quiet"]
+memops = [os.path.join(build, "memops/bench_memops"), "--backend", "cpu", "--quiet", "--report-dir-path", scratch]
 
 CASES = [
     # (what, command, text the error line must contain)
@@ -46,6 +47,17 @@ CASES = [
     ("--ep not dividing the experts", gemm + ["--model", "mixtral-8x7b", "--ep", "3"], "--ep 3: does not divide the 8 routed experts of model 'mixtral-8x7b'"),
     ("--ep 0", gemm + ["--model", "mixtral-8x7b", "--ep", "0"], "--ep"),
     ("unknown --moe-impl", gemm + ["--model", "mixtral-8x7b", "--moe-impl", "grouped,fused"], "--moe-impl: unknown implementation 'fused'"),
+    ("memops unknown operator in a file", memops + ["--shapes-json-path", f"{bad}/memop_unknown_op.json"], "memop_unknown_op.json: entry 0: key 'op': unknown operator 'rmsnrom' (did you mean 'rmsnorm'?)"),
+    ("memops zero rows", memops + ["--shapes-json-path", f"{bad}/memop_zero_rows.json"], "entry 0: key 'rows': 0 is out of range"),
+    ("memops rope cols not heads x head_dim", memops + ["--shapes-json-path", f"{bad}/memop_rope_cols.json"], "key 'cols': rope: cols must be (heads + kv_heads) x head_dim = 256"),
+    ("memops backward of add", memops + ["--shapes-json-path", f"{bad}/memop_add_bwd.json"], "key 'pass': add has no backward pass"),
+    ("memops adamw in bf16", memops + ["--shapes-json-path", f"{bad}/memop_adamw_dtype.json"], "key 'dtype': adamw does not take dtype bf16"),
+    ("memops misspelt key", memops + ["--shapes-json-path", f"{bad}/memop_unknown_key.json"], "unknown key 'colums'"),
+    ("memops unknown --op", memops + ["--op", "softmx", "--size", "1M"], "--op: unknown operator 'softmx' (did you mean 'softmax'?)"),
+    ("memops fractional --size", memops + ["--op", "add", "--size", "1.5.5M"], "--size"),
+    ("memops geometric factor 1", memops + ["--op", "add", "--size", "1K:1M:x1"], "--size: range '1K:1M:x1' needs a factor of at least x2"),
+    ("memops fp8 --dtype", memops + ["--op", "add", "--size", "1M", "--dtype", "fp8"], "--dtype: fp8_e4m3 is not a memops dtype"),
+    ("memops nothing to run", memops, "nothing to run: give --model-config-path"),
     ("GEMM unknown fp8 accumulation", gemm + ["--model", "tiny", "--fp8-accum", "slow"], "--fp8-accum: unknown mode 'slow'"),
     ("GEMM zero samples", gemm + ["--model", "tiny", "--min-samples", "0"], "--min-samples: must be >= 1"),
     ("GEMM samples bounds crossed", gemm + ["--model", "tiny", "--min-samples", "9", "--max-samples", "4"], "--max-samples: must be >= --min-samples (9)"),

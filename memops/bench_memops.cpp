@@ -1,0 +1,284 @@
+#include "memops/bench_memops.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "common/backend.hpp"
+#include "common/case_loop.hpp"
+#include "common/earlier_reports.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/hardware.hpp"
+#include "common/harness_cost.hpp"
+#include "common/interrupt.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_list.hpp"
+#include "common/progress.hpp"
+#include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "common/resume.hpp"
+#include "common/rotation.hpp"
+#include "common/run_tally.hpp"
+#include "common/summary.hpp"
+#include "common/text.hpp"
+#include "memops/memop_cases.hpp"
+#include "memops/memop_options.hpp"
+#include "memops/memop_provider.hpp"
+#include "memops/memop_row.hpp"
+
+namespace opbench {
+namespace {
+
+std::vector<MemopCase> build_cases(const MemopOptions& o, const std::vector<DType>& dtypes) {
+  if (!o.wants_models() && o.shapes_path.empty() && o.sizes.empty())
+    throw bad_input(
+        "nothing to run: give --model-config-path and/or --model, --shapes-json-path, or --size "
+        "(with --op)");
+  std::vector<MemopCase> cases;
+  if (o.wants_models()) {
+    const std::string path =
+        o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+    for (const auto& model : select_models(load_models(path), o.models, path))
+      for (DType t : dtypes) {
+        auto more = model_memop_cases(model, o.model_run, o.ops, o.passes, t);
+        cases.insert(cases.end(), more.begin(), more.end());
+      }
+  }
+  if (!o.shapes_path.empty()) {
+    auto more = memop_shape_file_cases(o.shapes_path, dtypes);
+    if (!o.ops.empty())
+      std::erase_if(more, [&](const MemopCase& c) {
+        return std::find(o.ops.begin(), o.ops.end(), c.op) == o.ops.end();
+      });
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  if (!o.sizes.empty()) {
+    auto more = memop_sweep_cases(o.ops, o.passes, o.sizes, o.cols, o.vocab, dtypes);
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  return cases;
+}
+
+std::string case_label(const MemopCase& c) {
+  return fmt::format("{} {} {} {} {}", c.source, memop_name(c.op), mem_pass_name(c.pass), c.dims(),
+                     dtype_name(c.dtype));
+}
+
+int dry_run(const std::vector<MemopCase>& cases) {
+  ConsoleTable table({{"model", "", 16},
+                      {"op", "", 13},
+                      {"pass", "", 4},
+                      {"rows", "", 8},
+                      {"cols", "", 8},
+                      {"dtype", "", 5},
+                      {"calls_per_step", "calls", 5},
+                      {"read_mib", "", 10},
+                      {"write_mib", "", 10},
+                      {"note", "", 40}});
+  double total = 0;
+  for (const auto& c : cases) {
+    Record r;
+    r.arg("model", c.source).arg("op", memop_name(c.op)).arg("pass", mem_pass_name(c.pass));
+    r.arg("rows", c.rows).arg("cols", c.cols).arg("dtype", std::string(dtype_name(c.dtype)));
+    r.arg("calls_per_step", c.calls_per_step);
+    r.metric("read_mib", static_cast<double>(c.read_bytes()) / (1 << 20));
+    r.metric("write_mib", static_cast<double>(c.write_bytes()) / (1 << 20));
+    r.result("note", c.note);
+    table.print(r);
+    total += static_cast<double>(c.io_bytes());
+  }
+  std::printf("%zu cases, %s moved in all (one run of each)\n", cases.size(),
+              human_bytes(total).c_str());
+  return 0;
+}
+
+// The providers of the run: the first runs every case; the others (cuDNN's norms beside our
+// kernels) run the cases they support, each a row of its own.
+std::vector<std::unique_ptr<MemopProvider>> make_providers(const MemopOptions& o, Backend backend) {
+  std::vector<std::string> names =
+      o.providers.empty() ? std::vector<std::string>{} : split(o.providers, ',');
+  std::vector<std::unique_ptr<MemopProvider>> out;
+  if (backend == Backend::cpu) {
+    for (const auto& n : names)
+      if (n != "cpu")
+        throw bad_input(fmt::format(
+            "--provider {}: the CPU provider is cpu (cuda and cudnn run with --backend cuda)", n));
+    out.push_back(make_cpu_memop_provider());
+    return out;
+  }
+#ifdef OPBENCH_HAVE_CUDA
+  if (names.empty()) names = {"cuda", "cudnn"};
+  for (const auto& n : names) {
+    if (n == "cuda")
+      out.push_back(make_cuda_memop_provider(o.device));
+    else if (n == "cudnn")
+      out.push_back(make_cudnn_norm_provider(o.device));
+    else
+      throw bad_input(fmt::format("--provider {}: the GPU providers are cuda and cudnn", n));
+  }
+#endif
+  return out;
+}
+
+// The bandwidth roof of the run's device.
+BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provider,
+                             Progress& progress) {
+  if (o.peaks.peak_bw_gbps) return {o.peaks.peak_bw_gbps, "--peak-bw"};
+  const Peaks peaks = Peaks::for_device(provider.device(), o.peaks);
+  if (auto gbps = peaks.bandwidth_gbps()) return {gbps, "hardware.json"};
+  if (provider.backend() != "cpu") return {};
+  progress.note("measuring the CPU's memory roof (a triad over every core; --peak-bw skips it)");
+  return {measure_cpu_triad_gbps(), "triad"};
+}
+
+MemopResult run_case(MemopProvider& provider, const MemopCase& c, const MemopRunOptions& run) {
+  MemopResult r =
+      guarded_result<MemopResult>(provider.unsupported(c), [&] { return provider.run(c, run); });
+  if (r.status == Status::skipped) return r;
+  std::string note = c.note;
+  append_note(note, r.note);
+  if (r.check_passed && !*r.check_passed) {
+    r.status = Status::failed;
+    append_note(note, "check failed: " + r.check_detail);
+  }
+  if (r.status == Status::ok) append_note(note, noise_note(r.measurement, run.measure));
+  r.note = note;
+  return r;
+}
+
+std::string progress_line(const std::string& label, const Record& row, const MemopResult& r) {
+  if (r.status != Status::ok)
+    return fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+  std::string line = fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
+                                 bandwidth_text(std::get<double>(*row.find("mem_bw_gbps"))));
+  auto pct = row.find("pct_peak_bw");
+  if (pct && std::holds_alternative<double>(*pct))
+    line += fmt::format(" ({:.0f}% of the roof)", std::get<double>(*pct));
+  return line;
+}
+
+}  // namespace
+
+int bench_memops_main(int argc, char** argv) {
+  HarnessCost harness;
+  auto parsed = parse_memop_options(argc, argv);
+  if (!parsed) return 0;
+  const MemopOptions& o = *parsed;
+  if (o.list_models) return print_model_list(o.model_config_path);
+  if (o.dry_run) {
+    const bool gpu = to_lower(o.backend) == "cuda";
+    return dry_run(
+        build_cases(o, o.dtypes.value_or(std::vector<DType>{gpu ? DType::bf16 : DType::fp32})));
+  }
+  const BackendChoice choice = choose_backend(o.backend, o.device);
+  const std::vector<DType> dtypes = o.dtypes.value_or(
+      std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
+  const std::vector<MemopCase> cases = build_cases(o, dtypes);
+
+  const std::string report_dir =
+      o.report.report_dir.empty() ? "reports/memops-" + now_compact() : o.report.report_dir;
+  ensure_directory(report_dir);
+  if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
+  auto providers = make_providers(o, choice.backend);
+  MemopProvider& primary = *providers.front();
+  double total_bytes = 0;
+  std::size_t planned = 0;
+  for (const auto& c : cases)
+    for (std::size_t p = 0; p < providers.size(); ++p)
+      if (p == 0 || !providers[p]->unsupported(c)) {
+        total_bytes += static_cast<double>(c.io_bytes());
+        ++planned;
+      }
+  Progress progress(planned, total_bytes, o.report.quiet);
+  for (const auto& p : providers)
+    progress.note(fmt::format("backend: {} ({} on {}; {})", p->backend(), p->name(), p->device(),
+                              choice.reason));
+  Environment env(argc, argv, "bench_memops");
+  for (const auto& p : providers)
+    p->describe(env);
+  const BandwidthRoof roof = bandwidth_roof(o, primary, progress);
+  if (roof.gbps) {
+    progress.note(fmt::format("memory roof: {} ({})", bandwidth_text(*roof.gbps), roof.source));
+    env.set("memory_roof", {{"gbps", *roof.gbps}, {"source", roof.source}});
+  }
+  env.write(report_dir, false);
+
+  const MeasureOptions measure = resolve(
+      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, o.measure);
+  const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
+  ConsoleTable table({{"model", "", 12},
+                      {"op", "", 13},
+                      {"pass", "", 4},
+                      {"rows", "", 8},
+                      {"cols", "", 7},
+                      {"dtype", "", 5},
+                      {"provider", "", 5},
+                      {"time_us", "", 10},
+                      {"mem_bw_gbps", "GB/s", 7},
+                      {"pct_peak_bw", "%roof", 5},
+                      {"status", "", 7}});
+  std::vector<Record> rows;
+  RunTally tally;
+  tally.planned = planned;
+  CaseLoop loop(progress, table, harness, tally, rows);
+  std::map<std::string, std::unique_ptr<ReportFiles>> files;  // one set per model, shapes, sweep
+  std::map<std::string, FinishedCases> finished;              // --resume
+  auto files_for = [&](const MemopCase& c) -> ReportFiles& {
+    auto& f = files[c.report];
+    if (f) return *f;
+    const auto base =
+        (std::filesystem::path(report_dir) / ("memops_" + file_safe(c.report))).string();
+    f = std::make_unique<ReportFiles>(base, o.report.formats,
+                                      nlohmann::json{{"run_id", env.run_id()}}, "opbench_memops",
+                                      o.report.resume);
+    if (o.report.resume) {
+      auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
+      loop.carry_earlier(*f, earlier, memop_row(c, primary, MemopResult{}, roof));
+    }
+    return *f;
+  };
+  install_interrupt_handlers();
+  bool went_on = true;
+  for (const auto& c : cases) {
+    for (std::size_t p = 0; p < providers.size() && went_on; ++p) {
+      MemopProvider& provider = *providers[p];
+      if (p > 0 && provider.unsupported(c)) continue;
+      if (interrupted()) {
+        went_on = false;
+        break;
+      }
+      ReportFiles& f = files_for(c);
+      const bool done = o.report.resume &&
+                        finished.at(c.report).contains(memop_row(c, provider, MemopResult{}, roof));
+      const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
+      went_on = loop.run(label, static_cast<double>(c.io_bytes()), f, done, [&] {
+        MemopResult r = run_case(provider, c, run);
+        Record row = memop_row(c, provider, r, roof);
+        std::string line = progress_line(label, row, r);
+        return MeasuredRow{std::move(row), r.measurement, std::move(line)};
+      });
+    }
+    if (!went_on) break;
+  }
+  env.write(report_dir, true);
+  if (!o.report.summary_path.empty())
+    write_summary(o.report.summary_path, env, rows,
+                  {fmt::format("bench_memops on {}", primary.device()),
+                   "mem_bw_gbps",
+                   true,
+                   {"model", "op", "pass", "rows", "cols", "dtype", "provider", "time_us",
+                    "mem_bw_gbps", "pct_peak_bw", "cv"},
+                   15,
+                   {harness.markdown()},
+                   tally.planned});
+  RunEnd end{harness.text(), report_dir, {}, true};
+  for (const auto& [_, f] : files)
+    for (const auto& line : f->listing())
+      end.files.push_back(line);
+  return finish_run(tally, end, interrupted(), interrupted() ? interrupted_exit_code() : 0);
+}
+
+}  // namespace opbench

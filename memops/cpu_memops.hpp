@@ -1,0 +1,93 @@
+#pragma once
+// The memory-bound operators on the CPU: vectorisable loops (contiguous, branch-free inner loops
+// that GCC -O3 vectorises) spread over every core with parallel_for, in fp32 (bf16 where the
+// operator fixes it). Elementwise operators go in chunks of 64K elements, row operators in
+// chunks of whole rows of about as many elements. The arithmetic is memops/memop_math.hpp's.
+//
+// Layouts: row-major [rows, cols]. Saved statistics (rstd, mean), losses and amax are fp32; ids
+// and targets int64.
+#include <cstddef>
+#include <cstdint>
+
+#include "memops/memop_math.hpp"
+
+namespace opbench::cpu_memops {
+
+// z = x + y over n elements.
+void add(const float* x, const float* y, float* z, std::int64_t n);
+
+// y = x rstd w with rstd = 1/sqrt(mean(x^2) + kRmsNormEps) per row (saved for the backward).
+void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int64_t rows,
+                 std::int64_t cols);
+// dx = rstd (w dy - x rstd^2 mean(w dy x)); dw = sum over rows of dy x rstd. `workspace` holds
+// norm_bwd_workspace_floats(rows, cols) floats (the per-chunk partial sums of dw, and db).
+void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
+                 float* dw, float* workspace, std::int64_t rows, std::int64_t cols);
+
+// y = (x - mean) rstd w + b, the biased variance, kLayerNormEps.
+void layernorm_fwd(const float* x, const float* w, const float* b, float* y, float* mean,
+                   float* rstd, std::int64_t rows, std::int64_t cols);
+// With xhat = (x - mean) rstd and g = w dy: dx = rstd (g - mean(g) - xhat mean(g xhat));
+// dw = sum over rows of dy xhat; db = sum over rows of dy.
+void layernorm_bwd(const float* dy, const float* x, const float* w, const float* mean,
+                   const float* rstd, float* dx, float* dw, float* db, float* workspace,
+                   std::int64_t rows, std::int64_t cols);
+
+// The floats rmsnorm_bwd and layernorm_bwd need as workspace: a partial dw and db per chunk.
+std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols);
+
+// Softmax over each row (the max subtracted first); backward dx = y (dy - sum(y dy)).
+void softmax_fwd(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+void softmax_bwd(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols);
+
+// y = silu(g) u; backward dg, du.
+void swiglu_fwd(const float* g, const float* u, float* y, std::int64_t n);
+void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du,
+                std::int64_t n);
+
+// GELU, tanh approximation; backward dx = dy gelu'(x).
+void gelu_fwd(const float* x, float* y, std::int64_t n);
+void gelu_bwd(const float* x, const float* dy, float* dx, std::int64_t n);
+
+// The rotary tables of positions 0 .. rows-1: cos and sin, [rows, head_dim/2] each (HF's
+// cos/sin of [rows, head_dim] hold each value twice; this is the half that differs).
+void rope_tables(float* cos, float* sin, std::int64_t rows, std::int64_t head_dim);
+// Rotary embedding of `vectors` heads of head_dim per row (q's heads then k's, side by side in
+// one row of (heads + kv_heads) head_dim), the row's index being the position; pairs i and
+// i + head_dim/2 (NeoX / HF Llama). backward: rotate the gradient by -theta.
+void rope(const float* x, const float* cos, const float* sin, float* y, std::int64_t rows,
+          std::int64_t vectors, std::int64_t head_dim, bool backward);
+
+// Per row: loss = logsumexp(x) - x[target], and the logits' gradient (softmax(x) - onehot) / rows
+// (the gradient of the mean loss, as torch's reduction='mean'); the loss is written per token.
+void cross_entropy(const float* logits, const std::int64_t* targets, float* dlogits, float* loss,
+                   std::int64_t rows, std::int64_t cols);
+
+// y[r] = table[ids[r]]: rows of cols from a table of vocab rows.
+void embedding_fwd(const float* table, const std::int64_t* ids, float* y, std::int64_t rows,
+                   std::int64_t cols);
+// dtable = 0, then dtable[ids[r]] += dy[r]; tokens with the same id add up.
+void embedding_bwd(const float* dy, const std::int64_t* ids, float* dtable, std::int64_t rows,
+                   std::int64_t cols, std::int64_t vocab);
+
+// One AdamW step over n elements, in place: parameters, fp32 gradient, both moments.
+void adamw(float* param, const float* grad, float* m, float* v, std::int64_t n,
+           const memop_math::AdamWParams& params);
+// Mixed precision: fp32 master parameters and moments, a bf16 gradient, and the updated
+// parameters written back as bf16 too.
+void adamw_bf16(float* param, const std::uint16_t* grad, float* m, float* v,
+                std::uint16_t* param_bf16, std::int64_t n, const memop_math::AdamWParams& params);
+
+void cast_to_bf16(const float* x, std::uint16_t* y, std::int64_t n);
+void cast_to_fp32(const std::uint16_t* x, float* y, std::int64_t n);
+
+// y = e4m3(x scale) (saturating) and amax = max |x| of the unscaled input, in one pass over x:
+// delayed scaling, where the scale comes from an earlier step's amax. The codes come from a
+// table of fp8_e4m3_encode over the 65536 bf16 values, built when the scale changes.
+void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, float* amax,
+                  std::int64_t n);
+
+// memcpy, in chunks over every core.
+void copy(const void* src, void* dst, std::size_t bytes);
+
+}  // namespace opbench::cpu_memops

@@ -1,0 +1,1481 @@
+// The memory-bound operators on the GPU: our kernels (memops/cuda_memops.cu) and the copies
+// (cudaMemcpyAsync between device memory, pinned and pageable host memory; cudaMemcpyPeerAsync
+// between GPUs), timed with CUDA events under the shared stop rule on operand sets rotated over
+// 4x the L2 cache (or after an L2 flush with --cold). --check runs the operator once more on
+// fresh inputs, copies the results back and compares them with the fp64 reference
+// (memops/reference_memops), or byte for byte for the copies.
+//
+// The inputs follow the CPU provider's conventions (memops/cpu_provider.cpp): the same seeds and
+// spreads (uniform in [-1, 1), [-4, 4) where exp bends), ids and targets uniform in their range,
+// AdamW at Llama 2's hyper-parameters at step 10, an fp8 scale of 448/4, and the backward's saved
+// inputs computed by the forward from the same x.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cuda/buffer.hpp"
+#include "common/cuda/check.hpp"
+#include "common/cuda/device.hpp"
+#include "common/cuda/measure_sm_clock.hpp"
+#include "common/cuda/stream_blocker.hpp"
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+#include "common/host_buffer.hpp"
+#include "common/rotation.hpp"
+#include "common/text.hpp"
+#include "memops/cpu_memops.hpp"
+#include "memops/cuda_memops.cuh"
+#include "memops/memop_inputs.hpp"
+#include "memops/memop_provider.hpp"
+#include "memops/reference_memops.hpp"
+
+namespace opbench {
+namespace {
+
+namespace mm = memop_math;
+namespace ref = reference_memops;
+namespace cm = cuda_memops;
+
+using namespace memop_inputs;   // the same inputs as the CPU provider
+constexpr double kU = 0x1p-24;  // fp32's unit roundoff
+
+// The device memory the operand sets may take: 80% of what is free.
+std::int64_t device_budget(int device) {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(cuda_free_memory_bytes(device) / 10 * 8, INT64_MAX));
+}
+
+// Makes `device` current, and the one that was current again on leaving.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    OPBENCH_CUDA_CHECK(cudaGetDevice(&previous_));
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Device memory of one GPU, allocated and freed with that GPU current.
+class GpuBuffer {
+ public:
+  GpuBuffer(int device, std::size_t bytes) : device_(device) {
+    DeviceScope on(device);
+    buffer_ = DeviceBuffer(bytes);
+  }
+  ~GpuBuffer() {
+    if (!buffer_.data()) return;
+    DeviceScope on(device_);
+    buffer_ = DeviceBuffer();
+  }
+  GpuBuffer(GpuBuffer&&) noexcept = default;
+  GpuBuffer& operator=(GpuBuffer&&) = delete;
+  GpuBuffer(const GpuBuffer&) = delete;
+  GpuBuffer& operator=(const GpuBuffer&) = delete;
+
+  unsigned char* data() const { return static_cast<unsigned char*>(buffer_.data()); }
+  int device() const { return device_; }
+
+ private:
+  int device_;
+  DeviceBuffer buffer_;
+};
+
+// Page-locked host memory (cudaMallocHost): the copy engines read and write it directly.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(std::size_t bytes) {
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocHost(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw run_failure(fmt::format("cudaMallocHost of {} failed: {}",
+                                    human_bytes(static_cast<double>(bytes)),
+                                    cudaGetErrorString(err)));
+    }
+    data_ = static_cast<unsigned char*>(p);
+  }
+  ~PinnedBuffer() {
+    if (data_) cudaFreeHost(data_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  unsigned char* data() const { return data_; }
+
+ private:
+  unsigned char* data_ = nullptr;
+};
+
+// ---- operands ------------------------------------------------------------------------------
+
+enum class Fill {
+  none,     // an output
+  uniform,  // fill_uniform (values in [-1, 1)), times `scale` (a power of two: exact)
+  square,   // uniform squared: second moments are non-negative
+  ids,      // token ids uniform in [0, vocab), drawn anew per set
+  targets,  // target classes uniform in [0, cols)
+  scale,    // the fp8 scale
+  derived,  // computed from the other inputs: a forward's saved statistics, rope's tables
+  scratch,  // workspace, neither filled nor checked
+};
+
+struct Operand {
+  std::string name;
+  DType type = DType::fp32;  // storage: the case's dtype, fp32, bf16, fp8_e4m3, int64 or uint8
+  std::int64_t count = 0;
+  Fill fill = Fill::none;
+  bool output = false;    // written by the operator and compared with the reference
+  bool in_place = false;  // read and written (the optimizer's state)
+  bool shared = false;    // one copy for every set
+  float scale = 1.0f;
+  std::uint64_t seed = 0;
+  DeviceBuffer buffer;  // every set's copy, `stride` bytes apart (one copy when shared)
+  std::int64_t stride = 0;
+
+  std::int64_t bytes() const { return count * static_cast<std::int64_t>(dtype_size(type)); }
+  std::int64_t padded() const { return align_up(bytes(), kAlign); }
+  unsigned char* raw(std::int64_t set) const {
+    return static_cast<unsigned char*>(buffer.data()) + (shared ? 0 : set * stride);
+  }
+  template <class T>
+  T* at(std::int64_t set) const {
+    return reinterpret_cast<T*>(raw(set));
+  }
+};
+
+Operand make_operand(const char* name, std::int64_t count, DType type, Fill fill) {
+  Operand o;
+  o.name = name;
+  o.count = count;
+  o.type = type;
+  o.fill = fill;
+  return o;
+}
+
+Operand input(const char* name, std::int64_t count, DType type, Fill fill = Fill::uniform,
+              float scale = 1.0f) {
+  Operand o = make_operand(name, count, type, fill);
+  o.scale = scale;
+  return o;
+}
+
+Operand output(const char* name, std::int64_t count, DType type) {
+  Operand o = make_operand(name, count, type, Fill::none);
+  o.output = true;
+  return o;
+}
+
+Operand state(const char* name, std::int64_t count, Fill fill) {
+  Operand o = make_operand(name, count, DType::fp32, fill);
+  o.output = o.in_place = true;
+  return o;
+}
+
+Operand workspace(std::int64_t bytes) {
+  Operand o = make_operand("workspace", bytes, DType::uint8, Fill::scratch);
+  o.shared = true;
+  return o;
+}
+
+// What the operator of `c` reads and writes, in the CPU provider's order (so the seeds match and
+// an fp32 case sees the CPU's very inputs); activations are stored in the case's dtype.
+std::vector<Operand> operands_of(const MemopCase& c, int sm_count) {
+  const DType t = c.dtype;
+  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
+  const bool fwd = c.pass == MemPass::fwd;
+  const DType f32 = DType::fp32;
+  std::vector<Operand> v;
+  auto add = [&](Operand o) { v.push_back(std::move(o)); };
+  auto norm_workspace = [&] {
+    return workspace(cm::norm_bwd_workspace_floats(rows, cols, sm_count) * 4);
+  };
+  switch (c.op) {
+    case MemOp::add:
+      add(input("x", n, t));
+      add(input("y", n, t));
+      add(output("z", n, t));
+      break;
+    case MemOp::rmsnorm:
+      if (fwd) {
+        add(input("x", n, t));
+        add(input("w", cols, t));
+        add(output("y", n, t));
+        add(output("rstd", rows, f32));
+      } else {
+        add(input("dy", n, t));
+        add(input("x", n, t));
+        add(input("w", cols, t));
+        add(input("rstd", rows, f32, Fill::derived));
+        add(output("dx", n, t));
+        add(output("dw", cols, t));
+        add(norm_workspace());
+      }
+      break;
+    case MemOp::layernorm:
+      if (fwd) {
+        add(input("x", n, t));
+        add(input("w", cols, t));
+        add(input("b", cols, t));
+        add(output("y", n, t));
+        add(output("mean", rows, f32));
+        add(output("rstd", rows, f32));
+      } else {
+        add(input("dy", n, t));
+        add(input("x", n, t));
+        add(input("w", cols, t));
+        add(input("mean", rows, f32, Fill::derived));
+        add(input("rstd", rows, f32, Fill::derived));
+        add(output("dx", n, t));
+        add(output("dw", cols, t));
+        add(output("db", cols, t));
+        add(norm_workspace());
+      }
+      break;
+    case MemOp::softmax:
+      if (fwd) {
+        add(input("x", n, t, Fill::uniform, 4.0f));
+        add(output("y", n, t));
+      } else {
+        add(input("y", n, t, Fill::derived));
+        add(input("dy", n, t));
+        add(output("dx", n, t));
+      }
+      break;
+    case MemOp::swiglu:
+      add(input("g", n, t, Fill::uniform, 4.0f));
+      add(input("u", n, t));
+      if (fwd) {
+        add(output("y", n, t));
+      } else {
+        add(input("dy", n, t));
+        add(output("dg", n, t));
+        add(output("du", n, t));
+      }
+      break;
+    case MemOp::gelu:
+      add(input("x", n, t, Fill::uniform, 4.0f));
+      if (fwd) {
+        add(output("y", n, t));
+      } else {
+        add(input("dy", n, t));
+        add(output("dx", n, t));
+      }
+      break;
+    case MemOp::rope: {
+      const std::int64_t table = rows * (c.head_dim / 2);
+      add(input(fwd ? "x" : "dy", n, t));
+      add(input("cos", table, f32, Fill::derived));
+      add(input("sin", table, f32, Fill::derived));
+      add(output(fwd ? "y" : "dx", n, t));
+      break;
+    }
+    case MemOp::cross_entropy:
+      add(input("logits", n, t, Fill::uniform, 4.0f));
+      add(input("targets", rows, DType::int64, Fill::targets));
+      add(output("dlogits", n, t));
+      add(output("loss", rows, f32));
+      break;
+    case MemOp::embedding:
+      if (fwd) {
+        Operand table = input("table", c.vocab * cols, t);
+        table.shared = true;  // each set's ids pick other rows of the one table
+        add(std::move(table));
+        add(input("ids", rows, DType::int64, Fill::ids));
+        add(output("y", n, t));
+      } else {
+        add(input("dy", n, t));
+        add(input("ids", rows, DType::int64, Fill::ids));
+        add(output("dtable", c.vocab * cols, t));
+        if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(t, rows, cols, c.vocab))
+          add(workspace(ws));
+      }
+      break;
+    case MemOp::adamw:
+      add(state("param", n, Fill::uniform));
+      add(input("grad", n, f32));
+      add(state("m", n, Fill::uniform));
+      add(state("v", n, Fill::square));
+      break;
+    case MemOp::adamw_bf16:
+      add(state("param", n, Fill::uniform));
+      add(input("grad", n, DType::bf16));
+      add(state("m", n, Fill::uniform));
+      add(state("v", n, Fill::square));
+      add(output("param_bf16", n, DType::bf16));
+      break;
+    case MemOp::cast_to_bf16:
+      add(input("x", n, f32));
+      add(output("y", n, DType::bf16));
+      break;
+    case MemOp::cast_to_fp32:
+      add(input("x", n, DType::bf16));
+      add(output("y", n, f32));
+      break;
+    case MemOp::fp8_quantize:
+      add(input("x", n, DType::bf16, Fill::uniform, 4.0f));
+      add(input("scale", 1, f32, Fill::scale));
+      add(output("y", n, DType::fp8_e4m3));
+      add(output("amax", 1, f32));
+      break;
+    default:
+      throw std::logic_error("memops: no CUDA operands for " + memop_name(c.op));
+  }
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i].seed = kSeed + 7919 * i;
+  return v;
+}
+
+// A case's operands on the device: every set's copies, filled on the device.
+class CaseOperands {
+ public:
+  CaseOperands(const MemopCase& c, std::vector<Operand> operands, int sm_count)
+      : c_(c), ops_(std::move(operands)), sm_count_(sm_count) {}
+
+  Operand& get(const std::string& name) {
+    for (auto& o : ops_)
+      if (o.name == name) return o;
+    throw std::logic_error("memops: no operand " + name);
+  }
+  bool has(const std::string& name) const {
+    return std::any_of(ops_.begin(), ops_.end(), [&](const Operand& o) { return o.name == name; });
+  }
+  template <class T>
+  T* at(const std::string& name, std::int64_t set) {
+    return get(name).at<T>(set);
+  }
+  std::vector<Operand>& all() { return ops_; }
+  std::int64_t sets() const { return sets_; }
+
+  // The bytes one set holds; those it touches (with the rows of the shared table its ids look
+  // up); the bytes of the shared operands.
+  std::int64_t set_bytes() const {
+    std::int64_t bytes = 0;
+    for (const auto& o : ops_)
+      if (!o.shared) bytes += o.padded();
+    return bytes;
+  }
+  std::int64_t touched_set_bytes() const {
+    if (c_.op == MemOp::embedding && c_.pass == MemPass::fwd)
+      return set_bytes() + c_.elements() * static_cast<std::int64_t>(dtype_size(c_.dtype));
+    return set_bytes();
+  }
+  std::int64_t shared_bytes() const {
+    std::int64_t bytes = 0;
+    for (const auto& o : ops_)
+      if (o.shared) bytes += o.padded();
+    return bytes;
+  }
+
+  void allocate(std::int64_t sets) {
+    sets_ = sets;
+    for (auto& o : ops_) {
+      o.stride = o.shared ? 0 : o.padded();
+      o.buffer = DeviceBuffer(static_cast<std::size_t>(o.shared ? o.padded() : sets * o.stride));
+    }
+  }
+
+  // Fills set 0 and copies it to the other sets (the ids drawn anew for each).
+  void fill_all(cudaStream_t stream) {
+    for (auto& o : ops_)
+      if (o.shared && o.fill == Fill::uniform) fill_uniform_scaled(o, 0, stream);
+    fill_set(0, stream);
+    for (std::int64_t s = 1; s < sets_; ++s)
+      for (auto& o : ops_) {
+        if (o.shared || o.fill == Fill::none || o.fill == Fill::scratch) continue;
+        if (o.fill == Fill::ids)
+          cm::fill_indices(o.at<std::int64_t>(s), o.count, o.seed, s, c_.vocab, stream);
+        else
+          OPBENCH_CUDA_CHECK(cudaMemcpyAsync(o.raw(s), o.raw(0),
+                                             static_cast<std::size_t>(o.bytes()),
+                                             cudaMemcpyDeviceToDevice, stream));
+      }
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // Fills the inputs of one set (again, for the check of an operator that updates them).
+  void fill_set(std::int64_t set, cudaStream_t stream) {
+    for (auto& o : ops_) {
+      if (o.shared) continue;
+      switch (o.fill) {
+        case Fill::uniform:
+          fill_uniform_scaled(o, set, stream);
+          break;
+        case Fill::square:
+          fill_uniform(o.raw(set), static_cast<std::size_t>(o.count), o.type, o.seed, stream);
+          cm::square_elements(o.at<float>(set), o.count, stream);
+          break;
+        case Fill::ids:
+          cm::fill_indices(o.at<std::int64_t>(set), o.count, o.seed, set, c_.vocab, stream);
+          break;
+        case Fill::targets:
+          cm::fill_indices(o.at<std::int64_t>(set), o.count, o.seed, set, c_.cols, stream);
+          break;
+        case Fill::scale:
+          OPBENCH_CUDA_CHECK(cudaMemcpyAsync(o.raw(set), &kFp8Scale, sizeof(float),
+                                             cudaMemcpyHostToDevice, stream));
+          break;
+        default:
+          break;
+      }
+    }
+    derive(set, stream);
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+ private:
+  void fill_uniform_scaled(Operand& o, std::int64_t set, cudaStream_t stream) {
+    fill_uniform(o.raw(set), static_cast<std::size_t>(o.count), o.type, o.seed, stream);
+    if (o.scale != 1.0f) cm::scale_elements(o.type, o.raw(set), o.count, o.scale, stream);
+  }
+
+  // The saved inputs of a backward come from our forward on this set's x, as in training (the
+  // backward's dx serves as the forward's y meanwhile); rope's tables are the CPU's, uploaded.
+  void derive(std::int64_t set, cudaStream_t stream) {
+    const std::int64_t rows = c_.rows, cols = c_.cols;
+    const DType t = c_.dtype;
+    const cm::Launch l{stream, sm_count_, nullptr};
+    if (c_.op == MemOp::rope) {
+      const std::size_t table = static_cast<std::size_t>(rows * (c_.head_dim / 2));
+      std::vector<float> cos(table), sin(table);
+      cpu_memops::rope_tables(cos.data(), sin.data(), rows, c_.head_dim);
+      OPBENCH_CUDA_CHECK(cudaMemcpyAsync(get("cos").raw(set), cos.data(), table * sizeof(float),
+                                         cudaMemcpyHostToDevice, stream));
+      OPBENCH_CUDA_CHECK(cudaMemcpyAsync(get("sin").raw(set), sin.data(), table * sizeof(float),
+                                         cudaMemcpyHostToDevice, stream));
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the vectors go
+    } else if (c_.pass != MemPass::bwd) {
+      return;
+    } else if (c_.op == MemOp::rmsnorm) {
+      cm::rmsnorm_fwd(t, get("x").raw(set), get("w").raw(set), get("dx").raw(set),
+                      at<float>("rstd", set), rows, cols, l);
+    } else if (c_.op == MemOp::layernorm) {
+      // The bias does not touch the statistics: w stands in for it.
+      cm::layernorm_fwd(t, get("x").raw(set), get("w").raw(set), get("w").raw(set),
+                        get("dx").raw(set), at<float>("mean", set), at<float>("rstd", set), rows,
+                        cols, l);
+    } else if (c_.op == MemOp::softmax) {
+      // y is the softmax of other logits (uniform in [-4, 4), the CPU's seed for them).
+      void* logits = get("dx").raw(set);
+      fill_uniform(logits, static_cast<std::size_t>(c_.elements()), t, kSeed - 1, stream);
+      cm::scale_elements(t, logits, c_.elements(), 4.0f, stream);
+      cm::softmax_fwd(t, logits, get("y").raw(set), rows, cols, l);
+    }
+  }
+
+  const MemopCase& c_;
+  std::vector<Operand> ops_;
+  int sm_count_;
+  std::int64_t sets_ = 1;
+};
+
+// Enqueues the case's operator on set `s`.
+void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Launch& l) {
+  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
+  const DType t = c.dtype;
+  const bool fwd = c.pass == MemPass::fwd;
+  auto p = [&](const char* name) -> void* { return d.get(name).raw(s); };
+  auto f = [&](const char* name) { return d.at<float>(name, s); };
+  auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
+  auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
+  switch (c.op) {
+    case MemOp::add:
+      return cm::add(t, p("x"), p("y"), p("z"), n, l);
+    case MemOp::rmsnorm:
+      if (fwd) return cm::rmsnorm_fwd(t, p("x"), p("w"), p("y"), f("rstd"), rows, cols, l);
+      return cm::rmsnorm_bwd(t, p("dy"), p("x"), p("w"), f("rstd"), p("dx"), p("dw"),
+                             f("workspace"), rows, cols, l);
+    case MemOp::layernorm:
+      if (fwd)
+        return cm::layernorm_fwd(t, p("x"), p("w"), p("b"), p("y"), f("mean"), f("rstd"), rows,
+                                 cols, l);
+      return cm::layernorm_bwd(t, p("dy"), p("x"), p("w"), f("mean"), f("rstd"), p("dx"), p("dw"),
+                               p("db"), f("workspace"), rows, cols, l);
+    case MemOp::softmax:
+      if (fwd) return cm::softmax_fwd(t, p("x"), p("y"), rows, cols, l);
+      return cm::softmax_bwd(t, p("y"), p("dy"), p("dx"), rows, cols, l);
+    case MemOp::swiglu:
+      if (fwd) return cm::swiglu_fwd(t, p("g"), p("u"), p("y"), n, l);
+      return cm::swiglu_bwd(t, p("g"), p("u"), p("dy"), p("dg"), p("du"), n, l);
+    case MemOp::gelu:
+      if (fwd) return cm::gelu_fwd(t, p("x"), p("y"), n, l);
+      return cm::gelu_bwd(t, p("x"), p("dy"), p("dx"), n, l);
+    case MemOp::rope:
+      return cm::rope(t, p(fwd ? "x" : "dy"), f("cos"), f("sin"), p(fwd ? "y" : "dx"), rows,
+                      c.heads + c.kv_heads, c.head_dim, !fwd, l);
+    case MemOp::cross_entropy:
+      return cm::cross_entropy(t, p("logits"), ids("targets"), p("dlogits"), f("loss"), rows, cols,
+                               l);
+    case MemOp::embedding:
+      if (fwd) return cm::embedding_fwd(t, p("table"), ids("ids"), p("y"), rows, cols, c.vocab, l);
+      return cm::embedding_bwd(t, p("dy"), ids("ids"), p("dtable"),
+                               d.has("workspace") ? p("workspace") : nullptr, rows, cols, c.vocab,
+                               l);
+    case MemOp::adamw:
+      return cm::adamw(f("param"), f("grad"), f("m"), f("v"), n, kAdamW, l);
+    case MemOp::adamw_bf16:
+      return cm::adamw_bf16(f("param"), bf("grad"), f("m"), f("v"), bf("param_bf16"), n, kAdamW, l);
+    case MemOp::cast_to_bf16:
+      return cm::cast_to_bf16(f("x"), bf("y"), n, l);
+    case MemOp::cast_to_fp32:
+      return cm::cast_to_fp32(bf("x"), f("y"), n, l);
+    case MemOp::fp8_quantize:
+      return cm::fp8_quantize(bf("x"), f("scale"), d.at<std::uint8_t>("y", s), f("amax"), n, l);
+    default:
+      throw std::logic_error("memops: the CUDA provider has no kernel for " + memop_name(c.op));
+  }
+}
+
+// ---- check ---------------------------------------------------------------------------------
+
+// Elements [first, first + count) of an operand of set s, on the host.
+template <class T>
+std::vector<T> fetch(const Operand& o, std::int64_t s, std::int64_t first, std::int64_t count) {
+  std::vector<T> host(static_cast<std::size_t>(count));
+  const std::size_t size = dtype_size(o.type);
+  if (sizeof(T) != size)
+    throw std::logic_error("memops: fetch of " + o.name + " by the wrong size");
+  if (count > 0)
+    OPBENCH_CUDA_CHECK(cudaMemcpy(host.data(), o.raw(s) + first * static_cast<std::int64_t>(size),
+                                  static_cast<std::size_t>(count) * size, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+// The same, decoded to float (exactly: fp32, bf16, fp16 and e4m3 all fit in fp32).
+std::vector<float> fetch_floats(const Operand& o, std::int64_t s, std::int64_t first,
+                                std::int64_t count) {
+  std::vector<float> out(static_cast<std::size_t>(count));
+  switch (o.type) {
+    case DType::fp32:
+      return fetch<float>(o, s, first, count);
+    case DType::bf16:
+    case DType::fp16: {
+      const auto bits = fetch<std::uint16_t>(o, s, first, count);
+      for (std::size_t i = 0; i < bits.size(); ++i)
+        out[i] = o.type == DType::bf16 ? bf16_to_float(bits[i]) : fp16_to_float(bits[i]);
+      return out;
+    }
+    case DType::fp8_e4m3: {
+      const auto bits = fetch<std::uint8_t>(o, s, first, count);
+      for (std::size_t i = 0; i < bits.size(); ++i)
+        out[i] = fp8_e4m3_to_float(bits[i]);
+      return out;
+    }
+    default:
+      throw std::logic_error("memops: " + o.name + " is not a floating-point operand");
+  }
+}
+
+// One output compared with the reference: the largest |got - want| and where, relative to the
+// output's largest |want| (its scale), against `tolerance`.
+struct OutputCheck {
+  std::string name;
+  double tolerance = 0;
+  std::int64_t cols = 0;  // to name an element [row, col] (0: by its index)
+  double max_ref = 0, max_err = 0;
+  std::int64_t worst = -1;
+  double got = 0, want = 0;
+
+  void add(std::int64_t i, double g, double w) {
+    max_ref = std::max(max_ref, std::fabs(w));
+    double err = std::fabs(g - w);
+    if (std::isnan(g) || std::isnan(w)) err = std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY;
+    if (worst < 0 || err > max_err) {
+      max_err = err;
+      worst = i;
+      got = g;
+      want = w;
+    }
+  }
+  double scale() const { return max_ref > 0 ? max_ref : 1.0; }
+  double relative() const { return max_err / scale(); }
+  bool passed() const { return relative() <= tolerance; }
+  double ratio() const {
+    if (tolerance > 0) return relative() / tolerance;
+    return relative() > 0 ? INFINITY : 0.0;
+  }
+  std::string where() const {
+    if (cols > 0 && worst >= 0) return fmt::format("{}[{},{}]", name, worst / cols, worst % cols);
+    return fmt::format("{}[{}]", name, worst);
+  }
+};
+
+void compare(OutputCheck& check, const std::vector<float>& got, const double* want,
+             std::int64_t first) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    check.add(first + static_cast<std::int64_t>(i), got[i], want[i]);
+}
+
+// The reference runs on blocks of about a million elements, fetched block by block.
+constexpr std::int64_t kBlock = 1 << 20;
+
+template <class Body>
+void row_blocks(std::int64_t rows, std::int64_t cols, Body&& body) {
+  const std::int64_t per = std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(1, cols));
+  for (std::int64_t r0 = 0; r0 < rows; r0 += per)
+    body(r0, std::min(rows, r0 + per));
+}
+
+template <class Body>
+void element_blocks(std::int64_t n, Body&& body) {
+  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock)
+    body(i0, std::min(n, i0 + kBlock));
+}
+
+// Tolerances, on the error relative to the output's largest magnitude. The fp32 part is the CPU
+// provider's (our kernels compute in fp32 with the same memop_math functions; only the order of
+// the sums differs): exact for gathers, casts and fp8; 8u for a few roundings; 64u for the
+// activations; u (16 + 2 sqrt(K)) for a reduction of K terms. An output stored in bf16 or fp16 is
+// rounded once more, to nearest: |rn(y') - y| <= u_t |y'| + |y' - y|, so u_t more (2^-8 for bf16,
+// 2^-11 for fp16), relative to the scale.
+double reduction_tolerance(std::int64_t k) {
+  return kU * (16.0 + 2.0 * std::sqrt(static_cast<double>(k)));
+}
+constexpr double kElementwiseTolerance = 8 * kU;
+constexpr double kActivationTolerance = 64 * kU;
+
+double stored_in(DType t, double fp32_tolerance) {
+  return fp32_tolerance + (t == DType::fp32 ? 0.0 : unit_roundoff(t));
+}
+
+std::string tolerance_rule(const MemopCase& c) {
+  const std::string rounding = c.dtype == DType::fp32 || !memop_accepts(c.op, DType::fp16)
+                                   ? ""
+                                   : fmt::format(", + {} for the rounding to {}",
+                                                 unit_roundoff(c.dtype), dtype_name(c.dtype));
+  switch (c.op) {
+    case MemOp::rmsnorm:
+    case MemOp::layernorm:
+      if (c.pass == MemPass::bwd)
+        return fmt::format("u(16 + 2 sqrt(K)), K = {}{}", std::max(c.rows, c.cols), rounding);
+      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row){}", c.cols, rounding);
+    case MemOp::softmax:
+    case MemOp::cross_entropy:
+      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row){}", c.cols, rounding);
+    case MemOp::embedding:
+      return c.pass == MemPass::fwd
+                 ? "exact (a gather)"
+                 : fmt::format("u(16 + 2 sqrt(K)), K = {} (tokens that may share an id){}", c.rows,
+                               rounding);
+    case MemOp::swiglu:
+    case MemOp::gelu:
+      return "64u (exp within 2 ulp, ten roundings)" + rounding;
+    case MemOp::add:
+    case MemOp::rope:
+    case MemOp::adamw:
+      return "8u" + rounding;
+    case MemOp::adamw_bf16:
+      return "8u; param_bf16 2^-8 (half a bf16 ulp) and exactly bf16(param)";
+    default:
+      return "exact";
+  }
+}
+
+// Compares every output of the case (set `s`) with the reference; `saved` holds the in-place
+// operands' values before the run (operands_of's order: param, m, v).
+std::deque<OutputCheck> check_outputs(const MemopCase& c, CaseOperands& d, std::int64_t s,
+                                      const std::vector<std::vector<float>>& saved) {
+  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
+  const DType t = c.dtype;
+  const bool fwd = c.pass == MemPass::fwd;
+  std::deque<OutputCheck> checks;
+  auto add = [&](std::string name, double tolerance, std::int64_t by_cols = 0) -> OutputCheck& {
+    checks.push_back(OutputCheck{std::move(name), tolerance, by_cols});
+    return checks.back();
+  };
+  auto get = [&](const char* name, std::int64_t first, std::int64_t count) {
+    return fetch_floats(d.get(name), s, first, count);
+  };
+  auto get_ids = [&](const char* name, std::int64_t first, std::int64_t count) {
+    return fetch<std::int64_t>(d.get(name), s, first, count);
+  };
+  std::vector<double> a, b, e;
+  auto sized = [](std::vector<double>& v, std::int64_t count) {
+    v.assign(static_cast<std::size_t>(count), 0.0);
+    return v.data();
+  };
+
+  switch (c.op) {
+    case MemOp::add: {
+      auto& z = add("z", stored_in(t, kElementwiseTolerance), cols);
+      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+        const std::int64_t k = i1 - i0;
+        ref::add(get("x", i0, k).data(), get("y", i0, k).data(), k, sized(a, k));
+        compare(z, get("z", i0, k), a.data(), i0);
+      });
+      break;
+    }
+    case MemOp::rmsnorm:
+    case MemOp::layernorm: {
+      const bool rms = c.op == MemOp::rmsnorm;
+      const double eps = rms ? mm::kRmsNormEps : mm::kLayerNormEps;
+      const auto w = get("w", 0, cols);
+      if (fwd) {
+        const double tol = reduction_tolerance(cols);
+        auto& y = add("y", stored_in(t, tol), cols);
+        auto& rstd = add("rstd", tol);
+        OutputCheck* mean = rms ? nullptr : &add("mean", tol);
+        const auto bias = rms ? std::vector<float>() : get("b", 0, cols);
+        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+          const std::int64_t k = r1 - r0;
+          const auto x = get("x", r0 * cols, k * cols);
+          if (rms)
+            ref::rmsnorm_fwd(x.data(), w.data(), k, cols, eps, sized(a, k * cols), sized(b, k));
+          else
+            ref::layernorm_fwd(x.data(), w.data(), bias.data(), k, cols, eps, sized(a, k * cols),
+                               sized(e, k), sized(b, k));
+          compare(y, get("y", r0 * cols, k * cols), a.data(), r0 * cols);
+          compare(rstd, get("rstd", r0, k), b.data(), r0);
+          if (mean) compare(*mean, get("mean", r0, k), e.data(), r0);
+        });
+      } else {
+        const double tol = reduction_tolerance(std::max(rows, cols));
+        auto& dx = add("dx", stored_in(t, tol), cols);
+        std::vector<double> dw(static_cast<std::size_t>(cols)), db(dw.size());
+        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+          const std::int64_t k = r1 - r0, at = r0 * cols;
+          const auto dy = get("dy", at, k * cols), x = get("x", at, k * cols),
+                     rstd = get("rstd", r0, k);
+          if (rms) {
+            ref::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), k, cols,
+                             sized(a, k * cols), dw.data());
+          } else {
+            const auto mean = get("mean", r0, k);
+            ref::layernorm_bwd(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), k, cols,
+                               sized(a, k * cols), dw.data(), db.data());
+          }
+          compare(dx, get("dx", at, k * cols), a.data(), at);
+        });
+        compare(add("dw", stored_in(t, tol)), get("dw", 0, cols), dw.data(), 0);
+        if (!rms) compare(add("db", stored_in(t, tol)), get("db", 0, cols), db.data(), 0);
+      }
+      break;
+    }
+    case MemOp::softmax: {
+      auto& out = add(fwd ? "y" : "dx", stored_in(t, reduction_tolerance(cols)), cols);
+      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+        const std::int64_t k = r1 - r0, at = r0 * cols;
+        if (fwd)
+          ref::softmax_fwd(get("x", at, k * cols).data(), k, cols, sized(a, k * cols));
+        else
+          ref::softmax_bwd(get("y", at, k * cols).data(), get("dy", at, k * cols).data(), k, cols,
+                           sized(a, k * cols));
+        compare(out, get(fwd ? "y" : "dx", at, k * cols), a.data(), at);
+      });
+      break;
+    }
+    case MemOp::swiglu:
+    case MemOp::gelu: {
+      const bool swi = c.op == MemOp::swiglu;
+      const double tol = stored_in(t, kActivationTolerance);
+      auto& first = add(fwd ? "y" : (swi ? "dg" : "dx"), tol, cols);
+      OutputCheck* du = swi && !fwd ? &add("du", tol, cols) : nullptr;
+      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+        const std::int64_t k = i1 - i0;
+        if (swi) {
+          const auto g = get("g", i0, k), u = get("u", i0, k);
+          if (fwd)
+            ref::swiglu_fwd(g.data(), u.data(), k, sized(a, k));
+          else
+            ref::swiglu_bwd(g.data(), u.data(), get("dy", i0, k).data(), k, sized(a, k),
+                            sized(b, k));
+        } else {
+          const auto x = get("x", i0, k);
+          if (fwd)
+            ref::gelu_fwd(x.data(), k, sized(a, k));
+          else
+            ref::gelu_bwd(x.data(), get("dy", i0, k).data(), k, sized(a, k));
+        }
+        compare(first, get(first.name.c_str(), i0, k), a.data(), i0);
+        if (du) compare(*du, get("du", i0, k), b.data(), i0);
+      });
+      break;
+    }
+    case MemOp::rope: {
+      const std::int64_t half = c.head_dim / 2, vectors = c.heads + c.kv_heads;
+      auto& out = add(fwd ? "y" : "dx", stored_in(t, kElementwiseTolerance), cols);
+      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+        const std::int64_t k = r1 - r0;
+        ref::rope(get(fwd ? "x" : "dy", r0 * cols, k * cols).data(),
+                  get("cos", r0 * half, k * half).data(), get("sin", r0 * half, k * half).data(), k,
+                  vectors, c.head_dim, !fwd, sized(a, k * cols));
+        compare(out, get(out.name.c_str(), r0 * cols, k * cols), a.data(), r0 * cols);
+      });
+      break;
+    }
+    case MemOp::cross_entropy: {
+      const double tol = reduction_tolerance(cols);
+      auto& grad = add("dlogits", stored_in(t, tol), cols);
+      auto& loss = add("loss", tol);
+      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+        const std::int64_t k = r1 - r0;
+        ref::cross_entropy(get("logits", r0 * cols, k * cols).data(),
+                           get_ids("targets", r0, k).data(), k, cols, rows, sized(a, k * cols),
+                           sized(b, k));
+        compare(grad, get("dlogits", r0 * cols, k * cols), a.data(), r0 * cols);
+        compare(loss, get("loss", r0, k), b.data(), r0);
+      });
+      break;
+    }
+    case MemOp::embedding:
+      if (fwd) {
+        // The reference gathers from the rows the block's ids name, fetched one by one: the
+        // table itself may be gigabytes.
+        auto& y = add("y", 0, cols);
+        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+          const std::int64_t k = r1 - r0;
+          const auto ids = get_ids("ids", r0, k);
+          std::vector<float> rows_used(static_cast<std::size_t>(k * cols));
+          std::vector<std::int64_t> local(static_cast<std::size_t>(k));
+          for (std::int64_t r = 0; r < k; ++r) {
+            const std::int64_t id = ids[static_cast<std::size_t>(r)];
+            if (id < 0 || id >= c.vocab)
+              throw run_failure(
+                  fmt::format("embedding: token {} has id {} outside the "
+                              "vocabulary of {}",
+                              r0 + r, id, c.vocab));
+            const auto row = get("table", id * cols, cols);
+            std::copy(row.begin(), row.end(), rows_used.begin() + r * cols);
+            local[static_cast<std::size_t>(r)] = r;
+          }
+          ref::embedding_fwd(rows_used.data(), local.data(), k, cols, sized(a, k * cols));
+          compare(y, get("y", r0 * cols, k * cols), a.data(), r0 * cols);
+        });
+      } else {
+        auto& dtable = add("dtable", stored_in(t, reduction_tolerance(rows)), cols);
+        const auto dy = get("dy", 0, n);
+        const auto ids = get_ids("ids", 0, rows);
+        row_blocks(c.vocab, cols, [&](std::int64_t v0, std::int64_t v1) {
+          ref::embedding_bwd(dy.data(), ids.data(), rows, cols, v0, v1, sized(a, (v1 - v0) * cols));
+          compare(dtable, get("dtable", v0 * cols, (v1 - v0) * cols), a.data(), v0 * cols);
+        });
+      }
+      break;
+    case MemOp::adamw:
+    case MemOp::adamw_bf16: {
+      const bool mixed = c.op == MemOp::adamw_bf16;
+      const ref::AdamWHyper h{kAdamW.lr,  kAdamW.beta1,        kAdamW.beta2,
+                              kAdamW.eps, kAdamW.weight_decay, kAdamW.step};
+      auto& param = add("param", kElementwiseTolerance);
+      auto& m = add("m", kElementwiseTolerance);
+      auto& v = add("v", kElementwiseTolerance);
+      OutputCheck* p16 = mixed ? &add("param_bf16", 0x1p-8 + kElementwiseTolerance) : nullptr;
+      OutputCheck* p16_exact = mixed ? &add("param_bf16 vs bf16(param)", 0) : nullptr;
+      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+        const std::int64_t k = i1 - i0;
+        std::vector<float> grad;
+        std::vector<std::uint16_t> grad_bits;
+        if (mixed)
+          grad_bits = fetch<std::uint16_t>(d.get("grad"), s, i0, k);
+        else
+          grad = get("grad", i0, k);
+        ref::adamw(saved[0].data() + i0, mixed ? nullptr : grad.data(),
+                   mixed ? grad_bits.data() : nullptr, saved[1].data() + i0, saved[2].data() + i0,
+                   k, h, sized(a, k), sized(b, k), sized(e, k));
+        const auto got_param = get("param", i0, k);
+        compare(param, got_param, a.data(), i0);
+        compare(m, get("m", i0, k), b.data(), i0);
+        compare(v, get("v", i0, k), e.data(), i0);
+        if (!mixed) return;
+        const auto got16 = get("param_bf16", i0, k);
+        compare(*p16, got16, a.data(), i0);
+        for (std::int64_t i = 0; i < k; ++i) {
+          const auto at = static_cast<std::size_t>(i);
+          p16_exact->add(i0 + i, got16[at], ref::round_to_bf16(got_param[at]));
+        }
+      });
+      break;
+    }
+    case MemOp::cast_to_bf16:
+    case MemOp::cast_to_fp32: {
+      auto& y = add("y", 0, cols);
+      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+        const std::int64_t k = i1 - i0;
+        if (c.op == MemOp::cast_to_bf16)
+          ref::cast_to_bf16(get("x", i0, k).data(), k, sized(a, k));
+        else
+          ref::cast_to_fp32(fetch<std::uint16_t>(d.get("x"), s, i0, k).data(), k, sized(a, k));
+        compare(y, get("y", i0, k), a.data(), i0);
+      });
+      break;
+    }
+    case MemOp::fp8_quantize: {
+      auto& y = add("y", 0, cols);
+      double amax = 0;
+      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+        const std::int64_t k = i1 - i0;
+        amax = std::max(amax, ref::fp8_quantize(fetch<std::uint16_t>(d.get("x"), s, i0, k).data(),
+                                                kFp8Scale, k, sized(a, k)));
+        compare(y, get("y", i0, k), a.data(), i0);
+      });
+      add("amax", 0).add(0, get("amax", 0, 1)[0], amax);
+      break;
+    }
+    default:
+      break;
+  }
+  return checks;
+}
+
+// Test only (--test-corrupt-result): the middle element of the case's first output, off by 1000
+// (e4m3 saturates at 448), written back to the device before the check reads it.
+void spoil_for_test(CaseOperands& d, std::int64_t s) {
+  for (auto& o : d.all()) {
+    if (!o.output) continue;
+    const std::int64_t i = o.count / 2;
+    const std::size_t size = dtype_size(o.type);
+    unsigned char* at = o.raw(s) + i * static_cast<std::int64_t>(size);
+    unsigned char host[8] = {};
+    OPBENCH_CUDA_CHECK(cudaMemcpy(host, at, size, cudaMemcpyDeviceToHost));
+    if (o.type == DType::fp8_e4m3)
+      host[0] = float_to_fp8_e4m3(fp8_e4m3_to_float(host[0]) + 1000.0f);
+    else
+      store_from_double(host, o.type, 0, element_as_double(host, o.type, 0) + 1000.0);
+    OPBENCH_CUDA_CHECK(cudaMemcpy(at, host, size, cudaMemcpyHostToDevice));
+    return;
+  }
+}
+
+// The verdict and detail of a case's checks.
+void summarize_checks(const std::deque<OutputCheck>& checks, const std::string& rule,
+                      MemopResult& r) {
+  const OutputCheck* worst = &checks.front();
+  bool passed = true;
+  std::string names;
+  for (const auto& ch : checks) {
+    passed = passed && ch.passed();
+    if (ch.ratio() > worst->ratio()) worst = &ch;
+    names += (names.empty() ? "" : ", ") + ch.name;
+  }
+  r.check_passed = passed;
+  r.max_abs_err = worst->relative();
+  r.tolerance = worst->tolerance;
+  if (passed)
+    r.check_detail = fmt::format(
+        "largest error {:.3g} of the output's largest magnitude, at {} (bound {:.3g}: {}); "
+        "outputs checked: {}",
+        worst->relative(), worst->where(), worst->tolerance, rule, names);
+  else
+    r.check_detail = fmt::format(
+        "{}: got {:.9g}, want {:.9g}: error {:.3g} of max |{}| {:.3g} is {:.3g} > {:.3g} ({})",
+        worst->where(), worst->got, worst->want, worst->max_err, worst->name, worst->scale(),
+        worst->relative(), worst->tolerance, rule);
+}
+
+// A copy compared byte for byte: `got` against `want`, `bytes` each, in elements of `t`.
+OutputCheck compare_bytes(const std::string& name, const unsigned char* want,
+                          const unsigned char* got, std::size_t bytes, DType t) {
+  OutputCheck check{name, 0, 0};
+  check.add(0, 0, 0);
+  if (std::memcmp(want, got, bytes) == 0) return check;
+  const std::size_t size = dtype_size(t);
+  const auto at =
+      static_cast<std::size_t>(std::mismatch(want, want + bytes, got).first - want) / size;
+  check.add(static_cast<std::int64_t>(at), element_as_double(got, t, at),
+            element_as_double(want, t, at));
+  check.max_ref = std::max(check.max_ref, 1.0);
+  if (check.max_err == 0) check.max_err = INFINITY;  // bytes differ, values compare equal (NaN)
+  return check;
+}
+
+std::vector<unsigned char> device_bytes(const unsigned char* p, int device, std::size_t bytes) {
+  DeviceScope on(device);
+  std::vector<unsigned char> host(bytes);
+  OPBENCH_CUDA_CHECK(cudaMemcpy(host.data(), p, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+// ---- the provider --------------------------------------------------------------------------
+
+class CudaMemopProvider final : public MemopProvider {
+ public:
+  explicit CudaMemopProvider(int device) : device_(device) {
+    OPBENCH_CUDA_CHECK(cudaGetDeviceCount(&device_count_));
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
+    info_ = cuda_device_info(device);
+    stream_ = stream_on(device);
+  }
+  ~CudaMemopProvider() override {
+    flusher_.reset();
+    for (auto& [device, stream] : streams_) {
+      cudaSetDevice(device);
+      cudaStreamDestroy(stream);
+    }
+    cudaSetDevice(device_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  std::string backend() const override { return "cuda"; }
+  std::string device() const override { return info_.name; }
+  void describe(Environment& env) const override { add_cuda_environment(env, device_); }
+
+  std::optional<std::string> unsupported(const MemopCase& c) const override {
+    if (!memop_accepts(c.op, c.dtype))
+      return fmt::format("{} does not take {}", memop_name(c.op), dtype_name(c.dtype));
+    if (c.op == MemOp::peer || c.op == MemOp::peer_all) {
+      if (device_count_ < 2)
+        return fmt::format("{} copies between GPUs: it needs at least 2, and {} is visible",
+                           memop_name(c.op), device_count_);
+      if (c.op == MemOp::peer) {
+        if (c.src_device == c.dst_device)
+          return fmt::format("peer: the source and destination are the same GPU ({})",
+                             c.src_device);
+        if (std::max(c.src_device, c.dst_device) >= device_count_ ||
+            std::min(c.src_device, c.dst_device) < 0)
+          return fmt::format("peer: gpu{} -> gpu{} with {} GPUs visible", c.src_device,
+                             c.dst_device, device_count_);
+      } else if (c.devices < 2 || c.devices > device_count_) {
+        return fmt::format("peer_all over {} GPUs: {} are visible", c.devices, device_count_);
+      }
+    }
+    if (is_copy(c.op)) return std::nullopt;
+    const bool row_op = c.op == MemOp::rmsnorm || c.op == MemOp::layernorm ||
+                        c.op == MemOp::softmax || c.op == MemOp::cross_entropy ||
+                        c.op == MemOp::embedding || c.op == MemOp::rope;
+    if (row_op && c.cols > std::numeric_limits<int>::max())
+      return fmt::format("{}: rows of {} elements exceed our kernels' 2^31 - 1", memop_name(c.op),
+                         c.cols);
+    if (c.op == MemOp::rope &&
+        (c.head_dim < 2 || c.head_dim % 2 != 0 || c.cols != (c.heads + c.kv_heads) * c.head_dim))
+      return "rope needs cols = (heads + kv_heads) x an even head_dim";
+    if (c.op == MemOp::embedding && c.vocab < 1) return "embedding needs a vocabulary";
+    if (c.op == MemOp::embedding && c.pass == MemPass::bwd &&
+        c.rows >= std::numeric_limits<unsigned>::max())
+      return "embedding backward: our kernel numbers tokens in 32 bits";
+    return std::nullopt;
+  }
+
+  MemopResult run(const MemopCase& c, const MemopRunOptions& o) override {
+    MemopResult r;
+    if (auto why = unsupported(c)) {
+      r.status = Status::skipped;
+      r.note = *why;
+      return r;
+    }
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
+    switch (c.op) {
+      case MemOp::copy:
+      case MemOp::h2d:
+      case MemOp::d2h:
+      case MemOp::h2d_pageable:
+      case MemOp::d2h_pageable:
+        return run_local_copy(c, o);
+      case MemOp::peer:
+      case MemOp::peer_all:
+        return run_peer(c, o);
+      default:
+        return run_kernel(c, o);
+    }
+  }
+
+ private:
+  // The provider's stream on `device` (made on first use).
+  cudaStream_t stream_on(int device) {
+    auto it = streams_.find(device);
+    if (it != streams_.end()) return it->second;
+    DeviceScope on(device);
+    cudaStream_t s = nullptr;
+    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    streams_.emplace(device, s);
+    return s;
+  }
+
+  // The sets a case rotates over: 4x the L2 at least (one with --cold), within `budget` bytes
+  // of device memory; nullopt with `r` a skipped row when not one set fits.
+  std::optional<RotationPlan> plan_sets(std::int64_t set_bytes, std::int64_t touched_bytes,
+                                        std::int64_t budget, const MemopRunOptions& o,
+                                        MemopResult& r) const {
+    budget = std::max<std::int64_t>(0, budget);
+    RotationPlan plan = plan_rotation(touched_bytes, o.cold ? 0 : info_.l2_bytes,
+                                      static_cast<std::uint64_t>(budget));
+    plan.sets = std::min(plan.sets, budget / std::max<std::int64_t>(1, set_bytes));
+    if (!plan.fits || plan.sets < 1) {
+      r.status = Status::skipped;
+      r.note = fmt::format("needs {} of device memory for one set of operands; {} available",
+                           human_bytes(static_cast<double>(set_bytes)),
+                           human_bytes(static_cast<double>(budget)));
+      return std::nullopt;
+    }
+    r.cache = o.cold ? "flush" : "rotate";
+    r.working_set_bytes = plan.sets * touched_bytes;
+    return plan;
+  }
+
+  // Samples `enqueue` on `stream` under the shared stop rule, each stream-blocked (the work is
+  // all queued before any of it runs) between CUDA events, `prepare` before each outside the
+  // timed region. `blocked` false: plain event pairs (a pageable copy may wait on the stream).
+  Measurement measure_on(cudaStream_t stream, const MemopRunOptions& o,
+                         const std::function<void()>& enqueue, const std::function<void()>& prepare,
+                         bool blocked = true) {
+    CudaEventTimer timer;
+    auto sample = [&] {
+      if (blocked) return blocked_sample_us(stream, blocker_, timer, enqueue);
+      timer.start(stream);
+      enqueue();
+      timer.stop(stream);
+      return timer.elapsed_us();
+    };
+    return measure_with_sm_clock(stream, o.measure, sample, prepare);
+  }
+
+  void finish(MemopResult& r) const {
+    append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
+  }
+
+  // ---- our kernels ----
+
+  MemopResult run_kernel(const MemopCase& c, const MemopRunOptions& o) {
+    MemopResult r;
+    CaseOperands d(c, operands_of(c, info_.sm_count), info_.sm_count);
+    const std::int64_t shared = d.shared_bytes();
+    const std::int64_t flush = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
+    const auto plan = plan_sets(d.set_bytes(), d.touched_set_bytes(),
+                                device_budget(device_) - shared - flush, o, r);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (!plan) return r;
+    d.allocate(plan->sets);
+    d.fill_all(stream_);
+
+    std::int64_t set = 0;
+    const int sms = info_.sm_count;
+    // The first run loads the module, untimed, and says what it launched.
+    enqueue(c, d, set, cm::Launch{stream_, sms, &r.impl});
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    auto prepare = [&] {
+      set = (set + 1) % d.sets();
+      if (o.cold) flusher_->flush(stream_);
+    };
+    r.measurement = measure_on(
+        stream_, o,
+        [&] {
+          enqueue(c, d, set, cm::Launch{stream_, sms, nullptr});
+        },
+        prepare);
+    finish(r);
+    if (o.check) check_kernel(c, d, o, r);
+    return r;
+  }
+
+  void check_kernel(const MemopCase& c, CaseOperands& d, const MemopRunOptions& o, MemopResult& r) {
+    const std::int64_t s = 0;
+    // An operator that updates its inputs (AdamW) has stepped this set many times: give it its
+    // inputs again, keep them for the reference, and step once more; every other operator
+    // runs once more on set 0's inputs, which no run changes.
+    std::vector<std::vector<float>> saved;
+    for (const auto& op : d.all())
+      if (op.in_place) {
+        d.fill_set(s, stream_);
+        break;
+      }
+    for (const auto& op : d.all())
+      if (op.in_place) saved.push_back(fetch_floats(op, s, 0, op.count));
+    enqueue(c, d, s, cm::Launch{stream_, info_.sm_count, nullptr});
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (o.corrupt_for_test) spoil_for_test(d, s);
+    summarize_checks(check_outputs(c, d, s, saved), tolerance_rule(c), r);
+  }
+
+  // ---- copies on one GPU and over its host link ----
+
+  MemopResult run_local_copy(const MemopCase& c, const MemopRunOptions& o) {
+    MemopResult r;
+    const std::int64_t bytes = c.copied_bytes();
+    const std::int64_t padded = align_up(bytes, kAlign);
+    const bool d2d = c.op == MemOp::copy;
+    const bool to_device = c.op == MemOp::h2d || c.op == MemOp::h2d_pageable;
+    const bool pageable = c.op == MemOp::h2d_pageable || c.op == MemOp::d2h_pageable;
+    // Device memory rotates (source and destination for a device copy); the host side is one
+    // buffer.
+    const std::int64_t set_bytes = (d2d ? 2 : 1) * padded;
+    const std::int64_t flush = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
+    const auto plan = plan_sets(set_bytes, set_bytes, device_budget(device_) - flush, o, r);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (!plan) return r;
+    const std::int64_t sets = plan->sets;
+    DeviceBuffer dev(static_cast<std::size_t>(sets * padded));
+    DeviceBuffer dev_dst(d2d ? static_cast<std::size_t>(sets * padded) : 0);
+    std::unique_ptr<PinnedBuffer> pinned;
+    std::unique_ptr<unsigned char[]> paged;
+    unsigned char* host = nullptr;
+    if (!d2d) {
+      if (pageable) {
+        paged.reset(new unsigned char[static_cast<std::size_t>(bytes)]);
+        host = paged.get();
+      } else {
+        pinned = std::make_unique<PinnedBuffer>(static_cast<std::size_t>(bytes));
+        host = pinned->data();
+      }
+    }
+    auto dev_at = [&](std::int64_t s) {
+      return static_cast<unsigned char*>(dev.data()) + s * padded;
+    };
+    auto dst_at = [&](std::int64_t s) {
+      return static_cast<unsigned char*>(dev_dst.data()) + s * padded;
+    };
+    const auto count = static_cast<std::size_t>(c.elements());
+    if (to_device) {
+      fill_uniform_host(host, count, c.dtype, kSeed);  // the source; every set receives it
+    } else {
+      fill_uniform(dev.data(), count, c.dtype, kSeed, stream_);
+      for (std::int64_t s = 1; s < sets; ++s)
+        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(dev_at(s), dev.data(), static_cast<std::size_t>(bytes),
+                                           cudaMemcpyDeviceToDevice, stream_));
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    std::int64_t set = 0;
+    const auto n = static_cast<std::size_t>(bytes);
+    auto copy = [&](std::int64_t s) {
+      if (d2d)
+        OPBENCH_CUDA_CHECK(
+            cudaMemcpyAsync(dst_at(s), dev_at(s), n, cudaMemcpyDeviceToDevice, stream_));
+      else if (to_device)
+        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(dev_at(s), host, n, cudaMemcpyHostToDevice, stream_));
+      else
+        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(host, dev_at(s), n, cudaMemcpyDeviceToHost, stream_));
+    };
+    copy(set);
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    auto prepare = [&] {
+      set = (set + 1) % sets;
+      if (o.cold) flusher_->flush(stream_);
+    };
+    // A copy from or to pageable memory goes through the driver's pinned staging buffers, and
+    // cudaMemcpyAsync may then synchronize with the stream before it returns (CUDA Runtime API,
+    // "API synchronization behavior"): a stream held by the blocker would never drain, so those
+    // samples are plain event pairs, and the time includes the driver's staging.
+    r.measurement = measure_on(
+        stream_, o, [&] { copy(set); }, prepare, !pageable);
+    const char* kind = d2d ? "device to device" : to_device ? "host to device" : "device to host";
+    const char* host_kind = d2d        ? ""
+                            : pageable ? ", pageable host memory (new[]) staged by the driver "
+                                         "through pinned buffers"
+                                       : ", pinned host memory (cudaMallocHost)";
+    r.impl = fmt::format("cudaMemcpyAsync {} of {}{}", kind,
+                         human_bytes(static_cast<double>(bytes)), host_kind);
+    if (pageable)
+      r.note =
+          "pageable: timed with plain CUDA events, not stream-blocked (the copy may wait on "
+          "the stream); includes the driver's staging";
+    finish(r);
+    if (o.check) {
+      copy(0);
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      std::vector<unsigned char> want, got;
+      if (d2d) {
+        want = device_bytes(dev_at(0), device_, n);
+        got = device_bytes(dst_at(0), device_, n);
+      } else if (to_device) {
+        want.assign(host, host + n);
+        got = device_bytes(dev_at(0), device_, n);
+      } else {
+        want = device_bytes(dev_at(0), device_, n);
+        got.assign(host, host + n);
+      }
+      if (o.corrupt_for_test) spoil_bytes(got, c.dtype);
+      summarize_checks({compare_bytes("dst", want.data(), got.data(), n, c.dtype)}, "byte for byte",
+                       r);
+    }
+    return r;
+  }
+
+  // Test only: the middle element of a copy's result, off by 1000.
+  static void spoil_bytes(std::vector<unsigned char>& bytes, DType t) {
+    const std::size_t i = bytes.size() / dtype_size(t) / 2;
+    store_from_double(bytes.data(), t, i, element_as_double(bytes.data(), t, i) + 1000.0);
+  }
+
+  // ---- copies between GPUs ----
+
+  // Lets `a` and `b` read and write each other's memory where the topology allows it, both ways
+  // as nvbandwidth does for its device-to-device copies (cudaDeviceEnablePeerAccess is one-way,
+  // and returns cudaErrorPeerAccessAlreadyEnabled the second time: CUDA Runtime API, "Peer Device
+  // Memory Access"). Without it cudaMemcpyPeerAsync still copies, but staged through host
+  // memory (CUDA C++ Programming Guide, "Peer-to-Peer Memory Copy"): the note says so.
+  void enable_peer(int a, int b, std::string& note) {
+    for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      int can = 0;
+      OPBENCH_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+      if (!can) {
+        append_note(note, fmt::format("gpu{} cannot access gpu{} directly: the copy is staged "
+                                      "through host memory",
+                                      from, to));
+        continue;
+      }
+      DeviceScope on(from);
+      const cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();  // clear it: not a failure
+      else if (err != cudaSuccess)
+        throw_cuda_error(err, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+    }
+  }
+
+  MemopResult run_peer(const MemopCase& c, const MemopRunOptions& o) {
+    MemopResult r;
+    const bool all = c.op == MemOp::peer_all;
+    // The pairs: gpu i sends to gpu (i + 1) % devices at once, or the one pair.
+    std::vector<std::pair<int, int>> pairs;
+    if (all)
+      for (int i = 0; i < c.devices; ++i)
+        pairs.emplace_back(i, (i + 1) % c.devices);
+    else
+      pairs.emplace_back(c.src_device, c.dst_device);
+    const std::int64_t bytes = c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype));
+    const std::int64_t padded = align_up(bytes, kAlign);
+    // Every GPU holds a source (and receives a destination) per set: the sets fit the tightest.
+    std::int64_t budget = std::numeric_limits<std::int64_t>::max();
+    std::map<int, int> buffers_on;
+    for (const auto& [src, dst] : pairs) {
+      ++buffers_on[src];
+      ++buffers_on[dst];
+    }
+    for (const auto& [dev, count] : buffers_on)
+      budget = std::min(budget, device_budget(dev) / count);
+    if (o.cold) budget -= static_cast<std::int64_t>(2 * info_.l2_bytes);
+    const auto plan = plan_sets(padded, padded, budget, o, r);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (!plan) return r;
+    if (all) r.working_set_bytes *= c.devices;
+    const std::int64_t sets = plan->sets;
+    for (const auto& [src, dst] : pairs)
+      enable_peer(src, dst, r.note);
+
+    std::vector<GpuBuffer> sources, destinations;
+    for (const auto& [src, dst] : pairs) {
+      sources.emplace_back(src, static_cast<std::size_t>(sets * padded));
+      destinations.emplace_back(dst, static_cast<std::size_t>(sets * padded));
+      DeviceScope on(src);
+      const cudaStream_t s = stream_on(src);
+      fill_uniform(sources.back().data(), static_cast<std::size_t>(c.elements()), c.dtype,
+                   kSeed + static_cast<std::uint64_t>(src), s);
+      for (std::int64_t k = 1; k < sets; ++k)
+        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sources.back().data() + k * padded,
+                                           sources.back().data(), static_cast<std::size_t>(bytes),
+                                           cudaMemcpyDeviceToDevice, s));
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+
+    // One copy of pair p, set k, on the source GPU's stream.
+    auto copy_pair = [&](std::size_t p, std::int64_t k) {
+      const auto [src, dst] = pairs[p];
+      DeviceScope on(src);
+      OPBENCH_CUDA_CHECK(cudaMemcpyPeerAsync(destinations[p].data() + k * padded, dst,
+                                             sources[p].data() + k * padded, src,
+                                             static_cast<std::size_t>(bytes), stream_on(src)));
+    };
+    // peer: the source GPU's stream is the timed one. peer_all: the provider's GPU forks every
+    // pair's stream off its own (cudaStreamWaitEvent waits across GPUs; an event and the stream it
+    // is recorded on must share a GPU, and so must the two events cudaEventElapsedTime compares:
+    // CUDA C++ Programming Guide, "Stream and Event Behavior") and joins them back, so its events
+    // span the first copy's start to the last one's end.
+    const int timed_device = all ? device_ : pairs.front().first;
+    DeviceScope on(timed_device);
+    const cudaStream_t timed = stream_on(timed_device);
+    cudaEvent_t fork = nullptr;
+    std::vector<cudaEvent_t> joins(pairs.size(), nullptr);
+    OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    for (std::size_t p = 0; p < pairs.size() && all; ++p) {
+      DeviceScope at(pairs[p].first);
+      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&joins[p], cudaEventDisableTiming));
+    }
+    struct Events {
+      cudaEvent_t& fork;
+      std::vector<cudaEvent_t>& joins;
+      ~Events() {
+        for (auto e : joins)
+          if (e) cudaEventDestroy(e);
+        if (fork) cudaEventDestroy(fork);
+      }
+    } events{fork, joins};
+    std::int64_t set = 0;
+    auto enqueue = [&] {
+      if (!all) return copy_pair(0, set);
+      OPBENCH_CUDA_CHECK(cudaEventRecord(fork, timed));
+      for (std::size_t p = 0; p < pairs.size(); ++p) {
+        const int src = pairs[p].first;
+        DeviceScope at(src);
+        const cudaStream_t s = stream_on(src);
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(s, fork, 0));
+        copy_pair(p, set);
+        OPBENCH_CUDA_CHECK(cudaEventRecord(joins[p], s));
+      }
+      for (std::size_t p = 0; p < pairs.size(); ++p)
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(timed, joins[p], 0));
+    };
+    auto sync_all = [&] {
+      for (const auto& [src, dst] : pairs) {
+        DeviceScope at(src);
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_on(src)));
+      }
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(timed));
+    };
+    enqueue();  // connects the GPUs, untimed
+    sync_all();
+    auto prepare = [&] {
+      set = (set + 1) % sets;
+      if (o.cold && timed_device == device_) flusher_->flush(timed);
+    };
+    r.measurement = measure_on(timed, o, enqueue, prepare);
+    sync_all();
+    r.impl =
+        all ? fmt::format(
+                  "cudaMemcpyPeerAsync on {} streams at once, gpu i -> gpu (i + 1) % "
+                  "{}, {} each; timed on gpu{} from the first copy's start to the "
+                  "last one's end",
+                  c.devices, c.devices, human_bytes(static_cast<double>(bytes)), device_)
+            : fmt::format("cudaMemcpyPeerAsync gpu{} -> gpu{}, {} on gpu{}'s stream", c.src_device,
+                          c.dst_device, human_bytes(static_cast<double>(bytes)), c.src_device);
+    if (o.cold && timed_device != device_)
+      append_note(r.note, fmt::format("--cold flushes gpu{}'s L2 only", device_));
+    finish(r);
+    if (o.check) {
+      set = 0;
+      enqueue();
+      sync_all();
+      std::deque<OutputCheck> checks;
+      for (std::size_t p = 0; p < pairs.size(); ++p) {
+        const auto n = static_cast<std::size_t>(bytes);
+        const auto want = device_bytes(sources[p].data(), pairs[p].first, n);
+        auto got = device_bytes(destinations[p].data(), pairs[p].second, n);
+        if (o.corrupt_for_test && p == 0) spoil_bytes(got, c.dtype);
+        checks.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs[p].first, pairs[p].second),
+                                       want.data(), got.data(), n, c.dtype));
+      }
+      summarize_checks(checks, "byte for byte", r);
+    }
+    return r;
+  }
+
+  int device_;
+  int device_count_ = 0;
+  CudaDeviceInfo info_;
+  std::map<int, cudaStream_t> streams_;  // the provider's stream on each GPU it uses
+  cudaStream_t stream_ = nullptr;        // on device_
+  StreamBlocker blocker_;
+  std::unique_ptr<L2Flusher> flusher_;
+};
+
+}  // namespace
+
+std::unique_ptr<MemopProvider> make_cuda_memop_provider(int device) {
+  return std::make_unique<CudaMemopProvider>(device);
+}
+
+}  // namespace opbench

@@ -1,0 +1,252 @@
+#pragma once
+// Our CUDA kernels of the memory-bound operators (memops/memop.hpp), behind host-callable launch
+// functions with plain C++ signatures (device addresses as pointers, the activations' storage
+// type as a DType). The arithmetic is memops/memop_math.hpp's, the very functions the CPU loops
+// run, so the host tests cover it; the launch shapes are decided by the pure functions below,
+// which the host tests cover too.
+//
+// Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them):
+//   row operators (rmsnorm, layernorm, softmax, cross_entropy): one block per row with a block
+//     reduction (warp shuffles, then one value per warp through shared memory); a grid of more
+//     rows than CUDA allows blocks strides over them. The row is read once for the statistics
+//     and once more to write the result, the second read expected to hit L1/L2 while the block
+//     works on the row (PyTorch's and Apex's layer norms read the row twice the same way).
+//   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
+//     fp32 workspace, then a column reduction over the partials (Apex's
+//     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
+//   elementwise (add, swiglu, gelu, adamw, casts, fp8 quantize): grid-stride loops over 16-byte
+//     vectors (a single 128-bit load or store per access, CUDA C++ Programming Guide, "Device
+//     Memory Accesses": an access compiles to one instruction only for 1, 2, 4, 8 or 16 bytes
+//     naturally aligned; the stores go through __stwb to keep them whole, see cuda_memops.cu),
+//     the tail of fewer than a vector, and every access when an operand is not 16-byte aligned,
+//     element by element.
+//   rope: one block per token, a thread per (head, vector of pairs).
+//   embedding: a block per token copying its table row; the backward zeroes the table's gradient
+//     and scatter-adds with atomicAdd in fp32 (see embedding_bwd for bf16 and fp16 tables).
+#include <cuda_runtime_api.h>
+#include <float.h>
+#include <math.h>
+
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.hpp"
+#include "common/host_device.hpp"
+#include "common/uniform_value.hpp"
+#include "memops/memop_inputs.hpp"
+#include "memops/memop_math.hpp"
+
+namespace opbench::cuda_memops {
+
+// ---- launch shapes: pure functions of the sizes and addresses --------------------------------
+
+inline constexpr int kVectorBytes = 16;  // one 128-bit load or store
+inline constexpr int kElementwiseThreads = 256;
+inline constexpr int kElementwiseBlocksPerSm = 8;  // 2048 resident threads per SM on sm_80..sm_100
+inline constexpr int kRowMaxThreads = 1024;
+inline constexpr int kRowVectorsPerThread = 4;  // vectors a thread of a row block takes, at least
+inline constexpr int kNormBwdBlocksPerSm = 2;   // blocks (and partial rows) of a norm's backward
+inline constexpr int kNormBwdMaxThreads = 512;  // its blocks: 128 registers a thread (5 operands)
+inline constexpr std::int64_t kMaxGridBlocks = 2147483647;  // gridDim.x limit (2^31 - 1)
+
+// Elements of `smallest_bytes` in one 16-byte access: the width every operand's loop steps by
+// (an operand of wider elements takes two or four accesses per step). 1 when `addresses` (the
+// OR of every operand's address) is not 16-byte aligned: the scalar loop then.
+constexpr int vector_elements(int smallest_bytes, std::uintptr_t addresses) {
+  return addresses % kVectorBytes == 0 ? kVectorBytes / smallest_bytes : 1;
+}
+
+// A row operator also needs every row to start 16-byte aligned: `cols` a multiple of the width.
+constexpr int row_vector_elements(int smallest_bytes, std::uintptr_t addresses, std::int64_t cols) {
+  const int v = vector_elements(smallest_bytes, addresses);
+  return cols % v == 0 ? v : 1;
+}
+
+// Threads of a row operator's block: enough that each takes about kRowVectorsPerThread vectors
+// of the row, in whole warps, from one warp up to `max_threads` (a long vocabulary row then
+// gives each thread more).
+constexpr int row_block_threads(std::int64_t cols, int vec, int max_threads = kRowMaxThreads) {
+  const std::int64_t vectors = (cols + vec - 1) / vec;
+  const std::int64_t wanted = (vectors + kRowVectorsPerThread - 1) / kRowVectorsPerThread;
+  const std::int64_t warps = (wanted + 31) / 32;
+  const std::int64_t threads = warps * 32;
+  return static_cast<int>(threads < 32 ? 32 : threads > max_threads ? max_threads : threads);
+}
+
+// Blocks of a one-block-per-row kernel: one per row, up to CUDA's limit (blocks then stride).
+constexpr std::int64_t row_grid_blocks(std::int64_t rows) {
+  return rows < kMaxGridBlocks ? rows : kMaxGridBlocks;
+}
+
+// Blocks of a norm's backward: each keeps a partial row of dw (and db), so fewer than one per
+// row: kNormBwdBlocksPerSm per SM (a full wave), never more than the rows.
+constexpr std::int64_t norm_bwd_blocks(std::int64_t rows, int sm_count) {
+  const std::int64_t wave =
+      static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kNormBwdBlocksPerSm;
+  return rows < wave ? rows : wave;
+}
+
+struct Grid {
+  std::int64_t blocks = 1;
+  int threads = kElementwiseThreads;
+};
+
+// A grid-stride elementwise kernel over n elements in vectors of `vec`: one thread per vector up
+// to kElementwiseBlocksPerSm blocks per SM, after which threads loop. At least one block (the
+// tail of n % vec elements is taken by the first threads).
+constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
+  const std::int64_t vectors = n / vec;
+  const std::int64_t wanted = (vectors + kElementwiseThreads - 1) / kElementwiseThreads;
+  const std::int64_t cap =
+      static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kElementwiseBlocksPerSm;
+  const std::int64_t blocks = wanted < cap ? wanted : cap;
+  return {blocks < 1 ? 1 : blocks, kElementwiseThreads};
+}
+
+// ---- a thread's share of the row reductions (the kernels' code; host-tested) -------------------
+
+// The online softmax normaliser of a part of a row: its max and the sum of e^(x - max), merged
+// by rescaling to the larger max (Milakov and Gimelshein, "Online normalizer calculation for
+// softmax", 2018): softmax and cross-entropy read the row once for both.
+struct MaxSum {
+  float max, sum;
+};
+
+// Nothing seen yet: the lowest finite max (not -inf, whose difference with itself is NaN) and an
+// empty sum, which every rescaling keeps 0.
+OPBENCH_HD inline MaxSum empty_max_sum() {
+  return {-FLT_MAX, 0.0f};
+}
+
+OPBENCH_HD inline MaxSum max_sum_merge(MaxSum a, MaxSum b) {
+  const float m = ::fmaxf(a.max, b.max);
+  return {m, a.sum * memop_math::exp_approx(a.max - m) + b.sum * memop_math::exp_approx(b.max - m)};
+}
+
+// N more elements of the row (a vector a thread loaded): the running sum is rescaled once if
+// they raise the max.
+template <int N>
+OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
+  float vm = x[0];
+  for (int j = 1; j < N; ++j)
+    vm = ::fmaxf(vm, x[j]);
+  if (vm > acc.max) {
+    acc.sum *= memop_math::exp_approx(acc.max - vm);
+    acc.max = vm;
+  }
+  for (int j = 0; j < N; ++j)
+    acc.sum += memop_math::exp_approx(x[j] - acc.max);
+  return acc;
+}
+
+// Welford's statistics of N elements (a vector a thread loaded) from registers, two-pass: the
+// kernels merge them into the thread's running statistics (Chan et al.) once per vector, not an
+// update with a division per element. N = 1 is Welford's push.
+template <int N>
+OPBENCH_HD inline memop_math::Welford welford_of(const float (&x)[N]) {
+  float sum = 0.0f;
+  for (int j = 0; j < N; ++j)
+    sum += x[j];
+  const float mean = sum / static_cast<float>(N);  // N a power of two: exact
+  float m2 = 0.0f;
+  for (int j = 0; j < N; ++j) {
+    const float d = x[j] - mean;
+    m2 += d * d;
+  }
+  return {static_cast<float>(N), mean, m2};
+}
+
+// ---- launches -------------------------------------------------------------------------------
+
+// Where a launch goes. `shape`, when set, receives what was launched ("rmsnorm_fwd<bf16> x8:
+// 4096 blocks x 128 threads (a block per row)") for MemopResult.impl; left null while timing.
+struct Launch {
+  cudaStream_t stream = nullptr;
+  int sm_count = 1;
+  std::string* shape = nullptr;
+};
+
+// Every pointer is a device address; `t` is the storage type of the activations (fp32, bf16 or
+// fp16; run_failure otherwise). Statistics, losses and the rope tables are fp32; ids and targets
+// int64. Rows are row-major [rows, cols], cols below 2^31. Nothing here synchronizes.
+
+void add(DType t, const void* x, const void* y, void* z, std::int64_t n, const Launch& l);
+
+void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
+                 std::int64_t cols, const Launch& l);
+// The fp32 workspace of rmsnorm_bwd and layernorm_bwd: a partial dw and db per block.
+std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count);
+void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,
+                 void* dw, float* workspace, std::int64_t rows, std::int64_t cols, const Launch& l);
+
+void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
+                   float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l);
+void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* mean,
+                   const float* rstd, void* dx, void* dw, void* db, float* workspace,
+                   std::int64_t rows, std::int64_t cols, const Launch& l);
+
+void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_t cols,
+                 const Launch& l);
+void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
+                 std::int64_t cols, const Launch& l);
+
+void swiglu_fwd(DType t, const void* g, const void* u, void* y, std::int64_t n, const Launch& l);
+void swiglu_bwd(DType t, const void* g, const void* u, const void* dy, void* dg, void* du,
+                std::int64_t n, const Launch& l);
+
+void gelu_fwd(DType t, const void* x, void* y, std::int64_t n, const Launch& l);
+void gelu_bwd(DType t, const void* x, const void* dy, void* dx, std::int64_t n, const Launch& l);
+
+// `vectors` heads of head_dim per row (q's then k's), the row's index its position; cos and sin
+// are [rows, head_dim/2] (cpu_memops::rope_tables). backward: rotate by -theta.
+void rope(DType t, const void* x, const float* cos, const float* sin, void* y, std::int64_t rows,
+          std::int64_t vectors, std::int64_t head_dim, bool backward, const Launch& l);
+
+// loss[r] = logsumexp(x_r) - x_r[target_r]; dlogits = (softmax(x) - onehot) / rows. A target
+// outside [0, cols) gives a NaN loss (and no onehot) rather than a read out of bounds.
+void cross_entropy(DType t, const void* logits, const std::int64_t* targets, void* dlogits,
+                   float* loss, std::int64_t rows, std::int64_t cols, const Launch& l);
+
+// y[r] = table[ids[r]]; an id outside [0, vocab) leaves its row unwritten.
+void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y, std::int64_t rows,
+                   std::int64_t cols, std::int64_t vocab, const Launch& l);
+// The workspace embedding_bwd needs: none for fp32; for bf16 and fp16 an owner slot per
+// vocabulary row and an fp32 row per token (see embedding_bwd).
+std::int64_t embedding_bwd_workspace_bytes(DType t, std::int64_t rows, std::int64_t cols,
+                                           std::int64_t vocab);
+// dtable = 0, then dtable[ids[r]] += dy[r]. fp32: atomicAdd straight into the table. bf16 and
+// fp16, whose atomic adds would round every partial sum to 8 or 11 bits: tokens sharing an id
+// elect an owner (the lowest token index, by atomicMin over a per-vocab-row slot), every token
+// atomicAdds its row in fp32 into its owner's row of an fp32 scratch [rows, cols], and each owner
+// rounds its sum once into the table. Tokens with ids outside [0, vocab) are skipped.
+void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtable, void* workspace,
+                   std::int64_t rows, std::int64_t cols, std::int64_t vocab, const Launch& l);
+
+// One AdamW step, in place (fp32 parameters, gradient and moments).
+void adamw(float* param, const float* grad, float* m, float* v, std::int64_t n,
+           const memop_math::AdamWParams& params, const Launch& l);
+// fp32 master parameters and moments in place, a bf16 gradient, the bf16 parameters written.
+void adamw_bf16(float* param, const std::uint16_t* grad, float* m, float* v,
+                std::uint16_t* param_bf16, std::int64_t n, const memop_math::AdamWParams& params,
+                const Launch& l);
+
+void cast_to_bf16(const float* x, std::uint16_t* y, std::int64_t n, const Launch& l);
+void cast_to_fp32(const std::uint16_t* x, float* y, std::int64_t n, const Launch& l);
+
+// y = e4m3(x * *scale) (saturating at 448) and *amax = max |x|, in one pass over x; amax is
+// zeroed on the stream first (part of the operation).
+void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, float* amax,
+                  std::int64_t n, const Launch& l);
+
+// ---- input preparation (untimed) --------------------------------------------------------------
+
+// x *= factor over n elements of t (fp32, bf16, fp16): the inputs' spread, a power of two (exact).
+void scale_elements(DType t, void* x, std::int64_t n, float factor, cudaStream_t stream);
+// x = x * x over n fp32 elements: second moments, non-negative.
+void square_elements(float* x, std::int64_t n, cudaStream_t stream);
+
+// ids[i] = memop_inputs::uniform_index(seed, set, i, range) for i < n.
+void fill_indices(std::int64_t* ids, std::int64_t n, std::uint64_t seed, std::int64_t set,
+                  std::int64_t range, cudaStream_t stream);
+
+}  // namespace opbench::cuda_memops

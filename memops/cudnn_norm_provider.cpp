@@ -1,0 +1,577 @@
+// LayerNorm and RMSNorm on the GPU through cuDNN's norm graphs (memops/cudnn_norm_graph): the
+// forward in the training phase (y and the saved statistics) and the backward (dx and the weight
+// gradients). The heuristics' configurations are tried in order and the first that finalizes and
+// runs is kept for the shape; the samples are timed under the shared stop rule, stream-blocked and
+// with the SM clock read, on rotated operand sets (or after an L2 flush with --cold). --check
+// compares every output with a host reference in double from the very inputs cuDNN read.
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attention/cudnn_backend.hpp"
+#include "attention/cudnn_engines.hpp"
+#include "common/cuda/buffer.hpp"
+#include "common/cuda/check.hpp"
+#include "common/cuda/device.hpp"
+#include "common/cuda/measure_sm_clock.hpp"
+#include "common/cuda/stream_blocker.hpp"
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+#include "common/rotation.hpp"
+#include "common/text.hpp"
+#include "common/version.hpp"
+#include "memops/cudnn_norm_graph.hpp"
+#include "memops/memop_provider.hpp"
+
+namespace opbench {
+namespace {
+
+constexpr int kCandidates = 8;  // heuristic configurations tried, in order, until one runs
+
+// Seeds of the inputs (fill_uniform: values in [-1, 1), the same in every rotated set).
+constexpr std::uint64_t kSeedX = 31, kSeedScale = 32, kSeedBias = 33, kSeedDY = 34;
+
+// --check bounds, relative to max(1, max |reference|) of each output. The outputs in the case's
+// dtype are rounded once to it (unit roundoff u: 2^-8 bf16, 2^-11 fp16, 2^-24 fp32) from fp32
+// math on the same inputs; the fp32 statistics and fp32 sums (over a row, or over every row for
+// the weight gradients) differ from the double reference by the summation order, far below 1e-4.
+double activation_tolerance(DType t, MemPass pass) {
+  return (pass == MemPass::fwd ? 4 : 8) * unit_roundoff(t) + 1e-4;
+}
+constexpr double kStatsTolerance = 1e-4;
+
+// One operand of a case: its variant-pack uid, its bytes, and the seed of its fill (0: written
+// by cuDNN, or the backward's statistics, computed on the host).
+struct Operand {
+  std::int64_t uid = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t seed = 0;
+};
+
+std::vector<Operand> case_operands(const MemopCase& c) {
+  const bool layer = c.op == MemOp::layernorm;
+  const auto s = static_cast<std::int64_t>(dtype_size(c.dtype));
+  const std::int64_t act = c.elements() * s, weight = c.cols * s, stats = c.rows * 4;
+  std::vector<Operand> out{{kNormUidX, act, kSeedX}, {kNormUidScale, weight, kSeedScale}};
+  if (c.pass == MemPass::fwd) {
+    if (layer) out.push_back({kNormUidBias, weight, kSeedBias});
+    out.push_back({kNormUidY, act, 0});
+  } else {
+    out.push_back({kNormUidDY, act, kSeedDY});
+    out.push_back({kNormUidDX, act, 0});
+    out.push_back({kNormUidDScale, weight, 0});
+    if (layer) out.push_back({kNormUidDBias, weight, 0});
+  }
+  if (layer) out.push_back({kNormUidMean, stats, 0});
+  out.push_back({kNormUidInvVar, stats, 0});
+  return out;
+}
+
+// Every operand's place in a set, 256-byte aligned (cuDNN's norm engines want 16 bytes at least,
+// 128 for their best on sm90 and later).
+std::int64_t operand_stride(const Operand& op) {
+  return align_up(op.bytes, 256);
+}
+
+// `sets` copies of the case's operands, one pool per operand with set k at k x stride: rotating
+// over the sets touches a working set of several times the L2 cache.
+class OperandSets {
+ public:
+  OperandSets(const MemopCase& c, std::int64_t sets) : sets_(sets) {
+    for (const Operand& op : case_operands(c)) {
+      Pool& p = pools_[op.uid];
+      p.op = op;
+      p.stride = operand_stride(op);
+      p.buffer = DeviceBuffer(static_cast<std::size_t>(p.stride * sets));
+    }
+  }
+  static std::int64_t set_bytes(const MemopCase& c) {
+    std::int64_t bytes = 0;
+    for (const Operand& op : case_operands(c))
+      bytes += operand_stride(op);
+    return bytes;
+  }
+  std::int64_t sets() const { return sets_; }
+  bool has(std::int64_t uid) const { return pools_.count(uid) > 0; }
+  void* at(std::int64_t uid, std::int64_t set) const {
+    const Pool& p = pools_.at(uid);
+    return static_cast<unsigned char*>(p.buffer.data()) + set * p.stride;
+  }
+  std::int64_t bytes(std::int64_t uid) const { return pools_.at(uid).op.bytes; }
+  // The first set's copy of an operand, on the host.
+  std::vector<unsigned char> first_to_host(std::int64_t uid) const {
+    const Pool& p = pools_.at(uid);
+    return p.buffer.to_host(0, static_cast<std::size_t>(p.op.bytes));
+  }
+  // Fills the first set's inputs (uniform in [-1, 1) by their seeds).
+  void fill_inputs(DType t, cudaStream_t stream) {
+    const auto s = static_cast<std::int64_t>(dtype_size(t));
+    for (auto& [uid, p] : pools_)
+      if (p.op.seed)
+        fill_uniform(p.buffer.data(), static_cast<std::size_t>(p.op.bytes / s), t, p.op.seed,
+                     stream);
+  }
+  // Copies the first set's operand `uid` into every other set, doubling the copied span.
+  void replicate(std::int64_t uid, cudaStream_t stream) {
+    const Pool& p = pools_.at(uid);
+    for (std::int64_t have = 1; have < sets_;) {
+      const std::int64_t n = std::min(have, sets_ - have);
+      OPBENCH_CUDA_CHECK(cudaMemcpyAsync(at(uid, have), p.buffer.data(),
+                                         static_cast<std::size_t>(n * p.stride),
+                                         cudaMemcpyDeviceToDevice, stream));
+      have += n;
+    }
+  }
+  void replicate_inputs(cudaStream_t stream) {
+    for (auto& [uid, p] : pools_)
+      if (p.op.seed) replicate(uid, stream);
+  }
+
+ private:
+  struct Pool {
+    Operand op;
+    std::int64_t stride = 0;
+    DeviceBuffer buffer;
+  };
+  std::int64_t sets_;
+  std::map<std::int64_t, Pool> pools_;
+};
+
+// A chosen plan for one shape: the graph it was made from stays alive beside it.
+struct ChosenPlan {
+  NormGraph graph;
+  Descriptor plan;
+  std::int64_t workspace_bytes = 0;
+  std::int64_t engine = -1;
+  std::string knobs;
+  int position = 0, offered = 0;  // which configuration of how many the heuristics offered
+};
+
+std::string shape_key(const MemopCase& c) {
+  return fmt::format("{} {} {} {}", memop_name(c.op), mem_pass_name(c.pass), dtype_name(c.dtype),
+                     c.dims());
+}
+
+// One output's comparison with its reference: the largest error and where, against a bound of
+// `tolerance` x max(1, max |reference|).
+class OutputCheck {
+ public:
+  OutputCheck(std::string name, double tolerance, std::int64_t cols)
+      : name_(std::move(name)), tolerance_(tolerance), cols_(cols) {}
+
+  void add(std::int64_t index, double got, double want) {
+    double err = std::abs(got - want);
+    if (!(err <= std::numeric_limits<double>::max())) err = std::numeric_limits<double>::infinity();
+    max_ref_ = std::max(max_ref_, std::abs(want));
+    if (err > err_ || index_ < 0) {
+      err_ = err;
+      index_ = index;
+      got_ = got;
+      want_ = want;
+    }
+  }
+  double scale() const { return std::max(1.0, max_ref_); }
+  double bound() const { return tolerance_ * scale(); }
+  bool passed() const { return err_ <= bound(); }
+  double relative_error() const { return err_ / scale(); }
+  double tolerance() const { return tolerance_; }
+  // How close to failing: error over bound.
+  double margin_used() const { return err_ / bound(); }
+  std::string describe() const {
+    const std::string where =
+        cols_ > 1
+            ? fmt::format("row {} col {}", index_ / cols_, index_ % cols_)
+            : fmt::format("{} {}", name_ == "dscale" || name_ == "dbias" ? "col" : "row", index_);
+    return fmt::format("{}: max |error| {:.3g} at {} (got {:.6g}, want {:.6g}) {} bound {:.3g}",
+                       name_, err_, where, got_, want_, passed() ? "<=" : ">", bound());
+  }
+
+ private:
+  std::string name_;
+  double tolerance_;
+  std::int64_t cols_;
+  double err_ = 0, max_ref_ = 0, got_ = 0, want_ = 0;
+  std::int64_t index_ = -1;
+};
+
+// A device buffer's contents on the host, read as doubles.
+struct HostCopy {
+  std::vector<unsigned char> bytes;
+  DType type = DType::fp32;
+  HostCopy() = default;
+  HostCopy(const OperandSets& sets, std::int64_t uid, DType t)
+      : bytes(sets.first_to_host(uid)), type(t) {}
+  double operator[](std::int64_t i) const {
+    return element_as_double(bytes.data(), type, static_cast<std::size_t>(i));
+  }
+};
+
+// The statistics of row r of x, in double: mean (0 for RMSNorm) and 1 / sqrt(var + eps), var the
+// biased variance (LayerNorm) or the mean square (RMSNorm).
+void row_stats(const HostCopy& x, std::int64_t r, std::int64_t cols, bool layer, double* mean,
+               double* rstd) {
+  double sum = 0;
+  if (layer)
+    for (std::int64_t j = 0; j < cols; ++j)
+      sum += x[r * cols + j];
+  const double m = layer ? sum / static_cast<double>(cols) : 0.0;
+  double sq = 0;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const double d = x[r * cols + j] - m;
+    sq += d * d;
+  }
+  *mean = m;
+  *rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + static_cast<double>(kNormEpsilon));
+}
+
+class CudnnNormProvider final : public MemopProvider {
+ public:
+  explicit CudnnNormProvider(int device) : info_(cuda_device_info(device)) {
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
+    cudnn_check(cudnnCreate(&handle_), "cudnnCreate");
+    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cudnn_check(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+  }
+  ~CudnnNormProvider() override {
+    plans_.clear();
+    if (handle_) cudnnDestroy(handle_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cudnn"; }
+  std::string backend() const override { return "cuda"; }
+  std::string device() const override { return info_.name; }
+  void describe(Environment& env) const override {
+    add_cuda_environment(env, info_.index);
+    env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
+  }
+
+  std::optional<std::string> unsupported(const MemopCase& c) const override {
+    return cudnn_norm_unsupported(c);
+  }
+
+  MemopResult run(const MemopCase& c, const MemopRunOptions& o) override {
+    MemopResult r;
+    if (auto why = cudnn_norm_unsupported(c)) {
+      r.status = Status::skipped;
+      r.note = *why;
+      return r;
+    }
+    // Rotated sets fill four times the L2 cache (common/rotation); --cold keeps one set and
+    // flushes the cache before each sample instead.
+    const std::int64_t set_bytes = OperandSets::set_bytes(c);
+    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
+    const std::int64_t flush_bytes = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
+    const std::int64_t budget = std::max<std::int64_t>(0, free_bytes / 10 * 8 - flush_bytes);
+    RotationPlan rotation =
+        plan_rotation(set_bytes, info_.l2_bytes, static_cast<std::uint64_t>(budget));
+    if (!rotation.fits) {
+      r.status = Status::skipped;
+      r.note = fmt::format("needs {} of device memory; {} free", human_bytes(set_bytes * 1.0),
+                           human_bytes(free_bytes * 1.0));
+      return r;
+    }
+    if (o.cold) rotation = {1, set_bytes, true};
+
+    OperandSets sets(c, rotation.sets);
+    sets.fill_inputs(c.dtype, stream_);
+    std::vector<float> saved_mean, saved_rstd;  // the backward's statistics, on the host
+    if (c.pass == MemPass::bwd) upload_saved_stats(c, sets, &saved_mean, &saved_rstd);
+    sets.replicate_inputs(stream_);
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+    ChosenPlan* chosen = nullptr;
+    try {
+      chosen = &plan_for(c, sets);
+    } catch (const Error& e) {
+      r.status = Status::skipped;  // cuDNN refused the graph or every configuration
+      r.note = e.what();
+      return r;
+    }
+    grow_workspace(chosen->workspace_bytes);
+
+    // The variant pack of the set the next sample runs on, made outside the timed region.
+    std::int64_t current = 0;
+    Descriptor pack = variant_pack(sets, current, *chosen->graph.builder);
+    std::unique_ptr<L2Flusher> flusher;
+    if (o.cold) flusher = std::make_unique<L2Flusher>(info_.l2_bytes);
+    CudaEventTimer timer;
+    r.measurement = measure_with_sm_clock(
+        stream_, o.measure,
+        [&] { return sample_us(timer, [&] { execute(*chosen->plan, *pack); }); },
+        [&] {
+          if (flusher) return flusher->flush(stream_);
+          if (sets.sets() == 1) return;
+          current = (current + 1) % sets.sets();
+          pack = variant_pack(sets, current, *chosen->graph.builder);
+        });
+    r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
+    if (unblocked_)
+      append_note(r.note,
+                  "samples not stream-blocked: cuDNN waited on the host while the stream was "
+                  "held, so each sample includes its launch");
+    r.cache = o.cold ? "flush" : "rotate";
+    r.working_set_bytes = rotation.working_set_bytes;
+    r.impl = fmt::format("cudnn engine {}{} (configuration {} of {} offered)", chosen->engine,
+                         chosen->knobs.empty() ? "" : " [" + chosen->knobs + "]", chosen->position,
+                         chosen->offered);
+    if (o.check) check(c, o, *chosen, sets, saved_mean, saved_rstd, r);
+    return r;
+  }
+
+ private:
+  // A timed sample of `enqueue`, queued behind the stream blocker — unless cuDNN once waited on
+  // the host while the stream was held (the blocker then timed out instead of deadlocking):
+  // from then on samples are plain event pairs, and the rows say so.
+  double sample_us(CudaEventTimer& timer, const std::function<void()>& enqueue) {
+    if (!unblocked_) {
+      try {
+        return blocked_sample_us(stream_, blocker_, timer, enqueue);
+      } catch (const Error&) {
+        if (!blocker_.timed_out()) throw;
+        unblocked_ = true;
+      }
+    }
+    timer.start(stream_);
+    enqueue();
+    timer.stop(stream_);
+    return timer.elapsed_us();
+  }
+
+  void execute(const BackendDescriptor& plan, const BackendDescriptor& pack) {
+    cudnn_check(cudnnBackendExecute(handle_, plan.get(), pack.get()), "cudnnBackendExecute");
+  }
+
+  void grow_workspace(std::int64_t bytes) {
+    if (static_cast<std::int64_t>(workspace_.bytes()) < bytes)
+      workspace_ = DeviceBuffer(static_cast<std::size_t>(bytes));
+  }
+
+  // The backward reads the statistics the forward saved: computed here from the first set's x
+  // (in double, rounded to fp32 as cuDNN stores them) into the first set, and kept on the host
+  // for the check.
+  void upload_saved_stats(const MemopCase& c, OperandSets& sets, std::vector<float>* saved_mean,
+                          std::vector<float>* saved_rstd) {
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const bool layer = c.op == MemOp::layernorm;
+    const HostCopy x(sets, kNormUidX, c.dtype);
+    saved_mean->assign(static_cast<std::size_t>(c.rows), 0.0f);
+    saved_rstd->assign(static_cast<std::size_t>(c.rows), 0.0f);
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      double mean = 0, rstd = 0;
+      row_stats(x, r, c.cols, layer, &mean, &rstd);
+      (*saved_mean)[static_cast<std::size_t>(r)] = static_cast<float>(mean);
+      (*saved_rstd)[static_cast<std::size_t>(r)] = static_cast<float>(rstd);
+    }
+    // On the stream, so the copies into the other sets follow them (the host vectors outlive the
+    // run).
+    OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sets.at(kNormUidInvVar, 0), saved_rstd->data(),
+                                       static_cast<std::size_t>(sets.bytes(kNormUidInvVar)),
+                                       cudaMemcpyHostToDevice, stream_));
+    sets.replicate(kNormUidInvVar, stream_);
+    if (layer) {
+      OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sets.at(kNormUidMean, 0), saved_mean->data(),
+                                         static_cast<std::size_t>(sets.bytes(kNormUidMean)),
+                                         cudaMemcpyHostToDevice, stream_));
+      sets.replicate(kNormUidMean, stream_);
+    }
+  }
+
+  // Set `set`'s device addresses, and the host address of epsilon (by value), under the uids the
+  // graph names.
+  Descriptor variant_pack(const OperandSets& sets, std::int64_t set, const GraphBuilder& graph) {
+    const std::vector<std::int64_t>& uids = graph.pack_uids();
+    std::vector<void*> ptrs;
+    for (std::int64_t uid : uids)
+      ptrs.push_back(uid == kNormUidEpsilon ? static_cast<void*>(&epsilon_) : sets.at(uid, set));
+    auto pack = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack->set_int64s(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids, "variant pack uids");
+    pack->set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+              static_cast<std::int64_t>(ptrs.size()), ptrs.data(), "variant pack pointers");
+    void* workspace = workspace_.data();
+    pack->set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace,
+              "variant pack workspace");
+    pack->finalize("variant pack finalize");
+    return pack;
+  }
+
+  // The plan for this shape, chosen once per run: the heuristics' configurations in order, the
+  // first whose plan finalizes and runs once (module loading, untimed) on the first set. A
+  // refusal carries cuDNN's reason, including what it writes only to its log.
+  ChosenPlan& plan_for(const MemopCase& c, const OperandSets& sets) {
+    const std::string key = shape_key(c);
+    if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+    const CudnnTarget target{handle_, nullptr};
+    auto chosen = std::make_unique<ChosenPlan>();
+    CudnnLogCapture log;
+    std::vector<Descriptor> configs;
+    std::int64_t offered = 0;
+    const std::string graph = memop_name(c.op) + " " + mem_pass_name(c.pass);
+    try {
+      chosen->graph = build_norm_graph(handle_, c);
+      configs = heuristic_configs(*chosen->graph.graph, target, kCandidates, &offered);
+    } catch (const Error& e) {
+      const std::string logged = log.reason();
+      throw run_failure(fmt::format("cuDNN refuses the {} graph: {}{}", graph, e.what(),
+                                    logged.empty() ? "" : " [" + logged + "]"));
+    }
+    chosen->offered = static_cast<int>(offered);
+    std::string last_refusal = "the heuristics offered no engine configuration";
+    if (configs.empty() && !log.reason().empty()) last_refusal += ": " + log.reason();
+    int position = 0;
+    for (const auto& config : configs) {
+      ++position;
+      log.clear();
+      try {
+        Descriptor plan = make_plan(*config, target);
+        std::int64_t workspace = 0, count = 0;
+        cudnn_check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                             CUDNN_TYPE_INT64, 1, &count, &workspace),
+                    "plan workspace size");
+        grow_workspace(workspace);
+        Descriptor pack = variant_pack(sets, 0, *chosen->graph.builder);
+        execute(*plan, *pack);
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        chosen->plan = plan;
+        chosen->workspace_bytes = workspace;
+        chosen->engine = engine_index(*config);
+        chosen->knobs = engine_knobs(*config);
+        chosen->position = position;
+        break;
+      } catch (const Error& e) {
+        const std::string logged = log.reason();
+        last_refusal = std::string(e.what()) + (logged.empty() ? "" : " [" + logged + "]");
+      }
+    }
+    if (!chosen->plan)
+      throw run_failure(
+          fmt::format("cuDNN has no plan for this {} graph ({} configurations "
+                      "offered): {}",
+                      graph, offered, last_refusal));
+    return *plans_.emplace(key, std::move(chosen)).first->second;
+  }
+
+  // Runs the plan once more on the first set (whose inputs no run changes), then compares every
+  // output with the host reference in double from the same inputs.
+  void check(const MemopCase& c, const MemopRunOptions& o, const ChosenPlan& chosen,
+             const OperandSets& sets, const std::vector<float>& saved_mean,
+             const std::vector<float>& saved_rstd, MemopResult& r) {
+    execute(*chosen.plan, *variant_pack(sets, 0, *chosen.graph.builder));
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const bool layer = c.op == MemOp::layernorm;
+    const std::int64_t rows = c.rows, cols = c.cols;
+    const HostCopy x(sets, kNormUidX, c.dtype), scale(sets, kNormUidScale, c.dtype);
+    const double tol = activation_tolerance(c.dtype, c.pass);
+    std::vector<OutputCheck> outputs;
+
+    if (c.pass == MemPass::fwd) {
+      HostCopy y(sets, kNormUidY, c.dtype), rstd_out(sets, kNormUidInvVar, DType::fp32);
+      HostCopy mean_out, bias;
+      if (layer) {
+        mean_out = HostCopy(sets, kNormUidMean, DType::fp32);
+        bias = HostCopy(sets, kNormUidBias, c.dtype);
+      }
+      if (o.corrupt_for_test) spoil(y, c.elements() / 2);
+      OutputCheck cy("y", tol, cols), cmean("mean", kStatsTolerance, 1),
+          crstd("inv_variance", kStatsTolerance, 1);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        double mean = 0, rstd = 0;
+        row_stats(x, i, cols, layer, &mean, &rstd);
+        if (layer) cmean.add(i, mean_out[i], mean);
+        crstd.add(i, rstd_out[i], rstd);
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const std::int64_t at = i * cols + j;
+          const double want = (x[at] - mean) * rstd * scale[j] + (layer ? bias[j] : 0.0);
+          cy.add(at, y[at], want);
+        }
+      }
+      outputs.push_back(cy);
+      if (layer) outputs.push_back(cmean);
+      outputs.push_back(crstd);
+    } else {
+      const HostCopy dy(sets, kNormUidDY, c.dtype);
+      HostCopy dx(sets, kNormUidDX, c.dtype), dscale(sets, kNormUidDScale, c.dtype), dbias;
+      if (layer) dbias = HostCopy(sets, kNormUidDBias, c.dtype);
+      if (o.corrupt_for_test) spoil(dx, c.elements() / 2);
+      const auto width = static_cast<std::size_t>(cols);
+      std::vector<double> want_dscale(width, 0.0), want_dbias(width, 0.0), xhat(width), g(width);
+      OutputCheck cdx("dx", tol, cols), cdscale("dscale", tol, 1), cdbias("dbias", tol, 1);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const double mean = layer ? saved_mean[static_cast<std::size_t>(i)] : 0.0;
+        const double rstd = saved_rstd[static_cast<std::size_t>(i)];
+        // dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)), g = dy · scale; RMSNorm drops mean(g).
+        double sum_g = 0, sum_gx = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const auto k = static_cast<std::size_t>(j);
+          const double d = dy[i * cols + j];
+          xhat[k] = (x[i * cols + j] - mean) * rstd;
+          g[k] = d * scale[j];
+          sum_g += g[k];
+          sum_gx += g[k] * xhat[k];
+          want_dscale[k] += d * xhat[k];
+          want_dbias[k] += d;
+        }
+        const double mean_g = layer ? sum_g / static_cast<double>(cols) : 0.0;
+        const double mean_gx = sum_gx / static_cast<double>(cols);
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const auto k = static_cast<std::size_t>(j);
+          cdx.add(i * cols + j, dx[i * cols + j], rstd * (g[k] - mean_g - xhat[k] * mean_gx));
+        }
+      }
+      for (std::int64_t j = 0; j < cols; ++j) {
+        cdscale.add(j, dscale[j], want_dscale[static_cast<std::size_t>(j)]);
+        if (layer) cdbias.add(j, dbias[j], want_dbias[static_cast<std::size_t>(j)]);
+      }
+      outputs.push_back(cdx);
+      outputs.push_back(cdscale);
+      if (layer) outputs.push_back(cdbias);
+    }
+
+    // The row's figures are those of the output closest to its bound; the detail lists every
+    // output, the failing ones first.
+    const OutputCheck* worst = &outputs.front();
+    for (const auto& out : outputs)
+      if (out.margin_used() > worst->margin_used()) worst = &out;
+    r.max_abs_err = worst->relative_error();
+    r.tolerance = worst->tolerance();
+    std::vector<std::string> failing, passing;
+    for (const auto& out : outputs)
+      (out.passed() ? passing : failing).push_back(out.describe());
+    r.check_passed = failing.empty();
+    failing.insert(failing.end(), passing.begin(), passing.end());
+    r.check_detail = join(failing, "; ");
+  }
+
+  // Test only (--test-corrupt-result): one element of the result, off by 1000.
+  static void spoil(HostCopy& out, std::int64_t index) {
+    const double v = out[index];
+    store_from_double(out.bytes.data(), out.type, static_cast<std::size_t>(index), v + 1000.0);
+  }
+
+  CudaDeviceInfo info_;
+  cudnnHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  float epsilon_ = kNormEpsilon;  // the by-value epsilon the variant packs point at
+  DeviceBuffer workspace_;
+  StreamBlocker blocker_{2.0};  // seconds before a held stream gives up (see sample_us)
+  bool unblocked_ = false;
+  std::map<std::string, std::unique_ptr<ChosenPlan>> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<MemopProvider> make_cudnn_norm_provider(int device) {
+  return std::make_unique<CudnnNormProvider>(device);
+}
+
+}  // namespace opbench

@@ -1,0 +1,264 @@
+#include "memops/memop_cases.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/param_layout.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+constexpr std::int64_t kSweepHeadDim = 128;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+bool wanted(const std::vector<MemOp>& ops, MemOp op) {
+  return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// The passes of `passes` the operator has (fwd only for the operators without a backward).
+std::vector<MemPass> passes_of(MemOp op, const std::vector<MemPass>& passes) {
+  std::vector<MemPass> out;
+  for (MemPass p : passes)
+    if (p == MemPass::fwd || has_backward(op)) out.push_back(p);
+  return out;
+}
+
+// Every parameter of the model: what the optimizer steps over, before tp and dp split it.
+std::int64_t model_parameters(const ModelConfig& m) {
+  std::int64_t total = 0;
+  for (const auto& module : root_modules(m))
+    total += module.numel();
+  for (const auto& module : decoder_layer_modules(m, false))
+    total += module.numel() * m.dense_mlp_layers();
+  if (m.moe)
+    for (const auto& module : decoder_layer_modules(m, true))
+      total += module.numel() * m.moe_layers();
+  return total;
+}
+
+}  // namespace
+
+DType memop_dtype(MemOp op, DType wanted_dtype) {
+  switch (op) {
+    case MemOp::adamw:
+    case MemOp::adamw_bf16:
+    case MemOp::cast_to_bf16:
+      return DType::fp32;
+    case MemOp::cast_to_fp32:
+    case MemOp::fp8_quantize:
+      return DType::bf16;
+    default:
+      return wanted_dtype;
+  }
+}
+
+std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelRun& run,
+                                         const std::vector<MemOp>& ops,
+                                         const std::vector<MemPass>& passes, DType dtype) {
+  if (run.tp < 1) throw bad_input(fmt::format("--tp: must be at least 1, got {}", run.tp));
+  if (run.dp < 1) throw bad_input(fmt::format("--dp: must be at least 1, got {}", run.dp));
+  const std::vector<std::int64_t> lengths =
+      run.seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : run.seqlens;
+  const std::int64_t L = m.num_hidden_layers, H = m.hidden_size, tp = run.tp;
+  std::vector<MemopCase> out;
+  for (std::int64_t seqlen : lengths)
+    for (std::int64_t mb : run.micro_batches) {
+      const std::int64_t tokens = mb * seqlen;
+      // Sequence parallelism splits the tokens of norms and residual adds over the tp ranks.
+      if (tokens % tp != 0)
+        throw bad_input(fmt::format(
+            "--tp {}: does not divide the {} tokens of a micro-batch (sequence parallelism "
+            "splits them)",
+            tp, tokens));
+      const std::int64_t sp_tokens = tokens / tp;
+      auto add = [&](MemOp op, std::int64_t rows, std::int64_t cols, std::int64_t calls,
+                     const std::string& note) -> MemopCase& {
+        MemopCase c;
+        c.report = m.name;
+        c.source = m.name;
+        c.op = op;
+        c.rows = rows;
+        c.cols = cols;
+        c.dtype = memop_dtype(op, dtype);
+        c.calls_per_step = calls;
+        c.tp = tp;
+        c.micro_batch = mb;
+        c.seqlen = seqlen;
+        c.note = note;
+        out.push_back(c);
+        return out.back();
+      };
+      auto add_passes = [&](MemOp op, std::int64_t rows, std::int64_t cols, std::int64_t calls,
+                            const std::string& note) {
+        if (!wanted(ops, op)) return;
+        for (MemPass p : passes_of(op, passes))
+          add(op, rows, cols, calls, note).pass = p;
+      };
+      const MemOp norm = m.norm == "layernorm" ? MemOp::layernorm : MemOp::rmsnorm;
+      add_passes(norm, sp_tokens, H, 2 * L + 1, "two per layer and the final norm");
+      add_passes(MemOp::add, sp_tokens, H, 2 * L, "residual adds: two per layer");
+      if (m.dense_mlp_layers() > 0) {
+        if (m.intermediate_size % tp != 0)
+          throw bad_input(
+              fmt::format("--tp {}: does not divide intermediate_size ({}) of model '{}'", tp,
+                          m.intermediate_size, m.name));
+        add_passes(m.gated_mlp ? MemOp::swiglu : MemOp::gelu, tokens, m.intermediate_size / tp,
+                   m.dense_mlp_layers(),
+                   m.moe ? "the dense layers' MLP (routed experts' activations not listed)" : "");
+      }
+      if (wanted(ops, MemOp::rope) && !m.learned_position_embeddings) {
+        const TpHeads split = heads_per_tp_rank(m, tp);
+        // MLA rotates only the rope part of q per head and one shared rope key per token.
+        const std::int64_t head_dim = m.mla ? m.mla->qk_rope_head_dim : m.head_dim;
+        const std::int64_t kv = m.mla ? 1 : split.kv;
+        for (MemPass p : passes_of(MemOp::rope, passes)) {
+          MemopCase& c =
+              add(MemOp::rope, tokens, (split.q + kv) * head_dim, L,
+                  m.mla ? "MLA: the rope dims of q and the shared rope key" : split.note);
+          c.pass = p;
+          c.heads = split.q;
+          c.kv_heads = kv;
+          c.head_dim = head_dim;
+        }
+      }
+      add_passes(MemOp::softmax, mb * (m.num_attention_heads / tp) * seqlen, seqlen, L,
+                 "the attention scores' softmax of unfused attention (flash attention fuses it)");
+      const std::int64_t vocab = ceil_div(m.vocab_size, tp);  // vocabulary-parallel, padded
+      add_passes(MemOp::cross_entropy, tokens, vocab, 1, "vocabulary-parallel over tp");
+      if (wanted(ops, MemOp::embedding))
+        for (MemPass p : passes_of(MemOp::embedding, passes)) {
+          MemopCase& c = add(MemOp::embedding, tokens, H, 1, "vocabulary-parallel over tp");
+          c.pass = p;
+          c.vocab = vocab;
+        }
+      // Mixed precision keeps fp32 master weights and writes the bf16 parameters back.
+      const MemOp adam = dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
+      if (wanted(ops, MemOp::adamw) || wanted(ops, MemOp::adamw_bf16))
+        add(adam, 1, ceil_div(model_parameters(m), tp * run.dp), 1,
+            fmt::format("the rank's shard: {} parameters / tp {} / dp {}", model_parameters(m), tp,
+                        run.dp));
+      add_passes(MemOp::fp8_quantize, sp_tokens, H, 2 * L,
+                 "fp8 training: the inputs of the QKV and gate/up GEMMs");
+    }
+  return out;
+}
+
+std::vector<MemopCase> memop_shape_file_cases(const std::string& path,
+                                              const std::vector<DType>& dtypes) {
+  return memop_cases_from_json(load_json_file(path), path, dtypes);
+}
+
+std::vector<MemopCase> memop_cases_from_json(const nlohmann::json& doc, const std::string& path,
+                                             const std::vector<DType>& dtypes) {
+  const auto& entries = expect_entry_list(doc, path);
+  std::vector<MemopCase> out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = entry_where(path, i, entries[i], "name");
+    JsonEntry e(entries[i], where);
+    e.get_optional_string("name");
+    MemopCase c;
+    c.report = "shapes";
+    c.source = "shapes";
+    const std::string op = e.get_string("op");
+    try {
+      c.op = parse_memop(op, "");
+    } catch (const Error& err) {
+      e.fail("op", err.what());
+    }
+    c.rows = e.get_int("rows", 1, kMaxDim);
+    c.cols = e.get_int("cols", 1, kMaxDim);
+    c.heads = e.get_optional_int("heads", 1, kMaxDim).value_or(0);
+    c.kv_heads = e.get_optional_int("kv_heads", 1, kMaxDim).value_or(c.heads);
+    c.head_dim = e.get_optional_int("head_dim", 1, kMaxDim).value_or(0);
+    c.vocab = e.get_optional_int("vocab", 1, kMaxDim).value_or(0);
+    std::vector<MemPass> entry_passes{MemPass::fwd, MemPass::bwd};
+    if (auto p = e.get_optional_string("pass")) {
+      const std::string lower = to_lower(*p);
+      if (lower == "fwd")
+        entry_passes = {MemPass::fwd};
+      else if (lower == "bwd")
+        entry_passes = {MemPass::bwd};
+      else
+        e.fail("pass", fmt::format("'{}' is not fwd or bwd", *p));
+      if (entry_passes[0] == MemPass::bwd && !has_backward(c.op))
+        e.fail("pass", fmt::format("{} has no backward pass", op));
+    }
+    std::vector<DType> entry_dtypes;
+    if (auto d = e.get_optional_string("dtype")) {
+      try {
+        entry_dtypes = {parse_dtype(*d)};
+      } catch (const Error& err) {
+        e.fail("dtype", err.what());
+      }
+      if (!memop_accepts(c.op, entry_dtypes[0]))
+        e.fail("dtype", fmt::format("{} does not take dtype {}", op, *d));
+    } else {
+      for (DType t : dtypes)
+        if (std::find(entry_dtypes.begin(), entry_dtypes.end(), memop_dtype(c.op, t)) ==
+            entry_dtypes.end())
+          entry_dtypes.push_back(memop_dtype(c.op, t));
+    }
+    e.reject_unknown_keys();
+    if (c.op == MemOp::rope && (c.heads < 1 || c.head_dim < 2))
+      e.fail("heads", "rope needs heads and head_dim (and kv_heads, default heads)");
+    if (c.op == MemOp::rope && c.cols != (c.heads + c.kv_heads) * c.head_dim)
+      e.fail("cols", fmt::format("rope: cols must be (heads + kv_heads) x head_dim = {}",
+                                 (c.heads + c.kv_heads) * c.head_dim));
+    if (c.op == MemOp::embedding && c.vocab < 1) e.fail("vocab", "embedding needs a vocab");
+    for (DType t : entry_dtypes)
+      for (MemPass p : passes_of(c.op, entry_passes)) {
+        MemopCase typed = c;
+        typed.dtype = t;
+        typed.pass = p;
+        validate(typed, where);
+        out.push_back(std::move(typed));
+      }
+  }
+  return out;
+}
+
+std::vector<MemopCase> memop_sweep_cases(const std::vector<MemOp>& ops,
+                                         const std::vector<MemPass>& passes,
+                                         const std::vector<std::int64_t>& sizes, std::int64_t cols,
+                                         std::int64_t vocab, const std::vector<DType>& dtypes) {
+  std::vector<MemopCase> out;
+  for (MemOp op : ops.empty() ? all_memops() : ops)
+    for (std::int64_t size : sizes)
+      for (MemPass p : passes_of(op, passes)) {
+        std::vector<DType> op_dtypes;
+        for (DType t : dtypes)
+          if (std::find(op_dtypes.begin(), op_dtypes.end(), memop_dtype(op, t)) == op_dtypes.end())
+            op_dtypes.push_back(memop_dtype(op, t));
+        for (DType t : op_dtypes) {
+          MemopCase c;
+          c.report = "sweep";
+          c.source = "sweep";
+          c.op = op;
+          c.pass = p;
+          c.dtype = t;
+          c.cols = cols;
+          if (op == MemOp::rope) {
+            // Heads of 128 as in Llama, as many kv heads as query heads, filling cols.
+            c.head_dim = kSweepHeadDim;
+            c.heads = c.kv_heads = std::max<std::int64_t>(1, cols / (2 * kSweepHeadDim));
+            c.cols = 2 * c.heads * kSweepHeadDim;
+          }
+          if (op == MemOp::embedding) c.vocab = vocab;
+          c.rows = std::max<std::int64_t>(1, size / c.cols);
+          if (size % c.cols != 0)
+            c.note = fmt::format("{} elements rounded to {} rows of {}", size, c.rows, c.cols);
+          out.push_back(std::move(c));
+        }
+      }
+  return out;
+}
+
+}  // namespace opbench

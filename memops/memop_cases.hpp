@@ -1,0 +1,51 @@
+#pragma once
+// The cases a bench_memops run measures: the memory-bound operators of a model's training step
+// on one rank, an explicit shapes file, or sweeps of element counts (docs/formulas.md,
+// "Memory-bound operators").
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model_config.hpp"
+#include "memops/memop.hpp"
+
+namespace opbench {
+
+struct MemopModelRun {
+  std::int64_t tp = 1;  // tensor parallelism, with sequence parallelism for norms and adds
+  std::int64_t dp = 1;  // data-parallel shards of the optimizer state (ZeRO / FSDP)
+  std::vector<std::int64_t> micro_batches{1};
+  std::vector<std::int64_t> seqlens;  // empty: the model's own
+};
+
+// The operators of one training step of `model` on one rank, each with its calls per step, in
+// `ops` (every operator the model has, when empty) and `passes`. Norms, residual adds and the
+// fp8 casts of the norms' outputs see tokens / tp rows (sequence parallelism); activations,
+// rotary embedding, softmax, cross-entropy and the embedding see every token of the rank's
+// tensor-parallel slice; AdamW updates the rank's shard of the parameters (numel / tp / dp).
+std::vector<MemopCase> model_memop_cases(const ModelConfig& model, const MemopModelRun& run,
+                                         const std::vector<MemOp>& ops,
+                                         const std::vector<MemPass>& passes, DType dtype);
+
+// configs/memop_shapes.json: [{op, rows, cols, pass?, dtype?, heads?, kv_heads?, head_dim?,
+// vocab?, name?}]; an entry without pass runs fwd and, where the operator has one, bwd; without
+// dtype, every dtype of `dtypes` the operator takes.
+std::vector<MemopCase> memop_shape_file_cases(const std::string& path,
+                                              const std::vector<DType>& dtypes);
+std::vector<MemopCase> memop_cases_from_json(const nlohmann::json& doc, const std::string& path,
+                                             const std::vector<DType>& dtypes);
+
+// --op/--size sweeps: every operator of `ops` at every element count of `sizes`, in rows of
+// `cols` elements (rope: heads of 128 with as many kv heads; embedding: a table of `vocab` rows).
+std::vector<MemopCase> memop_sweep_cases(const std::vector<MemOp>& ops,
+                                         const std::vector<MemPass>& passes,
+                                         const std::vector<std::int64_t>& sizes, std::int64_t cols,
+                                         std::int64_t vocab, const std::vector<DType>& dtypes);
+
+// The dtype an operator runs in when `wanted` is asked for: its own fixed one (adamw: fp32,
+// fp8_quantize: bf16 input, the casts) or `wanted`.
+DType memop_dtype(MemOp op, DType wanted);
+
+}  // namespace opbench

@@ -1,0 +1,82 @@
+#include "memops/memop_row.hpp"
+
+namespace opbench {
+namespace {
+
+Value number_or_empty(std::int64_t v) {
+  return v > 0 ? Value{v} : Value{};
+}
+Value text_or_empty(const std::string& s) {
+  return s.empty() ? Value{} : Value{s};
+}
+
+}  // namespace
+
+Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
+                 const BandwidthRoof& roof) {
+  const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
+  const Stats& s = r.measurement.stats;
+  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
+  const bool peer = c.op == MemOp::peer || c.op == MemOp::peer_all;
+
+  Record row;
+  row.arg("model", c.source).arg("op", memop_name(c.op)).arg("pass", mem_pass_name(c.pass));
+  row.arg("rows", c.rows).arg("cols", c.cols);
+  row.arg("heads", number_or_empty(c.heads))
+      .arg("kv_heads", number_or_empty(c.kv_heads))
+      .arg("head_dim", number_or_empty(c.head_dim))
+      .arg("vocab", number_or_empty(c.vocab));
+  row.arg("devices", peer ? Value{std::int64_t{c.devices}} : Value{});
+  row.arg("dtype", std::string(dtype_name(c.dtype)));
+  row.arg("tp", number_or_empty(c.micro_batch ? c.tp : 0))
+      .arg("micro_batch", number_or_empty(c.micro_batch))
+      .arg("seqlen", number_or_empty(c.seqlen))
+      .arg("calls_per_step", c.calls_per_step);
+  row.arg("backend", provider.backend())
+      .arg("provider", provider.name())
+      .arg("device", provider.device());
+
+  row.metric("time_us", timed(s.mean)).metric("median_us", timed(s.median));
+  row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
+  row.metric("stddev_us", timed(s.stddev)).metric("p99_us", timed(s.p99)).metric("cv", timed(s.cv));
+  row.metric("samples", measured ? Value{static_cast<std::int64_t>(s.count)} : Value{});
+  row.metric("rse", timed(s.rse));
+
+  const double seconds = s.mean * 1e-6;
+  std::optional<double> bw, copy_bw, pct;
+  if (measured && seconds > 0) {
+    bw = static_cast<double>(c.io_bytes()) / seconds / 1e9;
+    if (is_copy(c.op)) copy_bw = static_cast<double>(c.copied_bytes()) / seconds / 1e9;
+  }
+  // Link copies (host <-> device, peer) are held to no memory roof: the link is slower.
+  const bool memory_roof = !is_copy(c.op) || c.op == MemOp::copy;
+  if (bw && roof.gbps && memory_roof) pct = 100.0 * *bw / *roof.gbps;
+  row.metric("read_bytes", c.read_bytes())
+      .metric("write_bytes", c.write_bytes())
+      .metric("io_bytes", c.io_bytes());
+  row.optional_metric("mem_bw_gbps", bw);
+  row.metric("copied_bytes", number_or_empty(c.copied_bytes()))
+      .optional_metric("copy_gbps", copy_bw);
+  row.optional_metric("pct_peak_bw", pct);
+  row.optional_metric("roof_gbps", memory_roof ? roof.gbps : std::nullopt);
+  row.result("roof", memory_roof ? text_or_empty(roof.source) : Value{});
+
+  row.result("impl", text_or_empty(r.impl)).result("cache", text_or_empty(r.cache));
+  row.result("working_set_bytes", number_or_empty(r.working_set_bytes));
+  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
+      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
+  row.result("check",
+             r.check_passed ? Value{std::string(*r.check_passed ? "passed" : "failed")} : Value{});
+  row.optional_metric("max_abs_err", r.max_abs_err).optional_metric("tolerance", r.tolerance);
+  row.result("status", std::string(status_name(r.status)));
+  row.result("note", text_or_empty(r.note));
+
+  if (measured) {
+    row.extra()["samples_us"] = r.measurement.samples_us;
+    row.extra()["measurement"] = measurement_json(r.measurement);
+  }
+  if (!r.check_detail.empty()) row.extra()["check_detail"] = r.check_detail;
+  return row;
+}
+
+}  // namespace opbench

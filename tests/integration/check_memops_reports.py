@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Runs bench_memops for real and reads its reports back.
+
+Checks every CSV it is told about: the required columns, the row count, and for each row the
+bytes recomputed here from the operator's own formula (docs/formulas.md, "Memory-bound
+operators") — written out again independently of the C++ — then io = read + write,
+mem_bw_gbps = io / time, copy_gbps = copied / time and pct_peak_bw = mem_bw / roof_gbps. With
+--checked every ok row must say check=passed.
+
+Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--checked]
+       [--exit-code N] [--ops-covered] -- ARGS...
+"""
+import argparse
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
+            "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof impl "
+            "check max_abs_err tolerance status note").split()
+SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
+F32, ID = 4, 8
+COPIES = {"copy", "h2d", "d2h", "h2d_pageable", "d2h_pageable", "peer", "peer_all"}
+NON_COPY = ("add rmsnorm layernorm softmax swiglu gelu rope cross_entropy embedding adamw adamw_bf16 "
+            "cast_to_bf16 cast_to_fp32 fp8_quantize").split()
+
+
+def expected_bytes(r: dict) -> tuple:
+    """(read, write) for a row, from its op, pass, shape and dtype."""
+    op, fwd = r["op"], r["pass"] == "fwd"
+    rows, cols, s = int(r["rows"]), int(r["cols"]), SIZE[r["dtype"]]
+    n = rows * cols
+    if op == "add":
+        return 2 * n * s, n * s
+    if op == "rmsnorm":
+        return (n * s + cols * s, n * s + rows * F32) if fwd else (2 * n * s + cols * s + rows * F32, n * s + cols * s)
+    if op == "layernorm":
+        return (n * s + 2 * cols * s, n * s + 2 * rows * F32) if fwd else (2 * n * s + cols * s + 2 * rows * F32, n * s + 2 * cols * s)
+    if op == "softmax" or op == "gelu":
+        return (n * s, n * s) if fwd else (2 * n * s, n * s)
+    if op == "swiglu":
+        return (2 * n * s, n * s) if fwd else (3 * n * s, 2 * n * s)
+    if op == "rope":
+        return n * s + rows * int(r["head_dim"]) * F32, n * s
+    if op == "cross_entropy":
+        return n * s + rows * ID, n * s + rows * F32
+    if op == "embedding":
+        return rows * ID + n * s, n * s if fwd else int(r["vocab"]) * cols * s
+    if op == "adamw":
+        return 16 * n, 12 * n
+    if op == "adamw_bf16":
+        return 14 * n, 14 * n
+    if op == "cast_to_bf16":
+        return 4 * n, 2 * n
+    if op == "cast_to_fp32":
+        return 2 * n, 4 * n
+    if op == "fp8_quantize":
+        return 2 * n + F32, n + F32
+    if op in COPIES:
+        copied = n * s * (int(r["devices"]) if op == "peer_all" else 1)
+        return copied, copied
+    raise ValueError(f"unknown op {op}")
+
+
+def close(a: float, b: float, rel: float = 1e-5) -> bool:
+    return math.isclose(a, b, rel_tol=rel)
+
+
+def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) -> list:
+    problems = []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+        f.seek(0)
+        header = next(csv.reader(f))
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        problems.append(f"{path}: missing columns {missing}")
+        return problems
+    if len(rows) != rows_expected:
+        problems.append(f"{path}: {len(rows)} rows, expected {rows_expected}")
+    ok_rows = [r for r in rows if r["status"] == "ok"]
+    if len(ok_rows) != ok_expected:
+        problems.append(f"{path}: {len(ok_rows)} ok rows, expected {ok_expected}: "
+                        + "; ".join(f"{r['op']} {r['pass']}: {r['status']} {r['note']}" for r in rows if r["status"] != "ok"))
+    for i, r in enumerate(rows):
+        where = f"{path} row {i + 2} ({r['op']} {r['pass']} {r['rows']}x{r['cols']} {r['dtype']})"
+        read, write = expected_bytes(r)
+        if (int(r["read_bytes"]), int(r["write_bytes"])) != (read, write):
+            problems.append(f"{where}: read/write {r['read_bytes']}/{r['write_bytes']}, recomputed {read}/{write}")
+        if int(r["io_bytes"]) != read + write:
+            problems.append(f"{where}: io_bytes {r['io_bytes']} != read + write")
+        if r["status"] != "ok":
+            continue
+        t = float(r["time_us"])
+        if not close(float(r["mem_bw_gbps"]), (read + write) / t / 1e3, 1e-4):
+            problems.append(f"{where}: mem_bw_gbps {r['mem_bw_gbps']} != io / time {(read + write) / t / 1e3}")
+        if r["op"] in COPIES:
+            if not close(float(r["copy_gbps"]), int(r["copied_bytes"]) / t / 1e3, 1e-4):
+                problems.append(f"{where}: copy_gbps {r['copy_gbps']} != copied / time")
+        elif r["copied_bytes"] or r["copy_gbps"]:
+            problems.append(f"{where}: copied_bytes/copy_gbps set on an operator that copies nothing")
+        if r["roof_gbps"]:
+            want = 100 * float(r["mem_bw_gbps"]) / float(r["roof_gbps"])
+            if not close(float(r["pct_peak_bw"]), want, 1e-4):
+                problems.append(f"{where}: pct_peak_bw {r['pct_peak_bw']} != 100 mem_bw / roof {want}")
+        if checked and r["check"] != "passed":
+            problems.append(f"{where}: check is {r['check']!r}, expected passed")
+        if checked and r["op"] not in COPIES and not (float(r["max_abs_err"]) <= float(r["tolerance"])):
+            problems.append(f"{where}: max_abs_err {r['max_abs_err']} above tolerance {r['tolerance']}")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bench")
+    parser.add_argument("out_dir")
+    parser.add_argument("--expect", action="append", default=[], help="FILE:ROWS[:OK_ROWS]")
+    parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--checked", action="store_true", help="every ok row passed --check")
+    parser.add_argument("--ops-covered", action="store_true",
+                        help="every operator other than the copies has an ok row, fwd and bwd where it has one")
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    a = parser.parse_args(argv[:split])
+    extra = argv[split + 1:]
+    shutil.rmtree(a.out_dir, ignore_errors=True)
+    cmd = [a.bench, "--report-dir-path", a.out_dir, "--quiet", "--min-time", "0.01", "--max-time", "0.2"] + extra
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    problems = []
+    if proc.returncode != a.exit_code:
+        problems.append(f"exit code {proc.returncode}, expected {a.exit_code}; stderr: {proc.stderr[-3000:]}")
+    seen = set()
+    for spec in a.expect:
+        name, *counts = spec.split(":")
+        rows = int(counts[0])
+        ok = int(counts[1]) if len(counts) > 1 else rows
+        path = os.path.join(a.out_dir, name)
+        if not os.path.exists(path):
+            problems.append(f"{path} was not written")
+            continue
+        problems += check_csv(path, rows, ok, a.checked)
+        with open(path, newline="") as f:
+            seen |= {(r["op"], r["pass"]) for r in csv.DictReader(f) if r["status"] == "ok"}
+    if a.ops_covered:
+        backward = {"rmsnorm", "layernorm", "softmax", "swiglu", "gelu", "rope", "embedding"}
+        for op in NON_COPY:
+            for p in ("fwd", "bwd") if op in backward else ("fwd",):
+                if (op, p) not in seen:
+                    problems.append(f"no ok row for {op} {p}")
+    if "time_us" not in proc.stdout:
+        problems.append("no table on stdout")
+    if problems:
+        print("command:", " ".join(cmd))
+        print("\n".join(problems))
+        return 1
+    print(f"ok: {' '.join(a.expect)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

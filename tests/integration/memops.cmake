@@ -1,0 +1,31 @@
+# bench_memops end to end on the CPU: every operator with --check, its CSV read back and the bytes
+# and GB/s recomputed (check_memops_reports.py). Included from CMakeLists.txt: OPBENCH_PYTHON,
+# DATA and EXPECT_ERROR come from there.
+set(CHECK_MEMOPS ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_memops_reports.py
+    $<TARGET_FILE:bench_memops>)
+
+# 15 operators with 7 backward passes = 22 rows that run here, and the 6 link copies skipped.
+add_test(NAME "memops: every operator on the CPU with --check, bytes and GB/s recomputed"
+  COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_all --expect memops_sweep.csv:28:22
+          --checked --ops-covered -- --backend cpu --size 64K --cols 256 --vocab 512 --check)
+add_test(NAME "memops: a model's step on the CPU, verified"
+  COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_tiny --expect memops_tiny.csv:14
+          --checked -- --backend cpu --model tiny --seq-len 64 --check)
+add_test(NAME "memops: a shapes file (rope, embedding backward, fp8 quantize), verified"
+  COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_shapes --expect memops_shapes.csv:5
+          --checked -- --backend cpu --shapes-json-path ${DATA}/memop_shapes_small.json --check)
+add_test(NAME "memops: a wrong result fails its row and the run (exit 1)"
+  COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_corrupt --exit-code 1
+          --expect memops_sweep.csv:2:0 -- --backend cpu --op rmsnorm --size 64K --cols 256
+          --check --test-corrupt-result)
+add_test(NAME "memops: dry run lists a model's operators with their bytes"
+  COMMAND bench_memops --model llama3.1-8b --tp 8 --dry-run)
+set_tests_properties("memops: dry run lists a model's operators with their bytes" PROPERTIES
+  PASS_REGULAR_EXPRESSION "rmsnorm +bwd +1024 +4096 +fp32 +65 .*adamw +fwd +1 +1003782656 +fp32")
+add_test(NAME "memops: the CPU's memory roof is measured and named"
+  COMMAND bench_memops --backend cpu --op add --size 1M --report-dir-path
+          ${CMAKE_CURRENT_BINARY_DIR}/memops_roof)
+set_tests_properties("memops: the CPU's memory roof is measured and named" PROPERTIES
+  PASS_REGULAR_EXPRESSION "memory roof: [0-9.]+ GB/s \\(triad\\).*of the roof")
+add_test(NAME "memops: list models" COMMAND bench_memops --list-models)
+set_tests_properties("memops: list models" PROPERTIES PASS_REGULAR_EXPRESSION "14 models")

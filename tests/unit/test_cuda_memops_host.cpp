@@ -1,0 +1,148 @@
+// The host-side decisions of our CUDA memory-bound kernels (memops/cuda_memops.cuh): the vector
+// width for a size and alignment, the launch shapes, and a thread's share of the row reductions
+// (the online softmax normaliser, Welford per vector), run here as the kernels run them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "common/uniform_value.hpp"
+#include "memops/cuda_memops.cuh"
+
+using namespace opbench;
+using namespace opbench::cuda_memops;
+using opbench::memop_inputs::uniform_index;
+
+TEST_CASE("16-byte vectors when every operand is aligned, element by element otherwise") {
+  CHECK(vector_elements(4, 0x1000) == 4);        // fp32
+  CHECK(vector_elements(2, 0x1000) == 8);        // bf16, fp16
+  CHECK(vector_elements(1, 0x1000) == 16);       // e4m3 codes
+  CHECK(vector_elements(2, 0x1000 | 0x8) == 1);  // one operand 8-byte aligned only
+  // Rows must start aligned too: cols a multiple of the vector.
+  CHECK(row_vector_elements(2, 0x1000, 4096) == 8);
+  CHECK(row_vector_elements(2, 0x1000, 4100) == 1);
+  CHECK(row_vector_elements(4, 0x1000, 4100) == 4);
+  CHECK(row_vector_elements(2, 0x1004, 4096) == 1);
+}
+
+TEST_CASE("row blocks take about four vectors a thread, whole warps, 32 to the cap") {
+  CHECK(row_block_threads(4096, 8) == 128);     // 512 vectors
+  CHECK(row_block_threads(4096, 1) == 1024);    // scalar: 4096 elements
+  CHECK(row_block_threads(64, 8) == 32);        // 8 vectors: one warp
+  CHECK(row_block_threads(4100, 4) == 288);     // 1025 vectors: 257 threads, nine warps
+  CHECK(row_block_threads(1000, 4) == 64);      // 250 vectors -> 63 threads -> two warps
+  CHECK(row_block_threads(128256, 8) == 1024);  // Llama 3's vocabulary
+  CHECK(row_block_threads(16384, 8, kNormBwdMaxThreads) == 512);
+  CHECK(row_grid_blocks(4096) == 4096);
+  CHECK(row_grid_blocks(std::int64_t{1} << 33) == kMaxGridBlocks);
+  CHECK(norm_bwd_blocks(100, 132) == 100);
+  CHECK(norm_bwd_blocks(32768, 132) == 264);
+  CHECK(norm_bwd_blocks(32768, 0) == 2);
+}
+
+TEST_CASE("elementwise grids: a thread per vector up to eight blocks an SM, at least one") {
+  const Grid small = elementwise_grid(1000, 8, 132);  // 125 vectors
+  CHECK(small.blocks == 1);
+  CHECK(small.threads == kElementwiseThreads);
+  CHECK(elementwise_grid(7, 8, 132).blocks == 1);  // only a tail
+  CHECK(elementwise_grid(0, 8, 132).blocks == 1);
+  CHECK(elementwise_grid(std::int64_t{1} << 20, 8, 132).blocks == 512);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132).blocks == 132 * kElementwiseBlocksPerSm);
+}
+
+namespace {
+
+// n values uniform in [-4, 4), as the softmax inputs are.
+std::vector<float> logits(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = 4.0f * uniform_value(seed, i);
+  return x;
+}
+
+// The row as a block of `threads` threads reads it: thread t takes vectors t, t + threads, ...
+// of 8, each folded in with max_sum_add, and the threads' results merged.
+MaxSum block_max_sum(const std::vector<float>& x, int threads) {
+  const int vectors = static_cast<int>(x.size() / 8);
+  MaxSum block = empty_max_sum();
+  for (int t = 0; t < threads; ++t) {
+    MaxSum mine = empty_max_sum();
+    for (int v = t; v < vectors; v += threads) {
+      float a[8];
+      for (int j = 0; j < 8; ++j)
+        a[j] = x[static_cast<std::size_t>(v * 8 + j)];
+      mine = max_sum_add(mine, a);
+    }
+    block = max_sum_merge(block, mine);  // threads without a vector merge the empty sum
+  }
+  return block;
+}
+
+}  // namespace
+
+TEST_CASE("the online softmax normaliser matches the max and the sum of two passes") {
+  for (std::size_t n : {8u, 4096u, 131072u})
+    for (int threads : {32, 128, 1024}) {
+      const auto x = logits(n, 7 + n);
+      double max = -INFINITY;
+      for (float v : x)
+        max = std::max(max, static_cast<double>(v));
+      double sum = 0;
+      for (float v : x)
+        sum += std::exp(static_cast<double>(v) - max);
+      const MaxSum got = block_max_sum(x, threads);
+      CHECK(got.max == max);  // the max is exact
+      CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
+    }
+  // Merging nothing with nothing stays empty (no NaN from the lowest max minus itself).
+  const MaxSum none = max_sum_merge(empty_max_sum(), empty_max_sum());
+  CHECK(none.sum == 0.0f);
+  const MaxSum one = max_sum_merge(empty_max_sum(), MaxSum{2.0f, 1.5f});
+  CHECK(one.max == 2.0f);
+  CHECK(one.sum == 1.5f);
+}
+
+TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes") {
+  const auto x = logits(4096, 11);
+  memop_math::Welford acc{};
+  for (std::size_t v = 0; v < x.size() / 8; ++v) {
+    float a[8];
+    for (int j = 0; j < 8; ++j)
+      a[j] = x[v * 8 + static_cast<std::size_t>(j)] + 3.0f;  // off-centre, as activations are
+    acc = memop_math::welford_merge(acc, welford_of(a));
+  }
+  double mean = 0;
+  for (float v : x)
+    mean += v + 3.0;
+  mean /= static_cast<double>(x.size());
+  double var = 0;
+  for (float v : x)
+    var += (v + 3.0 - mean) * (v + 3.0 - mean);
+  var /= static_cast<double>(x.size());
+  CHECK(acc.count == 4096.0f);
+  CHECK(std::abs(acc.mean - mean) <= 1e-6 * std::abs(mean) + 1e-7);
+  CHECK(std::abs(acc.m2 / acc.count - var) <= 1e-5 * var);
+  // One element is Welford's push.
+  const float one[1] = {5.0f};
+  const memop_math::Welford pushed = memop_math::welford_push(memop_math::Welford{}, 5.0f);
+  const memop_math::Welford merged =
+      memop_math::welford_merge(memop_math::Welford{}, welford_of(one));
+  CHECK(merged.count == pushed.count);
+  CHECK(merged.mean == pushed.mean);
+  CHECK(merged.m2 == pushed.m2);
+}
+
+TEST_CASE("token ids and targets fall in their range, the same for a set every time") {
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    const std::int64_t id = uniform_index(42, 3, i, 128256);
+    CHECK(id >= 0);
+    CHECK(id < 128256);
+    CHECK(id == uniform_index(42, 3, i, 128256));
+  }
+  CHECK(uniform_index(42, 3, 0, 1) == 0);
+  bool differs = false;  // another set draws other ids
+  for (std::int64_t i = 0; i < 16; ++i)
+    differs = differs || uniform_index(42, 3, i, 128256) != uniform_index(42, 4, i, 128256);
+  CHECK(differs);
+}

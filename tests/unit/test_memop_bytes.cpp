@@ -1,0 +1,134 @@
+// The bytes every memory-bound operator must move at least once, by hand (docs/formulas.md,
+// "Memory-bound operators"), and the operators of a model's step.
+#include <catch2/catch.hpp>
+
+#include "common/error.hpp"
+#include "common/model_config.hpp"
+#include "memops/memop.hpp"
+#include "memops/memop_cases.hpp"
+
+using namespace opbench;
+
+namespace {
+
+// rows = 4, cols = 8: n = 32 elements; fp32 unless given.
+MemopCase make(MemOp op, MemPass pass = MemPass::fwd, DType t = DType::fp32) {
+  MemopCase c;
+  c.op = op;
+  c.pass = pass;
+  c.rows = 4;
+  c.cols = 8;
+  c.dtype = t;
+  return c;
+}
+
+void check_bytes(const MemopCase& c, std::int64_t read, std::int64_t write) {
+  INFO(memop_name(c.op) << " " << mem_pass_name(c.pass));
+  CHECK(c.read_bytes() == read);
+  CHECK(c.write_bytes() == write);
+}
+
+}  // namespace
+
+TEST_CASE("memops bytes by hand: elementwise and row operators, fp32, 4 rows of 8") {
+  check_bytes(make(MemOp::add), 2 * 32 * 4, 32 * 4);  // x, y -> z
+  // rmsnorm fwd reads x and w (8 x 4 B), writes y and rstd (4 rows x 4 B).
+  check_bytes(make(MemOp::rmsnorm), 128 + 32, 128 + 16);
+  // bwd reads dy, x, w, rstd; writes dx and dw.
+  check_bytes(make(MemOp::rmsnorm, MemPass::bwd), 256 + 32 + 16, 128 + 32);
+  check_bytes(make(MemOp::layernorm), 128 + 64, 128 + 32);                     // + bias; mean
+  check_bytes(make(MemOp::layernorm, MemPass::bwd), 256 + 32 + 32, 128 + 64);  // dw, db
+  check_bytes(make(MemOp::softmax), 128, 128);
+  check_bytes(make(MemOp::softmax, MemPass::bwd), 256, 128);  // y, dy -> dx
+  check_bytes(make(MemOp::swiglu), 256, 128);                 // g, u -> y
+  check_bytes(make(MemOp::swiglu, MemPass::bwd), 384, 256);   // g, u, dy -> dg, du
+  check_bytes(make(MemOp::gelu), 128, 128);
+  check_bytes(make(MemOp::gelu, MemPass::bwd), 256, 128);
+  // Cross-entropy reads the logits and 4 int64 targets, writes the gradient and 4 fp32 losses.
+  check_bytes(make(MemOp::cross_entropy), 128 + 32, 128 + 16);
+}
+
+TEST_CASE("memops bytes by hand: rope, embedding, optimizer, casts and copies") {
+  MemopCase rope = make(MemOp::rope);
+  rope.heads = 2;
+  rope.kv_heads = 1;
+  rope.head_dim = 4;
+  rope.cols = 12;  // (2 + 1) heads x 4
+  // q and k: 48 elements of 4 B; cos and sin: 4 rows x 2 pairs x 2 tables x 4 B = 64.
+  check_bytes(rope, 192 + 64, 192);
+  MemopCase emb = make(MemOp::embedding);
+  emb.vocab = 100;
+  check_bytes(emb, 4 * 8 + 128, 128);  // ids (int64) and the rows looked up
+  emb.pass = MemPass::bwd;
+  check_bytes(emb, 4 * 8 + 128, 100 * 8 * 4);  // the whole table's gradient is written
+  // AdamW, 32 parameters: reads p, g, m, v; writes p, m, v (fp32).
+  check_bytes(make(MemOp::adamw), 32 * 16, 32 * 12);
+  // bf16 variant: fp32 master, m, v and a bf16 gradient in; fp32 master, m, v and bf16 params out.
+  check_bytes(make(MemOp::adamw_bf16), 32 * 14, 32 * 14);
+  check_bytes(make(MemOp::cast_to_bf16), 128, 64);
+  check_bytes(make(MemOp::cast_to_fp32, MemPass::fwd, DType::bf16), 64, 128);
+  // bf16 in and the fp32 scale; e4m3 out and the fp32 amax.
+  check_bytes(make(MemOp::fp8_quantize, MemPass::fwd, DType::bf16), 64 + 4, 32 + 4);
+  MemopCase copy = make(MemOp::copy);
+  check_bytes(copy, 128, 128);
+  CHECK(copy.copied_bytes() == 128);
+  MemopCase all = make(MemOp::peer_all);
+  all.devices = 4;
+  CHECK(all.copied_bytes() == 4 * 128);
+  CHECK(make(MemOp::add).copied_bytes() == 0);
+}
+
+TEST_CASE("memops cases are validated with the entry named") {
+  MemopCase bad = make(MemOp::adamw, MemPass::fwd, DType::bf16);
+  CHECK_THROWS_WITH(
+      validate(bad, "f.json: entry 3"),
+      Catch::Contains("f.json: entry 3") && Catch::Contains("does not take dtype bf16"));
+  CHECK_THROWS_WITH(validate(make(MemOp::add, MemPass::bwd), "x"), Catch::Contains("no backward"));
+  CHECK_THROWS_WITH(parse_memop("rmsnrom", "--op"), Catch::Contains("did you mean 'rmsnorm'"));
+}
+
+TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
+  ModelConfig m;
+  m.name = "llama3.1-8b";
+  m.seqlen = 8192;
+  m.hidden_size = 4096;
+  m.intermediate_size = 14336;
+  m.num_attention_heads = 32;
+  m.num_key_value_heads = 8;
+  m.head_dim = 128;
+  m.vocab_size = 128256;
+  m.num_hidden_layers = 32;
+  MemopModelRun run;
+  run.tp = 8;
+  const auto cases = model_memop_cases(m, run, {}, {MemPass::fwd, MemPass::bwd}, DType::bf16);
+  auto find = [&](MemOp op, MemPass pass) -> const MemopCase& {
+    for (const auto& c : cases)
+      if (c.op == op && c.pass == pass) return c;
+    FAIL("no case for " << memop_name(op));
+    return cases.front();
+  };
+  // Sequence parallelism: 8192 / 8 = 1024 rows of 4096; two norms per layer and the final one.
+  const MemopCase& norm = find(MemOp::rmsnorm, MemPass::bwd);
+  CHECK((norm.rows == 1024 && norm.cols == 4096 && norm.calls_per_step == 65));
+  CHECK(find(MemOp::add, MemPass::fwd).calls_per_step == 64);
+  const MemopCase& act = find(MemOp::swiglu, MemPass::fwd);
+  CHECK((act.rows == 8192 && act.cols == 14336 / 8 && act.calls_per_step == 32));
+  const MemopCase& rope = find(MemOp::rope, MemPass::fwd);
+  CHECK((rope.heads == 4 && rope.kv_heads == 1 && rope.head_dim == 128 && rope.cols == 640));
+  const MemopCase& softmax = find(MemOp::softmax, MemPass::fwd);
+  CHECK((softmax.rows == 4 * 8192 && softmax.cols == 8192));
+  CHECK(find(MemOp::cross_entropy, MemPass::fwd).cols == 128256 / 8);
+  CHECK(find(MemOp::embedding, MemPass::bwd).vocab == 16032);
+  // bf16 training: fp32 master weights; the rank's shard of 8,030,261,248 parameters / 8.
+  const MemopCase& adam = find(MemOp::adamw_bf16, MemPass::fwd);
+  CHECK((adam.rows == 1 && adam.cols == 1003782656 && adam.dtype == DType::fp32));
+  const MemopCase& fp8 = find(MemOp::fp8_quantize, MemPass::fwd);
+  CHECK((fp8.rows == 1024 && fp8.dtype == DType::bf16 && fp8.calls_per_step == 64));
+  // Operators without a backward never get one.
+  for (const auto& c : cases)
+    if (c.pass == MemPass::bwd) CHECK(has_backward(c.op));
+
+  run.tp = 3;
+  CHECK_THROWS_WITH(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16),
+                    Catch::Contains("--tp 3: does not divide the 8192 tokens"));
+}
