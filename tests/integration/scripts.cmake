@@ -121,3 +121,13 @@ add_test(NAME "plot_report: the GEMM roofline marks MoE expert rows with a marke
           "--series=fprop fp32 experts grouped:D" "--series=fprop fp32 experts loop:^"
           "--series=fprop fp32 experts padded:s" "--series=wgrad fp32 experts grouped:D"
           "--series=wgrad fp32 experts loop:^" "--series=wgrad fp32 experts padded:s")
+
+# The memops peers run here (numpy and Debian's CPU PyTorch) and print their one line.
+add_test(NAME "peers: numpy and torch memops peers print their figures"
+  COMMAND sh -c "${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/numpy_memops.py add 64 256 --repeats 2 && ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/torch_memops.py layernorm 64 256 --pass bwd --repeats 2")
+set_tests_properties("peers: numpy and torch memops peers print their figures" PROPERTIES
+  PASS_REGULAR_EXPRESSION "numpy add fwd 64 256 fp32 mean_us=[0-9.]+.*torch layernorm bwd 64 256 fp32 mean_us=[0-9.]+")
+add_test(NAME "peers: memops_vs_peer.sh prints one ratio table against the real bench_memops"
+  COMMAND env ROUNDS=1 bash ${PROJECT_SOURCE_DIR}/bench/peers/memops_vs_peer.sh numpy 64K 256)
+set_tests_properties("peers: memops_vs_peer.sh prints one ratio table against the real bench_memops" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| add \\| fwd \\| 256 \\| 256 \\|.*\\| copy \\| fwd \\|")
