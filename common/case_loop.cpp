@@ -1,6 +1,9 @@
 #include "common/case_loop.hpp"
 
+#include <filesystem>
+
 #include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "common/timer.hpp"
 
 namespace opbench {
@@ -33,6 +36,40 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files, bo
   tally_.add(m.row);
   progress_.done(work, m.progress);
   return true;
+}
+
+ReportSets::ReportSets(std::string dir, std::string prefix, const ReportOptions& report,
+                       nlohmann::json run, std::string metric_prefix, CaseLoop& loop)
+    : dir_(std::move(dir)),
+      prefix_(std::move(prefix)),
+      metric_prefix_(std::move(metric_prefix)),
+      report_(report),
+      run_(std::move(run)),
+      loop_(loop) {}
+
+ReportFiles& ReportSets::open(const std::string& key, const Record& like) {
+  auto& f = files_[key];
+  if (f) return *f;
+  const auto base = (std::filesystem::path(dir_) / (prefix_ + "_" + file_safe(key))).string();
+  f = std::make_unique<ReportFiles>(base, report_.formats, run_, metric_prefix_, report_.resume);
+  if (report_.resume) {
+    auto& earlier = finished_.emplace(key, FinishedCases(base + ".csv")).first->second;
+    loop_.carry_earlier(*f, earlier, like);
+  }
+  return *f;
+}
+
+bool ReportSets::done(const std::string& key, const Record& row) const {
+  auto it = finished_.find(key);
+  return it != finished_.end() && it->second.contains(row);
+}
+
+std::vector<std::string> ReportSets::listing() const {
+  std::vector<std::string> out;
+  for (const auto& [_, f] : files_)
+    for (const auto& line : f->listing())
+      out.push_back(line);
+  return out;
 }
 
 }  // namespace opbench

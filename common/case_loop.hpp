@@ -4,10 +4,13 @@
 // cannot, a failed row when it throws), write the row the moment it exists, print it and count it.
 // bench_gemm, bench_attention and bench_memops run their cases through it.
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
 #include "common/measure.hpp"
@@ -48,6 +51,31 @@ class CaseLoop {
   HarnessCost& harness_;
   RunTally& tally_;
   std::vector<Record>& rows_;
+};
+
+// The report files of a run with several reports (bench_gemm and bench_memops: one per model,
+// shapes file or sweep), each opened when its first case comes. On --resume each continues the
+// earlier run's files and carries their rows into the loop, so the .prom, the counts and the
+// summary cover both runs.
+class ReportSets {
+ public:
+  // Files are DIR/<prefix>_<key>.csv (.jsonl, .prom); `metric_prefix` names the .prom metrics.
+  ReportSets(std::string dir, std::string prefix, const ReportOptions& report, nlohmann::json run,
+             std::string metric_prefix, CaseLoop& loop);
+  // The files of report `key`; `like` is a row of the binary, to read earlier rows back with.
+  ReportFiles& open(const std::string& key, const Record& like);
+  // --resume: whether report `key` (opened) holds the case of `row` already.
+  bool done(const std::string& key, const Record& row) const;
+  // "path (N rows)" for every file of every report, for the closing lines.
+  std::vector<std::string> listing() const;
+
+ private:
+  std::string dir_, prefix_, metric_prefix_;
+  const ReportOptions& report_;
+  nlohmann::json run_;
+  CaseLoop& loop_;
+  std::map<std::string, std::unique_ptr<ReportFiles>> files_;
+  std::map<std::string, FinishedCases> finished_;
 };
 
 // A provider's run, guarded: `unsupported` makes a skipped result with that note, an Error thrown

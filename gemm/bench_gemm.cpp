@@ -312,8 +312,6 @@ int bench_gemm_main(int argc, char** argv) {
   const MeasureOptions measure = resolve(
       choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, o.measure);
   GemmRunOptions run_options{measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
-  std::map<std::string, std::unique_ptr<ReportFiles>>
-      files;  // one set per model, shapes file or sweep
   std::vector<Record> rows;
   ConsoleTable table({{"model", "", 14},
                       {"gemm", "", 18},
@@ -329,31 +327,15 @@ int bench_gemm_main(int argc, char** argv) {
                       {"status", "", 7}});
   RunTally tally;
   tally.planned = cases.size();
-  std::map<std::string, FinishedCases> finished;  // --resume: what each report already holds
-  // One set of files per model, shapes file or sweep; on --resume they continue the earlier
-  // run's files and carry its rows, so the .prom, the counts and the summary cover both runs.
   CaseLoop loop(progress, table, harness, tally, rows);
-  auto files_for = [&](const GemmCase& c) -> ReportFiles& {
-    auto& f = files[c.report];
-    if (f) return *f;
-    const auto base =
-        (std::filesystem::path(report_dir) / ("gemm_" + file_safe(c.report))).string();
-    f = std::make_unique<ReportFiles>(base, o.report.formats,
-                                      nlohmann::json{{"run_id", env.run_id()}}, "opbench_gemm",
-                                      o.report.resume);
-    if (o.report.resume) {
-      auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
-      loop.carry_earlier(*f, earlier, gemm_row(c, providers.id_for(c), GemmResult{}, peaks));
-    }
-    return *f;
-  };
+  ReportSets reports(report_dir, "gemm", o.report, {{"run_id", env.run_id()}}, "opbench_gemm",
+                     loop);
   install_interrupt_handlers();
   for (auto& c : cases) {
     if (interrupted()) break;
-    ReportFiles& f = files_for(c);
-    const bool done = o.report.resume &&
-                      finished.at(c.report).contains(gemm_row(
-                          providers.as_run(c, nullptr), providers.id_for(c), GemmResult{}, peaks));
+    ReportFiles& f = reports.open(c.report, gemm_row(c, providers.id_for(c), GemmResult{}, peaks));
+    const bool done = reports.done(
+        c.report, gemm_row(providers.as_run(c, nullptr), providers.id_for(c), GemmResult{}, peaks));
     const bool went_on = loop.run(case_label(c), static_cast<double>(c.flops()), f, done, [&] {
       GemmResult r = run_case(providers, c, run_options, o.fp8_accum);
       Record row = gemm_row(c, providers.id_for(c), r, peaks);
@@ -373,11 +355,8 @@ int bench_gemm_main(int argc, char** argv) {
                    15,
                    {harness.markdown()},
                    tally.planned});
-  RunEnd end{harness.text(), report_dir, {}, true};
-  for (const auto& [_, f] : files)
-    for (const auto& line : f->listing())
-      end.files.push_back(line);
-  return finish_run(tally, end, interrupted(), interrupted() ? interrupted_exit_code() : 0);
+  return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
+                    interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench

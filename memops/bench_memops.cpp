@@ -224,22 +224,8 @@ int bench_memops_main(int argc, char** argv) {
   RunTally tally;
   tally.planned = planned;
   CaseLoop loop(progress, table, harness, tally, rows);
-  std::map<std::string, std::unique_ptr<ReportFiles>> files;  // one set per model, shapes, sweep
-  std::map<std::string, FinishedCases> finished;              // --resume
-  auto files_for = [&](const MemopCase& c) -> ReportFiles& {
-    auto& f = files[c.report];
-    if (f) return *f;
-    const auto base =
-        (std::filesystem::path(report_dir) / ("memops_" + file_safe(c.report))).string();
-    f = std::make_unique<ReportFiles>(base, o.report.formats,
-                                      nlohmann::json{{"run_id", env.run_id()}}, "opbench_memops",
-                                      o.report.resume);
-    if (o.report.resume) {
-      auto& earlier = finished.emplace(c.report, FinishedCases(base + ".csv")).first->second;
-      loop.carry_earlier(*f, earlier, memop_row(c, primary, MemopResult{}, roof));
-    }
-    return *f;
-  };
+  ReportSets reports(report_dir, "memops", o.report, {{"run_id", env.run_id()}}, "opbench_memops",
+                     loop);
   install_interrupt_handlers();
   bool went_on = true;
   for (const auto& c : cases) {
@@ -250,9 +236,8 @@ int bench_memops_main(int argc, char** argv) {
         went_on = false;
         break;
       }
-      ReportFiles& f = files_for(c);
-      const bool done = o.report.resume &&
-                        finished.at(c.report).contains(memop_row(c, provider, MemopResult{}, roof));
+      ReportFiles& f = reports.open(c.report, memop_row(c, primary, MemopResult{}, roof));
+      const bool done = reports.done(c.report, memop_row(c, provider, MemopResult{}, roof));
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
       went_on = loop.run(label, static_cast<double>(c.io_bytes()), f, done, [&] {
         MemopResult r = run_case(provider, c, run);
@@ -274,11 +259,8 @@ int bench_memops_main(int argc, char** argv) {
                    15,
                    {harness.markdown()},
                    tally.planned});
-  RunEnd end{harness.text(), report_dir, {}, true};
-  for (const auto& [_, f] : files)
-    for (const auto& line : f->listing())
-      end.files.push_back(line);
-  return finish_run(tally, end, interrupted(), interrupted() ? interrupted_exit_code() : 0);
+  return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
+                    interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench
