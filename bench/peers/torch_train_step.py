@@ -1,0 +1,851 @@
+#!/usr/bin/python3
+"""Times real training steps of a dense configs/models.json model in PyTorch, fp32 on the CPU.
+
+The reality a step-time prediction (bench_step) is checked against: the model is built in
+torch.nn from the entry's keys (random init, fixed seed, no dropout) and trained on random token
+ids for --warmup untimed and --steps timed steps. One step is --grad-accum micro-batches of
+--micro-batch x --seq-len tokens, each forward (embedding, L decoder layers, final norm, LM
+head), next-token cross-entropy (mean) and backward, then torch.optim.AdamW (lr 1e-4,
+weight_decay 0.1, foreach left at its default) step and zero_grad(set_to_none=True).
+
+Model (Llama style, every choice from the entry's keys):
+  decoder layer   x + attn(norm(x)), then x + mlp(norm(x)); pre-norm, as Llama and GPT
+  norm            rmsnorm: x * rsqrt(mean(x^2) + 1e-5) * w (Hugging Face's LlamaRMSNorm; eager,
+                  several kernels); layernorm: torch.nn.LayerNorm (weight and bias)
+  attention       q, k, v projections (biases with attention_bias), RoPE on q and k (theta
+                  10000; not with learned_position_embeddings), k and v repeated to Hq heads when
+                  Hkv < Hq (GQA, as Hugging Face's repeat_kv), scaled_dot_product_attention with
+                  is_causal=True, output projection (bias with attention_out_bias). On torch >= 2.1
+                  that is PyTorch's fused flash-attention CPU kernel; Debian 12's torch 1.13 has
+                  only the private F._scaled_dot_product_attention with its unfused math path
+                  (bmm, masked softmax, bmm). The summary says which ran ("attention")
+  mlp             gated_mlp: down(silu(gate(x)) * up(x)) (SwiGLU); else down(gelu_tanh(up(x)));
+                  biases with mlp_bias
+  LM head         [V, H] without bias; tie_word_embeddings shares the embedding's tensor
+MoE and MLA models are refused (dense models only).
+
+Allocation: PyTorch on the CPU has no caching allocator, and glibc serves blocks over 32 MiB with
+mmap and unmaps them at free, so every large activation would be paged in anew each step (a cost
+a GPU run, with its caching allocator, does not pay). As bench/peers/torch_memops.py, the script
+tells glibc (mallopt) to serve everything from the heap and keep it; --fresh-pages keeps glibc's
+default. The summary says which ("alloc").
+
+Threads: torch.set_num_threads(--threads), default the cores this process may run on
+(os.sched_getaffinity) divided by the ranks. A step's time is wall time (time.perf_counter) from
+its first forward to the end of zero_grad; the random ids are made before it. The script also
+reads /proc/stat around the timed steps and says how much CPU time other processes (and the
+hypervisor, "steal") took meanwhile ("other_cpu_pct", "steal_pct"; a warning above 10%).
+OpenMP's threads suffer badly from sharing cores: on the 2-core development machine a
+tiny-model step of 40 ms took 1 to 2 s with 2 threads while a compiler ran on one core; with 1
+thread it lost 40 to 100%. There, even quiet, 1 thread ran steps faster and steadier than 2.
+
+--ddp R: R ranks on this machine (torch.multiprocessing.spawn), DistributedDataParallel over gloo
+(MASTER_ADDR 127.0.0.1, a free port; DDP's defaults: 25 MiB buckets, all-reduce overlapping the
+backward; no_sync on all but the last micro-batch), each rank with --threads threads; global
+batch R x B x G sequences. A step's time is the slowest rank's (the per-step times are
+all-reduced with MAX). Rank 0 prints.
+
+--profile: one more step under torch.profiler (CPU activities; not in the timed steps), the self
+CPU time of the training thread's operators grouped as below, as percentages of that step's wall
+time (the profiled step is slower than the timed ones; both are printed):
+  matmul/linear   aten::mm, addmm, bmm, baddbmm, matmul, linear and their autograd nodes
+                  (MmBackward0 …), with the views they make; memory-moving ops inside them (the
+                  copy_ that broadcasts a bias into addmm's output, a bias gradient's sum) are
+                  memory-bound
+  attention       everything inside scaled_dot_product_attention, and the backward nodes of the
+                  forward ops it ran (matched by autograd sequence number): on 1.13 its bmm and
+                  softmax, forward and backward
+  optimizer       everything inside Optimizer.step and Optimizer.zero_grad, _foreach ops
+  communication   c10d and gloo ops and DDP's reducer on the training thread (launching the
+                  all-reduce, the copies into and out of its buckets)
+  memory-bound    every other operator: norms, RoPE, activations, residual adds, cross-entropy,
+                  embedding and its backward, the autograd engine's nodes, AccumulateGrad
+  outside ops     the step's wall time not inside any operator: Python, the autograd engine
+                  between nodes, and waiting (for DDP's all-reduce, too)
+and, apart, how long gloo's collectives were in flight on their own threads (async events; they
+overlap the rows above).
+
+Output: the settings, the timed steps, the median step time, then one line of JSON (the last line
+of stdout): model, params, micro_batch, seq_len, grad_accum, threads, world_size, step_times_ms,
+median_ms, tokens_per_s and a few more. Bad arguments or a bad models file: one `error:` line on
+stderr, exit 2.
+
+Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
+         [--micro-batch B] [--seq-len S] [--grad-accum G] [--warmup W] [--steps N]
+         [--threads T] [--ddp R] [--profile] [--fresh-pages] [--seed N] [--list-models]
+"""
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_INT = 2 ** 24
+
+# configs/models.json's keys (docs/inputs.md): name -> (kind, required, upper bound)
+KEYS = {
+    "model": ("str", True, None),
+    "seqlen": ("int", True, MAX_INT),
+    "hidden_size": ("int", True, MAX_INT),
+    "intermediate_size": ("int", True, MAX_INT),
+    "num_attention_heads": ("int", True, 2 ** 16),
+    "num_key_value_heads": ("int", True, 2 ** 16),
+    "head_dim": ("int", False, MAX_INT),
+    "vocab_size": ("int", True, 2 ** 30),
+    "num_hidden_layers": ("int", True, 100000),
+    "tie_word_embeddings": ("bool", False, None),
+    "gated_mlp": ("bool", False, None),
+    "attention_bias": ("bool", False, None),
+    "attention_out_bias": ("bool", False, None),
+    "mlp_bias": ("bool", False, None),
+    "norm": ("norm", False, None),
+    "learned_position_embeddings": ("bool", False, None),
+    "source": ("str", False, None),
+    # MoE
+    "n_routed_experts": ("int", False, 65536),
+    "num_experts_per_tok": ("int", False, 65536),
+    "moe_intermediate_size": ("int", False, MAX_INT),
+    "n_shared_experts": ("int0", False, MAX_INT),
+    "first_k_dense_replace": ("int0", False, 100000),
+    # MLA
+    "q_lora_rank": ("int", False, MAX_INT),
+    "kv_lora_rank": ("int", False, MAX_INT),
+    "qk_nope_head_dim": ("int", False, MAX_INT),
+    "qk_rope_head_dim": ("int", False, MAX_INT),
+    "v_head_dim": ("int", False, MAX_INT),
+}
+MOE_KEYS = ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
+MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+CATEGORIES = ("matmul/linear", "attention", "optimizer", "memory-bound", "communication")
+MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm",
+              "aten::matmul", "aten::linear", "aten::_mkldnn_matmul", "aten::mkldnn_linear"}
+MATMUL_NODES = {"MmBackward0", "AddmmBackward0", "BmmBackward0", "BaddbmmBackward0",
+                "MatmulBackward0", "LinearBackward0", "MkldnnLinearBackward0"}
+# inside a matmul op these count with it (no data moved); anything else there (the copy_ that
+# broadcasts a bias into addmm's output or makes an input contiguous, the sum of a bias
+# gradient) is memory-bound
+VIEW_OPS = {"aten::t", "aten::transpose", "aten::view", "aten::reshape", "aten::_reshape_alias",
+            "aten::_unsafe_view", "aten::expand", "aten::as_strided", "aten::resolve_conj",
+            "aten::resolve_neg", "aten::select", "aten::empty", "aten::empty_strided",
+            "aten::empty_like", "aten::detach", "detach", "aten::unsqueeze", "aten::squeeze",
+            "aten::permute", "aten::slice", "aten::alias", "aten::numpy_T", "aten::matrix_H"}
+NODE_PREFIX = "autograd::engine::evaluate_function: "
+
+
+class UsageError(Exception):
+    """One `error:` line, exit 2."""
+
+
+def fail(message: str) -> None:
+    raise UsageError(message)
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's usage + "prog: error:" becomes our one line
+        fail(message)
+
+
+def int_at_least(low):
+    def parse(text):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+    return parse
+
+
+def keep_freed_memory() -> bool:
+    """glibc: no mmap for large blocks (M_MMAP_MAX = 0), no trimming of the heap (M_TRIM_THRESHOLD
+    as large as it goes), so a freed activation's pages serve the next one."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt(-4, 0) == 1 and libc.mallopt(-1, 2 ** 31 - 1) == 1
+    except (OSError, AttributeError):
+        return False
+
+
+# ---------------------------------------------------------------- configs/models.json
+
+def default_models_path() -> str:
+    env = os.environ.get("OPBENCH_CONFIG_DIR")
+    if env and os.path.isfile(os.path.join(env, "models.json")):
+        return os.path.join(env, "models.json")
+    return os.path.normpath(os.path.join(HERE, "..", "..", "configs", "models.json"))
+
+
+def describe(value) -> str:
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return f"{kind} ({json.dumps(value)[:40]})"
+
+
+def load_models(path: str) -> list:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        fail(f"{path}:{e.lineno}:{e.colno}: {e.msg}")
+    if not isinstance(data, list):
+        fail(f"{path}: expected a JSON list of models, got {describe(data)}")
+    models, seen = [], {}
+    for index, raw in enumerate(data):
+        if not isinstance(raw, dict):
+            fail(f"{path}: entry {index}: expected an object, got {describe(raw)}")
+        name = raw.get("model")
+        where = f"{path}: entry {index}" + (f' ("{name}")' if isinstance(name, str) else "")
+        entry = {}
+        for key, value in raw.items():
+            if key.startswith("_") or value is None:
+                continue
+            if key not in KEYS:
+                fail(f"{where}: unknown key '{key}'")
+            kind, _, bound = KEYS[key]
+            if kind == "str" and not isinstance(value, str):
+                fail(f"{where}: key '{key}': expected a string, got {describe(value)}")
+            if kind == "bool" and not isinstance(value, bool):
+                fail(f"{where}: key '{key}': expected a boolean, got {describe(value)}")
+            if kind == "norm" and value not in ("rmsnorm", "layernorm"):
+                fail(f"{where}: key '{key}': expected \"rmsnorm\" or \"layernorm\", got "
+                     f"{describe(value)}")
+            if kind in ("int", "int0"):
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                if isinstance(value, bool) or not isinstance(value, int):
+                    fail(f"{where}: key '{key}': expected an integer, got {describe(value)}")
+                low = 0 if kind == "int0" else 1
+                if not low <= value <= bound:
+                    fail(f"{where}: key '{key}': {value} is outside {low}..{bound}")
+            entry[key] = value
+        for key, (_, required, _) in KEYS.items():
+            if required and key not in entry:
+                fail(f"{where}: missing key '{key}'")
+        lower = entry["model"].lower()
+        if lower in seen:
+            fail(f"{where}: model '{entry['model']}' is already entry {seen[lower]}")
+        seen[lower] = index
+        for group, what in ((MOE_KEYS, "MoE"), (MLA_KEYS, "MLA")):
+            given = [k for k in group if k in entry]
+            if given and len(given) != len(group):
+                missing = next(k for k in group if k not in entry)
+                fail(f"{where}: missing key '{missing}' ({what} model: {given[0]} is given)")
+        hq, hkv = entry["num_attention_heads"], entry["num_key_value_heads"]
+        if hkv > hq or hq % hkv:
+            fail(f"{where}: key 'num_key_value_heads': {hkv} must divide num_attention_heads "
+                 f"({hq})")
+        models.append(entry)
+    if not models:
+        fail(f"{path}: no models")
+    return models
+
+
+def moe_or_mla(entry: dict):
+    """'a mixture-of-experts model (…)' and/or 'MLA …' when the entry is one, else None."""
+    kinds = []
+    if any(k in entry for k in MOE_KEYS):
+        kinds.append("a mixture-of-experts model (" + ", ".join(
+            f"{k} {entry[k]}" for k in MOE_KEYS if k in entry) + ")")
+    if any(k in entry for k in MLA_KEYS):
+        kinds.append(("" if kinds else "a model with ") + "MLA attention (" + ", ".join(
+            f"{k} {entry[k]}" for k in MLA_KEYS if k in entry) + ")")
+    return " with ".join(kinds) or None
+
+
+class Shape:
+    """The dense model's numbers, defaults applied."""
+
+    def __init__(self, entry: dict, layers):
+        self.name = entry["model"]
+        self.seqlen = entry["seqlen"]
+        self.H = entry["hidden_size"]
+        self.I = entry["intermediate_size"]
+        self.Hq = entry["num_attention_heads"]
+        self.Hkv = entry["num_key_value_heads"]
+        if "head_dim" in entry:
+            self.d = entry["head_dim"]
+        elif self.H % self.Hq == 0:
+            self.d = self.H // self.Hq
+        else:
+            fail(f"model '{self.name}': hidden_size {self.H} is not a multiple of "
+                 f"num_attention_heads {self.Hq}; give head_dim")
+        self.V = entry["vocab_size"]
+        self.L = layers if layers is not None else entry["num_hidden_layers"]
+        self.L_file = entry["num_hidden_layers"]
+        self.tied = entry.get("tie_word_embeddings", False)
+        self.gated = entry.get("gated_mlp", True)
+        self.qkv_bias = entry.get("attention_bias", False)
+        self.out_bias = entry.get("attention_out_bias", False)
+        self.mlp_bias = entry.get("mlp_bias", False)
+        self.norm = entry.get("norm", "rmsnorm")
+        self.learned_pos = entry.get("learned_position_embeddings", False)
+        self.rope = not self.learned_pos
+        if self.rope and self.d % 2:
+            fail(f"model '{self.name}': RoPE needs an even head_dim, got {self.d}")
+
+    def params(self) -> int:
+        H, I, V, d, Hq, Hkv = self.H, self.I, self.V, self.d, self.Hq, self.Hkv
+        norm = 2 * H if self.norm == "layernorm" else H
+        attn = H * Hq * d + 2 * H * Hkv * d + Hq * d * H
+        attn += (Hq * d + 2 * Hkv * d) * self.qkv_bias + H * self.out_bias
+        mlp = (3 if self.gated else 2) * H * I + ((2 if self.gated else 1) * I + H) * self.mlp_bias
+        root = V * H + norm + (0 if self.tied else V * H) + self.seqlen * H * self.learned_pos
+        return self.L * (2 * norm + attn + mlp) + root
+
+    def summary(self) -> str:
+        heads = f"{self.Hq}/{self.Hkv} heads x {self.d}"
+        return (f"{self.L} layers{'' if self.L == self.L_file else f' of {self.L_file}'}, "
+                f"H {self.H}, I {self.I}, {heads}, V {self.V}, {self.norm}, "
+                f"{'swiglu' if self.gated else 'gelu'} mlp, "
+                f"{'rope' if self.rope else 'learned positions'}, "
+                f"{'tied' if self.tied else 'untied'} lm head")
+
+
+# ---------------------------------------------------------------- the model
+
+def build_model(torch, shape: Shape):
+    nn, F = torch.nn, torch.nn.functional
+
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0
+        def sdpa(q, k, v):
+            # PyTorch's fused CPU path: with fp32 inputs, no mask and no dropout, torch >= 2.1
+            # dispatches to its flash-attention CPU kernel
+            # (aten::_scaled_dot_product_flash_attention[_for_cpu]); 2.0 to the math path
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:  # torch 1.13 (Debian 12's python3-torch): the private first version, unfused
+        def sdpa(q, k, v):
+            # the same call, PyTorch's own attention; on 1.13 the CPU has only the math path
+            # (aten::_scaled_dot_product_attention_math: bmm, masked softmax, bmm)
+            return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+
+    class RMSNorm(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(n))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+    def norm():
+        return RMSNorm(shape.H) if shape.norm == "rmsnorm" else nn.LayerNorm(shape.H, eps=1e-5)
+
+    def rotate_half(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            s = shape
+            self.q_proj = nn.Linear(s.H, s.Hq * s.d, bias=s.qkv_bias)
+            self.k_proj = nn.Linear(s.H, s.Hkv * s.d, bias=s.qkv_bias)
+            self.v_proj = nn.Linear(s.H, s.Hkv * s.d, bias=s.qkv_bias)
+            self.o_proj = nn.Linear(s.Hq * s.d, s.H, bias=s.out_bias)
+
+        def forward(self, x, cos, sin):
+            B, S, _ = x.shape
+            Hq, Hkv, d = shape.Hq, shape.Hkv, shape.d
+            q = self.q_proj(x).view(B, S, Hq, d).transpose(1, 2)
+            k = self.k_proj(x).view(B, S, Hkv, d).transpose(1, 2)
+            v = self.v_proj(x).view(B, S, Hkv, d).transpose(1, 2)
+            if cos is not None:
+                q = q * cos + rotate_half(q) * sin
+                k = k * cos + rotate_half(k) * sin
+            if Hkv != Hq:  # GQA: every kv head serves Hq / Hkv query heads
+                rep = Hq // Hkv
+                k = k[:, :, None].expand(B, Hkv, rep, S, d).reshape(B, Hq, S, d)
+                v = v[:, :, None].expand(B, Hkv, rep, S, d).reshape(B, Hq, S, d)
+            o = sdpa(q, k, v)
+            return self.o_proj(o.transpose(1, 2).reshape(B, S, Hq * d))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            s = shape
+            if s.gated:
+                self.gate_proj = nn.Linear(s.H, s.I, bias=s.mlp_bias)
+            self.up_proj = nn.Linear(s.H, s.I, bias=s.mlp_bias)
+            self.down_proj = nn.Linear(s.I, s.H, bias=s.mlp_bias)
+
+        def forward(self, x):
+            if shape.gated:
+                return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+            return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_norm = norm()
+            self.attn = Attention()
+            self.post_attention_norm = norm()
+            self.mlp = MLP()
+
+        def forward(self, x, cos, sin):
+            x = x + self.attn(self.input_norm(x), cos, sin)
+            return x + self.mlp(self.post_attention_norm(x))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            s = shape
+            self.embed = nn.Embedding(s.V, s.H)
+            if s.learned_pos:
+                self.pos_embed = nn.Embedding(s.seqlen, s.H)
+            self.layers = nn.ModuleList(Layer() for _ in range(s.L))
+            self.norm = norm()
+            self.lm_head = nn.Linear(s.H, s.V, bias=False)
+            if s.tied:
+                self.lm_head.weight = self.embed.weight
+
+        def forward(self, ids):
+            S = ids.shape[1]
+            x = self.embed(ids)
+            cos = sin = None
+            if shape.learned_pos:
+                x = x + self.pos_embed(torch.arange(S))
+            else:  # the tables are inputs, not parameters; they cost a few kernels per step
+                inv = 1.0 / 10000.0 ** (torch.arange(0, shape.d, 2, dtype=torch.float32) / shape.d)
+                freqs = torch.outer(torch.arange(S, dtype=torch.float32), inv)
+                emb = torch.cat((freqs, freqs), dim=-1)
+                cos, sin = emb.cos(), emb.sin()
+            for layer in self.layers:
+                x = layer(x, cos, sin)
+            return self.lm_head(self.norm(x))
+
+    model = Model()
+    with torch.no_grad():  # Hugging Face's init: N(0, 0.02), zero biases, unit norms
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.normal_(0.0, 0.02)
+                if getattr(module, "bias", None) is not None:
+                    module.bias.zero_()
+    return model
+
+
+def attention_path(torch, shape: Shape) -> str:
+    """Which kernel scaled_dot_product_attention runs here: a tiny call under the profiler."""
+    F = torch.nn.functional
+    q = torch.randn(1, shape.Hq, 16, shape.d)
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        if hasattr(F, "scaled_dot_product_attention"):
+            F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        else:
+            F._scaled_dot_product_attention(q, q, q, None, 0.0, False, True)
+    names = " ".join(e.name for e in prof.events())
+    if "flash" in names:
+        return "flash (fused)"
+    if "efficient" in names:
+        return "memory-efficient (fused)"
+    return "math (unfused)"
+
+
+# ---------------------------------------------------------------- the profile's breakdown
+
+def breakdown(events, wall_us: float) -> dict:
+    """Self CPU time per category on the training thread (the one that runs the optimizer), and
+    how long gloo's collectives were in flight on their own threads (asynchronous events)."""
+    events = list(events)
+    flights = [e for e in events if getattr(e, "is_async", False)]
+    events = [e for e in events if not getattr(e, "is_async", False)]
+    main = next((e.thread for e in events if e.name.startswith("Optimizer.step")), None)
+    if main is None and events:
+        per_thread = {}
+        for e in events:
+            per_thread[e.thread] = per_thread.get(e.thread, 0.0) + e.self_cpu_time_total
+        main = max(per_thread, key=per_thread.get)
+    events = [e for e in events if e.thread == main]
+
+    def node_name(name):
+        return name[len(NODE_PREFIX):] if name.startswith(NODE_PREFIX) else name
+
+    def is_comm(name):
+        low = name.lower()
+        return (low.startswith(("gloo:", "nccl:", "c10d::", "torch.distributed"))
+                or "allreduce" in low or "all_reduce" in low)
+
+    def is_attention(name):
+        low = name.lower()
+        return "scaled_dot_product" in low or "flash_attention" in low or "scaleddotproduct" in low
+
+    def ancestors(e):
+        p = e.cpu_parent
+        while p is not None:
+            yield p
+            p = p.cpu_parent
+
+    # the sequence numbers of the autograd nodes that the attention call's forward ops create:
+    # the backward nodes with those numbers (BmmBackward0 … of the math path, or the fused
+    # kernel's own) are attention's backward
+    attn_seq = set()
+    for e in events:
+        if e.sequence_nr >= 0 and e.name.startswith("aten::"):
+            if is_attention(e.name) or any(is_attention(a.name) for a in ancestors(e)):
+                attn_seq.add(e.sequence_nr)
+
+    def backward_node(chain):
+        """The autograd node (name, sequence number) an event runs under, if any."""
+        for a in chain:
+            n = node_name(a.name)
+            if n != a.name or (not n.startswith("aten::") and "Backward" in n):
+                seq = a.sequence_nr
+                if seq < 0:  # the engine's wrapper: the node is its child
+                    seq = next((c.sequence_nr for c in a.cpu_children
+                                if c.name == n and c.sequence_nr >= 0), -1)
+                return n, seq
+        return None, -1
+
+    def category(e):
+        chain = [e, *ancestors(e)]
+        names = [a.name for a in chain]
+        if any(is_comm(n) for n in names):
+            return "communication"
+        if any(n.startswith("Optimizer.") or "_foreach" in n or "adam" in n.lower()
+               for n in names):
+            return "optimizer"
+        if any(is_attention(n) for n in names):
+            return "attention"
+        node, seq = backward_node(chain)
+        if node is not None and (seq in attn_seq or is_attention(node)):
+            return "attention"
+        if any(n in MATMUL_OPS for n in names) or node in MATMUL_NODES:
+            own = node_name(e.name)
+            if own in MATMUL_OPS or own in MATMUL_NODES or own in VIEW_OPS:
+                return "matmul/linear"
+        return "memory-bound"
+
+    result = {c: 0.0 for c in CATEGORIES}
+    top = {c: {} for c in CATEGORIES}
+    for e in events:
+        c = category(e)
+        result[c] += e.self_cpu_time_total
+        top[c][e.name] = top[c].get(e.name, 0.0) + e.self_cpu_time_total
+    # collectives in flight: the union of the async events' intervals
+    spans = sorted((e.time_range.start, e.time_range.end) for e in flights if is_comm(e.name))
+    in_flight, end = 0.0, None
+    for a, b in spans:
+        if end is None or a > end:
+            in_flight += b - a
+            end = b
+        elif b > end:
+            in_flight += b - end
+            end = b
+    return {"main": result, "top": top, "in_flight_us": in_flight, "wall_us": wall_us}
+
+
+def print_breakdown(b: dict, profiled_ms: float, median_ms: float) -> dict:
+    wall = b["wall_us"]
+    rows = dict(b["main"])
+    rows["outside ops"] = max(wall - sum(rows.values()), 0.0)
+    print(f"profile: one more step under torch.profiler, rank 0: {profiled_ms:.1f} ms "
+          f"(timed median {median_ms:.1f} ms); self CPU time on the training thread")
+    print(f"  {'category':<16}{'ms':>9}{'% of step':>11}   largest ops")
+    pct = {}
+    for name, us in rows.items():
+        pct[name] = 100.0 * us / wall if wall else 0.0
+        tops = sorted(b["top"].get(name, {}).items(), key=lambda kv: -kv[1])[:3]
+        ops = ", ".join(f"{n} {100.0 * t / wall:.1f}%" for n, t in tops if t >= 0.05 * wall / 100)
+        if name == "outside ops":
+            ops = "Python, the autograd engine between ops, waiting (for collectives too)"
+        print(f"  {name:<16}{us / 1e3:>9.1f}{pct[name]:>10.1f}%   {ops}")
+    if b["in_flight_us"] > 0:
+        us = b["in_flight_us"]
+        pct["collectives_in_flight"] = 100.0 * us / wall if wall else 0.0
+        print(f"  gloo collectives in flight on their own threads (overlapping the rows above): "
+              f"{us / 1e3:.1f} ms, {pct['collectives_in_flight']:.1f}% of the step")
+    return {k: round(v, 2) for k, v in pct.items()}
+
+
+# ---------------------------------------------------------------- the run
+
+def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
+    if not args.fresh_pages:
+        keep_freed_memory()
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(args.threads)
+    ddp = world > 1 or args.ddp is not None
+    if ddp:
+        import datetime
+        import torch.distributed as dist
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group("gloo", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(minutes=10))
+
+    torch.manual_seed(args.seed)
+    model = build_model(torch, shape)
+    params = sum(p.numel() for p in model.parameters())
+    if params != shape.params() and rank == 0:
+        warn(f"built {params:,} parameters, the formula says {shape.params():,}")
+    if ddp:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    B, S, G, V = args.micro_batch, args.seq_len, args.grad_accum, shape.V
+    gen = torch.Generator().manual_seed(args.seed + 1 + rank)
+
+    def tokens():  # fresh random ids for each step's micro-batches, made outside the timing
+        return torch.randint(0, V, (G, B, S + 1), generator=gen)
+
+    def step(batch):
+        total = 0.0
+        for i, ids in enumerate(batch):
+            sync = not ddp or i == G - 1  # DDP all-reduces on the last micro-batch only
+            ctx = model.no_sync() if not sync else _null()
+            with ctx:
+                logits = model(ids[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+                loss.backward()
+            total += loss.item()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return total
+
+    if ddp:
+        torch.distributed.barrier()
+    for _ in range(args.warmup):
+        step(tokens())
+    times, loss = [], float("nan")
+    if ddp:
+        torch.distributed.barrier()
+    before = cpu_sample()
+    for _ in range(args.steps):
+        batch = tokens()
+        t0 = time.perf_counter()
+        loss = step(batch)
+        times.append((time.perf_counter() - t0) * 1e3)
+    after = cpu_sample()
+    own = after[3] - before[3]
+    if ddp:
+        t = torch.tensor(times, dtype=torch.float64)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        times = t.tolist()
+        o = torch.tensor([own], dtype=torch.float64)
+        torch.distributed.all_reduce(o)  # every rank's CPU time
+        own = o.item()
+    median = statistics.median(times)
+    # how much of the machine other processes (and the hypervisor: steal) took meanwhile
+    capacity = (after[0] - before[0]) * (os.cpu_count() or 1)
+    other_pct = max(after[1] - before[1] - own, 0.0) / capacity * 100 if capacity else 0.0
+    steal_pct = (after[2] - before[2]) / capacity * 100 if capacity else 0.0
+
+    profile_pct = None
+    if args.profile:
+        from torch.profiler import profile, ProfilerActivity
+        if ddp:
+            torch.distributed.barrier()
+        batch = tokens()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            t0 = time.perf_counter()
+            step(batch)
+            profiled_ms = (time.perf_counter() - t0) * 1e3
+        if rank == 0:
+            b = breakdown(prof.events(), profiled_ms * 1e3)
+    attn = attention_path(torch, shape) if rank == 0 else None
+
+    if rank == 0:
+        n_tokens = world * B * G * S
+        print(f"model {shape.name}: {shape.summary()}; {params:,} params")
+        print(f"fp32 on the CPU, torch {torch.__version__}, attention {attn}, "
+              f"alloc {'fresh' if args.fresh_pages else 'heap'}")
+        print(f"step: world {world} x micro_batch {B} x grad_accum {G} x seq_len {S} = "
+              f"{n_tokens} tokens; {args.threads} threads per rank")
+        print(f"{args.warmup} warm-up steps, {args.steps} timed (ms"
+              f"{', slowest rank' if world > 1 else ''}): "
+              + " ".join(f"{t:.1f}" for t in times))
+        spread = (max(times) - min(times)) / median * 100 if median else 0.0
+        print(f"median step time: {median:.1f} ms ({n_tokens / median * 1e3:,.0f} tokens/s; "
+              f"max-min {spread:.1f}% of the median); last loss {loss:.3f}")
+        if other_pct + steal_pct > 10:  # even with a core to spare, a step ran up to 2x slower
+            warn(f"other processes used {other_pct:.0f}% of the machine's CPU time during the "
+                 f"timed steps (steal {steal_pct:.0f}%): these are not a quiet machine's times"
+                 + ("; with every core busy, --threads 1 suffers less" if args.threads > 1
+                    else ""))
+        if args.profile:
+            profile_pct = print_breakdown(b, profiled_ms, median)
+        summary = {
+            "model": shape.name, "params": params, "layers": shape.L,
+            "micro_batch": B, "seq_len": S, "grad_accum": G,
+            "threads": args.threads, "world_size": world,
+            "step_times_ms": [round(t, 3) for t in times],
+            "median_ms": round(median, 3),
+            "tokens_per_s": round(n_tokens / median * 1e3, 1),
+            "warmup": args.warmup, "loss": round(loss, 4), "dtype": "fp32",
+            "attention": attn, "alloc": "fresh" if args.fresh_pages else "heap",
+            "torch": torch.__version__,
+            "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
+        }
+        if profile_pct is not None:
+            summary["profile_pct"] = profile_pct
+            summary["profiled_step_ms"] = round(profiled_ms, 3)
+        print(json.dumps(summary), flush=True)
+    if ddp:
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def ddp_worker(rank, world, args, shape, port):
+    run(rank, world, args, shape, port)
+
+
+def cpu_sample():
+    """(wall s, the machine's busy CPU s, its steal s, this process's CPU s): /proc/stat's cpu
+    line (busy: user nice system irq softirq) and os.times (every thread of this process)."""
+    busy = steal = 0.0
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        hz = os.sysconf("SC_CLK_TCK")
+        busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
+        steal = (v[7] if len(v) > 7 else 0) / hz
+    except (OSError, ValueError, IndexError):
+        pass
+    t = os.times()
+    return time.perf_counter(), busy, steal, t.user + t.system
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def parse_args(argv):
+    p = Parser(description=__doc__.splitlines()[0], add_help=True)
+    p.add_argument("--model", help="a model of the file (case-insensitive); default: the file's "
+                   "only model")
+    p.add_argument("--model-config-path", metavar="FILE",
+                   help="a models.json (default: configs/models.json)")
+    p.add_argument("--list-models", action="store_true", help="print the file's models and exit")
+    p.add_argument("--layers", type=int_at_least(1), help="decoder layers (default: the model's)")
+    p.add_argument("--micro-batch", type=int_at_least(1), default=1,
+                   help="sequences per micro-batch")
+    p.add_argument("--seq-len", type=int_at_least(1), help="tokens per sequence (default: seqlen)")
+    p.add_argument("--grad-accum", type=int_at_least(1), default=1, help="micro-batches per step")
+    p.add_argument("--warmup", type=int_at_least(0), default=2, help="untimed steps (default 2)")
+    p.add_argument("--steps", type=int_at_least(1), default=5, help="timed steps (default 5)")
+    p.add_argument("--threads", type=int_at_least(1),
+                   help="torch.set_num_threads per rank (default: the cores / ranks)")
+    p.add_argument("--ddp", type=int_at_least(1), metavar="R",
+                   help="R ranks with DistributedDataParallel over gloo")
+    p.add_argument("--profile", action="store_true",
+                   help="one more step under torch.profiler, with a breakdown")
+    p.add_argument("--fresh-pages", action="store_true",
+                   help="keep glibc's default: large activations are paged in anew each step")
+    p.add_argument("--seed", type=int_at_least(0), default=0)
+    return p.parse_args(argv)
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    path = args.model_config_path or default_models_path()
+    models = load_models(path)
+    names = [m["model"] for m in models]
+    if args.list_models:
+        for m in models:
+            kind = moe_or_mla(m)
+            print(m["model"] + ("  (not dense: refused here)" if kind else ""))
+        return 0
+    if args.model is None:
+        if len(models) != 1:
+            fail(f"--model is required ({path} has {', '.join(names)})")
+        entry = models[0]
+    else:
+        found = [m for m in models if m["model"].lower() == args.model.lower()]
+        if not found:
+            fail(f"unknown model '{args.model}' in {path} (known: {', '.join(names)})")
+        entry = found[0]
+    kind = moe_or_mla(entry)
+    if kind:
+        dense = [m["model"] for m in models if not moe_or_mla(m)]
+        fail(f"model '{entry['model']}' is {kind}; this script builds dense models only"
+             + (f" ({', '.join(dense)})" if dense else ""))
+    shape = Shape(entry, args.layers)
+
+    if args.seq_len is None:
+        args.seq_len = shape.seqlen
+    if args.seq_len > shape.seqlen:
+        if shape.learned_pos:
+            fail(f"--seq-len {args.seq_len} is above the seqlen of model '{shape.name}' "
+                 f"({shape.seqlen}), the length of its learned position table")
+        warn(f"--seq-len {args.seq_len} is above the seqlen of model '{shape.name}' "
+             f"({shape.seqlen}); timed anyway")
+    if args.seq_len > MAX_INT:
+        fail(f"--seq-len {args.seq_len} is above {MAX_INT}")
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    world = args.ddp or 1
+    if args.threads is None:
+        args.threads = max(cores // world, 1)
+    if world * args.threads > cores:
+        warn(f"{world} rank(s) x {args.threads} threads oversubscribe the {cores} cores")
+
+    # refuse what cannot fit: fp32 weights, gradients and AdamW's two moments, per rank
+    n = shape.params()
+    state = 16 * n * world
+    B, S, G = args.micro_batch, args.seq_len, args.grad_accum
+    # rough activations kept for backward, per rank: a few [B,S,H]- and [B,S,I]-sized tensors a
+    # layer, the math path's [B,Hq,S,S] scores (three), the logits and their gradient
+    acts = 4 * B * S * (shape.L * (12 * shape.H + 4 * shape.I + 2 * shape.Hq * shape.d)
+                        + 3 * shape.V)
+    acts += 4 * 3 * B * shape.Hq * S * S
+    avail = available_bytes()
+    gib = 2 ** 30
+    if avail and state > avail:
+        fail(f"model '{shape.name}' ({n:,} params{f', {world} ranks' if world > 1 else ''}) needs "
+             f"{state / gib:.1f} GiB for weights, gradients and AdamW state; {avail / gib:.1f} GiB "
+             "available (shrink it with --layers or a smaller --model-config-path)")
+    if avail and state + world * acts > avail:
+        warn(f"this run may need about {(state + world * acts) / gib:.1f} GiB; "
+             f"{avail / gib:.1f} GiB available")
+
+    if world == 1 and args.ddp is None:
+        run(0, 1, args, shape, 0)
+        return 0
+    import torch.multiprocessing as mp
+    mp.spawn(ddp_worker, args=(world, args, shape, free_port()), nprocs=world, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
