@@ -33,6 +33,7 @@
 #include "gemm/gemm_cases.hpp"
 #include "gemm/gemm_options.hpp"
 #include "gemm/gemm_row.hpp"
+#include "gemm/gemm_run.hpp"
 #include "gemm/provider.hpp"
 
 #ifdef OPBENCH_HAVE_CUDA
@@ -182,89 +183,6 @@ int dry_run(std::vector<GemmCase> cases, const DryRunTarget& target, Fp8Accumula
   return 0;
 }
 
-std::unique_ptr<GemmProvider> make_provider(Backend backend, int device) {
-#ifdef OPBENCH_HAVE_CUDA
-  if (backend == Backend::cuda) return make_cublaslt_provider(device);
-#else
-  (void)device;
-  (void)backend;
-#endif
-  return make_openblas_provider();
-}
-
-std::unique_ptr<ExpertGemmProvider> make_expert_provider(Backend backend, int device) {
-#ifdef OPBENCH_HAVE_CUDA
-  if (backend == Backend::cuda) return make_cublas_expert_provider(device);
-#else
-  (void)device;
-  (void)backend;
-#endif
-  return make_openblas_expert_provider();
-}
-
-// The providers of a run: the dense GEMMs', and the routed experts' when a case has experts.
-struct Providers {
-  std::unique_ptr<GemmProvider> dense;
-  std::unique_ptr<ExpertGemmProvider> experts;
-
-  ProviderId id_for(const GemmCase& c) const {
-    if (c.experts && experts) return {experts->name(), experts->backend(), experts->device()};
-    return {dense->name(), dense->backend(), dense->device()};
-  }
-  // The case as its provider runs it (fp8 on cuBLASLt forces the TN layout; expert rows as
-  // given).
-  GemmCase as_run(GemmCase c, std::string* note) const {
-    if (!c.experts) c.problem = dense->as_run(c.problem, note);
-    return c;
-  }
-};
-
-GemmResult run_case(Providers& providers, GemmCase& c, GemmRunOptions run_options,
-                    Fp8Accumulation fp8_accum) {
-  run_options.fp8_fast_accum = fp8_fast_accumulation(fp8_accum, c.pass);
-  const auto why = c.experts ? providers.experts->unsupported(c.problem.dtype, c.experts->impl)
-                             : providers.dense->unsupported(c.problem.dtype);
-  std::string layout_note;
-  if (!why) c = providers.as_run(c, &layout_note);
-  GemmResult r = guarded_result<GemmResult>(why, [&] {
-    return c.experts ? providers.experts->run(c.experts->experts, c.experts->impl, run_options)
-                     : providers.dense->run(c.problem, run_options);
-  });
-  if (r.status == Status::skipped) return r;
-  std::string note = c.note;
-  append_note(note, layout_note);
-  append_note(note, r.note);
-  if (r.check && !r.check->passed) {
-    r.status = Status::failed;
-    append_note(note, "check failed: " + r.check->detail);
-  }
-  if (r.status == Status::ok) append_note(note, noise_note(r.measurement, run_options.measure));
-  r.note = note;
-  return r;
-}
-
-std::string case_label(const GemmCase& c) {
-  if (c.experts)
-    return fmt::format("{} {} {} {} {} experts, {}..{} tokens {}", c.model, c.gemm, c.pass,
-                       moe_impl_name(c.experts->impl), c.experts->experts.experts(),
-                       c.experts->experts.min_tokens(), c.experts->experts.max_tokens(),
-                       dtype_name(c.problem.dtype));
-  return fmt::format("{} {}{}{} {} {}", c.model, c.gemm, c.pass.empty() ? "" : " ", c.pass,
-                     c.problem.dims(), dtype_name(c.problem.dtype));
-}
-
-std::string progress_line(const GemmCase& c, const Record& row, const GemmResult& r) {
-  std::string what = case_label(c);
-  if (r.status != Status::ok) return fmt::format("{}  {}: {}", what, status_name(r.status), r.note);
-  auto tflops = std::get<double>(*row.find("tflops"));
-  auto pct = row.find("pct_peak_flops");
-  std::string rate =
-      fmt::format("{}  {}", time_text(r.measurement.stats.mean), flops_rate_text(tflops));
-  if (pct && !std::holds_alternative<std::monostate>(*pct))
-    rate += fmt::format(" ({:.0f}% of peak)", std::get<double>(*pct));
-  return fmt::format("{}  {}", what, rate);
-}
-
 }  // namespace
 
 int bench_gemm_main(int argc, char** argv) {
@@ -289,13 +207,13 @@ int bench_gemm_main(int argc, char** argv) {
       o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
   if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
-  Providers providers{make_provider(choice.backend, o.device), nullptr};
+  GemmProviders providers{make_gemm_provider(choice.backend, o.device), nullptr};
   GemmProvider* provider = providers.dense.get();
   double total_flops = 0;
   for (const auto& c : cases) {
     total_flops += static_cast<double>(c.flops());
     if (c.experts && !providers.experts)
-      providers.experts = make_expert_provider(choice.backend, o.device);
+      providers.experts = make_gemm_expert_provider(choice.backend, o.device);
   }
   Progress progress(cases.size(), total_flops, o.report.quiet);
   progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
@@ -336,10 +254,10 @@ int bench_gemm_main(int argc, char** argv) {
     ReportFiles& f = reports.open(c.report, gemm_row(c, providers.id_for(c), GemmResult{}, peaks));
     const bool done = reports.done(
         c.report, gemm_row(providers.as_run(c, nullptr), providers.id_for(c), GemmResult{}, peaks));
-    const bool went_on = loop.run(case_label(c), static_cast<double>(c.flops()), f, done, [&] {
-      GemmResult r = run_case(providers, c, run_options, o.fp8_accum);
+    const bool went_on = loop.run(gemm_case_label(c), static_cast<double>(c.flops()), f, done, [&] {
+      GemmResult r = run_gemm_case(providers, c, run_options, o.fp8_accum);
       Record row = gemm_row(c, providers.id_for(c), r, peaks);
-      std::string line = progress_line(c, row, r);
+      std::string line = gemm_progress_line(c, row, r);
       return MeasuredRow{std::move(row), r.measurement, std::move(line)};
     });
     if (!went_on) break;

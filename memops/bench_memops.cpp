@@ -28,6 +28,7 @@
 #include "memops/memop_options.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/memop_row.hpp"
+#include "memops/memop_run.hpp"
 
 namespace opbench {
 namespace {
@@ -134,32 +135,6 @@ BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provide
   return {measure_cpu_triad_gbps(), "triad"};
 }
 
-MemopResult run_case(MemopProvider& provider, const MemopCase& c, const MemopRunOptions& run) {
-  MemopResult r =
-      guarded_result<MemopResult>(provider.unsupported(c), [&] { return provider.run(c, run); });
-  if (r.status == Status::skipped) return r;
-  std::string note = c.note;
-  append_note(note, r.note);
-  if (r.check_passed && !*r.check_passed) {
-    r.status = Status::failed;
-    append_note(note, "check failed: " + r.check_detail);
-  }
-  if (r.status == Status::ok) append_note(note, noise_note(r.measurement, run.measure));
-  r.note = note;
-  return r;
-}
-
-std::string progress_line(const std::string& label, const Record& row, const MemopResult& r) {
-  if (r.status != Status::ok)
-    return fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
-  std::string line = fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
-                                 bandwidth_text(std::get<double>(*row.find("mem_bw_gbps"))));
-  auto pct = row.find("pct_peak_bw");
-  if (pct && std::holds_alternative<double>(*pct))
-    line += fmt::format(" ({:.0f}% of the roof)", std::get<double>(*pct));
-  return line;
-}
-
 }  // namespace
 
 int bench_memops_main(int argc, char** argv) {
@@ -240,9 +215,9 @@ int bench_memops_main(int argc, char** argv) {
       const bool done = reports.done(c.report, memop_row(c, provider, MemopResult{}, roof));
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
       went_on = loop.run(label, static_cast<double>(c.io_bytes()), f, done, [&] {
-        MemopResult r = run_case(provider, c, run);
+        MemopResult r = run_memop_case(provider, c, run);
         Record row = memop_row(c, provider, r, roof);
-        std::string line = progress_line(label, row, r);
+        std::string line = memop_progress_line(label, row, r);
         return MeasuredRow{std::move(row), r.measurement, std::move(line)};
       });
     }

@@ -1,0 +1,38 @@
+#include "memops/memop_run.hpp"
+
+#include <fmt/format.h>
+
+#include "common/case_loop.hpp"
+#include "common/progress.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+MemopResult run_memop_case(MemopProvider& provider, const MemopCase& c,
+                           const MemopRunOptions& run) {
+  MemopResult r =
+      guarded_result<MemopResult>(provider.unsupported(c), [&] { return provider.run(c, run); });
+  if (r.status == Status::skipped) return r;
+  std::string note = c.note;
+  append_note(note, r.note);
+  if (r.check_passed && !*r.check_passed) {
+    r.status = Status::failed;
+    append_note(note, "check failed: " + r.check_detail);
+  }
+  if (r.status == Status::ok) append_note(note, noise_note(r.measurement, run.measure));
+  r.note = note;
+  return r;
+}
+
+std::string memop_progress_line(const std::string& label, const Record& row, const MemopResult& r) {
+  if (r.status != Status::ok)
+    return fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+  std::string line = fmt::format("{}  {}  {}", label, time_text(r.measurement.stats.mean),
+                                 bandwidth_text(std::get<double>(*row.find("mem_bw_gbps"))));
+  auto pct = row.find("pct_peak_bw");
+  if (pct && std::holds_alternative<double>(*pct))
+    line += fmt::format(" ({:.0f}% of the roof)", std::get<double>(*pct));
+  return line;
+}
+
+}  // namespace opbench
