@@ -1,6 +1,7 @@
 #include "common/cpu_parallel.hpp"
 
 #include <cblas.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +10,14 @@
 
 namespace opbench {
 
+unsigned usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 unsigned parallel_threads(std::int64_t items) {
-  const auto cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, cores));
+  return static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, usable_cores()));
 }
 
 void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work) {

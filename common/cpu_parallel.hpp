@@ -11,7 +11,9 @@ namespace opbench {
 // (two BLAS thread pools on the same cores would fight); its thread count is restored afterwards.
 void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work);
 
-// How many threads parallel_for uses for `items` items.
+// How many threads parallel_for uses for `items` items: at most the cores this process may run
+// on (its affinity: `taskset`, an MPI launcher's binding, a cgroup's cpuset), as OpenBLAS does.
 unsigned parallel_threads(std::int64_t items);
+unsigned usable_cores();
 
 }  // namespace opbench
