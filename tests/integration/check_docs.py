@@ -10,12 +10,13 @@
   check_docs.py columns --root ROOT [--csv FILE]...
       Every column name the C++ sources give a report row (the Record calls .arg("name"),
       .metric("name"), .result("name"), .optional_metric("name") in gemm/, attention/,
-      collectives/, fsdp/ and common/) appears in docs/outputs.md as `name`. Fails loudly when the
+      collectives/, fsdp/, memops/, step/ and common/) appears in docs/outputs.md as `name`. Fails loudly when the
       extraction finds suspiciously few names, so that a change in how rows are built cannot make
       the check pass by finding nothing. Each --csv FILE's header columns are checked too.
 
   check_docs.py run-columns --root ROOT --out DIR --gemm BIN --attention BIN --ccl BIN --fsdp BIN
-      Runs the four binaries on tiny cases into DIR (no mpirun: world size 1) and checks every
+                            --memops BIN --step BIN
+      Runs the six binaries on tiny cases into DIR (no mpirun: world size 1) and checks every
       column of the CSVs they write against that binary's section of docs/outputs.md, and that
       the CSVs are plain ASCII.
 
@@ -34,7 +35,7 @@ from collections import defaultdict
 
 SKIP_DIRS = {".git", "reports", "node_modules", "third_party", "__pycache__"}
 # Top-level folders of the repository: inline code starting with one of them names a path.
-REPO_DIRS = ("common", "gemm", "attention", "collectives", "fsdp", "configs", "scripts", "tests", "bench",
+REPO_DIRS = ("common", "gemm", "attention", "collectives", "fsdp", "memops", "step", "configs", "scripts", "tests", "bench",
              "docs", "cmake")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 SAFE_SCHEMES = ("http://", "https://")
@@ -184,6 +185,8 @@ SOURCES = {
     "attention": ("bench_attention", 20, {"time_us", "tflops", "status", "note"}),
     "collectives": ("bench_ccl", 20, {"time_us", "busbw_gbps", "status", "note"}),
     "fsdp": ("bench_fsdp", 8, {"unit", "per_rank_count"}),
+    "memops": ("bench_memops", 20, {"time_us", "mem_bw_gbps", "status", "note"}),
+    "step": ("bench_step", 20, {"step_time_ms", "mfu", "status", "note"}),
     "common": ("every binary", 0, set()),
 }
 
@@ -296,6 +299,14 @@ def check_run_columns(root: str, args):
                           "fsdp_plan.csv"], ["fsdp_plan.csv"]),
         (["bench_fsdp", "bench_ccl"], [args.fsdp, "--model", "tiny", "--backend", "mpi", *quick,
                                        "--report-dir-path", "fsdp"], ["fsdp/fsdp.csv"]),
+        (["bench_memops"], [args.memops, "--backend", "cpu", "--op", "add,rmsnorm", "--size", "4K", "--check",
+                            *quick, "--report-dir-path", "memops"], ["memops/memops_sweep.csv"]),
+        # bench_step measures its operators as the families write them: their sections hold those columns.
+        (["bench_step"], [args.step, "--model", "tiny", "--seq-len", "16", "--backend", "cpu", *quick,
+                          "--report-dir-path", "step"], ["step/step.csv", "step/step_operators.csv"]),
+        (["bench_gemm"], None, ["step/gemm_step.csv"]),
+        (["bench_attention"], None, ["step/attention_step.csv"]),
+        (["bench_memops"], None, ["step/memops_step.csv"]),
     ]
     problems, checked = [], 0
     parts = sections(text)
@@ -305,7 +316,7 @@ def check_run_columns(root: str, args):
             problems.append(f"docs/outputs.md: no section '## {missing[0]}'")
             continue
         known = set().union(*(documented(parts[s]) for s in section_names))
-        code, output = run(cmd, out)
+        code, output = run(cmd, out) if cmd else (0, "")  # no command: a CSV an earlier step wrote
         if code != 0:
             tail = "\n".join(output.strip().splitlines()[-5:])
             problems.append(f"{' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}: exit {code}:\n"
@@ -314,7 +325,7 @@ def check_run_columns(root: str, args):
         for rel in csvs:
             path = os.path.join(out, rel)
             if not os.path.exists(path):
-                problems.append(f"{rel}: not written by {os.path.basename(cmd[0])}")
+                problems.append(f"{rel}: not written by {os.path.basename(cmd[0]) if cmd else 'the run before'}")
                 continue
             data = open(path, "rb").read()
             if any(b > 127 for b in data):
@@ -397,7 +408,7 @@ def main() -> int:
     parser.add_argument("--root", required=True, help="the repository")
     parser.add_argument("--csv", action="append", default=[], help="columns: also check this CSV's header")
     parser.add_argument("--out", help="run-columns: scratch folder for the reports")
-    for binary in ("gemm", "attention", "ccl", "fsdp"):
+    for binary in ("gemm", "attention", "ccl", "fsdp", "memops", "step"):
         parser.add_argument(f"--{binary}", help=f"run-columns: the bench_{binary} binary")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
@@ -410,7 +421,7 @@ def main() -> int:
     elif args.check == "env":
         problems = check_env(root)
     else:
-        for flag in ("out", "gemm", "attention", "ccl", "fsdp"):
+        for flag in ("out", "gemm", "attention", "ccl", "fsdp", "memops", "step"):
             if not getattr(args, flag):
                 fail_usage(f"run-columns needs --{flag}")
             if flag != "out":

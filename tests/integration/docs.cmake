@@ -11,7 +11,8 @@ add_test(NAME "docs: every column of freshly written reports is documented in do
   COMMAND ${CHECK_DOCS} run-columns --root ${PROJECT_SOURCE_DIR}
           --out ${CMAKE_CURRENT_BINARY_DIR}/docs_reports
           --gemm $<TARGET_FILE:bench_gemm> --attention $<TARGET_FILE:bench_attention>
-          --ccl $<TARGET_FILE:bench_ccl> --fsdp $<TARGET_FILE:bench_fsdp>)
+          --ccl $<TARGET_FILE:bench_ccl> --fsdp $<TARGET_FILE:bench_fsdp>
+          --memops $<TARGET_FILE:bench_memops> --step $<TARGET_FILE:bench_step>)
 set_tests_properties("docs: every column of freshly written reports is documented in docs/outputs.md"
   PROPERTIES TIMEOUT 300)
 add_test(NAME "docs: every environment variable the scripts read is documented in docs/scripts.md"

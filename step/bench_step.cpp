@@ -1,0 +1,194 @@
+#include "step/bench_step.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "common/backend.hpp"
+#include "common/earlier_reports.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/hardware.hpp"
+#include "common/interrupt.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_list.hpp"
+#include "common/report.hpp"
+#include "common/report_files.hpp"
+#include "step/step_console.hpp"
+#include "step/step_measure.hpp"
+#include "step/step_operators.hpp"
+#include "step/step_options.hpp"
+#include "step/step_rows.hpp"
+
+namespace opbench {
+namespace {
+
+using Plan = std::vector<std::vector<StepOperator>>;  // the operators of every stage
+
+Plan plan_of(const StepConfig& c) {
+  Plan plan;
+  for (std::int64_t s = 0; s < c.pp; ++s)
+    plan.push_back(step_operators(c, s));
+  return plan;
+}
+
+std::vector<StageOperators> timed(const Plan& plan, const ReportTimes* times) {
+  std::vector<StageOperators> stages;
+  for (const auto& ops : plan) {
+    StageOperators stage;
+    for (const auto& op : ops)
+      stage.push_back({op, times ? times->find(op) : std::nullopt});
+    stages.push_back(std::move(stage));
+  }
+  return stages;
+}
+
+// The device the times ran on: the one most of the busiest stage's times name.
+std::string times_device(const StageOperators& stage) {
+  std::map<std::string, int> votes;
+  for (const auto& t : stage)
+    if (t.time && !t.time->device.empty()) ++votes[t.time->device];
+  std::string best;
+  int most = 0;
+  for (const auto& [device, n] : votes)
+    if (n > most) best = device, most = n;
+  return best;
+}
+
+// Measures what the reports lack (the collectives apart: they need ranks, bench_ccl measures
+// them), then reads every time back from the reports, the new ones included.
+std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<Plan>& plans,
+                                        const std::string& report_dir, Environment& env,
+                                        std::string& times_from) {
+  std::optional<ReportTimes> times;
+  if (!o.from_reports.empty()) times = ReportTimes::load(o.from_reports);
+  times_from = o.from_reports.empty() ? "" : "reports";
+  if (!o.measure) return times;
+  std::vector<StepOperator> all;
+  for (const auto& plan : plans)
+    for (const auto& stage : plan)
+      all.insert(all.end(), stage.begin(), stage.end());
+  StepMeasureOptions mo;
+  mo.model = plans.empty() ? "" : o.model;
+  mo.backend = o.backend;
+  mo.device = o.device;
+  mo.measure = o.measure_flags;
+  mo.check = o.check;
+  mo.quiet = o.report.quiet;
+  const StepMeasureResult r = measure_step_operators(
+      all, [&](const StepOperator& op) { return times && times->find(op).has_value(); }, mo,
+      report_dir, env);
+  if (r.measured + r.failed + r.skipped == 0) return times;
+  std::vector<std::string> dirs = o.from_reports;
+  dirs.push_back(report_dir);
+  times_from = times_from.empty() ? "measured" : "reports+measured";
+  return ReportTimes::load(dirs);
+}
+
+std::string csv_base(const StepOptions& o, const std::string& report_dir) {
+  std::string base = o.report_csv_path.empty()
+                         ? (std::filesystem::path(report_dir) / "step.csv").string()
+                         : o.report_csv_path;
+  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
+    base.resize(base.size() - 4);
+  return base;
+}
+
+// --dry-run: the operator lists on stdout; with --operators-csv-path also every stage's operators
+// as step_operators.csv rows without times, the list of what a GPU run has to measure.
+int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
+            const std::vector<Plan>& plans) {
+  std::unique_ptr<CsvWriter> csv;
+  if (!o.operators_csv_path.empty()) csv = std::make_unique<CsvWriter>(o.operators_csv_path);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const auto stages = timed(plans[i], nullptr);
+    print_operator_list(configs[i], stages, stdout);
+    if (!csv) continue;
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      StepProjection at_stage;
+      at_stage.stage = static_cast<std::int64_t>(s);
+      for (const auto& t : stages[s])
+        csv->write(operator_row(configs[i], t, at_stage));
+    }
+  }
+  if (csv) fmt::print(stderr, "operator list: {} ({} rows)\n", csv->path(), csv->rows());
+  return 0;
+}
+
+}  // namespace
+
+int bench_step_main(int argc, char** argv) {
+  auto parsed = parse_step_options(argc, argv);
+  if (!parsed) return 0;
+  const StepOptions& o = *parsed;
+  if (o.list_models) return print_model_list(o.model_config_path);
+  const std::string models_path =
+      o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+  const ModelConfig model = select_models(load_models(models_path), o.model, models_path).front();
+  const bool measuring = o.measure && !o.dry_run;
+  std::optional<BackendChoice> choice;
+  if (measuring) choice = choose_backend(o.backend, o.device);
+  // The CPU providers compute in fp32; reports from a GPU are mostly bf16.
+  const DType dtype =
+      o.dtype.value_or(choice && choice->backend == Backend::cpu ? DType::fp32 : DType::bf16);
+  const std::vector<StepConfig> configs = step_configurations(o, model, dtype);
+  std::vector<Plan> plans;
+  for (const auto& c : configs)
+    plans.push_back(plan_of(c));
+  if (o.dry_run) return dry_run(o, configs, plans);
+
+  std::string report_dir = o.report.report_dir;
+  if (report_dir.empty())
+    report_dir = o.report_csv_path.empty()
+                     ? "reports/step-" + now_compact()
+                     : std::filesystem::path(o.report_csv_path).parent_path().string();
+  if (report_dir.empty()) report_dir = ".";
+  ensure_directory(report_dir);
+  const std::string base = csv_base(o, report_dir);
+  const std::string operators_base =
+      o.operators_csv_path.empty()
+          ? base + "_operators"
+          : o.operators_csv_path.substr(
+                0, o.operators_csv_path.size() - (o.operators_csv_path.ends_with(".csv") ? 4 : 0));
+  set_aside_earlier_reports(report_dir,
+                            {base + ".csv", operators_base + ".csv", o.report.summary_path});
+  Environment env(argc, argv, "bench_step");
+  env.write(report_dir, false);
+  install_interrupt_handlers();
+
+  std::string times_from;
+  const std::optional<ReportTimes> times = gather_times(o, plans, report_dir, env, times_from);
+  const nlohmann::json run{{"run_id", env.run_id()}};
+  ReportFiles step_files(base, o.report.formats, run, "opbench_step");
+  ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
+  bool complete = true;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const StepConfig& c = configs[i];
+    const auto stages = timed(plans[i], times ? &*times : nullptr);
+    // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
+    std::string device = times_device(stages.back());
+    const Peaks peaks = Peaks::for_device(device, o.peaks);
+    const std::optional<double> peak = peaks.tflops(c.dtype);
+    StepProjection p = compose_step(c, stages, peak);
+    complete = complete && p.step_ms.has_value();
+    step_files.write(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
+    for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
+      operator_files.write(operator_row(c, t, p));
+    print_projection(c, stages, p, stdout);
+  }
+  env.write(report_dir, true);
+  std::fflush(stdout);
+  for (const auto& files : {step_files.listing(), operator_files.listing()})
+    for (const auto& line : files)
+      fmt::print(stderr, "  {}\n", line);
+  if (!complete)
+    fmt::print(stderr,
+               "error: some configurations have operators without a time (listed "
+               "above); their step time is left empty\n");
+  return complete ? 0 : static_cast<int>(ExitCode::run_failed);
+}
+
+}  // namespace opbench

@@ -1,0 +1,123 @@
+#include "step/step_compose.hpp"
+
+#include <algorithm>
+
+namespace opbench {
+namespace {
+
+// What a stage spends per step, part by part, before the pipeline and overlap models.
+struct StageSums {
+  double gemm = 0, attention = 0, memop = 0, critical_comm = 0, optimizer = 0;
+  double grad_sync = 0, param_gather = 0;
+  double backward_compute = 0;  // backward and recompute compute, all micro-batches
+  double compute() const { return gemm + attention + memop; }
+  double critical() const { return compute() + critical_comm; }
+};
+
+StageSums sum_stage(const StageOperators& ops) {
+  StageSums s;
+  for (const TimedOperator& t : ops) {
+    const double ms = t.total_ms();
+    const StepOperator& op = t.op;
+    if (op.phase == StepPhase::optimizer) {
+      s.optimizer += ms;
+      continue;
+    }
+    switch (op.family) {
+      case StepFamily::gemm:
+      case StepFamily::experts:
+        s.gemm += ms;
+        break;
+      case StepFamily::attention:
+        s.attention += ms;
+        break;
+      case StepFamily::memop:
+        s.memop += ms;
+        break;
+      case StepFamily::collective:
+        if (op.phase == StepPhase::grad_sync)
+          s.grad_sync += ms;
+        else if (op.phase == StepPhase::param_gather)
+          s.param_gather += ms;
+        else
+          s.critical_comm += ms;
+        break;
+    }
+    if (op.family != StepFamily::collective &&
+        (op.phase == StepPhase::backward || op.phase == StepPhase::recompute))
+      s.backward_compute += ms;
+  }
+  return s;
+}
+
+__int128 total_flops(const StepConfig& c, const std::vector<StageOperators>& stages, bool model) {
+  __int128 sum = 0;
+  for (const auto& stage : stages)
+    for (const TimedOperator& t : stage)
+      sum += static_cast<__int128>(t.op.count) * (model ? t.op.model_flops : t.op.hardware_flops);
+  return sum * c.tp * c.dp;
+}
+
+}  // namespace
+
+__int128 total_model_flops(const StepConfig& c, const std::vector<StageOperators>& stages) {
+  return total_flops(c, stages, true);
+}
+__int128 total_hardware_flops(const StepConfig& c, const std::vector<StageOperators>& stages) {
+  return total_flops(c, stages, false);
+}
+
+StepProjection compose_step(const StepConfig& c, const std::vector<StageOperators>& stages,
+                            std::optional<double> peak_tflops) {
+  StepProjection p;
+  p.model_flops = static_cast<double>(total_model_flops(c, stages));
+  p.hardware_flops = static_cast<double>(total_hardware_flops(c, stages));
+  for (const auto& stage : stages)
+    for (const TimedOperator& t : stage)
+      if (!t.time &&
+          std::find(p.missing.begin(), p.missing.end(), t.op.identity()) == p.missing.end())
+        p.missing.push_back(t.op.identity());
+
+  // The busiest stage sets the pace of the pipeline: 1F1B runs m micro-batches through it, plus
+  // the fill and drain of (pp - 1) micro-batch slots, (pp - 1) / vpp with interleaving.
+  std::vector<StageSums> sums;
+  for (const auto& stage : stages)
+    sums.push_back(sum_stage(stage));
+  for (std::size_t s = 1; s < sums.size(); ++s)
+    if (sums[s].critical() + sums[s].optimizer > sums[p.stage].critical() + sums[p.stage].optimizer)
+      p.stage = static_cast<std::int64_t>(s);
+  const StageSums& s = sums[p.stage];
+  const double m = static_cast<double>(c.micro_batches());
+  p.micro_batch_ms = s.critical() / m;
+
+  // Overlap: DDP's bucketed all-reduce runs under the last micro-batch's backward; FSDP's
+  // parameter gathers are prefetched under the compute of every micro-batch. `overlap` is the
+  // share of each that may hide, never more than the compute it hides under.
+  const double grad_window = s.backward_compute / m;
+  const double hidden_grad = std::min(c.overlap * s.grad_sync, grad_window);
+  const double hidden_gather = std::min(c.overlap * s.param_gather, s.compute());
+  p.dp_comm_ms = s.grad_sync + s.param_gather;
+  p.hidden_comm_ms = hidden_grad + hidden_gather;
+
+  p.parts.gemm_ms = s.gemm;
+  p.parts.attention_ms = s.attention;
+  p.parts.memop_ms = s.memop;
+  p.parts.exposed_comm_ms = s.critical_comm + p.dp_comm_ms - p.hidden_comm_ms;
+  p.parts.bubble_ms = static_cast<double>(c.pp - 1) / static_cast<double>(c.vpp) * p.micro_batch_ms;
+  p.parts.optimizer_ms = s.optimizer;
+  if (!p.missing.empty()) return p;
+
+  p.step_ms = p.parts.total();
+  const double seconds = *p.step_ms / 1e3;
+  if (seconds <= 0) return p;
+  const double world = static_cast<double>(c.world());
+  p.tokens_per_s = static_cast<double>(c.tokens_per_step()) / seconds;
+  p.tflops_per_device = p.model_flops / seconds / world / 1e12;
+  if (peak_tflops && *peak_tflops > 0) {
+    p.mfu = *p.tflops_per_device / *peak_tflops;
+    p.hfu = p.hardware_flops / seconds / world / 1e12 / *peak_tflops;
+  }
+  return p;
+}
+
+}  // namespace opbench

@@ -1,0 +1,58 @@
+#pragma once
+// From the times of a step's operators to the step's time (docs/formulas.md, "Training step
+// projection"): per micro-batch compute and the communication on its critical path, the
+// pipeline bubble, the data-parallel communication left exposed by the overlap model, and the
+// optimizer; then tokens/s, TFLOPS per device, MFU and HFU.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "step/operator_times.hpp"
+#include "step/step_config.hpp"
+#include "step/step_operator.hpp"
+
+namespace opbench {
+
+struct TimedOperator {
+  StepOperator op;
+  std::optional<OperatorTime> time;  // nullopt: no report row and not measured
+  double total_ms() const { return time ? static_cast<double>(op.count) * time->time_us / 1e3 : 0; }
+};
+
+// A stage's operators and their times.
+using StageOperators = std::vector<TimedOperator>;
+
+struct StepBreakdown {
+  double gemm_ms = 0;          // GEMMs and grouped expert GEMMs, recomputation included
+  double attention_ms = 0;     // attention forward, backward and recomputed
+  double memop_ms = 0;         // memory-bound operators (the optimizer apart)
+  double exposed_comm_ms = 0;  // tp/ep/pp collectives, and what overlap leaves of dp/FSDP's
+  double bubble_ms = 0;        // the pipeline's fill and drain
+  double optimizer_ms = 0;
+  double total() const {
+    return gemm_ms + attention_ms + memop_ms + exposed_comm_ms + bubble_ms + optimizer_ms;
+  }
+};
+
+struct StepProjection {
+  std::int64_t stage = 0;            // the busiest pipeline stage, whose rank the figures are
+  std::vector<std::string> missing;  // operators without a time (any stage): no step time
+  std::optional<double> step_ms;     // the breakdown's total when nothing is missing
+  StepBreakdown parts;
+  double micro_batch_ms = 0;  // compute and critical-path communication per micro-batch
+  double dp_comm_ms = 0;      // data-parallel / FSDP communication before overlap
+  double hidden_comm_ms = 0;  // the part of it the overlap model hides
+  double model_flops = 0, hardware_flops = 0;  // per step over every device
+  std::optional<double> tokens_per_s, tflops_per_device, mfu, hfu;
+};
+
+// Sum over every device of count x FLOPs (model or hardware): the stages' lists times tp x dp.
+__int128 total_model_flops(const StepConfig& c, const std::vector<StageOperators>& stages);
+__int128 total_hardware_flops(const StepConfig& c, const std::vector<StageOperators>& stages);
+
+// `peak_tflops`: the device's dense peak for the dtype, for MFU and HFU (nullopt: left empty).
+StepProjection compose_step(const StepConfig& c, const std::vector<StageOperators>& stages,
+                            std::optional<double> peak_tflops);
+
+}  // namespace opbench

@@ -1,0 +1,133 @@
+#include "step/step_config.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace opbench {
+
+std::string recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "none") return Recompute::none;
+  if (t == "selective") return Recompute::selective;
+  if (t == "full") return Recompute::full;
+  throw bad_input(fmt::format("--recompute: '{}' is not one of none, selective, full", text));
+}
+
+std::string sharding_name(Sharding s) {
+  switch (s) {
+    case Sharding::ddp:
+      return "ddp";
+    case Sharding::fsdp:
+      return "fsdp";
+    case Sharding::hsdp:
+      return "hsdp";
+  }
+  return "?";
+}
+
+std::int64_t StepConfig::micro_batches() const {
+  if (grad_accum > 0) return grad_accum;
+  if (global_batch > 0) return global_batch / (micro_batch * dp);
+  return 1;
+}
+
+// Layers spread as evenly as they go, the earlier stages taking one more when pp does not divide
+// them (the first stage also holds the embedding, the last the LM head and loss).
+std::int64_t StepConfig::stage_layers(std::int64_t stage) const {
+  const std::int64_t L = model.num_hidden_layers;
+  return L / pp + (stage < L % pp ? 1 : 0);
+}
+
+std::int64_t StepConfig::stage_first_layer(std::int64_t stage) const {
+  std::int64_t first = 0;
+  for (std::int64_t s = 0; s < stage; ++s)
+    first += stage_layers(s);
+  return first;
+}
+
+namespace {
+
+void require_positive(std::int64_t v, const char* flag) {
+  if (v < 1) throw bad_input(fmt::format("{}: must be at least 1, got {}", flag, v));
+}
+
+}  // namespace
+
+void validate(const StepConfig& c) {
+  require_positive(c.micro_batch, "--micro-batch");
+  require_positive(c.seq(), "--seq-len");
+  require_positive(c.tp, "--tp");
+  require_positive(c.pp, "--pp");
+  require_positive(c.vpp, "--vpp");
+  require_positive(c.dp, "--dp");
+  require_positive(c.ep, "--ep");
+  const std::string& name = c.model.name;
+  if (c.pp * c.vpp > c.model.num_hidden_layers)
+    throw bad_input(
+        fmt::format("--pp {} x --vpp {}: more pipeline chunks than the {} layers of "
+                    "model '{}'",
+                    c.pp, c.vpp, c.model.num_hidden_layers, name));
+  if (c.vpp > 1 && c.pp == 1)
+    throw bad_input("--vpp: virtual pipeline stages need --pp of 2 or more");
+  if (c.global_batch < 0 || c.grad_accum < 0)
+    throw bad_input("--global-batch / --grad-accum: must not be negative");
+  if (c.global_batch > 0 && c.grad_accum > 0)
+    throw bad_input("--global-batch and --grad-accum: give one of them, not both");
+  if (c.global_batch > 0 && c.global_batch % (c.micro_batch * c.dp) != 0)
+    throw bad_input(fmt::format(
+        "--global-batch {}: not a multiple of --micro-batch {} x --dp {} (= {} sequences per "
+        "micro-batch over the replicas)",
+        c.global_batch, c.micro_batch, c.dp, c.micro_batch * c.dp));
+  if (c.vpp > 1 && c.micro_batches() % c.pp != 0)
+    throw bad_input(
+        fmt::format("--vpp {}: the interleaved schedule needs the {} micro-batches "
+                    "to be a multiple of --pp {}",
+                    c.vpp, c.micro_batches(), c.pp));
+  if (c.sp() && c.tokens_per_micro_batch() % c.tp != 0)
+    throw bad_input(
+        fmt::format("--tp {}: does not divide the {} tokens of a micro-batch "
+                    "(sequence parallelism splits them)",
+                    c.tp, c.tokens_per_micro_batch()));
+  if (c.ep > 1) {
+    if (!c.model.moe)
+      throw bad_input(fmt::format("--ep {}: model '{}' has no routed experts", c.ep, name));
+    if (c.dp % c.ep != 0)
+      throw bad_input(
+          fmt::format("--ep {}: does not divide --dp {} (the expert-parallel group "
+                      "is made of data-parallel ranks)",
+                      c.ep, c.dp));
+  }
+  if (c.sharding != Sharding::ddp && (c.tp > 1 || c.pp > 1))
+    throw bad_input(
+        fmt::format("--sharding {}: modelled without tensor or pipeline "
+                    "parallelism only (give --tp 1 --pp 1)",
+                    sharding_name(c.sharding)));
+  if (c.sharding == Sharding::hsdp &&
+      (c.shard_group < 1 || c.dp % c.shard_group != 0 || c.shard_group == c.dp))
+    throw bad_input(
+        fmt::format("--shard-group {}: HSDP needs a shard group that divides --dp {} "
+                    "and is smaller than it",
+                    c.shard_group, c.dp));
+  if (c.fsdp_version != 1 && c.fsdp_version != 2)
+    throw bad_input(fmt::format("--fsdp-version {}: must be 1 or 2", c.fsdp_version));
+  if (!(c.overlap >= 0 && c.overlap <= 1))
+    throw bad_input(
+        fmt::format("--overlap {}: must be none, full or a fraction in [0, 1]", c.overlap));
+  require_positive(c.bucket_bytes, "--bucket-mb");
+}
+
+}  // namespace opbench

@@ -1,0 +1,65 @@
+#pragma once
+// One training configuration bench_step projects: a model, its batch and the way it is split over
+// devices (docs/formulas.md, "Training step projection"). The world is tp · pp · dp devices; a
+// step processes global_batch sequences, micro_batch at a time, so each data-parallel replica
+// runs m = global_batch / (micro_batch · dp) micro-batches per step (gradient accumulation).
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.hpp"
+#include "common/model_config.hpp"
+#include "gemm/expert_gemm.hpp"
+#include "gemm/moe_routing.hpp"
+
+namespace opbench {
+
+enum class Recompute { none, selective, full };
+std::string recompute_name(Recompute r);
+Recompute parse_recompute(const std::string& text);  // bad_input naming --recompute
+
+// How the data-parallel replicas hold parameters, gradients and optimizer state:
+//   ddp  every replica holds everything; gradients are all-reduced once per step (in buckets);
+//   fsdp parameters, gradients and optimizer state sharded over all dp ranks (bench_fsdp's
+//        model: all-gathers per unit forward and backward, reduce-scatters per unit);
+//   hsdp sharded within groups of shard_group ranks, replicated across the groups (plus an
+//        all-reduce of the gradient shards between the replicas).
+enum class Sharding { ddp, fsdp, hsdp };
+std::string sharding_name(Sharding s);
+
+struct StepConfig {
+  ModelConfig model;
+  std::int64_t micro_batch = 1;
+  std::int64_t seqlen = 0;        // 0: the model's own
+  std::int64_t global_batch = 0;  // sequences per step over all replicas (0: from grad_accum)
+  std::int64_t grad_accum = 0;    // micro-batches per replica per step (0: from global_batch)
+  std::int64_t tp = 1, pp = 1, vpp = 1, dp = 1, ep = 1;
+  bool sequence_parallel = true;  // with tp > 1: norms and residuals on tokens / tp
+  Sharding sharding = Sharding::ddp;
+  std::int64_t shard_group = 0;  // hsdp: ranks per shard group
+  int fsdp_version = 2;
+  Recompute recompute = Recompute::none;
+  DType dtype = DType::bf16;       // GEMMs, attention, activations
+  DType grad_dtype = DType::fp32;  // gradients as they are reduced
+  double overlap = 0;              // share of the data-parallel communication hidden by compute
+  std::int64_t bucket_bytes = 25LL << 20;  // ddp: gradient bucket (PyTorch DDP's 25 MiB)
+  RoutingSpec routing;                     // MoE: how tokens reach experts
+  MoeImpl moe_impl = MoeImpl::grouped;
+
+  std::int64_t tokens_per_micro_batch() const { return micro_batch * seq(); }
+  std::int64_t seq() const { return seqlen > 0 ? seqlen : model.seqlen; }
+  std::int64_t world() const { return tp * pp * dp; }
+  std::int64_t micro_batches() const;  // m, per replica per step
+  std::int64_t sequences_per_step() const { return micro_batches() * micro_batch * dp; }
+  std::int64_t tokens_per_step() const { return sequences_per_step() * seq(); }
+  bool sp() const { return tp > 1 && sequence_parallel; }
+  // Decoder layers of pipeline stage s (0-based): stage s holds layers [first, first + count).
+  std::int64_t stage_first_layer(std::int64_t stage) const;
+  std::int64_t stage_layers(std::int64_t stage) const;
+};
+
+// Throws bad_input naming the flag for a configuration that cannot be built: a degree below 1,
+// pp · vpp above the layers, a global batch that micro_batch · dp does not divide, ep not
+// dividing dp or the experts, FSDP together with tp or pp, an overlap outside [0, 1], ...
+void validate(const StepConfig& c);
+
+}  // namespace opbench

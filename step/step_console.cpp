@@ -1,0 +1,119 @@
+#include "step/step_console.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/progress.hpp"
+#include "step/megatron_flops.hpp"
+
+namespace opbench {
+namespace {
+
+std::string config_line(const StepConfig& c) {
+  std::string line = fmt::format(
+      "{}: world {} = tp {} x pp {} x dp {}{}{}, {} micro-batch{} of {} x {} tokens per replica, "
+      "recompute {}, {}",
+      c.model.name, c.world(), c.tp, c.pp, c.dp, c.vpp > 1 ? fmt::format(" (vpp {})", c.vpp) : "",
+      c.ep > 1 ? fmt::format(", ep {}", c.ep) : "", c.micro_batches(),
+      c.micro_batches() == 1 ? "" : "es", c.micro_batch, c.seq(), recompute_name(c.recompute),
+      dtype_name(c.dtype));
+  if (c.tp > 1) line += c.sp() ? ", sequence parallel" : ", no sequence parallelism";
+  if (c.sharding != Sharding::ddp) line += ", " + sharding_name(c.sharding);
+  return line;
+}
+
+std::string flops_text(double flops) {
+  return fmt::format("{:.4g} PFLOP", flops / 1e15);
+}
+
+// The command that would measure a collective: bench_ccl under mpirun, with nccl-tests' size.
+std::string measure_hint(const StepOperator& op) {
+  if (op.family != StepFamily::collective)
+    return "the family's binary (bench_gemm, bench_attention, bench_memops) or --measure";
+  const StepCollective& k = op.collective;
+  return fmt::format("mpirun -np {} bench_ccl --op {} -b {} -e {} -d {}", k.group_size,
+                     coll_op_name(k.op), k.size_bytes, k.size_bytes, dtype_name(k.dtype));
+}
+
+}  // namespace
+
+void print_operator_list(const StepConfig& c, const std::vector<StageOperators>& stages,
+                         std::FILE* out) {
+  std::size_t busiest = 0;
+  auto flops = [](const StageOperators& s) {
+    double f = 0;
+    for (const auto& t : s)
+      f += static_cast<double>(t.op.count) * static_cast<double>(t.op.hardware_flops);
+    return f;
+  };
+  for (std::size_t s = 1; s < stages.size(); ++s)
+    if (flops(stages[s]) > flops(stages[busiest])) busiest = s;
+  fmt::print(out, "{}\nstage {} of {} (the most FLOPs), every operator of one step:\n",
+             config_line(c), busiest, stages.size());
+  fmt::print(out, "  {:<10} {:<12} {:<60} {:>6} {:>11}  {}\n", "family", "phase", "operator",
+             "count", "GFLOP/call", "arguments");
+  for (const auto& t : stages[busiest]) {
+    const double gflop = static_cast<double>(t.op.hardware_flops) / 1e9;
+    fmt::print(out, "  {:<10} {:<12} {:<60} {:>6} {:>11}  {}\n", family_name(t.op.family),
+               phase_name(t.op.phase), t.op.name, t.op.count,
+               gflop > 0 ? fmt::format("{:.3f}", gflop) : "-", t.op.args());
+  }
+  const double model = static_cast<double>(total_model_flops(c, stages));
+  const double hardware = static_cast<double>(total_hardware_flops(c, stages));
+  fmt::print(out,
+             "{} operators; model FLOPs per step over {} devices: {} (hardware, with "
+             "recomputation: {})\n",
+             stages[busiest].size(), c.world(), flops_text(model), flops_text(hardware));
+  if (auto megatron = megatron_model_flops(c.model, c.sequences_per_step(), c.seq(), c.tp))
+    fmt::print(out, "Megatron's model-FLOPs formula: {}{}\n",
+               flops_text(static_cast<double>(*megatron)),
+               *megatron == total_model_flops(c, stages) ? " (equal)" : "");
+}
+
+void print_projection(const StepConfig& c, const std::vector<StageOperators>& stages,
+                      const StepProjection& p, std::FILE* out) {
+  fmt::print(out, "\n{}\n", config_line(c));
+  if (!p.step_ms) {
+    fmt::print(out, "  no step time: {} operator{} without a time (never counted as zero):\n",
+               p.missing.size(), p.missing.size() == 1 ? "" : "s");
+    for (const auto& stage : stages)
+      for (const auto& t : stage)
+        if (!t.time &&
+            std::find(p.missing.begin(), p.missing.end(), t.op.identity()) != p.missing.end()) {
+          fmt::print(out, "    {}  ({} calls)  measure: {}\n", t.op.identity(), t.op.count,
+                     measure_hint(t.op));
+        }
+    return;
+  }
+  const double step = *p.step_ms;
+  fmt::print(out, "  step {}  |  {:.1f} tokens/s  |  {:.3g} TFLOPS per device",
+             time_text(step * 1e3), *p.tokens_per_s, *p.tflops_per_device);
+  if (p.mfu) fmt::print(out, "  |  MFU {:.1f}%  HFU {:.1f}%", 100 * *p.mfu, 100 * *p.hfu);
+  fmt::print(out, "  (busiest stage {})\n", p.stage);
+  const std::pair<const char*, double> parts[] = {
+      {"GEMM", p.parts.gemm_ms},
+      {"attention", p.parts.attention_ms},
+      {"memory-bound", p.parts.memop_ms},
+      {"exposed communication", p.parts.exposed_comm_ms},
+      {"pipeline bubble", p.parts.bubble_ms},
+      {"optimizer", p.parts.optimizer_ms}};
+  for (const auto& [name, ms] : parts)
+    fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", name, time_text(ms * 1e3),
+               step > 0 ? 100 * ms / step : 0.0);
+  if (p.dp_comm_ms > 0)
+    fmt::print(out, "  (data-parallel communication {}, of which the overlap model hides {})\n",
+               time_text(p.dp_comm_ms * 1e3), time_text(p.hidden_comm_ms * 1e3));
+  std::vector<const TimedOperator*> top;
+  for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
+    top.push_back(&t);
+  std::sort(top.begin(), top.end(),
+            [](const auto* a, const auto* b) { return a->total_ms() > b->total_ms(); });
+  fmt::print(out, "  the operators that take the most time:\n");
+  for (std::size_t i = 0; i < std::min<std::size_t>(8, top.size()); ++i)
+    fmt::print(out, "    {:5.1f}%  {:>10}  {:>6} x {:>10}  {}\n", 100 * top[i]->total_ms() / step,
+               time_text(top[i]->total_ms() * 1e3), top[i]->op.count,
+               time_text(top[i]->time->time_us), top[i]->op.name);
+}
+
+}  // namespace opbench

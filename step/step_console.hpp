@@ -1,0 +1,21 @@
+#pragma once
+// What bench_step prints for people: the operator list of a dry run, and per configuration the
+// step's figures, its breakdown and the operators that take the most time.
+#include <cstdio>
+#include <vector>
+
+#include "step/step_compose.hpp"
+
+namespace opbench {
+
+// --dry-run: the busiest stage's operators (by hardware FLOPs, no time known) with their counts
+// and FLOPs, and the step's model FLOPs beside Megatron's formula.
+void print_operator_list(const StepConfig& c, const std::vector<StageOperators>& stages,
+                         std::FILE* out);
+
+// The projection of one configuration: figures, the breakdown as a table, the top operators, and
+// the operators without a time with what would measure them.
+void print_projection(const StepConfig& c, const std::vector<StageOperators>& stages,
+                      const StepProjection& p, std::FILE* out);
+
+}  // namespace opbench

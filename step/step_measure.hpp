@@ -1,0 +1,40 @@
+#pragma once
+// bench_step --measure: the operators of a step that no report times yet, measured through the
+// families' own providers under the shared stop rule and written as the families' own reports
+// (gemm_step.csv, attention_step.csv, memops_step.csv), which ReportTimes then reads like any
+// other. Collectives are not measured here: they need ranks (bench_ccl under mpirun).
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/env.hpp"
+#include "common/measure.hpp"
+#include "step/step_operator.hpp"
+
+namespace opbench {
+
+struct StepMeasureOptions {
+  std::string model;             // the rows' model column
+  std::string backend = "auto";  // --backend
+  int device = 0;
+  MeasureOverrides measure;  // the shared stop rule's flags
+  bool check = false;        // verify each result as the families' --check do
+  bool quiet = false;
+};
+
+struct StepMeasureResult {
+  std::size_t measured = 0, skipped = 0, failed = 0;
+  std::vector<std::string> files;  // "path (N rows)"
+  std::string device;              // what the operators ran on
+  bool interrupted = false;
+};
+
+// Measures, once each (by StepOperator::identity()), every operator of `ops` but the collectives
+// for which `has_time` is false.
+StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
+                                         const std::function<bool(const StepOperator&)>& has_time,
+                                         const StepMeasureOptions& options,
+                                         const std::string& report_dir, Environment& env);
+
+}  // namespace opbench

@@ -1,0 +1,257 @@
+#include "step/step_operators.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "attention/attention_shape.hpp"
+#include "common/param_layout.hpp"
+#include "gemm/gemm_cases.hpp"
+#include "gemm/moe_routing.hpp"
+#include "memops/memop_cases.hpp"
+
+namespace opbench {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+struct StageView {
+  const StepConfig& c;
+  std::int64_t stage;
+  ModelConfig model;  // the stage's layers only
+  std::int64_t m;     // micro-batches per step
+  bool first() const { return stage == 0; }
+  bool last() const { return stage == c.pp - 1; }
+};
+
+StepOperator make_op(StepFamily family, StepPhase phase, std::string name, std::int64_t count,
+                     std::string note) {
+  StepOperator op;
+  op.family = family;
+  op.phase = phase;
+  op.name = std::move(name);
+  op.count = count;
+  op.note = std::move(note);
+  return op;
+}
+
+// Full recomputation runs every decoder layer's forward again inside the backward pass: its
+// FLOPs are hardware FLOPs, not model FLOPs (Megatron's HFU against MFU).
+StepOperator recomputed(StepOperator op) {
+  op.phase = StepPhase::recompute;
+  op.name += " (recomputed)";
+  op.hardware_flops = op.model_flops > 0 ? op.model_flops : op.hardware_flops;
+  op.model_flops = 0;
+  return op;
+}
+
+// The GEMMs of every linear layer in fprop, dgrad and wgrad, bench_gemm's own model cases for
+// the stage's layers (the LM head only on the last stage). A routed expert layer is one call over
+// the rank's experts per MoE layer; its model FLOPs are the average rank's (tokens x top-k), its
+// hardware FLOPs those of the most loaded rank, whose time the row is.
+void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  MoeRun moe;
+  moe.ep = c.ep;
+  moe.routing = c.routing;
+  moe.impls = {c.moe_impl};
+  const auto cases =
+      model_cases(v.model, c.tp, {c.micro_batch}, {c.seq()},
+                  {GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad}, {c.dtype}, moe);
+  for (const GemmCase& g : cases) {
+    if (g.calls_per_step == 0 || (g.gemm == "lm_head" && !v.last())) continue;
+    const bool forward = g.pass == pass_name(GemmPass::fprop);
+    StepOperator op = make_op(StepFamily::gemm, forward ? StepPhase::forward : StepPhase::backward,
+                              g.gemm + " " + g.pass, g.calls_per_step * v.m, g.note);
+    op.gemm = g.problem;
+    op.model_flops = op.hardware_flops = g.problem.flops();
+    if (g.experts) {
+      op.family = StepFamily::experts;
+      op.experts = g.experts->experts;
+      op.moe_impl = c.moe_impl;
+      op.hardware_flops = op.experts.flops();
+      op.model_flops = 2 * c.tokens_per_micro_batch() * c.model.moe->num_experts_per_tok *
+                       op.experts.N * op.experts.K;
+    } else if (g.gemm == "moe_router") {
+      op.model_flops = 0;  // Megatron's model FLOPs leave the router out
+      op.note = "router: not in Megatron's model FLOPs";
+    }
+    out.push_back(op);
+    if (c.recompute == Recompute::full && forward && g.gemm != "lm_head")
+      out.push_back(recomputed(op));
+  }
+}
+
+// Attention forward and backward per layer. FLOPs in Megatron's convention (the whole S x S
+// score matrix, causal or not; backward twice the forward), so that the list adds up to
+// Megatron's model FLOPs; bench_attention's own flops column halves a causal mask's.
+void add_attention(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  const AttentionShape s =
+      model_attention_shapes(v.model, {c.seq()}, {c.micro_batch}, c.dtype, c.tp).front();
+  const std::int64_t fwd_flops =
+      2 * s.batch * s.heads_q * s.seqlen_q * s.seqlen_kv * (s.head_dim_qk + s.head_dim_v);
+  const std::int64_t calls = v.model.num_hidden_layers * v.m;
+  StepOperator fwd = make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls, "");
+  fwd.attention = s;
+  fwd.attention_pass = AttentionPass::fwd;
+  fwd.model_flops = fwd.hardware_flops = fwd_flops;
+  StepOperator bwd = fwd;
+  bwd.phase = StepPhase::backward;
+  bwd.name = "attention bwd";
+  bwd.attention_pass = AttentionPass::bwd;
+  bwd.model_flops = bwd.hardware_flops = 2 * fwd_flops;
+  out.push_back(fwd);
+  out.push_back(bwd);
+  // Selective recomputation recomputes the attention core only (Megatron's
+  // --recompute-granularity selective); full recomputes it with the rest of the layer.
+  if (c.recompute != Recompute::none) out.push_back(recomputed(fwd));
+}
+
+bool is_layer_memop(MemOp op) {
+  return op != MemOp::cross_entropy && op != MemOp::embedding;
+}
+
+// The memory-bound operators: bench_memops's model cases for the stage's layers (norms,
+// residual adds, the MLP activation, rotary embedding), the embedding on the first stage, the
+// loss on the last. Flash attention fuses the score softmax, so it is not listed.
+void add_memops(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  const MemOp norm = v.model.norm == "layernorm" ? MemOp::layernorm : MemOp::rmsnorm;
+  const std::vector<MemOp> ops{norm,        MemOp::add,           MemOp::swiglu,   MemOp::gelu,
+                               MemOp::rope, MemOp::cross_entropy, MemOp::embedding};
+  MemopModelRun run;
+  run.tp = c.tp;
+  run.micro_batches = {c.micro_batch};
+  run.seqlens = {c.seq()};
+  for (MemopCase mc : model_memop_cases(v.model, run, ops, {MemPass::fwd, MemPass::bwd}, c.dtype)) {
+    if (mc.op == MemOp::cross_entropy && !v.last()) continue;
+    if (mc.op == MemOp::embedding && !v.first()) continue;
+    std::int64_t calls = mc.calls_per_step;
+    if (mc.op == norm && !v.last()) --calls;  // the final norm sits on the last stage
+    if (calls == 0) continue;
+    // bench_memops assumes sequence parallelism: without it every tp rank holds all tokens.
+    if ((mc.op == norm || mc.op == MemOp::add) && !c.sp()) mc.rows *= c.tp;
+    const bool fwd = mc.pass == MemPass::fwd;
+    StepOperator op =
+        make_op(StepFamily::memop, fwd ? StepPhase::forward : StepPhase::backward,
+                memop_name(mc.op) + " " + mem_pass_name(mc.pass), calls * v.m, mc.note);
+    op.memop = mc;
+    out.push_back(op);
+    if (c.recompute == Recompute::full && fwd && is_layer_memop(mc.op)) {
+      StepOperator again = recomputed(op);
+      if (mc.op == norm && v.last()) again.count -= v.m;  // the final norm is not recomputed
+      out.push_back(again);
+    }
+  }
+}
+
+// The routed experts' activation (bench_memops's model cases list the dense layers' only): the
+// most loaded rank's tokens through the gated activation, and the shared experts' on every token.
+void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  if (!v.model.moe || v.model.moe_layers() == 0) return;
+  const MoeConfig& e = *v.model.moe;
+  const std::int64_t T = c.tokens_per_micro_batch();
+  const RankLoad load = busiest_rank(
+      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, T), c.ep);
+  const MemOp act = v.model.gated_mlp ? MemOp::swiglu : MemOp::gelu;
+  auto add = [&](const std::string& what, std::int64_t rows, std::int64_t cols) {
+    for (MemPass p : {MemPass::fwd, MemPass::bwd}) {
+      MemopCase mc;
+      mc.report = mc.source = c.model.name;
+      mc.op = act;
+      mc.pass = p;
+      mc.rows = rows;
+      mc.cols = cols;
+      mc.dtype = c.dtype;
+      mc.tp = c.tp;
+      mc.micro_batch = c.micro_batch;
+      mc.seqlen = c.seq();
+      StepOperator op =
+          make_op(StepFamily::memop, p == MemPass::fwd ? StepPhase::forward : StepPhase::backward,
+                  fmt::format("{} {} ({})", memop_name(act), mem_pass_name(p), what),
+                  v.model.moe_layers() * v.m, "");
+      op.memop = mc;
+      out.push_back(op);
+      if (c.recompute == Recompute::full && p == MemPass::fwd) out.push_back(recomputed(op));
+    }
+  };
+  if (load.total > 0)
+    add(fmt::format("routed experts, rank {}: {} tokens", load.rank, load.total), load.total,
+        e.moe_intermediate_size / c.tp);
+  if (e.n_shared_experts > 0)
+    add("shared experts", T, e.n_shared_experts * e.moe_intermediate_size / c.tp);
+}
+
+// AdamW over the rank's shard of the stage's parameters, once per step: fp32 throughout for an
+// fp32 model, else fp32 master weights and moments with the low-precision parameters written back.
+void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  const std::int64_t shards = c.sharding == Sharding::fsdp   ? c.dp
+                              : c.sharding == Sharding::hsdp ? c.shard_group
+                                                             : 1;
+  const std::int64_t params = stage_parameters(c, v.stage);
+  MemopCase mc;
+  mc.report = mc.source = c.model.name;
+  mc.op = c.dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
+  mc.dtype = memop_dtype(mc.op, c.dtype);
+  mc.rows = 1;
+  mc.cols = ceil_div(params, shards);
+  StepOperator op =
+      make_op(StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), 1,
+              fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards",
+                          params, shards));
+  op.memop = mc;
+  out.push_back(op);
+}
+
+}  // namespace
+
+ModelConfig stage_model(const StepConfig& c, std::int64_t stage) {
+  ModelConfig m = c.model;
+  const std::int64_t first = c.stage_first_layer(stage), count = c.stage_layers(stage);
+  m.num_hidden_layers = count;
+  if (m.moe) {
+    const std::int64_t dense = c.model.moe->first_k_dense_replace;
+    m.moe->first_k_dense_replace = std::clamp<std::int64_t>(dense - first, 0, count);
+  }
+  return m;
+}
+
+std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
+  const ModelConfig m = stage_model(c, stage);
+  std::int64_t total = 0;
+  for (const auto& module : decoder_layer_modules(m, false))
+    total += module.numel() * m.dense_mlp_layers();
+  if (m.moe)
+    for (const auto& module : decoder_layer_modules(m, true))
+      total += module.numel() * m.moe_layers();
+  const bool first = stage == 0, last = stage == c.pp - 1;
+  for (const auto& module : root_modules(c.model)) {
+    const bool on_stage = module.name == "embedding" ? first : last;
+    if (on_stage) total += module.numel();
+  }
+  // Tied embeddings: the last stage keeps its own copy of the table for the LM head (Megatron).
+  if (c.model.tie_word_embeddings && last && !first)
+    total += c.model.vocab_size * c.model.hidden_size;
+  return ceil_div(total, c.tp);
+}
+
+std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {
+  validate(c);
+  const StageView v{c, stage, stage_model(c, stage), c.micro_batches()};
+  std::vector<StepOperator> out;
+  add_gemms(v, out);
+  add_attention(v, out);
+  add_memops(v, out);
+  add_expert_activations(v, out);
+  add_optimizer(v, out);
+  for (StepOperator& op : step_collectives(c, stage))
+    out.push_back(std::move(op));
+  return out;
+}
+
+}  // namespace opbench

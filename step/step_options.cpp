@@ -1,0 +1,188 @@
+#include "step/step_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "common/version.hpp"
+
+namespace opbench {
+namespace {
+
+double parse_overlap(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "none") return 0;
+  if (t == "full") return 1;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(t, &used);
+    if (used == t.size() && v >= 0 && v <= 1) return v;
+  } catch (const std::exception&) {
+  }
+  throw bad_input(fmt::format("--overlap: '{}' is not none, full or a fraction in [0, 1]", text));
+}
+
+Sharding parse_sharding(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "ddp") return Sharding::ddp;
+  if (t == "fsdp") return Sharding::fsdp;
+  if (t == "hsdp") return Sharding::hsdp;
+  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, fsdp, hsdp", text));
+}
+
+void add_flags(cxxopts::Options& options) {
+  // clang-format off
+  options.add_options("Model")
+    ("model-config-path", "models.json with the model", cxxopts::value<std::string>())
+    ("model", "the model to project (a name of the config)", cxxopts::value<std::string>())
+    ("list-models", "list the models of the config and exit")
+    ("micro-batch", "sequences per micro-batch (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("seq-len", "tokens per sequence (default the model's)", cxxopts::value<std::string>())
+    ("global-batch", "sequences per step over every replica (default: --grad-accum micro-batches)", cxxopts::value<std::string>())
+    ("grad-accum", "micro-batches per replica per step (default 1)", cxxopts::value<std::string>());
+  options.add_options("Parallelism")
+    ("tp", "tensor-parallel degree (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("pp", "pipeline stages (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("vpp", "virtual stages per pipeline rank (interleaved 1F1B)", cxxopts::value<std::string>()->default_value("1"))
+    ("dp", "data-parallel replicas (list)", cxxopts::value<std::string>()->default_value("1"))
+    ("world-size", "devices in all: dp = world / (tp x pp)", cxxopts::value<std::string>())
+    ("ep", "expert-parallel degree (MoE; divides dp)", cxxopts::value<std::string>()->default_value("1"))
+    ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
+    ("sharding", "ddp, fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
+    ("shard-group", "hsdp: ranks per shard group", cxxopts::value<std::string>())
+    ("fsdp-version", "1 or 2", cxxopts::value<int>()->default_value("2"));
+  options.add_options("Training")
+    ("recompute", "none, selective or full (list)", cxxopts::value<std::string>()->default_value("none"))
+    ("dtype", "compute dtype: bf16, fp16 or fp32 (default fp32 when measuring on the CPU, else bf16)", cxxopts::value<std::string>())
+    ("grad-dtype", "dtype of the gradients as reduced", cxxopts::value<std::string>()->default_value("fp32"))
+    ("overlap", "share of the data-parallel communication hidden under compute: none, full or a fraction", cxxopts::value<std::string>()->default_value("none"))
+    ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
+    ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
+    ("moe-impl", "MoE experts: grouped, loop or padded", cxxopts::value<std::string>()->default_value("grouped"));
+  options.add_options("Times")
+    ("measure", "measure the operators the reports lack (the default without --from-reports)")
+    ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
+    ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
+    ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
+    ("check", "--measure: verify every measured result")
+    ("dry-run", "list the operators of the busiest stage with their counts and FLOPs, and exit")
+    ("report-csv-path", "the configurations' CSV (default step.csv in --report-dir-path)", cxxopts::value<std::string>())
+    ("operators-csv-path", "the operator list (default step_operators.csv beside the CSV)", cxxopts::value<std::string>());
+  // clang-format on
+}
+
+std::vector<std::int64_t> int_list(const cxxopts::ParseResult& p, const char* flag) {
+  return parse_int_list(p[flag].as<std::string>(), std::string("--") + flag);
+}
+
+std::int64_t one_int(const cxxopts::ParseResult& p, const char* flag) {
+  return parse_positive_int(p[flag].as<std::string>(), std::string("--") + flag);
+}
+
+}  // namespace
+
+std::optional<StepOptions> parse_step_options(int argc, char** argv) {
+  cxxopts::Options options(
+      "bench_step",
+      "A training step projected from its operators' times: every GEMM, attention, expert,\n"
+      "memory-bound operator and collective of the busiest rank, timed through the other\n"
+      "binaries' providers (--measure) or read from their reports (--from-reports), composed\n"
+      "with the pipeline bubble and an overlap model into step time, tokens/s, MFU and HFU.\n"
+      "  bench_step --model llama3.1-8b --seq-len 1024 --backend cpu\n"
+      "  bench_step --model llama3.1-70b --tp 8 --global-batch 64 --from-reports reports/h100");
+  add_flags(options);
+  add_measure_options(options, {{"CPU", measure_defaults(MeasureProfile::cpu)},
+                                {"GPU", measure_defaults(MeasureProfile::gpu)}});
+  add_report_options(options, "step", false);
+  add_peak_options(options);
+  auto parsed = parse_command_line(options, argc, argv, [] { print_versions("bench_step", {}); });
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  StepOptions o;
+  StepConfig& c = o.base;
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("model")) o.model = str("model");
+  o.list_models = p.count("list-models") > 0;
+  o.micro_batches = int_list(p, "micro-batch");
+  if (p.count("seq-len")) c.seqlen = one_int(p, "seq-len");
+  if (p.count("global-batch")) c.global_batch = one_int(p, "global-batch");
+  if (p.count("grad-accum")) c.grad_accum = one_int(p, "grad-accum");
+  o.tps = int_list(p, "tp");
+  o.pps = int_list(p, "pp");
+  o.dps = int_list(p, "dp");
+  c.vpp = one_int(p, "vpp");
+  if (p.count("world-size")) {
+    if (given(p, "dp")) throw bad_input("--world-size and --dp: give one of them, not both");
+    o.world_size = one_int(p, "world-size");
+  }
+  c.ep = one_int(p, "ep");
+  c.sequence_parallel = p.count("no-sequence-parallel") == 0;
+  c.sharding = parse_sharding(str("sharding"));
+  if (p.count("shard-group")) c.shard_group = one_int(p, "shard-group");
+  c.fsdp_version = p["fsdp-version"].as<int>();
+  o.recomputes.clear();
+  for (const auto& r : split(str("recompute"), ','))
+    o.recomputes.push_back(parse_recompute(r));
+  if (p.count("dtype")) {
+    o.dtype = parse_dtype(str("dtype"));
+    if (*o.dtype != DType::bf16 && *o.dtype != DType::fp16 && *o.dtype != DType::fp32)
+      throw bad_input(
+          fmt::format("--dtype: {} is not a training dtype bench_step projects "
+                      "(bf16, fp16, fp32)",
+                      dtype_name(*o.dtype)));
+  }
+  c.grad_dtype = parse_dtype(str("grad-dtype"));
+  c.overlap = parse_overlap(str("overlap"));
+  c.bucket_bytes = one_int(p, "bucket-mb") << 20;
+  c.routing = parse_routing(str("routing"));
+  c.moe_impl = parse_moe_impls(str("moe-impl")).front();
+  if (parse_moe_impls(str("moe-impl")).size() != 1)
+    throw bad_input("--moe-impl: give one implementation (grouped, loop or padded)");
+  if (p.count("from-reports"))
+    for (const auto& dir : split(str("from-reports"), ','))
+      if (!dir.empty()) o.from_reports.push_back(dir);
+  o.measure = o.from_reports.empty() || p.count("measure") > 0;
+  o.backend = str("backend");
+  o.device = p["device"].as<int>();
+  o.check = p.count("check") > 0;
+  o.dry_run = p.count("dry-run") > 0;
+  if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
+  if (p.count("operators-csv-path")) o.operators_csv_path = str("operators-csv-path");
+  o.measure_flags = read_measure_overrides(p);
+  o.report = read_report_options(p);
+  o.peaks = read_peak_options(p);
+  if (!o.list_models && o.model.empty())
+    throw bad_input("--model: required (bench_step projects one model; --list-models lists them)");
+  return o;
+}
+
+std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelConfig& model,
+                                            DType dtype) {
+  std::vector<StepConfig> out;
+  for (std::int64_t mb : o.micro_batches)
+    for (std::int64_t tp : o.tps)
+      for (std::int64_t pp : o.pps)
+        for (std::int64_t dp : o.dps)
+          for (Recompute r : o.recomputes) {
+            StepConfig c = o.base;
+            c.model = model;
+            c.micro_batch = mb;
+            c.tp = tp;
+            c.pp = pp;
+            c.dp = dp;
+            if (o.world_size > 0) {
+              if (o.world_size % (tp * pp) != 0)
+                throw bad_input(fmt::format("--world-size {}: not a multiple of --tp {} x --pp {}",
+                                            o.world_size, tp, pp));
+              c.dp = o.world_size / (tp * pp);
+            }
+            c.recompute = r;
+            c.dtype = dtype;
+            validate(c);
+            out.push_back(c);
+          }
+  return out;
+}
+
+}  // namespace opbench

@@ -1,0 +1,42 @@
+#pragma once
+// bench_step's command line: the training configuration(s) to project and where the operators'
+// times come from. Lists in --micro-batch, --tp, --pp, --dp and --recompute give one
+// configuration per combination.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/measure.hpp"
+#include "step/step_config.hpp"
+
+namespace opbench {
+
+struct StepOptions {
+  std::string model_config_path, model;
+  bool list_models = false;
+  StepConfig base;  // everything but the listed flags below
+  std::vector<std::int64_t> micro_batches{1}, tps{1}, pps{1}, dps{1};
+  std::vector<Recompute> recomputes{Recompute::none};
+  std::int64_t world_size = 0;  // --world-size: dp = world / (tp · pp)
+  std::optional<DType> dtype;   // default: fp32 when measuring on the CPU, else bf16
+  bool measure = true;          // --measure (the default without --from-reports)
+  std::vector<std::string> from_reports;
+  std::string backend = "auto";
+  int device = 0;
+  bool check = false, dry_run = false;
+  std::string operators_csv_path;  // --operators-csv-path: the operator list (default in DIR)
+  MeasureOverrides measure_flags;
+  ReportOptions report;
+  std::string report_csv_path;  // --report-csv-path: the configurations' rows
+  PeakOverrides peaks;
+};
+
+// nullopt after --help / --version.
+std::optional<StepOptions> parse_step_options(int argc, char** argv);
+
+// Every configuration the lists make, in order (micro-batch, tp, pp, dp, recompute), validated.
+std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelConfig& model,
+                                            DType dtype);
+
+}  // namespace opbench

@@ -1,0 +1,244 @@
+// bench_step's operator list: Megatron's model FLOPs to the FLOP, and every collective of a
+// small configuration counted by hand.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "step/megatron_flops.hpp"
+#include "step/step_compose.hpp"
+#include "step/step_operators.hpp"
+
+using namespace opbench;
+
+namespace {
+
+ModelConfig configs_model(const std::string& name) {
+  auto models = load_models(std::string(OPBENCH_SOURCE_DIR) + "/configs/models.json");
+  return select_models(models, name, "models.json").front();
+}
+
+// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128, vocabulary 256.
+ModelConfig small_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
+    "tie_word_embeddings": false, "source": "test"}])");
+  return models_from_json(doc, "small4.json").front();
+}
+
+std::vector<StageOperators> all_stages(const StepConfig& c) {
+  std::vector<StageOperators> stages;
+  for (std::int64_t s = 0; s < c.pp; ++s) {
+    StageOperators timed;
+    for (const auto& op : step_operators(c, s))
+      timed.push_back({op, std::nullopt});
+    stages.push_back(timed);
+  }
+  return stages;
+}
+
+// Calls per step of the collectives named `name` ("tp all_gather (...)") in `phase`, and their
+// size; fails when there is none or two differ in size.
+struct Found {
+  std::int64_t count = 0, bytes = 0, group = 0;
+};
+Found collective(const std::vector<StepOperator>& ops, const std::string& name, StepPhase phase) {
+  Found f;
+  for (const auto& op : ops)
+    if (op.family == StepFamily::collective && op.name == name && op.phase == phase) {
+      f.count += op.count;
+      f.bytes = op.collective.size_bytes;
+      f.group = op.collective.group_size;
+    }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs", "[step]") {
+  StepConfig c;
+  c.model = configs_model("llama3.1-8b");
+  c.micro_batch = 1;
+  c.grad_accum = 8;
+  c.tp = 8;
+  c.pp = 4;
+  // 8 sequences of 8192 tokens; Megatron's formula multiplied out by hand:
+  //   attention 12·8·8192·32·(4096·4096 + 4096·128·8 + 8192·4096) = 1,372,190,511,464,448
+  //   MLP       18·8·8192·4096·32·14336                             = 2,216,615,441,596,416
+  //   logits     6·8·8192·4096·128256                               =   206,570,747,068,416
+  const __int128 megatron = 3795376700129280LL;
+  REQUIRE(megatron_model_flops(c.model, 8, 8192, 8).value() == megatron);
+  const auto stages = all_stages(c);
+  CHECK(total_model_flops(c, stages) == megatron);
+  // No recomputation: the hardware does what the model counts.
+  CHECK(total_hardware_flops(c, stages) == megatron);
+  // 8 layers per stage: stage 0 has the embedding, stage 3 the LM head and loss.
+  CHECK(c.stage_layers(0) == 8);
+  bool head_on_last = false, head_elsewhere = false;
+  for (std::int64_t s = 0; s < 4; ++s)
+    for (const auto& t : stages[s])
+      if (t.op.name == "lm_head fprop") (s == 3 ? head_on_last : head_elsewhere) = true;
+  CHECK(head_on_last);
+  CHECK_FALSE(head_elsewhere);
+
+  SECTION("with data parallelism the step's FLOPs scale with the replicas") {
+    c.dp = 2;
+    CHECK(total_model_flops(c, all_stages(c)) == 2 * megatron);
+  }
+  SECTION("recomputation adds hardware FLOPs, not model FLOPs") {
+    c.recompute = Recompute::selective;
+    auto s2 = all_stages(c);
+    CHECK(total_model_flops(c, s2) == megatron);
+    // Selective: the attention core once more, forward only: 4·8·8192²·4096·32 / 3 of the term.
+    const __int128 attention_fwd = static_cast<__int128>(4) * 8 * 8192 * 8192 * 4096 * 32;
+    CHECK(total_hardware_flops(c, s2) == megatron + attention_fwd);
+    c.recompute = Recompute::full;
+    auto s3 = all_stages(c);
+    // Full: every layer's forward again (a third of the layers' FLOPs; the LM head is not).
+    const __int128 layers = 1372190511464448LL + 2216615441596416LL;
+    CHECK(total_hardware_flops(c, s3) == megatron + layers / 3);
+  }
+}
+
+TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by hand", "[step]") {
+  StepConfig c;
+  c.model = small_model();
+  c.micro_batch = 1;
+  c.grad_accum = 4;
+  c.tp = 2;
+  c.pp = 2;
+  c.dp = 2;
+  c.bucket_bytes = 65536;
+  // A micro-batch is 32 tokens: the activation 32 x 64 in bf16 = 4096 bytes.
+  const auto first = step_operators(c, 0), last = step_operators(c, 1);
+  const auto F = StepPhase::forward, B = StepPhase::backward, G = StepPhase::grad_sync;
+  // Per layer and micro-batch 2 all-gathers and 2 reduce-scatters forward, 4 and 2 backward:
+  // 2 layers x 4 micro-batches.
+  for (const auto* ops : {&first, &last}) {
+    Found ag = collective(*ops, "tp all_gather (inputs of QKV and up projections)", F);
+    CHECK(ag.count == 16);
+    CHECK(ag.bytes == 4096);
+    CHECK(ag.group == 2);
+    CHECK(collective(*ops, "tp reduce_scatter (outputs of attention and MLP)", F).count == 16);
+    CHECK(collective(*ops, "tp all_gather (inputs again for wgrad, output gradients)", B).count ==
+          32);
+    CHECK(collective(*ops, "tp reduce_scatter (input gradients)", B).count == 16);
+    // First and last stage: one exchange with the neighbour per micro-batch, of the
+    // sequence-parallel share (16 tokens x 64 x 2 bytes).
+    Found pp = collective(*ops, "pp send_recv (activations)", F);
+    CHECK(pp.count == 4);
+    CHECK(pp.bytes == 2048);
+  }
+  CHECK(collective(first, "tp reduce_scatter (embedding output)", F).count == 4);
+  CHECK(collective(first, "tp all_gather (embedding output gradient)", B).count == 4);
+  CHECK(collective(first, "tp all_gather (LM head input)", F).count == 0);
+  CHECK(collective(last, "tp all_gather (LM head input)", F).count == 4);
+  CHECK(collective(last, "tp reduce_scatter (LM head input gradient)", B).count == 4);
+  Found ce = collective(last, "tp all_reduce (cross-entropy max, target, sum)", F);
+  CHECK(ce.count == 12);
+  CHECK(ce.bytes == 128);  // one fp32 per token
+  // DDP: stage 0 holds 2 layers of 36,992 parameters (q 4096, k 2048, v 2048, o 4096, gate, up
+  // and down 8192 each, two norms of 64) and the 16,384 of the embedding: 90,368 / tp 2 =
+  // 45,184 fp32 gradients = 180,736 bytes, two 64 KiB buckets and 49,664 bytes.
+  CHECK(stage_parameters(c, 0) == 45184);
+  CHECK(collective(first, "dp all_reduce (gradient buckets)", G).count == 2);
+  Found rest = collective(first, "dp all_reduce (last gradient bucket)", G);
+  CHECK(rest.count == 1);
+  CHECK(rest.bytes == 49664);
+  CHECK(rest.group == 2);
+  // Stage 1: 2 layers, the final norm (64) and the LM head (16,384): 90,432 / 2 = 45,216.
+  CHECK(stage_parameters(c, 1) == 45216);
+  CHECK(collective(last, "dp all_reduce (last gradient bucket)", G).bytes == 180864 - 131072);
+
+  SECTION("without sequence parallelism: all-reduces, 2 forward and 2 backward per layer") {
+    c.sequence_parallel = false;
+    const auto ops = step_operators(c, 0);
+    CHECK(collective(ops, "tp all_reduce (outputs of attention and MLP)", F).count == 16);
+    CHECK(collective(ops, "tp all_reduce (input gradients)", B).count == 16);
+    CHECK(collective(ops, "tp all_gather (inputs of QKV and up projections)", F).count == 0);
+    // The whole activation crosses the pipeline: 32 tokens x 64 x 2 bytes.
+    CHECK(collective(ops, "pp send_recv (activations)", F).bytes == 4096);
+  }
+  SECTION("an inner stage exchanges twice per micro-batch") {
+    c.pp = 4;
+    c.tp = 1;
+    const auto ops = step_operators(c, 1);
+    CHECK(collective(ops, "pp send_recv (activations)", F).count == 4);
+    CHECK(collective(ops, "pp send_recv (gradients)", B).count == 4);
+  }
+}
+
+TEST_CASE("step: FSDP's gathers per micro-batch, reduce-scatters once per step", "[step]") {
+  StepConfig c;
+  c.model = small_model();
+  c.grad_accum = 3;
+  c.dp = 4;
+  c.sharding = Sharding::fsdp;
+  const auto ops = step_operators(c, 0);
+  // 4 decoder-layer units and the root; resharded after forward, a layer is gathered twice per
+  // micro-batch (forward, backward), the root once.
+  std::int64_t gathers = 0, scatters = 0;
+  for (const auto& op : ops)
+    if (op.family == StepFamily::collective) {
+      if (op.collective.op == CollOp::all_gather) gathers += op.count;
+      if (op.collective.op == CollOp::reduce_scatter) scatters += op.count;
+    }
+  CHECK(gathers == (4 * 2 + 1) * 3);
+  CHECK(scatters == 4 + 1);
+}
+
+TEST_CASE("step: composition of a step from timed operators", "[step]") {
+  StepConfig c;
+  c.model = small_model();
+  c.grad_accum = 4;
+  c.pp = 2;
+  c.dp = 2;
+  c.overlap = 0.5;
+  std::vector<StageOperators> stages = all_stages(c);
+  // Every operator 10 µs per call: stage times follow the counts.
+  for (auto& stage : stages)
+    for (auto& t : stage)
+      t.time = OperatorTime{10, "test", "", std::nullopt};
+  const StepProjection p = compose_step(c, stages, 100.0);
+  REQUIRE(p.step_ms);
+  CHECK(p.missing.empty());
+  CHECK(*p.step_ms == Approx(p.parts.total()));
+  // 1F1B: the bubble is (pp - 1) micro-batch slots of the busiest stage.
+  CHECK(p.parts.bubble_ms == Approx(p.micro_batch_ms));
+  // The gradient all-reduce may hide half of itself, within one micro-batch's backward.
+  CHECK(p.hidden_comm_ms == Approx(0.5 * p.dp_comm_ms));
+  CHECK(*p.tokens_per_s == Approx(4 * 2 * 32 / (*p.step_ms / 1e3)));
+  CHECK(*p.mfu == Approx(*p.tflops_per_device / 100));
+
+  SECTION("an operator without a time is named and leaves the step time empty") {
+    stages[1][0].time.reset();
+    const StepProjection q = compose_step(c, stages, 100.0);
+    CHECK_FALSE(q.step_ms);
+    REQUIRE(q.missing.size() == 1);
+    CHECK(q.missing[0] == stages[1][0].op.identity());
+  }
+}
+
+TEST_CASE("step: configurations that cannot be built are refused naming the flag", "[step]") {
+  StepConfig c;
+  c.model = small_model();
+  c.global_batch = 6;
+  c.dp = 4;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--global-batch 6"));
+  c.global_batch = 8;
+  c.ep = 2;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--ep 2: model 'small4' has no routed experts"));
+  c.ep = 1;
+  c.pp = 5;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--pp 5"));
+  c.pp = 1;
+  c.tp = 2;
+  c.sharding = Sharding::fsdp;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--sharding fsdp"));
+  c.sharding = Sharding::ddp;
+  c.overlap = 1.5;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--overlap"));
+}
