@@ -1,6 +1,9 @@
 #include "step/step_compose.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 
 namespace opbench {
 namespace {
@@ -72,11 +75,11 @@ StepProjection compose_step(const StepConfig& c, const std::vector<StageOperator
   StepProjection p;
   p.model_flops = static_cast<double>(total_model_flops(c, stages));
   p.hardware_flops = static_cast<double>(total_hardware_flops(c, stages));
+  std::set<std::string> named;  // operators are named once, however many stages run them
   for (const auto& stage : stages)
     for (const TimedOperator& t : stage)
-      if (!t.time &&
-          std::find(p.missing.begin(), p.missing.end(), t.op.identity()) == p.missing.end())
-        p.missing.push_back(t.op.identity());
+      if (!t.time && named.insert(t.op.identity()).second)
+        p.missing.push_back(fmt::format("{} [{}]", t.op.name, t.op.args()));
 
   // The busiest stage sets the pace of the pipeline: 1F1B runs m micro-batches through it, plus
   // the fill and drain of (pp - 1) micro-batch slots, (pp - 1) / vpp with interleaving.

@@ -37,7 +37,7 @@ struct StepBreakdown {
 
 struct StepProjection {
   std::int64_t stage = 0;            // the busiest pipeline stage, whose rank the figures are
-  std::vector<std::string> missing;  // operators without a time (any stage): no step time
+  std::vector<std::string> missing;  // "name [args]" of the operators without a time
   std::optional<double> step_ms;     // the breakdown's total when nothing is missing
   StepBreakdown parts;
   double micro_batch_ms = 0;  // compute and critical-path communication per micro-batch

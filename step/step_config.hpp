@@ -41,6 +41,7 @@ struct StepConfig {
   DType dtype = DType::bf16;       // GEMMs, attention, activations
   DType grad_dtype = DType::fp32;  // gradients as they are reduced
   double overlap = 0;              // share of the data-parallel communication hidden by compute
+  bool fused_grad_accum = false;   // wgrad GEMMs accumulate into the gradient (no separate add)
   std::int64_t bucket_bytes = 25LL << 20;  // ddp: gradient bucket (PyTorch DDP's 25 MiB)
   RoutingSpec routing;                     // MoE: how tokens reach experts
   MoeImpl moe_impl = MoeImpl::grouped;

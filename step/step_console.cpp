@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/progress.hpp"
 #include "step/megatron_flops.hpp"
@@ -77,13 +78,12 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
   if (!p.step_ms) {
     fmt::print(out, "  no step time: {} operator{} without a time (never counted as zero):\n",
                p.missing.size(), p.missing.size() == 1 ? "" : "s");
+    std::set<std::string> named;
     for (const auto& stage : stages)
       for (const auto& t : stage)
-        if (!t.time &&
-            std::find(p.missing.begin(), p.missing.end(), t.op.identity()) != p.missing.end()) {
-          fmt::print(out, "    {}  ({} calls)  measure: {}\n", t.op.identity(), t.op.count,
-                     measure_hint(t.op));
-        }
+        if (!t.time && named.insert(t.op.identity()).second)
+          fmt::print(out, "    {} [{}]  ({} calls)  measure: {}\n", t.op.name, t.op.args(),
+                     t.op.count, measure_hint(t.op));
     return;
   }
   const double step = *p.step_ms;

@@ -208,6 +208,26 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   out.push_back(op);
 }
 
+// Gradient accumulation: every micro-batch after the first adds its weight gradients into the
+// accumulated ones (PyTorch's AccumulateGrad: grad += new, in the gradient's dtype), unless the
+// wgrad GEMM accumulates in place (Megatron's gradient_accumulation_fusion, --fused-grad-accum).
+void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  if (v.m < 2 || c.fused_grad_accum) return;
+  MemopCase mc;
+  mc.report = mc.source = c.model.name;
+  mc.op = MemOp::add;
+  mc.dtype = c.grad_dtype;
+  mc.rows = 1;
+  mc.cols = stage_parameters(c, v.stage);
+  StepOperator op =
+      make_op(StepFamily::memop, StepPhase::backward, "gradient accumulation add", v.m - 1,
+              "grad += new for every micro-batch after the first (not with "
+              "--fused-grad-accum)");
+  op.memop = mc;
+  out.push_back(op);
+}
+
 }  // namespace
 
 ModelConfig stage_model(const StepConfig& c, std::int64_t stage) {
@@ -248,6 +268,7 @@ std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage
   add_attention(v, out);
   add_memops(v, out);
   add_expert_activations(v, out);
+  add_gradient_accumulation(v, out);
   add_optimizer(v, out);
   for (StepOperator& op : step_collectives(c, stage))
     out.push_back(std::move(op));

@@ -56,6 +56,7 @@ void add_flags(cxxopts::Options& options) {
     ("dtype", "compute dtype: bf16, fp16 or fp32 (default fp32 when measuring on the CPU, else bf16)", cxxopts::value<std::string>())
     ("grad-dtype", "dtype of the gradients as reduced", cxxopts::value<std::string>()->default_value("fp32"))
     ("overlap", "share of the data-parallel communication hidden under compute: none, full or a fraction", cxxopts::value<std::string>()->default_value("none"))
+    ("fused-grad-accum", "the wgrad GEMMs accumulate into the gradients (Megatron's gradient_accumulation_fusion): no gradient accumulation add")
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
     ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
     ("moe-impl", "MoE experts: grouped, loop or padded", cxxopts::value<std::string>()->default_value("grouped"));
@@ -134,6 +135,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   }
   c.grad_dtype = parse_dtype(str("grad-dtype"));
   c.overlap = parse_overlap(str("overlap"));
+  c.fused_grad_accum = p.count("fused-grad-accum") > 0;
   c.bucket_bytes = one_int(p, "bucket-mb") << 20;
   c.routing = parse_routing(str("routing"));
   c.moe_impl = parse_moe_impls(str("moe-impl")).front();

@@ -218,7 +218,7 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
     const StepProjection q = compose_step(c, stages, 100.0);
     CHECK_FALSE(q.step_ms);
     REQUIRE(q.missing.size() == 1);
-    CHECK(q.missing[0] == stages[1][0].op.identity());
+    CHECK(q.missing[0] == stages[1][0].op.name + " [" + stages[1][0].op.args() + "]");
   }
 }
 
