@@ -16,6 +16,7 @@ attention = [os.path.join(build, "attention/bench_attention"), "--backend", "cpu
 ccl = [os.path.join(build, "collectives/bench_ccl"), "--backend", "mpi", "--quiet", "--report-dir-path", scratch]
 fsdp = [os.path.join(build, "fsdp/bench_fsdp"), "--quiet"]
 memops = [os.path.join(build, "memops/bench_memops"), "--backend", "cpu", "--quiet", "--report-dir-path", scratch]
+step = [os.path.join(build, "step/bench_step"), "--quiet", "--report-dir-path", scratch]
 
 CASES = [
     # (what, command, text the error line must contain)
@@ -104,6 +105,17 @@ CASES = [
     ("fsdp unknown wrap", fsdp + ["--model", "tiny", "--world-size", "8", "--wrap", "block", "--dry-run"], "--wrap: unknown policy 'block'"),
     ("fsdp reduce op max", fsdp + ["--model", "tiny", "--world-size", "8", "--reduce-op", "max", "--dry-run"], "--reduce-op: FSDP reduces with avg or sum"),
     ("fsdp log is a directory", fsdp + ["--model", "tiny", "--world-size", "8", "--nccl-log", f"{bad}/a_directory.json"], "is a directory"),
+    ("step no model", step + ["--dry-run"], "--model: required"),
+    ("step unknown model", step + ["--model", "llama9", "--dry-run"], "llama9"),
+    ("step tp not dividing the heads", step + ["--model", "llama3.1-8b", "--tp", "3", "--dry-run"], "--tp 3"),
+    ("step global batch not a multiple", step + ["--model", "tiny", "--dp", "4", "--global-batch", "6", "--dry-run"], "--global-batch 6: not a multiple of --micro-batch 1 x --dp 4"),
+    ("step overlap above 1", step + ["--model", "tiny", "--overlap", "2", "--dry-run"], "--overlap: '2' is not none, full or a fraction in [0, 1]"),
+    ("step unknown recompute", step + ["--model", "tiny", "--recompute", "partial", "--dry-run"], "--recompute: 'partial' is not one of none, selective, full"),
+    ("step reports folder missing", step + ["--model", "tiny", "--from-reports", f"{bad}/no_such_folder"], "--from-reports"),
+    ("step fsdp with tp", step + ["--model", "tiny", "--tp", "2", "--dp", "2", "--sharding", "fsdp", "--dry-run"], "--sharding fsdp: modelled without tensor or pipeline parallelism"),
+    ("step ep on a dense model", step + ["--model", "tiny", "--dp", "2", "--ep", "2", "--dry-run"], "--ep 2: model 'tiny' has no routed experts"),
+    ("step both world size and dp", step + ["--model", "tiny", "--world-size", "8", "--dp", "2", "--dry-run"], "--world-size and --dp: give one of them"),
+    ("step fp8 dtype", step + ["--model", "tiny", "--dtype", "fp8", "--dry-run"], "--dtype: fp8_e4m3 is not a training dtype"),
     ("fsdp garbage models file", fsdp + ["--model", "tiny", "--world-size", "8", "--model-config-path", f"{bad}/garbage.json", "--dry-run"], "garbage.json:1:1: JSON syntax error"),
 ]
 

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Runs bench_step into DIR and recomputes its figures from what it wrote.
+
+Usage: check_step_reports.py BENCH_STEP DIR [--rows N] [--exit-code C] [--missing TEXT]
+                             [--device TEXT] -- ARGS...
+
+For every configuration row of DIR/step.csv:
+  - the operator rows of step_operators.csv: total_ms = count x time_us, and each time_us is the
+    time_us of the report row its `source` names (file and line), unless interpolated;
+  - gemm_ms, attention_ms, memop_ms and optimizer_ms are the sums of their operators' total_ms;
+  - step_time_ms = gemm + attention + memop + exposed_comm + bubble + optimizer;
+  - exposed_comm_ms = the tp/ep/pp collectives' total + dp_comm_ms - hidden_comm_ms;
+  - bubble_ms = (pp - 1) / vpp x micro_batch_ms; tokens_per_s = tokens_per_step / step;
+  - tflops_per_device = model_flops / step / world; mfu = tflops_per_device / peak_tflops;
+  - model_flops = sum over the operators of count x model_flops, x tp x dp (pp 1 only: other
+    stages' operators are not in the list).
+--missing TEXT: the run must leave the step empty (status skipped), name TEXT in its note and mark
+such operators `missing`. Exit 0 when everything holds, 1 with one line per problem.
+"""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+
+def num(v):
+    return float(v) if v not in ("", None) else None
+
+
+def close(a, b, rel=2e-6, abs_=1e-3):
+    return a is not None and b is not None and abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def source_time(source, cache):
+    """time_us of the report row `source` names ("FILE line N"), or None when interpolated."""
+    if " line " not in source or source.startswith("interpolated"):
+        return None
+    path, line = source.rsplit(" line ", 1)
+    if path not in cache:
+        with open(path, newline="") as f:
+            cache[path] = list(csv.reader(f))
+    rows = cache[path]
+    header, row = rows[0], rows[int(line) - 1]
+    return float(row[header.index("time_us")])
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    split = argv.index("--")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bench_step")
+    ap.add_argument("dir")
+    ap.add_argument("--rows", type=int, default=1)
+    ap.add_argument("--exit-code", type=int, default=0)
+    ap.add_argument("--missing")
+    ap.add_argument("--device")
+    a = ap.parse_args(argv[:split])
+    if os.path.exists(a.dir):
+        shutil.rmtree(a.dir)
+    proc = subprocess.run([a.bench_step, "--report-dir-path", a.dir, *argv[split + 1:]], capture_output=True,
+                          text=True, timeout=1200)
+    sys.stdout.write(proc.stdout[-3000:])
+    problems = []
+    if proc.returncode != a.exit_code:
+        problems.append(f"exit {proc.returncode}, expected {a.exit_code}: {proc.stderr.strip()[-500:]}")
+    steps = read(os.path.join(a.dir, "step.csv"))
+    ops = read(os.path.join(a.dir, "step_operators.csv"))
+    if len(steps) != a.rows:
+        problems.append(f"step.csv: {len(steps)} rows, expected {a.rows}")
+    cache = {}
+    for i, s in enumerate(steps):
+        key = ("tp", "pp", "dp", "recompute", "micro_batch", "seqlen", "micro_batches")
+        mine = [o for o in ops if all(o[k] == s[k] for k in key)]
+        where = f"step.csv row {i + 1} ({s['model']} tp {s['tp']} pp {s['pp']} dp {s['dp']} {s['recompute']})"
+        if not mine:
+            problems.append(f"{where}: no operator rows")
+            continue
+        if a.missing:
+            if s["status"] != "skipped" or s["step_time_ms"] or a.missing not in s["note"]:
+                problems.append(f"{where}: expected an empty step naming '{a.missing}', got "
+                                f"{s['status']} {s['step_time_ms']!r} {s['note']!r}")
+            if not any(o["status"] == "missing" and a.missing in o["operator"] for o in mine):
+                problems.append(f"{where}: no operator row `missing` named '{a.missing}'")
+            continue
+        if a.device and a.device not in s["device"]:
+            problems.append(f"{where}: device {s['device']!r}, expected {a.device!r}")
+        sums = {"gemm": 0.0, "attention": 0.0, "memop": 0.0, "optimizer": 0.0, "critical_comm": 0.0}
+        model_flops = 0
+        for o in mine:
+            t, total = num(o["time_us"]), num(o["total_ms"])
+            if o["status"] != "ok" or t is None:
+                problems.append(f"{where}: operator {o['operator']} has no time")
+                continue
+            if not close(total, int(o["count"]) * t / 1e3):
+                problems.append(f"{where}: {o['operator']}: total_ms {total} != count x time_us")
+            reported = source_time(o["source"], cache)
+            if o["source"] and not o["source"].startswith("interpolated") and not close(reported, t):
+                problems.append(f"{where}: {o['operator']}: time_us {t} != {reported} at {o['source']}")
+            model_flops += int(o["count"]) * int(o["model_flops"])
+            family, phase = o["family"], o["phase"]
+            if phase == "optimizer":
+                sums["optimizer"] += total
+            elif family in ("gemm", "experts"):
+                sums["gemm"] += total
+            elif family in ("attention", "memop"):
+                sums[family] += total
+            elif phase not in ("grad_sync", "param_gather"):
+                sums["critical_comm"] += total
+        f = {k: num(s[k]) for k in s if k not in ("model", "sp", "sharding", "recompute", "dtype", "times_from",
+                                                  "device", "status", "note")}
+        for part, column in (("gemm", "gemm_ms"), ("attention", "attention_ms"), ("memop", "memop_ms"),
+                             ("optimizer", "optimizer_ms")):
+            if not close(sums[part], f[column], rel=1e-5):
+                problems.append(f"{where}: {column} {f[column]} != the operators' {sums[part]}")
+        exposed = sums["critical_comm"] + f["dp_comm_ms"] - f["hidden_comm_ms"]
+        if not close(exposed, f["exposed_comm_ms"], rel=1e-5):
+            problems.append(f"{where}: exposed_comm_ms {f['exposed_comm_ms']} != {exposed}")
+        parts = sum(f[c] for c in ("gemm_ms", "attention_ms", "memop_ms", "exposed_comm_ms", "bubble_ms",
+                                   "optimizer_ms"))
+        step = f["step_time_ms"]
+        if not close(parts, step, rel=1e-5):
+            problems.append(f"{where}: step_time_ms {step} != the sum of its parts {parts}")
+        if not close(f["bubble_ms"], (f["pp"] - 1) / f["vpp"] * f["micro_batch_ms"], rel=1e-5):
+            problems.append(f"{where}: bubble_ms {f['bubble_ms']}")
+        if not close(f["tokens_per_s"], f["tokens_per_step"] / (step / 1e3), rel=1e-5):
+            problems.append(f"{where}: tokens_per_s {f['tokens_per_s']}")
+        if f["pp"] == 1 and not close(model_flops * f["tp"] * f["dp"], f["model_flops"], rel=1e-6):
+            problems.append(f"{where}: model_flops {f['model_flops']} != {model_flops} x tp x dp")
+        if not close(f["tflops_per_device"], f["model_flops"] / (step / 1e3) / f["world_size"] / 1e12, rel=1e-5):
+            problems.append(f"{where}: tflops_per_device {f['tflops_per_device']}")
+        if f["peak_tflops"] and not close(f["mfu"], f["tflops_per_device"] / f["peak_tflops"], rel=1e-5):
+            problems.append(f"{where}: mfu {f['mfu']}")
+    for p in problems:
+        print(f"FAIL {p}")
+    print(f"{len(steps)} configurations, {len(ops)} operator rows checked: "
+          + ("ok" if not problems else f"{len(problems)} problems"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+# bench_step end to end: its projections recomputed from the operator rows and the reports their
+# times came from (check_step_reports.py). Included from CMakeLists.txt: OPBENCH_PYTHON, DATA and
+# EXPECT_ERROR come from there.
+set(CHECK_STEP ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_step_reports.py
+    $<TARGET_FILE:bench_step>)
+set(STEP_QUICK --max-samples 3 --max-time 0.2 --quiet)
+
+add_test(NAME "step: a tiny model's step, every operator measured on the CPU and the figures recomputed"
+  COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_tiny --rows 2 -- --model tiny --seq-len 64
+          --grad-accum 2 --recompute none,full --backend cpu --check ${STEP_QUICK})
+add_test(NAME "step: Llama-3.1 70B on 8 H100 at tp 8 projected from the GPU-shaped fixtures"
+  COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_h100 --rows 2 --device H100 -- --model llama3.1-70b
+          --tp 8 --grad-accum 8 --fused-grad-accum --recompute none,selective --from-reports ${DATA}/step_h100)
+add_test(NAME "step: an operator without a time is named, the step left empty, the run exits 1"
+  COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_missing --exit-code 1 --missing "dp all_reduce"
+          -- --model llama3.1-70b --tp 8 --dp 2 --grad-accum 8 --fused-grad-accum --from-reports ${DATA}/step_h100)
+add_test(NAME "step: dry run lists the operators and meets Megatron's model FLOPs"
+  COMMAND bench_step --model llama3.1-8b --tp 8 --pp 4 --grad-accum 8 --dry-run)
+set_tests_properties("step: dry run lists the operators and meets Megatron's model FLOPs" PROPERTIES
+  PASS_REGULAR_EXPRESSION "stage 3 of 4.*lm_head fprop +8 .*Megatron's model-FLOPs formula: 3.795 PFLOP \\(equal\\)")
+
+# Data parallelism on the CPU: bench_ccl's all-reduce of 2 MPI ranks (a sweep its gradient buckets
+# interpolate from), the compute measured, the overlap model applied.
+add_test(NAME "step: dp 2 with the gradient all-reduce bench_ccl measured under mpirun"
+  COMMAND sh -c "rm -rf step_ccl && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 \
+    ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --mca mpi_yield_when_idle 1 $<TARGET_FILE:bench_ccl> \
+    --backend mpi --op all_reduce -d fp32 -b 1K -e 8M -f 4 --quiet --max-samples 3 --report-dir-path step_ccl \
+    && ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_step_reports.py $<TARGET_FILE:bench_step> step_dp \
+    -- --model tiny --seq-len 64 --dp 2 --bucket-mb 1 --overlap 0.5 --from-reports step_ccl --measure \
+    --backend cpu --max-samples 3 --max-time 0.2 --quiet"
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties("step: dp 2 with the gradient all-reduce bench_ccl measured under mpirun" PROPERTIES
+  PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok" TIMEOUT 600)
+add_test(NAME "step: list models" COMMAND bench_step --list-models)
+set_tests_properties("step: list models" PROPERTIES PASS_REGULAR_EXPRESSION "14 models")
