@@ -13,6 +13,8 @@
   bench_attention  TFLOPS against sequence length, one line per head dim and pass
   bench_fsdp       communication time per training step, per unit and collective
   bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
+  bench_step       step.csv: a bar per configuration, its projected step time stacked by part (GEMM,
+                   attention, memory-bound, exposed communication, pipeline bubble, optimizer)
 
 Every input is read and recognised before anything is drawn, so a bad input fails at once.
 Prints the path of every PNG it writes. Exits 2 on bad input, or when this Python lacks matplotlib.
@@ -54,6 +56,8 @@ def num(text):
 
 
 def kind_of(columns) -> str:
+    if "step_time_ms" in columns:
+        return "step"
     if {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"} <= set(columns):
         return "fsdp_plan"  # bench_fsdp --plan-csv-path: what would be sent, nothing measured
     if "unit" in columns and "busbw_gbps" in columns:
@@ -259,6 +263,34 @@ def plot_fsdp(rows, title, out, args):
     return save(fig, out)
 
 
+STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound", "memop_ms"),
+              ("exposed communication", "exposed_comm_ms"), ("pipeline bubble", "bubble_ms"),
+              ("optimizer", "optimizer_ms"))
+
+
+def plot_step(rows, title, out, args):
+    """bench_step: a bar per configuration, its projected step stacked by part."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) + 3), 6))
+    per_config, labels = {}, []
+    for r in rows:
+        if r["status"] != "ok" or num(r["step_time_ms"]) is None:
+            print(f"plot_report.py: {title}: {r['model']} tp {r['tp']} pp {r['pp']} dp {r['dp']}: no step time "
+                  f"({r['note']}), not drawn", file=sys.stderr)
+            continue
+        label = (f"{r['model']}\ntp {r['tp']} pp {r['pp']} dp {r['dp']}\nmb {r['micro_batch']} x {r['micro_batches']}, "
+                 f"{r['recompute']}")
+        mfu = num(r["mfu"])
+        label += f"\nMFU {100 * mfu:.1f}%" if mfu is not None else ""
+        labels.append(label)
+        per_config[label] = {name: num(r[column]) or 0.0 for name, column in STEP_PARTS}
+    stacked_bars(ax, labels, [name for name, _ in STEP_PARTS], per_config)
+    ax.set_ylabel("projected step time (ms) on the busiest rank")
+    ax.set_title(f"Training step breakdown: {title}")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return save(fig, out)
+
+
 def plot_fsdp_plan(rows, title, out, args):
     """The plan's message bytes per training step (bytes x calls_per_step), stacked per unit."""
     fig, ax = plt.subplots(figsize=(9, 6))
@@ -304,7 +336,7 @@ def save(fig, path):
 
 
 PLOTS = {"gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
-         "fsdp_plan": plot_fsdp_plan}
+         "fsdp_plan": plot_fsdp_plan, "step": plot_step}
 
 
 def read_report(path: str):
@@ -320,7 +352,7 @@ def read_report(path: str):
         fail(f"{path}: cannot be read as CSV ({e})")
     kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
     if not kind:
-        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention or bench_fsdp)")
+        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp or bench_step)")
     return rows, kind
 
 
