@@ -208,13 +208,7 @@ int bench_attention_main(int argc, char** argv) {
     return 0;
   }
   auto provider = make_provider(o, choice.backend);
-  std::string dir = o.report.report_dir;
-  if (dir.empty())
-    dir = o.report_csv_path.empty()
-              ? "reports/attention-" + now_compact()
-              : std::filesystem::path(o.report_csv_path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  ensure_directory(dir);
+  const std::string dir = resolve_report_dir(o.report.report_dir, o.report_csv_path, "attention");
   const std::string csv_path = o.report_csv_path.empty()
                                    ? (std::filesystem::path(dir) / "attention.csv").string()
                                    : o.report_csv_path;
@@ -223,9 +217,7 @@ int bench_attention_main(int argc, char** argv) {
   provider->describe(env);
   env.write(dir, false);
   // attention.csv, .jsonl and .prom side by side (the CSV's name without .csv is the base)
-  std::string base = csv_path;
-  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
-    base.resize(base.size() - 4);
+  const std::string base = report_base(csv_path);
   // --resume: the cases the report holds already are not run again; new rows go after them.
   const FinishedCases finished = o.report.resume ? FinishedCases(base + ".csv") : FinishedCases();
   ReportFiles files(base, o.report.formats, nlohmann::json{{"run_id", env.run_id()}},

@@ -4,9 +4,12 @@
 
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
+#include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/report.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -126,6 +129,24 @@ std::vector<std::string> ReportFiles::paths() const {
   if (jsonl_) out.push_back(jsonl_->path());
   if (formats_.count(ReportFormat::prom)) out.push_back(base_ + ".prom");
   return out;
+}
+
+std::string resolve_report_dir(const std::string& report_dir, const std::string& csv_path,
+                               const std::string& binary) {
+  std::string dir = report_dir;
+  if (dir.empty())
+    dir = csv_path.empty() ? "reports/" + binary + "-" + now_compact()
+                           : std::filesystem::path(csv_path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  ensure_directory(dir);
+  return dir;
+}
+
+std::string report_base(const std::string& csv_path) {
+  std::string base = csv_path;
+  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
+    base.resize(base.size() - 4);
+  return base;
 }
 
 }  // namespace opbench

@@ -21,6 +21,13 @@ std::set<ReportFormat> parse_report_formats(const std::string& text);
 // Prometheus text of a set of rows (exposed for tests).
 std::string prometheus_text(const std::vector<Record>& rows, const std::string& prefix);
 
+// Where a run's reports go: --report-dir-path, else the folder of --report-csv-path (`csv_path`),
+// else reports/<binary>-<date>-<time>; the folder is created.
+std::string resolve_report_dir(const std::string& report_dir, const std::string& csv_path,
+                               const std::string& binary);
+// The base path a report's .csv, .jsonl and .prom share: "DIR/x.csv" -> "DIR/x".
+std::string report_base(const std::string& csv_path);
+
 class ReportFiles {
  public:
   // `append`: continue the CSV and JSON lines of an earlier run (--resume).

@@ -88,15 +88,6 @@ std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<
   return ReportTimes::load(dirs);
 }
 
-std::string csv_base(const StepOptions& o, const std::string& report_dir) {
-  std::string base = o.report_csv_path.empty()
-                         ? (std::filesystem::path(report_dir) / "step.csv").string()
-                         : o.report_csv_path;
-  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
-    base.resize(base.size() - 4);
-  return base;
-}
-
 // --dry-run: the operator lists on stdout; with --operators-csv-path also every stage's operators
 // as step_operators.csv rows without times, the list of what a GPU run has to measure.
 int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
@@ -140,19 +131,12 @@ int bench_step_main(int argc, char** argv) {
     plans.push_back(plan_of(c));
   if (o.dry_run) return dry_run(o, configs, plans);
 
-  std::string report_dir = o.report.report_dir;
-  if (report_dir.empty())
-    report_dir = o.report_csv_path.empty()
-                     ? "reports/step-" + now_compact()
-                     : std::filesystem::path(o.report_csv_path).parent_path().string();
-  if (report_dir.empty()) report_dir = ".";
-  ensure_directory(report_dir);
-  const std::string base = csv_base(o, report_dir);
+  const std::string report_dir = resolve_report_dir(o.report.report_dir, o.report_csv_path, "step");
+  const std::string base = report_base(
+      o.report_csv_path.empty() ? (std::filesystem::path(report_dir) / "step.csv").string()
+                                : o.report_csv_path);
   const std::string operators_base =
-      o.operators_csv_path.empty()
-          ? base + "_operators"
-          : o.operators_csv_path.substr(
-                0, o.operators_csv_path.size() - (o.operators_csv_path.ends_with(".csv") ? 4 : 0));
+      o.operators_csv_path.empty() ? base + "_operators" : report_base(o.operators_csv_path);
   set_aside_earlier_reports(report_dir,
                             {base + ".csv", operators_base + ".csv", o.report.summary_path});
   Environment env(argc, argv, "bench_step");
