@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, with AddressSanitizer and UndefinedBehaviorSanitizer) and
-# runs each for FUZZ_SECONDS (default 45) from the seeds the repo keeps: the shipped configs, the
+# runs each for FUZZ_SECONDS (default 30) from the seeds the repo keeps: the shipped configs, the
 # test fixtures and tests/fuzz/corpus. A crash, leak or sanitizer report fails the script, and
 # the input that caused it is left in build-fuzz/findings/.
 #   scripts/fuzz.sh [TARGET...]        (default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-45}
+seconds=${FUZZ_SECONDS:-30}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(models attention_shapes gemm_shapes memop_shapes cli nccl_log)
 

@@ -2,7 +2,7 @@
 # Sets everything up, builds, and runs every test:
 #  1. the suite (unit and integration tests, ctest) on the normal build;
 #  2. the same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build (scripts/test_sanitizers.sh);
-#  3. every fuzz target for FUZZ_SECONDS (default 45) each (scripts/fuzz.sh).
+#  3. every fuzz target for FUZZ_SECONDS (default 30) each (scripts/fuzz.sh).
 # OPBENCH_TESTS=suite runs only the first (a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
