@@ -72,7 +72,7 @@ std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<
     for (const auto& stage : plan)
       all.insert(all.end(), stage.begin(), stage.end());
   StepMeasureOptions mo;
-  mo.model = plans.empty() ? "" : o.model;
+  mo.model = o.model;
   mo.backend = o.backend;
   mo.device = o.device;
   mo.measure = o.measure_flags;

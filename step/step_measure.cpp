@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <map>
 #include <memory>
 #include <set>
 
@@ -14,6 +13,7 @@
 #include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
 #include "common/progress.hpp"
+#include "common/text.hpp"
 #include "gemm/gemm_row.hpp"
 #include "gemm/gemm_run.hpp"
 #include "memops/memop_row.hpp"
@@ -61,19 +61,14 @@ class StepProviders {
   std::unique_ptr<MemopProvider> memop_;
 };
 
-// The operator's name is "<layer> <pass>" for GEMMs and experts.
-std::pair<std::string, std::string> layer_and_pass(const StepOperator& op) {
-  const auto space = op.name.find(' ');
-  if (space == std::string::npos) return {op.name, ""};
-  return {op.name.substr(0, space),
-          op.name.substr(space + 1, op.name.find(' ', space + 1) - space - 1)};
-}
-
 GemmCase gemm_case(const StepOperator& op, const std::string& model) {
   GemmCase c;
   c.report = kReport;
   c.model = model;
-  std::tie(c.gemm, c.pass) = layer_and_pass(op);
+  // The operator's name is "<layer> <pass>[ (recomputed)]" for GEMMs and experts.
+  const std::vector<std::string> words = split(op.name, ' ');
+  c.gemm = words.front();
+  c.pass = words.size() > 1 ? words[1] : "";
   c.problem = op.gemm;
   c.note = op.note;
   if (op.family == StepFamily::experts) {
