@@ -10,7 +10,7 @@
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
@@ -212,7 +212,10 @@ int bench_attention_main(int argc, char** argv) {
   const std::string csv_path = o.report_csv_path.empty()
                                    ? (std::filesystem::path(dir) / "attention.csv").string()
                                    : o.report_csv_path;
-  if (!o.report.resume) set_aside_earlier_reports(dir, {csv_path, o.report.summary_path});
+  std::vector<NamedOutput> named =
+      report_outputs("--report-csv-path", report_base(csv_path), o.report.formats);
+  named.push_back({"--summary-path", o.report.summary_path});
+  prepare_report_folder(dir, "bench_attention", o.report.resume, named);
   Environment env(argc, argv, "bench_attention");
   provider->describe(env);
   env.write(dir, false);

@@ -15,7 +15,7 @@
 #include "collectives/model_messages.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
@@ -181,7 +181,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (lead) {
     try {
       ensure_directory(dir);
-      set_aside_earlier_reports(dir, {o.report_csv_path, o.report.summary_path});
+      set_aside_earlier_reports(dir, {{"--report-csv-path", o.report_csv_path},
+                                      {"--summary-path", o.report.summary_path}});
       env.write(dir, false);
       reports = std::make_unique<CclReports>(
           o, dir, nlohmann::json{{"run_id", env.run_id()}, {"ranks", rank_map}});

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
 #include "opbench_git_revision.h"
@@ -118,6 +119,7 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"env", run_environment_variables()},
       {"launcher", launcher_command_line()},
   };
+  set_output_owner(binary, run_id());
 }
 
 nlohmann::json run_environment_variables() {
@@ -161,10 +163,33 @@ void Environment::add_device(nlohmann::json device) {
 void Environment::write(const std::string& dir, bool finished) {
   if (finished) info_["end_time"] = now_iso8601();
   ensure_directory(dir);
-  auto path = (std::filesystem::path(dir) / "environment.json").string();
-  std::ofstream out(path);
+  if (path_.empty()) {
+    path_ = (std::filesystem::path(dir) / "environment.json").string();
+    std::error_code ec;
+    if (std::filesystem::exists(path_, ec) && !written_by_opbench(path_)) {
+      const std::string mine =
+          (std::filesystem::path(dir) / fmt::format("environment-{}.json", run_id())).string();
+      std::fprintf(stderr, "note: %s is not an opbench file: left as it is; this run's environment "
+                   "goes to %s\n", path_.c_str(), mine.c_str());
+      path_ = mine;
+    } else if (std::filesystem::exists(path_, ec)) {
+      // Still here after the earlier runs were set aside: the run this one continues.
+      std::ifstream in(path_);
+      auto earlier = nlohmann::json::parse(in, nullptr, false);
+      if (earlier.is_object() && earlier.value("run_id", "") != run_id()) {
+        nlohmann::json runs = earlier.contains("earlier_runs") && earlier["earlier_runs"].is_array()
+                                  ? earlier["earlier_runs"]
+                                  : nlohmann::json::array();
+        earlier.erase("earlier_runs");
+        runs.push_back(std::move(earlier));
+        info_["earlier_runs"] = std::move(runs);
+      }
+    }
+  }
+  claim_output(path_, OutputUse::continued);
+  std::ofstream out(path_);
   out << info_.dump(2) << "\n";
-  if (!out) throw run_failure(fmt::format("{}: cannot be written", path));
+  if (!out) throw run_failure(fmt::format("{}: cannot be written", path_));
 }
 
 }  // namespace opbench

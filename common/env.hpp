@@ -19,11 +19,17 @@ class Environment {
   const nlohmann::json& json() const { return info_; }
   std::string run_id() const { return info_["run_id"]; }
 
-  // Writes environment.json into `dir` (again at the end, with end_time filled in).
+  // Writes environment.json into `dir` (again at the end, with end_time filled in). A run that
+  // continues an earlier one (--resume) keeps that run's environment, and those it continued, in
+  // `earlier_runs`, so every run_id of the reports' rows resolves. When environment.json in `dir`
+  // is not an opbench file, it stays as it is and this run's goes to environment-<run_id>.json.
   void write(const std::string& dir, bool finished);
+  // The file written (empty before the first write).
+  const std::string& path() const { return path_; }
 
  private:
   nlohmann::json info_;
+  std::string path_;
 };
 
 // The environment variables that shape a run (NCCL_*, CUDA_*, OMP_*, UCX_*, OMPI_*, SLURM_*,

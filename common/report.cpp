@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/owned_files.hpp"
 #include "common/text.hpp"
 
 namespace fs = std::filesystem;
@@ -23,6 +24,7 @@ std::FILE* open_for_writing(const std::string& path, bool append = false) {
     throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
   auto parent = fs::path(path).parent_path();
   if (!parent.empty()) ensure_directory(parent.string());
+  claim_output(path, append ? OutputUse::continued : OutputUse::fresh);
   std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f) throw bad_input(fmt::format("{}: cannot be written: {}", path, std::strerror(errno)));
   return f;
@@ -93,6 +95,8 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 
 CsvWriter::CsvWriter(std::string path, bool append) : path_(std::move(path)) {
   std::error_code ec;
+  // Refused before it is read when no opbench run wrote it.
+  if (append) claim_output(path_, OutputUse::continued);
   if (append && std::filesystem::exists(path_, ec) && std::filesystem::file_size(path_, ec) > 0) {
     auto existing = read_csv(path_);
     columns_ = existing.front();

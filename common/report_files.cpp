@@ -9,6 +9,7 @@
 
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
 
@@ -88,7 +89,8 @@ ReportFiles::ReportFiles(std::string base_path, std::set<ReportFormat> formats, 
                          std::string prom_prefix, bool append)
     : base_(std::move(base_path)),
       formats_(std::move(formats)),
-      prom_prefix_(std::move(prom_prefix)) {
+      prom_prefix_(std::move(prom_prefix)),
+      append_(append) {
   if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv", append);
   if (formats_.count(ReportFormat::jsonl))
     jsonl_ = std::make_unique<JsonlWriter>(base_ + ".jsonl", std::move(run), append);
@@ -100,6 +102,7 @@ void ReportFiles::write(const Record& row) {
   if (formats_.count(ReportFormat::prom)) {
     prom_rows_.push_back(row);
     const std::string path = base_ + ".prom", tmp = path + ".tmp";
+    claim_output(path, append_ ? OutputUse::continued : OutputUse::fresh);
     std::FILE* f = std::fopen(tmp.c_str(), "w");
     if (!f) throw bad_input(fmt::format("{}: cannot be written", tmp));
     std::string text = prometheus_text(prom_rows_, prom_prefix_);
@@ -147,6 +150,20 @@ std::string report_base(const std::string& csv_path) {
   if (base.size() > 4 && base.compare(base.size() - 4, 4, ".csv") == 0)
     base.resize(base.size() - 4);
   return base;
+}
+
+}  // namespace opbench
+
+namespace opbench {
+
+std::vector<NamedOutput> report_outputs(const std::string& flag, const std::string& base,
+                                        const std::set<ReportFormat>& formats) {
+  std::vector<NamedOutput> out;
+  for (const auto& [format, ext] : {std::pair{ReportFormat::csv, ".csv"},
+                                    std::pair{ReportFormat::jsonl, ".jsonl"},
+                                    std::pair{ReportFormat::prom, ".prom"}})
+    if (formats.count(format)) out.push_back({flag, base + ext});
+  return out;
 }
 
 }  // namespace opbench

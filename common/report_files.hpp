@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/owned_files.hpp"
 #include "common/report.hpp"
 
 namespace opbench {
@@ -27,6 +28,10 @@ std::string resolve_report_dir(const std::string& report_dir, const std::string&
                                const std::string& binary);
 // The base path a report's .csv, .jsonl and .prom share: "DIR/x.csv" -> "DIR/x".
 std::string report_base(const std::string& csv_path);
+// The files a report at `base` writes in `formats`, as outputs named by `flag` (for the check
+// that refuses a user's file there).
+std::vector<NamedOutput> report_outputs(const std::string& flag, const std::string& base,
+                                        const std::set<ReportFormat>& formats);
 
 class ReportFiles {
  public:
@@ -50,6 +55,7 @@ class ReportFiles {
   std::string prom_prefix_;
   std::vector<Record> prom_rows_;
   std::size_t rows_ = 0;
+  bool append_ = false;  // --resume: the files continue an earlier run's
 };
 
 }  // namespace opbench

@@ -1,11 +1,14 @@
 #include "common/summary.hpp"
 
+#include "common/owned_files.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
 
 #include "common/error.hpp"
+#include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/run_tally.hpp"
 
@@ -114,6 +117,7 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
 
 void write_summary(const std::string& path, const Environment& env, const std::vector<Record>& rows,
                    const SummarySpec& spec) {
+  claim_output(path);
   std::ofstream out(path);
   out << summary_markdown(env, rows, spec);
   if (!out) throw run_failure(fmt::format("{}: cannot be written", path));

@@ -13,7 +13,7 @@
 #include "collectives/coll_runner.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
@@ -75,15 +75,23 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   }
   const std::string dir =
       o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
-  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;  // one per collective, at the paths asked for
+  // One CSV per collective, at the paths asked for, opened at its first row: a collective the
+  // plan lacks (all_reduce without HSDP) leaves no empty file.
+  std::map<CollOp, std::string> csv_path;
+  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;
   std::unique_ptr<ReportFiles> files;                // fsdp.csv, .jsonl and .prom: every row
   std::string report_error;
   if (lead) {
     try {
       ensure_directory(dir);
-      set_aside_earlier_reports(
-          dir, {o.allgather_csv, o.reducescatter_csv, o.allreduce_csv, o.report.summary_path});
+      set_aside_earlier_reports(dir, {{"--allgather-report-csv-path", o.allgather_csv},
+                                      {"--reducescatter-report-csv-path", o.reducescatter_csv},
+                                      {"--allreduce-report-csv-path", o.allreduce_csv},
+                                      {"--plan-csv-path", o.plan_csv_path},
+                                      {"--summary-path", o.report.summary_path}});
       env.write(dir, false);
+      // The plan after the earlier run's files were set aside, so it stays where it was asked.
+      if (!o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
       files = std::make_unique<ReportFiles>(
           (std::filesystem::path(dir) / "fsdp").string(), o.report.formats,
           nlohmann::json{{"run_id", env.run_id()}, {"ranks", rank_map}}, "opbench_fsdp");
@@ -93,7 +101,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
         std::string path = per_collective_csv(o, op);
         if (path.empty())
           path = (std::filesystem::path(dir) / ("fsdp_" + coll_op_name(op) + ".csv")).string();
-        csv[op] = std::make_unique<CsvWriter>(path);
+        csv_path[op] = path;
       }
     } catch (const Error& e) {
       report_error = e.what();
@@ -142,7 +150,11 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                     e.op == CollOp::all_reduce};  // HSDP's all-reduce runs across the shard groups
     Record row;
     row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
-    if (csv.count(e.op)) csv[e.op]->write(row);
+    if (csv_path.count(e.op)) {
+      auto& writer = csv[e.op];
+      if (!writer) writer = std::make_unique<CsvWriter>(csv_path[e.op]);
+      writer->write(row);
+    }
     if (files) files->write(row);
     return row;
   };
@@ -218,8 +230,10 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                    {estimate},
                    tally.planned});
   RunEnd end{"", dir, {}, false};
-  for (const auto& [op, w] : csv)
-    end.files.push_back(fmt::format("{} ({} rows)", w->path(), w->rows()));
+  for (const auto& [op, path] : csv_path)
+    end.files.push_back(csv.count(op) ? fmt::format("{} ({} rows)", path, csv[op]->rows())
+                                      : fmt::format("{} (not written: the plan has no {})", path,
+                                                    coll_op_name(op)));
   if (files)
     for (const auto& line : files->listing())
       end.files.push_back(line);
@@ -256,7 +270,8 @@ int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
     if (lead) print_log_summary(log, &plan, stdout);
   }
   if (lead && (o.dry_run || !o.nccl_logs.empty())) print_plan(plan, o, stdout);
-  if (lead && !o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
+  // A replay writes its plan with its reports (replay()); a plan alone is written here.
+  if (lead && offline && !o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
   if (o.dry_run && lead) print_nccl_tests_commands(plan, o.reduce_op, stdout);
   if (offline) return 0;
   return replay(session, o, plan, argc, argv);

@@ -12,7 +12,7 @@
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -206,7 +206,8 @@ int bench_gemm_main(int argc, char** argv) {
   const std::string report_dir =
       o.report.report_dir.empty() ? "reports/gemm-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
-  if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
+  prepare_report_folder(report_dir, "bench_gemm", o.report.resume,
+                        {{"--summary-path", o.report.summary_path}});
   GemmProviders providers{make_gemm_provider(choice.backend, o.device), nullptr};
   GemmProvider* provider = providers.dense.get();
   double total_flops = 0;

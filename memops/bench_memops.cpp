@@ -8,7 +8,7 @@
 
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -156,7 +156,8 @@ int bench_memops_main(int argc, char** argv) {
   const std::string report_dir =
       o.report.report_dir.empty() ? "reports/memops-" + now_compact() : o.report.report_dir;
   ensure_directory(report_dir);
-  if (!o.report.resume) set_aside_earlier_reports(report_dir, {o.report.summary_path});
+  prepare_report_folder(report_dir, "bench_memops", o.report.resume,
+                        {{"--summary-path", o.report.summary_path}});
   auto providers = make_providers(o, choice.backend);
   MemopProvider& primary = *providers.front();
   double total_bytes = 0;

@@ -328,8 +328,33 @@ def label_ticks(ax, values, text):
     ax.minorticks_off()
 
 
+MANIFEST = ".opbench-manifest"  # the list of files opbench wrote in a folder (docs/outputs.md)
+
+
+def claim(path):
+    """A PNG is written only where no file is, or over one an opbench run wrote (its folder's
+    manifest lists it); then it is listed. Anything else is left as it is, and the run refused."""
+    folder, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    manifest = os.path.join(folder, MANIFEST)
+    listed = set()
+    if os.path.exists(manifest):
+        for line in open(manifest):
+            try:
+                listed.add(json.loads(line)["file"])
+            except (ValueError, KeyError, TypeError):
+                pass  # an unreadable line only makes a file look foreign: the safe side
+    if name in listed:
+        return
+    if os.path.lexists(path):
+        fail(f"{path}: exists and no opbench run wrote it (it is not in {manifest}): left "
+             f"unchanged; name another --out")
+    with open(manifest, "a") as f:
+        f.write(json.dumps({"file": name, "binary": "plot_report.py"}) + "\n")
+
+
 def save(fig, path):
     fig.tight_layout()
+    claim(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -34,7 +34,23 @@ build=${BUILD:-$(dirname "$here")/build}
   exit 2
 }
 build=$(cd "$build" && pwd)  # absolute: mpirun and the ranks get the binaries' full paths
+# OUT_DIR is new, empty, or a folder report.sh made before (it holds .opbench-suite): report.sh
+# never moves, overwrites or deletes a file it did not write. An earlier suite's own files (its
+# plots, console logs and summary.md) move into earlier-<date>-<time>/; each binary sets aside its
+# own earlier reports in its subfolder.
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -e "$out/.opbench-suite" ]; then
+  echo "error: report.sh: $out holds files report.sh did not write; name a new folder" >&2
+  exit 2
+fi
 mkdir -p "$out"
+if [ -e "$out/.opbench-suite" ]; then
+  earlier="$out/earlier-$(date +%Y%m%d-%H%M%S)"
+  for f in plots summary.md gemm.txt attention.txt ccl.txt fsdp.txt fsdp_plan.txt; do
+    if [ -e "$out/$f" ]; then mkdir -p "$earlier" && mv "$out/$f" "$earlier/"; fi
+  done
+  [ -d "$earlier" ] && echo "report.sh: the earlier suite's plots and summary moved to $earlier" >&2
+fi
+touch "$out/.opbench-suite"
 
 gpus=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpus=$(nvidia-smi -L | wc -l); fi
@@ -73,7 +89,6 @@ step "FSDP plan of $fsdp_model at $ranks ranks and its replay -> $out/fsdp"
 "$build/fsdp/bench_fsdp" --model "$fsdp_model" --world-size "$ranks" --dry-run --plan-csv-path "$out/fsdp/plan.csv" > "$out/fsdp_plan.txt"
 
 step "plots -> $out/plots"
-rm -rf "$out/plots"  # no stale charts from an earlier run into the same folder
 /usr/bin/python3 "$here/plot_report.py" "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/ccl/ccl_all.csv \
   "$out"/fsdp/fsdp.csv "$out"/fsdp/plan.csv --out "$out/plots" > /dev/null
 {

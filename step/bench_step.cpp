@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/backend.hpp"
-#include "common/earlier_reports.hpp"
+#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -137,8 +137,11 @@ int bench_step_main(int argc, char** argv) {
                                 : o.report_csv_path);
   const std::string operators_base =
       o.operators_csv_path.empty() ? base + "_operators" : report_base(o.operators_csv_path);
-  set_aside_earlier_reports(report_dir,
-                            {base + ".csv", operators_base + ".csv", o.report.summary_path});
+  std::vector<NamedOutput> named = report_outputs("--report-csv-path", base, o.report.formats);
+  for (auto& out : report_outputs("--operators-csv-path", operators_base, o.report.formats))
+    named.push_back(std::move(out));
+  named.push_back({"--summary-path", o.report.summary_path});
+  set_aside_earlier_reports(report_dir, named);
   Environment env(argc, argv, "bench_step");
   env.write(report_dir, false);
   install_interrupt_handlers();

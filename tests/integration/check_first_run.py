@@ -49,7 +49,7 @@ def reuse(gemm, out):
             problems.append(f"{kept}: the first run's one row is not there")
         if not os.path.exists(os.path.join(earlier[0], "environment.json")):
             problems.append("the first run's environment.json was not kept")
-        if f"held reports of an earlier run: moved them to {earlier[0]}" not in second.stderr:
+        if f"held files of an earlier opbench run: moved them to {earlier[0]}" not in second.stderr:
             problems.append(f"no line says where the earlier reports went: {second.stderr}")
     if rows(os.path.join(out, "gemm_sweep.csv")) != 2:
         problems.append("the second run's CSV does not hold its own 2 rows")

@@ -198,7 +198,7 @@ def check_fail_fast(args):
         problems.append(f"exit {proc.returncode}, expected 2")
     if f"error: {args.bad}: not an opbench report" not in proc.stderr:
         problems.append(f"stderr does not name {args.bad}: {proc.stderr!r}")
-    drawn = os.listdir(args.out) if os.path.isdir(args.out) else []
+    drawn = [f for f in os.listdir(args.out) if not f.startswith(".")] if os.path.isdir(args.out) else []
     if drawn or proc.stdout.strip():
         problems.append(f"drew {drawn or proc.stdout.split()} before refusing the bad input")
     return problems

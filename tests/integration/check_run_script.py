@@ -95,13 +95,24 @@ def check_relative(script, work, bench):
 
 def check_report(script, work, build):
     fresh(work)
+    # A folder of the user's is refused, untouched: report.sh writes only into its own folders.
+    mine = os.path.join(work, "mine")
+    os.makedirs(os.path.join(mine, "plots"))
+    with open(os.path.join(mine, "plots", "chart.png"), "w") as f:
+        f.write("my chart")
+    refused = run(["bash", script, "mine"], work, environment(QUICK="1", BUILD=os.path.relpath(build, work)))
+    problems = []
+    if refused.returncode != 2 or "holds files report.sh did not write" not in refused.stderr:
+        problems.append(f"report.sh into a user's folder: exit {refused.returncode}: {refused.stderr}")
+    if open(os.path.join(mine, "plots", "chart.png")).read() != "my chart" or len(os.listdir(mine)) != 1:
+        problems.append(f"report.sh changed the user's folder: {os.listdir(mine)}")
     proc = run(["bash", script, "rel_suite"], work, environment(QUICK="1", BUILD=os.path.relpath(build, work)),
                timeout=300)
-    problems = [] if proc.returncode == 0 else [f"exit {proc.returncode}"]
+    problems += [] if proc.returncode == 0 else [f"exit {proc.returncode}"]
     suite = os.path.join(work, "rel_suite")
     if not os.path.exists(os.path.join(suite, "summary.md")):
         problems.append(f"{suite}/summary.md: missing")
-    plots = sorted(os.listdir(os.path.join(suite, "plots"))) if os.path.isdir(os.path.join(suite, "plots")) else []
+    plots = sorted(f for f in os.listdir(os.path.join(suite, "plots")) if f.endswith(".png")) if os.path.isdir(os.path.join(suite, "plots")) else []
     print("plots:", plots)
     if len(plots) != 5:
         problems.append(f"{len(plots)} PNGs in {suite}/plots, expected 5 (gemm, attention, ccl, fsdp, the FSDP plan)")

@@ -4,30 +4,20 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/earlier_reports.hpp"
 #include "common/error.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
 #include "common/run_tally.hpp"
 #include "common/text.hpp"
+#include "temp_files.hpp"
 
 using namespace opbench;
 namespace fs = std::filesystem;
 
 namespace {
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("opbench_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+std::string read_file(const fs::path& p) { return test::read_text(p); }
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir(name); }
 }  // namespace
 
 TEST_CASE("CSV quoting follows RFC 4180") {
@@ -164,16 +154,3 @@ TEST_CASE("One tally for the closing lines, the summary and the exit code") {
   CHECK(finish_run(skipped, end, false, 0) == 1);
 }
 
-TEST_CASE("A report folder used again: its reports move aside, other files stay") {
-  const auto dir = temp_dir("earlier");
-  std::ofstream(dir / "gemm_tiny.csv") << "a\n1\n";
-  std::ofstream(dir / "environment.json") << "{}";
-  std::ofstream(dir / "notes.txt") << "mine";
-  const auto moved = set_aside_earlier_reports(dir.string(), {}, false);
-  REQUIRE(moved.size() == 1);
-  CHECK(fs::exists(fs::path(moved[0]) / "gemm_tiny.csv"));
-  CHECK(fs::exists(fs::path(moved[0]) / "environment.json"));
-  CHECK(fs::exists(dir / "notes.txt"));
-  CHECK_FALSE(fs::exists(dir / "gemm_tiny.csv"));
-  CHECK(set_aside_earlier_reports(dir.string(), {}, false).empty());  // nothing left to move
-}

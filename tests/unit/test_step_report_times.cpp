@@ -10,19 +10,14 @@
 
 #include "common/error.hpp"
 #include "step/operator_times.hpp"
+#include "temp_files.hpp"
 
 using namespace opbench;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() /
-           ("opbench_test_step_times_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("step_times_" + name); }
 
 void write(const fs::path& dir, const std::string& name, const std::string& content) {
   std::ofstream(dir / name) << content;
