@@ -197,8 +197,24 @@ def draw_ccl_lines(ax, groups, label):
 
 def plot_ccl(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
-    groups = ccl_groups(rows, lambda r: (r["op"], r["dtype"]))
-    draw_ccl_lines(ax, groups, lambda s, placement: f"{s[0]} {s[1]} {placement}")
+    # One series per op, dtype, root and reduction (and placement): rows of different roots or
+    # reductions are different measurements, never one line. A root or reduction is named in the
+    # legend only where the report holds that op with more than one of it.
+    roots, redops = defaultdict(set), defaultdict(set)
+    for r in rows:
+        roots[r["op"]].add(r.get("root", ""))
+        redops[r["op"]].add(r.get("redop", ""))
+    groups = ccl_groups(rows, lambda r: (r["op"], r["dtype"], r.get("root", ""), r.get("redop", "")))
+
+    def label(s, placement):
+        op, dtype, root, redop = s
+        parts = [op, dtype]
+        if len(roots[op]) > 1:
+            parts.append(f"root {root}")
+        if len(redops[op]) > 1:
+            parts.append(redop)
+        return " ".join(parts + [placement])
+    draw_ccl_lines(ax, groups, label)
     world = rows[0].get("world_size", "?")
     ax.set_title(f"Collectives, {world} ranks, {rows[0].get('backend', '')}: {title}")
     return save(fig, out)
@@ -217,20 +233,30 @@ def plot_ccl_scaling(op, rows, out):
 
 def plot_attention(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
-    groups = defaultdict(list)
+    # One series per shape: everything but the sequence length (the x axis), so two shapes that
+    # share a length are two lines, never one point. Skv enters as its offset from Sq (a shape
+    # with Skv = Sq stays one line over several lengths). A row measured twice is averaged.
+    groups = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r["status"] == "ok" and num(r["tflops"]):
-            groups[(int(r["head_dim_qk"]), int(r["head_dim_v"]), r["pass"], r["dtype"], r["causal"])].append(r)
-    for (dqk, dv, pass_, dtype, causal), rs in sorted(groups.items()):
-        by_seq = defaultdict(list)
-        for r in rs:
-            by_seq[int(r["seqlen_q"])].append(num(r["tflops"]))
+            key = (r.get("model", ""), int(r["batch_size"]), int(r["num_head_q"]), int(r["num_head_kv"]),
+                   int(r["seqlen_kv"]) - int(r["seqlen_q"]), int(r["head_dim_qk"]), int(r["head_dim_v"]),
+                   r["pass"], r["dtype"], r["causal"], r.get("backend", ""))
+            groups[key][int(r["seqlen_q"])].append(num(r["tflops"]))
+    backends = {k[-1] for k in groups}
+    for key, by_seq in sorted(groups.items()):
+        model, batch, hq, hkv, kv_offset, dqk, dv, pass_, dtype, causal, backend = key
         seqs = sorted(by_seq)
         head = f"d{dqk}" if dqk == dv else f"d{dqk}/{dv}"
         mask = "causal" if causal == "true" else "full"
-        ax.plot(seqs, [max(by_seq[s]) for s in seqs], marker="o", label=f"{head} {pass_} {dtype} {mask}")
+        heads = f"h{hq}" if hq == hkv else f"h{hq}/{hkv}"
+        kv = "" if kv_offset == 0 else f" Skv=Sq{kv_offset:+d}"
+        name = f"{model} b{batch} {heads} {head}{kv} {pass_} {dtype} {mask}"
+        if len(backends) > 1:
+            name += f" {backend}"
+        ax.plot(seqs, [sum(by_seq[s]) / len(by_seq[s]) for s in seqs], marker="o", label=name.strip())
     ax.set_xscale("log", base=2)
-    label_ticks(ax, sorted({int(r["seqlen_q"]) for rs in groups.values() for r in rs}), str)
+    label_ticks(ax, sorted({s for by_seq in groups.values() for s in by_seq}), str)
     ax.set_xlabel("sequence length")
     ax.set_ylabel("TFLOPS (FlashAttention-3 convention)")
     ax.set_title(f"Attention: {title}")

@@ -12,6 +12,9 @@ Usage:
       with LINES legend entries each, no per-report collectives chart, and the plan's bar heights
   check_plot_figures.py PLOT_SCRIPT fail-fast OUT GOOD.csv BAD.csv
       a bad input after a good one: exit 2 naming BAD.csv, and nothing drawn into OUT
+  check_plot_figures.py PLOT_SCRIPT series OUT REPORT.csv --chart NAME --line "LABEL:POINTS"...
+      exactly these lines on chart NAME, each with its legend LABEL and POINTS points: no two
+      shapes, roots or reductions merged into one line
   check_plot_figures.py PLOT_SCRIPT markers OUT GEMM.csv --series "LABEL:MARKER"...
       the GEMM roofline: exactly these point series, each in the legend under LABEL and drawn
       (and shown in the legend) with MARKER (matplotlib's code: o dot, D diamond, ^ triangle,
@@ -189,6 +192,20 @@ def check_markers(args):
     return problems
 
 
+def check_series(args):
+    code, stderr, figures = run_plots(args.script, args.out, [args.report])
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    if args.chart not in figures:
+        return [f"no {args.chart} among {sorted(figures)}"]
+    drawn = {line.get_label(): len(line.get_xdata()) for line in figures[args.chart].axes[0].get_lines()
+             if not line.get_label().startswith("_")}
+    for label, points in sorted(drawn.items()):
+        print(f"{label:50} {points} points")
+    expected = {label: int(points) for label, points in (spec.rsplit(":", 1) for spec in args.line)}
+    return [] if drawn == expected else [f"{args.chart}: lines {drawn}, expected {expected}"]
+
+
 def check_fail_fast(args):
     shutil.rmtree(args.out, ignore_errors=True)
     proc = subprocess.run([sys.executable, args.script, args.good, args.bad, "--out", args.out],
@@ -221,12 +238,17 @@ def main() -> int:
     fail_fast.add_argument("out")
     fail_fast.add_argument("good")
     fail_fast.add_argument("bad")
+    series = sub.add_parser("series")
+    series.add_argument("out")
+    series.add_argument("report")
+    series.add_argument("--chart", required=True)
+    series.add_argument("--line", action="append", required=True, help="LABEL:POINTS")
     markers = sub.add_parser("markers")
     markers.add_argument("out")
     markers.add_argument("report")
     markers.add_argument("--series", action="append", required=True, help="LABEL:MARKER")
     args = parser.parse_args()
-    problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast,
+    problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast, "series": check_series,
                 "markers": check_markers}[args.check](args)
     if problems:
         print("\n".join(problems))

@@ -146,3 +146,27 @@ add_test(NAME "peers: step_vs_torch.py prints bench_step's projection against re
           --work-dir ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch)
 set_tests_properties("peers: step_vs_torch.py prints bench_step's projection against real PyTorch steps"
   PROPERTIES PASS_REGULAR_EXPRESSION "\\| tiny, 1 process \\| 32 \\| [0-9]+ \\| [0-9]+ \\| [-+][0-9.]+% \\|" TIMEOUT 300)
+
+# plot_report draws one series per shape and per collective case (issue 32, items 1 and 2): two
+# attention shapes that share their lengths (batch 1 MHA and batch 2 GQA at 1024 and 2048) are
+# two lines of two points, not one line of the larger; reduce at roots 0 and 1, all_reduce with
+# sum and min are four lines, each naming its root or reduction.
+add_test(NAME "plot_report: two attention shapes at the same lengths are two lines"
+  COMMAND ${CHECK_FIGURES} series ${CMAKE_CURRENT_BINARY_DIR}/plot_attention_shapes ${DATA}/plot_attention_shapes.csv
+          --chart plot_attention_shapes_attention.png
+          --line "tiny b1 h8 d64 fwd fp32 causal:2" --line "tiny b2 h16/4 d64 fwd fp32 causal:2")
+add_test(NAME "plot_report: collectives of different roots and reductions are lines of their own"
+  COMMAND ${CHECK_FIGURES} series ${CMAKE_CURRENT_BINARY_DIR}/plot_ccl_roots ${DATA}/plot_ccl_roots.csv
+          --chart plot_ccl_roots_ccl.png
+          --line "reduce fp32 root 0 out_of_place:2" --line "reduce fp32 root 1 out_of_place:2"
+          --line "all_reduce fp32 sum out_of_place:2" --line "all_reduce fp32 min out_of_place:2")
+
+# plot_report never overwrites a file no opbench run wrote: a user's PNG at the chart's path is
+# refused (exit 2), unchanged; drawn again over its own PNG, it goes on.
+add_test(NAME "plot_report: a user's file at a chart's path is refused and kept"
+  COMMAND bash -c "rm -rf \"$0\" && mkdir -p \"$0\" && echo mine > \"$0/compare_attention_attention.png\" \
+                   && { ${OPBENCH_PYTHON} '${PLOT_REPORT}' '${DATA}/compare_attention.csv' --out \"$0\" 2> \"$0/err\"; test $? -eq 2; } \
+                   && grep -q 'exists and no opbench run wrote it' \"$0/err\" && grep -qx mine \"$0/compare_attention_attention.png\" \
+                   && ${OPBENCH_PYTHON} '${PLOT_REPORT}' '${DATA}/compare_attention.csv' --out \"$0/own\" \
+                   && ${OPBENCH_PYTHON} '${PLOT_REPORT}' '${DATA}/compare_attention.csv' --out \"$0/own\""
+          ${CMAKE_CURRENT_BINARY_DIR}/plot_user_file)
