@@ -83,8 +83,11 @@ TEST_CASE("cuDNN engines accept the norm graphs on A100, H100 and B200 descripti
   // Every graph at the memops family's headline shapes (4096 rows of 4096 and 8192), bf16 and
   // fp16, and fp32 at 4096 columns. With cuDNN 9.19 every one is accepted on every description
   // (on H100 and B200 by the generic norm engine 1 at least); none is refused for want of a GPU.
-  // Each case costs a plan finalize, which compiles a kernel (about 0.4 s).
+  // Each case costs a plan finalize, which compiles a kernel (about 0.4 s): H100 gets every
+  // case, A100 and B200 a fixed sample (bf16 at 4096 columns, both norms and passes) to keep
+  // the suite short.
   for (const char* profile : {"a100", "h100", "b200"}) {
+    const bool sampled = std::string(profile) != "h100";
     const Descriptor device = make_device_description(load_device_profile(profile).device.dump());
     const CudnnTarget target{nullptr, device.get()};
     for (MemOp op : {MemOp::layernorm, MemOp::rmsnorm})
@@ -92,6 +95,7 @@ TEST_CASE("cuDNN engines accept the norm graphs on A100, H100 and B200 descripti
         for (DType t : {DType::bf16, DType::fp16, DType::fp32})
           for (std::int64_t cols : {4096, 8192}) {
             if (t == DType::fp32 && cols != 4096) continue;
+            if (sampled && (t != DType::bf16 || cols != 4096)) continue;
             const MemopCase c = norm_case(op, pass, t, 4096, cols);
             const std::string label = fmt::format("{} {} {} {} {}", profile, memop_name(op),
                                                   mem_pass_name(pass), dtype_name(t), c.dims());
