@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -24,9 +25,9 @@ std::vector<AttentionPass> parse_attention_passes(const std::string& text) {
   for (const auto& item : split(text, ',')) {
     auto p = to_lower(item);
     if (p == "fwd" || p == "forward")
-      out.push_back(AttentionPass::fwd);
+      push_once(out, AttentionPass::fwd, "--pass", item);
     else if (p == "bwd" || p == "backward")
-      out.push_back(AttentionPass::bwd);
+      push_once(out, AttentionPass::bwd, "--pass", item);
     else
       throw bad_input(fmt::format("--pass: unknown pass '{}' (accepted: fwd, bwd)", item));
   }

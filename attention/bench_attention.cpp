@@ -10,7 +10,6 @@
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
-#include "common/owned_files.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
@@ -18,6 +17,7 @@
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
@@ -264,7 +264,8 @@ int bench_attention_main(int argc, char** argv) {
   for (const auto& c : cases) {
     const std::string label = fmt::format("{} {} {} {}", c.shape.model, c.shape.dims(),
                                           dtype_name(c.shape.dtype), attention_pass_name(c.pass));
-    const bool done = finished.contains(attention_row(c, *provider, AttentionResult{}, peaks));
+    const std::optional<Record> done =
+        finished.earlier(attention_row(c, *provider, AttentionResult{}, peaks));
     const bool went_on =
         loop.run(label, static_cast<double>(c.shape.flops(c.pass)), files, done, [&] {
           AttentionResult r = run_attention_case(*provider, c, run);
@@ -289,7 +290,8 @@ int bench_attention_main(int argc, char** argv) {
                     "max_abs_err"},
                    15,
                    {harness.markdown()},
-                   tally.planned});
+                   tally.planned,
+                   &tally});
   return finish_run(tally, {harness.text(), dir, files.listing(), true}, interrupted(),
                     interrupted() ? interrupted_exit_code() : 0);
 }

@@ -15,7 +15,6 @@
 #include "collectives/model_messages.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
-#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
@@ -23,11 +22,13 @@
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/run_tally.hpp"
 #include "common/summary.hpp"
+#include "common/text.hpp"
 #include "common/timer.hpp"
 
 namespace opbench {
@@ -66,6 +67,17 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
     throw bad_input(fmt::format(
         "--model {}: no messages at tp {}, ep {}, pp {} (set --tp, --ep or --pp above 1)", o.model,
         o.tp, o.ep, o.pp));
+  // --op picks among the model's messages (all of them by default).
+  std::vector<std::string> offered;
+  for (const auto& m : messages)
+    if (std::find(offered.begin(), offered.end(), coll_op_name(m.op)) == offered.end())
+      offered.push_back(coll_op_name(m.op));
+  std::erase_if(messages, [&](const ModelMessage& m) {
+    return std::find(o.ops.begin(), o.ops.end(), m.op) == o.ops.end();
+  });
+  if (messages.empty())
+    throw bad_input(fmt::format("--op: the messages of --model {} at tp {}, ep {}, pp {} are {}",
+                                o.model, o.tp, o.ep, o.pp, join(offered, ", ")));
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)
@@ -118,7 +130,9 @@ class CclReports {
   std::vector<Record> rows_;
 };
 
-// --dry-run: the cases as they would run, one line each, and nothing else.
+// --dry-run: the cases as they would run, one line each, and nothing else. The size is the one
+// the run measures and reports (the request rounded to whole elements per rank, as nccl-tests
+// rounds it: 1000 B of all_reduce on 3 ranks is 960 B), and the requested size beside it.
 int print_cases(const std::vector<CclCase>& cases, int world) {
   ConsoleTable table({{"op", "", 14},
                       {"label", "", 34},
@@ -126,15 +140,18 @@ int print_cases(const std::vector<CclCase>& cases, int world) {
                       {"dtype", "", 5},
                       {"placement", "", 12},
                       {"size_bytes", "", 12},
+                      {"requested_bytes", "requested", 12},
                       {"calls_per_step", "calls/step", 10}});
   for (const auto& c : cases) {
+    const std::size_t ts = dtype_size(c.dtype);
     Record r;
     r.arg("op", coll_op_name(c.op))
         .arg("label", c.label)
         .arg("group_size", std::int64_t{c.group_size})
         .arg("dtype", std::string(dtype_name(c.dtype)))
         .arg("placement", placement_name(c.placement))
-        .arg("size_bytes", static_cast<std::int64_t>(c.size_bytes))
+        .arg("size_bytes", coll_counts(c.op, c.size_bytes, ts, c.group_size).size_bytes(ts))
+        .arg("requested_bytes", static_cast<std::int64_t>(c.size_bytes))
         .arg("calls_per_step", c.calls_per_step ? Value{c.calls_per_step} : Value{});
     table.print(r);
   }
@@ -197,8 +214,13 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
   auto ranks = session.gather_strings(describe_rank(backend, session, group_size));
   if (lead) {
-    // nccl-tests' header, so the two outputs diff line for line.
-    const auto [min_size, max_size] = std::minmax_element(o.sizes.begin(), o.sizes.end());
+    // nccl-tests' header, so the two outputs diff line for line; its sizes are those of the
+    // cases that run (a model's messages, not the unused default sweep).
+    const auto [min_case, max_case] = std::minmax_element(
+        cases.begin(), cases.end(),
+        [](const CclCase& a, const CclCase& b) { return a.size_bytes < b.size_bytes; });
+    const std::uint64_t* min_size = &min_case->size_bytes;
+    const std::uint64_t* max_size = &max_case->size_bytes;
     std::printf(
         "# nThread 1 nGpus 1 minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d agg "
         "iters: 1 validation: %d graph: %d\n#\n# Using devices\n",
@@ -261,8 +283,11 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     failed += r.status == Status::failed;
     if (!lead) continue;
     Record row = ccl_row(c, call, r, ctx);
+    // The timed calls: the samples of -n calls, or --per-iter's one pass of them.
     const double timed_s =
-        std::accumulate(r.samples_us.begin(), r.samples_us.end(), 0.0) * o.run.iters * 1e-6;
+        r.iter_stats
+            ? std::accumulate(r.iter_times_us.begin(), r.iter_times_us.end(), 0.0) * 1e-6
+            : std::accumulate(r.samples_us.begin(), r.samples_us.end(), 0.0) * o.run.iters * 1e-6;
     row.extra()["harness"] = harness.add_case(case_clock.elapsed_s(), timed_s, r.sampling_s, 0);
     reports->write(c.op, row);
     harness.result_written();

@@ -4,6 +4,7 @@
 
 #include "collectives/backend_select.hpp"
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -20,9 +21,9 @@ std::vector<Placement> parse_placements(const std::string& text) {
   for (const auto& item : split(text, ',')) {
     std::string key = to_lower(item);
     if (key == "out_of_place" || key == "out-of-place" || key == "oop")
-      out.push_back(Placement::out_of_place);
+      push_once(out, Placement::out_of_place, "--placement", item);
     else if (key == "in_place" || key == "in-place" || key == "ip")
-      out.push_back(Placement::in_place);
+      push_once(out, Placement::in_place, "--placement", item);
     else if (key == "both")
       return {Placement::out_of_place, Placement::in_place};
     else
@@ -38,7 +39,7 @@ std::vector<RedOp> parse_red_ops(const std::string& text) {
     return {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
   std::vector<RedOp> out;
   for (const auto& item : split(text, ','))
-    out.push_back(parse_red_op(item));
+    push_once(out, parse_red_op(item), "-o/--redop", item);
   if (out.empty()) throw bad_input("-o/--redop: empty list");
   return out;
 }
@@ -135,7 +136,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.ops = parse_coll_ops(str("op"));
   if (p.count("sizes")) {
     for (const auto& s : split(str("sizes"), ','))
-      o.sizes.push_back(parse_size(s, "--sizes"));
+      push_once(o.sizes, parse_size(s, "--sizes"), "--sizes", s);
     if (o.sizes.empty()) throw bad_input("--sizes: empty list");
   } else {
     double factor = 0;
@@ -214,6 +215,23 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   if (p.count("model")) o.model = str("model");
   if (!o.model_config_path.empty() && o.model.empty())
     throw bad_input("--model-config-path needs --model");
+  // A model's messages bring their own sizes, dtype (--model-dtype) and reduction (sum): the
+  // sweep's flags would be ignored, so they are refused. --op filters the messages.
+  if (!o.model.empty())
+    for (const auto& [flag, shown] : {std::pair{"minbytes", "-b/--minbytes"},
+                                      {"maxbytes", "-e/--maxbytes"},
+                                      {"stepfactor", "-f/--stepfactor"},
+                                      {"stepbytes", "-i/--stepbytes"},
+                                      {"sizes", "--sizes"},
+                                      {"datatype", "-d/--datatype"},
+                                      {"redop", "-o/--redop"},
+                                      {"root", "-r/--root"}})
+      if (p.count(flag))
+        throw bad_input(fmt::format(
+            "{} does not apply with --model: the model's messages set their sizes, their dtype "
+            "(--model-dtype) and their reduction (sum); --op picks among them. Leave {} out, or "
+            "--model out for a sweep",
+            shown, shown));
   o.tp = parse_positive_int(str("tp"), "--tp");
   o.ep = parse_positive_int(str("ep"), "--ep");
   o.pp = parse_positive_int(str("pp"), "--pp");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -76,9 +77,11 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.optional_metric("algbw_all_groups_gbps", times(algbw, groups))
       .optional_metric("busbw_all_groups_gbps", times(busbw, groups));
   // ByteMicroPerf's byte fields: algo size (the bytes algbw divides, nccl-tests' size) and bus
-  // size (algo size x the op's bus factor, the bytes busbw divides).
+  // size (algo size x the op's bus factor, the bytes busbw divides), rounded to a whole byte:
+  // 2(n-1)/n of 1000 bytes on 3 ranks is 1333 B, not 1333.333.
   row.metric("algo_size_bytes", static_cast<std::int64_t>(bytes))
-      .metric("bus_size_bytes", bytes * busbw_factor(c.op, n));
+      .metric("bus_size_bytes",
+              static_cast<std::int64_t>(std::llround(bytes * busbw_factor(c.op, n))));
   const Stats* s = r.iter_stats ? &*r.iter_stats : nullptr;
   row.metric("p50_us", s ? Value{s->median} : Value{})
       .metric("p99_us", s ? Value{s->p99} : Value{});

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -45,7 +46,7 @@ std::vector<CollOp> parse_coll_ops(const std::string& text) {
       std::string name = coll_op_name(op);
       name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
       if (key == name || (op == CollOp::all_to_all && key == "a2a")) {
-        if (std::find(out.begin(), out.end(), op) == out.end()) out.push_back(op);
+        push_once(out, op, "--op", item);
         found = true;
       }
     }

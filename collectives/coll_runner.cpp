@@ -157,12 +157,20 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     // each two, and each iteration's time the slowest rank's (the call is over when every rank
     // is done).
     arm_phase(fmt::format("{} timed calls", options_.iters), options_.iters);
+    CpuTimer pass;
     const std::vector<double> mine = comm.time_each(call, options_.iters);
+    r.sampling_s = pass.elapsed_s();
     my_time_us = std::accumulate(mine.begin(), mine.end(), 0.0) / static_cast<double>(mine.size());
     r.iter_times_us.resize(mine.size());
     MPI_Allreduce(mine.data(), r.iter_times_us.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
                   MPI_MAX, session_.world());
     r.iter_stats = compute_stats(r.iter_times_us);
+    // One pass of -n calls: the percentiles rest on that many values, and the row says so.
+    append_note(r.note, fmt::format("per-iteration p50/p99 over the {} calls of one pass (-n){}",
+                                    options_.iters,
+                                    options_.iters < 100 ? ": below 100 calls, p99 is about their "
+                                                           "slowest"
+                                                         : ""));
     r.rank_times_us = session_.allgather(my_time_us);
     r.time_us = combine(r.rank_times_us);
   } else {

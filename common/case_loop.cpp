@@ -12,15 +12,17 @@ void CaseLoop::carry_earlier(ReportFiles& files, const FinishedCases& finished,
                              const Record& like) {
   for (auto& row : finished.records(like)) {
     files.carry(row);
-    tally_.add_earlier(row);
+    ++tally_.carried;
     rows_.push_back(std::move(row));
   }
 }
 
-bool CaseLoop::run(const std::string& label, double work, ReportFiles& files, bool already_done,
+bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
+                   const std::optional<Record>& earlier,
                    const std::function<MeasuredRow()>& measure) {
   if (interrupted()) return false;
-  if (already_done) {
+  if (earlier) {
+    tally_.add_earlier(*earlier);
     progress_.done(work, label + "  already in the report");
     return true;
   }
@@ -59,9 +61,9 @@ ReportFiles& ReportSets::open(const std::string& key, const Record& like) {
   return *f;
 }
 
-bool ReportSets::done(const std::string& key, const Record& row) const {
+std::optional<Record> ReportSets::earlier(const std::string& key, const Record& row) const {
   auto it = finished_.find(key);
-  return it != finished_.end() && it->second.contains(row);
+  return it == finished_.end() ? std::nullopt : it->second.earlier(row);
 }
 
 std::vector<std::string> ReportSets::listing() const {

@@ -40,10 +40,10 @@ class CaseLoop {
   // report's .prom and the summary.
   void carry_earlier(ReportFiles& files, const FinishedCases& finished, const Record& like);
 
-  // Runs one case unless it is `already_done`; false when the run has been interrupted and no
-  // case may start.
-  bool run(const std::string& label, double work, ReportFiles& files, bool already_done,
-           const std::function<MeasuredRow()>& measure);
+  // Runs one case unless the report holds it already (`earlier`: that row's status and note,
+  // from FinishedCases::earlier); false when the run has been interrupted and no case may start.
+  bool run(const std::string& label, double work, ReportFiles& files,
+           const std::optional<Record>& earlier, const std::function<MeasuredRow()>& measure);
 
  private:
   Progress& progress_;
@@ -64,8 +64,8 @@ class ReportSets {
              std::string metric_prefix, CaseLoop& loop);
   // The files of report `key`; `like` is a row of the binary, to read earlier rows back with.
   ReportFiles& open(const std::string& key, const Record& like);
-  // --resume: whether report `key` (opened) holds the case of `row` already.
-  bool done(const std::string& key, const Record& row) const;
+  // --resume: report `key`'s (opened) row of the case of `row`, when it holds it already.
+  std::optional<Record> earlier(const std::string& key, const Record& row) const;
   // "path (N rows)" for every file of every report, for the closing lines.
   std::vector<std::string> listing() const;
 

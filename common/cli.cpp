@@ -102,6 +102,13 @@ std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view
       out.push_back(v);
   }
   if (out.empty()) throw bad_input(fmt::format("{}: empty list", what));
+  // Each value once (common/list_items.hpp); sorted, as ranges may hold 100000 values.
+  std::vector<std::int64_t> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end())
+    throw bad_input(
+        fmt::format("{}: {} is listed twice (in '{}'); list each value once", what, *twice, text));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -89,7 +90,7 @@ std::vector<DType> parse_dtype_list(std::string_view comma_separated, std::strin
     } catch (const Error& e) {
       throw bad_input(fmt::format("{}: {}", what, e.what()));
     }
-    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    push_once(out, t, what, item);
   }
   if (out.empty()) throw bad_input(fmt::format("{}: empty dtype list", what));
   return out;

@@ -169,8 +169,10 @@ void Environment::write(const std::string& dir, bool finished) {
     if (std::filesystem::exists(path_, ec) && !written_by_opbench(path_)) {
       const std::string mine =
           (std::filesystem::path(dir) / fmt::format("environment-{}.json", run_id())).string();
-      std::fprintf(stderr, "note: %s is not an opbench file: left as it is; this run's environment "
-                   "goes to %s\n", path_.c_str(), mine.c_str());
+      std::fprintf(stderr,
+                   "note: %s is not an opbench file: left as it is; this run's environment "
+                   "goes to %s\n",
+                   path_.c_str(), mine.c_str());
       path_ = mine;
     } else if (std::filesystem::exists(path_, ec)) {
       // Still here after the earlier runs were set aside: the run this one continues.

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -108,7 +109,9 @@ std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
   auto wanted = split(names, ',');
   if (wanted.empty() || (wanted.size() == 1 && to_lower(wanted[0]) == "all")) return models;
   std::vector<ModelConfig> out;
+  std::vector<std::string> seen;  // lower-cased: "tiny,TINY" is one model twice
   for (const auto& name : wanted) {
+    push_once(seen, to_lower(name), "--model", name);
     auto it = std::find_if(models.begin(), models.end(), [&](const ModelConfig& m) {
       return to_lower(m.name) == to_lower(name);
     });

@@ -87,7 +87,8 @@ void append_lines(const fs::path& folder, const std::vector<nlohmann::json>& lin
 
 // Rewrites the manifest with only `keep` (write, then rename, so it is never half written).
 void rewrite_manifest(const fs::path& folder, const std::vector<ManifestLine>& keep) {
-  const fs::path path = folder / kManifestName, tmp = folder / (std::string(kManifestName) + ".tmp");
+  const fs::path path = folder / kManifestName,
+                 tmp = folder / (std::string(kManifestName) + ".tmp");
   {
     std::ofstream out(tmp);
     for (const auto& l : keep)
@@ -123,8 +124,7 @@ fs::path move_aside(const fs::path& folder, const std::set<std::string>& names,
   const fs::path target = fresh_folder(folder, stamp);
   std::error_code ec;
   fs::create_directories(target, ec);
-  if (ec)
-    throw bad_input(fmt::format("{}: cannot be created: {}", target.string(), ec.message()));
+  if (ec) throw bad_input(fmt::format("{}: cannot be created: {}", target.string(), ec.message()));
   std::vector<ManifestLine> keep;
   std::vector<nlohmann::json> moved;
   for (auto& l : read_manifest(folder)) {
@@ -249,7 +249,8 @@ void claim_output(const std::string& path, OutputUse use) {
   }
   if (!fs::is_directory(folder, ec)) {
     fs::create_directories(folder, ec);
-    if (ec) throw bad_input(fmt::format("{}: cannot be created: {}", folder.string(), ec.message()));
+    if (ec)
+      throw bad_input(fmt::format("{}: cannot be created: {}", folder.string(), ec.message()));
   }
   append_lines(folder, {manifest_line(name)});
   Owner& o = owner();

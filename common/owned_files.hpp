@@ -28,10 +28,11 @@ struct NamedOutput {
 };
 
 // Moves the earlier runs' files listed in `dir`'s manifest, and any `named` output (each file the
-// run will write at a path the user named) that an earlier opbench run wrote, into an earlier-<date>-<time>
-// folder beside them. A named output that exists and no opbench run wrote is refused (bad_input
-// naming its flag) before anything moves. Files this process wrote are never set aside. Returns
-// the folders used (none when nothing was there); `announce` prints the line on stderr.
+// run will write at a path the user named) that an earlier opbench run wrote, into an
+// earlier-<date>-<time> folder beside them. A named output that exists and no opbench run wrote is
+// refused (bad_input naming its flag) before anything moves. Files this process wrote are never set
+// aside. Returns the folders used (none when nothing was there); `announce` prints the line on
+// stderr.
 std::vector<std::string> set_aside_earlier_reports(const std::string& dir,
                                                    const std::vector<NamedOutput>& named = {},
                                                    bool announce = true);

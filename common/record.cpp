@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 namespace opbench {
 
@@ -66,6 +67,21 @@ std::string format_value(const Value& v) {
     std::string operator()(const std::string& s) const { return s; }
   };
   return std::visit(Visitor{}, v);
+}
+
+Value exact_count(__int128 count) {
+  if (count >= std::numeric_limits<std::int64_t>::min() &&
+      count <= std::numeric_limits<std::int64_t>::max())
+    return static_cast<std::int64_t>(count);
+  const bool negative = count < 0;
+  unsigned __int128 rest =
+      negative ? -static_cast<unsigned __int128>(count) : static_cast<unsigned __int128>(count);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(rest % 10)));
+    rest /= 10;
+  } while (rest);
+  return (negative ? "-" : "") + digits;
 }
 
 std::string format_for_people(const Value& v) {

@@ -64,6 +64,9 @@ bool is_noisy(const Record& row);
 // Plain text of a value as it appears in a CSV cell or table: integers exactly, reals with up to
 // 7 significant digits, nothing for empty.
 std::string format_value(const Value& v);
+// A count that must stay exact (FLOPs of a whole step): an integer when it fits in 64 bits, else
+// its decimal digits as text, so no CSV ever shows 1.415578e+09 for 1415577600.
+Value exact_count(__int128 count);
 nlohmann::json value_to_json(const Value& v);
 // For people (console tables, summaries): reals with one decimal from 100 up, two from 1 up,
 // three significant digits below; the rest as format_value.

@@ -159,9 +159,9 @@ namespace opbench {
 std::vector<NamedOutput> report_outputs(const std::string& flag, const std::string& base,
                                         const std::set<ReportFormat>& formats) {
   std::vector<NamedOutput> out;
-  for (const auto& [format, ext] : {std::pair{ReportFormat::csv, ".csv"},
-                                    std::pair{ReportFormat::jsonl, ".jsonl"},
-                                    std::pair{ReportFormat::prom, ".prom"}})
+  for (const auto& [format, ext] :
+       {std::pair{ReportFormat::csv, ".csv"}, std::pair{ReportFormat::jsonl, ".jsonl"},
+        std::pair{ReportFormat::prom, ".prom"}})
     if (formats.count(format)) out.push_back({flag, base + ext});
   return out;
 }

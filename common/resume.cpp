@@ -58,8 +58,8 @@ std::vector<Record> FinishedCases::records(const Record& like) const {
   return out;
 }
 
-bool FinishedCases::contains(const Record& case_row) const {
-  if (rows_.empty()) return false;
+const std::vector<std::string>* FinishedCases::find(const Record& case_row) const {
+  if (rows_.empty()) return nullptr;
   std::vector<std::string> key;
   for (const auto& f : case_row.fields())
     if (f.kind == FieldKind::arg) key.push_back(ascii_text(format_value(f.value)));
@@ -68,18 +68,35 @@ bool FinishedCases::contains(const Record& case_row) const {
     for (const auto& f : case_row.fields()) {
       if (f.kind != FieldKind::arg) continue;
       auto it = std::find(header_.begin(), header_.end(), f.name);
-      if (it == header_.end()) return false;  // a report of another kind
+      if (it == header_.end()) return nullptr;  // a report of another kind
       key_columns_.push_back(f.name);
       index.push_back(static_cast<std::size_t>(it - header_.begin()));
     }
-    for (const auto& row : rows_) {
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
       std::vector<std::string> k;
       for (auto i : index)
-        k.push_back(i < row.size() ? row[i] : "");
-      keys_.insert(std::move(k));
+        k.push_back(i < rows_[r].size() ? rows_[r][i] : "");
+      keys_[std::move(k)] = r;  // a case written twice: its later row
     }
   }
-  return keys_.count(key) > 0;
+  auto it = keys_.find(key);
+  return it == keys_.end() ? nullptr : &rows_[it->second];
+}
+
+bool FinishedCases::contains(const Record& case_row) const {
+  return find(case_row) != nullptr;
+}
+
+std::optional<Record> FinishedCases::earlier(const Record& case_row) const {
+  const std::vector<std::string>* row = find(case_row);
+  if (!row) return std::nullopt;
+  Record r;
+  for (const char* column : {"status", "note"}) {
+    auto it = std::find(header_.begin(), header_.end(), column);
+    const auto i = static_cast<std::size_t>(it - header_.begin());
+    r.result(column, it != header_.end() && i < row->size() ? Value{(*row)[i]} : Value{});
+  }
+  return r;
 }
 
 }  // namespace opbench

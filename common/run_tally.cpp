@@ -31,10 +31,14 @@ std::string RunTally::counts() const {
 }
 
 std::string RunTally::line() const {
-  return fmt::format("{} of {} cases: {}{}", finished(), planned, counts(),
-                     earlier
-                         ? fmt::format(", {} of them from the run continued (--resume)", earlier)
-                         : std::string());
+  const std::size_t outside = carried > earlier ? carried - earlier : 0;
+  return fmt::format(
+      "{} of {} cases: {}{}{}", finished(), planned, counts(),
+      earlier ? fmt::format(", {} of them from the run continued (--resume)", earlier)
+              : std::string(),
+      outside ? fmt::format("; the reports also hold {} row{} of cases outside this run", outside,
+                            outside == 1 ? "" : "s")
+              : std::string());
 }
 
 int finish_run(const RunTally& tally, const RunEnd& end, bool interrupted, int interrupted_code) {

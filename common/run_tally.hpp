@@ -19,12 +19,14 @@ inline constexpr int kExitNothingRan = 3;
 struct RunTally {
   std::size_t planned = 0;  // cases this run was asked for
   std::size_t ok = 0, noisy = 0, skipped = 0, failed = 0;
-  std::size_t earlier = 0;  // --resume: cases the reports held from the run being continued
+  std::size_t earlier = 0;  // --resume: cases of this run the reports held already
+  std::size_t carried = 0;  // --resume: rows the reports held, of this run's cases or others
 
   void add(const Record& row);          // a row this run wrote
-  void add_earlier(const Record& row);  // a row of the run being continued
+  void add_earlier(const Record& row);  // a case of this run found in the report (its row)
   std::size_t finished() const { return ok + skipped + failed; }
-  // "5 of 8 cases: 4 ok (2 noisy), 1 skipped, 0 failed" (+ ", 3 from the earlier run")
+  // "5 of 8 cases: 4 ok (2 noisy), 1 skipped, 0 failed" (+ ", 3 of them from the run continued
+  // (--resume)", + "; the reports also hold 10 rows of cases outside this run")
   std::string line() const;
   // "3 ok (1 noisy), 1 skipped, 0 failed" for one line of progress or a summary.
   std::string counts() const;

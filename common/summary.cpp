@@ -66,13 +66,14 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
        fmt::format("{} / {}", j["start_time"].get<std::string>(),
                    j["end_time"].is_null() ? "-" : j["end_time"].get<std::string>()));
 
-  RunTally tally;
-  tally.planned = spec.planned ? spec.planned : rows.size();
+  RunTally counted;
+  counted.planned = spec.planned ? spec.planned : rows.size();
   std::vector<const Record*> measured;
   for (const auto& r : rows) {
-    tally.add(r);
+    if (!spec.tally) counted.add(r);
     if (text(r, "status") == "ok" && !text(r, spec.headline).empty()) measured.push_back(&r);
   }
+  const RunTally& tally = spec.tally ? *spec.tally : counted;
   md += fmt::format("\n## Results\n\n{}.\n", tally.line());
   if (tally.noisy)
     md += fmt::format(

@@ -8,6 +8,7 @@
 
 #include "common/env.hpp"
 #include "common/record.hpp"
+#include "common/run_tally.hpp"
 
 namespace opbench {
 
@@ -19,6 +20,9 @@ struct SummarySpec {
   std::size_t top = 15;
   std::vector<std::string> extra;  // more Markdown at the end (e.g. FSDP's per-step estimate)
   std::size_t planned = 0;         // cases the run was asked for (0: as many as rows)
+  // The run's own tally, so the summary counts as the closing lines do (carried-over rows of
+  // --resume included); without it the rows are counted.
+  const RunTally* tally = nullptr;
 };
 
 std::string summary_markdown(const Environment& env, const std::vector<Record>& rows,

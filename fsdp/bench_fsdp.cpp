@@ -13,13 +13,13 @@
 #include "collectives/coll_runner.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
-#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
@@ -79,7 +79,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   // plan lacks (all_reduce without HSDP) leaves no empty file.
   std::map<CollOp, std::string> csv_path;
   std::map<CollOp, std::unique_ptr<CsvWriter>> csv;
-  std::unique_ptr<ReportFiles> files;                // fsdp.csv, .jsonl and .prom: every row
+  std::unique_ptr<ReportFiles> files;  // fsdp.csv, .jsonl and .prom: every row
   std::string report_error;
   if (lead) {
     try {

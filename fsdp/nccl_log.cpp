@@ -55,7 +55,10 @@ bool parse_nccl_log_line(const std::string& line, NcclCall* call, bool* malforme
   std::int64_t count = 0, datatype = 0, op = 0, nranks = 0;
   if (c.collective.empty() || c.collective.find(' ') != std::string::npos ||
       !field(line, "count", 10, &count) || !field(line, "datatype", 10, &datatype) ||
-      !field(line, "op", 10, &op) || count < 0) {
+      !field(line, "op", 10, &op) || count < 0 ||
+      // ncclDataType_t has 12 codes (nccl.h: ncclNumTypes = 12); any other is a garbled line.
+      // Reduction codes from ncclNumOps on are custom ops (ncclRedOpCreatePreMulSum): valid.
+      nccl_datatype_size(static_cast<int>(datatype)) == 0 || op < 0) {
     *malformed = true;
     return true;
   }

@@ -12,7 +12,6 @@
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
-#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -20,6 +19,7 @@
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
@@ -253,7 +253,7 @@ int bench_gemm_main(int argc, char** argv) {
   for (auto& c : cases) {
     if (interrupted()) break;
     ReportFiles& f = reports.open(c.report, gemm_row(c, providers.id_for(c), GemmResult{}, peaks));
-    const bool done = reports.done(
+    const std::optional<Record> done = reports.earlier(
         c.report, gemm_row(providers.as_run(c, nullptr), providers.id_for(c), GemmResult{}, peaks));
     const bool went_on = loop.run(gemm_case_label(c), static_cast<double>(c.flops()), f, done, [&] {
       GemmResult r = run_gemm_case(providers, c, run_options, o.fp8_accum);
@@ -273,7 +273,8 @@ int bench_gemm_main(int argc, char** argv) {
                     "pct_peak_flops", "cv"},
                    15,
                    {harness.markdown()},
-                   tally.planned});
+                   tally.planned,
+                   &tally});
   return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
                     interrupted() ? interrupted_exit_code() : 0);
 }

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -37,9 +38,7 @@ std::vector<MoeImpl> parse_moe_impls(const std::string& text) {
     else
       throw bad_input(fmt::format(
           "--moe-impl: unknown implementation '{}' (accepted: grouped, loop, padded)", item));
-    if (std::find(out.begin(), out.end(), impl) != out.end())
-      throw bad_input(fmt::format("--moe-impl: '{}' is listed twice", name));
-    out.push_back(impl);
+    push_once(out, impl, "--moe-impl", item);
   }
   if (out.empty()) throw bad_input("--moe-impl: empty list");
   return out;

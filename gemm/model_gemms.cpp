@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -97,11 +98,11 @@ std::vector<GemmPass> parse_passes(const std::string& text) {
   for (const auto& item : split(text, ',')) {
     auto p = to_lower(item);
     if (p == "fprop" || p == "fwd")
-      out.push_back(GemmPass::fprop);
+      push_once(out, GemmPass::fprop, "--pass", item);
     else if (p == "dgrad")
-      out.push_back(GemmPass::dgrad);
+      push_once(out, GemmPass::dgrad, "--pass", item);
     else if (p == "wgrad")
-      out.push_back(GemmPass::wgrad);
+      push_once(out, GemmPass::wgrad, "--pass", item);
     else
       throw bad_input(
           fmt::format("--pass: unknown pass '{}' (accepted: fprop, dgrad, wgrad)", item));

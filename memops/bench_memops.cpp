@@ -8,7 +8,6 @@
 
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
-#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
@@ -16,6 +15,7 @@
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
@@ -213,7 +213,8 @@ int bench_memops_main(int argc, char** argv) {
         break;
       }
       ReportFiles& f = reports.open(c.report, memop_row(c, primary, MemopResult{}, roof));
-      const bool done = reports.done(c.report, memop_row(c, provider, MemopResult{}, roof));
+      const std::optional<Record> done =
+          reports.earlier(c.report, memop_row(c, provider, MemopResult{}, roof));
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
       went_on = loop.run(label, static_cast<double>(c.io_bytes()), f, done, [&] {
         MemopResult r = run_memop_case(provider, c, run);
@@ -234,7 +235,8 @@ int bench_memops_main(int argc, char** argv) {
                     "mem_bw_gbps", "pct_peak_bw", "cv"},
                    15,
                    {harness.markdown()},
-                   tally.planned});
+                   tally.planned,
+                   &tally});
   return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
                     interrupted() ? interrupted_exit_code() : 0);
 }

@@ -230,7 +230,31 @@ std::vector<MemopCase> memop_sweep_cases(const std::vector<MemOp>& ops,
                                          const std::vector<std::int64_t>& sizes, std::int64_t cols,
                                          std::int64_t vocab, const std::vector<DType>& dtypes) {
   std::vector<MemopCase> out;
-  for (MemOp op : ops.empty() ? all_memops() : ops)
+  // What cannot be honoured is refused rather than changed: a sweep's rope has heads of 128 (as
+  // many kv heads as query heads), so its rows are whole pairs of heads; and a size is at least
+  // one row, each size its own number of rows (1000 and 5000 elements at 4096 columns were both
+  // measured as one row of 4096).
+  const std::vector<MemOp> swept = ops.empty() ? all_memops() : ops;
+  if (std::find(swept.begin(), swept.end(), MemOp::rope) != swept.end() &&
+      cols % (2 * kSweepHeadDim) != 0)
+    throw bad_input(fmt::format(
+        "--cols {}: rope sweeps rotate heads of {} with as many kv heads as query heads, so "
+        "--cols must be a multiple of {} (or leave rope out of --op)",
+        cols, kSweepHeadDim, 2 * kSweepHeadDim));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < cols)
+      throw bad_input(
+          fmt::format("--size {}: below one row of --cols {}; give sizes of at least "
+                      "{} elements, or a smaller --cols",
+                      sizes[i], cols, cols));
+    for (std::size_t j = 0; j < i; ++j)
+      if (sizes[i] / cols == sizes[j] / cols)
+        throw bad_input(fmt::format(
+            "--size {} and {}: both are {} row{} of --cols {}, the same case; give sizes that "
+            "differ by a row at least",
+            sizes[j], sizes[i], sizes[i] / cols, sizes[i] / cols == 1 ? "" : "s", cols));
+  }
+  for (MemOp op : swept)
     for (std::int64_t size : sizes)
       for (MemPass p : passes_of(op, passes)) {
         std::vector<DType> op_dtypes;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #ifdef OPBENCH_HAVE_CUDA
@@ -69,16 +70,15 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
   o.list_models = p.count("list-models") > 0;
   if (p.count("op"))
     for (const auto& name : split(str("op"), ',')) {
-      const MemOp op = parse_memop(name, "--op");
-      if (std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) o.ops.push_back(op);
+      push_once(o.ops, parse_memop(name, "--op"), "--op", name);
     }
   o.passes.clear();
   for (const auto& name : split(str("pass"), ',')) {
     const std::string lower = to_lower(name);
     if (lower == "fwd")
-      o.passes.push_back(MemPass::fwd);
+      push_once(o.passes, MemPass::fwd, "--pass", name);
     else if (lower == "bwd")
-      o.passes.push_back(MemPass::bwd);
+      push_once(o.passes, MemPass::bwd, "--pass", name);
     else
       throw bad_input(fmt::format("--pass: unknown pass '{}' (accepted: fwd, bwd)", name));
   }

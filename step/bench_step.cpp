@@ -8,13 +8,13 @@
 #include <set>
 
 #include "common/backend.hpp"
-#include "common/owned_files.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_list.hpp"
+#include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "step/step_console.hpp"

@@ -70,16 +70,23 @@ __int128 total_hardware_flops(const StepConfig& c, const std::vector<StageOperat
   return total_flops(c, stages, false);
 }
 
+std::vector<const TimedOperator*> missing_operators(const std::vector<StageOperators>& stages) {
+  std::vector<const TimedOperator*> out;
+  std::set<std::pair<std::string, std::string>> named;  // once, however many stages run it
+  for (const auto& stage : stages)
+    for (const TimedOperator& t : stage)
+      if (!t.time && named.insert({t.op.name, t.op.args()}).second) out.push_back(&t);
+  return out;
+}
+
 StepProjection compose_step(const StepConfig& c, const std::vector<StageOperators>& stages,
                             std::optional<double> peak_tflops) {
   StepProjection p;
-  p.model_flops = static_cast<double>(total_model_flops(c, stages));
-  p.hardware_flops = static_cast<double>(total_hardware_flops(c, stages));
-  std::set<std::string> named;  // operators are named once, however many stages run them
-  for (const auto& stage : stages)
-    for (const TimedOperator& t : stage)
-      if (!t.time && named.insert(t.op.identity()).second)
-        p.missing.push_back(fmt::format("{} [{}]", t.op.name, t.op.args()));
+  p.model_flops = total_model_flops(c, stages);
+  p.hardware_flops = total_hardware_flops(c, stages);
+  for (const TimedOperator* t : missing_operators(stages))
+    p.missing.push_back(fmt::format("{} [{}] ({} call{})", t->op.name, t->op.args(), t->op.count,
+                                    t->op.count == 1 ? "" : "s"));
 
   // The busiest stage sets the pace of the pipeline: 1F1B runs m micro-batches through it, plus
   // the fill and drain of (pp - 1) micro-batch slots, (pp - 1) / vpp with interleaving.
@@ -115,10 +122,10 @@ StepProjection compose_step(const StepConfig& c, const std::vector<StageOperator
   if (seconds <= 0) return p;
   const double world = static_cast<double>(c.world());
   p.tokens_per_s = static_cast<double>(c.tokens_per_step()) / seconds;
-  p.tflops_per_device = p.model_flops / seconds / world / 1e12;
+  p.tflops_per_device = static_cast<double>(p.model_flops) / seconds / world / 1e12;
   if (peak_tflops && *peak_tflops > 0) {
     p.mfu = *p.tflops_per_device / *peak_tflops;
-    p.hfu = p.hardware_flops / seconds / world / 1e12 / *peak_tflops;
+    p.hfu = static_cast<double>(p.hardware_flops) / seconds / world / 1e12 / *peak_tflops;
   }
   return p;
 }

@@ -36,16 +36,21 @@ struct StepBreakdown {
 };
 
 struct StepProjection {
-  std::int64_t stage = 0;            // the busiest pipeline stage, whose rank the figures are
-  std::vector<std::string> missing;  // "name [args]" of the operators without a time
-  std::optional<double> step_ms;     // the breakdown's total when nothing is missing
+  std::int64_t stage = 0;  // the busiest pipeline stage, whose rank the figures are
+  // "name [args] (N calls)" of every operator without a time (missing_operators).
+  std::vector<std::string> missing;
+  std::optional<double> step_ms;  // the breakdown's total when nothing is missing
   StepBreakdown parts;
   double micro_batch_ms = 0;  // compute and critical-path communication per micro-batch
   double dp_comm_ms = 0;      // data-parallel / FSDP communication before overlap
   double hidden_comm_ms = 0;  // the part of it the overlap model hides
-  double model_flops = 0, hardware_flops = 0;  // per step over every device
+  __int128 model_flops = 0, hardware_flops = 0;  // per step over every device, exact
   std::optional<double> tokens_per_s, tflops_per_device, mfu, hfu;
 };
+
+// The operators without a time, each name-and-arguments once (the first stage that runs it),
+// so two operators that share arguments (FSDP's forward and backward all-gathers) are both named.
+std::vector<const TimedOperator*> missing_operators(const std::vector<StageOperators>& stages);
 
 // Sum over every device of count x FLOPs (model or hardware): the stages' lists times tp x dp.
 __int128 total_model_flops(const StepConfig& c, const std::vector<StageOperators>& stages);

@@ -78,12 +78,9 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
   if (!p.step_ms) {
     fmt::print(out, "  no step time: {} operator{} without a time (never counted as zero):\n",
                p.missing.size(), p.missing.size() == 1 ? "" : "s");
-    std::set<std::string> named;
-    for (const auto& stage : stages)
-      for (const auto& t : stage)
-        if (!t.time && named.insert(t.op.identity()).second)
-          fmt::print(out, "    {} [{}]  ({} calls)  measure: {}\n", t.op.name, t.op.args(),
-                     t.op.count, measure_hint(t.op));
+    for (const TimedOperator* t : missing_operators(stages))
+      fmt::print(out, "    {} [{}]  ({} call{})  measure: {}\n", t->op.name, t->op.args(),
+                 t->op.count, t->op.count == 1 ? "" : "s", measure_hint(t->op));
     return;
   }
   const double step = *p.step_ms;

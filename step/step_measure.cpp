@@ -100,7 +100,7 @@ struct Measuring {
     GemmRunOptions run;
     run.measure = measure;
     run.check = o.check;
-    return loop.run(label, static_cast<double>(c.flops()), f, false, [&] {
+    return loop.run(label, static_cast<double>(c.flops()), f, std::nullopt, [&] {
       GemmResult r = run_gemm_case(p, c, run, Fp8Accumulation::by_pass);
       Record row = gemm_row(c, p.id_for(c), r, peaks);
       std::string line = gemm_progress_line(c, row, r);
@@ -115,7 +115,7 @@ struct Measuring {
     const Peaks peaks = Peaks::for_device(p.device(), {});
     ReportFiles& f = attention_reports.open(kReport, attention_row(c, p, AttentionResult{}, peaks));
     const AttentionRunOptions run{attention_measure, o.check, 4};
-    return loop.run(label, static_cast<double>(c.shape.flops(c.pass)), f, false, [&] {
+    return loop.run(label, static_cast<double>(c.shape.flops(c.pass)), f, std::nullopt, [&] {
       AttentionResult r = run_attention_case(p, c, run);
       Record row = attention_row(c, p, r, peaks);
       std::string line = r.status == Status::ok
@@ -132,7 +132,7 @@ struct Measuring {
     MemopProvider& p = providers.memop();
     ReportFiles& f = memop_reports.open(kReport, memop_row(c, p, MemopResult{}, {}));
     const MemopRunOptions run{measure, o.check, false, false};
-    return loop.run(label, static_cast<double>(c.io_bytes()), f, false, [&] {
+    return loop.run(label, static_cast<double>(c.io_bytes()), f, std::nullopt, [&] {
       MemopResult r = run_memop_case(p, c, run);
       Record row = memop_row(c, p, r, {});
       std::string line = memop_progress_line(label, row, r);

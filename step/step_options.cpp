@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/list_items.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -124,7 +125,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   c.fsdp_version = p["fsdp-version"].as<int>();
   o.recomputes.clear();
   for (const auto& r : split(str("recompute"), ','))
-    o.recomputes.push_back(parse_recompute(r));
+    push_once(o.recomputes, parse_recompute(r), "--recompute", r);
   if (p.count("dtype")) {
     o.dtype = parse_dtype(str("dtype"));
     if (*o.dtype != DType::bf16 && *o.dtype != DType::fp16 && *o.dtype != DType::fp32)

@@ -63,8 +63,8 @@ Record step_row(const StepConfig& c, const StepProjection& p, const std::string&
       .metric("dp_comm_ms", part(p.dp_comm_ms))
       .metric("hidden_comm_ms", part(p.hidden_comm_ms))
       .metric("busiest_stage", p.stage)
-      .metric("model_flops", p.model_flops)
-      .metric("hardware_flops", p.hardware_flops)
+      .metric("model_flops", exact_count(p.model_flops))
+      .metric("hardware_flops", exact_count(p.hardware_flops))
       .metric("tokens_per_step", c.tokens_per_step());
   r.result("status", std::string(status_name(whole ? Status::ok : Status::skipped)));
   r.result("note", whole ? Value{} : Value{join_missing(p.missing)});

@@ -71,8 +71,10 @@ def check_rows(rows, args) -> list:
         # ByteMicroPerf's byte fields: algo size = the bytes algbw divides; bus size = x factor
         if int(r["algo_size_bytes"]) != size:
             problems.append(f"{where}: algo_size_bytes {r['algo_size_bytes']} != size_bytes {size}")
-        if not math.isclose(float(r["bus_size_bytes"]), size * busbw_factor(r["op"], n), rel_tol=1e-6):
-            problems.append(f"{where}: bus_size_bytes {r['bus_size_bytes']} != size x bus factor")
+        # A byte count is a whole number of bytes: size x bus factor, rounded.
+        if r["bus_size_bytes"] != str(math.floor(size * busbw_factor(r["op"], n) + 0.5)):
+            problems.append(f"{where}: bus_size_bytes {r['bus_size_bytes']} != size x bus factor, "
+                            f"rounded to a whole byte")
         # Every cell plain ASCII, so a spreadsheet without a BOM reads it as written
         for k, v in r.items():
             if any(ord(ch) > 127 for ch in (k or "") + (v or "")):
@@ -86,6 +88,8 @@ def check_rows(rows, args) -> list:
                 problems.append(f"{where}: rse {r['rse']} >= 1% but the note does not say noisy")
         elif not r["p50_us"]:
             problems.append(f"{where}: neither sample statistics nor --per-iter statistics")
+        elif r["status"] == "ok" and "calls of one pass (-n)" not in r["note"]:
+            problems.append(f"{where}: --per-iter row does not say how many calls its p99 rests on: {r['note']!r}")
         if r["wrong"] not in ("", "0"):
             problems.append(f"{where}: {r['wrong']} wrong elements")
         undefined = r["placement"] == "in_place" and r["op"] in ("all_to_all", "send_recv")
@@ -144,6 +148,8 @@ def main() -> int:
                 with open(os.path.join(a.out_dir, name)) as f:
                     for line in f:
                         j = json.loads(line)
+                        if j["status"] == "ok" and j.get("harness", {}).get("timed_s", 1) <= 0:
+                            problems.append(f"{name}: an ok row books no timed calls (harness.timed_s 0)")
                         if j["status"] == "ok" and len(j.get("latency_list_us", [])) != world:
                             problems.append(f"{name}: latency_list_us has {len(j['latency_list_us'])} values for {world} ranks")
     else:

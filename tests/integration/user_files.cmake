@@ -11,3 +11,12 @@ foreach(binary ccl fsdp)
     COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_user_files.py ${binary}
             ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/user_files_${binary} ${MPIEXEC_EXECUTABLE})
 endforeach()
+
+# --resume with a smaller plan than the report holds: the tally counts this run's cases, and
+# names the report's other rows apart (it said "2 of 1 cases").
+add_test(NAME "resume: the tally counts this run's cases and names the report's other rows"
+  COMMAND bash -c "rm -rf \"$0\" && \"$1\" --backend cpu --m 64,128 --n 64 --k 64 --max-time 0.02 --quiet --report-dir-path \"$0\" \
+                   && \"$1\" --backend cpu --m 64 --n 64 --k 64 --max-time 0.02 --quiet --report-dir-path \"$0\" --resume"
+          ${CMAKE_CURRENT_BINARY_DIR}/resume_smaller_plan $<TARGET_FILE:bench_gemm>)
+set_tests_properties("resume: the tally counts this run's cases and names the report's other rows" PROPERTIES
+  PASS_REGULAR_EXPRESSION "1 of 1 cases: 1 ok, 0 skipped, 0 failed, 1 of them from the run continued \\(--resume\\); the reports also hold 1 row of cases outside this run")

@@ -23,7 +23,10 @@ TEST_CASE("dtype aliases") {
   CHECK(dtype_name(DType::fp8_e4m3) == "fp8_e4m3");
   CHECK_THROWS_WITH(parse_dtype("fp12"),
                     Catch::Contains("unknown dtype 'fp12'") && Catch::Contains("bf16"));
-  CHECK(parse_dtype_list("bf16, bfloat16,fp16") == std::vector<DType>{DType::bf16, DType::fp16});
+  CHECK(parse_dtype_list("bf16, fp16") == std::vector<DType>{DType::bf16, DType::fp16});
+  // An alias of a dtype listed before it would run the same cases twice: refused.
+  CHECK_THROWS_WITH(parse_dtype_list("bf16, bfloat16,fp16", "--dtype"),
+                    Catch::Contains("--dtype: 'bfloat16' is listed twice"));
 }
 
 TEST_CASE("dtype sizes and rounding units") {

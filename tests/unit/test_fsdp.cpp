@@ -145,6 +145,22 @@ TEST_CASE("the NCCL log parser reads collective lines and counts the broken ones
   CHECK_FALSE(malformed);
   CHECK(c.nranks == 4);
   CHECK(c.count == 5);
+  // A datatype code NCCL does not have (ncclNumTypes = 12) makes the line malformed, so no
+  // "--param-dtype datatype 12" is ever advised; a custom reduction (op 5 on) is valid.
+  for (const char* datatype : {"12", "99", "-1"}) {
+    INFO(datatype);
+    CHECK(parse_nccl_log_line(
+        std::string("h:1:2 [0] NCCL INFO AllGather: opCount 1 sendbuff 0x1 recvbuff 0x2 acc (nil) "
+                    "count 5 datatype ") +
+            datatype + " op 0 root 0 comm 0x3 [nranks=4] stream 0x4",
+        &c, &malformed));
+    CHECK(malformed);
+  }
+  CHECK(parse_nccl_log_line(
+      "h:1:2 [0] NCCL INFO ReduceScatter: opCount 1 sendbuff 0x1 recvbuff 0x2 acc (nil) count 5 "
+      "datatype 9 op 5 root 0 comm 0x3 [nranks=4] stream 0x4",
+      &c, &malformed));
+  CHECK_FALSE(malformed);
   CHECK_THROWS_WITH(add_nccl_log_file("/nonexistent.log", s),
                     Catch::Contains("--nccl-log /nonexistent.log: no such file"));
 }

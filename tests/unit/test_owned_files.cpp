@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "common/env.hpp"
@@ -20,8 +20,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& p) { return test::read_text(p); }
-fs::path fresh_dir(const std::string& name) { return test::fresh_temp_dir("owned_" + name); }
+std::string read_file(const fs::path& p) {
+  return test::read_text(p);
+}
+fs::path fresh_dir(const std::string& name) {
+  return test::fresh_temp_dir("owned_" + name);
+}
 
 // What a user keeps in a folder they also write reports into.
 void user_files(const fs::path& dir) {
@@ -107,15 +111,14 @@ TEST_CASE("Every writer claims its path: new files are listed, a user's file is 
   const auto dir = fresh_dir("claim");
   user_files(dir);
   const std::string csv = (dir / "mydata.csv").string();
-  CHECK(error_of([&] { CsvWriter w(csv); }).find("mydata.csv: exists and no opbench run wrote it") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          CsvWriter w(csv);
+        }).find("mydata.csv: exists and no opbench run wrote it") != std::string::npos);
   CHECK(error_of([&] { CsvWriter w(csv, true); }) != "");  // not continued either
   same_user_files(dir);
 
   const std::string mine = (dir / "gemm_mine.csv").string();
-  {
-    CsvWriter w(mine);
-  }
+  { CsvWriter w(mine); }
   CHECK(written_by_opbench(mine));
   CHECK_FALSE(written_by_opbench(csv));
   claim_output(mine);  // this process wrote it: claiming again changes nothing
@@ -133,12 +136,13 @@ TEST_CASE("Every writer claims its path: new files are listed, a user's file is 
   same_user_files(dir);
 }
 
-TEST_CASE("--resume continues only a run of the same binary") {
+TEST_CASE("Resume: only a run of the same binary is continued") {
   const auto dir = fresh_dir("resume");
   earlier_run_file(dir, "attention.csv", "bench_attention");
   CHECK(binaries_in(dir.string()) == std::vector<std::string>{"bench_attention"});
-  CHECK(error_of([&] { check_resumable(dir.string(), "bench_gemm"); })
-            .find("holds the reports of a bench_attention run") != std::string::npos);
+  CHECK(error_of([&] {
+          check_resumable(dir.string(), "bench_gemm");
+        }).find("holds the reports of a bench_attention run") != std::string::npos);
   check_resumable(dir.string(), "bench_attention");
   check_resumable(fresh_dir("resume_empty").string(), "bench_gemm");  // nothing there yet
 }
@@ -156,8 +160,9 @@ TEST_CASE("environment.json: a user's is left alone; a continued run keeps the e
   const auto resumed = fresh_dir("env_resume");
   std::ofstream(resumed / "environment.json")
       << R"({"binary": "bench_gemm", "run_id": "bench_gemm-1", "earlier_runs": [{"run_id": "bench_gemm-0"}]})";
-  std::ofstream(resumed / kManifestName) << R"({"file": "environment.json", "binary": "bench_gemm"})"
-                                         << "\n";
+  std::ofstream(resumed / kManifestName)
+      << R"({"file": "environment.json", "binary": "bench_gemm"})"
+      << "\n";
   Environment next(1, argv, "bench_gemm");
   next.write(resumed.string(), true);
   const auto written = nlohmann::json::parse(read_file(resumed / "environment.json"));

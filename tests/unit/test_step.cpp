@@ -218,7 +218,22 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
     const StepProjection q = compose_step(c, stages, 100.0);
     CHECK_FALSE(q.step_ms);
     REQUIRE(q.missing.size() == 1);
-    CHECK(q.missing[0] == stages[1][0].op.name + " [" + stages[1][0].op.args() + "]");
+    CHECK(q.missing[0] == stages[1][0].op.name + " [" + stages[1][0].op.args() + "] (" +
+                              std::to_string(stages[1][0].op.count) + " calls)");
+  }
+  SECTION("two operators that share their arguments are both named, each with its calls") {
+    // As FSDP's forward and backward all-gathers of one unit: same collective, other names.
+    StageOperators twins(2, stages[0][0]);
+    twins[0].time.reset();
+    twins[1].time.reset();
+    twins[0].op.name = "fsdp all_gather (forward)";
+    twins[0].op.count = 3;
+    twins[1].op.name = "fsdp all_gather (backward)";
+    twins[1].op.count = 5;
+    const StepProjection q = compose_step(c, {twins}, 100.0);
+    REQUIRE(q.missing.size() == 2);
+    CHECK(q.missing[0] == "fsdp all_gather (forward) [" + twins[0].op.args() + "] (3 calls)");
+    CHECK(q.missing[1] == "fsdp all_gather (backward) [" + twins[1].op.args() + "] (5 calls)");
   }
 }
 

@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) { return test::fresh_temp_dir("step_times_" + name); }
+fs::path temp_dir(const std::string& name) {
+  return test::fresh_temp_dir("step_times_" + name);
+}
 
 void write(const fs::path& dir, const std::string& name, const std::string& content) {
   std::ofstream(dir / name) << content;
