@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""Compares two opbench CSV reports of the same kind (bench_gemm, bench_attention, bench_ccl or
-bench_fsdp): rows are matched by their arguments, and each row's headline figure is compared —
-TFLOPS for GEMM and attention, bus bandwidth for collectives (higher is better), else the time.
+"""Compares two opbench CSV reports of the same kind (bench_gemm, bench_attention, bench_ccl,
+bench_fsdp, bench_memops, bench_step's step.csv or step_operators.csv): rows are matched by all
+their arguments, and each row's headline figure is compared — TFLOPS for GEMM and attention, bus
+bandwidth for collectives, achieved memory bandwidth for memory-bound operators (higher is
+better), the step time for bench_step's configurations, else the time.
 bench_gemm's MoE expert rows are matched on their expert-parallel degree, routing and
 implementation too (ep, routing, impl; empty on dense rows and in reports older than them).
 
@@ -34,14 +36,20 @@ import sys
 KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n", "k", "batch", "transa", "transb",
                "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk", "head_dim_v",
                "causal", "world_size", "group_size", "size_bytes", "placement", "redop", "root", "dtype",
-               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "routing", "impl", "backend"]
+               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "routing", "impl", "backend",
+               # bench_memops: the operator's shape and implementation
+               "rows", "cols", "heads", "kv_heads", "head_dim", "vocab", "devices", "provider",
+               # bench_step: the configuration, and for step_operators.csv the operator
+               "pp", "vpp", "dp", "sp", "sharding", "recompute", "micro_batches", "global_batch",
+               "overlap", "stage", "family", "operator", "args"]
 # bench_gemm's MoE expert rows: a report written before these columns existed reads as if they were
 # empty, as they are on dense rows. So dense rows still match across versions, while expert rows
 # of an implementation, expert-parallel degree or routing never match rows of another (nor the
 # old one-expert rows).
 EMPTY_WHEN_ABSENT = {"ep", "routing", "impl"}
 # Headline figures, best first: (column, higher is better)
-FIGURES = [("tflops", True), ("busbw_gbps", True), ("time_us", False)]
+FIGURES = [("tflops", True), ("busbw_gbps", True), ("mem_bw_gbps", True), ("step_time_ms", False),
+           ("time_us", False)]
 
 
 def fail(message: str) -> None:
@@ -61,11 +69,17 @@ def kind_of(columns) -> str:
         return "attention"
     if {"gemm", "pass", "m", "n", "k"} <= columns:
         return "gemm"
+    if {"op", "rows", "cols", "mem_bw_gbps"} <= columns:
+        return "memops"
+    if {"stage", "family", "operator", "args"} <= columns:
+        return "step_operators"
+    if {"step_time_ms", "sharding", "recompute"} <= columns:
+        return "step"
     return ""
 
 
 def article(kind: str) -> str:
-    return "an" if kind == "attention" else "a"
+    return "an" if kind == "attention" else "a"  # "a memops report", "a step_operators report"
 
 
 def read(path: str):
@@ -87,8 +101,8 @@ def read(path: str):
         fail(f"{path}: not an opbench report (no status column)")
     kind = kind_of(rows[0])
     if not kind:
-        fail(f"{path}: not an opbench report (the columns of neither bench_gemm, bench_attention, bench_ccl "
-             "nor bench_fsdp)")
+        fail(f"{path}: not an opbench report (the columns of none of bench_gemm, bench_attention, bench_ccl, "
+             "bench_fsdp, bench_memops, bench_step)")
     return rows, kind
 
 
@@ -140,7 +154,16 @@ def main() -> int:
     def key(row):
         return tuple(row.get(c) or "" for c in keys)
 
-    base_rows, new_rows = {key(r): r for r in base}, {key(r): r for r in new}
+    def by_key(rows, path):
+        out = {}
+        for r in rows:
+            if key(r) in out:  # never dropped silently: the later row stands, and we say so
+                print(f"note: {path}: two rows of the same case ({', '.join(f'{c}={v}' for c, v in zip(keys, key(r)) if v)}): "
+                      f"the later one is compared", file=sys.stderr)
+            out[key(r)] = r
+        return out
+
+    base_rows, new_rows = by_key(base, args.base), by_key(new, args.new)
     shown = [c for c in keys if len({r.get(c) or "" for r in base} | {r.get(c) or "" for r in new}) > 1] or keys[:1]
     print(f"| {' | '.join(shown)} | base {column} | new {column} | ratio | change | flag | noise |")
     print("|" + "---|" * (len(shown) + 6))

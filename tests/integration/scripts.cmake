@@ -170,3 +170,15 @@ add_test(NAME "plot_report: a user's file at a chart's path is refused and kept"
                    && ${OPBENCH_PYTHON} '${PLOT_REPORT}' '${DATA}/compare_attention.csv' --out \"$0/own\" \
                    && ${OPBENCH_PYTHON} '${PLOT_REPORT}' '${DATA}/compare_attention.csv' --out \"$0/own\""
           ${CMAKE_CURRENT_BINARY_DIR}/plot_user_file)
+
+# compare_reports reads every report kind (issue 32 item 8): bench_memops rows keyed by their
+# shape (add at 16 and 64 rows are two cases: the 64-row one lost 20% of its bandwidth), and
+# bench_step's configurations against themselves.
+add_test(NAME "compare_reports: bench_memops rows keyed by shape, one regressed"
+  COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/compare_memops_base.csv ${DATA}/compare_memops_new.csv)
+set_tests_properties("compare_reports: bench_memops rows keyed by shape, one regressed" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| add \\| 16 \\| 19.66 \\| 19.66 \\| 1.000 .*\\| add \\| 64 \\| 19.66 \\| 15.73 \\| 0.800 \\| -20.0% \\| REGRESSION .*3 rows compared on mem_bw_gbps \\(higher is better\\).*1 regressed.*\nexit=1")
+add_test(NAME "compare_reports: a bench_step report against itself"
+  COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/step_small.csv ${DATA}/step_small.csv)
+set_tests_properties("compare_reports: a bench_step report against itself" PROPERTIES
+  PASS_REGULAR_EXPRESSION "2 rows compared on step_time_ms \\(lower is better\\), threshold 5%: 0 regressed, 0 improved, 0 within noise\\.\nexit=0")
