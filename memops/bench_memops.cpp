@@ -131,8 +131,15 @@ BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provide
   const Peaks peaks = Peaks::for_device(provider.device(), o.peaks);
   if (auto gbps = peaks.bandwidth_gbps()) return {gbps, "hardware.json"};
   if (provider.backend() != "cpu") return {};
-  progress.note("measuring the CPU's memory roof (a triad over every core; --peak-bw skips it)");
-  return {measure_cpu_triad_gbps(), "triad"};
+  progress.note(
+      "measuring the CPU's memory roof (copy, scale, add, triad, read and update loops over every "
+      "core; --peak-bw skips it)");
+  const CpuMemoryRoof cpu = measure_cpu_memory_roof();
+  std::vector<std::string> loops;
+  for (const auto& [name, gbps] : cpu.loops)
+    loops.push_back(fmt::format("{} {:.1f}", name, gbps));
+  progress.note(fmt::format("memory loops (GB/s): {}", join(loops, ", ")));
+  return {cpu.gbps, "best loop: " + cpu.best, true};
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/env.hpp"
 #include "common/measure.hpp"
@@ -48,10 +50,17 @@ class MemopProvider {
 
 // Vectorised loops over every core; --check compares with plain single-threaded loops in fp64.
 std::unique_ptr<MemopProvider> make_cpu_memop_provider();
-// The CPU's memory bandwidth roof: a STREAM-style triad a = b + s·c over every core, on arrays
-// of 4x the last-level cache at least, the best of `repeats` runs, in GB/s (24 bytes per element:
-// two reads and one write of fp64).
-double measure_cpu_triad_gbps(int repeats = 10);
+// The CPU's memory bandwidth roof: the best of six streaming loops over every core — STREAM's
+// copy, scale, add and triad, a read-only sum and an in-place update (likwid-bench's loops
+// without write-allocate) — on fp64 arrays of 4x the last-level cache at least, each the best of
+// `repeats` runs, counted as the operators are (each byte read or written once, write-allocate
+// not counted).
+struct CpuMemoryRoof {
+  double gbps = 0;                                   // the best loop's
+  std::string best;                                  // its name: "update"
+  std::vector<std::pair<std::string, double>> loops;  // every loop's GB/s, in order
+};
+CpuMemoryRoof measure_cpu_memory_roof(int repeats = 10);
 #ifdef OPBENCH_HAVE_CUDA
 std::unique_ptr<MemopProvider> make_cuda_memop_provider(int device);
 // LayerNorm and RMSNorm forward and backward through cuDNN's graph API; other operators are

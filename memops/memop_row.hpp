@@ -13,7 +13,8 @@ namespace opbench {
 // --peak-bw, or on the CPU the triad this run measured.
 struct BandwidthRoof {
   std::optional<double> gbps;
-  std::string source;  // "hardware.json", "--peak-bw", "triad", "" when unknown
+  std::string source;     // "hardware.json", "--peak-bw", "best loop: update", "" when unknown
+  bool measured = false;  // the CPU's own loops: an operator above it is shown at 100%, noted
 };
 
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,

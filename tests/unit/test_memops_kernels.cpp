@@ -325,6 +325,15 @@ TEST_CASE("the CPU memops provider says why it cannot run a case") {
         Status::skipped);
 }
 
-TEST_CASE("the CPU triad measures a positive bandwidth") {
-  CHECK(measure_cpu_triad_gbps(2) > 0);
+TEST_CASE("the CPU roof is the best of its six loops") {
+  const CpuMemoryRoof roof = measure_cpu_memory_roof(2);
+  REQUIRE(roof.loops.size() == 6);
+  double best = 0;
+  for (const auto& [name, gbps] : roof.loops) {
+    INFO(name);
+    CHECK(gbps > 0);
+    best = std::max(best, gbps);
+  }
+  CHECK(roof.gbps == best);
+  CHECK_FALSE(roof.best.empty());
 }
