@@ -94,6 +94,7 @@ nlohmann::json gather_rank_map(const CclBackend& backend, const MpiSession& sess
                          {"host", session.host()},
                          {"local_rank", session.local_rank()},
                          {"pid", static_cast<long long>(getpid())},
+                         {"cpus", online_cpus()},
                          {"device", "host memory"}};
 #ifdef OPBENCH_HAVE_CUDA
   if (backend.name == "nccl") {

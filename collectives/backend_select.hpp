@@ -31,8 +31,8 @@ std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSe
 // [0000:1b:00.0] NVIDIA H100 80GB HBM3  (local rank 0)".
 std::string describe_rank(const CclBackend& backend, const MpiSession& session, int group_size);
 void describe_backend(const CclBackend& backend, Environment& env);
-// Every rank's host, local rank, pid and device, gathered at rank 0 for environment.json's
-// "ranks" (empty elsewhere). Collective: every rank calls it.
+// Every rank's host, local rank, pid, the CPUs online on its host and its device, gathered at
+// rank 0 for environment.json's "ranks" (empty elsewhere). Collective: every rank calls it.
 nlohmann::json gather_rank_map(const CclBackend& backend, const MpiSession& session);
 
 // MPI (and CUDA and NCCL in CUDA builds), built-with and running versions, for --version.

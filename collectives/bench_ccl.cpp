@@ -15,6 +15,7 @@
 #include "collectives/model_messages.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
+#include "collectives/rank_load.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
@@ -190,6 +191,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   // Where every rank runs, in environment.json and in every JSON line's run facts.
   const nlohmann::json rank_map = gather_rank_map(backend, session);
   env.set("ranks", rank_map);
+  const RankLoad load = rank_load(rank_map);
+  env.set("rank_load", {{"hosts", load.hosts}, {"oversubscribed", load.oversubscribed}});
   const std::string dir =
       o.report.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report.report_dir;
   std::unique_ptr<CclReports> reports;
@@ -212,6 +215,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   Progress progress(cases.size(), static_cast<double>(cases.size()), o.report.quiet || !lead);
   progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
                             world, session.nodes(), session.nodes() > 1 ? "s" : ""));
+  // Said even with --quiet: it changes what every figure of the run means.
+  if (lead && !load.warning.empty()) std::fprintf(stderr, "note: %s\n", load.warning.c_str());
   auto ranks = session.gather_strings(describe_rank(backend, session, group_size));
   if (lead) {
     // nccl-tests' header, so the two outputs diff line for line; its sizes are those of the

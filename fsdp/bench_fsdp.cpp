@@ -13,6 +13,7 @@
 #include "collectives/coll_runner.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_session.hpp"
+#include "collectives/rank_load.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
@@ -66,6 +67,9 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   // as bench_ccl prints it.
   const nlohmann::json rank_map = gather_rank_map(backend, session);
   env.set("ranks", rank_map);
+  const RankLoad load = rank_load(rank_map);
+  env.set("rank_load", {{"hosts", load.hosts}, {"oversubscribed", load.oversubscribed}});
+  if (lead && !load.warning.empty()) std::fprintf(stderr, "note: %s\n", load.warning.c_str());
   const auto rank_lines =
       session.gather_strings(describe_rank(backend, session, session.world_size()));
   if (lead) {

@@ -65,29 +65,35 @@ CpuMemoryRoof measure_cpu_memory_roof(int repeats) {
   const RoofLoop loops[] = {
       {"copy", 16,
        [](double* x, const double* y, const double*, std::int64_t i0, std::int64_t i1) {
-         for (std::int64_t i = i0; i < i1; ++i) x[i] = y[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           x[i] = y[i];
        }},
       {"scale", 16,
        [](double* x, const double* y, const double*, std::int64_t i0, std::int64_t i1) {
-         for (std::int64_t i = i0; i < i1; ++i) x[i] = s * y[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           x[i] = s * y[i];
        }},
       {"add", 24,
        [](double* x, const double* y, const double* z, std::int64_t i0, std::int64_t i1) {
-         for (std::int64_t i = i0; i < i1; ++i) x[i] = y[i] + z[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           x[i] = y[i] + z[i];
        }},
       {"triad", 24,
        [](double* x, const double* y, const double* z, std::int64_t i0, std::int64_t i1) {
-         for (std::int64_t i = i0; i < i1; ++i) x[i] = y[i] + s * z[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           x[i] = y[i] + s * z[i];
        }},
       {"read", 8,
        [=](double*, const double* y, const double*, std::int64_t i0, std::int64_t i1) {
          double sum = 0;
-         for (std::int64_t i = i0; i < i1; ++i) sum += y[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           sum += y[i];
          partial[i0 / kChunk] += sum;  // kept, so the loop is not optimised away
        }},
       {"update", 16,
        [](double* x, const double*, const double*, std::int64_t i0, std::int64_t i1) {
-         for (std::int64_t i = i0; i < i1; ++i) x[i] = s * x[i];
+         for (std::int64_t i = i0; i < i1; ++i)
+           x[i] = s * x[i];
        }},
   };
   CpuMemoryRoof roof;

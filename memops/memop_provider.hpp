@@ -56,8 +56,8 @@ std::unique_ptr<MemopProvider> make_cpu_memop_provider();
 // `repeats` runs, counted as the operators are (each byte read or written once, write-allocate
 // not counted).
 struct CpuMemoryRoof {
-  double gbps = 0;                                   // the best loop's
-  std::string best;                                  // its name: "update"
+  double gbps = 0;                                    // the best loop's
+  std::string best;                                   // its name: "update"
   std::vector<std::pair<std::string, double>> loops;  // every loop's GB/s, in order
 };
 CpuMemoryRoof measure_cpu_memory_roof(int repeats = 10);

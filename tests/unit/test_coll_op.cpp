@@ -4,6 +4,7 @@
 #include "collectives/coll_check.hpp"
 #include "collectives/coll_op.hpp"
 #include "collectives/model_messages.hpp"
+#include "collectives/rank_load.hpp"
 #include "common/error.hpp"
 #include "common/model_config.hpp"
 #include "temp_files.hpp"
@@ -170,4 +171,26 @@ TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   CHECK(l.group_spans_nodes == "some");  // {a,a} inside, {a,b} across
   // HSDP's replica groups of 2 over shards of 2: ranks {0,2} and {1,3}, each across a and b
   CHECK(layout_of({"a", "a", "b", "b"}, 2, true).group_spans_nodes == "yes");
+}
+
+TEST_CASE("rank load: a host with more ranks than CPUs is oversubscribed, and named") {
+  const auto rank = [](const char* host, int cpus) {
+    return nlohmann::json{{"host", host}, {"cpus", cpus}};
+  };
+  nlohmann::json map = nlohmann::json::array();
+  for (int r = 0; r < 8; ++r)
+    map.push_back(rank("vm", 2));
+  RankLoad crowded = rank_load(map);
+  CHECK(crowded.oversubscribed);
+  CHECK(crowded.hosts["vm"]["ranks"] == 8);
+  CHECK(crowded.hosts["vm"]["cpus"] == 2);
+  CHECK_THAT(crowded.warning, Catch::StartsWith("oversubscribed: 8 ranks share 2 CPUs on vm;"));
+
+  // Two nodes of 2 ranks on 2 CPUs each: one rank per CPU, nothing to say.
+  const nlohmann::json even = {rank("node1", 2), rank("node1", 2), rank("node2", 2),
+                               rank("node2", 2)};
+  const RankLoad fine = rank_load(even);
+  CHECK_FALSE(fine.oversubscribed);
+  CHECK(fine.warning.empty());
+  CHECK(fine.hosts.size() == 2);
 }
