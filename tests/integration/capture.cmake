@@ -1,0 +1,48 @@
+# libopbench_capture.so (capture/) on real programs: a PyTorch CPU training step, numpy, an MPI
+# program under mpirun, threads, fork, a killed job, a bad output folder. Each test runs the
+# program under scripts/capture.sh and checks counts worked out by hand (check_capture.py says
+# how). Included from tests/integration/CMakeLists.txt (OPBENCH_PYTHON, MPIEXEC_EXECUTABLE).
+set(CAPTURE_SRC ${PROJECT_SOURCE_DIR}/tests/capture)
+add_executable(capture_blas_calls ${CAPTURE_SRC}/blas_calls.c)
+target_link_libraries(capture_blas_calls PRIVATE BLAS::BLAS OpenBLAS::headers Threads::Threads)
+add_executable(capture_mpi_calls ${CAPTURE_SRC}/mpi_calls.c)
+target_link_libraries(capture_mpi_calls PRIVATE MPI::MPI_C)
+# A CBLAS built on sgemm_, linked ahead of OpenBLAS (the reentrancy test).
+add_library(capture_nested_blas SHARED ${CAPTURE_SRC}/nested_blas.c)
+target_link_libraries(capture_nested_blas PRIVATE BLAS::BLAS)
+add_executable(capture_nested_calls ${CAPTURE_SRC}/nested_calls.c)
+target_link_libraries(capture_nested_calls PRIVATE capture_nested_blas BLAS::BLAS)
+foreach(t capture_blas_calls capture_mpi_calls capture_nested_blas capture_nested_calls)
+  target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
+endforeach()
+
+set(CHECK_CAPTURE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_capture.py)
+set(CAPTURE_LIB $<TARGET_FILE:opbench_capture>)
+set(CAPTURE_OUT ${CMAKE_CURRENT_BINARY_DIR}/capture)
+add_test(NAME "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
+  COMMAND ${CHECK_CAPTURE} torch --out ${CAPTURE_OUT}/torch --lib ${CAPTURE_LIB}
+          --bench-gemm $<TARGET_FILE:bench_gemm> --seq-len 32 --steps 2)
+add_test(NAME "capture: numpy matmul through CBLAS"
+  COMMAND ${CHECK_CAPTURE} numpy --out ${CAPTURE_OUT}/numpy --lib ${CAPTURE_LIB})
+add_test(NAME "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
+  COMMAND ${CHECK_CAPTURE} mpi --out ${CAPTURE_OUT}/mpi --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_mpi_calls> --mpiexec ${MPIEXEC_EXECUTABLE})
+add_test(NAME "capture: 4 threads calling BLAS at once"
+  COMMAND ${CHECK_CAPTURE} threads --out ${CAPTURE_OUT}/threads --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a forked child starts empty and writes its own file"
+  COMMAND ${CHECK_CAPTURE} fork --out ${CAPTURE_OUT}/fork --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a job killed with SIGKILL leaves its periodic tables"
+  COMMAND ${CHECK_CAPTURE} killed --out ${CAPTURE_OUT}/killed --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a call inside an intercepted call counts once"
+  COMMAND ${CHECK_CAPTURE} nested --out ${CAPTURE_OUT}/nested --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_nested_calls>)
+add_test(NAME "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
+  COMMAND ${CHECK_CAPTURE} baddir --out ${CAPTURE_OUT}/baddir --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+set_tests_properties(
+  "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
+  "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
+  PROPERTIES TIMEOUT 300)
