@@ -170,7 +170,7 @@ def torch_mode(a):
     expected[(16, 16, d, "NT")] += Hq
     expected[(16, d, 16, "NN")] += Hq
     compare(f"torch step x {steps} (tiny, seq {S})", captured, expected)
-    linear = sum(c for (gemm, *_rest, c) in derived) 
+    linear = sum(c for (gemm, *_rest, c) in derived)
     print(f"  per step: {linear} linear-layer GEMMs as bench_gemm derives them "
           f"({sum(c * len(split.get(g, [0])) for (g, *_r, c) in derived)} sgemm_ calls with "
           f"q/k/v and gate/up apart) + {6 * Hq * L} attention products")
@@ -207,6 +207,10 @@ def numpy_mode(a):
     compare("numpy cblas_sgemm", gemm_counts(rows, "cblas_sgemm"),
             {(64, 48, 32, "NN"): 5, (64, 48, 32, "TN"): 2})
     compare("numpy cblas_dgemm", gemm_counts(rows, "cblas_dgemm"), {(10, 30, 20, "NN"): 3})
+    # every column of the capture's CSV is documented (docs/outputs.md)
+    docs = run([PY, os.path.join(HERE, "check_docs.py"), "columns", "--root", ROOT, "--csv",
+                found[0]])
+    check(docs.returncode == 0, f"check_docs.py columns on the capture CSV: {docs.stdout.strip()}")
     for r in rows:
         check(r["dtype"] == ("fp32" if r["api"] == "cblas_sgemm" else "fp64"), f"dtype of {r}")
         check(int(r["flops"]) == 2 * int(r["m"]) * int(r["n"]) * int(r["k"]), f"flops of {r}")
