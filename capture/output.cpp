@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace opbench::capture {
 
@@ -43,8 +44,11 @@ std::string layout(const CaptureKey& k) {
 
 std::string note(const TableRow& r) {
   if (r.timed_calls == r.calls) return "";
-  return std::to_string(r.calls - r.timed_calls) +
-         " calls without a time (their completion was not seen by a Wait/Test call)";
+  const std::string untimed = std::to_string(r.calls - r.timed_calls);
+  if (std::string_view(r.key.api).substr(0, 4) == "MPI_")
+    return untimed + " calls without a time (their completion was not seen by a Wait/Test call)";
+  return untimed +
+         " calls without a GPU time (no CUDA context or events, or still in flight at exit)";
 }
 
 // Prometheus label values escape backslash, double quote and line feed.

@@ -50,6 +50,8 @@ struct Runtime {
   std::condition_variable wake;
   bool stop = false;
   std::atomic<bool> writer_started{false};
+
+  std::atomic<void (*)()> before_write[4] = {};
 };
 
 // Made on first use and never destroyed: hooks can run during static destruction and exit.
@@ -138,6 +140,8 @@ void at_exit() {
     r.stop = true;
   }
   r.wake.notify_all();
+  for (auto& fn : r.before_write)
+    if (auto f = fn.load()) f();
   write_tables(true);
 }
 
@@ -316,6 +320,13 @@ void symbol_missing(const char* name) {
   const ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
   _exit(127);
+}
+
+void at_exit_before_write(void (*fn)()) {
+  for (auto& slot : rt().before_write) {
+    void (*expected)() = nullptr;
+    if (slot.load() == fn || slot.compare_exchange_strong(expected, fn)) return;
+  }
 }
 
 bool write_tables(bool final_write) {

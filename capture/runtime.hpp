@@ -59,6 +59,10 @@ Fn real_function(std::atomic<void*>& slot, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
+// A function the exit path calls before the final write (the GPU timer's drain of timings still
+// in flight); at most a few are registered.
+void at_exit_before_write(void (*fn)());
+
 // Writes the tables now (the tests and the exit path); false when writing failed.
 bool write_tables(bool final_write);
 

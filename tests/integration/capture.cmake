@@ -42,7 +42,28 @@ add_test(NAME "capture: a call inside an intercepted call counts once"
 add_test(NAME "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
   COMMAND ${CHECK_CAPTURE} baddir --out ${CAPTURE_OUT}/baddir --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
+  COMMAND ${CHECK_CAPTURE} bench-gemm --out ${CAPTURE_OUT}/bench_gemm --lib ${CAPTURE_LIB}
+          --bench-gemm $<TARGET_FILE:bench_gemm> --backend cpu --dtype fp32)
 set_tests_properties(
   "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
   PROPERTIES TIMEOUT 300)
+
+# The GPU hooks without a GPU: a stand-in cuBLAS / NCCL / CUDA-driver library (tests only) and a
+# program linked to it and to the real cuBLASLt, whose descriptors the capture reads back.
+if(OPBENCH_HAVE_CUDA)
+  add_library(capture_gpu_standin SHARED ${CAPTURE_SRC}/gpu_standin.cpp)
+  target_include_directories(capture_gpu_standin SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS}
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  add_executable(capture_gpu_calls ${CAPTURE_SRC}/gpu_calls.cpp)
+  target_include_directories(capture_gpu_calls SYSTEM PRIVATE
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  # the stand-in first: its cublasLtMatmul is found before the real one
+  target_link_libraries(capture_gpu_calls PRIVATE capture_gpu_standin CUDA::cublasLt)
+  opbench_warnings(capture_gpu_standin)
+  opbench_warnings(capture_gpu_calls)
+  add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
+    COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
+            --prog $<TARGET_FILE:capture_gpu_calls>)
+endif()

@@ -20,6 +20,18 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
   check_capture.py killed  --out DIR --prog BIN --lib LIB
   check_capture.py nested  --out DIR --prog BIN
   check_capture.py baddir  --out DIR --prog BIN --lib LIB
+  check_capture.py bench-gemm --out DIR --bench-gemm BIN --lib LIB [--backend B] [--dtype D]
+      bench_gemm on one GEMM (m 256, n 128, k 64, NN) under capture.sh: the capture holds that
+      shape (cublasLtMatmul on a GPU, cblas_* on the CPU) in bench_gemm's own convention, and on
+      the CPU exactly as many calls as bench_gemm ran: its warm-up runs + samples x launches per
+      sample (from its JSON line). On a GPU, CUDA-graph replays and autotuning change the count,
+      so at least one call is required. Writes DIR/check.csv (status, note, captured_calls,
+      expected_calls, in_job_us, bench_us) for scripts/gpu_selftest.sh's verdict.
+  check_capture.py gpu     --out DIR --prog BIN --lib LIB
+      tests/capture/gpu_calls.cpp against the stand-in cuBLAS/NCCL/driver library and the real
+      cuBLASLt's descriptors: every call's key as listed there, counted once (cublasGemmEx's
+      inner cublasLtMatmul not at all), and every call timed by the stand-in's events at no
+      less than the 300 µs each stand-in operation takes.
 
 Every mode also runs the program without the capture where it can, and requires the same
 results (checksums) and exit status. Exit 0 when everything holds, 1 otherwise.
@@ -369,10 +381,91 @@ def baddir_mode(a):
           f"capture.sh --out on an unusable folder: exit {q.returncode}, {q.stderr.strip()}")
 
 
+# (api, op, dtype, m, n, k, batch, layout) -> calls; (api, op, dtype, count, bytes, redop) -> calls
+GPU_GEMMS = {
+    ("cublasSgemm_v2", "gemm", "fp32", 32, 64, 16, 1, "TN"): 3,
+    ("cublasHgemm", "gemm", "fp16", 8, 128, 64, 1, "NT"): 2,
+    ("cublasGemmEx", "gemm", "bf16", 128, 256, 64, 1, "NN"): 4,
+    ("cublasGemmEx", "gemm", "tf32", 16, 32, 8, 1, "NN"): 1,
+    ("cublasGemmStridedBatchedEx", "gemm_batched", "fp16", 64, 64, 32, 8, "NT"): 2,
+    ("cublasGemmBatchedEx", "gemm_batched", "fp32", 48, 16, 24, 3, "TN"): 1,
+    ("cublasGemmGroupedBatchedEx", "gemm_grouped", "bf16", 260, 512, 256, 1, "NT"): 1,
+    ("cublasLtMatmul", "gemm_batched", "bf16", 40, 96, 64, 2, "NT"): 5,
+}
+GPU_COLLS = {
+    ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum"): 3,
+    ("ncclAllGather", "all_gather", "bf16", 256, 2048, ""): 2,
+    ("ncclReduceScatter", "reduce_scatter", "fp16", 128, 1024, "max"): 1,
+    ("ncclBroadcast", "broadcast", "fp64", 100, 800, ""): 1,
+    ("ncclGroupEnd", "send_recv", "fp32", 128, 512, ""): 2,
+}
+
+
+def gpu_mode(a):
+    out = fresh(a.out)
+    p = capture(out, [a.prog])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    check("descriptors ok" in p.stdout, "the real cuBLASLt did not build its descriptors")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file, found {found}"):
+        return
+    rows = read_rows(found[0])
+    gemms, colls = Counter(), Counter()
+    for r in rows:
+        if r["kind"] == "gemm":
+            gemms[(r["api"], r["op"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]),
+                   int(r["batch"]), r["layout"])] += int(r["calls"])
+            check(int(r["flops"]) == 2 * int(r["batch"]) * int(r["m"]) * int(r["n"]) * int(r["k"]),
+                  f"flops of {r['api']}")
+        else:
+            colls[(r["api"], r["op"], r["dtype"], int(r["count"]), int(r["bytes"]),
+                   r["redop"])] += int(r["calls"])
+            check(r["comm_size"] == "4", f"comm_size of {r['api']}: {r['comm_size']}")
+        check(r["timed_calls"] == r["calls"], f"{r['api']}: {r['timed_calls']} of {r['calls']} timed")
+        check(r["min_us"] != "" and float(r["min_us"]) >= 300.0,
+              f"{r['api']}: min_us {r['min_us']} below the stand-in's 300 us")
+    compare("GPU GEMMs", gemms, GPU_GEMMS)
+    compare("NCCL", colls, GPU_COLLS)
+
+
+def bench_gemm_mode(a):
+    out = fresh(a.out)
+    report = os.path.join(out, "report")
+    cap = os.path.join(out, "capture")
+    p = capture(cap, [a.bench_gemm, "--backend", a.backend, "--m", "256", "--n", "128", "--k",
+                      "64", "--layout", "NN", "--dtype", a.dtype, "--warmup", "2",
+                      "--min-samples", "5", "--max-samples", "5", "--report-dir-path", report])
+    check(p.returncode == 0, f"bench_gemm under the capture exited {p.returncode}")
+    expected, bench_us = None, None
+    jsonl = os.path.join(report, "gemm_sweep.jsonl")
+    if check(os.path.exists(jsonl), f"no {jsonl}"):
+        row = json.loads(open(jsonl).readline())
+        m = row.get("measurement", {})
+        expected = m.get("warmup_runs", 0) + row["metrics"]["samples"] * row.get("launches_per_sample", 1)
+        bench_us = row["metrics"].get("time_us")
+    calls, in_job = 0, None
+    for path in files(cap):
+        for r in read_rows(path):
+            if (r["kind"] == "gemm" and (r["m"], r["n"], r["k"], r["layout"]) == ("256", "128", "64", "NN")
+                    and r["dtype"] == a.dtype):
+                calls += int(r["calls"])
+                in_job = float(r["avg_us"]) if r["avg_us"] else None
+    print(f"bench_gemm {a.backend} {a.dtype} 256x128x64 NN: captured {calls} calls, bench_gemm ran "
+          f"{expected} (warm-up + samples x launches); in-job avg {in_job} us, bench_gemm {bench_us} us")
+    check(calls > 0, "the capture holds no 256x128x64 NN GEMM of bench_gemm's")
+    if a.backend == "cpu":
+        check(calls == expected, f"captured {calls} calls, bench_gemm ran {expected}")
+    with open(os.path.join(out, "check.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["status", "note", "captured_calls", "expected_calls", "in_job_us", "bench_us"])
+        w.writerow(["ok" if not problems else "failed", "; ".join(problems)[:300], calls, expected,
+                    in_job if in_job is not None else "", bench_us if bench_us is not None else ""])
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir"])
+                                    "nested", "baddir", "gpu", "bench-gemm"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")
@@ -380,10 +473,12 @@ def main(argv):
     p.add_argument("--bench-gemm")
     p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--dtype", default="fp32")
     a = p.parse_args(argv)
     if a.lib:
         os.environ["OPBENCH_CAPTURE_LIB"] = a.lib
-    globals()[a.mode + "_mode"](a)
+    globals()[a.mode.replace("-", "_") + "_mode"](a)
     for message in problems:
         print("FAIL:", message)
     print("ok" if not problems else f"{len(problems)} problem(s)")
