@@ -16,6 +16,14 @@ foreach(t capture_blas_calls capture_mpi_calls capture_nested_blas capture_neste
   target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
 endforeach()
 
+# The pure parts (histogram, table, conversion, bytes): a small Catch2 executable over
+# opbench_capture_core, so these tests build without the rest of the project.
+add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_main.cpp
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.cpp)
+target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core Catch2::Catch2)
+opbench_warnings(capture_unit_tests)
+catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: ")
+
 set(CHECK_CAPTURE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_capture.py)
 set(CAPTURE_LIB $<TARGET_FILE:opbench_capture>)
 set(CAPTURE_OUT ${CMAKE_CURRENT_BINARY_DIR}/capture)
@@ -45,6 +53,9 @@ add_test(NAME "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program
 add_test(NAME "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
   COMMAND ${CHECK_CAPTURE} bench-gemm --out ${CAPTURE_OUT}/bench_gemm --lib ${CAPTURE_LIB}
           --bench-gemm $<TARGET_FILE:bench_gemm> --backend cpu --dtype fp32)
+add_test(NAME "capture: bench_gemm --capture-path replays two ranks' shapes with in_job_us and in_job_ratio"
+  COMMAND ${CHECK_CAPTURE} replay-gemm --out ${CAPTURE_OUT}/replay_gemm
+          --bench-gemm $<TARGET_FILE:bench_gemm>)
 set_tests_properties(
   "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"

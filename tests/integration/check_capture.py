@@ -27,6 +27,17 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       sample (from its JSON line). On a GPU, CUDA-graph replays and autotuning change the count,
       so at least one call is required. Writes DIR/check.csv (status, note, captured_calls,
       expected_calls, in_job_us, bench_us) for scripts/gpu_selftest.sh's verdict.
+  check_capture.py replay-gemm --out DIR --bench-gemm BIN
+      bench_gemm --backend cpu --capture-path tests/data/capture_replay (two ranks' files,
+      numbers in its README.md), merged and with --rank 1: gemm_capture.csv's rows, their
+      captured_calls, in_job_us (the merged average) and in_job_ratio (in_job_us / time_us), the
+      bf16 shape a skipped row with its reason, the MPI rows left out.
+  check_capture.py prometheus --out DIR --prog BIN --lib LIB
+      the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
+      /metrics passes `promtool check metrics`; a real Prometheus server (Debian's `prometheus`)
+      scrapes it every second, and a query through its HTTP API
+      (/api/v1/query?query=opbench_capture_calls_total) returns the cblas_sgemm 64x64x64 NN series
+      with a count above 0. Exit 77 (skipped) when prometheus or promtool is not installed.
   check_capture.py gpu     --out DIR --prog BIN --lib LIB
       tests/capture/gpu_calls.cpp against the stand-in cuBLAS/NCCL/driver library and the real
       cuBLASLt's descriptors: every call's key as listed there, counted once (cublasGemmEx's
@@ -462,10 +473,134 @@ def bench_gemm_mode(a):
                     in_job if in_job is not None else "", bench_us if bench_us is not None else ""])
 
 
+def replay_gemm_mode(a):
+    out = fresh(a.out)
+    data = os.path.join(ROOT, "tests", "data", "capture_replay")
+    quick = ["--backend", "cpu", "--max-samples", "3", "--min-samples", "3", "--warmup", "1"]
+    cases = [([], {("sgemm_", "fp32"): (16, 23.75, "ok"), ("cublasLtMatmul", "bf16"): (4, 100.0, "skipped")}),
+             (["--rank", "1"], {("sgemm_", "fp32"): (6, 30.0, "ok")})]
+    for extra, expected in cases:
+        report = os.path.join(out, "rank" + (extra[1] if extra else "all"))
+        p = run([a.bench_gemm, "--capture-path", data, "--report-dir-path", report] + quick + extra)
+        print(p.stdout[-600:], p.stderr[-600:])
+        check(p.returncode == 0, f"bench_gemm --capture-path {' '.join(extra)} exited {p.returncode}")
+        path = os.path.join(report, "gemm_capture.csv")
+        if not check(os.path.exists(path), f"no {path}"):
+            continue
+        rows = read_rows(path)
+        got = {(r["gemm"], r["dtype"]): r for r in rows}
+        check(set(got) == set(expected), f"{' '.join(extra) or 'merged'}: rows {sorted(got)}, "
+              f"expected {sorted(expected)}")
+        for key, (calls, in_job, status) in expected.items():
+            r = got.get(key)
+            if r is None:
+                continue
+            print(f"  {key}: status {r['status']}, captured_calls {r['captured_calls']}, in_job_us "
+                  f"{r['in_job_us']}, time_us {r['time_us']}, in_job_ratio {r['in_job_ratio']}")
+            check(r["status"] == status, f"{key}: status {r['status']}, expected {status}")
+            check(int(r["captured_calls"]) == calls, f"{key}: captured_calls {r['captured_calls']}")
+            check(abs(float(r["in_job_us"]) - in_job) < 1e-6, f"{key}: in_job_us {r['in_job_us']}")
+            check((r["m"], r["n"], r["k"]) == (("64", "48", "32") if key[0] == "sgemm_"
+                                               else ("128", "256", "64")), f"{key}: shape")
+            if status == "ok":
+                ratio = in_job / float(r["time_us"])
+                check(abs(float(r["in_job_ratio"]) - ratio) <= 1e-3 * ratio,
+                      f"{key}: in_job_ratio {r['in_job_ratio']}, in_job_us / time_us = {ratio}")
+                check(r["transa"] == "N" and r["transb"] == "T", f"{key}: layout")
+            else:
+                check(r["in_job_ratio"] == "" and r["note"] != "", f"{key}: a skipped row has a "
+                      f"reason and no ratio ({r['note']!r}, {r['in_job_ratio']!r})")
+    q = run([a.bench_gemm, "--capture-path", data, "--rank", "7", "--dry-run"])
+    print("--rank 7:", q.stderr.strip())
+    check(q.returncode == 2 and "--rank 7: no capture file of that rank" in q.stderr,
+          f"--rank 7: exit {q.returncode}, {q.stderr.strip()}")
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_get(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return r.read().decode()
+
+
+def prometheus_mode(a):
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is not installed (scripts/setup.sh installs Debian's prometheus): skipped")
+            sys.exit(77)
+    out = fresh(a.out)
+    port, prom_port = free_port(), free_port()
+    # periodic writes: the program is ended with SIGTERM, which skips the exit write
+    env = dict(os.environ, OPBENCH_CAPTURE_DIR=out, OPBENCH_CAPTURE_INTERVAL="0.5",
+               OPBENCH_CAPTURE_PORT=str(port), LD_PRELOAD=a.lib)
+    for name in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"):
+        env.pop(name, None)  # the port is the base port + the local rank: 0 here
+    prog = subprocess.Popen([a.prog, "loop", "60"], env=env, stdout=subprocess.DEVNULL)
+    prom = None
+    try:
+        body, deadline = "", time.time() + 20
+        while time.time() < deadline and "cblas_sgemm" not in body:
+            time.sleep(0.2)
+            try:
+                body = http_get(f"http://127.0.0.1:{port}/metrics")
+            except OSError:
+                pass
+        if not check("cblas_sgemm" in body, f"no series at http://127.0.0.1:{port}/metrics"):
+            return
+        lint = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                              text=True)
+        print("promtool check metrics (live):", lint.returncode, (lint.stdout + lint.stderr).strip())
+        check(lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(),
+              "promtool check metrics rejects /metrics")
+        with open(os.path.join(out, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: capture\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{port}']\n")
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={out}/prometheus.yml", f"--storage.tsdb.path={out}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}"],
+            stdout=open(os.path.join(out, "prometheus.log"), "w"), stderr=subprocess.STDOUT)
+        result, deadline = [], time.time() + 60
+        query = (f"http://127.0.0.1:{prom_port}/api/v1/query?query="
+                 "opbench_capture_calls_total%7Bapi%3D%22cblas_sgemm%22%7D")
+        while time.time() < deadline and not result:
+            time.sleep(0.5)
+            try:
+                result = json.loads(http_get(query)).get("data", {}).get("result", [])
+            except (OSError, ValueError):
+                pass
+        print("Prometheus query result:", json.dumps(result)[:400])
+        if check(len(result) == 1, f"Prometheus returned {len(result)} series for the query"):
+            labels, value = result[0]["metric"], float(result[0]["value"][1])
+            check(labels.get("shape") == "64x64x64 NN" and labels.get("dtype") == "fp32"
+                  and labels.get("job") == "capture", f"labels {labels}")
+            check(value > 0, f"calls {value}")
+    finally:
+        for p in (prom, prog):
+            if p is not None:
+                p.terminate()
+                p.wait()
+    # the textfile written at exit passes promtool too
+    found = [f[:-3] + "prom" for f in files(out)]
+    if check(len(found) == 1, f"expected one textfile, found {found}"):
+        with open(found[0]) as f:
+            lint = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True,
+                                  text=True)
+        print("promtool check metrics (textfile):", lint.returncode, (lint.stdout + lint.stderr).strip())
+        check(lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(),
+              f"promtool check metrics rejects {found[0]}")
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir", "gpu", "bench-gemm"])
+                                    "nested", "baddir", "gpu", "bench-gemm", "replay-gemm", "prometheus"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")
