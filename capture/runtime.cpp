@@ -52,6 +52,8 @@ struct Runtime {
   std::atomic<bool> writer_started{false};
 
   std::atomic<void (*)()> before_write[4] = {};
+
+  int http_port = 0;  // OPBENCH_CAPTURE_PORT + the local rank; 0: no endpoint
 };
 
 // Made on first use and never destroyed: hooks can run during static destruction and exit.
@@ -127,6 +129,7 @@ void after_fork_child() {
   r.written_generation = 0;
   r.stop = false;
   r.writer_started.store(false);
+  r.http_port = 0;  // the parent serves its port; a forked child does not
   r.facts.pid = static_cast<long>(getpid());
   r.facts.started = iso_now();
   name_files(r, true);
@@ -157,13 +160,54 @@ void writer_loop() {
   }
 }
 
+std::string render_prom() {
+  Runtime& r = rt();
+  return prom_text(r.facts, r.table.snapshot());
+}
+
+// The local rank, for the endpoint's port: launchers' variables, 0 without one.
+int local_rank() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
+// Opens libopbench_capture_http.so (beside this library) and serves /metrics. Failure is said
+// once; the files are written all the same.
+void start_http(Runtime& r) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&start_http), &self);
+  std::string path = self.dli_fname ? self.dli_fname : "";
+  path = path.substr(0, path.find_last_of('/') + 1) + "libopbench_capture_http.so";
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  using Serve = int (*)(int, std::string (*)(), char*, std::size_t);
+  auto serve =
+      module ? reinterpret_cast<Serve>(dlsym(module, "opbench_capture_http_serve")) : nullptr;
+  if (serve == nullptr) {
+    say_once("OPBENCH_CAPTURE_PORT: no /metrics endpoint (" + path + ": " +
+             (module ? "no opbench_capture_http_serve" : dlerror()) + "); the files are written");
+    return;
+  }
+  char error[256] = {};
+  if (serve(r.http_port, render_prom, error, sizeof error) != 0)
+    say_once(std::string("OPBENCH_CAPTURE_PORT: ") + error + "; the files are written");
+}
+
 void start_writer() {
   Runtime& r = rt();
-  if (r.interval_s <= 0 || r.writer_started.exchange(true)) return;
-  // The writer takes no signals: they stay with the program's own threads.
+  if (r.writer_started.exchange(true)) return;
+  // The writer and the endpoint take no signals: they stay with the program's own threads.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (r.http_port > 0) start_http(r);
+  if (r.interval_s <= 0) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return;
+  }
   pthread_t thread;
   const int rc = pthread_create(
       &thread, nullptr,
@@ -212,6 +256,15 @@ bool initialise(Runtime& r) {
       return false;
     }
     r.interval_s = s;
+  }
+  if (const char* port = std::getenv("OPBENCH_CAPTURE_PORT"); port != nullptr && *port != '\0') {
+    char* end = nullptr;
+    const long p = std::strtol(port, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535) {
+      fail(std::string("OPBENCH_CAPTURE_PORT '") + port + "': expected a port number 1..65535");
+      return false;
+    }
+    r.http_port = static_cast<int>(p) + local_rank();
   }
   name_files(r, false);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);

@@ -4,6 +4,8 @@
  *   fork         3 cblas_dgemm 32x32x32 in the parent, fork; the child runs 2 of 16x16x16 and
  *                exits; the parent runs 1 more 32x32x32 after the child ended
  *   loop S       cblas_sgemm 64x64x64 calls for S seconds (the killed-job test kills it first)
+ *   overhead N   N cblas_sgemm calls of 1 x 1 x 1, 5 rounds; prints the fastest round's ns per
+ *                call (with and without the capture: the capture's own cost per call)
  * Every mode prints a checksum of its results, the same with and without the capture, and an
  * exit code of 3 (a program's own code, which the capture must keep). */
 #include <cblas.h>
@@ -105,6 +107,24 @@ int main(int argc, char** argv) {
     printf("calls %ld\n", n);
     return 3;
   }
-  fprintf(stderr, "usage: blas_calls threads T N | fork | loop SECONDS\n");
+  if (argc >= 3 && strcmp(argv[1], "overhead") == 0) {
+    const long n = atol(argv[2]);
+    double best = 1e30;
+    float c = 0;
+    for (int round = 0; round < 5; ++round) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      for (long i = 0; i < n; ++i)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, A, 1, B, 1, 0.0f, &c,
+                    1);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      const double ns =
+          ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n;
+      if (ns < best) best = ns;
+    }
+    printf("ns_per_call %.1f checksum %.3g\n", best, (double)c);
+    return 3;
+  }
+  fprintf(stderr, "usage: blas_calls threads T N | fork | loop SECONDS | overhead N\n");
   return 2;
 }

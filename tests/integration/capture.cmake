@@ -56,6 +56,11 @@ add_test(NAME "capture: bench_gemm under the capture, calls = its warm-up runs +
 add_test(NAME "capture: bench_gemm --capture-path replays two ranks' shapes with in_job_us and in_job_ratio"
   COMMAND ${CHECK_CAPTURE} replay-gemm --out ${CAPTURE_OUT}/replay_gemm
           --bench-gemm $<TARGET_FILE:bench_gemm>)
+add_test(NAME "capture: a Prometheus server scrapes the live /metrics and its API returns the series"
+  COMMAND ${CHECK_CAPTURE} prometheus --out ${CAPTURE_OUT}/prometheus --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+set_tests_properties("capture: a Prometheus server scrapes the live /metrics and its API returns the series"
+  PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 set_tests_properties(
   "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
