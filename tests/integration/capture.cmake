@@ -61,6 +61,9 @@ add_test(NAME "capture: a Prometheus server scrapes the live /metrics and its AP
           --prog $<TARGET_FILE:capture_blas_calls>)
 set_tests_properties("capture: a Prometheus server scrapes the live /metrics and its API returns the series"
   PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME "capture: bench_ccl --capture-path under mpirun -np 2 replays the captured all_reduce"
+  COMMAND ${CHECK_CAPTURE} replay-ccl --out ${CAPTURE_OUT}/replay_ccl
+          --bench-ccl $<TARGET_FILE:bench_ccl> --mpiexec ${MPIEXEC_EXECUTABLE})
 set_tests_properties(
   "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"

@@ -32,6 +32,11 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       numbers in its README.md), merged and with --rank 1: gemm_capture.csv's rows, their
       captured_calls, in_job_us (the merged average) and in_job_ratio (in_job_us / time_us), the
       bf16 shape a skipped row with its reason, the MPI rows left out.
+  check_capture.py replay-ccl --out DIR --bench-ccl BIN --mpiexec MPIEXEC
+      mpirun -np 2 bench_ccl --backend mpi --capture-path tests/data/capture_replay, merged and
+      --rank 1: the MPI_Allreduce fp32 4096-byte message (count 1024, comm 2) in and out of
+      place, captured_calls 5 + 5 = 10 (rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
+      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's.
   check_capture.py prometheus --out DIR --prog BIN --lib LIB
       the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
       /metrics passes `promtool check metrics`; a real Prometheus server (Debian's `prometheus`)
@@ -510,10 +515,47 @@ def replay_gemm_mode(a):
             else:
                 check(r["in_job_ratio"] == "" and r["note"] != "", f"{key}: a skipped row has a "
                       f"reason and no ratio ({r['note']!r}, {r['in_job_ratio']!r})")
+    # plot_report.py draws a capture table and its replay
+    plot = run([PY, os.path.join(ROOT, "scripts", "plot_report.py"),
+                os.path.join(data, "capture-node1-rank0.csv"),
+                os.path.join(out, "rankall", "gemm_capture.csv"), "--out", os.path.join(out, "plots")])
+    pngs = sorted(os.listdir(os.path.join(out, "plots"))) if plot.returncode == 0 else []
+    print("plot_report.py:", plot.returncode, pngs, plot.stderr.strip())
+    check(pngs == ["capture-node1-rank0_capture.png", "gemm_capture_capture_replay.png"],
+          f"plot_report.py wrote {pngs}")
     q = run([a.bench_gemm, "--capture-path", data, "--rank", "7", "--dry-run"])
     print("--rank 7:", q.stderr.strip())
     check(q.returncode == 2 and "--rank 7: no capture file of that rank" in q.stderr,
           f"--rank 7: exit {q.returncode}, {q.stderr.strip()}")
+
+
+def replay_ccl_mode(a):
+    out = fresh(a.out)
+    data = os.path.join(ROOT, "tests", "data", "capture_replay")
+    for extra, (calls, in_job) in (([], (10, 11.0)), (["--rank", "1"], (5, 12.0))):
+        report = os.path.join(out, "rank" + (extra[1] if extra else "all"))
+        p = run([a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.bench_ccl,
+                 "--backend", "mpi", "--capture-path", data, "--report-dir-path", report,
+                 "-n", "5", "-w", "1", "-c", "1"] + extra)
+        print(p.stdout[-400:], p.stderr[-400:])
+        check(p.returncode == 0, f"bench_ccl --capture-path {' '.join(extra)} exited {p.returncode}")
+        path = os.path.join(report, "ccl_all_reduce.csv")
+        if not check(os.path.exists(path), f"no {path}"):
+            continue
+        rows = read_rows(path)
+        check(len(rows) == 2, f"{path}: {len(rows)} rows, expected out and in place")
+        for r in rows:
+            print(f"  {r['label']} {r['placement']} {r['size_bytes']} B: captured_calls "
+                  f"{r['captured_calls']}, in_job_us {r['in_job_us']}, time_us {r['time_us']}, "
+                  f"in_job_ratio {r['in_job_ratio']}, status {r['status']}")
+            check(r["label"] == "MPI_Allreduce" and r["size_bytes"] == "4096" and r["count"] == "1024"
+                  and r["dtype"] == "fp32" and r["redop"] == "sum", f"row {r}")
+            check(r["status"] == "ok" and r.get("check", "") in ("", "passed"), f"status {r['status']}")
+            check(int(r["captured_calls"]) == calls, f"captured_calls {r['captured_calls']}, expected {calls}")
+            check(abs(float(r["in_job_us"]) - in_job) < 1e-6, f"in_job_us {r['in_job_us']}")
+            ratio = in_job / float(r["time_us"])
+            check(abs(float(r["in_job_ratio"]) - ratio) <= 1e-3 * ratio,
+                  f"in_job_ratio {r['in_job_ratio']}, in_job_us / time_us = {ratio}")
 
 
 def free_port():
@@ -600,12 +642,13 @@ def prometheus_mode(a):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir", "gpu", "bench-gemm", "replay-gemm", "prometheus"])
+                                    "nested", "baddir", "gpu", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")
     p.add_argument("--mpiexec", default="mpirun")
     p.add_argument("--bench-gemm")
+    p.add_argument("--bench-ccl")
     p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--backend", default="cpu")
