@@ -9,6 +9,7 @@
 #include <set>
 
 #include "collectives/backend_select.hpp"
+#include "collectives/capture_messages.hpp"
 #include "collectives/ccl_options.hpp"
 #include "collectives/ccl_report.hpp"
 #include "collectives/coll_runner.hpp"
@@ -95,6 +96,35 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
   return cases;
 }
 
+std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lead) {
+  std::vector<std::string> left_out;
+  const auto messages = captured_messages(o.capture_path, o.capture_rank, &left_out);
+  std::vector<CclCase> cases;
+  for (const auto& m : messages) {
+    if (m.comm_size > world_size || world_size % m.comm_size != 0) {
+      left_out.push_back(fmt::format(
+          "{} {} {} B: the job's communicator had {} ranks, which do not divide the {} of this "
+          "launch (mpirun -np {})",
+          m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, world_size, m.comm_size));
+      continue;
+    }
+    for (Placement placement : o.placements) {
+      CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
+      c.captured = true;
+      c.captured_calls = m.calls;
+      c.in_job_us = m.in_job_us;
+      cases.push_back(c);
+    }
+  }
+  if (lead)
+    for (const auto& why : left_out)
+      fmt::print(stderr, "warning: --capture-path: left out {}\n", why);
+  if (cases.empty())
+    throw bad_input(
+        fmt::format("--capture-path {}: no collective bench_ccl can run here", o.capture_path));
+  return cases;
+}
+
 // The report files: one CSV for everything (--report-csv-path) and/or one per op in a directory.
 class CclReports {
  public:
@@ -177,7 +207,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                             {"--test-fail-rank", o.run.fail_rank}})
     if (rank >= world)
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
-  std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
+  std::vector<CclCase> cases = o.wants_capture() ? capture_cases(o, world, lead)
+                               : o.wants_model() ? model_cases(o, world)
+                                                 : sweep_cases(o, group_size);
   if (o.dry_run) return lead ? print_cases(cases, world) : 0;
 
   CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);

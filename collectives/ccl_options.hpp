@@ -32,12 +32,16 @@ struct CclOptions {
   std::string model_config_path, model;
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   DType model_dtype = DType::bf16;
+  // Captured collectives (--capture-path, --rank)
+  std::string capture_path;
+  std::optional<int> capture_rank;
   std::string report_csv_path;
   ReportOptions report;
   bool dry_run = false, list_models = false;
   std::int64_t world_size = 0;  // --dry-run: the world to plan for (0: this launch's)
 
   bool wants_model() const { return !model.empty(); }
+  bool wants_capture() const { return !capture_path.empty(); }
 };
 
 // nullopt after --help.

@@ -70,6 +70,14 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.arg("iters", std::int64_t{ctx.iters})
       .arg("calls_per_step", c.calls_per_step ? Value{c.calls_per_step} : Value{});
   row.metric("time_us", timed(r.time_us)).metric("min_time_us", timed(r.min_time_us));
+  if (c.captured) {
+    // the job's own average beside this run's: above 1, the job's calls were slower
+    row.metric("captured_calls", c.captured_calls);
+    row.optional_metric("in_job_us", c.in_job_us);
+    row.optional_metric("in_job_ratio", c.in_job_us && r.status == Status::ok && r.time_us > 0
+                                            ? std::optional<double>(*c.in_job_us / r.time_us)
+                                            : std::nullopt);
+  }
   row.metric("max_time_us", timed(r.max_time_us));
   row.optional_metric("algbw_gbps", algbw).optional_metric("busbw_gbps", busbw);
   // --group-size runs: the bandwidth of all concurrent groups together (algbw x num_groups).

@@ -1,6 +1,7 @@
 #pragma once
 // bench_ccl's rows (CSV / JSON lines) and the nccl-tests-style table on stdout.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct CclCase {
   std::string label;  // model messages: what it stands for
   std::int64_t calls_per_step = 0;
   bool strided_groups = false;  // bench_fsdp's HSDP all-reduce: ranks r, r+g, r+2g ...
+  // --capture-path: the job's calls and average time of this message (in_job_us, in_job_ratio)
+  bool captured = false;
+  std::int64_t captured_calls = 0;
+  std::optional<double> in_job_us = std::nullopt;
 };
 
 struct CclContext {

@@ -11,23 +11,7 @@
 namespace opbench {
 
 std::string coll_op_name(CollOp op) {
-  switch (op) {
-    case CollOp::all_reduce:
-      return "all_reduce";
-    case CollOp::all_gather:
-      return "all_gather";
-    case CollOp::reduce_scatter:
-      return "reduce_scatter";
-    case CollOp::all_to_all:
-      return "all_to_all";
-    case CollOp::broadcast:
-      return "broadcast";
-    case CollOp::reduce:
-      return "reduce";
-    case CollOp::send_recv:
-      return "send_recv";
-  }
-  return "";
+  return std::string(coll_op_id(op));
 }
 
 std::vector<CollOp> all_coll_ops() {
@@ -77,19 +61,7 @@ bool has_root(CollOp op) {
 }
 
 std::string red_op_name(RedOp op) {
-  switch (op) {
-    case RedOp::sum:
-      return "sum";
-    case RedOp::prod:
-      return "prod";
-    case RedOp::min:
-      return "min";
-    case RedOp::max:
-      return "max";
-    case RedOp::avg:
-      return "avg";
-  }
-  return "";
+  return std::string(red_op_id(op));
 }
 
 RedOp parse_red_op(const std::string& text) {
@@ -119,33 +91,6 @@ std::string nccl_tests_type_name(DType t) {
   }
 }
 
-std::int64_t CollCounts::size_bytes(std::size_t type_size) const {
-  return std::max(send_count, recv_count) * static_cast<std::int64_t>(type_size);
-}
-
-CollCounts exact_counts(CollOp op, std::int64_t count, std::int64_t n) {
-  CollCounts c;
-  c.count = count;
-  switch (op) {
-    case CollOp::all_gather:
-      c.send_count = count;
-      c.recv_count = count * n;
-      c.send_inplace_offset = count;
-      break;
-    case CollOp::reduce_scatter:
-      c.send_count = count * n;
-      c.recv_count = count;
-      c.recv_inplace_offset = count;
-      break;
-    case CollOp::all_to_all:
-      c.send_count = c.recv_count = count * n;
-      break;
-    default:
-      c.send_count = c.recv_count = count;
-  }
-  return c;
-}
-
 CollCounts coll_counts(CollOp op, std::uint64_t size_bytes, std::size_t type_size, int nranks) {
   const auto count = static_cast<std::int64_t>(size_bytes / type_size);
   if (op != CollOp::all_gather && op != CollOp::reduce_scatter && op != CollOp::all_to_all)
@@ -153,34 +98,6 @@ CollCounts coll_counts(CollOp op, std::uint64_t size_bytes, std::size_t type_siz
   // count / n per rank, aligned down to a multiple of 16 bytes, as nccl-tests does.
   const std::int64_t align = std::max<std::int64_t>(1, 16 / static_cast<std::int64_t>(type_size));
   return exact_counts(op, (count / nranks) / align * align, nranks);
-}
-
-double algbw_bytes(CollOp op, const CollCounts& c, std::size_t type_size, int nranks) {
-  const double ts = static_cast<double>(type_size);
-  switch (op) {
-    case CollOp::all_gather:
-      return static_cast<double>(c.recv_count) * ts;
-    case CollOp::reduce_scatter:
-      return static_cast<double>(c.send_count) * ts;
-    case CollOp::all_to_all:
-      return static_cast<double>(nranks) * static_cast<double>(c.count) * ts;
-    default:
-      return static_cast<double>(c.count) * ts;
-  }
-}
-
-double busbw_factor(CollOp op, int nranks) {
-  const double n = nranks;
-  switch (op) {
-    case CollOp::all_reduce:
-      return 2.0 * (n - 1) / n;
-    case CollOp::all_gather:
-    case CollOp::reduce_scatter:
-    case CollOp::all_to_all:
-      return (n - 1) / n;
-    default:
-      return 1.0;
-  }
 }
 
 std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes,

@@ -32,16 +32,25 @@ struct ExpertCase {
   std::vector<std::int64_t> group_tokens;  // every expert's count in the EP group
 };
 
+// A GEMM shape a real job ran (bench_gemm --capture-path): what libopbench_capture.so saw of it.
+struct CapturedGemm {
+  std::string api;                  // the intercepted function (sgemm_, cublasLtMatmul, ...)
+  std::int64_t calls = 0;           // over the merged files
+  std::optional<double> in_job_us;  // the captured average: total_us / timed_calls
+};
+
 struct GemmCase {
-  std::string report;  // which report file the row goes to: a model's name, "shapes" or "sweep"
-  std::string model;   // model name, or the shapes file / "sweep"
-  std::string gemm;    // layer (attn_qkv, ...), shape name, or "sweep"
+  std::string report;  // which report file the row goes to: a model's name, "shapes", "sweep",
+                       // "capture"
+  std::string model;   // model name, or the shapes file / "sweep" / "capture"
+  std::string gemm;    // layer (attn_qkv, ...), shape name, "sweep", or the captured API
   std::string pass;    // fprop, dgrad, wgrad; empty for explicit shapes and sweeps
   GemmProblem problem;
   std::int64_t calls_per_step = 1;
   std::int64_t tp = 1, micro_batch = 0, seqlen = 0;  // 0: not from a model
   std::string note;
-  std::optional<ExpertCase> experts;  // set on expert rows; `problem` is then the padded problem
+  std::optional<ExpertCase> experts;     // set on expert rows; `problem` is then the padded problem
+  std::optional<CapturedGemm> captured;  // set on rows replaying a capture
 
   // FLOPs on real data: the experts' own for an expert row.
   std::int64_t flops() const { return experts ? experts->experts.flops() : problem.flops(); }

@@ -19,6 +19,8 @@ struct GemmOptions {
   std::string model_config_path;  // empty: configs/models.json when --model is given
   std::string models;             // comma-separated names, empty: all
   std::string shapes_path;
+  std::string capture_path;         // --capture-path: a capture folder's GEMMs
+  std::optional<int> capture_rank;  // --rank: only that rank's capture files
   std::vector<std::int64_t> ms, ns, ks;
   std::int64_t sweep_batch = 1;
   std::string layout = "NN";

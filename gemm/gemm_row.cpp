@@ -46,6 +46,16 @@ Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult&
   row.metric("stddev_us", timed(s.stddev)).metric("p99_us", timed(s.p99)).metric("cv", timed(s.cv));
   row.metric("samples", measured ? Value{static_cast<std::int64_t>(s.count)} : Value{});
   row.metric("rse", timed(s.rse));
+  if (c.captured) {
+    // The job's own average for this shape beside this run's: the ratio is the slowdown the job
+    // suffered (contention, neighbours' memory traffic, overlap with communication).
+    const CapturedGemm& cap = *c.captured;
+    row.metric("captured_calls", cap.calls);
+    row.optional_metric("in_job_us", cap.in_job_us);
+    row.optional_metric("in_job_ratio", cap.in_job_us && measured && s.mean > 0
+                                            ? std::optional<double>(*cap.in_job_us / s.mean)
+                                            : std::nullopt);
+  }
 
   const double seconds = s.mean * 1e-6;
   // Expert rows count the real tokens: FLOPs and bytes summed over the experts.

@@ -14,8 +14,8 @@
 # Paths: cuBLASLt in every dtype and pass (tiny model, --check); a launch-bound GEMM (the CUDA
 # graph path); --cold (L2 flushed); cuDNN SDPA forward and backward — causal, non-causal, GQA,
 # Dqk 192 / Dv 128 — against the CUDA reference; NCCL every op in and out of place, -c 1, on the
-# local GPUs; the FSDP replay. When a step fails, send back DIR (the logs, CSVs and
-# environment.json in it): README.md, "First run on a GPU node".
+# local GPUs; the FSDP replay; bench_gemm under the capture library (counts and shape). When a
+# step fails, send back DIR (the logs, CSVs and environment.json in it): README.md, "First run on a GPU node".
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="" ranks="" cpu=0
@@ -104,6 +104,15 @@ step nccl_every_op busbw_gbps "ccl/*.csv" -- \
 step fsdp_replay busbw_gbps "fsdp/fsdp_*.csv" -- \
   "${mpirun[@]}" "$bin/fsdp/bench_fsdp" "${ccl_backend[@]}" --model tiny --quiet \
   --report-dir-path "$out/fsdp"
+# The capture library around a bench_gemm run: the captured shape is the GEMM bench_gemm ran,
+# in its own convention, read back from cuBLASLt's descriptors on the GPU and timed with CUDA
+# events from the capture's pool (on the CPU: exactly as many calls as bench_gemm made).
+if [ -f "$bin/capture/libopbench_capture.so" ]; then
+  step capture_bench_gemm captured_calls "capture/check.csv" -- \
+    /usr/bin/python3 "$root/tests/integration/check_capture.py" bench-gemm --out "$out/capture" \
+    --bench-gemm "$bin/gemm/bench_gemm" --lib "$bin/capture/libopbench_capture.so" \
+    --backend "${backend[1]}" --dtype "${gemm_dtypes%%,*}"
+fi
 
 /usr/bin/python3 - "$out" "${steps[@]}" <<'PY'
 import csv, glob, os, sys

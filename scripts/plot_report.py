@@ -15,6 +15,11 @@
   bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
   bench_step       step.csv: a bar per configuration, its projected step time stacked by part (GEMM,
                    attention, memory-bound, exposed communication, pipeline bubble, optimizer)
+  capture          a libopbench_capture.so table (capture-<host>-rank<r>.csv): the top 15 shapes by
+                   total in-job time, a bar each (GEMMs blue, communication orange), with their
+                   calls and p99
+  capture replay   bench_gemm / bench_ccl --capture-path reports (an in_job_us column): per shape,
+                   the job's average time beside the time alone, with in_job_ratio
 
 Every input is read and recognised before anything is drawn, so a bad input fails at once.
 Prints the path of every PNG it writes. Exits 2 on bad input, or when this Python lacks matplotlib.
@@ -56,6 +61,10 @@ def num(text):
 
 
 def kind_of(columns) -> str:
+    if {"api", "timed_calls", "total_us"} <= set(columns):
+        return "capture"
+    if "in_job_us" in columns:
+        return "capture_replay"
     if "step_time_ms" in columns:
         return "step"
     if {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"} <= set(columns):
@@ -386,7 +395,59 @@ def save(fig, path):
     return path
 
 
-PLOTS = {"gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
+def capture_shape(r):
+    if r["kind"] == "gemm":
+        dims = f'{r["m"]}x{r["n"]}x{r["k"]}'
+        return (f'b{r["batch"]} ' if r["batch"] not in ("", "1") else "") + f'{dims} {r["layout"]}'
+    return f'{human_size(int(r["bytes"] or 0))} on {r["comm_size"]}'
+
+
+def plot_capture(rows, title, out, args):
+    top = sorted(rows, key=lambda r: -(num(r["total_us"]) or 0))[:15][::-1]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(top) + 1.5))
+    totals = [(num(r["total_us"]) or 0) / 1e3 for r in top]
+    colours = ["tab:blue" if r["kind"] == "gemm" else "tab:orange" for r in top]
+    ax.barh(range(len(top)), totals, color=colours)
+    ax.set_yticks(range(len(top)))
+    ax.set_yticklabels([f'{r["api"]} {r["dtype"]} {capture_shape(r)}' for r in top], fontsize=8)
+    for i, r in enumerate(top):
+        p99 = num(r["p99_us"])
+        ax.text(totals[i], i, f' {r["calls"]} calls' + (f", p99 {p99:.0f} us" if p99 else ""),
+                va="center", fontsize=7)
+    ax.set_xlabel("total time in the job (ms)")
+    ax.set_title(f"{title}: top shapes by in-job time (GEMM blue, communication orange)")
+    return save(fig, out)
+
+
+def plot_capture_replay(rows, title, out, args):
+    rows = [r for r in rows if num(r.get("in_job_us")) is not None]
+    labels, in_job, alone, ratios = [], [], [], []
+    for r in rows:
+        if "gemm" in r and "m" in r:
+            shape = f'{r["gemm"]} {r["dtype"]} {r["m"]}x{r["n"]}x{r["k"]} {r["transa"]}{r["transb"]}'
+        else:
+            shape = f'{r.get("label", "")} {r.get("op", "")} {human_size(int(r["size_bytes"]))} {r.get("placement", "")}'
+        labels.append(shape)
+        in_job.append(num(r["in_job_us"]))
+        alone.append(num(r.get("time_us")) or 0.0)
+        ratios.append(num(r.get("in_job_ratio")))
+    fig, ax = plt.subplots(figsize=(10, 0.5 * max(len(rows), 1) + 1.5))
+    y = list(range(len(rows)))
+    ax.barh([v + 0.2 for v in y], in_job, height=0.4, color="tab:red", label="in the job (captured)")
+    ax.barh([v - 0.2 for v in y], alone, height=0.4, color="tab:green", label="alone (this run)")
+    for i, ratio in enumerate(ratios):
+        ax.text(max(in_job[i], alone[i]), i, f"  x{ratio:.2f}" if ratio else "  skipped",
+                va="center", fontsize=8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("time per call (us, log)")
+    ax.set_title(f"{title}: in-job vs alone (in_job_ratio)")
+    ax.legend(fontsize=8)
+    return save(fig, out)
+
+
+PLOTS = {"capture": plot_capture, "capture_replay": plot_capture_replay, "gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
          "fsdp_plan": plot_fsdp_plan, "step": plot_step}
 
 
@@ -403,7 +464,7 @@ def read_report(path: str):
         fail(f"{path}: cannot be read as CSV ({e})")
     kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
     if not kind:
-        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp or bench_step)")
+        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_step or a capture)")
     return rows, kind
 
 

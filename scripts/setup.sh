@@ -10,6 +10,7 @@ packages=(
   python3 python3-numpy python3-matplotlib python3-torch
   clang-format clang libclang-rt-14-dev
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins
+  libcpp-httplib-dev prometheus
 )
 
 missing=()

@@ -35,7 +35,7 @@ from collections import defaultdict
 
 SKIP_DIRS = {".git", "reports", "node_modules", "third_party", "__pycache__"}
 # Top-level folders of the repository: inline code starting with one of them names a path.
-REPO_DIRS = ("common", "gemm", "attention", "collectives", "fsdp", "memops", "step", "configs", "scripts", "tests", "bench",
+REPO_DIRS = ("common", "capture", "gemm", "attention", "collectives", "fsdp", "memops", "step", "configs", "scripts", "tests", "bench",
              "docs", "cmake")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 SAFE_SCHEMES = ("http://", "https://")

@@ -1,0 +1,279 @@
+// NCCL hooks: the collectives and send/recv, keyed as bench_ccl counts them
+// (common/coll_formulas.hpp: nccl-tests' bytes for the communicator's size) and timed with CUDA
+// events on the call's stream (gpu_timer.hpp). Between ncclGroupStart and ncclGroupEnd, NCCL
+// only queues the operations and launches them at ncclGroupEnd, so a group is timed as one
+// operation: events around ncclGroupEnd on the stream of the group's first operation, one row
+// keyed by api ncclGroupEnd, the op when every operation of the group has the same one (send and
+// recv together are send_recv), else `group`, and the sums of their counts and bytes.
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "capture/gpu_timer.hpp"
+#include "capture/runtime.hpp"
+#include "common/coll_formulas.hpp"
+
+namespace opbench::capture {
+namespace {
+
+std::size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;  // ncclInt64, ncclUint64, ncclFloat64
+  }
+}
+
+const char* dtype_of(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclUint32:
+      return "uint32";
+    case ncclInt64:
+      return "int64";
+    case ncclUint64:
+      return "uint64";
+    case ncclFloat16:
+      return "fp16";
+    case ncclFloat32:
+      return "fp32";
+    case ncclFloat64:
+      return "fp64";
+    case ncclBfloat16:
+      return "bf16";
+    case ncclFloat8e4m3:
+      return "fp8_e4m3";
+    case ncclFloat8e5m2:
+      return "fp8_e5m2";
+    default:
+      return "other";
+  }
+}
+
+const char* redop_of(ncclRedOp_t op) {
+  switch (op) {
+    case ncclSum:
+      return "sum";
+    case ncclProd:
+      return "prod";
+    case ncclMax:
+      return "max";
+    case ncclMin:
+      return "min";
+    case ncclAvg:
+      return "avg";
+    default:
+      return "other";  // ncclRedOpCreatePreMulSum's ops
+  }
+}
+
+int comm_count(ncclComm_t comm) {
+  static std::atomic<void*> slot{nullptr};
+  int n = 0;
+  real_function<ncclResult_t (*)(const ncclComm_t, int*)>(slot, "ncclCommCount")(comm, &n);
+  return n;
+}
+
+CaptureKey nccl_key(const char* api, const char* kind, const char* op_name, CollOp op,
+                    ncclDataType_t t, std::size_t count, ncclComm_t comm, const char* redop) {
+  CaptureKey key;
+  key.api = api;
+  key.kind = kind;
+  key.op = op_name;
+  key.dtype = dtype_of(t);
+  key.count = static_cast<std::int64_t>(count);
+  key.comm_size = comm_count(comm);
+  key.bytes = static_cast<std::int64_t>(
+      algbw_bytes(op, exact_counts(op, key.count, key.comm_size), type_size(t), key.comm_size));
+  key.redop = redop;
+  return key;
+}
+
+CaptureKey coll(const char* api, CollOp op, ncclDataType_t t, std::size_t count, ncclComm_t comm,
+                const char* redop = "") {
+  return nccl_key(api, "collective", coll_op_id(op).data(), op, t, count, comm, redop);
+}
+
+// The operations queued on this thread inside ncclGroupStart/End (groups nest; the outermost
+// ncclGroupEnd launches them).
+struct Group {
+  int depth = 0;
+  std::vector<CaptureKey> ops;
+  cudaStream_t stream = nullptr;
+};
+thread_local Group t_group;
+
+// One operation: inside a group it joins the group's list; outside it is timed on its stream.
+template <class Call, class Key>
+ncclResult_t op_call(cudaStream_t stream, Call&& call, Key&& key) {
+  if (!should_record()) return call();
+  if (t_group.depth > 0) {
+    CallScope scope;
+    const ncclResult_t rc = call();
+    if (rc == ncclSuccess || rc == ncclInProgress) {
+      if (t_group.ops.empty()) t_group.stream = stream;
+      t_group.ops.push_back(key());
+    }
+    return rc;
+  }
+  CallScope scope;
+  GpuTiming timing = gpu_begin(stream);
+  const ncclResult_t rc = call();
+  if (rc == ncclSuccess || rc == ncclInProgress) {
+    gpu_end(timing, stream, key());
+  } else {
+    gpu_cancel(timing);
+  }
+  return rc;
+}
+
+CaptureKey group_key(const std::vector<CaptureKey>& ops) {
+  CaptureKey key = ops.front();
+  key.api = "ncclGroupEnd";
+  bool same = true, p2p = true;
+  key.count = key.bytes = 0;
+  for (const CaptureKey& o : ops) {
+    same = same && std::strcmp(o.op, ops.front().op) == 0;
+    p2p = p2p && std::strcmp(o.kind, "p2p") == 0;
+    key.count += o.count;
+    key.bytes += o.bytes;
+  }
+  key.kind = p2p ? "p2p" : "collective";
+  key.op = same ? ops.front().op : (p2p ? "send_recv" : "group");
+  if (!same) key.redop = "";
+  return key;
+}
+
+}  // namespace
+}  // namespace opbench::capture
+
+using namespace opbench::capture;
+using opbench::CollOp;
+
+#define OPBENCH_REAL(name, ...)                   \
+  static std::atomic<void*> slot_##name{nullptr}; \
+  auto real_##name = real_function<__VA_ARGS__>(slot_##name, #name)
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t count,
+                                                  ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
+                                                  cudaStream_t stream) {
+  OPBENCH_REAL(ncclAllReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                              ncclRedOp_t, ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclAllReduce(s, r, count, t, op, comm, stream); },
+      [&] { return coll("ncclAllReduce", CollOp::all_reduce, t, count, comm, redop_of(op)); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t sendcount,
+                                                  ncclDataType_t t, ncclComm_t comm,
+                                                  cudaStream_t stream) {
+  OPBENCH_REAL(ncclAllGather, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                              ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclAllGather(s, r, sendcount, t, comm, stream); },
+      [&] { return coll("ncclAllGather", CollOp::all_gather, t, sendcount, comm); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, size_t recvcount,
+                                                      ncclDataType_t t, ncclRedOp_t op,
+                                                      ncclComm_t comm, cudaStream_t stream) {
+  OPBENCH_REAL(ncclReduceScatter, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                                  ncclRedOp_t, ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclReduceScatter(s, r, recvcount, t, op, comm, stream); },
+      [&] {
+        return coll("ncclReduceScatter", CollOp::reduce_scatter, t, recvcount, comm, redop_of(op));
+      });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count,
+                                                 ncclDataType_t t, ncclComm_t comm,
+                                                 cudaStream_t stream) {
+  OPBENCH_REAL(ncclAlltoAll, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                             cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclAlltoAll(s, r, count, t, comm, stream); },
+      [&] { return coll("ncclAlltoAll", CollOp::all_to_all, t, count, comm); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t count,
+                                                  ncclDataType_t t, int root, ncclComm_t comm,
+                                                  cudaStream_t stream) {
+  OPBENCH_REAL(ncclBroadcast, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, int,
+                                              ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclBroadcast(s, r, count, t, root, comm, stream); },
+      [&] { return coll("ncclBroadcast", CollOp::broadcast, t, count, comm); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t count,
+                                               ncclDataType_t t, ncclRedOp_t op, int root,
+                                               ncclComm_t comm, cudaStream_t stream) {
+  OPBENCH_REAL(ncclReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                           int, ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclReduce(s, r, count, t, op, root, comm, stream); },
+      [&] { return coll("ncclReduce", CollOp::reduce, t, count, comm, redop_of(op)); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t t,
+                                             int peer, ncclComm_t comm, cudaStream_t stream) {
+  OPBENCH_REAL(ncclSend,
+               ncclResult_t(*)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclSend(buf, count, t, peer, comm, stream); },
+      [&] { return nccl_key("ncclSend", "p2p", "send", CollOp::send_recv, t, count, comm, ""); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t t, int peer,
+                                             ncclComm_t comm, cudaStream_t stream) {
+  OPBENCH_REAL(ncclRecv,
+               ncclResult_t(*)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  return op_call(
+      stream, [&] { return real_ncclRecv(buf, count, t, peer, comm, stream); },
+      [&] { return nccl_key("ncclRecv", "p2p", "recv", CollOp::send_recv, t, count, comm, ""); });
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupStart() {
+  OPBENCH_REAL(ncclGroupStart, ncclResult_t(*)());
+  const ncclResult_t rc = real_ncclGroupStart();
+  if (rc == ncclSuccess && should_record()) ++t_group.depth;
+  return rc;
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
+  OPBENCH_REAL(ncclGroupEnd, ncclResult_t(*)());
+  if (t_group.depth == 0 || t_depth > 0) return real_ncclGroupEnd();
+  if (--t_group.depth > 0 || t_group.ops.empty()) return real_ncclGroupEnd();
+  std::vector<CaptureKey> ops;
+  ops.swap(t_group.ops);
+  const cudaStream_t stream = t_group.stream;
+  CallScope scope;
+  GpuTiming timing = gpu_begin(stream);
+  const ncclResult_t rc = real_ncclGroupEnd();
+  if (rc == ncclSuccess || rc == ncclInProgress) {
+    gpu_end(timing, stream, group_key(ops));
+  } else {
+    gpu_cancel(timing);
+  }
+  return rc;
+}

@@ -1,0 +1,220 @@
+#include "capture/output.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace opbench::capture {
+
+namespace {
+
+bool is_gemm(const CaptureKey& k) {
+  return k.m > 0 || k.n > 0 || k.k > 0 || k.batch > 0;
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+std::string num(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// RFC 4180: quote a field holding a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string layout(const CaptureKey& k) {
+  if (!k.transa) return "";
+  return std::string{k.transa, k.transb};
+}
+
+std::string note(const TableRow& r) {
+  if (r.timed_calls == r.calls) return "";
+  const std::string untimed = std::to_string(r.calls - r.timed_calls);
+  if (std::string_view(r.key.api).substr(0, 4) == "MPI_")
+    return untimed + " calls without a time (their completion was not seen by a Wait/Test call)";
+  return untimed +
+         " calls without a GPU time (no CUDA context or events, or still in flight at exit)";
+}
+
+// Prometheus label values escape backslash, double quote and line feed.
+std::string prom_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string prom_seconds(double us) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", us / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+std::string shape_label(const CaptureKey& k) {
+  if (is_gemm(k)) {
+    std::string dims = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" + std::to_string(k.k);
+    if (k.batch != 1) dims = "b" + std::to_string(k.batch) + " " + dims;
+    return dims + " " + layout(k);
+  }
+  std::string s = "count=" + std::to_string(k.count) + " comm_size=" + std::to_string(k.comm_size);
+  if (*k.redop) s += std::string(" redop=") + k.redop;
+  return s;
+}
+
+std::string csv_header() {
+  return "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
+         "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+}
+
+std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
+  std::string out = csv_header();
+  for (const TableRow& r : rows) {
+    const CaptureKey& k = r.key;
+    const bool gemm = is_gemm(k);
+    const bool timed = r.timed_calls > 0;
+    std::string line = csv_field(f.host) + "," + f.rank + "," + std::to_string(f.pid) + "," +
+                       k.api + "," + k.kind + "," + k.op + "," + k.dtype + ",";
+    if (gemm) {
+      line += num(k.m) + "," + num(k.n) + "," + num(k.k) + "," + num(k.batch) + "," + layout(k) +
+              "," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,";
+    } else {
+      line += ",,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
+              "," + k.redop;
+    }
+    line += "," + std::to_string(r.calls) + "," + std::to_string(r.timed_calls) + ",";
+    if (timed) {
+      line += num(r.total_us) + "," + num(r.avg_us) + "," + num(r.min_us) + "," + num(r.p50_us) +
+              "," + num(r.p99_us) + "," + num(r.max_us);
+    } else {
+      line += ",,,,,";
+    }
+    line += "," + csv_field(note(r)) + "\n";
+    out += line;
+  }
+  return out;
+}
+
+std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
+                       const std::string& written, bool final_write) {
+  nlohmann::json run = {{"host", f.host},       {"rank", f.rank},       {"pid", f.pid},
+                        {"command", f.command}, {"started", f.started}, {"written", written},
+                        {"final", final_write}};
+  std::string out;
+  for (const TableRow& r : rows) {
+    const CaptureKey& k = r.key;
+    nlohmann::json row = {{"api", k.api}, {"kind", k.kind}, {"op", k.op}, {"dtype", k.dtype}};
+    if (is_gemm(k)) {
+      row.update({{"m", k.m},
+                  {"n", k.n},
+                  {"k", k.k},
+                  {"batch", k.batch},
+                  {"layout", layout(k)},
+                  {"flops", 2 * k.batch * k.m * k.n * k.k}});
+    } else {
+      row.update({{"bytes", k.bytes}, {"count", k.count}, {"comm_size", k.comm_size}});
+      if (*k.redop) row["redop"] = k.redop;
+    }
+    row["calls"] = r.calls;
+    row["timed_calls"] = r.timed_calls;
+    if (r.timed_calls > 0) {
+      row["metrics"] = {{"total_us", r.total_us}, {"avg_us", r.avg_us}, {"min_us", r.min_us},
+                        {"p50_us", r.p50_us},     {"p99_us", r.p99_us}, {"max_us", r.max_us}};
+    }
+    row["note"] = note(r);
+    row["run"] = run;
+    out += row.dump() + "\n";
+  }
+  return out;
+}
+
+std::string prom_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
+  // Labels identify the series (host, rank, the call and its shape); the pid and the command
+  // change from run to run and live in opbench_capture_info only.
+  auto labels = [&](const CaptureKey& k) {
+    return "host=\"" + prom_escape(f.host) + "\",rank=\"" + prom_escape(f.rank) + "\",api=\"" +
+           k.api + "\",kind=\"" + k.kind + "\",op=\"" + k.op + "\",dtype=\"" + k.dtype +
+           "\",shape=\"" + prom_escape(shape_label(k)) + "\"";
+  };
+  std::string out;
+  out +=
+      "# HELP opbench_capture_info The capturing process: 1, with its pid and command line as "
+      "labels.\n# TYPE opbench_capture_info gauge\n";
+  out += "opbench_capture_info{host=\"" + prom_escape(f.host) + "\",rank=\"" + prom_escape(f.rank) +
+         "\",pid=\"" + std::to_string(f.pid) + "\",command=\"" + prom_escape(f.command) + "\"} 1\n";
+  out +=
+      "# HELP opbench_capture_calls_total Intercepted calls of one API and shape in this "
+      "process, timed or not.\n# TYPE opbench_capture_calls_total counter\n";
+  for (const TableRow& r : rows)
+    out += "opbench_capture_calls_total{" + labels(r.key) + "} " + std::to_string(r.calls) + "\n";
+  out +=
+      "# HELP opbench_capture_call_duration_seconds Time of one intercepted call inside the job "
+      "(host calls: wall time of the call; nonblocking MPI: post to completion); quantile 0 and "
+      "1 are the exact min and max, 0.5 and 0.99 within 1%.\n"
+      "# TYPE opbench_capture_call_duration_seconds summary\n";
+  for (const TableRow& r : rows) {
+    if (r.timed_calls == 0) continue;
+    const std::string l = labels(r.key);
+    const std::pair<const char*, double> qs[] = {
+        {"0", r.min_us}, {"0.5", r.p50_us}, {"0.99", r.p99_us}, {"1", r.max_us}};
+    for (const auto& [q, us] : qs)
+      out += "opbench_capture_call_duration_seconds{" + l + ",quantile=\"" + q + "\"} " +
+             prom_seconds(us) + "\n";
+    out +=
+        "opbench_capture_call_duration_seconds_sum{" + l + "} " + prom_seconds(r.total_us) + "\n";
+    out += "opbench_capture_call_duration_seconds_count{" + l + "} " +
+           std::to_string(r.timed_calls) + "\n";
+  }
+  return out;
+}
+
+bool write_atomically(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string final_path = dir + "/" + name;
+  const std::string tmp = dir + "/." + name + ".tmp" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      errno = saved;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(tmp.c_str());
+    errno = saved;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace opbench::capture

@@ -1,0 +1,36 @@
+#pragma once
+// The capture's files: CSV (one row per key, the columns of docs/outputs.md#capture), JSON lines
+// (the same rows and the process's facts) and a Prometheus textfile. Each is written to a
+// temporary file in the same folder and renamed over the old one, so a reader (or a job killed
+// mid-write) sees the previous tables or the new ones, never half a file.
+#include <string>
+#include <vector>
+
+#include "capture/table.hpp"
+
+namespace opbench::capture {
+
+struct ProcessFacts {
+  std::string host;  // short host name
+  std::string rank;  // from the launcher's variables; "" when none is set
+  long pid = 0;
+  std::string command;  // /proc/self/cmdline, spaces between the arguments
+  std::string started;  // ISO 8601 UTC
+};
+
+// The CSV header, the columns every row has.
+std::string csv_header();
+std::string csv_text(const ProcessFacts& facts, const std::vector<TableRow>& rows);
+std::string jsonl_text(const ProcessFacts& facts, const std::vector<TableRow>& rows,
+                       const std::string& written, bool final_write);
+std::string prom_text(const ProcessFacts& facts, const std::vector<TableRow>& rows);
+
+// "128x1024x256 NT" (bench_gemm's dims and layout) for a GEMM, "count=N comm_size=n redop=sum"
+// for a collective: the `shape` label of the Prometheus series.
+std::string shape_label(const CaptureKey& key);
+
+// Writes `text` to dir/name through dir/.name.tmp<pid> and rename(2); false with errno set on
+// failure.
+bool write_atomically(const std::string& dir, const std::string& name, const std::string& text);
+
+}  // namespace opbench::capture

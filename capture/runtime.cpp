@@ -1,0 +1,411 @@
+#include "capture/runtime.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "capture/output.hpp"
+
+namespace opbench::capture {
+
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+namespace {
+
+enum State : int { kUninit = 0, kInitialising = 1, kOn = 2, kOff = 3 };
+
+struct Runtime {
+  std::atomic<int> state{kUninit};
+  std::atomic<bool> said{false};
+  // A failure at load time is said at the first intercepted call, so the processes of a job
+  // that call nothing (the shell, mpirun) stay quiet.
+  std::string pending_message;
+  std::atomic<bool> message_pending{false};
+  ShapeTable table;
+  ProcessFacts facts;
+  std::string dir;
+  std::string base;  // capture-<host>-rank<r> or capture-<host>-pid<pid>
+  double interval_s = 0;
+
+  std::mutex write_mutex;  // one writer at a time (periodic thread, exit, tests)
+  std::uint64_t written_generation = 0;
+
+  std::mutex thread_mutex;  // the periodic writer's sleep
+  std::condition_variable wake;
+  bool stop = false;
+  std::atomic<bool> writer_started{false};
+
+  std::atomic<void (*)()> before_write[4] = {};
+
+  int http_port = 0;  // OPBENCH_CAPTURE_PORT + the local rank; 0: no endpoint
+};
+
+// Made on first use and never destroyed: hooks can run during static destruction and exit.
+Runtime& rt() {
+  static Runtime* r = new Runtime();
+  return *r;
+}
+
+std::string iso_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string short_host() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  std::string h = buf;
+  const auto dot = h.find('.');
+  return dot == std::string::npos ? h : h.substr(0, dot);
+}
+
+// The launcher's rank variables, in the order the issue and docs name them.
+std::string launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long r = std::strtol(v, &end, 10);
+      if (*end == '\0' && r >= 0) return std::to_string(r);
+    }
+  }
+  return "";
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0')
+    text.pop_back();
+  for (char& c : text)
+    if (c == '\0') c = ' ';
+  return text;
+}
+
+void name_files(Runtime& r, bool forked_child) {
+  // A forked child shares its parent's rank variables, so only its pid tells its files apart.
+  r.base = "capture-" + r.facts.host + "-" +
+           (r.facts.rank.empty() || forked_child ? "pid" + std::to_string(r.facts.pid)
+                                                 : "rank" + r.facts.rank);
+}
+
+void before_fork() {
+  Runtime& r = rt();
+  r.write_mutex.lock();
+  r.table.lock_all();
+}
+void after_fork_parent() {
+  Runtime& r = rt();
+  r.table.unlock_all();
+  r.write_mutex.unlock();
+}
+void after_fork_child() {
+  // The child starts empty and writes its own files; the writer thread did not survive fork().
+  Runtime& r = rt();
+  r.table.clear_after_fork();
+  new (&r.write_mutex) std::mutex();
+  new (&r.thread_mutex) std::mutex();
+  new (&r.wake) std::condition_variable();
+  r.written_generation = 0;
+  r.stop = false;
+  r.writer_started.store(false);
+  r.http_port = 0;  // the parent serves its port; a forked child does not
+  r.facts.pid = static_cast<long>(getpid());
+  r.facts.started = iso_now();
+  name_files(r, true);
+}
+
+void at_exit() {
+  Runtime& r = rt();
+  if (r.state.load() != kOn) return;
+  {
+    std::lock_guard<std::mutex> lock(r.thread_mutex);
+    r.stop = true;
+  }
+  r.wake.notify_all();
+  for (auto& fn : r.before_write)
+    if (auto f = fn.load()) f();
+  write_tables(true);
+}
+
+void writer_loop() {
+  Runtime& r = rt();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(r.thread_mutex);
+      r.wake.wait_for(lock, std::chrono::duration<double>(r.interval_s), [&] { return r.stop; });
+      if (r.stop) return;
+    }
+    write_tables(false);
+  }
+}
+
+std::string render_prom() {
+  Runtime& r = rt();
+  return prom_text(r.facts, r.table.snapshot());
+}
+
+// The local rank, for the endpoint's port: launchers' variables, 0 without one.
+int local_rank() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
+// Opens libopbench_capture_http.so (beside this library) and serves /metrics. Failure is said
+// once; the files are written all the same.
+void start_http(Runtime& r) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&start_http), &self);
+  std::string path = self.dli_fname ? self.dli_fname : "";
+  path = path.substr(0, path.find_last_of('/') + 1) + "libopbench_capture_http.so";
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  using Serve = int (*)(int, std::string (*)(), char*, std::size_t);
+  auto serve =
+      module ? reinterpret_cast<Serve>(dlsym(module, "opbench_capture_http_serve")) : nullptr;
+  if (serve == nullptr) {
+    say_once("OPBENCH_CAPTURE_PORT: no /metrics endpoint (" + path + ": " +
+             (module ? "no opbench_capture_http_serve" : dlerror()) + "); the files are written");
+    return;
+  }
+  char error[256] = {};
+  if (serve(r.http_port, render_prom, error, sizeof error) != 0)
+    say_once(std::string("OPBENCH_CAPTURE_PORT: ") + error + "; the files are written");
+}
+
+void start_writer() {
+  Runtime& r = rt();
+  if (r.writer_started.exchange(true)) return;
+  // The writer and the endpoint take no signals: they stay with the program's own threads.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (r.http_port > 0) start_http(r);
+  if (r.interval_s <= 0) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return;
+  }
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, nullptr,
+      [](void*) -> void* {
+        writer_loop();
+        return nullptr;
+      },
+      nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    say_once(std::string("cannot start the periodic writer (") + std::strerror(rc) +
+             "); tables are written at exit only");
+    return;
+  }
+  pthread_detach(thread);
+}
+
+bool initialise(Runtime& r) {
+  r.facts.host = short_host();
+  r.facts.rank = launcher_rank();
+  r.facts.pid = static_cast<long>(getpid());
+  r.facts.command = command_line();
+  r.facts.started = iso_now();
+  const char* dir = std::getenv("OPBENCH_CAPTURE_DIR");
+  r.dir = (dir != nullptr && *dir != '\0') ? dir : ".";
+  struct stat st {};
+  if (::stat(r.dir.c_str(), &st) != 0) {
+    fail("OPBENCH_CAPTURE_DIR '" + r.dir + "': " + std::strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fail("OPBENCH_CAPTURE_DIR '" + r.dir + "' is not a directory");
+    return false;
+  }
+  if (::access(r.dir.c_str(), W_OK | X_OK) != 0) {
+    fail("OPBENCH_CAPTURE_DIR '" + r.dir + "' is not writable: " + std::strerror(errno));
+    return false;
+  }
+  r.interval_s = 10;
+  if (const char* iv = std::getenv("OPBENCH_CAPTURE_INTERVAL"); iv != nullptr && *iv != '\0') {
+    char* end = nullptr;
+    const double s = std::strtod(iv, &end);
+    if (end == iv || *end != '\0' || !(s >= 0) || s > 1e6) {
+      fail(std::string("OPBENCH_CAPTURE_INTERVAL '") + iv +
+           "': expected seconds between 0 (at exit only) and 1000000");
+      return false;
+    }
+    r.interval_s = s;
+  }
+  if (const char* port = std::getenv("OPBENCH_CAPTURE_PORT"); port != nullptr && *port != '\0') {
+    char* end = nullptr;
+    const long p = std::strtol(port, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535) {
+      fail(std::string("OPBENCH_CAPTURE_PORT '") + port + "': expected a port number 1..65535");
+      return false;
+    }
+    r.http_port = static_cast<int>(p) + local_rank();
+  }
+  name_files(r, false);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  std::atexit(at_exit);
+  return true;
+}
+
+// Settings are read when the library is loaded, before the program starts its threads; a hook
+// called earlier (from another library's constructor) initialises on the spot.
+__attribute__((constructor)) void load_time_init() {
+  enabled();
+}
+
+}  // namespace
+
+bool enabled() {
+  Runtime& r = rt();
+  const int s = r.state.load(std::memory_order_acquire);
+  if (s == kOn) return true;
+  if (s == kOff) {
+    if (r.message_pending.exchange(false)) say_once(r.pending_message);
+    return false;
+  }
+  int expected = kUninit;
+  if (!r.state.compare_exchange_strong(expected, kInitialising)) {
+    // Another thread is initialising (its own calls meanwhile pass through, at depth 1): wait
+    // for it, or this thread's first call would go uncounted.
+    while (r.state.load(std::memory_order_acquire) == kInitialising)
+      sched_yield();
+    return r.state.load(std::memory_order_acquire) == kOn;
+  }
+  CallScope scope;  // anything initialisation calls passes through
+  const bool ok = initialise(r);
+  int now = kInitialising;  // fail() may have set kOff already
+  r.state.compare_exchange_strong(now, ok ? kOn : kOff);
+  return r.state.load() == kOn;
+}
+
+void record(const CaptureKey& key, double ns) {
+  Runtime& r = rt();
+  if (r.state.load(std::memory_order_relaxed) != kOn) return;
+  r.table.record(key, ns);
+  if (!r.writer_started.load(std::memory_order_relaxed)) start_writer();
+}
+
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void say_once(const std::string& message) {
+  if (rt().said.exchange(true)) return;
+  const std::string line = "opbench-capture: " + message + "\n";
+  // write(2), not stdio: the program may hold stderr's lock or have closed its FILE
+  const ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+void fail(const std::string& message) {
+  Runtime& r = rt();
+  const std::string line = message + "; capture off, every call passes through untouched";
+  if (r.state.load() == kInitialising) {
+    r.pending_message = line;
+    r.message_pending.store(true);
+  } else {
+    say_once(line);
+  }
+  r.state.store(kOff);
+}
+
+void* resolve_symbol(const char* name) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&resolve_symbol), &self);
+  auto ours = [&](void* p) {
+    Dl_info info{};
+    return dladdr(p, &info) != 0 && info.dli_fbase == self.dli_fbase;
+  };
+  if (void* p = dlsym(RTLD_NEXT, name); p != nullptr && !ours(p)) return p;
+  // Not in the global scope: look in every loaded object (those opened with RTLD_LOCAL too). The
+  // names are collected first; dlopen is not called inside dl_iterate_phdr's callback, which
+  // holds the loader's lock.
+  std::vector<std::string> objects;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &objects);
+  for (const std::string& path : objects) {
+    if (path == (self.dli_fname ? self.dli_fname : "")) continue;
+    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* p = dlsym(handle, name);
+    dlclose(handle);
+    if (p != nullptr && !ours(p)) return p;
+  }
+  return nullptr;
+}
+
+void symbol_missing(const char* name) {
+  const std::string line = std::string("opbench-capture: symbol lookup error: ") + name +
+                           " is called but no loaded library defines it\n";
+  const ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+  _exit(127);
+}
+
+void at_exit_before_write(void (*fn)()) {
+  for (auto& slot : rt().before_write) {
+    void (*expected)() = nullptr;
+    if (slot.load() == fn || slot.compare_exchange_strong(expected, fn)) return;
+  }
+}
+
+bool write_tables(bool final_write) {
+  Runtime& r = rt();
+  if (r.state.load() != kOn) return false;
+  CallScope scope;
+  std::lock_guard<std::mutex> lock(r.write_mutex);
+  const std::uint64_t generation = r.table.generation();
+  // A process that intercepted nothing (a shell, mpirun itself) writes no files.
+  if (generation == 0) return true;
+  if (!final_write && generation == r.written_generation) return true;
+  const std::vector<TableRow> rows = r.table.snapshot();
+  const std::string written = iso_now();
+  const std::pair<std::string, std::string> files[] = {
+      {r.base + ".csv", csv_text(r.facts, rows)},
+      {r.base + ".jsonl", jsonl_text(r.facts, rows, written, final_write)},
+      {r.base + ".prom", prom_text(r.facts, rows)}};
+  for (const auto& [name, text] : files) {
+    if (!write_atomically(r.dir, name, text)) {
+      say_once("cannot write " + r.dir + "/" + name + ": " + std::strerror(errno) +
+               "; the capture's tables are lost, the program goes on");
+      return false;
+    }
+  }
+  r.written_generation = generation;
+  return true;
+}
+
+}  // namespace opbench::capture

@@ -1,0 +1,80 @@
+#pragma once
+// The per-shape table of one process: every intercepted call is folded into the entry of its key
+// (API, dtype and shape), which keeps calls, total, min, max and a LogHistogram of the times.
+// Callers on many threads record at once, so the table is split into shards, each with its own
+// mutex: two threads contend only when their keys hash to the same shard.
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/histogram.hpp"
+
+namespace opbench::capture {
+
+// What identifies a shape. The text fields point at string literals (API and dtype names are a
+// fixed set), so building a key on every call allocates nothing; they compare by content.
+struct CaptureKey {
+  const char* api = "";   // the intercepted symbol: "sgemm_", "MPI_Allreduce", "cublasLtMatmul"
+  const char* kind = "";  // "gemm", "collective", "p2p"
+  const char* op = "";    // gemm: "gemm", "gemm_batched", "gemm_grouped"; collectives: "all_reduce"
+  const char* dtype = "";  // opbench's dtype names: "fp32", "bf16", ...
+  // GEMMs, in bench_gemm's row-major convention (common/blas_layout.hpp); 0 for collectives.
+  std::int64_t m = 0, n = 0, k = 0, batch = 0;
+  char transa = 0, transb = 0;  // 'N' or 'T'; 0 for collectives
+  // Collectives: element count of the call, bytes as nccl-tests counts them, communicator size.
+  std::int64_t count = 0, bytes = 0;
+  int comm_size = 0;
+  const char* redop = "";  // "sum", ... for reductions; "" otherwise
+
+  bool operator==(const CaptureKey& o) const;
+};
+
+struct CaptureKeyHash {
+  std::size_t operator()(const CaptureKey& k) const;
+};
+
+struct KeyStats {
+  std::uint64_t calls = 0;  // every call of the key
+  std::uint64_t timed_calls =
+      0;  // the calls with a time (nonblocking ones whose completion was seen)
+  double total_ns = 0, min_ns = 0, max_ns = 0;
+  LogHistogram histogram;
+
+  void add_time(double ns);
+};
+
+// A key's figures as the output files show them (µs).
+struct TableRow {
+  CaptureKey key;
+  std::uint64_t calls = 0, timed_calls = 0;
+  double total_us = 0, avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
+};
+
+class ShapeTable {
+ public:
+  static constexpr std::size_t kShards = 32;
+
+  // One call of `key` that took `ns` nanoseconds (ns < 0: counted without a time).
+  void record(const CaptureKey& key, double ns);
+  // Every key's row, largest total time first.
+  std::vector<TableRow> snapshot() const;
+  // Changes since construction; the periodic writer skips a write when nothing changed.
+  std::uint64_t generation() const;
+
+  // fork: the parent holds every shard across fork(); the child empties the table.
+  void lock_all();
+  void unlock_all();
+  void clear_after_fork();
+
+ private:
+  struct Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<CaptureKey, KeyStats, CaptureKeyHash> entries;
+    std::uint64_t changes = 0;
+  };
+  Shard shards_[kShards];
+};
+
+}  // namespace opbench::capture

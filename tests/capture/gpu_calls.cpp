@@ -1,0 +1,107 @@
+// GPU calls with known shapes, against the stand-in libraries (gpu_standin.cpp) and the REAL
+// cuBLASLt's descriptors, for the capture's GPU test (check_capture.py gpu lists what each must
+// become). Prints "descriptors ok" when the real cuBLASLt built and read back its descriptors.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+
+extern "C" ncclComm_t standin_comm();
+
+#define CHECK(x)                                                          \
+  do {                                                                    \
+    if ((x) != 0) {                                                       \
+      std::fprintf(stderr, "gpu_calls: %s failed at %d\n", #x, __LINE__); \
+      return 1;                                                           \
+    }                                                                     \
+  } while (0)
+
+int main() {
+  cublasHandle_t h = nullptr;
+  CHECK(cublasCreate_v2(&h));
+  const float one = 1.0f;
+  // column-major (N, T, 64, 32, 16) x 3: row-major m 32, n 64, k 16, layout TN
+  for (int i = 0; i < 3; ++i)
+    CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, 64, 32, 16, &one, nullptr, 64, nullptr, 32,
+                         &one, nullptr, 64));
+  // (T, N, 128, 8, 64) fp16 x 2: row-major 8 x 128 x 64 NT
+  for (int i = 0; i < 2; ++i)
+    CHECK(cublasHgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 128, 8, 64, nullptr, nullptr, 64, nullptr, 64,
+                      nullptr, nullptr, 128));
+  // (N, N, 256, 128, 64) bf16 x 4: row-major 128 x 256 x 64 NN; runs cublasLtMatmul inside
+  for (int i = 0; i < 4; ++i)
+    CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 256, 128, 64, &one, nullptr, CUDA_R_16BF, 256,
+                       nullptr, CUDA_R_16BF, 64, &one, nullptr, CUDA_R_16BF, 256,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  // fp32 on TF32 tensor cores x 1: row-major 16 x 32 x 8 NN, tf32
+  CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 32, 16, 8, &one, nullptr, CUDA_R_32F, 32, nullptr,
+                     CUDA_R_32F, 8, &one, nullptr, CUDA_R_32F, 32, CUBLAS_COMPUTE_32F_FAST_TF32,
+                     CUBLAS_GEMM_DEFAULT));
+  // strided batched (T, N, 64, 64, 32), batch 8, fp16 x 2: row-major 64 x 64 x 32 NT, batch 8
+  for (int i = 0; i < 2; ++i)
+    CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 64, 64, 32, &one, nullptr,
+                                     CUDA_R_16F, 32, 2048, nullptr, CUDA_R_16F, 32, 2048, &one,
+                                     nullptr, CUDA_R_16F, 64, 4096, 8, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
+  // batched (N, T, 16, 48, 24), batch 3, fp32 x 1: row-major 48 x 16 x 24 TN, batch 3
+  CHECK(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_T, 16, 48, 24, &one, nullptr, CUDA_R_32F, 16,
+                            nullptr, CUDA_R_32F, 48, &one, nullptr, CUDA_R_32F, 16, 3,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  // grouped, two groups of column-major (T, N, 512, c, 256) with c = 100 (2 problems) and 60
+  // (1): the experts' row-major GEMMs c x 512 x 256 NT, one row of m = 2·100 + 60 = 260
+  {
+    const cublasOperation_t ta[2] = {CUBLAS_OP_T, CUBLAS_OP_T}, tb[2] = {CUBLAS_OP_N, CUBLAS_OP_N};
+    const int m[2] = {512, 512}, n[2] = {100, 60}, k[2] = {256, 256}, ld[2] = {256, 256},
+              size[2] = {2, 1};
+    const float alphas[2] = {1, 1};
+    CHECK(cublasGemmGroupedBatchedEx(h, ta, tb, m, n, k, alphas, nullptr, CUDA_R_16BF, ld, nullptr,
+                                     CUDA_R_16BF, ld, alphas, nullptr, CUDA_R_16BF, m, 2, size,
+                                     CUBLAS_COMPUTE_32F));
+  }
+  // cuBLASLt with real descriptors: D (96 x 40, column-major, batch 2) = op(A) op(B), A
+  // transposed (stored 64 x 96), B not (64 x 40), bf16 x 5: row-major 40 x 96 x 64 NT, batch 2
+  {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const int32_t t = CUBLAS_OP_T, n = CUBLAS_OP_N, batch = 2;
+    CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+    CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
+    CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, 64, 96, 64));
+    CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, 64, 40, 64));
+    CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, 96, 40, 96));
+    for (cublasLtMatrixLayout_t l : {a, b, d})
+      CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                             sizeof(batch)));
+    int32_t back = 0;
+    size_t written = 0;
+    CHECK(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &back, sizeof(back),
+                                         &written));
+    if (back != CUBLAS_OP_T) return 1;
+    std::printf("descriptors ok\n");
+    for (int i = 0; i < 5; ++i)
+      CHECK(cublasLtMatmul(nullptr, desc, &one, nullptr, a, nullptr, b, &one, nullptr, d, nullptr,
+                           d, nullptr, nullptr, 0, nullptr));
+  }
+  // NCCL on 4 ranks: all_reduce 1024 fp32 sum x 3 (4096 B), all_gather 256 bf16 x 2
+  // (4 x 256 x 2 = 2048 B), reduce_scatter 128 fp16 max x 1 (4 x 128 x 2 = 1024 B), broadcast
+  // 100 fp64 x 1 (800 B), and 2 groups of a send and a recv of 64 fp32 (one send_recv row of
+  // count 128, 512 B, 2 calls)
+  ncclComm_t comm = standin_comm();
+  for (int i = 0; i < 3; ++i)
+    CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, comm, nullptr));
+  for (int i = 0; i < 2; ++i)
+    CHECK(ncclAllGather(nullptr, nullptr, 256, ncclBfloat16, comm, nullptr));
+  CHECK(ncclReduceScatter(nullptr, nullptr, 128, ncclFloat16, ncclMax, comm, nullptr));
+  CHECK(ncclBroadcast(nullptr, nullptr, 100, ncclFloat64, 0, comm, nullptr));
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclGroupStart());
+    CHECK(ncclSend(nullptr, 64, ncclFloat32, 1, comm, nullptr));
+    CHECK(ncclRecv(nullptr, 64, ncclFloat32, 3, comm, nullptr));
+    CHECK(ncclGroupEnd());
+  }
+  std::printf("calls done\n");
+  return 0;
+}

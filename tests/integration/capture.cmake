@@ -1,0 +1,88 @@
+# libopbench_capture.so (capture/) on real programs: a PyTorch CPU training step, numpy, an MPI
+# program under mpirun, threads, fork, a killed job, a bad output folder. Each test runs the
+# program under scripts/capture.sh and checks counts worked out by hand (check_capture.py says
+# how). Included from tests/integration/CMakeLists.txt (OPBENCH_PYTHON, MPIEXEC_EXECUTABLE).
+set(CAPTURE_SRC ${PROJECT_SOURCE_DIR}/tests/capture)
+add_executable(capture_blas_calls ${CAPTURE_SRC}/blas_calls.c)
+target_link_libraries(capture_blas_calls PRIVATE BLAS::BLAS OpenBLAS::headers Threads::Threads)
+add_executable(capture_mpi_calls ${CAPTURE_SRC}/mpi_calls.c)
+target_link_libraries(capture_mpi_calls PRIVATE MPI::MPI_C)
+# A CBLAS built on sgemm_, linked ahead of OpenBLAS (the reentrancy test).
+add_library(capture_nested_blas SHARED ${CAPTURE_SRC}/nested_blas.c)
+target_link_libraries(capture_nested_blas PRIVATE BLAS::BLAS)
+add_executable(capture_nested_calls ${CAPTURE_SRC}/nested_calls.c)
+target_link_libraries(capture_nested_calls PRIVATE capture_nested_blas BLAS::BLAS)
+foreach(t capture_blas_calls capture_mpi_calls capture_nested_blas capture_nested_calls)
+  target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
+endforeach()
+
+# The pure parts (histogram, table, conversion, bytes): a small Catch2 executable over
+# opbench_capture_core, so these tests build without the rest of the project.
+add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_main.cpp
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.cpp)
+target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core Catch2::Catch2)
+opbench_warnings(capture_unit_tests)
+catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: ")
+
+set(CHECK_CAPTURE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_capture.py)
+set(CAPTURE_LIB $<TARGET_FILE:opbench_capture>)
+set(CAPTURE_OUT ${CMAKE_CURRENT_BINARY_DIR}/capture)
+add_test(NAME "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
+  COMMAND ${CHECK_CAPTURE} torch --out ${CAPTURE_OUT}/torch --lib ${CAPTURE_LIB}
+          --bench-gemm $<TARGET_FILE:bench_gemm> --seq-len 32 --steps 2)
+add_test(NAME "capture: numpy matmul through CBLAS"
+  COMMAND ${CHECK_CAPTURE} numpy --out ${CAPTURE_OUT}/numpy --lib ${CAPTURE_LIB})
+add_test(NAME "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
+  COMMAND ${CHECK_CAPTURE} mpi --out ${CAPTURE_OUT}/mpi --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_mpi_calls> --mpiexec ${MPIEXEC_EXECUTABLE})
+add_test(NAME "capture: 4 threads calling BLAS at once"
+  COMMAND ${CHECK_CAPTURE} threads --out ${CAPTURE_OUT}/threads --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a forked child starts empty and writes its own file"
+  COMMAND ${CHECK_CAPTURE} fork --out ${CAPTURE_OUT}/fork --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a job killed with SIGKILL leaves its periodic tables"
+  COMMAND ${CHECK_CAPTURE} killed --out ${CAPTURE_OUT}/killed --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a call inside an intercepted call counts once"
+  COMMAND ${CHECK_CAPTURE} nested --out ${CAPTURE_OUT}/nested --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_nested_calls>)
+add_test(NAME "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
+  COMMAND ${CHECK_CAPTURE} baddir --out ${CAPTURE_OUT}/baddir --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
+  COMMAND ${CHECK_CAPTURE} bench-gemm --out ${CAPTURE_OUT}/bench_gemm --lib ${CAPTURE_LIB}
+          --bench-gemm $<TARGET_FILE:bench_gemm> --backend cpu --dtype fp32)
+add_test(NAME "capture: bench_gemm --capture-path replays two ranks' shapes with in_job_us and in_job_ratio"
+  COMMAND ${CHECK_CAPTURE} replay-gemm --out ${CAPTURE_OUT}/replay_gemm
+          --bench-gemm $<TARGET_FILE:bench_gemm>)
+add_test(NAME "capture: a Prometheus server scrapes the live /metrics and its API returns the series"
+  COMMAND ${CHECK_CAPTURE} prometheus --out ${CAPTURE_OUT}/prometheus --lib ${CAPTURE_LIB}
+          --prog $<TARGET_FILE:capture_blas_calls>)
+set_tests_properties("capture: a Prometheus server scrapes the live /metrics and its API returns the series"
+  PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME "capture: bench_ccl --capture-path under mpirun -np 2 replays the captured all_reduce"
+  COMMAND ${CHECK_CAPTURE} replay-ccl --out ${CAPTURE_OUT}/replay_ccl
+          --bench-ccl $<TARGET_FILE:bench_ccl> --mpiexec ${MPIEXEC_EXECUTABLE})
+set_tests_properties(
+  "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
+  "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
+  PROPERTIES TIMEOUT 300)
+
+# The GPU hooks without a GPU: a stand-in cuBLAS / NCCL / CUDA-driver library (tests only) and a
+# program linked to it and to the real cuBLASLt, whose descriptors the capture reads back.
+if(OPBENCH_HAVE_CUDA)
+  add_library(capture_gpu_standin SHARED ${CAPTURE_SRC}/gpu_standin.cpp)
+  target_include_directories(capture_gpu_standin SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS}
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  add_executable(capture_gpu_calls ${CAPTURE_SRC}/gpu_calls.cpp)
+  target_include_directories(capture_gpu_calls SYSTEM PRIVATE
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  # the stand-in first: its cublasLtMatmul is found before the real one
+  target_link_libraries(capture_gpu_calls PRIVATE capture_gpu_standin CUDA::cublasLt)
+  opbench_warnings(capture_gpu_standin)
+  opbench_warnings(capture_gpu_calls)
+  add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
+    COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
+            --prog $<TARGET_FILE:capture_gpu_calls>)
+endif()

@@ -1,0 +1,667 @@
+#!/usr/bin/python3
+"""Runs real programs under scripts/capture.sh (libopbench_capture.so) and checks the captured
+tables against counts worked out by hand (tests/integration/capture.cmake runs each mode).
+
+  check_capture.py torch   --out DIR --bench-gemm BIN [--seq-len S] [--steps N]
+      bench/peers/torch_train_step.py (the tiny model, fp32, 1 thread, no warm-up, N steps) under
+      capture.sh. Expected sgemm_ calls = N x the GEMMs `bench_gemm --model tiny --dry-run`
+      derives for one step (fprop, dgrad, wgrad of every linear layer, each row's `calls` times),
+      with the fused layers split as torch.nn runs them (attn_qkv: q, k, v projections of
+      Hq·d, Hkv·d, Hkv·d outputs; mlp_gate_up: gate and up of I each), plus the batched products
+      of torch 1.13's unfused attention: per layer and per (sequence x head) one sgemm_ each for
+      S·Kᵀ (S x S x d, NT) and P·V (S x d x S, NN) forward; backward dP = dO·Vᵀ (NT),
+      dV = Pᵀ·dO (S x d x S, TN), dQ = dS·K (NN), dKᵀ = Qᵀ·dS... (d x S x S, TN); plus the
+      script's attention-path probe after the steps (one forward at sequence 16: Hq calls each
+      of 16 x 16 x d NT and 16 x d x 16 NN).
+  check_capture.py numpy   --out DIR
+  check_capture.py mpi     --out DIR --prog BIN --mpiexec MPIEXEC
+  check_capture.py threads --out DIR --prog BIN
+  check_capture.py fork    --out DIR --prog BIN
+  check_capture.py killed  --out DIR --prog BIN --lib LIB
+  check_capture.py nested  --out DIR --prog BIN
+  check_capture.py baddir  --out DIR --prog BIN --lib LIB
+  check_capture.py bench-gemm --out DIR --bench-gemm BIN --lib LIB [--backend B] [--dtype D]
+      bench_gemm on one GEMM (m 256, n 128, k 64, NN) under capture.sh: the capture holds that
+      shape (cublasLtMatmul on a GPU, cblas_* on the CPU) in bench_gemm's own convention, and on
+      the CPU exactly as many calls as bench_gemm ran: its warm-up runs + samples x launches per
+      sample (from its JSON line). On a GPU, CUDA-graph replays and autotuning change the count,
+      so at least one call is required. Writes DIR/check.csv (status, note, captured_calls,
+      expected_calls, in_job_us, bench_us) for scripts/gpu_selftest.sh's verdict.
+  check_capture.py replay-gemm --out DIR --bench-gemm BIN
+      bench_gemm --backend cpu --capture-path tests/data/capture_replay (two ranks' files,
+      numbers in its README.md), merged and with --rank 1: gemm_capture.csv's rows, their
+      captured_calls, in_job_us (the merged average) and in_job_ratio (in_job_us / time_us), the
+      bf16 shape a skipped row with its reason, the MPI rows left out.
+  check_capture.py replay-ccl --out DIR --bench-ccl BIN --mpiexec MPIEXEC
+      mpirun -np 2 bench_ccl --backend mpi --capture-path tests/data/capture_replay, merged and
+      --rank 1: the MPI_Allreduce fp32 4096-byte message (count 1024, comm 2) in and out of
+      place, captured_calls 5 + 5 = 10 (rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
+      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's.
+  check_capture.py prometheus --out DIR --prog BIN --lib LIB
+      the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
+      /metrics passes `promtool check metrics`; a real Prometheus server (Debian's `prometheus`)
+      scrapes it every second, and a query through its HTTP API
+      (/api/v1/query?query=opbench_capture_calls_total) returns the cblas_sgemm 64x64x64 NN series
+      with a count above 0. Exit 77 (skipped) when prometheus or promtool is not installed.
+  check_capture.py gpu     --out DIR --prog BIN --lib LIB
+      tests/capture/gpu_calls.cpp against the stand-in cuBLAS/NCCL/driver library and the real
+      cuBLASLt's descriptors: every call's key as listed there, counted once (cublasGemmEx's
+      inner cublasLtMatmul not at all), and every call timed by the stand-in's events at no
+      less than the 300 µs each stand-in operation takes.
+
+Every mode also runs the program without the capture where it can, and requires the same
+results (checksums) and exit status. Exit 0 when everything holds, 1 otherwise.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+CAPTURE_SH = os.path.join(ROOT, "scripts", "capture.sh")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+problems = []
+
+
+def check(cond, message):
+    if not cond:
+        problems.append(message)
+    return cond
+
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def run(cmd, env=None, timeout=300):
+    full = dict(os.environ)
+    full.update(env or {})
+    p = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout)
+    return p
+
+
+def capture(out, cmd, env=None, interval="0"):
+    p = run(["bash", CAPTURE_SH, "--out", out, "--interval", interval, "--"] + cmd, env=env)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write(p.stderr)
+    return p
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def files(out):
+    return sorted(glob.glob(os.path.join(out, "capture-*.csv")))
+
+
+def gemm_counts(rows, api):
+    """(m, n, k, layout) -> calls for the rows of one API."""
+    c = Counter()
+    for r in rows:
+        if r["api"] == api:
+            c[(int(r["m"]), int(r["n"]), int(r["k"]), r["layout"])] += int(r["calls"])
+    return c
+
+
+def compare(what, captured, expected):
+    print(f"{what}: {'shape (m n k layout)':<28}{'captured':>10}{'expected':>10}")
+    for key in sorted(set(captured) | set(expected)):
+        mark = "" if captured.get(key, 0) == expected.get(key, 0) else "   <-- differs"
+        print(f"  {' '.join(map(str, key)):<36}{captured.get(key, 0):>10}{expected.get(key, 0):>10}{mark}")
+    check(captured == expected, f"{what}: captured calls differ from the expected ones (table above)")
+    print(f"  total: captured {sum(captured.values())} calls, expected {sum(expected.values())}")
+
+
+def checksum_lines(text):
+    return sorted(line for line in text.splitlines() if "checksum" in line)
+
+
+# ---------------------------------------------------------------- torch
+
+def model_entry(name):
+    with open(os.path.join(ROOT, "configs", "models.json")) as f:
+        return next(m for m in json.load(f) if m["model"] == name)
+
+
+def derived_gemms(bench_gemm, model, seq_len):
+    """bench_gemm's dry-run table: (gemm, pass, m, n, k, layout, calls) per row."""
+    p = run([bench_gemm, "--model", model, "--seq-len", str(seq_len), "--micro-batch", "1",
+             "--backend", "cpu", "--dtype", "fp32", "--dry-run"])
+    if not check(p.returncode == 0, f"bench_gemm --dry-run failed: {p.stderr.strip()}"):
+        return []
+    rows = []
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[0] == model and f[2] in ("fprop", "dgrad", "wgrad"):
+            # model gemm pass [impl] batch m n k layout dtype calls gflop
+            nums = f[3:]
+            if not nums[0].isdigit():
+                nums = nums[1:]
+            batch, m, n, k, layout, _dtype, calls = nums[:7]
+            rows.append((f[1], f[2], int(m), int(n), int(k), layout, int(calls)))
+    return rows
+
+
+def torch_mode(a):
+    e = model_entry("tiny")
+    H, Hq, Hkv = e["hidden_size"], e["num_attention_heads"], e["num_key_value_heads"]
+    d, I, L = e.get("head_dim", H // Hq), e["intermediate_size"], e["num_hidden_layers"]
+    S, steps = a.seq_len, a.steps
+    out = fresh(a.out)
+    p = capture(out, [PY, os.path.join(ROOT, "bench", "peers", "torch_train_step.py"), "--model",
+                      "tiny", "--seq-len", str(S), "--warmup", "0", "--steps", str(steps),
+                      "--threads", "1"])
+    check(p.returncode == 0, f"torch_train_step.py under the capture exited {p.returncode}")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file (one process), found {found}"):
+        return
+    rows = read_rows(found[0])
+    captured = gemm_counts(rows, "sgemm_")
+    check(all(r["api"] == "sgemm_" for r in rows), "rows of another API than sgemm_: "
+          + ", ".join(sorted({r["api"] for r in rows})))
+
+    # the split torch.nn makes of bench_gemm's fused layers: output widths of the parts
+    split = {"attn_qkv": [Hq * d, Hkv * d, Hkv * d], "mlp_gate_up": [I, I]}
+    expected = Counter()
+    derived = derived_gemms(a.bench_gemm, "tiny", S)
+    check(len(derived) == 15, f"bench_gemm derived {len(derived)} rows for tiny, expected 15")
+    for gemm, pas, m, n, k, layout, calls in derived:
+        for part in split.get(gemm, [None]):
+            mm, nn, kk = m, n, k
+            if part is not None:  # N is n in fprop, k in dgrad, m in wgrad
+                if pas == "fprop":
+                    nn = part
+                elif pas == "dgrad":
+                    kk = part
+                else:
+                    mm = part
+            expected[(mm, nn, kk, layout)] += calls * steps
+    # torch 1.13's math attention: per layer, per head (batch 1), per step
+    per = Hq * L * steps
+    expected[(S, S, d, "NT")] += 2 * per   # S = Q·Kᵀ forward, dP = dO·Vᵀ backward
+    expected[(S, d, S, "NN")] += 2 * per   # O = P·V forward, dQ = dS·K backward
+    expected[(S, d, S, "TN")] += per       # dV = Pᵀ·dO
+    expected[(d, S, S, "TN")] += per       # dKᵀ = Qᵀ·dS
+    # torch_train_step.py's attention-path probe: one forward at sequence 16, Hq heads
+    expected[(16, 16, d, "NT")] += Hq
+    expected[(16, d, 16, "NN")] += Hq
+    compare(f"torch step x {steps} (tiny, seq {S})", captured, expected)
+    linear = sum(c for (gemm, *_rest, c) in derived)
+    print(f"  per step: {linear} linear-layer GEMMs as bench_gemm derives them "
+          f"({sum(c * len(split.get(g, [0])) for (g, *_r, c) in derived)} sgemm_ calls with "
+          f"q/k/v and gate/up apart) + {6 * Hq * L} attention products")
+
+
+# ---------------------------------------------------------------- numpy
+
+NUMPY = """
+import numpy as np
+a = np.arange(64 * 32, dtype=np.float32).reshape(64, 32) % 7
+b = np.arange(32 * 48, dtype=np.float32).reshape(32, 48) % 5
+x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64) % 3
+d = np.arange(200, dtype=np.float64).reshape(10, 20) % 11
+e = np.arange(600, dtype=np.float64).reshape(20, 30) % 13
+s = 0.0
+for _ in range(5): s += float((a @ b).sum())
+for _ in range(2): s += float((x.T @ b).sum())
+for _ in range(3): s += float((d @ e).sum())
+print("checksum", s)
+"""
+
+
+def numpy_mode(a):
+    out = fresh(a.out)
+    p = capture(out, [PY, "-c", NUMPY])
+    plain = run([PY, "-c", NUMPY])
+    check(p.returncode == 0, f"numpy under the capture exited {p.returncode}")
+    check(checksum_lines(p.stdout) == checksum_lines(plain.stdout),
+          f"results differ: {checksum_lines(p.stdout)} vs {checksum_lines(plain.stdout)}")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file, found {found}"):
+        return
+    rows = read_rows(found[0])
+    compare("numpy cblas_sgemm", gemm_counts(rows, "cblas_sgemm"),
+            {(64, 48, 32, "NN"): 5, (64, 48, 32, "TN"): 2})
+    compare("numpy cblas_dgemm", gemm_counts(rows, "cblas_dgemm"), {(10, 30, 20, "NN"): 3})
+    # every column of the capture's CSV is documented (docs/outputs.md)
+    docs = run([PY, os.path.join(HERE, "check_docs.py"), "columns", "--root", ROOT, "--csv",
+                found[0]])
+    check(docs.returncode == 0, f"check_docs.py columns on the capture CSV: {docs.stdout.strip()}")
+    for r in rows:
+        check(r["dtype"] == ("fp32" if r["api"] == "cblas_sgemm" else "fp64"), f"dtype of {r}")
+        check(int(r["flops"]) == 2 * int(r["m"]) * int(r["n"]) * int(r["k"]), f"flops of {r}")
+        check(float(r["min_us"]) <= float(r["p50_us"]) <= float(r["p99_us"]) <= float(r["max_us"]),
+              f"min <= p50 <= p99 <= max fails for {r}")
+        check(abs(float(r["avg_us"]) * int(r["timed_calls"]) - float(r["total_us"])) < 0.01
+              + 1e-3 * float(r["total_us"]), f"avg x calls != total for {r}")
+
+
+# ---------------------------------------------------------------- MPI
+
+# (api, op, dtype, count, bytes, redop) -> calls on every rank of 2 (tests/capture/mpi_calls.c)
+MPI_EXPECTED = {
+    ("MPI_Allreduce", "all_reduce", "fp32", 1024, 4096, "sum"): 5,
+    ("MPI_Allreduce", "all_reduce", "fp32", 16, 64, "sum"): 3,
+    ("MPI_Allreduce", "all_reduce", "fp64", 8, 64, "max"): 2,
+    ("MPI_Allgather", "all_gather", "int32", 256, 2 * 256 * 4, ""): 2,
+    ("MPI_Reduce_scatter_block", "reduce_scatter", "fp32", 512, 2 * 512 * 4, "sum"): 4,
+    ("MPI_Bcast", "broadcast", "fp64", 100, 800, ""): 4,
+    ("MPI_Reduce", "reduce", "fp32", 64, 256, "sum"): 1,
+    ("MPI_Alltoall", "all_to_all", "fp32", 128, 2 * 128 * 4, ""): 3,
+    ("MPI_Irecv", "recv", "fp32", 200, 800, ""): 6,
+    ("MPI_Isend", "send", "fp32", 200, 800, ""): 6,
+    ("MPI_Sendrecv", "send_recv", "fp64", 50, 400, ""): 2,
+    ("MPI_Iallreduce", "all_reduce", "fp32", 2048, 8192, "sum"): 3,
+    ("MPI_Barrier", "barrier", "none", 0, 0, ""): 2,
+}
+
+
+def mpi_mode(a):
+    out = fresh(a.out)
+    mpirun = [a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.prog]
+    p = capture(out, mpirun)
+    plain = run(mpirun)
+    check(p.returncode == 0, f"mpirun under the capture exited {p.returncode}")
+    check(checksum_lines(p.stdout) == checksum_lines(plain.stdout),
+          f"results differ: {checksum_lines(p.stdout)} vs {checksum_lines(plain.stdout)}")
+    found = files(out)
+    names = sorted(os.path.basename(f).rsplit("-", 1)[1] for f in found)
+    check(names == ["rank0.csv", "rank1.csv"], f"expected the files of rank 0 and 1, found {found}")
+    for path in found:
+        rows = read_rows(path)
+        got = {}
+        for r in rows:
+            key = (r["api"], r["op"], r["dtype"], int(r["count"] or 0), int(r["bytes"] or 0),
+                   r["redop"])
+            got[key] = got.get(key, 0) + int(r["calls"])
+            check(r["comm_size"] == "2", f"{os.path.basename(path)}: comm_size of {key}")
+            check(r["timed_calls"] == r["calls"], f"{os.path.basename(path)}: {key} has "
+                  f"{r['calls']} calls but {r['timed_calls']} timed")
+        print(f"{os.path.basename(path)}:")
+        for key in sorted(set(got) | set(MPI_EXPECTED)):
+            mark = "" if got.get(key) == MPI_EXPECTED.get(key) else "   <-- differs"
+            print(f"  {' '.join(map(str, key)):<60}{got.get(key, 0):>5}{MPI_EXPECTED.get(key, 0):>5}{mark}")
+        check(got == MPI_EXPECTED, f"{os.path.basename(path)}: counts differ (table above)")
+
+
+# ---------------------------------------------------------------- threads, fork, nested
+
+def threads_mode(a):
+    out = fresh(a.out)
+    T, N = 4, 50
+    p = capture(out, [a.prog, "threads", str(T), str(N)])
+    plain = run([a.prog, "threads", str(T), str(N)])
+    check(p.returncode == 3 and plain.returncode == 3,
+          f"exit status {p.returncode} with the capture, {plain.returncode} without (expected 3)")
+    check(checksum_lines(p.stdout) == checksum_lines(plain.stdout), "results differ")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file, found {found}"):
+        return
+    rows = read_rows(found[0])
+    compare(f"{T} threads x {N} cblas_sgemm", gemm_counts(rows, "cblas_sgemm"),
+            {(8 * (t + 1), 24, 16, "NN"): N for t in range(T)})
+    # sgemm_("T", "N", 40, 8(t+1), 12): row-major m = 8(t+1), n = 40, layout NT
+    compare(f"{T} threads x {N} sgemm_", gemm_counts(rows, "sgemm_"),
+            {(8 * (t + 1), 40, 12, "NT"): N for t in range(T)})
+
+
+def fork_mode(a):
+    out = fresh(a.out)
+    p = capture(out, [a.prog, "fork"])
+    check(p.returncode == 3, f"exit status {p.returncode}, expected 3")
+    child = next((line.split()[-1] for line in p.stdout.splitlines() if "child pid" in line), None)
+    found = files(out)
+    check(len(found) == 2, f"expected the parent's and the child's files, found {found}")
+    child_file = [f for f in found if child and f.endswith(f"-pid{child}.csv")]
+    if not check(len(child_file) == 1, f"no file for the child (pid {child}) in {found}"):
+        return
+    parent_file = [f for f in found if f != child_file[0]]
+    compare("forked child", gemm_counts(read_rows(child_file[0]), "cblas_dgemm"),
+            {(16, 16, 16, "NN"): 2})
+    compare("parent", gemm_counts(read_rows(parent_file[0]), "cblas_dgemm"),
+            {(32, 32, 32, "NN"): 4})
+
+
+def nested_mode(a):
+    out = fresh(a.out)
+    p = capture(out, [a.prog])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file, found {found}"):
+        return
+    rows = read_rows(found[0])
+    compare("cblas_sgemm calling sgemm_ inside", Counter(
+        {(r["api"], int(r["m"]), int(r["n"]), int(r["k"]), r["layout"]): int(r["calls"])
+         for r in rows}), {("cblas_sgemm", 20, 30, 10, "NN"): 4})
+
+
+# ---------------------------------------------------------------- killed, bad folder
+
+def killed_mode(a):
+    out = fresh(a.out)
+    env = dict(os.environ, OPBENCH_CAPTURE_DIR=out, OPBENCH_CAPTURE_INTERVAL="0.2",
+               LD_PRELOAD=a.lib)
+    proc = subprocess.Popen([a.prog, "loop", "60"], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    path, calls = None, 0
+    while time.time() < deadline and calls == 0:
+        time.sleep(0.1)
+        found = files(out)
+        if found:
+            path = found[0]
+            rows = read_rows(path)
+            calls = sum(int(r["calls"]) for r in rows)
+    time.sleep(0.5)  # more periodic writes while it runs
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    check(proc.returncode == -signal.SIGKILL, f"the program ended with {proc.returncode}")
+    if not check(path is not None, "no periodic tables were written before the kill"):
+        return
+    rows = read_rows(path)
+    after = sum(int(r["calls"]) for r in rows)
+    print(f"killed after periodic writes: {os.path.basename(path)} holds {after} calls "
+          f"(first periodic table seen: {calls})")
+    check(len(rows) == 1 and rows[0]["api"] == "cblas_sgemm" and rows[0]["m"] == "64",
+          f"the table after the kill: {rows}")
+    check(after >= calls > 0, f"calls {after} after the kill, {calls} before")
+    for ext in ("jsonl", "prom"):
+        check(os.path.exists(path[:-3] + ext), f"no .{ext} beside {path}")
+
+
+def baddir_mode(a):
+    env = dict(os.environ, OPBENCH_CAPTURE_DIR="/proc/no-such-folder", LD_PRELOAD=a.lib)
+    p = subprocess.run([a.prog, "threads", "2", "3"], env=env, capture_output=True, text=True)
+    plain = run([a.prog, "threads", "2", "3"])
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    print("stderr:", lines)
+    check(len(lines) == 1 and lines[0].startswith("opbench-capture: OPBENCH_CAPTURE_DIR "
+                                                  "'/proc/no-such-folder'"),
+          f"expected one opbench-capture: line naming the folder, got {lines}")
+    check(p.returncode == plain.returncode == 3, f"exit status {p.returncode}, expected 3")
+    check(p.stdout == plain.stdout, "the program's output changed")
+    q = run(["bash", CAPTURE_SH, "--out", "/proc/no-such-folder", "--", a.prog, "threads", "1", "1"])
+    print("capture.sh:", q.stderr.strip())
+    check(q.returncode == 2 and q.stderr.startswith("error: capture.sh: --out"),
+          f"capture.sh --out on an unusable folder: exit {q.returncode}, {q.stderr.strip()}")
+
+
+# (api, op, dtype, m, n, k, batch, layout) -> calls; (api, op, dtype, count, bytes, redop) -> calls
+GPU_GEMMS = {
+    ("cublasSgemm_v2", "gemm", "fp32", 32, 64, 16, 1, "TN"): 3,
+    ("cublasHgemm", "gemm", "fp16", 8, 128, 64, 1, "NT"): 2,
+    ("cublasGemmEx", "gemm", "bf16", 128, 256, 64, 1, "NN"): 4,
+    ("cublasGemmEx", "gemm", "tf32", 16, 32, 8, 1, "NN"): 1,
+    ("cublasGemmStridedBatchedEx", "gemm_batched", "fp16", 64, 64, 32, 8, "NT"): 2,
+    ("cublasGemmBatchedEx", "gemm_batched", "fp32", 48, 16, 24, 3, "TN"): 1,
+    ("cublasGemmGroupedBatchedEx", "gemm_grouped", "bf16", 260, 512, 256, 1, "NT"): 1,
+    ("cublasLtMatmul", "gemm_batched", "bf16", 40, 96, 64, 2, "NT"): 5,
+}
+GPU_COLLS = {
+    ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum"): 3,
+    ("ncclAllGather", "all_gather", "bf16", 256, 2048, ""): 2,
+    ("ncclReduceScatter", "reduce_scatter", "fp16", 128, 1024, "max"): 1,
+    ("ncclBroadcast", "broadcast", "fp64", 100, 800, ""): 1,
+    ("ncclGroupEnd", "send_recv", "fp32", 128, 512, ""): 2,
+}
+
+
+def gpu_mode(a):
+    out = fresh(a.out)
+    p = capture(out, [a.prog])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    check("descriptors ok" in p.stdout, "the real cuBLASLt did not build its descriptors")
+    found = files(out)
+    if not check(len(found) == 1, f"expected one capture file, found {found}"):
+        return
+    rows = read_rows(found[0])
+    gemms, colls = Counter(), Counter()
+    for r in rows:
+        if r["kind"] == "gemm":
+            gemms[(r["api"], r["op"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]),
+                   int(r["batch"]), r["layout"])] += int(r["calls"])
+            check(int(r["flops"]) == 2 * int(r["batch"]) * int(r["m"]) * int(r["n"]) * int(r["k"]),
+                  f"flops of {r['api']}")
+        else:
+            colls[(r["api"], r["op"], r["dtype"], int(r["count"]), int(r["bytes"]),
+                   r["redop"])] += int(r["calls"])
+            check(r["comm_size"] == "4", f"comm_size of {r['api']}: {r['comm_size']}")
+        check(r["timed_calls"] == r["calls"], f"{r['api']}: {r['timed_calls']} of {r['calls']} timed")
+        check(r["min_us"] != "" and float(r["min_us"]) >= 300.0,
+              f"{r['api']}: min_us {r['min_us']} below the stand-in's 300 us")
+    compare("GPU GEMMs", gemms, GPU_GEMMS)
+    compare("NCCL", colls, GPU_COLLS)
+
+
+def bench_gemm_mode(a):
+    out = fresh(a.out)
+    report = os.path.join(out, "report")
+    cap = os.path.join(out, "capture")
+    p = capture(cap, [a.bench_gemm, "--backend", a.backend, "--m", "256", "--n", "128", "--k",
+                      "64", "--layout", "NN", "--dtype", a.dtype, "--warmup", "2",
+                      "--min-samples", "5", "--max-samples", "5", "--report-dir-path", report])
+    check(p.returncode == 0, f"bench_gemm under the capture exited {p.returncode}")
+    expected, bench_us = None, None
+    jsonl = os.path.join(report, "gemm_sweep.jsonl")
+    if check(os.path.exists(jsonl), f"no {jsonl}"):
+        row = json.loads(open(jsonl).readline())
+        m = row.get("measurement", {})
+        expected = m.get("warmup_runs", 0) + row["metrics"]["samples"] * row.get("launches_per_sample", 1)
+        bench_us = row["metrics"].get("time_us")
+    calls, in_job = 0, None
+    for path in files(cap):
+        for r in read_rows(path):
+            if (r["kind"] == "gemm" and (r["m"], r["n"], r["k"], r["layout"]) == ("256", "128", "64", "NN")
+                    and r["dtype"] == a.dtype):
+                calls += int(r["calls"])
+                in_job = float(r["avg_us"]) if r["avg_us"] else None
+    print(f"bench_gemm {a.backend} {a.dtype} 256x128x64 NN: captured {calls} calls, bench_gemm ran "
+          f"{expected} (warm-up + samples x launches); in-job avg {in_job} us, bench_gemm {bench_us} us")
+    check(calls > 0, "the capture holds no 256x128x64 NN GEMM of bench_gemm's")
+    if a.backend == "cpu":
+        check(calls == expected, f"captured {calls} calls, bench_gemm ran {expected}")
+    with open(os.path.join(out, "check.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["status", "note", "captured_calls", "expected_calls", "in_job_us", "bench_us"])
+        w.writerow(["ok" if not problems else "failed", "; ".join(problems)[:300], calls, expected,
+                    in_job if in_job is not None else "", bench_us if bench_us is not None else ""])
+
+
+def replay_gemm_mode(a):
+    out = fresh(a.out)
+    data = os.path.join(ROOT, "tests", "data", "capture_replay")
+    quick = ["--backend", "cpu", "--max-samples", "3", "--min-samples", "3", "--warmup", "1"]
+    cases = [([], {("sgemm_", "fp32"): (16, 23.75, "ok"), ("cublasLtMatmul", "bf16"): (4, 100.0, "skipped")}),
+             (["--rank", "1"], {("sgemm_", "fp32"): (6, 30.0, "ok")})]
+    for extra, expected in cases:
+        report = os.path.join(out, "rank" + (extra[1] if extra else "all"))
+        p = run([a.bench_gemm, "--capture-path", data, "--report-dir-path", report] + quick + extra)
+        print(p.stdout[-600:], p.stderr[-600:])
+        check(p.returncode == 0, f"bench_gemm --capture-path {' '.join(extra)} exited {p.returncode}")
+        path = os.path.join(report, "gemm_capture.csv")
+        if not check(os.path.exists(path), f"no {path}"):
+            continue
+        rows = read_rows(path)
+        got = {(r["gemm"], r["dtype"]): r for r in rows}
+        check(set(got) == set(expected), f"{' '.join(extra) or 'merged'}: rows {sorted(got)}, "
+              f"expected {sorted(expected)}")
+        for key, (calls, in_job, status) in expected.items():
+            r = got.get(key)
+            if r is None:
+                continue
+            print(f"  {key}: status {r['status']}, captured_calls {r['captured_calls']}, in_job_us "
+                  f"{r['in_job_us']}, time_us {r['time_us']}, in_job_ratio {r['in_job_ratio']}")
+            check(r["status"] == status, f"{key}: status {r['status']}, expected {status}")
+            check(int(r["captured_calls"]) == calls, f"{key}: captured_calls {r['captured_calls']}")
+            check(abs(float(r["in_job_us"]) - in_job) < 1e-6, f"{key}: in_job_us {r['in_job_us']}")
+            check((r["m"], r["n"], r["k"]) == (("64", "48", "32") if key[0] == "sgemm_"
+                                               else ("128", "256", "64")), f"{key}: shape")
+            if status == "ok":
+                ratio = in_job / float(r["time_us"])
+                check(abs(float(r["in_job_ratio"]) - ratio) <= 1e-3 * ratio,
+                      f"{key}: in_job_ratio {r['in_job_ratio']}, in_job_us / time_us = {ratio}")
+                check(r["transa"] == "N" and r["transb"] == "T", f"{key}: layout")
+            else:
+                check(r["in_job_ratio"] == "" and r["note"] != "", f"{key}: a skipped row has a "
+                      f"reason and no ratio ({r['note']!r}, {r['in_job_ratio']!r})")
+    # plot_report.py draws a capture table and its replay
+    plot = run([PY, os.path.join(ROOT, "scripts", "plot_report.py"),
+                os.path.join(data, "capture-node1-rank0.csv"),
+                os.path.join(out, "rankall", "gemm_capture.csv"), "--out", os.path.join(out, "plots")])
+    pngs = sorted(os.listdir(os.path.join(out, "plots"))) if plot.returncode == 0 else []
+    print("plot_report.py:", plot.returncode, pngs, plot.stderr.strip())
+    check(pngs == ["capture-node1-rank0_capture.png", "gemm_capture_capture_replay.png"],
+          f"plot_report.py wrote {pngs}")
+    q = run([a.bench_gemm, "--capture-path", data, "--rank", "7", "--dry-run"])
+    print("--rank 7:", q.stderr.strip())
+    check(q.returncode == 2 and "--rank 7: no capture file of that rank" in q.stderr,
+          f"--rank 7: exit {q.returncode}, {q.stderr.strip()}")
+
+
+def replay_ccl_mode(a):
+    out = fresh(a.out)
+    data = os.path.join(ROOT, "tests", "data", "capture_replay")
+    for extra, (calls, in_job) in (([], (10, 11.0)), (["--rank", "1"], (5, 12.0))):
+        report = os.path.join(out, "rank" + (extra[1] if extra else "all"))
+        p = run([a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.bench_ccl,
+                 "--backend", "mpi", "--capture-path", data, "--report-dir-path", report,
+                 "-n", "5", "-w", "1", "-c", "1"] + extra)
+        print(p.stdout[-400:], p.stderr[-400:])
+        check(p.returncode == 0, f"bench_ccl --capture-path {' '.join(extra)} exited {p.returncode}")
+        path = os.path.join(report, "ccl_all_reduce.csv")
+        if not check(os.path.exists(path), f"no {path}"):
+            continue
+        rows = read_rows(path)
+        check(len(rows) == 2, f"{path}: {len(rows)} rows, expected out and in place")
+        for r in rows:
+            print(f"  {r['label']} {r['placement']} {r['size_bytes']} B: captured_calls "
+                  f"{r['captured_calls']}, in_job_us {r['in_job_us']}, time_us {r['time_us']}, "
+                  f"in_job_ratio {r['in_job_ratio']}, status {r['status']}")
+            check(r["label"] == "MPI_Allreduce" and r["size_bytes"] == "4096" and r["count"] == "1024"
+                  and r["dtype"] == "fp32" and r["redop"] == "sum", f"row {r}")
+            check(r["status"] == "ok" and r.get("check", "") in ("", "passed"), f"status {r['status']}")
+            check(int(r["captured_calls"]) == calls, f"captured_calls {r['captured_calls']}, expected {calls}")
+            check(abs(float(r["in_job_us"]) - in_job) < 1e-6, f"in_job_us {r['in_job_us']}")
+            ratio = in_job / float(r["time_us"])
+            check(abs(float(r["in_job_ratio"]) - ratio) <= 1e-3 * ratio,
+                  f"in_job_ratio {r['in_job_ratio']}, in_job_us / time_us = {ratio}")
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_get(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return r.read().decode()
+
+
+def prometheus_mode(a):
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is not installed (scripts/setup.sh installs Debian's prometheus): skipped")
+            sys.exit(77)
+    out = fresh(a.out)
+    port, prom_port = free_port(), free_port()
+    # periodic writes: the program is ended with SIGTERM, which skips the exit write
+    env = dict(os.environ, OPBENCH_CAPTURE_DIR=out, OPBENCH_CAPTURE_INTERVAL="0.5",
+               OPBENCH_CAPTURE_PORT=str(port), LD_PRELOAD=a.lib)
+    for name in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"):
+        env.pop(name, None)  # the port is the base port + the local rank: 0 here
+    prog = subprocess.Popen([a.prog, "loop", "60"], env=env, stdout=subprocess.DEVNULL)
+    prom = None
+    try:
+        body, deadline = "", time.time() + 20
+        while time.time() < deadline and "cblas_sgemm" not in body:
+            time.sleep(0.2)
+            try:
+                body = http_get(f"http://127.0.0.1:{port}/metrics")
+            except OSError:
+                pass
+        if not check("cblas_sgemm" in body, f"no series at http://127.0.0.1:{port}/metrics"):
+            return
+        lint = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                              text=True)
+        print("promtool check metrics (live):", lint.returncode, (lint.stdout + lint.stderr).strip())
+        check(lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(),
+              "promtool check metrics rejects /metrics")
+        with open(os.path.join(out, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: capture\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{port}']\n")
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={out}/prometheus.yml", f"--storage.tsdb.path={out}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}"],
+            stdout=open(os.path.join(out, "prometheus.log"), "w"), stderr=subprocess.STDOUT)
+        result, deadline = [], time.time() + 60
+        query = (f"http://127.0.0.1:{prom_port}/api/v1/query?query="
+                 "opbench_capture_calls_total%7Bapi%3D%22cblas_sgemm%22%7D")
+        while time.time() < deadline and not result:
+            time.sleep(0.5)
+            try:
+                result = json.loads(http_get(query)).get("data", {}).get("result", [])
+            except (OSError, ValueError):
+                pass
+        print("Prometheus query result:", json.dumps(result)[:400])
+        if check(len(result) == 1, f"Prometheus returned {len(result)} series for the query"):
+            labels, value = result[0]["metric"], float(result[0]["value"][1])
+            check(labels.get("shape") == "64x64x64 NN" and labels.get("dtype") == "fp32"
+                  and labels.get("job") == "capture", f"labels {labels}")
+            check(value > 0, f"calls {value}")
+    finally:
+        for p in (prom, prog):
+            if p is not None:
+                p.terminate()
+                p.wait()
+    # the textfile written at exit passes promtool too
+    found = [f[:-3] + "prom" for f in files(out)]
+    if check(len(found) == 1, f"expected one textfile, found {found}"):
+        with open(found[0]) as f:
+            lint = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True,
+                                  text=True)
+        print("promtool check metrics (textfile):", lint.returncode, (lint.stdout + lint.stderr).strip())
+        check(lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(),
+              f"promtool check metrics rejects {found[0]}")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
+                                    "nested", "baddir", "gpu", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
+    p.add_argument("--out", required=True)
+    p.add_argument("--prog")
+    p.add_argument("--lib")
+    p.add_argument("--mpiexec", default="mpirun")
+    p.add_argument("--bench-gemm")
+    p.add_argument("--bench-ccl")
+    p.add_argument("--seq-len", type=int, default=32)
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--dtype", default="fp32")
+    a = p.parse_args(argv)
+    if a.lib:
+        os.environ["OPBENCH_CAPTURE_LIB"] = a.lib
+    globals()[a.mode.replace("-", "_") + "_mode"](a)
+    for message in problems:
+        print("FAIL:", message)
+    print("ok" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

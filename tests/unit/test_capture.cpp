@@ -1,0 +1,87 @@
+// The capture library's pure parts, on values worked out by hand: the histogram's quantiles and
+// their error bound, the table's merge of calls, the column-major -> row-major conversion and
+// nccl-tests' bytes that the capture and bench_ccl share. A separate executable
+// (capture_unit_tests): it links only opbench_capture_core, as the capture library does.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "capture/histogram.hpp"
+#include "capture/output.hpp"
+#include "capture/table.hpp"
+#include "common/blas_layout.hpp"
+#include "common/coll_formulas.hpp"
+
+using namespace opbench;
+using namespace opbench::capture;
+
+TEST_CASE("capture histogram: quantiles within 1% of the nearest-rank value") {
+  LogHistogram h;
+  for (int us = 1; us <= 1000; ++us)
+    h.add(us * 1000.0);  // 1..1000 µs in ns
+  REQUIRE(h.count() == 1000);
+  // nearest rank: p50 is the 500th value, 500 µs; p99 the 990th, 990 µs
+  CHECK(std::abs(h.quantile(0.50) - 500e3) <= 0.01 * 500e3);
+  CHECK(std::abs(h.quantile(0.99) - 990e3) <= 0.01 * 990e3);
+  // 1 µs .. 1 ms spans 3 decades: ln(1000) / ln(1.01/0.99) = 346 buckets, not 1000 samples
+  CHECK(h.buckets() <= 350);
+  // one value: every quantile is within 1% of it
+  LogHistogram one;
+  one.add(123456.0);
+  CHECK(std::abs(one.quantile(0.99) - 123456.0) <= 0.01 * 123456.0);
+}
+
+TEST_CASE("capture table: calls and times merge per key, p99 of few calls is the max") {
+  ShapeTable t;
+  CaptureKey k;
+  k.api = "sgemm_";
+  k.kind = "gemm";
+  k.op = "gemm";
+  k.dtype = "fp32";
+  k.m = 32;
+  k.n = 688;
+  k.k = 256;
+  k.batch = 1;
+  k.transa = 'N';
+  k.transb = 'T';
+  for (double us : {10.0, 20.0, 30.0, 40.0})
+    t.record(k, us * 1e3);
+  t.record(k, -1);  // counted, no time
+  const auto rows = t.snapshot();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].calls == 5);
+  CHECK(rows[0].timed_calls == 4);
+  CHECK(rows[0].total_us == Approx(100.0));
+  CHECK(rows[0].avg_us == Approx(25.0));
+  CHECK(rows[0].min_us == Approx(10.0));
+  CHECK(rows[0].max_us == Approx(40.0));
+  CHECK(rows[0].p99_us == Approx(40.0));                // rank ⌈0.99·4⌉ = 4: the max, exactly
+  CHECK(rows[0].p50_us == Approx(20.0).epsilon(0.01));  // rank 2
+  CHECK(shape_label(k) == "32x688x256 NT");
+}
+
+TEST_CASE("capture: a column-major call as bench_gemm's row-major GEMM") {
+  // torch.nn.Linear forward, Y[T,out] = X[T,in]·W[out,in]ᵀ: sgemm_("T", "N", out, T, in, W, X)
+  const RowMajorGemm fprop = row_major_from_column_major(true, false, 688, 32, 256);
+  CHECK(fprop.m == 32);
+  CHECK(fprop.n == 688);
+  CHECK(fprop.k == 256);
+  CHECK(!fprop.transa);
+  CHECK(fprop.transb);  // NT: bench_gemm's fprop
+  const RowMajorGemm back = column_major_from_row_major(fprop);
+  CHECK((back.m == 688 && back.n == 32 && back.k == 256 && back.transa && !back.transb));
+  CHECK(blas_trans('t'));
+  CHECK(blas_trans('C'));
+  CHECK(!blas_trans('n'));
+}
+
+TEST_CASE("capture: collective bytes as nccl-tests counts them") {
+  // 4 ranks, fp32: all_gather of 256 per rank moves 4·256·4 = 4096 bytes
+  CHECK(algbw_bytes(CollOp::all_gather, exact_counts(CollOp::all_gather, 256, 4), 4, 4) == 4096.0);
+  CHECK(algbw_bytes(CollOp::reduce_scatter, exact_counts(CollOp::reduce_scatter, 128, 4), 2, 4) ==
+        1024.0);
+  CHECK(algbw_bytes(CollOp::all_to_all, exact_counts(CollOp::all_to_all, 128, 2), 4, 2) == 1024.0);
+  CHECK(algbw_bytes(CollOp::all_reduce, exact_counts(CollOp::all_reduce, 1024, 8), 4, 8) == 4096.0);
+  CHECK(busbw_factor(CollOp::all_reduce, 4) == Approx(1.5));
+}
