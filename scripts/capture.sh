@@ -68,6 +68,23 @@ lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 mkdir -p -- "$out" 2>/dev/null || die "--out '$out': cannot create the folder"
 [ -d "$out" ] && [ -w "$out" ] || die "--out '$out': not a writable folder"
 out=$(cd "$out" && pwd)
+# The folder holds only captures (a file of anything else is refused, untouched: a run never
+# moves, overwrites or deletes a file opbench did not write); an earlier capture's tables move
+# into earlier-<date>-<time>/ so this job's files are its own.
+shopt -s nullglob
+for f in "$out"/* "$out"/.[!.]*; do
+  case $(basename "$f") in
+    capture-*.csv | capture-*.jsonl | capture-*.prom | capture-*.tmp | earlier-*) ;;
+    *) die "--out '$out': holds $(basename "$f"), which is not a capture file; name a new or capture-only folder" ;;
+  esac
+done
+earlier=("$out"/capture-*)
+if [ ${#earlier[@]} -gt 0 ]; then
+  aside="$out/earlier-$(date +%Y%m%d-%H%M%S)"
+  mkdir -p "$aside" && mv -- "${earlier[@]}" "$aside/" || die "--out '$out': cannot move the earlier capture aside"
+  echo "capture.sh: the earlier capture's tables moved to $aside" >&2
+fi
+shopt -u nullglob
 
 export OPBENCH_CAPTURE_DIR="$out" OPBENCH_CAPTURE_INTERVAL="$interval"
 if [ -n "$port" ]; then export OPBENCH_CAPTURE_PORT="$port"; fi

@@ -86,3 +86,16 @@ if(OPBENCH_HAVE_CUDA)
     COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
             --prog $<TARGET_FILE:capture_gpu_calls>)
 endif()
+
+# capture.sh writes only into a new or capture-only folder (issue 31's rule): a user's file there
+# is refused, untouched; an earlier capture's tables move into earlier-<date>-<time>/.
+add_test(NAME "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
+  COMMAND bash -c "rm -rf \"$0\" && mkdir -p \"$0/mine\" \"$0/cap\" && echo keep > \"$0/mine/notes.txt\" \
+                   && { OPBENCH_CAPTURE_LIB=\"$1\" bash '${PROJECT_SOURCE_DIR}/scripts/capture.sh' --out \"$0/mine\" -- true 2> \"$0/err\"; test $? -eq 2; } \
+                   && grep -q 'holds notes.txt, which is not a capture file' \"$0/err\" && grep -qx keep \"$0/mine/notes.txt\" \
+                   && echo old > \"$0/cap/capture-h-rank0.csv\" \
+                   && OPBENCH_CAPTURE_LIB=\"$1\" bash '${PROJECT_SOURCE_DIR}/scripts/capture.sh' --out \"$0/cap\" -- true 2>/dev/null \
+                   && grep -qx old \"$0\"/cap/earlier-*/capture-h-rank0.csv && echo aside-ok"
+          ${CAPTURE_OUT}/guard ${CAPTURE_LIB})
+set_tests_properties("capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
+  PROPERTIES PASS_REGULAR_EXPRESSION "aside-ok")

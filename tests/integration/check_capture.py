@@ -519,7 +519,7 @@ def replay_gemm_mode(a):
     plot = run([PY, os.path.join(ROOT, "scripts", "plot_report.py"),
                 os.path.join(data, "capture-node1-rank0.csv"),
                 os.path.join(out, "rankall", "gemm_capture.csv"), "--out", os.path.join(out, "plots")])
-    pngs = sorted(os.listdir(os.path.join(out, "plots"))) if plot.returncode == 0 else []
+    pngs = sorted(f for f in os.listdir(os.path.join(out, "plots")) if f.endswith(".png")) if plot.returncode == 0 else []
     print("plot_report.py:", plot.returncode, pngs, plot.stderr.strip())
     check(pngs == ["capture-node1-rank0_capture.png", "gemm_capture_capture_replay.png"],
           f"plot_report.py wrote {pngs}")
