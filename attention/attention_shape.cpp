@@ -17,7 +17,9 @@ std::string attention_pass_name(AttentionPass p) {
 }
 
 bool is_attention_dtype(DType t) {
-  return t != DType::tf32 && is_floating(t) && dtype_size(t) > 1;
+  // What some provider runs: fp32 on the CPU, bf16 and fp16 on the GPU. fp64 was accepted and then
+  // skipped in every case; it is refused where it is given, with the list.
+  return t == DType::fp32 || t == DType::bf16 || t == DType::fp16;
 }
 
 std::vector<AttentionPass> parse_attention_passes(const std::string& text) {

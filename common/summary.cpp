@@ -89,9 +89,10 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
     std::string rule;
     for (std::size_t i = 0; i < spec.columns.size(); ++i)
       rule += "---|";
-    md += fmt::format(
-        "\n{} {} by {}:\n\n| {} |\n|{}\n", measured.size() > spec.top ? "The best" : "All",
-        std::min(measured.size(), spec.top), spec.headline, fmt::join(spec.columns, " | "), rule);
+    md += fmt::format("\n{} {} by {}:\n\n| {} |\n|{}\n",
+                      measured.size() > spec.top ? "The " + spec.first_are : std::string("All"),
+                      std::min(measured.size(), spec.top), spec.headline,
+                      fmt::join(spec.columns, " | "), rule);
     for (std::size_t i = 0; i < measured.size() && i < spec.top; ++i) {
       std::vector<std::string> cells;
       for (const auto& c : spec.columns)

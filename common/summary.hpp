@@ -23,6 +23,9 @@ struct SummarySpec {
   // The run's own tally, so the summary counts as the closing lines do (carried-over rows of
   // --resume included); without it the rows are counted.
   const RunTally* tally = nullptr;
+  // What the first rows of that order are: "best" for a figure of merit, "longest" for bench_fsdp's
+  // times (its summary lists where the step's communication goes, longest first).
+  std::string first_are = "best";
 };
 
 std::string summary_markdown(const Environment& env, const std::vector<Record>& rows,

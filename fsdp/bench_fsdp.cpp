@@ -232,7 +232,9 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                     "calls_per_step"},
                    15,
                    {estimate},
-                   tally.planned});
+                   tally.planned,
+                   &tally,
+                   "longest"});
   RunEnd end{"", dir, {}, false};
   for (const auto& [op, path] : csv_path)
     end.files.push_back(csv.count(op) ? fmt::format("{} ({} rows)", path, csv[op]->rows())

@@ -188,7 +188,10 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
               attention_reports,
               memop_reports};
   for (const StepOperator* op : todo) {
-    const std::string label = op->name + "  " + op->args();
+    // A memory-bound operator's arguments start with its name ("cross_entropy fwd 16x1024
+    // fp32"): said once on the progress line.
+    const std::string args = op->args();
+    const std::string label = args.rfind(op->name, 0) == 0 ? args : op->name + "  " + args;
     bool went_on = true;
     switch (op->family) {
       case StepFamily::gemm:

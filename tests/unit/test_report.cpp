@@ -4,11 +4,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/resume.hpp"
 #include "common/run_tally.hpp"
+#include "common/summary.hpp"
 #include "common/text.hpp"
 #include "temp_files.hpp"
 
@@ -172,4 +174,29 @@ TEST_CASE("Counts stay exact: integers in 64 bits, digits beyond") {
   CHECK(format_value(exact_count(beyond)) == "1180591620717411303424");
   CHECK(format_value(exact_count(-beyond)) == "-1180591620717411303424");
   CHECK(format_value(exact_count(0)) == "0");
+}
+
+TEST_CASE("A summary names what its first rows are: the best figures, or bench_fsdp's longest") {
+  char name[] = "bench_fsdp";
+  char* argv[] = {name};
+  const Environment env(1, argv, "bench_fsdp");
+  std::vector<Record> rows;
+  for (double t : {5.0, 50.0, 20.0}) {
+    Record r;
+    r.arg("unit", std::string("u")).metric("time_us", t);
+    r.result("status", std::string("ok")).result("note", std::string(""));
+    rows.push_back(r);
+  }
+  SummarySpec spec;
+  spec.title = "bench_fsdp";
+  spec.headline = "time_us";
+  spec.columns = {"unit", "time_us"};
+  spec.top = 2;
+  spec.first_are = "longest";
+  const std::string md = summary_markdown(env, rows, spec);
+  CHECK_THAT(md, Catch::Contains("The longest 2 by time_us"));
+  INFO(md);
+  const auto table = md.find("The longest");
+  CHECK(md.find("50", table) < md.find("20", table));  // longest first
+  CHECK_THAT(md, !Catch::Contains("The best"));
 }
