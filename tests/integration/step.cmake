@@ -33,3 +33,11 @@ set_tests_properties("step: dp 2 with the gradient all-reduce bench_ccl measured
   PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok" TIMEOUT 600)
 add_test(NAME "step: list models" COMMAND bench_step --list-models)
 set_tests_properties("step: list models" PROPERTIES PASS_REGULAR_EXPRESSION "14 models")
+# The progress line names a memory-bound operator once (it said "cross_entropy fwd  cross_entropy
+# fwd 16x1024 fp32").
+add_test(NAME "step: the progress line names each operator once"
+  COMMAND bench_step --model tiny --seq-len 16 --backend cpu --max-time 0.01
+          --report-dir-path ${CMAKE_CURRENT_BINARY_DIR}/step_progress_line)
+set_tests_properties("step: the progress line names each operator once" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\] cross_entropy fwd 16x1024 fp32 "
+  FAIL_REGULAR_EXPRESSION "cross_entropy fwd +cross_entropy fwd")
