@@ -99,3 +99,26 @@ add_test(NAME "capture: capture.sh refuses a folder holding a user's file, and s
           ${CAPTURE_OUT}/guard ${CAPTURE_LIB})
 set_tests_properties("capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
   PROPERTIES PASS_REGULAR_EXPRESSION "aside-ok")
+
+# The tests that preload the library into a program (python3, mpirun, our test programs) carry
+# the label preload: a sanitizer build's library cannot be preloaded into programs built without
+# the sanitizer runtime, so scripts/test_sanitizers.sh leaves them out; the capture's tables,
+# histogram and output run under the sanitizers in the capture unit tests, and the replays
+# (bench_gemm / bench_ccl --capture-path) run there too.
+set(CAPTURE_PRELOAD_TESTS
+  "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
+  "capture: numpy matmul through CBLAS"
+  "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
+  "capture: 4 threads calling BLAS at once"
+  "capture: a forked child starts empty and writes its own file"
+  "capture: a job killed with SIGKILL leaves its periodic tables"
+  "capture: a call inside an intercepted call counts once"
+  "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
+  "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
+  "capture: a Prometheus server scrapes the live /metrics and its API returns the series"
+  "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside")
+if(OPBENCH_HAVE_CUDA)
+  list(APPEND CAPTURE_PRELOAD_TESTS
+    "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors")
+endif()
+set_tests_properties(${CAPTURE_PRELOAD_TESTS} PROPERTIES LABELS preload)
