@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "collectives/nccl_pattern.hpp"
+#include "collectives/pattern_element.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 
@@ -14,43 +15,17 @@ namespace opbench {
 namespace {
 
 template <typename T>
-__device__ T from_double(double v) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<long long>(v));  // wraps modulo the width
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return __double2half(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __double2bfloat16(v);
-  } else {
-    return T(static_cast<float>(v));
-  }
-}
-
-template <typename T>
-__device__ double to_double(T v) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<double>(v);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return static_cast<double>(__half2float(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return static_cast<double>(__bfloat162float(v));
-  } else {
-    return static_cast<double>(static_cast<float>(v));
-  }
-}
-
-template <typename T>
 __global__ void fill_kernel(T* data, long long n, long long offset, PatternSpec spec, int rank) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    data[offset + i] = from_double<T>(pattern_input(spec, rank, i));
+    data[offset + i] = pattern_from_double<T>(pattern_input(spec, rank, i));
 }
 
 template <typename T>
 __global__ void poison_kernel(T* data, long long n) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    data[i] = from_double<T>(kPatternPoison);
+    data[i] = pattern_from_double<T>(kPatternPoison);
 }
 
 template <typename T>
@@ -59,7 +34,7 @@ __global__ void count_kernel(const T* data, long long n, PatternOp op, PatternSp
   unsigned long long mine = 0;
   for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < n;
        j += static_cast<long long>(gridDim.x) * blockDim.x)
-    if (!pattern_matches(spec, to_double(data[j]),
+    if (!pattern_matches(spec, pattern_to_double(data[j]),
                          pattern_expected(op, spec, rank, root, count, j)))
       ++mine;
   if (mine) atomicAdd(wrong, mine);
