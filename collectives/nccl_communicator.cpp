@@ -99,8 +99,13 @@ class NcclCommunicator final : public Communicator {
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
   }
+  // Never throws: the teardown's errors are ignored (the process is ending or the case failed).
   ~NcclCommunicator() override {
-    if (comm_) ncclCommDestroy(comm_);  // after an error abort() has already released it
+    if (comm_) {  // after an error abort() has already released it
+      Teardown steps{*this};
+      nccl_teardown(steps, NcclTeardown::destroy);
+    }
+    graph_.reset();  // normally already released, by the teardown or by abort()
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -266,8 +271,8 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     if (comm_ && !aborted_) {
       aborted_ = true;
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+      Teardown steps{*this};
+      nccl_teardown(steps, NcclTeardown::abort);
     }
   }
   bool aborted() const override {
@@ -275,6 +280,28 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // The teardown steps on this communicator's members (the order: nccl_policy's nccl_teardown).
+  struct Teardown final : NcclTeardownSteps {
+    NcclCommunicator& c;
+    explicit Teardown(NcclCommunicator& owner) : c(owner) {}
+    bool holds_graph() const override { return c.graph_ != nullptr; }
+    void synchronize_stream() override {
+      if (c.stream_ && cudaStreamSynchronize(c.stream_) != cudaSuccess) cudaGetLastError();
+    }
+    void release_graph() override {
+      c.graph_.reset();
+      c.graph_key_.clear();
+    }
+    void destroy_communicator() override {
+      ncclCommDestroy(c.comm_);
+      c.comm_ = nullptr;
+    }
+    void abort_communicator() override {
+      ncclCommAbort(c.comm_);
+      c.comm_ = nullptr;
+    }
+  };
+
   // The input pattern where the op reads it, and poison where its result goes.
   void fill(const CollCall& c) {
     const PatternSpec spec = make_pattern(c, size_);
