@@ -166,6 +166,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (o.run.graph_replays > 0 && backend.name != "nccl")
     throw bad_input(
         "-G/--cudagraph: CUDA-graph mode needs the NCCL backend (here: " + backend.name + ")");
+  backend.cuda_graphs = o.run.graph_replays > 0;
   Environment env(argc, argv, "bench_ccl");
   describe_backend(backend, env);
   env.set("world_size", world);

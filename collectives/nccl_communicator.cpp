@@ -77,7 +77,7 @@ ncclRedOp_t nccl_op(RedOp r) {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(MPI_Comm comm, int device) : device_(device) {
+  NcclCommunicator(MPI_Comm comm, int device, bool cuda_graphs) : device_(device) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     OPBENCH_CUDA_CHECK(cudaSetDevice(device));
@@ -94,6 +94,12 @@ class NcclCommunicator final : public Communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
     if (nccl_has_nvlink_centric_sched(version_)) config.nvlinkCentricSched = 1;
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+    if (auto mode = nccl_graph_usage_mode(NCCL_VERSION_CODE, version_, cuda_graphs))
+      config.graphUsageMode = *mode;
+#else
+    (void)cuda_graphs;  // this nccl.h has no graphUsageMode: NCCL's default applies
 #endif
     nccl_check(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "CommInitRankConfig");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -330,8 +336,25 @@ class NcclCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device,
-                                                     MpiSession& /*session*/) {
-  return std::make_unique<NcclCommunicator>(comm, device);
+                                                     MpiSession& /*session*/, bool cuda_graphs) {
+  return std::make_unique<NcclCommunicator>(comm, device, cuda_graphs);
+}
+
+nlohmann::json nccl_config_record(bool cuda_graphs) {
+  int running = 0;
+  ncclGetVersion(&running);
+  const auto mode = nccl_graph_usage_mode(NCCL_VERSION_CODE, running, cuda_graphs);
+  nlohmann::json out;
+  out["nvlinkCentricSched"] = nccl_has_nvlink_centric_sched(running) && NCCL_VERSION_CODE >= 22800
+                                  ? nlohmann::json(1)
+                                  : nlohmann::json("NCCL's default");
+  if (mode)
+    out["graphUsageMode"] = *mode;
+  else
+    out["graphUsageMode"] = fmt::format(
+        "not set: NCCL {} (built with {}.{}.{}) has no graphUsageMode before 2.29; NCCL's default",
+        version_from_int(running), NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  return out;
 }
 
 std::string nccl_version_string() {

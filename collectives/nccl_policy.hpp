@@ -67,6 +67,18 @@ inline void nccl_teardown(NcclTeardownSteps& steps, NcclTeardown how) {
     steps.abort_communicator();
 }
 
+// ncclConfig_t.graphUsageMode, set as nccl-tests sets it (src/common.cu, threadInit, under
+// NCCL_VERSION_CODE >= NCCL_VERSION(2,29,0)): 1 (graph capture, no mixing) with -G, 0 (no
+// capture) without. NCCL's default, 2, lets captured and plain calls mix by adding event wait and
+// record nodes around every captured collective, so -G figures would differ from nccl-tests'.
+// The field exists from NCCL 2.29 (nccl.h's ncclConfig_t; 2.28.9's has no such field): both the
+// headers built with and the library running must have it. The mode, or nullopt where not set.
+inline std::optional<int> nccl_graph_usage_mode(int built_version, int running_version,
+                                                bool cuda_graphs) {
+  if (built_version < 22900 || running_version < 22900) return std::nullopt;
+  return cuda_graphs ? 1 : 0;
+}
+
 // Where call `iteration` starts inside buffers of `capacity` bytes, for calls of `call_bytes`
 // (max of send and receive): each iteration takes the next slice, as nccl-tests does (buffers
 // sized for the largest size of the sweep), so small calls do not re-read a cached slice.

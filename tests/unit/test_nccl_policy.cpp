@@ -107,3 +107,13 @@ TEST_CASE("NCCL teardown: a -G graph is released before the communicator it refe
   nccl_teardown(plain_abort, NcclTeardown::abort);
   CHECK(plain_abort.order == std::vector<std::string>{"ncclCommAbort"});
 }
+
+TEST_CASE("ncclConfig_t.graphUsageMode: 1 with -G, 0 without, only where NCCL has the field") {
+  // nccl-tests: 1 with CUDA graphs, 0 without, when built with NCCL 2.29 or newer.
+  CHECK(nccl_graph_usage_mode(22900, 22900, true) == std::optional<int>(1));
+  CHECK(nccl_graph_usage_mode(22907, 23001, false) == std::optional<int>(0));
+  // 2.28.9 (installed here) has no such field, at build or at run time: NCCL's default stays.
+  CHECK_FALSE(nccl_graph_usage_mode(22809, 22809, true));
+  CHECK_FALSE(nccl_graph_usage_mode(22900, 22809, true));  // built newer, running older
+  CHECK_FALSE(nccl_graph_usage_mode(22809, 22907, false));
+}
