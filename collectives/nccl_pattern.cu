@@ -82,20 +82,22 @@ void with_type(DType t, F&& f) {
 void device_pattern_fill(void* data, DType t, std::int64_t n, std::int64_t offset,
                          const PatternSpec& spec, int rank, cudaStream_t stream) {
   if (n <= 0) return;
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     fill_kernel<T><<<blocks_for(n), 256, 0, stream>>>(static_cast<T*>(data), n, offset, spec, rank);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "fill_kernel (collective check pattern)");
 }
 
 void device_pattern_poison(void* data, DType t, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     poison_kernel<T><<<blocks_for(n), 256, 0, stream>>>(static_cast<T*>(data), n);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "poison_kernel (collective check pattern)");
 }
 
 std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, PatternOp op,
@@ -104,13 +106,14 @@ std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t 
   if (n <= 0) return 0;
   DeviceBuffer counter(sizeof(unsigned long long));
   OPBENCH_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     count_kernel<T><<<blocks_for(n), 256, 0, stream>>>(
         static_cast<const T*>(data), n, op, spec, rank, root, count,
         static_cast<unsigned long long*>(counter.data()));
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "count_kernel (collective check)");
   unsigned long long wrong = 0;
   OPBENCH_CUDA_CHECK(
       cudaMemcpyAsync(&wrong, counter.data(), sizeof(wrong), cudaMemcpyDeviceToHost, stream));
