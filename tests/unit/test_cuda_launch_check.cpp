@@ -1,12 +1,15 @@
-// How our CUDA launches are checked, through the CUDA runtime on whatever machine runs the tests
-// (none of it needs a GPU): a launch check reports the launch alone — an error an earlier runtime
-// call left pending (one its caller already handled) is taken before the launch instead of being
-// blamed on it.
+// How our CUDA launches are checked and how cleanup changes device, through the CUDA runtime on
+// whatever machine runs the tests (none of it needs a GPU):
+// - a launch check reports the launch alone: an error an earlier runtime call left pending (one
+//   its caller already handled) is taken before the launch instead of being blamed on it;
+// - the cleanup form of DeviceScope never throws, where the throwing form does.
 #include <catch2/catch.hpp>
 
+#include <new>
 #include <string>
 
 #include "common/cuda/check.hpp"
+#include "common/cuda/device_scope.hpp"
 
 using namespace opbench;
 
@@ -44,4 +47,15 @@ TEST_CASE("launch check: an error an earlier call left pending is not reported a
                           Catch::Contains("an earlier call had left"));
   }
   take_pending_cuda_error();
+}
+
+TEST_CASE("DeviceScope: the cleanup form never throws where the plain form does") {
+  CHECK_THROWS_AS(DeviceScope(kNoSuchDevice), Error);
+  take_pending_cuda_error();
+  bool entered = true;
+  CHECK_NOTHROW([&] {
+    DeviceScope scope(kNoSuchDevice, std::nothrow);
+    entered = scope.entered();
+  }());
+  CHECK_FALSE(entered);
 }
