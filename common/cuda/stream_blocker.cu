@@ -62,8 +62,8 @@ void StreamBlocker::block(cudaStream_t stream) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     host_flags_[0] = 1;
-    throw run_failure(launch_failure_text(err, pending, "spin_until_released<<<1, 1>>>", __FILE__,
-                                          __LINE__));
+    throw run_failure(
+        launch_failure_text(err, pending, "spin_until_released<<<1, 1>>>", __FILE__, __LINE__));
   }
 }
 

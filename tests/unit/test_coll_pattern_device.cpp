@@ -65,8 +65,7 @@ TEST_CASE("device check: every element type round-trips the pattern's small inte
   // The poison in e4m3 (3 mantissa bits) rounds to 80: still outside every pattern value.
   CHECK(pattern_to_double(pattern_from_double<__nv_fp8_e4m3>(kPatternPoison)) == 80.0);
   // fp32 keeps its own precision: 1/3 rounds to float, not further.
-  CHECK(pattern_to_double(pattern_from_double<float>(1.0 / 3)) ==
-        static_cast<double>(1.0f / 3.0f));
+  CHECK(pattern_to_double(pattern_from_double<float>(1.0 / 3)) == static_cast<double>(1.0f / 3.0f));
   // Integers wrap modulo their width, as NCCL's do.
   CHECK(pattern_to_double(pattern_from_double<signed char>(130.0)) == -126.0);
 }

@@ -42,9 +42,9 @@ TEST_CASE("launch check: an error an earlier call left pending is not reported a
   } else {
     // No driver (this CI machine): every runtime call fails, as after a sticky error; the check
     // fails and says the error was there before the launch.
-    CHECK_THROWS_WITH(check_launch_since(pending, "no kernel", __FILE__, __LINE__),
-                      Catch::Contains("launching no kernel") &&
-                          Catch::Contains("an earlier call had left"));
+    CHECK_THROWS_WITH(
+        check_launch_since(pending, "no kernel", __FILE__, __LINE__),
+        Catch::Contains("launching no kernel") && Catch::Contains("an earlier call had left"));
   }
   take_pending_cuda_error();
 }
