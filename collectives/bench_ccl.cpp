@@ -156,7 +156,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     throw bad_input(fmt::format("-r/--root {}: the groups have {} ranks", o.root, group_size));
   for (auto [flag, rank] : {std::pair{"--test-corrupt-rank", o.run.corrupt_rank},
                             {"--test-stall-rank", o.run.stall_rank},
-                            {"--test-fail-rank", o.run.fail_rank}})
+                            {"--test-fail-rank", o.run.fail_rank},
+                            {"--test-lead-rank", o.run.lead_rank}})
     if (rank >= world)
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
   std::vector<CclCase> cases = o.wants_model() ? model_cases(o, world) : sweep_cases(o, group_size);
