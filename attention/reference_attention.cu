@@ -149,12 +149,13 @@ void with_type(DType t, Launch&& launch) {
 void reference_attention_forward(const AttentionDims& s, const void* q, const void* k,
                                  const void* v, float* o, float* lse, cudaStream_t stream) {
   check_head_dims(s);
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(s.dtype, [&](auto tag) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
     forward_kernel<T><<<blocks_for_rows(s.b * s.hq * s.sq), kThreads, 0, stream>>>(
         s, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), o, lse);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "forward_kernel (reference attention)");
 }
 
 void reference_attention_backward(const AttentionDims& s, const void* q, const void* k,
@@ -162,6 +163,7 @@ void reference_attention_backward(const AttentionDims& s, const void* q, const v
                                   float* dq, float* dk, float* dv, float* delta,
                                   cudaStream_t stream) {
   check_head_dims(s);
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(s.dtype, [&](auto tag) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
     const T *tq = static_cast<const T*>(q), *tk = static_cast<const T*>(k),
@@ -172,15 +174,16 @@ void reference_attention_backward(const AttentionDims& s, const void* q, const v
     dkv_kernel<T><<<blocks_for_rows(s.b * s.hkv * s.skv), kThreads, 0, stream>>>(
         s, tq, tk, tv, lse, tdo, delta, dk, dv);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "dq_kernel, dkv_kernel (reference attention)");
 }
 
 void convert_floats(const float* in, void* out, std::int64_t count, DType t, cudaStream_t stream) {
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto tag) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
     convert_kernel<T><<<1024, 256, 0, stream>>>(in, static_cast<T*>(out), count);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "convert_kernel");
 }
 
 DeviceComparison compare_with_reference(const void* got, const float* want, std::int64_t count,
@@ -188,12 +191,13 @@ DeviceComparison compare_with_reference(const void* got, const float* want, std:
   DeviceBuffer slots(2 * sizeof(unsigned int));
   auto* bits = static_cast<unsigned int*>(slots.data());
   OPBENCH_CUDA_CHECK(cudaMemsetAsync(bits, 0, 2 * sizeof(unsigned int), stream));
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto tag) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
     compare_kernel<T>
         <<<1024, 256, 0, stream>>>(static_cast<const T*>(got), want, count, bits, bits + 1);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "compare_kernel");
   unsigned int host[2] = {0, 0};
   OPBENCH_CUDA_CHECK(cudaMemcpyAsync(host, bits, sizeof(host), cudaMemcpyDeviceToHost, stream));
   OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));

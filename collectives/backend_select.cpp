@@ -65,7 +65,8 @@ CclBackend choose_ccl_backend(MpiSession& session, const std::string& requested,
 std::unique_ptr<Communicator> make_communicator(const CclBackend& backend, MpiSession& session,
                                                 MPI_Comm comm) {
 #ifdef OPBENCH_HAVE_CUDA
-  if (backend.name == "nccl") return make_nccl_communicator(comm, backend.device, session);
+  if (backend.name == "nccl")
+    return make_nccl_communicator(comm, backend.device, session, backend.cuda_graphs);
 #else
   (void)session;
 #endif
@@ -145,6 +146,7 @@ void describe_backend(const CclBackend& backend, Environment& env) {
 #ifdef OPBENCH_HAVE_CUDA
   if (backend.name == "nccl") {
     env.add_library("NCCL", nccl_version_string());
+    env.set("nccl_config", nccl_config_record(backend.cuda_graphs));
     add_cuda_environment(env, backend.device);
   }
 #else

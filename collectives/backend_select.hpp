@@ -15,6 +15,7 @@ struct CclBackend {
   std::string name;    // "nccl" or "mpi"
   std::string reason;  // why auto chose it
   int device = -1;     // the rank's GPU (nccl)
+  bool cuda_graphs = false;  // -G: calls are captured into CUDA graphs (ncclConfig_t)
 };
 
 // --backend auto|nccl|mpi for this job: every rank agrees. nccl needs a GPU of its own for every

@@ -204,7 +204,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
     throw bad_input(fmt::format("-r/--root {}: the groups have {} ranks", o.root, group_size));
   for (auto [flag, rank] : {std::pair{"--test-corrupt-rank", o.run.corrupt_rank},
                             {"--test-stall-rank", o.run.stall_rank},
-                            {"--test-fail-rank", o.run.fail_rank}})
+                            {"--test-fail-rank", o.run.fail_rank},
+                            {"--test-lead-rank", o.run.lead_rank}})
     if (rank >= world)
       throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
   std::vector<CclCase> cases = o.wants_capture() ? capture_cases(o, world, lead)
@@ -216,6 +217,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   if (o.run.graph_replays > 0 && backend.name != "nccl")
     throw bad_input(
         "-G/--cudagraph: CUDA-graph mode needs the NCCL backend (here: " + backend.name + ")");
+  backend.cuda_graphs = o.run.graph_replays > 0;
   Environment env(argc, argv, "bench_ccl");
   describe_backend(backend, env);
   env.set("world_size", world);

@@ -94,7 +94,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
-    ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective");
+    ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective")
+    ("test-lead-rank", "test only: this rank's watchdog speaks first on a timeout (rank 0 then waits the grace as the others do)", cxxopts::value<int>());
   add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
                       false);
   options.add_options("Backend")
@@ -201,6 +202,11 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   if (o.run.corrupt_rank >= 0 && o.run.check_passes == 0)
     throw bad_input("--test-corrupt-rank needs -c 1 or more");
   if (p.count("test-stall-rank")) o.run.stall_rank = p["test-stall-rank"].as<int>();
+  if (p.count("test-lead-rank")) {
+    o.run.lead_rank = p["test-lead-rank"].as<int>();
+    if (o.run.lead_rank < 0)
+      throw bad_input(fmt::format("--test-lead-rank {}: must be >= 0", o.run.lead_rank));
+  }
   if (p.count("test-fail-rank")) {
     const std::string v = str("test-fail-rank");
     if (v == "all")

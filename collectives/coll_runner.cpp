@@ -79,6 +79,7 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   session_.arrival_check(label, options_.timeout_s);
   const std::string where = session_.where(session_.world_rank());
   label_ = label;
+  case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;  // nothing measured yet in this case
   arm_phase("its buffers and first call", 1);
   // Whatever leaves this function — a row or an exception — disarms the watchdog.
@@ -137,7 +138,11 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     CpuTimer first;
     comm.launch(call);
     comm.wait();
-    per_call_s_ = first.elapsed_s();
+    // The slowest rank's first call bounds every rank's phases: with each rank's own, the
+    // deadlines of one long sample could differ by more than rank 0's lead, and a rank other
+    // than rank 0 would speak first.
+    const auto firsts = session_.allgather(first.elapsed_s());
+    per_call_s_ = *std::max_element(firsts.begin(), firsts.end());
     warn_if_close_to_timeout();
     arm_phase("the warm-up", options_.warmup - 1);
     for (int i = 1; i < options_.warmup; ++i)
@@ -233,27 +238,30 @@ void CollRunner::arm_phase(const std::string& phase, int calls) {
   // limit. It never touches the communicator (NCCL allows one thread at a time, and the main
   // thread may be inside it): the process is ending, and the driver and mpirun clean up.
   //
-  // Rank 0 speaks first and names the culprits: it asks every rank over the liveness channel,
-  // and those that do not answer are stopped or cut off. The other ranks wait kGrace seconds
-  // longer, so their lines follow rank 0's, and still end the job should rank 0 be the one lost.
+  // Whichever rank's deadline expires first names the culprits before it ends the job: rank 0
+  // asks every rank over the liveness channel, another rank asks rank 0 to, and those that do
+  // not answer are stopped or cut off (rank 0 itself, when it does not reply). Rank 0 is meant
+  // to speak first: the other ranks wait kGrace seconds longer, so their lines follow rank 0's,
+  // and still end the job should rank 0 be the one lost.
   constexpr double kGrace = 10;
-  const bool lead = session_.world_rank() == 0;
+  const bool lead = session_.world_rank() == options_.lead_rank;
   watchdog_.arm(
       options_.timeout_s > 0 ? limit + (lead ? 0 : kGrace) : 0,
-      [this, lead, where = session_.where(session_.world_rank()), label = label_, phase, limit,
-       why] {
-        std::string culprits = "a rank stopped inside the operation or a link failed";
-        if (lead) {
-          const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
-          culprits = silent.empty()
-                         ? "every rank answers rank 0, so every process is alive: a rank is stuck "
-                           "inside the operation, or the library or the network hangs"
-                         : fmt::format("{} {} not answer rank 0: stopped, or cut off from it",
-                                       join(silent, ", "), silent.size() > 1 ? "do" : "does");
-        }
-        const std::string reason =
-            fmt::format("timeout: {}: {}: {} did not finish within {:.3g} s ({}): {}", where, label,
-                        phase, limit, why, culprits);
+      [this, where = session_.where(session_.world_rank()), label = label_, phase, limit, why,
+       start = case_start_] {
+        const double ran_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
+        const std::string culprits =
+            !silent ? "a rank stopped inside the operation or a link failed"
+            : silent->empty()
+                ? "every rank answers rank 0, so every process is alive: a rank is stuck inside "
+                  "the operation, or the library or the network hangs"
+                : *silent;
+        const std::string reason = fmt::format(
+            "timeout: {}: {}: {} did not finish within {:.3g} s ({}): {}; the case had run "
+            "{:.1f} s",
+            where, label, phase, limit, why, culprits, ran_s);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         MpiSession::exit_now(1);

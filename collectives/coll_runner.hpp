@@ -4,6 +4,7 @@
 // combined across ranks by --average (0 rank 0, 1 mean, 2 min, 3 max). Samples repeat under the
 // shared adaptive stop (common/measure, collective profile); every rank sees the same combined
 // samples, so all reach the same decision without another message. bench_fsdp runs here too.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +34,7 @@ struct CollRunOptions {
   double stall_s = 0;         // ... by this much, at the first case ...
   bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
   int fail_rank = -1;         // test only: this world rank's first call is refused (-2: every rank)
+  int lead_rank = 0;          // whose watchdog speaks first (the others wait a grace); test: any
   int graph_replays = 0;      // -G N: each sample replays a CUDA graph of the -n calls N times
 };
 
@@ -71,6 +73,7 @@ class CollRunner {
   Watchdog watchdog_;
   bool stalled_ = false, failed_for_test_ = false;
   std::string label_;      // the case running now, for the watchdog's message
+  std::chrono::steady_clock::time_point case_start_;  // when it started, likewise
   double per_call_s_ = 0;  // the slowest time per call seen in this case (0: none yet)
 };
 

@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -22,7 +23,12 @@
 namespace opbench {
 namespace {
 
-constexpr char kAsk = 'P', kAnswer = 'A', kGoodbye = 'B';
+// Rank 0 asks (P), a rank answers (A) or says goodbye (B); a rank asks rank 0 for a probe (Q,
+// then the wait in milliseconds) and rank 0 reports (R, then the count and the silent ranks); a
+// rank ending the job says why (E, then the length and the text).
+constexpr char kAsk = 'P', kAnswer = 'A', kGoodbye = 'B', kProbe = 'Q', kReport = 'R',
+               kEnding = 'E';
+constexpr double kRelaySlackS = 2;  // a rank waits this much longer than rank 0's own probe
 
 // Rank 0's IPv4 addresses, loopback last: a rank on another node tries them in turn.
 std::vector<std::string> own_addresses() {
@@ -65,8 +71,13 @@ int connect_within(const std::string& address, int port, double timeout_s) {
   return fd;
 }
 
+bool send_bytes(int fd, const void* data, std::size_t n) {
+  // A peer gone must not raise SIGPIPE.
+  return fd >= 0 && send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
 bool send_byte(int fd, char c) {
-  return fd >= 0 && send(fd, &c, 1, MSG_NOSIGNAL) == 1;  // a peer gone must not raise SIGPIPE
+  return send_bytes(fd, &c, 1);
 }
 
 }  // namespace
@@ -141,11 +152,16 @@ Liveness::Liveness(const MpiSession& session, std::function<void(const std::stri
 
 Liveness::~Liveness() {
   stopping_ = true;
-  if (session_.world_rank() != 0 && !peer_fd_.empty()) send_byte(peer_fd_[0], kGoodbye);
+  if (session_.world_rank() != 0 && !peer_fd_.empty()) {
+    std::lock_guard send_lock(send_mutex_);
+    send_byte(peer_fd_[0], kGoodbye);
+  }
   if (wake_pipe_[1] >= 0 && write(wake_pipe_[1], "x", 1) != 1) {
     // the thread then waits for its peer to close; nothing else to do
   }
   if (thread_.joinable()) thread_.join();
+  for (auto& relay : relays_)
+    if (relay.joinable()) relay.join();
   for (int fd : peer_fd_)
     if (fd >= 0) close(fd);
   for (int fd : wake_pipe_)
@@ -160,7 +176,32 @@ std::size_t Liveness::watched() const {
   return n;
 }
 
-std::vector<int> Liveness::silent_ranks(double wait_s) {
+std::optional<std::vector<int>> Liveness::silent_ranks(double wait_s) {
+  if (session_.world_rank() == 0) {
+    if (watched() == 0) return std::nullopt;
+    return probe_from_rank0(wait_s);
+  }
+  if (peer_fd_.empty()) return std::nullopt;
+  std::unique_lock lock(mutex_);
+  report_.reset();
+  char request[1 + sizeof(std::int32_t)] = {kProbe};
+  const auto wait_ms = static_cast<std::int32_t>(wait_s * 1000);
+  std::memcpy(request + 1, &wait_ms, sizeof(wait_ms));
+  bool sent = false;
+  {
+    std::lock_guard send_lock(send_mutex_);
+    sent = send_bytes(peer_fd_[0], request, sizeof(request));
+  }
+  if (sent)
+    answers_.wait_for(lock, std::chrono::duration<double>(wait_s + kRelaySlackS),
+                      [&] { return report_.has_value(); });
+  if (report_) return *report_;
+  rank0_silent_ = true;
+  return std::vector<int>{0};  // rank 0 did not reply: it is the one stopped or cut off
+}
+
+std::vector<int> Liveness::probe_from_rank0(double wait_s) {
+  std::lock_guard one_probe(probe_mutex_);
   std::vector<int> asked;
   {
     std::lock_guard lock(mutex_);
@@ -204,6 +245,24 @@ void Liveness::serve_rank0() {
       if (got == 1 && c == kAnswer) {
         answered_[r] = 1;
         answers_.notify_all();
+      } else if (got == 1 && c == kEnding) {
+        std::int32_t n = 0;
+        std::string reason;
+        if (recv(fds[i].fd, &n, sizeof(n), MSG_WAITALL) == sizeof(n) && n > 0 && n < 65536) {
+          reason.resize(static_cast<std::size_t>(n));
+          if (recv(fds[i].fd, reason.data(), reason.size(), MSG_WAITALL) != n) reason.clear();
+        }
+        said_goodbye_[r] = 1;  // it ends on purpose: not a lost rank
+        if (!reason.empty() && !stopping_) on_lost_(reason);
+      } else if (got == 1 && c == kProbe) {
+        // Another rank's timeout fired first: probe on a thread of its own (this one must go on
+        // reading the answers) and send it the result.
+        std::int32_t wait_ms = 0;
+        if (recv(fds[i].fd, &wait_ms, sizeof(wait_ms), MSG_WAITALL) == sizeof(wait_ms) &&
+            !stopping_)
+          relays_.emplace_back([this, r, wait_ms] {
+            relay_probe(static_cast<int>(r), std::clamp(wait_ms / 1000.0, 0.1, 60.0));
+          });
       } else if (got == 1 && c == kGoodbye) {
         said_goodbye_[r] = 1;
       } else if (got <= 0) {
@@ -219,6 +278,36 @@ void Liveness::serve_rank0() {
   }
 }
 
+void Liveness::relay_probe(int asker, double wait_s) {
+  const std::vector<int> silent = probe_from_rank0(wait_s);
+  std::vector<std::int32_t> message{static_cast<std::int32_t>(silent.size())};
+  message.insert(message.end(), silent.begin(), silent.end());
+  std::string bytes(1, kReport);
+  bytes.append(reinterpret_cast<const char*>(message.data()),
+               message.size() * sizeof(std::int32_t));
+  std::lock_guard lock(mutex_);
+  send_bytes(peer_fd_[static_cast<std::size_t>(asker)], bytes.data(), bytes.size());
+}
+
+void Liveness::report_end(const std::string& reason) {
+  if (session_.world_rank() == 0 || peer_fd_.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (rank0_silent_) return;  // it would neither read it nor end
+  }
+  const auto n = static_cast<std::int32_t>(std::min<std::size_t>(reason.size(), 65535));
+  std::string bytes(1, kEnding);
+  bytes.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  bytes.append(reason, 0, static_cast<std::size_t>(n));
+  {
+    std::lock_guard send_lock(send_mutex_);
+    if (!send_bytes(peer_fd_[0], bytes.data(), bytes.size())) return;
+  }
+  // Rank 0 ends the job on it; our own exit could otherwise take rank 0 down (mpirun) first.
+  std::unique_lock lock(mutex_);
+  answers_.wait_for(lock, std::chrono::seconds(2), [&] { return rank0_gone_; });
+}
+
 void Liveness::serve_peer() {
   if (peer_fd_.empty()) return;
   while (!stopping_) {
@@ -227,8 +316,26 @@ void Liveness::serve_peer() {
     if (fds[0].revents) return;
     if (!fds[1].revents) continue;
     char c = 0;
-    if (recv(peer_fd_[0], &c, 1, 0) != 1) return;  // rank 0 has gone: mpirun ends the job
-    if (c == kAsk) send_byte(peer_fd_[0], kAnswer);
+    if (recv(peer_fd_[0], &c, 1, 0) != 1) {  // rank 0 has gone: mpirun ends the job
+      std::lock_guard lock(mutex_);
+      rank0_gone_ = true;
+      answers_.notify_all();
+      return;
+    }
+    if (c == kAsk) {
+      std::lock_guard send_lock(send_mutex_);
+      send_byte(peer_fd_[0], kAnswer);
+    } else if (c == kReport) {
+      std::int32_t n = 0;
+      if (recv(peer_fd_[0], &n, sizeof(n), MSG_WAITALL) != sizeof(n) || n < 0) return;
+      std::vector<std::int32_t> ranks(static_cast<std::size_t>(n));
+      if (n > 0 && recv(peer_fd_[0], ranks.data(), ranks.size() * sizeof(std::int32_t),
+                        MSG_WAITALL) != static_cast<ssize_t>(ranks.size() * sizeof(std::int32_t)))
+        return;
+      std::lock_guard lock(mutex_);
+      report_ = std::vector<int>(ranks.begin(), ranks.end());
+      answers_.notify_all();
+    }
   }
 }
 

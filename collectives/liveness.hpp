@@ -8,12 +8,14 @@
 //   to mpirun ("exited on signal 9") or to a timeout.
 // - When a timeout fires, rank 0 asks every rank to answer: a stopped process (SIGSTOP, a debugger)
 //   or a node cut off does not, so the message names the culprits and their hosts rather than
-//   the rank that noticed.
+//   the rank that noticed. Any other rank whose timeout fires first asks rank 0 to run that probe
+//   and send it the answer; when rank 0 itself does not reply, rank 0 is the one named.
 // A rank that cannot connect (a firewall between nodes) is just not watched; nothing fails.
 #include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,14 +33,21 @@ class Liveness {
   Liveness(const Liveness&) = delete;
   Liveness& operator=(const Liveness&) = delete;
 
-  // Rank 0: asks every watched rank to answer and returns those that did not within `wait_s`.
-  std::vector<int> silent_ranks(double wait_s);
+  // The ranks that do not answer rank 0 within `wait_s`. Rank 0 asks every watched rank; another
+  // rank asks rank 0 to, and gets {0} when rank 0 itself does not reply within `wait_s` + 2 s.
+  // nullopt when this rank cannot ask (no connection to rank 0, or a world of one).
+  std::optional<std::vector<int>> silent_ranks(double wait_s);
   // Ranks rank 0 watches (every other rank that connected).
   std::size_t watched() const;
+  // Another rank, about to end the job (its timeout fired first): tells rank 0 why, so that rank 0
+  // says it too and writes the running case's row with it, then waits up to 2 s for rank 0 to end.
+  void report_end(const std::string& reason);
 
  private:
-  void serve_rank0();  // rank 0: reads answers, goodbyes and closed connections
-  void serve_peer();   // other ranks: answers rank 0's questions
+  void serve_rank0();  // rank 0: reads answers, goodbyes, probe requests and closed connections
+  void serve_peer();   // other ranks: answers rank 0's questions, reads its probe reports
+  std::vector<int> probe_from_rank0(double wait_s);  // rank 0: the probe itself
+  void relay_probe(int asker, double wait_s);        // rank 0: a probe another rank asked for
 
   const MpiSession& session_;
   std::function<void(const std::string&)> on_lost_;
@@ -51,6 +60,12 @@ class Liveness {
   std::condition_variable answers_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::mutex probe_mutex_;           // rank 0: one probe at a time (its watchdog, a relay)
+  std::vector<std::thread> relays_;  // rank 0: probes asked for by other ranks
+  std::mutex send_mutex_;            // other ranks: the serving and watchdog threads both send
+  std::optional<std::vector<int>> report_;  // other ranks: rank 0's last probe report
+  bool rank0_gone_ = false;                 // other ranks: rank 0 closed the connection
+  bool rank0_silent_ = false;               // other ranks: rank 0 did not reply to a probe
 };
 
 }  // namespace opbench

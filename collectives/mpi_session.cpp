@@ -79,12 +79,29 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     });
 }
 
-std::vector<std::string> MpiSession::silent_ranks(double wait_s) const {
-  std::vector<std::string> out;
-  if (liveness_)
-    for (int r : liveness_->silent_ranks(wait_s))
-      out.push_back(where(r));
-  return out;
+std::optional<std::string> MpiSession::silent_ranks(double wait_s) const {
+  if (!liveness_) return std::nullopt;
+  const auto silent = liveness_->silent_ranks(wait_s);
+  if (!silent) return std::nullopt;
+  if (silent->empty()) return std::string();
+  // Rank 0 silent: only another rank can have found it, and says so in its own name.
+  if (silent->front() == 0)
+    return fmt::format("{} does not answer {}: stopped, or cut off from it", where(0),
+                       where(world_rank_));
+  std::vector<std::string> names;
+  for (int r : *silent)
+    names.push_back(where(r));
+  return fmt::format("{} {} not answer rank 0: stopped, or cut off from it", name_list(names),
+                     names.size() > 1 ? "do" : "does");
+}
+
+void MpiSession::report_abort(const std::string& reason) {
+  std::lock_guard lock(abort_mutex_);
+  // Once: a rank lost while a timeout is being reported must not add a second row.
+  const auto hook = std::move(abort_hook_);
+  abort_hook_ = nullptr;
+  if (world_rank_ == 0 && hook) hook(reason);
+  if (world_rank_ != 0 && liveness_) liveness_->report_end(reason);
 }
 
 std::string MpiSession::where(int rank) const {

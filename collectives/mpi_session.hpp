@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,10 +55,11 @@ class MpiSession {
   void arrival_check(const std::string& what, double timeout_s);
 
   [[noreturn]] void abort(int code) const;
-  // Rank 0: the ranks (as "rank 3 (node2)") that do not answer within `wait_s` over the
-  // liveness channel (stopped, or cut off from rank 0); empty when all answer or none is
-  // watched. Safe from any thread.
-  std::vector<std::string> silent_ranks(double wait_s) const;
+  // Who is stopped or cut off, found over the liveness channel from any rank (rank 0 asks every
+  // rank; another rank asks rank 0 to, and names rank 0 when it does not reply within `wait_s`
+  // + 2 s): "rank 3 (node2) does not answer rank 0", "" when every rank answers, nullopt when
+  // this rank cannot ask (no liveness channel). Safe from any thread.
+  std::optional<std::string> silent_ranks(double wait_s) const;
   // What rank 0 does before a timeout ends the job: the binary writes the running case as a
   // failed row with the reason, so an aborted run leaves its last case and why. Called from the
   // arrival check, a watchdog or the liveness thread (the main thread is stuck in MPI, not
@@ -66,13 +68,9 @@ class MpiSession {
     std::lock_guard lock(abort_mutex_);
     abort_hook_ = std::move(hook);
   }
-  void report_abort(const std::string& reason) {
-    std::lock_guard lock(abort_mutex_);
-    // Once: a rank lost while a timeout is being reported must not add a second row.
-    const auto hook = std::move(abort_hook_);
-    abort_hook_ = nullptr;
-    if (world_rank_ == 0 && hook) hook(reason);
-  }
+  // On another rank the reason goes to rank 0 over the liveness channel, which says it and writes
+  // the row in its turn.
+  void report_abort(const std::string& reason);
   // Ends this process at once, from any thread, without MPI: mpirun sees a rank exit without
   // finalizing and takes the whole job down.
   [[noreturn]] static void exit_now(int code);

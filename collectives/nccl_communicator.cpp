@@ -77,7 +77,7 @@ ncclRedOp_t nccl_op(RedOp r) {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(MPI_Comm comm, int device) : device_(device) {
+  NcclCommunicator(MPI_Comm comm, int device, bool cuda_graphs) : device_(device) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     OPBENCH_CUDA_CHECK(cudaSetDevice(device));
@@ -95,12 +95,23 @@ class NcclCommunicator final : public Communicator {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
     if (nccl_has_nvlink_centric_sched(version_)) config.nvlinkCentricSched = 1;
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+    if (auto mode = nccl_graph_usage_mode(NCCL_VERSION_CODE, version_, cuda_graphs))
+      config.graphUsageMode = *mode;
+#else
+    (void)cuda_graphs;  // this nccl.h has no graphUsageMode: NCCL's default applies
+#endif
     nccl_check(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "CommInitRankConfig");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
   }
+  // Never throws: the teardown's errors are ignored (the process is ending or the case failed).
   ~NcclCommunicator() override {
-    if (comm_) ncclCommDestroy(comm_);  // after an error abort() has already released it
+    if (comm_) {  // after an error abort() has already released it
+      Teardown steps{*this};
+      nccl_teardown(steps, NcclTeardown::destroy);
+    }
+    graph_.reset();  // normally already released, by the teardown or by abort()
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -266,8 +277,8 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     if (comm_ && !aborted_) {
       aborted_ = true;
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+      Teardown steps{*this};
+      nccl_teardown(steps, NcclTeardown::abort);
     }
   }
   bool aborted() const override {
@@ -275,6 +286,28 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // The teardown steps on this communicator's members (the order: nccl_policy's nccl_teardown).
+  struct Teardown final : NcclTeardownSteps {
+    NcclCommunicator& c;
+    explicit Teardown(NcclCommunicator& owner) : c(owner) {}
+    bool holds_graph() const override { return c.graph_ != nullptr; }
+    void synchronize_stream() override {
+      if (c.stream_ && cudaStreamSynchronize(c.stream_) != cudaSuccess) cudaGetLastError();
+    }
+    void release_graph() override {
+      c.graph_.reset();
+      c.graph_key_.clear();
+    }
+    void destroy_communicator() override {
+      ncclCommDestroy(c.comm_);
+      c.comm_ = nullptr;
+    }
+    void abort_communicator() override {
+      ncclCommAbort(c.comm_);
+      c.comm_ = nullptr;
+    }
+  };
+
   // The input pattern where the op reads it, and poison where its result goes.
   void fill(const CollCall& c) {
     const PatternSpec spec = make_pattern(c, size_);
@@ -303,8 +336,25 @@ class NcclCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device,
-                                                     MpiSession& /*session*/) {
-  return std::make_unique<NcclCommunicator>(comm, device);
+                                                     MpiSession& /*session*/, bool cuda_graphs) {
+  return std::make_unique<NcclCommunicator>(comm, device, cuda_graphs);
+}
+
+nlohmann::json nccl_config_record(bool cuda_graphs) {
+  int running = 0;
+  ncclGetVersion(&running);
+  const auto mode = nccl_graph_usage_mode(NCCL_VERSION_CODE, running, cuda_graphs);
+  nlohmann::json out;
+  out["nvlinkCentricSched"] = nccl_has_nvlink_centric_sched(running) && NCCL_VERSION_CODE >= 22800
+                                  ? nlohmann::json(1)
+                                  : nlohmann::json("NCCL's default");
+  if (mode)
+    out["graphUsageMode"] = *mode;
+  else
+    out["graphUsageMode"] = fmt::format(
+        "not set: NCCL {} (built with {}.{}.{}) has no graphUsageMode before 2.29; NCCL's default",
+        version_from_int(running), NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  return out;
 }
 
 std::string nccl_version_string() {

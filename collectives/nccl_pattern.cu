@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "collectives/nccl_pattern.hpp"
+#include "collectives/pattern_element.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 
@@ -14,43 +15,17 @@ namespace opbench {
 namespace {
 
 template <typename T>
-__device__ T from_double(double v) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<long long>(v));  // wraps modulo the width
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return __double2half(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __double2bfloat16(v);
-  } else {
-    return T(static_cast<float>(v));
-  }
-}
-
-template <typename T>
-__device__ double to_double(T v) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<double>(v);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    return static_cast<double>(__half2float(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return static_cast<double>(__bfloat162float(v));
-  } else {
-    return static_cast<double>(static_cast<float>(v));
-  }
-}
-
-template <typename T>
 __global__ void fill_kernel(T* data, long long n, long long offset, PatternSpec spec, int rank) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    data[offset + i] = from_double<T>(pattern_input(spec, rank, i));
+    data[offset + i] = pattern_from_double<T>(pattern_input(spec, rank, i));
 }
 
 template <typename T>
 __global__ void poison_kernel(T* data, long long n) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    data[i] = from_double<T>(kPatternPoison);
+    data[i] = pattern_from_double<T>(kPatternPoison);
 }
 
 template <typename T>
@@ -59,7 +34,7 @@ __global__ void count_kernel(const T* data, long long n, PatternOp op, PatternSp
   unsigned long long mine = 0;
   for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < n;
        j += static_cast<long long>(gridDim.x) * blockDim.x)
-    if (!pattern_matches(spec, to_double(data[j]),
+    if (!pattern_matches(spec, pattern_to_double(data[j]),
                          pattern_expected(op, spec, rank, root, count, j)))
       ++mine;
   if (mine) atomicAdd(wrong, mine);
@@ -107,20 +82,22 @@ void with_type(DType t, F&& f) {
 void device_pattern_fill(void* data, DType t, std::int64_t n, std::int64_t offset,
                          const PatternSpec& spec, int rank, cudaStream_t stream) {
   if (n <= 0) return;
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     fill_kernel<T><<<blocks_for(n), 256, 0, stream>>>(static_cast<T*>(data), n, offset, spec, rank);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "fill_kernel (collective check pattern)");
 }
 
 void device_pattern_poison(void* data, DType t, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     poison_kernel<T><<<blocks_for(n), 256, 0, stream>>>(static_cast<T*>(data), n);
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "poison_kernel (collective check pattern)");
 }
 
 std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, PatternOp op,
@@ -129,13 +106,14 @@ std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t 
   if (n <= 0) return 0;
   DeviceBuffer counter(sizeof(unsigned long long));
   OPBENCH_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
+  const cudaError_t pending = take_pending_cuda_error();
   with_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     count_kernel<T><<<blocks_for(n), 256, 0, stream>>>(
         static_cast<const T*>(data), n, op, spec, rank, root, count,
         static_cast<unsigned long long*>(counter.data()));
   });
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "count_kernel (collective check)");
   unsigned long long wrong = 0;
   OPBENCH_CUDA_CHECK(
       cudaMemcpyAsync(&wrong, counter.data(), sizeof(wrong), cudaMemcpyDeviceToHost, stream));

@@ -28,6 +28,57 @@ inline bool nccl_has_nvlink_centric_sched(int nccl_version) {
   return nccl_version >= 22800;
 }
 
+// What tearing an NCCL communicator down touches, so that the order is decided (and tested) on
+// the host. A CUDA graph that captured NCCL calls holds references on the communicator
+// (enqueue.cc: `comm->persistentRefs += nPlans`, dropped by the graph's destructor), and both
+// ncclCommDestroy and ncclCommAbort wait for them (init.cc, commDestroySync: "keep polling until
+// all graphs referencing us die"); NVIDIA's CUDA-graph troubleshooting guide: "CUDA graphs must
+// be destroyed before NCCL communicators" (docs.nvidia.com/dl-cuda-graph, "Process Hang"). A
+// graph left alive until the members' destructors run would hang every -G run at its end.
+class NcclTeardownSteps {
+ public:
+  virtual ~NcclTeardownSteps() = default;
+  virtual bool holds_graph() const = 0;
+  virtual void synchronize_stream() = 0;    // waits for the replays in flight
+  virtual void release_graph() = 0;         // cudaGraphExecDestroy + cudaGraphDestroy
+  virtual void destroy_communicator() = 0;  // ncclCommDestroy
+  virtual void abort_communicator() = 0;    // ncclCommAbort
+};
+
+enum class NcclTeardown {
+  destroy,  // the normal end: the graph's replays finish, then graph, then communicator
+  abort,    // after an error: nothing waits for peers
+};
+
+// The graph goes first in both. Destroy synchronizes the stream before releasing it so no
+// replay is cut short. Abort does not: a peer that died would keep the replay from finishing
+// and the synchronize would hang, the very thing abort exists to avoid; a graph destroyed while
+// in flight is freed when it completes (cudaGraphExecDestroy: "If the executable graph is
+// in-flight, it will not be terminated, but rather freed asynchronously on completion"), which
+// ncclCommAbort's abort flag brings about, and its references drop then.
+inline void nccl_teardown(NcclTeardownSteps& steps, NcclTeardown how) {
+  if (steps.holds_graph()) {
+    if (how == NcclTeardown::destroy) steps.synchronize_stream();
+    steps.release_graph();
+  }
+  if (how == NcclTeardown::destroy)
+    steps.destroy_communicator();
+  else
+    steps.abort_communicator();
+}
+
+// ncclConfig_t.graphUsageMode, set as nccl-tests sets it (src/common.cu, threadInit, under
+// NCCL_VERSION_CODE >= NCCL_VERSION(2,29,0)): 1 (graph capture, no mixing) with -G, 0 (no
+// capture) without. NCCL's default, 2, lets captured and plain calls mix by adding event wait and
+// record nodes around every captured collective, so -G figures would differ from nccl-tests'.
+// The field exists from NCCL 2.29 (nccl.h's ncclConfig_t; 2.28.9's has no such field): both the
+// headers built with and the library running must have it. The mode, or nullopt where not set.
+inline std::optional<int> nccl_graph_usage_mode(int built_version, int running_version,
+                                                bool cuda_graphs) {
+  if (built_version < 22900 || running_version < 22900) return std::nullopt;
+  return cuda_graphs ? 1 : 0;
+}
+
 // Where call `iteration` starts inside buffers of `capacity` bytes, for calls of `call_bytes`
 // (max of send and receive): each iteration takes the next slice, as nccl-tests does (buffers
 // sized for the largest size of the sweep), so small calls do not re-read a cached slice.

@@ -28,6 +28,7 @@
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
+#include "common/cuda/device_scope.hpp"
 #include "common/cuda/measure_sm_clock.hpp"
 #include "common/cuda/stream_blocker.hpp"
 #include "common/dtype.hpp"
@@ -57,21 +58,6 @@ std::int64_t device_budget(int device) {
       std::min<std::uint64_t>(cuda_free_memory_bytes(device) / 10 * 8, INT64_MAX));
 }
 
-// Makes `device` current, and the one that was current again on leaving.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    OPBENCH_CUDA_CHECK(cudaGetDevice(&previous_));
-    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 // Device memory of one GPU, allocated and freed with that GPU current.
 class GpuBuffer {
  public:
@@ -79,9 +65,10 @@ class GpuBuffer {
     DeviceScope on(device);
     buffer_ = DeviceBuffer(bytes);
   }
+  // Never throws: where the GPU cannot be made current the memory is freed all the same.
   ~GpuBuffer() {
     if (!buffer_.data()) return;
-    DeviceScope on(device_);
+    DeviceScope on(device_, std::nothrow);
     buffer_ = DeviceBuffer();
   }
   GpuBuffer(GpuBuffer&&) noexcept = default;
@@ -1390,11 +1377,8 @@ class CudaMemopProvider final : public MemopProvider {
     const cudaStream_t timed = stream_on(timed_device);
     cudaEvent_t fork = nullptr;
     std::vector<cudaEvent_t> joins(pairs.size(), nullptr);
-    OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    for (std::size_t p = 0; p < pairs.size() && all; ++p) {
-      DeviceScope at(pairs[p].first);
-      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&joins[p], cudaEventDisableTiming));
-    }
+    // The guard comes first: when creating a later event throws, the ones made so far are
+    // destroyed too.
     struct Events {
       cudaEvent_t& fork;
       std::vector<cudaEvent_t>& joins;
@@ -1404,6 +1388,11 @@ class CudaMemopProvider final : public MemopProvider {
         if (fork) cudaEventDestroy(fork);
       }
     } events{fork, joins};
+    OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    for (std::size_t p = 0; p < pairs.size() && all; ++p) {
+      DeviceScope at(pairs[p].first);
+      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&joins[p], cudaEventDisableTiming));
+    }
     std::int64_t set = 0;
     auto enqueue = [&] {
       if (!all) return copy_pair(0, set);

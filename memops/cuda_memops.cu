@@ -916,9 +916,10 @@ void describe(const Launch& l, const std::string& text) {
   if (l.shape) *l.shape = text;
 }
 
-void check_launch(const char* kernel) {
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw_cuda_error(err, kernel, __FILE__, __LINE__);
+// After our launch(es), `pending` being what take_pending_cuda_error() took right before them
+// (common/cuda/check.hpp: so an error an earlier call left is not reported as ours).
+void check_launch(cudaError_t pending, const char* kernel) {
+  check_launch_since(pending, kernel, __FILE__, __LINE__);
 }
 
 // Runs f(S{}) with S the storage type of t.
@@ -944,11 +945,12 @@ void launch_elementwise(const char* kernel, const char* type, const Op& op, std:
   if (n <= 0) return;
   const int vec = vector_elements(kVectorBytes / V, addresses) == 1 ? 1 : V;
   const Grid g = elementwise_grid(n, vec, l.sm_count);
+  const cudaError_t pending = take_pending_cuda_error();
   if (vec == V)
     elementwise_kernel<V><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
   else
     elementwise_kernel<1><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
-  check_launch(kernel);
+  check_launch(pending, kernel);
   if (l.shape)
     describe(l, fmt::format("{}<{}> x{}: {} blocks x {} threads (grid-stride{})", kernel, type, vec,
                             g.blocks, g.threads,
@@ -990,11 +992,12 @@ void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, st
     const std::int64_t blocks = row_grid_blocks(rows);
     const auto *xs = static_cast<const S*>(x), *ws = static_cast<const S*>(w);
     auto* ys = static_cast<S*>(y);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       rmsnorm_fwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, ys, rstd, rows, c);
     else
       rmsnorm_fwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, ys, rstd, rows, c);
-    check_launch("rmsnorm_fwd_kernel");
+    check_launch(pending, "rmsnorm_fwd_kernel");
     if (l.shape) describe(l, row_text("rmsnorm_fwd", Codec<S>::kName, vec, blocks, threads, rows));
   });
 }
@@ -1010,9 +1013,10 @@ void launch_sum_partials(const float* partials, std::int64_t count, int cols, vo
                          cudaStream_t stream) {
   const dim3 block(kPartialCols, kPartialLanes);
   const auto blocks = static_cast<unsigned>((cols + kPartialCols - 1) / kPartialCols);
+  const cudaError_t pending = take_pending_cuda_error();
   sum_partials_kernel<S>
       <<<blocks, block, 0, stream>>>(partials, static_cast<int>(count), cols, static_cast<S*>(out));
-  check_launch("sum_partials_kernel");
+  check_launch(pending, "sum_partials_kernel");
 }
 
 std::string norm_bwd_text(const char* kernel, const char* type, int vec, std::int64_t blocks,
@@ -1042,13 +1046,14 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
     const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
                *ws = static_cast<const S*>(w);
     auto* dxs = static_cast<S*>(dx);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       rmsnorm_bwd_kernel<kV>
           <<<grid_of(blocks), threads, 0, l.stream>>>(dys, xs, ws, rstd, dxs, workspace, rows, c);
     else
       rmsnorm_bwd_kernel<1>
           <<<grid_of(blocks), threads, 0, l.stream>>>(dys, xs, ws, rstd, dxs, workspace, rows, c);
-    check_launch("rmsnorm_bwd_kernel");
+    check_launch(pending, "rmsnorm_bwd_kernel");
     launch_sum_partials<S>(workspace, blocks, c, dw, l.stream);
     if (l.shape)
       describe(l, norm_bwd_text("rmsnorm_bwd", Codec<S>::kName, vec, blocks, threads, rows, c, 1));
@@ -1068,13 +1073,14 @@ void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y
     const auto *xs = static_cast<const S*>(x), *ws = static_cast<const S*>(w),
                *bs = static_cast<const S*>(b);
     auto* ys = static_cast<S*>(y);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       layernorm_fwd_kernel<kV>
           <<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, bs, ys, mean, rstd, rows, c);
     else
       layernorm_fwd_kernel<1>
           <<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, bs, ys, mean, rstd, rows, c);
-    check_launch("layernorm_fwd_kernel");
+    check_launch(pending, "layernorm_fwd_kernel");
     if (l.shape)
       describe(l, row_text("layernorm_fwd", Codec<S>::kName, vec, blocks, threads, rows));
   });
@@ -1097,13 +1103,14 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
     const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
                *ws = static_cast<const S*>(w);
     auto* dxs = static_cast<S*>(dx);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       layernorm_bwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(
           dys, xs, ws, mean, rstd, dxs, partial_w, partial_b, rows, c);
     else
       layernorm_bwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(
           dys, xs, ws, mean, rstd, dxs, partial_w, partial_b, rows, c);
-    check_launch("layernorm_bwd_kernel");
+    check_launch(pending, "layernorm_bwd_kernel");
     launch_sum_partials<S>(partial_w, blocks, c, dw, l.stream);
     launch_sum_partials<S>(partial_b, blocks, c, db, l.stream);
     if (l.shape)
@@ -1124,11 +1131,12 @@ void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_
     const std::int64_t blocks = row_grid_blocks(rows);
     const auto* xs = static_cast<const S*>(x);
     auto* ys = static_cast<S*>(y);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       softmax_fwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ys, rows, c);
     else
       softmax_fwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ys, rows, c);
-    check_launch("softmax_fwd_kernel");
+    check_launch(pending, "softmax_fwd_kernel");
     if (l.shape)
       describe(l, row_text("softmax_fwd", Codec<S>::kName, vec, blocks, threads, rows) +
                       " (online max and sum)");
@@ -1147,11 +1155,12 @@ void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t 
     const std::int64_t blocks = row_grid_blocks(rows);
     const auto *ys = static_cast<const S*>(y), *dys = static_cast<const S*>(dy);
     auto* dxs = static_cast<S*>(dx);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       softmax_bwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(ys, dys, dxs, rows, c);
     else
       softmax_bwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(ys, dys, dxs, rows, c);
-    check_launch("softmax_bwd_kernel");
+    check_launch(pending, "softmax_bwd_kernel");
     if (l.shape) describe(l, row_text("softmax_bwd", Codec<S>::kName, vec, blocks, threads, rows));
   });
 }
@@ -1208,6 +1217,7 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
     const auto* xs = static_cast<const S*>(x);
     auto* ys = static_cast<S*>(y);
     const unsigned grid = grid_of(blocks);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV && backward)
       rope_kernel<kV, true><<<grid, threads, 0, l.stream>>>(xs, cos, sin, ys, rows, nv, d);
     else if (vec == kV)
@@ -1216,7 +1226,7 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
       rope_kernel<1, true><<<grid, threads, 0, l.stream>>>(xs, cos, sin, ys, rows, nv, d);
     else
       rope_kernel<1, false><<<grid, threads, 0, l.stream>>>(xs, cos, sin, ys, rows, nv, d);
-    check_launch("rope_kernel");
+    check_launch(pending, "rope_kernel");
     if (l.shape)
       describe(l, fmt::format("rope_{}<{}> x{}: {} blocks x {} threads (a block per token, a "
                               "thread per head and {} pairs{})",
@@ -1237,13 +1247,14 @@ void cross_entropy(DType t, const void* logits, const std::int64_t* targets, voi
     const std::int64_t blocks = row_grid_blocks(rows);
     const auto* xs = static_cast<const S*>(logits);
     auto* dxs = static_cast<S*>(dlogits);
+    const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       cross_entropy_kernel<kV>
           <<<grid_of(blocks), threads, 0, l.stream>>>(xs, targets, dxs, loss, rows, c);
     else
       cross_entropy_kernel<1>
           <<<grid_of(blocks), threads, 0, l.stream>>>(xs, targets, dxs, loss, rows, c);
-    check_launch("cross_entropy_kernel");
+    check_launch(pending, "cross_entropy_kernel");
     if (l.shape)
       describe(l, row_text("cross_entropy", Codec<S>::kName, vec, blocks, threads, rows) +
                       " (online max and sum, loss and gradient in one kernel)");
@@ -1261,6 +1272,7 @@ void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y,
     const bool wide = row_bytes % kVectorBytes == 0 && address_bits(table, y) % kVectorBytes == 0;
     const std::int64_t blocks = row_grid_blocks(rows);
     int units = 0, threads = 0;
+    const cudaError_t pending = take_pending_cuda_error();
     if (wide) {
       units = static_cast<int>(row_bytes / kVectorBytes);
       threads = row_block_threads(units, 1);
@@ -1272,7 +1284,7 @@ void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y,
       embedding_fwd_kernel<Bits><<<grid_of(blocks), threads, 0, l.stream>>>(
           static_cast<const Bits*>(table), ids, static_cast<Bits*>(y), rows, units, vocab);
     }
-    check_launch("embedding_fwd_kernel");
+    check_launch(pending, "embedding_fwd_kernel");
     if (l.shape)
       describe(l, fmt::format("embedding_fwd<{}>: {} blocks x {} threads (a block per token "
                               "copying its row in {}-byte units)",
@@ -1306,13 +1318,14 @@ void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtabl
       const int threads = row_block_threads(cols, vec);
       const auto* dys = static_cast<const float*>(dy);
       auto* dt = static_cast<float*>(dtable);
+      const cudaError_t pending = take_pending_cuda_error();
       if (vec == kV)
         embedding_scatter_fp32_kernel<kV>
             <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, dt, rows, c, vocab);
       else
         embedding_scatter_fp32_kernel<1>
             <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, dt, rows, c, vocab);
-      check_launch("embedding_scatter_fp32_kernel");
+      check_launch(pending, "embedding_scatter_fp32_kernel");
       if (l.shape)
         describe(l, fmt::format("memset of the table's gradient, then "
                                 "embedding_scatter<fp32> x{}: {} blocks x {} threads (a block "
@@ -1327,28 +1340,30 @@ void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtabl
       OPBENCH_CUDA_CHECK(cudaMemsetAsync(
           scratch, 0, static_cast<std::size_t>(rows * cols) * sizeof(float), l.stream));
       const Grid claim = elementwise_grid(rows, 1, l.sm_count);
+      cudaError_t pending = take_pending_cuda_error();
       embedding_claim_kernel<<<grid_of(claim.blocks), claim.threads, 0, l.stream>>>(ids, owner,
                                                                                     rows, vocab);
-      check_launch("embedding_claim_kernel");
+      check_launch(pending, "embedding_claim_kernel");
       const int vec =
           row_vector_elements(kVectorBytes / kV, address_bits(dy, dtable, scratch), cols);
       const int threads = row_block_threads(cols, vec);
       const auto* dys = static_cast<const S*>(dy);
       auto* dt = static_cast<S*>(dtable);
+      pending = take_pending_cuda_error();
       if (vec == kV) {
         embedding_scatter_owner_kernel<kV>
             <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, owner, scratch, rows, c, vocab);
-        check_launch("embedding_scatter_owner_kernel");
+        check_launch(pending, "embedding_scatter_owner_kernel");
         embedding_write_owner_kernel<kV>
             <<<grid_of(blocks), threads, 0, l.stream>>>(scratch, ids, owner, dt, rows, c, vocab);
       } else {
         embedding_scatter_owner_kernel<1>
             <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, owner, scratch, rows, c, vocab);
-        check_launch("embedding_scatter_owner_kernel");
+        check_launch(pending, "embedding_scatter_owner_kernel");
         embedding_write_owner_kernel<1>
             <<<grid_of(blocks), threads, 0, l.stream>>>(scratch, ids, owner, dt, rows, c, vocab);
       }
-      check_launch("embedding_write_owner_kernel");
+      check_launch(pending, "embedding_write_owner_kernel");
       if (l.shape)
         describe(l, fmt::format(
                         "memset of the table's gradient, embedding_claim: {} blocks x {} threads "
@@ -1397,11 +1412,12 @@ void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, f
   const auto* xs = reinterpret_cast<const Bf16*>(x);
   auto* ys = reinterpret_cast<Fp8E4m3*>(y);
   auto* bits = reinterpret_cast<unsigned*>(amax);
+  const cudaError_t pending = take_pending_cuda_error();
   if (vec == kV)
     fp8_quantize_kernel<kV><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(xs, scale, ys, bits, n);
   else
     fp8_quantize_kernel<1><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(xs, scale, ys, bits, n);
-  check_launch("fp8_quantize_kernel");
+  check_launch(pending, "fp8_quantize_kernel");
   if (l.shape)
     describe(l, fmt::format("memset of amax, then fp8_quantize<bf16 -> e4m3> x{}: {} blocks x {} "
                             "threads (grid-stride, one pass: codes written, amax by a block "
@@ -1429,8 +1445,9 @@ void fill_indices(std::int64_t* ids, std::int64_t n, std::uint64_t seed, std::in
   if (n <= 0) return;
   if (range < 1) throw run_failure("fill_indices: the range must be at least 1");
   const Grid g = elementwise_grid(n, 1, 128);
+  const cudaError_t pending = take_pending_cuda_error();
   fill_indices_kernel<<<grid_of(g.blocks), g.threads, 0, stream>>>(ids, n, seed, set, range);
-  check_launch("fill_indices_kernel");
+  check_launch(pending, "fill_indices_kernel");
 }
 
 }  // namespace opbench::cuda_memops

@@ -32,8 +32,9 @@ __global__ void spin_kernel(long long cycles, long long* out) {
 
 double probe_sm_clock_mhz(cudaStream_t stream) {
   DeviceBuffer slots(2 * sizeof(long long));
+  const cudaError_t pending = take_pending_cuda_error();
   spin_kernel<<<1, 1, 0, stream>>>(kSpinCycles, static_cast<long long*>(slots.data()));
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "spin_kernel (SM clock probe)");
   long long host[2] = {0, 0};
   OPBENCH_CUDA_CHECK(
       cudaMemcpyAsync(host, slots.data(), sizeof(host), cudaMemcpyDeviceToHost, stream));

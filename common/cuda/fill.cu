@@ -25,8 +25,9 @@ void launch(void* data, std::size_t n, std::uint64_t seed, cudaStream_t stream, 
   if (n == 0) return;
   constexpr int kThreads = 256;
   auto blocks = static_cast<int>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65536));
+  const cudaError_t pending = take_pending_cuda_error();
   fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<T*>(data), n, seed, convert);
-  OPBENCH_CUDA_CHECK(cudaGetLastError());
+  OPBENCH_CUDA_CHECK_LAUNCH(pending, "fill_kernel (uniform fill)");
 }
 
 }  // namespace

@@ -57,11 +57,13 @@ void StreamBlocker::block(cudaStream_t stream) {
   host_flags_[0] = 0;
   host_flags_[1] = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  const cudaError_t pending = take_pending_cuda_error();
   spin_until_released<<<1, 1, 0, stream>>>(device_flags_, timeout_ns_);
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     host_flags_[0] = 1;
-    throw_cuda_error(err, "spin_until_released<<<1, 1>>>", __FILE__, __LINE__);
+    throw run_failure(
+        launch_failure_text(err, pending, "spin_until_released<<<1, 1>>>", __FILE__, __LINE__));
   }
 }
 

@@ -65,3 +65,55 @@ TEST_CASE("each call takes the next slice of the buffers, as nccl-tests' startCo
   CHECK(rotation_offset(32 * mib, 32 * mib, 7) == 0);  // the largest call never moves
   CHECK(rotation_offset(0, 32 * mib, 7) == 0);
 }
+
+namespace {
+
+// Records the teardown as NcclCommunicator's steps would run it.
+struct RecordedTeardown final : NcclTeardownSteps {
+  bool graph = false;
+  std::vector<std::string> order;
+  bool holds_graph() const override { return graph; }
+  void synchronize_stream() override { order.push_back("synchronize stream"); }
+  void release_graph() override {
+    order.push_back("release graph");
+    graph = false;
+  }
+  void destroy_communicator() override { order.push_back("ncclCommDestroy"); }
+  void abort_communicator() override { order.push_back("ncclCommAbort"); }
+};
+
+}  // namespace
+
+TEST_CASE("NCCL teardown: a -G graph is released before the communicator it references") {
+  // ncclCommDestroy and ncclCommAbort wait until every graph that captured NCCL calls is gone:
+  // destroying the communicator first hangs the run at its end.
+  RecordedTeardown with_graph;
+  with_graph.graph = true;
+  nccl_teardown(with_graph, NcclTeardown::destroy);
+  CHECK(with_graph.order ==
+        std::vector<std::string>{"synchronize stream", "release graph", "ncclCommDestroy"});
+
+  // After an error nothing waits on the stream (a dead peer would keep it busy forever).
+  RecordedTeardown aborted;
+  aborted.graph = true;
+  nccl_teardown(aborted, NcclTeardown::abort);
+  CHECK(aborted.order == std::vector<std::string>{"release graph", "ncclCommAbort"});
+
+  // Without -G there is no graph to release and nothing to wait for.
+  RecordedTeardown plain;
+  nccl_teardown(plain, NcclTeardown::destroy);
+  CHECK(plain.order == std::vector<std::string>{"ncclCommDestroy"});
+  RecordedTeardown plain_abort;
+  nccl_teardown(plain_abort, NcclTeardown::abort);
+  CHECK(plain_abort.order == std::vector<std::string>{"ncclCommAbort"});
+}
+
+TEST_CASE("ncclConfig_t.graphUsageMode: 1 with -G, 0 without, only where NCCL has the field") {
+  // nccl-tests: 1 with CUDA graphs, 0 without, when built with NCCL 2.29 or newer.
+  CHECK(nccl_graph_usage_mode(22900, 22900, true) == std::optional<int>(1));
+  CHECK(nccl_graph_usage_mode(22907, 23001, false) == std::optional<int>(0));
+  // 2.28.9 (installed here) has no such field, at build or at run time: NCCL's default stays.
+  CHECK_FALSE(nccl_graph_usage_mode(22809, 22809, true));
+  CHECK_FALSE(nccl_graph_usage_mode(22900, 22809, true));  // built newer, running older
+  CHECK_FALSE(nccl_graph_usage_mode(22809, 22907, false));
+}
