@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "common/prom_text.hpp"
+
 namespace opbench::capture {
 
 namespace {
@@ -49,20 +51,6 @@ std::string note(const TableRow& r) {
     return untimed + " calls without a time (their completion was not seen by a Wait/Test call)";
   return untimed +
          " calls without a GPU time (no CUDA context or events, or still in flight at exit)";
-}
-
-// Prometheus label values escape backslash, double quote and line feed.
-std::string prom_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 std::string prom_seconds(double us) {
@@ -154,16 +142,17 @@ std::string prom_text(const ProcessFacts& f, const std::vector<TableRow>& rows) 
   // Labels identify the series (host, rank, the call and its shape); the pid and the command
   // change from run to run and live in opbench_capture_info only.
   auto labels = [&](const CaptureKey& k) {
-    return "host=\"" + prom_escape(f.host) + "\",rank=\"" + prom_escape(f.rank) + "\",api=\"" +
-           k.api + "\",kind=\"" + k.kind + "\",op=\"" + k.op + "\",dtype=\"" + k.dtype +
-           "\",shape=\"" + prom_escape(shape_label(k)) + "\"";
+    return "host=\"" + prom_label_value(f.host) + "\",rank=\"" + prom_label_value(f.rank) +
+           "\",api=\"" + k.api + "\",kind=\"" + k.kind + "\",op=\"" + k.op + "\",dtype=\"" +
+           k.dtype + "\",shape=\"" + prom_label_value(shape_label(k)) + "\"";
   };
   std::string out;
   out +=
       "# HELP opbench_capture_info The capturing process: 1, with its pid and command line as "
       "labels.\n# TYPE opbench_capture_info gauge\n";
-  out += "opbench_capture_info{host=\"" + prom_escape(f.host) + "\",rank=\"" + prom_escape(f.rank) +
-         "\",pid=\"" + std::to_string(f.pid) + "\",command=\"" + prom_escape(f.command) + "\"} 1\n";
+  out += "opbench_capture_info{host=\"" + prom_label_value(f.host) + "\",rank=\"" +
+         prom_label_value(f.rank) + "\",pid=\"" + std::to_string(f.pid) + "\",command=\"" +
+         prom_label_value(f.command) + "\"} 1\n";
   out +=
       "# HELP opbench_capture_calls_total Intercepted calls of one API and shape in this "
       "process, timed or not.\n# TYPE opbench_capture_calls_total counter\n";

@@ -10,6 +10,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/owned_files.hpp"
+#include "common/prom_text.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
 
@@ -20,19 +21,6 @@ std::string metric_name(const std::string& prefix, const std::string& field) {
   std::string out = prefix + "_";
   for (char c : field)
     out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
-
-std::string label_value(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
   return out;
 }
 
@@ -66,7 +54,7 @@ std::string prometheus_text(const std::vector<Record>& rows, const std::string& 
           std::holds_alternative<double>(f.value) || f.name == "note")
         continue;
       labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", f.name,
-                            label_value(format_value(f.value)));
+                            prom_label_value(format_value(f.value)));
     }
     for (const auto& f : row.fields()) {
       if (f.kind != FieldKind::metric || std::holds_alternative<std::monostate>(f.value) ||
