@@ -44,15 +44,15 @@ std::vector<RedOp> parse_red_ops(const std::string& text) {
   return out;
 }
 
-std::vector<DType> parse_ccl_dtypes(const std::string& text) {
+std::vector<DType> parse_ccl_dtypes(const std::string& text, const std::string& flag) {
   if (to_lower(trim(text)) == "all")
     return {DType::int8,  DType::uint8,  DType::int32,    DType::uint32,
             DType::int64, DType::uint64, DType::fp16,     DType::fp32,
             DType::fp64,  DType::bf16,   DType::fp8_e4m3, DType::fp8_e5m2};
-  auto out = parse_dtype_list(text, "-d/--datatype");
+  auto out = parse_dtype_list(text, flag);
   for (DType t : out)
     if (t == DType::tf32)
-      throw bad_input("-d/--datatype: tf32 is a compute mode, not a collective data type");
+      throw bad_input(flag + ": tf32 is a compute mode, not a collective data type");
   return out;
 }
 
@@ -73,7 +73,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("f,stepfactor", "multiply the size by this between sizes", cxxopts::value<std::string>()->default_value("1"))
     ("i,stepbytes", "add this many bytes between sizes (when -f is 1)", cxxopts::value<std::string>()->default_value("1M"))
     ("sizes", "explicit sizes instead of -b/-e, comma-separated (64K,1M,...)", cxxopts::value<std::string>())
-    ("d,datatype", "data types, comma-separated, or all: fp32, fp16, bf16, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64", cxxopts::value<std::string>()->default_value("fp32"))
+    ("dtype", "data types, comma-separated, or all: fp32, fp16, bf16, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64 (as every binary spells it; -d/--datatype is nccl-tests' name)", cxxopts::value<std::string>()->default_value("fp32"))
+    ("d,datatype", "nccl-tests' name of --dtype", cxxopts::value<std::string>())
     ("o,redop", "reduction ops, comma-separated, or all: sum, prod, min, max, avg", cxxopts::value<std::string>()->default_value("sum"))
     ("r,root", "root rank of broadcast and reduce (-1: every rank in turn, a row each)", cxxopts::value<int>()->default_value("0"))
     ("placement", "out_of_place, in_place or both", cxxopts::value<std::string>()->default_value("both"))
@@ -155,7 +156,9 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
                           parse_size(str("maxbytes"), "-e/--maxbytes"), factor, step);
     o.step_text = factor > 1 ? fmt::format("{:g}(factor)", factor) : fmt::format("{}(bytes)", step);
   }
-  o.dtypes = parse_ccl_dtypes(str("datatype"));
+  const std::string dtype_flag = flag_or_alias(p, "dtype", "datatype");
+  o.dtypes = parse_ccl_dtypes(str(dtype_flag.c_str()),
+                              dtype_flag == "datatype" ? "-d/--datatype" : "--dtype");
   o.redops = parse_red_ops(str("redop"));
   o.root = p["root"].as<int>();
   if (o.root < -1)
@@ -231,6 +234,7 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
                                       {"stepfactor", "-f/--stepfactor"},
                                       {"stepbytes", "-i/--stepbytes"},
                                       {"sizes", "--sizes"},
+                                      {"dtype", "--dtype"},
                                       {"datatype", "-d/--datatype"},
                                       {"redop", "-o/--redop"},
                                       {"root", "-r/--root"}})

@@ -299,4 +299,14 @@ bool given(const cxxopts::ParseResult& parsed, const std::string& flag) {
   return parsed.count(flag) > 0;
 }
 
+std::string flag_or_alias(const cxxopts::ParseResult& parsed, const std::string& flag,
+                          const std::string& alias) {
+  if (given(parsed, flag) && given(parsed, alias))
+    throw bad_input(
+        fmt::format("--{} and --{} are one flag (--{} is its other spelling): give it "
+                    "once",
+                    flag, alias, alias));
+  return given(parsed, alias) ? alias : flag;
+}
+
 }  // namespace opbench

@@ -78,4 +78,10 @@ std::optional<cxxopts::ParseResult> parse_command_line(cxxopts::Options& options
 // Whether a flag was given on the command line (as opposed to taking its default).
 bool given(const cxxopts::ParseResult& parsed, const std::string& flag);
 
+// One concept, one spelling in every binary (docs/inputs.md, "One flag vocabulary"): `flag` is
+// that spelling, `alias` an older one or nccl-tests' (kept working). Returns the name the value
+// was given under (`flag` when neither was: its default); both given is refused.
+std::string flag_or_alias(const cxxopts::ParseResult& parsed, const std::string& flag,
+                          const std::string& alias);
+
 }  // namespace opbench

@@ -28,10 +28,16 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     ("fsdp-version", "1 (flat parameter padded to the world size) or 2 (each parameter's dim 0 padded)", cxxopts::value<int>()->default_value("2"))
     ("wrap", "units: layer (one per decoder layer, plus the root), submodule (attention and MLP apart), model (one unit)", cxxopts::value<std::string>()->default_value("layer"))
     ("param-dtype", "all-gather dtype", cxxopts::value<std::string>()->default_value("bf16"))
-    ("reduce-dtype", "reduce-scatter dtype (fp32 or bf16)", cxxopts::value<std::string>()->default_value("fp32"))
-    ("reduce-op", "reduce-scatter op: avg (as FSDP does; timed as sum on the mpi backend) or sum", cxxopts::value<std::string>()->default_value("avg"))
-    ("shard-group-size", "HSDP: shard within groups of this many ranks, all-reduce across the groups", cxxopts::value<std::string>())
+    ("grad-dtype", "gradient reduction dtype: reduce-scatter (and HSDP all-reduce), fp32 or bf16", cxxopts::value<std::string>()->default_value("fp32"))
+    ("redop", "reduce-scatter reduction: avg (as FSDP does; timed as sum on the mpi backend) or sum", cxxopts::value<std::string>()->default_value("avg"))
+    ("sharding", "fsdp (shard over every rank) or hsdp (shard within --shard-group ranks, all-reduce across the groups); default hsdp when --shard-group is given", cxxopts::value<std::string>())
+    ("shard-group", "HSDP: shard within groups of this many ranks, all-reduce across the groups", cxxopts::value<std::string>())
     ("no-reshard-after-forward", "keep units gathered from forward to backward (no backward all-gathers)");
+  // The spellings bench_fsdp had before bench_step and bench_ccl set the shared vocabulary.
+  options.add_options(kAliasGroup)
+    ("reduce-dtype", "old spelling of --grad-dtype", cxxopts::value<std::string>())
+    ("reduce-op", "old spelling of --redop", cxxopts::value<std::string>())
+    ("shard-group-size", "old spelling of --shard-group", cxxopts::value<std::string>());
   options.add_options("Plan and logs")
     ("dry-run", "print the plan and the equivalent nccl-tests commands, run nothing")
     ("plan-csv-path", "write the plan as CSV", cxxopts::value<std::string>())
@@ -70,13 +76,32 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   o.fsdp.version = p["fsdp-version"].as<int>();
   o.fsdp.wrap = parse_wrap_policy(str("wrap"));
   o.fsdp.param_dtype = parse_dtype_list(str("param-dtype"), "--param-dtype").front();
-  o.fsdp.reduce_dtype = parse_dtype_list(str("reduce-dtype"), "--reduce-dtype").front();
-  o.reduce_op = parse_red_op(str("reduce-op"));
+  const std::string grad_dtype = flag_or_alias(p, "grad-dtype", "reduce-dtype");
+  o.fsdp.reduce_dtype = parse_dtype_list(str(grad_dtype.c_str()), "--" + grad_dtype).front();
+  const std::string redop = flag_or_alias(p, "redop", "reduce-op");
+  o.reduce_op = parse_red_op(str(redop.c_str()));
   if (o.reduce_op != RedOp::avg && o.reduce_op != RedOp::sum)
     throw bad_input(
-        fmt::format("--reduce-op: FSDP reduces with avg or sum, not {}", red_op_name(o.reduce_op)));
-  if (p.count("shard-group-size"))
-    o.fsdp.shard_group_size = parse_positive_int(str("shard-group-size"), "--shard-group-size");
+        fmt::format("--{}: FSDP reduces with avg or sum, not {}", redop, red_op_name(o.reduce_op)));
+  const std::string shard_group = flag_or_alias(p, "shard-group", "shard-group-size");
+  if (given(p, shard_group))
+    o.fsdp.shard_group_size = parse_positive_int(str(shard_group.c_str()), "--" + shard_group);
+  if (given(p, "sharding")) {
+    const std::string sharding = to_lower(str("sharding"));
+    if (sharding == "hsdp" && !given(p, shard_group))
+      throw bad_input("--sharding hsdp: give the shard group with --shard-group N");
+    if (sharding == "fsdp" && given(p, shard_group))
+      throw bad_input(
+          "--sharding fsdp shards over every rank: --shard-group goes with --sharding "
+          "hsdp");
+    if (sharding == "ddp")
+      throw bad_input(
+          "--sharding ddp: bench_fsdp replays FSDP and HSDP; a DDP step's "
+          "all-reduces are bench_step --sharding ddp's, or bench_ccl's");
+    if (sharding != "fsdp" && sharding != "hsdp")
+      throw bad_input(
+          fmt::format("--sharding: unknown sharding '{}' (accepted: fsdp, hsdp)", str("sharding")));
+  }
   o.fsdp.reshard_after_forward = p.count("no-reshard-after-forward") == 0;
   o.dry_run = p.count("dry-run") > 0;
   if (p.count("plan-csv-path")) o.plan_csv_path = str("plan-csv-path");

@@ -83,7 +83,7 @@ void validate(const FsdpConfig& c) {
   if (c.version != 1 && c.version != 2)
     throw bad_input(fmt::format("--fsdp-version: must be 1 or 2, got {}", c.version));
   if (c.shard_group_size < 0 || (c.shard_group_size > 0 && c.world_size % c.shard_group_size != 0))
-    throw bad_input(fmt::format("--shard-group-size {}: must divide the world size {}",
+    throw bad_input(fmt::format("--shard-group {}: must divide the world size {}",
                                 c.shard_group_size, c.world_size));
 }
 

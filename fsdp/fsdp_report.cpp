@@ -156,7 +156,7 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
         if (plan_dtype != logged_dtype)
           verdict +=
               fmt::format("; dtype differs: log {}, plan {} (--{}-dtype {} plans it)", logged_dtype,
-                          plan_dtype, op == CollOp::all_gather ? "param" : "reduce", logged_dtype);
+                          plan_dtype, op == CollOp::all_gather ? "param" : "grad", logged_dtype);
         r.result("verdict", verdict);
       }
     }
