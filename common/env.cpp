@@ -75,6 +75,12 @@ std::uint64_t cpu_last_level_cache_bytes() {
   return largest;
 }
 
+std::uint64_t cpu_cache_flush_bytes() {
+  constexpr std::uint64_t kUnknownCache = std::uint64_t{64} << 20;
+  const std::uint64_t llc = cpu_last_level_cache_bytes();
+  return 2 * (llc > 0 ? llc : kUnknownCache);
+}
+
 std::uint64_t available_host_memory_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string key;

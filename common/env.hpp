@@ -46,6 +46,9 @@ std::string cpu_model_name();
 int online_cpus();
 // Size of the largest CPU cache (sysfs), or 0 when unknown.
 std::uint64_t cpu_last_level_cache_bytes();
+// What --cold writes between samples to evict the CPU's caches: twice the last-level cache, or
+// twice 64 MiB where sysfs does not say (some VMs have no cache entries at all).
+std::uint64_t cpu_cache_flush_bytes();
 // MemAvailable from /proc/meminfo, or 0 when unknown.
 std::uint64_t available_host_memory_bytes();
 std::string openblas_version();

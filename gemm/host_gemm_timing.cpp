@@ -20,7 +20,7 @@ std::optional<RotationPlan> HostGemmTiming::prepare(const GemmRunOptions& o, DTy
       plan_operand_sets(input_stride + output_stride, o, llc_bytes_, budget, "host memory", result);
   if (!plan) return plan;
   pools_.prepare(t, plan->sets * input_stride, plan->sets * output_stride);
-  if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(2 * llc_bytes_);
+  if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(cpu_cache_flush_bytes());
   return plan;
 }
 

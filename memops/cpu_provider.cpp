@@ -846,7 +846,7 @@ class CpuMemopProvider final : public MemopProvider {
     }
     d.place(plan.sets, static_cast<unsigned char*>(pool_.data()));
     d.fill_all();
-    if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(2 * llc_bytes_);
+    if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(cpu_cache_flush_bytes());
 
     std::int64_t set = 0;
     auto prepare = [&] {
