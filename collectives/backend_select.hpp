@@ -12,9 +12,9 @@
 namespace opbench {
 
 struct CclBackend {
-  std::string name;    // "nccl" or "mpi"
-  std::string reason;  // why auto chose it
-  int device = -1;     // the rank's GPU (nccl)
+  std::string name;          // "nccl" or "mpi"
+  std::string reason;        // why auto chose it
+  int device = -1;           // the rank's GPU (nccl)
   bool cuda_graphs = false;  // -G: calls are captured into CUDA graphs (ncclConfig_t)
 };
 

@@ -72,7 +72,7 @@ class CollRunner {
   CollRunOptions options_;
   Watchdog watchdog_;
   bool stalled_ = false, failed_for_test_ = false;
-  std::string label_;      // the case running now, for the watchdog's message
+  std::string label_;  // the case running now, for the watchdog's message
   std::chrono::steady_clock::time_point case_start_;  // when it started, likewise
   double per_call_s_ = 0;  // the slowest time per call seen in this case (0: none yet)
 };
