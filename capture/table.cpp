@@ -84,7 +84,10 @@ std::vector<TableRow> ShapeTable::snapshot() const {
         row.min_us = stats.min_ns / 1e3;
         row.max_us = stats.max_ns / 1e3;
         // the exact extremes bound the bucket estimates (a bucket's middle can lie outside them)
-        auto clamp = [&](double ns) { return std::clamp(ns, stats.min_ns, stats.max_ns) / 1e3; };
+        // (bounds copied: clang 14 cannot capture a structured binding)
+        auto clamp = [lo = stats.min_ns, hi = stats.max_ns](double ns) {
+          return std::clamp(ns, lo, hi) / 1e3;
+        };
         row.p50_us = quantile_us(stats, 0.50, clamp);
         row.p99_us = quantile_us(stats, 0.99, clamp);
       }

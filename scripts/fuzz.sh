@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, with AddressSanitizer and UndefinedBehaviorSanitizer) and
-# runs each for FUZZ_SECONDS (default 30) from the seeds the repo keeps: the shipped configs, the
-# test fixtures and tests/fuzz/corpus. A crash, leak or sanitizer report fails the script, and
-# the input that caused it is left in build-fuzz/findings/.
+# Builds the libFuzzer targets (clang, with AddressSanitizer and UndefinedBehaviorSanitizer, in
+# the sanitizer tree build-asan/ that scripts/sanitizer_build.sh makes) and runs each for
+# FUZZ_SECONDS (default 30) from the seeds the repo keeps: the shipped configs, the test
+# fixtures and tests/fuzz/corpus. A crash, leak or sanitizer report fails the script, and the
+# input that caused it is left in build-asan/fuzz/findings/.
 #   scripts/fuzz.sh [TARGET...]        (default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,11 +11,8 @@ seconds=${FUZZ_SECONDS:-30}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(models attention_shapes gemm_shapes memop_shapes cli nccl_log)
 
-flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPBENCH_WITH_CUDA=OFF \
-  -DOPBENCH_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" > /dev/null
-cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") > build-fuzz/build.log \
-  || { tail -30 build-fuzz/build.log; exit 1; }
+bash scripts/sanitizer_build.sh $(printf 'fuzz_%s ' "${targets[@]}")
+out=build-asan/fuzz
 
 seeds() {  # comma-separated seed files of a target
   case "$1" in
@@ -27,15 +25,15 @@ seeds() {  # comma-separated seed files of a target
   esac | paste -sd, -
 }
 
-mkdir -p build-fuzz/findings
+mkdir -p $out/findings
 status=0 passed=0 failed=0
 for t in "${targets[@]}"; do
-  corpus=build-fuzz/corpus/$t
+  corpus=$out/corpus/$t
   mkdir -p "$corpus"
-  log=build-fuzz/fuzz_$t.log
-  if ASAN_OPTIONS=detect_leaks=1 build-fuzz/tests/fuzz/fuzz_$t "$corpus" -seed_inputs="$(seeds "$t")" \
+  log=$out/fuzz_$t.log
+  if ASAN_OPTIONS=detect_leaks=1 build-asan/tests/fuzz/fuzz_$t "$corpus" -seed_inputs="$(seeds "$t")" \
        -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
-       -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 > "$log" 2>&1; then
+       -artifact_prefix=$out/findings/"$t"- -print_final_stats=1 > "$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
     echo "fuzz_$t: ok, $runs executions in ${seconds} s"
     passed=$((passed + 1))

@@ -2,18 +2,30 @@
 # Sets everything up, builds, and runs every test:
 #  1. the suite (unit and integration tests, ctest) on the normal build;
 #  2. the same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build (scripts/test_sanitizers.sh);
-#  3. every fuzz target for FUZZ_SECONDS (default 30) each (scripts/fuzz.sh).
+#  3. every fuzz target for FUZZ_SECONDS (default 30) each (scripts/fuzz.sh), built in that same
+#     sanitizer tree.
 # OPBENCH_TESTS=suite runs only the first (a quick local check).
+# Each phase prints how long it took, and the last line sums them: CI has a time budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh
+start=$SECONDS
+timings=()
+phase() {  # phase NAME COMMAND...: runs it, then says how long it took
+  local name=$1 t0=$SECONDS
+  shift
+  echo "== $name" >&2
+  "$@"
+  timings+=("$name $((SECONDS - t0)) s")
+  echo "== $name: $((SECONDS - t0)) s" >&2
+}
+phase setup bash scripts/setup.sh
+phase build bash scripts/build.sh
 # The complete cuDNN surveys of A100, H200 and B200 (label survey_full) are sampled in this run;
 # `cd build && ctest -L survey_full` runs them whole.
-(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE survey_full)
+suite() { (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE survey_full); }
+phase suite suite
 if [ "${OPBENCH_TESTS:-all}" = all ]; then
-  echo "== sanitizers: the suite again under ASan + UBSan" >&2
-  bash scripts/test_sanitizers.sh
-  echo "== fuzzing: every input parser" >&2
-  bash scripts/fuzz.sh
+  phase "sanitizers (build and suite under ASan + UBSan)" bash scripts/test_sanitizers.sh
+  phase "fuzzing (every input parser)" bash scripts/fuzz.sh
 fi
+(IFS=,; echo "test.sh: every phase passed in $((SECONDS - start)) s (${timings[*]})" >&2)

@@ -18,9 +18,8 @@ endforeach()
 
 # The pure parts (histogram, table, conversion, bytes): a small Catch2 executable over
 # opbench_capture_core, so these tests build without the rest of the project.
-add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_main.cpp
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.cpp)
-target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core Catch2::Catch2)
+add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.cpp)
+target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core opbench_catch_main)
 opbench_warnings(capture_unit_tests)
 catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: ")
 
