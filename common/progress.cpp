@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -20,9 +21,40 @@ std::string human_duration(double seconds) {
 Progress::Progress(std::size_t cases, double total_work, bool quiet)
     : cases_(cases), total_work_(total_work), quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
 
+double eta_seconds(const std::vector<CaseTime>& done, std::size_t cases_left, double work_left) {
+  if (done.empty()) return -1;
+  const double n = static_cast<double>(done.size());
+  double sw = 0, st = 0, sww = 0, swt = 0;
+  for (const CaseTime& c : done) {
+    sw += c.work;
+    st += c.seconds;
+    sww += c.work * c.work;
+    swt += c.work * c.seconds;
+  }
+  const double mean_w = sw / n, mean_t = st / n;
+  const double var_w = sww / n - mean_w * mean_w;
+  double b = var_w > 1e-12 * mean_w * mean_w ? (swt / n - mean_w * mean_t) / var_w : 0;
+  double a = mean_t - b * mean_w;
+  if (b < 0) {  // bigger cases went faster: no work term, time by count
+    b = 0;
+    a = mean_t;
+  } else if (a < 0) {  // no fixed part: time by work alone
+    a = 0;
+    b = sw > 0 ? st / sw : 0;
+  }
+  // The stop rule bounds a case's time (--max-time), so a line through the growing cases must
+  // not run past it: no case left is taken to be slower than the slowest one seen.
+  double slowest = 0;
+  for (const CaseTime& c : done)
+    slowest = std::max(slowest, c.seconds);
+  const double left = static_cast<double>(cases_left);
+  return std::min(a * left + b * std::max(0.0, work_left), slowest * left);
+}
+
 std::string Progress::eta() const {
-  if (work_done_ <= 0 || total_work_ <= work_done_) return "";
-  return "  ETA " + human_duration(clock_.elapsed_s() / work_done_ * (total_work_ - work_done_));
+  if (finished_ >= cases_) return "";
+  const double left = eta_seconds(times_, cases_ - finished_, total_work_ - work_done_);
+  return left < 0 ? "" : "  ETA " + human_duration(left);
 }
 
 void Progress::start(const std::string& what) {
@@ -36,6 +68,9 @@ void Progress::start(const std::string& what) {
 void Progress::done(double work, const std::string& result) {
   ++finished_;
   work_done_ += work;
+  const double now = clock_.elapsed_s();
+  times_.push_back({work, now - last_done_s_});
+  last_done_s_ = now;
   if (quiet_) return;
   if (tty_) {
     clear();

@@ -2,14 +2,27 @@
 // Progress on stderr, never on stdout, so tables and CSV stay clean. On a terminal it is one
 // status line naming the case that runs now ("[12/120] llama3.1-70b mlp_down dgrad ...  ETA
 // 3m20s"), cleared before each table row (call clear() before printing to stdout). Elsewhere (logs,
-// CI) it is one permanent line per finished case with its result. The ETA weighs each case by its
-// work (e.g. FLOPs), not by count. --quiet turns it off.
+// CI) it is one permanent line per finished case with its result. The ETA models a case's time
+// as a fixed part plus a part proportional to its work (e.g. FLOPs), fitted to the cases done
+// (eta_seconds): the stop rule gives small cases about the same time each, so work alone
+// overestimates a sweep that starts small. --quiet turns it off.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/timer.hpp"
 
 namespace opbench {
+
+struct CaseTime {
+  double work = 0, seconds = 0;
+};
+
+// Seconds left for `cases_left` cases holding `work_left` work, from the finished cases: the
+// least-squares fit of seconds = a + b * work (a, b >= 0; with one case, or cases of one size,
+// b = 0 and the estimate is by count), at most cases_left times the slowest case seen. Negative
+// when nothing is known yet.
+double eta_seconds(const std::vector<CaseTime>& done, std::size_t cases_left, double work_left);
 
 class Progress {
  public:
@@ -25,6 +38,8 @@ class Progress {
   std::string eta() const;
   bool quiet_, tty_, line_shown_ = false;
   CpuTimer clock_;
+  double last_done_s_ = 0;
+  std::vector<CaseTime> times_;  // each finished case's work and seconds
 };
 
 // "45s", "3m20s", "1h05m"
