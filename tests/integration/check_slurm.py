@@ -11,8 +11,8 @@ dropped. Then:
    has rows, every one world_size 2 and status ok (two singletons would say 1); environment.json
    has 2 `ranks` where it has that key, and the SLURM_ variables of the step. Its `launcher` is
    printed: under srun the parent of a rank is slurmstepd, so null is expected.
-2. (unless --no-time-limit) `srun --time=1` ends a bench_ccl that would sample for 10 minutes:
-   the job must end non-zero after at least 55 s, stopped by Slurm for its time limit (srun says
+2. (unless --no-time-limit) `srun --time=1` ends a bench_ccl (one rank) that would sample for
+   10 minutes: the job must end non-zero after at least 55 s, stopped by Slurm for its time limit (srun says
    so and scontrol shows JobState=TIMEOUT). Slurm counts limits in whole minutes and its
    controller looks at them every 30 s from its start, so the kill comes about 90 s after the
    cluster starts: this part takes most of the test's time.
@@ -356,7 +356,9 @@ def check_time_limit(cluster, bench, out):
     report = os.path.join(out, "time_limit")
     name = "opbench-time-limit"
     rc, _, err, took = srun(cluster, [
-        "--mpi=pmix", "-n", "2", f"--time={TIME_LIMIT_MIN}", f"--job-name={name}",
+        # One rank: the limit is the job's, and a second rank spinning for the ~90 s the test
+        # waits would take the other core from the tests running beside this one.
+        "--mpi=pmix", "-n", "1", f"--time={TIME_LIMIT_MIN}", f"--job-name={name}",
         bench, "--backend", "mpi", "--op", "all_reduce", "-b", "1K", "-e", "1K",
         "--min-time", "600", "--max-time", "600", "--max-samples", "100000000", "--timeout", "0",
         "--report-dir-path", report, "--quiet"], TIME_LIMIT_KILL)
