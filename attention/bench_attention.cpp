@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
@@ -109,14 +110,20 @@ int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& 
     device_name = cuda_device_info(o.device).name;
     how = "cuDNN on the GPU here";
   }
-  std::string dir = o.report.report_dir.empty() ? "reports/attention-engines-" + now_compact()
-                                                : o.report.report_dir;
-  ensure_directory(dir);
+  // The engine report honours the report flags as a measured run does: --report-csv-path names
+  // its CSV (default attention_engines.csv in --report-dir-path), --format its files.
+  const std::string dir =
+      resolve_report_dir(o.report.report_dir, o.report_csv_path, "attention-engines");
+  const std::string base = report_base(
+      o.report_csv_path.empty() ? (std::filesystem::path(dir) / "attention_engines.csv").string()
+                                : o.report_csv_path);
+  prepare_report_folder(dir, "bench_attention", false,
+                        report_outputs("--report-csv-path", base, o.report.formats));
   Environment env(argc, argv, "bench_attention");
   env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
   env.write(dir, false);
-  ReportFiles files((std::filesystem::path(dir) / "attention_engines").string(), o.report.formats,
-                    nlohmann::json{{"run_id", env.run_id()}}, "opbench_attention_engines");
+  ReportFiles files(base, o.report.formats, nlohmann::json{{"run_id", env.run_id()}},
+                    "opbench_attention_engines");
   std::fprintf(stderr, "dry run: %s (cuDNN %s)\n", how.c_str(),
                version_from_int(static_cast<long long>(cudnnGetVersion())).c_str());
   ConsoleTable table({{"model", "", 16},
@@ -127,8 +134,20 @@ int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& 
                       {"status", "", 7},
                       {"first_engine", "first accepting engine, or why none", 60}});
   std::size_t accepted = 0;
+  // Models often share an attention shape (Llama 3 and 3.1 70B, for one): a graph cuDNN has
+  // already judged is reported again without finalizing its plans twice, each of which compiles
+  // a kernel (about a second apiece on a CPU).
+  std::map<std::string, EngineReport> judged;
   for (const auto& c : cases) {
-    const EngineReport e = cudnn_engine_report(c.shape, c.pass, target, o.engines_per_graph);
+    const std::string graph_key = fmt::format("{} {} {}", c.shape.dims(), dtype_name(c.shape.dtype),
+                                              attention_pass_name(c.pass));
+    auto seen = judged.find(graph_key);
+    if (seen == judged.end())
+      seen =
+          judged
+              .emplace(graph_key, cudnn_engine_report(c.shape, c.pass, target, o.engines_per_graph))
+              .first;
+    const EngineReport& e = seen->second;
     Record row;
     row.arg("model", c.shape.model).arg("batch_size", c.shape.batch);
     row.arg("seqlen_q", c.shape.seqlen_q).arg("seqlen_kv", c.shape.seqlen_kv);
@@ -152,8 +171,10 @@ int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& 
   }
   if (handle) cudnnDestroy(handle);
   env.write(dir, true);
-  std::fprintf(stderr, "%zu graphs on %s: %zu accepted by at least one engine, %zu not. Reports:\n",
-               cases.size(), device_name.c_str(), accepted, cases.size() - accepted);
+  std::fprintf(stderr,
+               "%zu graphs on %s (%zu distinct): %zu accepted by at least one engine, %zu not. "
+               "Reports:\n",
+               cases.size(), device_name.c_str(), judged.size(), accepted, cases.size() - accepted);
   for (const auto& path : files.paths())
     std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
   return 0;

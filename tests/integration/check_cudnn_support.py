@@ -20,6 +20,7 @@ is checked too). The default test run samples three of the four profiles this wa
 """
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +87,19 @@ def main() -> int:
     if len(rows) != expected:
         problems.append(f"{len(rows)} graphs checked; expected {expected}: ({shapes} shapes + "
                         f"{models} models) x 2 dtypes x 2 passes")
-    print(f"{profile} (sm{cc}): {len(rows)} graphs, {accepted} accepted, {outside_refused} refused "
+    # A graph repeated by several models is judged once and its verdict repeated: the closing
+    # line counts the distinct graphs, and every copy of a graph carries the same verdict.
+    distinct = {}
+    for r in rows:
+        key = (r["dims"], r["dtype"], r["pass"])
+        verdict = (r["status"], r["engines"], r["note"])
+        if distinct.setdefault(key, verdict) != verdict:
+            problems.append(f"{key}: two verdicts for one graph: {distinct[key]} and {verdict}")
+    said = re.search(r"graphs on \S+ \((\d+) distinct\)", proc.stderr)
+    if not said or int(said.group(1)) != len(distinct):
+        problems.append(f"the closing line should count {len(distinct)} distinct graphs: "
+                        f"{said.group(0) if said else proc.stderr[-300:]!r}")
+    print(f"{profile} (sm{cc}): {len(rows)} graphs ({len(distinct)} distinct), {accepted} accepted, {outside_refused} refused "
           f"(all outside the documented surface), {inside} inside the surface")
     for p in problems:
         print("FAIL:", p)
