@@ -46,7 +46,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   add_measure_options(options, {{"CPU", resolve(MeasureProfile::cpu, attention_cpu_measure({}))},
                                 {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "attention");
-  add_peak_options(options);
+  add_peak_options(options, {.tflops = true, .bandwidth = false});
   auto parsed = parse_command_line(options, argc, argv, [] {
     std::vector<LibraryVersion> libraries{openblas_library_version()};
 #ifdef OPBENCH_HAVE_CUDA
@@ -95,7 +95,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   }
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
-  o.peaks = read_peak_options(p);
+  o.peaks = read_peak_options(p, {.tflops = true, .bandwidth = false});
   if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty() && !o.list_models)
     throw bad_input(
         "nothing to run: give --shapes-json-path, or --model (with --model-config-path)");

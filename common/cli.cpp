@@ -199,16 +199,19 @@ ReportOptions read_report_options(const cxxopts::ParseResult& p) {
   return r;
 }
 
-void add_peak_options(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options("Peaks")
-    ("peak-tflops", "peak TFLOPS used for pct_peak (overrides configs/hardware.json)", cxxopts::value<double>())
-    ("peak-bw", "peak memory bandwidth in GB/s (overrides configs/hardware.json)", cxxopts::value<double>())
-    ("hardware-config-path", "hardware table (default configs/hardware.json)", cxxopts::value<std::string>());
-  // clang-format on
+void add_peak_options(cxxopts::Options& options, PeakFlags which) {
+  auto group = options.add_options("Peaks");
+  if (which.tflops)
+    group("peak-tflops", "peak TFLOPS used for pct_peak_flops (overrides configs/hardware.json)",
+          cxxopts::value<double>());
+  if (which.bandwidth)
+    group("peak-bw", "peak memory bandwidth in GB/s (overrides configs/hardware.json)",
+          cxxopts::value<double>());
+  group("hardware-config-path", "hardware table (default configs/hardware.json)",
+        cxxopts::value<std::string>());
 }
 
-PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
+PeakOverrides read_peak_options(const cxxopts::ParseResult& p, PeakFlags which) {
   PeakOverrides o;
   auto positive = [&](const char* flag) -> std::optional<double> {
     if (!p.count(flag)) return std::nullopt;
@@ -217,8 +220,8 @@ PeakOverrides read_peak_options(const cxxopts::ParseResult& p) {
       throw bad_input(fmt::format("--{}: must be a positive number, got {}", flag, v));
     return v;
   };
-  o.peak_tflops = positive("peak-tflops");
-  o.peak_bw_gbps = positive("peak-bw");
+  if (which.tflops) o.peak_tflops = positive("peak-tflops");
+  if (which.bandwidth) o.peak_bw_gbps = positive("peak-bw");
   if (p.count("hardware-config-path"))
     o.hardware_config_path = p["hardware-config-path"].as<std::string>();
   return o;

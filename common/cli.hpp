@@ -58,8 +58,15 @@ MeasureOverrides read_measure_overrides(const cxxopts::ParseResult& parsed,
 void add_report_options(cxxopts::Options& options, std::string_view binary, bool resumable = true);
 ReportOptions read_report_options(const cxxopts::ParseResult& parsed);
 
-void add_peak_options(cxxopts::Options& options);
-PeakOverrides read_peak_options(const cxxopts::ParseResult& parsed);
+// The peaks a binary's rows are a percentage of: a flag is offered only where a column uses it
+// (bench_memops has no FLOPS peak, bench_attention and bench_step no bandwidth one), so no
+// documented flag is silently ignored.
+struct PeakFlags {
+  bool tflops = true;     // --peak-tflops: pct_peak_flops, mfu
+  bool bandwidth = true;  // --peak-bw: pct_peak_bw, pct_peak
+};
+void add_peak_options(cxxopts::Options& options, PeakFlags which = {});
+PeakOverrides read_peak_options(const cxxopts::ParseResult& parsed, PeakFlags which = {});
 
 // cxxopts needs long flags of two letters or more; "--m 8" and "--m=8" become "-m 8" so that
 // single-letter flags (bench_gemm's --m/--n/--k) read naturally.

@@ -50,7 +50,7 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
   add_measure_options(options, {{"CPU", measure_defaults(MeasureProfile::cpu)},
                                 {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "memops");
-  add_peak_options(options);
+  add_peak_options(options, {.tflops = false, .bandwidth = true});
   auto parsed = parse_command_line(options, argc, argv, [] {
     std::vector<LibraryVersion> libraries;
 #ifdef OPBENCH_HAVE_CUDA
@@ -105,7 +105,7 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
     throw bad_input("--test-corrupt-result only makes sense with --check");
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
-  o.peaks = read_peak_options(p);
+  o.peaks = read_peak_options(p, {.tflops = false, .bandwidth = true});
   return o;
 }
 

@@ -78,6 +78,7 @@ std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<
   mo.measure = o.measure_flags;
   mo.check = o.check;
   mo.quiet = o.report.quiet;
+  mo.formats = o.report.formats;
   const StepMeasureResult r = measure_step_operators(
       all, [&](const StepOperator& op) { return times && times->find(op).has_value(); }, mo,
       report_dir, env);

@@ -173,6 +173,7 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   tally.planned = todo.size();
   CaseLoop loop(progress, table, harness, tally, rows);
   ReportOptions report;
+  report.formats = o.formats;
   const nlohmann::json run{{"run_id", env.run_id()}};
   ReportSets gemm_reports(report_dir, "gemm", report, run, "opbench_gemm", loop);
   ReportSets attention_reports(report_dir, "attention", report, run, "opbench_attention", loop);

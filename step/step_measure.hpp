@@ -5,11 +5,13 @@
 // other. Collectives are not measured here: they need ranks (bench_ccl under mpirun).
 #include <cstddef>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/env.hpp"
 #include "common/measure.hpp"
+#include "common/report_files.hpp"
 #include "step/step_operator.hpp"
 
 namespace opbench {
@@ -21,6 +23,9 @@ struct StepMeasureOptions {
   MeasureOverrides measure;  // the shared stop rule's flags
   bool check = false;        // verify each result as the families' --check do
   bool quiet = false;
+  // --format: the measured operators' reports (gemm_step.csv ...) are written in the formats
+  // the step's own reports are.
+  std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
 };
 
 struct StepMeasureResult {

@@ -96,7 +96,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   add_measure_options(options, {{"CPU", measure_defaults(MeasureProfile::cpu)},
                                 {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "step", false);
-  add_peak_options(options);
+  add_peak_options(options, {.tflops = true, .bandwidth = false});
   auto parsed = parse_command_line(options, argc, argv, [] { print_versions("bench_step", {}); });
   if (!parsed) return std::nullopt;
   const auto& p = *parsed;
@@ -154,7 +154,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   if (p.count("operators-csv-path")) o.operators_csv_path = str("operators-csv-path");
   o.measure_flags = read_measure_overrides(p);
   o.report = read_report_options(p);
-  o.peaks = read_peak_options(p);
+  o.peaks = read_peak_options(p, {.tflops = true, .bandwidth = false});
   if (!o.list_models && o.model.empty())
     throw bad_input("--model: required (bench_step projects one model; --list-models lists them)");
   return o;

@@ -13,7 +13,9 @@ README.md, a user CSV, a user environment.json and a notes.md:
   4. bench_fsdp: a replay's --plan-csv-path inside a new report folder stays where it was asked;
   5. --resume (gemm, attention, memops): environment.json keeps the continued run in
      earlier_runs, so every row's run_id resolves; resuming into a folder another binary wrote is
-     refused.
+     refused;
+  6. --format is honoured by every report the run writes (bench_step's measured operators'
+     reports included): --format jsonl writes no CSV, --format csv no JSON lines.
 """
 import glob
 import json
@@ -205,13 +207,36 @@ def resume_keeps_environment(b, out, other):
     return problems
 
 
+def formats_honoured(b, out):
+    """Item 6: each report file the run writes is in a format --format asked for."""
+    problems = []
+    # bench_step measures (tiny model, CPU) so that its operators' reports are written too.
+    measured = ["--backend", "cpu", "--model", "tiny", "--max-time", "0.02", "--min-samples", "2",
+                "--quiet"] if b.name == "step" else None
+    for fmt, unwanted in (("jsonl", ".csv"), ("csv", ".jsonl")):
+        folder = os.path.join(out, f"format_{fmt}")
+        args = b.args
+        if measured:
+            b.args = measured
+        p = b("--format", fmt, "--report-dir-path", folder)
+        b.args = args
+        if p.returncode != 0:
+            problems.append(f"--format {fmt}: exit {p.returncode}: {p.stderr[-300:]}")
+            continue
+        written = sorted(os.listdir(folder))
+        wrong = [f for f in written if f.endswith(unwanted)]
+        if wrong or not any(f.endswith("." + fmt) for f in written):
+            problems.append(f"--format {fmt} wrote {written}")
+    return problems
+
+
 def main():
     name, build, out = sys.argv[1:4]
     mpiexec = sys.argv[4] if len(sys.argv) > 4 else None
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     b = Binary(name, build, mpiexec)
-    problems = beside_user_files(b, out) + named_user_files(b, out)
+    problems = beside_user_files(b, out) + named_user_files(b, out) + formats_honoured(b, out)
     if name == "fsdp":
         problems += fsdp_plan_stays(b, out)
     if name in ("gemm", "attention", "memops"):
