@@ -60,24 +60,23 @@ def num(text):
         return None
 
 
+# Which binary wrote a report, from the columns its header must hold: the first entry whose columns
+# the header has names it (a report whose run wrote no row is still recognised). Order matters
+# where one kind's columns include another's: bench_fsdp's replay rows have every bench_ccl column.
+KINDS = (
+    ("capture", {"api", "timed_calls", "total_us"}),
+    ("capture_replay", {"in_job_us"}),
+    ("step", {"step_time_ms"}),
+    ("fsdp_plan", {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"}),  # nothing measured
+    ("fsdp", {"unit", "busbw_gbps"}),
+    ("ccl", {"busbw_gbps"}),
+    ("attention", {"seqlen_q"}),
+    ("gemm", {"arith_intensity"}),
+)
+
+
 def kind_of(columns) -> str:
-    if {"api", "timed_calls", "total_us"} <= set(columns):
-        return "capture"
-    if "in_job_us" in columns:
-        return "capture_replay"
-    if "step_time_ms" in columns:
-        return "step"
-    if {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"} <= set(columns):
-        return "fsdp_plan"  # bench_fsdp --plan-csv-path: what would be sent, nothing measured
-    if "unit" in columns and "busbw_gbps" in columns:
-        return "fsdp"
-    if "busbw_gbps" in columns:
-        return "ccl"
-    if "seqlen_q" in columns:
-        return "attention"
-    if "arith_intensity" in columns:
-        return "gemm"
-    return ""
+    return next((kind for kind, needed in KINDS if needed <= set(columns)), "")
 
 
 def device_peaks(device: str, dtype: str):
