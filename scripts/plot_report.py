@@ -14,7 +14,10 @@
   bench_fsdp       communication time per training step, per unit and collective
   bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
   bench_step       step.csv: a bar per configuration, its projected step time stacked by part (GEMM,
-                   attention, memory-bound, exposed communication, pipeline bubble, optimizer)
+                   attention, memory-bound, exposed communication, pipeline bubble, optimizer);
+                   memops_step.csv as bench_memops's
+  bench_memops     a bar per case at its achieved bandwidth (GB/s) against the peak: --peak-bw, else
+                   the report's own roof (roof_gbps: the CPU's best loop), else configs/hardware.json
   capture          a libopbench_capture.so table (capture-<host>-rank<r>.csv): the top 15 shapes by
                    total in-job time, a bar each (GEMMs blue, communication orange), with their
                    calls and p99
@@ -72,6 +75,7 @@ KINDS = (
     ("ccl", {"busbw_gbps"}),
     ("attention", {"seqlen_q"}),
     ("gemm", {"arith_intensity"}),
+    ("memops", {"op", "rows", "cols", "mem_bw_gbps"}),
 )
 
 
@@ -282,6 +286,50 @@ def stacked_bars(ax, units, parts, per_unit):
         bottom = [b + v for b, v in zip(bottom, values)]
 
 
+def varying(rows, columns):
+    """The columns among these that hold more than one value in the rows: those a label must name."""
+    return [c for c in columns if len({r.get(c, "") for r in rows}) > 1]
+
+
+def memory_roof(rows, args):
+    """(GB/s, where it came from) of the bandwidth roof: --peak-bw, else the report's own
+    (roof_gbps: on the CPU the best of the run's loops), else the device's in configs/hardware.json;
+    (None, "") when none is known."""
+    if args.peak_bw:
+        return args.peak_bw, "--peak-bw"
+    own = next((r for r in rows if num(r.get("roof_gbps"))), None)
+    if own:
+        return num(own["roof_gbps"]), own.get("roof") or "roof_gbps"
+    _, peak = device_peaks(rows[0].get("device", ""), "") if rows else (None, None)
+    return (peak, "configs/hardware.json") if peak else (None, "")
+
+
+def plot_memops(rows, title, out, args):
+    """bench_memops: a bar per measured case, its achieved bandwidth against the roof, a colour per
+    pass; the model and provider are named only where the report holds several."""
+    ok = [r for r in rows if r["status"] == "ok" and num(r["mem_bw_gbps"]) is not None]
+    gbps = [num(r["mem_bw_gbps"]) for r in ok]
+    named = varying(ok, ("model", "provider"))
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(ok) + 2))
+    for pass_ in dict.fromkeys(r["pass"] for r in ok):  # a colour per pass, in the report's order
+        ys = [i for i, r in enumerate(ok) if r["pass"] == pass_]
+        ax.barh(ys, [gbps[i] for i in ys], label=pass_)
+    ax.set_yticks(range(len(ok)))
+    ax.set_yticklabels([" ".join([f"{r['op']} {r['pass']} {r['rows']}x{r['cols']} {r['dtype']}"]
+                                 + [r.get(c, "") for c in named]) for r in ok], fontsize=8)
+    ax.invert_yaxis()  # the report's first row on top
+    peak, source = memory_roof(ok, args)
+    if peak:
+        ax.axvline(peak, color="black", linestyle="--", linewidth=1, label=f"peak {peak:.4g} GB/s ({source})")
+    for i, v in enumerate(gbps):
+        ax.text(v, i, f" {v:.4g}" + (f" ({100 * v / peak:.0f}%)" if peak else ""), va="center", fontsize=7)
+    ax.set_xlabel("achieved bandwidth (GB/s: io_bytes / time)" + ("" if peak else "; no peak known: give --peak-bw"))
+    ax.set_title(f"Memory-bound operators against the peak: {title}")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    return save(fig, out)
+
+
 def plot_fsdp(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
     per_unit = defaultdict(lambda: defaultdict(float))
@@ -447,7 +495,7 @@ def plot_capture_replay(rows, title, out, args):
 
 
 PLOTS = {"capture": plot_capture, "capture_replay": plot_capture_replay, "gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
-         "fsdp_plan": plot_fsdp_plan, "step": plot_step}
+         "fsdp_plan": plot_fsdp_plan, "step": plot_step, "memops": plot_memops}
 
 
 def read_report(path: str):
@@ -463,7 +511,7 @@ def read_report(path: str):
         fail(f"{path}: cannot be read as CSV ({e})")
     kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
     if not kind:
-        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_step or a capture)")
+        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_memops, bench_step or a capture)")
     return rows, kind
 
 
@@ -472,7 +520,7 @@ def main() -> int:
     parser.add_argument("reports", nargs="+")
     parser.add_argument("--out", required=True, help="directory for the PNGs")
     parser.add_argument("--peak-tflops", type=float, help="roofline: peak compute")
-    parser.add_argument("--peak-bw", type=float, help="roofline: peak memory bandwidth (GB/s)")
+    parser.add_argument("--peak-bw", type=float, help="roofline and bench_memops: peak memory bandwidth (GB/s)")
     args = parser.parse_args()
     if plt is None:
         fail(f"plot_report.py needs matplotlib, which {sys.executable} cannot import ({MATPLOTLIB_MISSING}): "

@@ -161,6 +161,25 @@ add_test(NAME "plot_report: collectives of different roots and reductions are li
           --line "reduce fp32 root 0 out_of_place:2" --line "reduce fp32 root 1 out_of_place:2"
           --line "all_reduce fp32 sum out_of_place:2" --line "all_reduce fp32 min out_of_place:2")
 
+# plot_report draws every bench_memops report (memops_<model>.csv, memops_sweep.csv, bench_step's
+# memops_step.csv; issue 30 item 3): a bar per ok row at its mem_bw_gbps (io_bytes / time_us, e.g.
+# 786432 B / 26.2144 us = 30 GB/s), against the roof. The sweep fixture's roof is its own CPU roof
+# (roof_gbps 40, "best loop: triad"), unless --peak-bw names another; the H100 fixture has none of
+# its own (as bench_step writes memops_step.csv), so hardware.json's 3350 GB/s is drawn. Its two
+# providers are named; the skipped and the failed row (3100 GB/s) are not drawn.
+set(SWEEP_BARS --bar "add fwd 16x4096 fp32:30" --bar "add fwd 64x4096 fp32:50" --bar "copy fwd 16x4096 fp32:40")
+add_test(NAME "plot_report: a bench_memops sweep, a bar per case against the report's own CPU roof"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_sweep ${DATA}/plot_memops_sweep.csv
+          --chart plot_memops_sweep_memops.png ${SWEEP_BARS} "--peak=40:best loop: triad")
+add_test(NAME "plot_report: --peak-bw replaces a bench_memops report's own roof"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_peak_bw ${DATA}/plot_memops_sweep.csv
+          --chart plot_memops_sweep_memops.png ${SWEEP_BARS} --peak-bw 100 "--peak=100:--peak-bw")
+add_test(NAME "plot_report: bench_step's memops_step.csv against the device's peak from hardware.json"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_step ${DATA}/plot_memops_step.csv
+          --chart plot_memops_step_memops.png --bar "rmsnorm fwd 1024x8192 bf16 cuda:2680"
+          --bar "rmsnorm fwd 1024x8192 bf16 cudnn:3015" --bar "rmsnorm bwd 1024x8192 bf16 cuda:2010"
+          "--peak=3350:configs/hardware.json")
+
 # plot_report never overwrites a file no opbench run wrote: a user's PNG at the chart's path is
 # refused (exit 2), unchanged; drawn again over its own PNG, it goes on.
 add_test(NAME "plot_report: a user's file at a chart's path is refused and kept"
