@@ -15,7 +15,10 @@
   bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
   bench_step       step.csv: a bar per configuration, its projected step time stacked by part (GEMM,
                    attention, memory-bound, exposed communication, pipeline bubble, optimizer);
-                   memops_step.csv as bench_memops's
+                   step_operators.csv: a bar per configuration, its operators' time per step stacked
+                   by family (GEMM, expert GEMMs, attention, memory-bound, communication, data-parallel
+                   communication, optimizer); gemm_step.csv and attention_step.csv as bench_gemm's and
+                   bench_attention's reports, memops_step.csv as bench_memops's
   bench_memops     a bar per case at its achieved bandwidth (GB/s) against the peak: --peak-bw, else
                    the report's own roof (roof_gbps: the CPU's best loop), else configs/hardware.json
   capture          a libopbench_capture.so table (capture-<host>-rank<r>.csv): the top 15 shapes by
@@ -70,6 +73,7 @@ KINDS = (
     ("capture", {"api", "timed_calls", "total_us"}),
     ("capture_replay", {"in_job_us"}),
     ("step", {"step_time_ms"}),
+    ("step_operators", {"stage", "family", "operator", "total_ms"}),
     ("fsdp_plan", {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"}),  # nothing measured
     ("fsdp", {"unit", "busbw_gbps"}),
     ("ccl", {"busbw_gbps"}),
@@ -348,19 +352,30 @@ def plot_fsdp(rows, title, out, args):
 STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound", "memop_ms"),
               ("exposed communication", "exposed_comm_ms"), ("pipeline bubble", "bubble_ms"),
               ("optimizer", "optimizer_ms"))
+# A configuration's columns beyond those every bar label shows (world_size and global_batch follow
+# from those): a label names them only where the report's configurations differ in them.
+STEP_CONFIG_NAMED = ("vpp", "ep", "sp", "sharding", "seqlen", "dtype", "overlap")
+
+
+def config_label(r, named):
+    """A bench_step configuration as a bar's label: model, parallelism, micro-batches and
+    recomputation, then the columns of `named`."""
+    label = (f"{r['model']}\ntp {r['tp']} pp {r['pp']} dp {r['dp']}\nmb {r['micro_batch']} x {r['micro_batches']}, "
+             f"{r['recompute']}")
+    return label + ("\n" + ", ".join(f"{c} {r[c]}" for c in named) if named else "")
 
 
 def plot_step(rows, title, out, args):
     """bench_step: a bar per configuration, its projected step stacked by part."""
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) + 3), 6))
     per_config, labels = {}, []
+    named = varying(rows, STEP_CONFIG_NAMED)
     for r in rows:
         if r["status"] != "ok" or num(r["step_time_ms"]) is None:
             print(f"plot_report.py: {title}: {r['model']} tp {r['tp']} pp {r['pp']} dp {r['dp']}: no step time "
                   f"({r['note']}), not drawn", file=sys.stderr)
             continue
-        label = (f"{r['model']}\ntp {r['tp']} pp {r['pp']} dp {r['dp']}\nmb {r['micro_batch']} x {r['micro_batches']}, "
-                 f"{r['recompute']}")
+        label = config_label(r, named)
         mfu = num(r["mfu"])
         label += f"\nMFU {100 * mfu:.1f}%" if mfu is not None else ""
         labels.append(label)
@@ -369,6 +384,62 @@ def plot_step(rows, title, out, args):
     ax.set_ylabel("projected step time (ms) on the busiest rank")
     ax.set_title(f"Training step breakdown: {title}")
     ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return save(fig, out)
+
+
+# Where an operator row of step_operators.csv counts, by its family and phase (None: any), as
+# bench_step composes the step (step/step_compose.cpp), in the order the parts are stacked. A rule
+# that names phases is tried before one that does not; a family no rule names is a part of its own.
+OPERATOR_PARTS = (
+    ("GEMM", "gemm", None),
+    ("MoE expert GEMMs", "experts", None),
+    ("attention", "attention", None),
+    ("memory-bound", "memop", None),
+    ("communication (tp, ep, pp)", "collective", None),
+    ("data-parallel communication (before overlap)", "collective", {"grad_sync", "param_gather"}),
+    ("optimizer", None, {"optimizer"}),
+)
+
+
+def operator_part(r):
+    rules = sorted(OPERATOR_PARTS, key=lambda rule: rule[2] is None)  # stable: the table's order otherwise
+    return next((part for part, family, phases in rules
+                 if family in (None, r["family"]) and (phases is None or r["phase"] in phases)), r["family"])
+
+
+def step_operator_sums(rows, title):
+    """{bar label: {part: ms}} of a step_operators.csv, a bar per configuration. Operators without a
+    time are not counted: the bar's label and a line on stderr say how many there are."""
+    named = varying(rows, STEP_CONFIG_NAMED)
+    sums, missing, counts = defaultdict(lambda: defaultdict(float)), defaultdict(list), defaultdict(int)
+    for r in rows:
+        label, total = config_label(r, named), num(r["total_ms"])
+        counts[label] += 1
+        if r["status"] == "ok" and total is not None:
+            sums[label][operator_part(r)] += total
+        else:
+            missing[label].append(r["operator"])
+    shown = {label: label + (f"\nno time for {len(missing[label])} of {n} operators" if label in missing else "")
+             for label, n in counts.items()}
+    for label, operators in missing.items():
+        print(f"plot_report.py: {title}: {shown[label].replace(chr(10), ' ')} ({', '.join(operators)}): not counted",
+              file=sys.stderr)
+    return {shown[label]: sums[label] for label in counts}
+
+
+def plot_step_operators(rows, title, out, args):
+    """bench_step's step_operators.csv: a bar per configuration, its operators' time per step on the
+    busiest rank (count x time) stacked by family."""
+    per_bar = step_operator_sums(rows, title)
+    rank = {part: i for i, (part, _, _) in enumerate(OPERATOR_PARTS)}  # the stacking order; other families last
+    parts = sorted({p for sums in per_bar.values() for p in sums}, key=lambda p: (rank.get(p, len(rank)), p))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(per_bar) + 3) + 3, 6))
+    stacked_bars(ax, list(per_bar), parts, per_bar)
+    ax.set_ylabel("operator time per step on the busiest rank (ms, count x time_us)")
+    ax.set_title(f"Step time by operator family: {title}\n"
+                 "(data-parallel communication before overlap; no pipeline bubble)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
     ax.grid(True, axis="y", alpha=0.3)
     return save(fig, out)
 
@@ -495,7 +566,8 @@ def plot_capture_replay(rows, title, out, args):
 
 
 PLOTS = {"capture": plot_capture, "capture_replay": plot_capture_replay, "gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
-         "fsdp_plan": plot_fsdp_plan, "step": plot_step, "memops": plot_memops}
+         "fsdp_plan": plot_fsdp_plan, "step": plot_step, "step_operators": plot_step_operators,
+         "memops": plot_memops}
 
 
 def read_report(path: str):

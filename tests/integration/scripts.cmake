@@ -180,6 +180,27 @@ add_test(NAME "plot_report: bench_step's memops_step.csv against the device's pe
           --bar "rmsnorm fwd 1024x8192 bf16 cudnn:3015" --bar "rmsnorm bwd 1024x8192 bf16 cuda:2010"
           "--peak=3350:configs/hardware.json")
 
+# plot_report draws bench_step's step_operators.csv: a bar per configuration, its operators' count x
+# time_us stacked by family as bench_step composes the step. Fixture (tiny-moe at tp 2, dp 2):
+# GEMM 4 x 250 us fprop + 4 x 250 us dgrad = 2 ms (3 ms with full recomputation's 4 more fprops),
+# expert GEMMs 2 x 500 us = 1 ms, attention 2 x 1000 us = 2 ms (4 ms recomputed), rmsnorm 10 x 50 us
+# = 0.5 ms, the tp all-reduce 4 x 100 us = 0.4 ms, the dp all-reduce 800 us (before overlap), AdamW
+# 300 us apart from the memory-bound operators. The configurations differ in recomputation and
+# overlap, so the labels name the overlap; the first one's second dp bucket has no time: named in
+# its label and on stderr, not counted.
+set(OPS_A "tiny-moe | tp 2 pp 1 dp 2 | mb 1 x 2, none | overlap 0 | no time for 1 of 9 operators")
+set(OPS_B "tiny-moe | tp 2 pp 1 dp 2 | mb 1 x 2, full | overlap 1")
+add_test(NAME "plot_report: bench_step's step_operators.csv as a bar per configuration stacked by operator family"
+  COMMAND ${CHECK_FIGURES} stacks ${CMAKE_CURRENT_BINARY_DIR}/plot_step_operators ${DATA}/plot_step_operators.csv
+          --chart plot_step_operators_step_operators.png
+          "--stack=${OPS_A}:GEMM:2" "--stack=${OPS_A}:MoE expert GEMMs:1" "--stack=${OPS_A}:attention:2"
+          "--stack=${OPS_A}:memory-bound:0.5" "--stack=${OPS_A}:communication (tp, ep, pp):0.4"
+          "--stack=${OPS_A}:data-parallel communication (before overlap):0.8" "--stack=${OPS_A}:optimizer:0.3"
+          "--stack=${OPS_B}:GEMM:3" "--stack=${OPS_B}:MoE expert GEMMs:1" "--stack=${OPS_B}:attention:4"
+          "--stack=${OPS_B}:memory-bound:0.5" "--stack=${OPS_B}:communication (tp, ep, pp):0.4"
+          "--stack=${OPS_B}:data-parallel communication (before overlap):0.8" "--stack=${OPS_B}:optimizer:0.3"
+          "--stderr=no time for 1 of 9 operators (dp all_reduce (last gradient bucket)): not counted")
+
 # plot_report never overwrites a file no opbench run wrote: a user's PNG at the chart's path is
 # refused (exit 2), unchanged; drawn again over its own PNG, it goes on.
 add_test(NAME "plot_report: a user's file at a chart's path is refused and kept"
