@@ -14,7 +14,13 @@
   bench_fsdp       communication time per training step, per unit and collective
   bench_fsdp plan  (--plan-csv-path) message bytes per training step, per unit, collective and phase
   bench_step       step.csv: a bar per configuration, its projected step time stacked by part (GEMM,
-                   attention, memory-bound, exposed communication, pipeline bubble, optimizer)
+                   attention, memory-bound, exposed communication, pipeline bubble, optimizer);
+                   step_operators.csv: a bar per configuration, its operators' time per step stacked
+                   by family (GEMM, expert GEMMs, attention, memory-bound, communication, data-parallel
+                   communication, optimizer); gemm_step.csv and attention_step.csv as bench_gemm's and
+                   bench_attention's reports, memops_step.csv as bench_memops's
+  bench_memops     a bar per case at its achieved bandwidth (GB/s) against the peak: --peak-bw, else
+                   the report's own roof (roof_gbps: the CPU's best loop), else configs/hardware.json
   capture          a libopbench_capture.so table (capture-<host>-rank<r>.csv): the top 15 shapes by
                    total in-job time, a bar each (GEMMs blue, communication orange), with their
                    calls and p99
@@ -60,24 +66,25 @@ def num(text):
         return None
 
 
+# Which binary wrote a report, from the columns its header must hold: the first entry whose columns
+# the header has names it (a report whose run wrote no row is still recognised). Order matters
+# where one kind's columns include another's: bench_fsdp's replay rows have every bench_ccl column.
+KINDS = (
+    ("capture", {"api", "timed_calls", "total_us"}),
+    ("capture_replay", {"in_job_us"}),
+    ("step", {"step_time_ms"}),
+    ("step_operators", {"stage", "family", "operator", "total_ms"}),
+    ("fsdp_plan", {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"}),  # nothing measured
+    ("fsdp", {"unit", "busbw_gbps"}),
+    ("ccl", {"busbw_gbps"}),
+    ("attention", {"seqlen_q"}),
+    ("gemm", {"arith_intensity"}),
+    ("memops", {"op", "rows", "cols", "mem_bw_gbps"}),
+)
+
+
 def kind_of(columns) -> str:
-    if {"api", "timed_calls", "total_us"} <= set(columns):
-        return "capture"
-    if "in_job_us" in columns:
-        return "capture_replay"
-    if "step_time_ms" in columns:
-        return "step"
-    if {"unit", "collective", "per_rank_count", "bytes", "calls_per_step"} <= set(columns):
-        return "fsdp_plan"  # bench_fsdp --plan-csv-path: what would be sent, nothing measured
-    if "unit" in columns and "busbw_gbps" in columns:
-        return "fsdp"
-    if "busbw_gbps" in columns:
-        return "ccl"
-    if "seqlen_q" in columns:
-        return "attention"
-    if "arith_intensity" in columns:
-        return "gemm"
-    return ""
+    return next((kind for kind, needed in KINDS if needed <= set(columns)), "")
 
 
 def device_peaks(device: str, dtype: str):
@@ -283,6 +290,50 @@ def stacked_bars(ax, units, parts, per_unit):
         bottom = [b + v for b, v in zip(bottom, values)]
 
 
+def varying(rows, columns):
+    """The columns among these that hold more than one value in the rows: those a label must name."""
+    return [c for c in columns if len({r.get(c, "") for r in rows}) > 1]
+
+
+def memory_roof(rows, args):
+    """(GB/s, where it came from) of the bandwidth roof: --peak-bw, else the report's own
+    (roof_gbps: on the CPU the best of the run's loops), else the device's in configs/hardware.json;
+    (None, "") when none is known."""
+    if args.peak_bw:
+        return args.peak_bw, "--peak-bw"
+    own = next((r for r in rows if num(r.get("roof_gbps"))), None)
+    if own:
+        return num(own["roof_gbps"]), own.get("roof") or "roof_gbps"
+    _, peak = device_peaks(rows[0].get("device", ""), "") if rows else (None, None)
+    return (peak, "configs/hardware.json") if peak else (None, "")
+
+
+def plot_memops(rows, title, out, args):
+    """bench_memops: a bar per measured case, its achieved bandwidth against the roof, a colour per
+    pass; the model and provider are named only where the report holds several."""
+    ok = [r for r in rows if r["status"] == "ok" and num(r["mem_bw_gbps"]) is not None]
+    gbps = [num(r["mem_bw_gbps"]) for r in ok]
+    named = varying(ok, ("model", "provider"))
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(ok) + 2))
+    for pass_ in dict.fromkeys(r["pass"] for r in ok):  # a colour per pass, in the report's order
+        ys = [i for i, r in enumerate(ok) if r["pass"] == pass_]
+        ax.barh(ys, [gbps[i] for i in ys], label=pass_)
+    ax.set_yticks(range(len(ok)))
+    ax.set_yticklabels([" ".join([f"{r['op']} {r['pass']} {r['rows']}x{r['cols']} {r['dtype']}"]
+                                 + [r.get(c, "") for c in named]) for r in ok], fontsize=8)
+    ax.invert_yaxis()  # the report's first row on top
+    peak, source = memory_roof(ok, args)
+    if peak:
+        ax.axvline(peak, color="black", linestyle="--", linewidth=1, label=f"peak {peak:.4g} GB/s ({source})")
+    for i, v in enumerate(gbps):
+        ax.text(v, i, f" {v:.4g}" + (f" ({100 * v / peak:.0f}%)" if peak else ""), va="center", fontsize=7)
+    ax.set_xlabel("achieved bandwidth (GB/s: io_bytes / time)" + ("" if peak else "; no peak known: give --peak-bw"))
+    ax.set_title(f"Memory-bound operators against the peak: {title}")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    return save(fig, out)
+
+
 def plot_fsdp(rows, title, out, args):
     fig, ax = plt.subplots(figsize=(9, 6))
     per_unit = defaultdict(lambda: defaultdict(float))
@@ -301,19 +352,30 @@ def plot_fsdp(rows, title, out, args):
 STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound", "memop_ms"),
               ("exposed communication", "exposed_comm_ms"), ("pipeline bubble", "bubble_ms"),
               ("optimizer", "optimizer_ms"))
+# A configuration's columns beyond those every bar label shows (world_size and global_batch follow
+# from those): a label names them only where the report's configurations differ in them.
+STEP_CONFIG_NAMED = ("vpp", "ep", "sp", "sharding", "seqlen", "dtype", "overlap")
+
+
+def config_label(r, named):
+    """A bench_step configuration as a bar's label: model, parallelism, micro-batches and
+    recomputation, then the columns of `named`."""
+    label = (f"{r['model']}\ntp {r['tp']} pp {r['pp']} dp {r['dp']}\nmb {r['micro_batch']} x {r['micro_batches']}, "
+             f"{r['recompute']}")
+    return label + ("\n" + ", ".join(f"{c} {r[c]}" for c in named) if named else "")
 
 
 def plot_step(rows, title, out, args):
     """bench_step: a bar per configuration, its projected step stacked by part."""
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) + 3), 6))
     per_config, labels = {}, []
+    named = varying(rows, STEP_CONFIG_NAMED)
     for r in rows:
         if r["status"] != "ok" or num(r["step_time_ms"]) is None:
             print(f"plot_report.py: {title}: {r['model']} tp {r['tp']} pp {r['pp']} dp {r['dp']}: no step time "
                   f"({r['note']}), not drawn", file=sys.stderr)
             continue
-        label = (f"{r['model']}\ntp {r['tp']} pp {r['pp']} dp {r['dp']}\nmb {r['micro_batch']} x {r['micro_batches']}, "
-                 f"{r['recompute']}")
+        label = config_label(r, named)
         mfu = num(r["mfu"])
         label += f"\nMFU {100 * mfu:.1f}%" if mfu is not None else ""
         labels.append(label)
@@ -322,6 +384,62 @@ def plot_step(rows, title, out, args):
     ax.set_ylabel("projected step time (ms) on the busiest rank")
     ax.set_title(f"Training step breakdown: {title}")
     ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return save(fig, out)
+
+
+# Where an operator row of step_operators.csv counts, by its family and phase (None: any), as
+# bench_step composes the step (step/step_compose.cpp), in the order the parts are stacked. A rule
+# that names phases is tried before one that does not; a family no rule names is a part of its own.
+OPERATOR_PARTS = (
+    ("GEMM", "gemm", None),
+    ("MoE expert GEMMs", "experts", None),
+    ("attention", "attention", None),
+    ("memory-bound", "memop", None),
+    ("communication (tp, ep, pp)", "collective", None),
+    ("data-parallel communication (before overlap)", "collective", {"grad_sync", "param_gather"}),
+    ("optimizer", None, {"optimizer"}),
+)
+
+
+def operator_part(r):
+    rules = sorted(OPERATOR_PARTS, key=lambda rule: rule[2] is None)  # stable: the table's order otherwise
+    return next((part for part, family, phases in rules
+                 if family in (None, r["family"]) and (phases is None or r["phase"] in phases)), r["family"])
+
+
+def step_operator_sums(rows, title):
+    """{bar label: {part: ms}} of a step_operators.csv, a bar per configuration. Operators without a
+    time are not counted: the bar's label and a line on stderr say how many there are."""
+    named = varying(rows, STEP_CONFIG_NAMED)
+    sums, missing, counts = defaultdict(lambda: defaultdict(float)), defaultdict(list), defaultdict(int)
+    for r in rows:
+        label, total = config_label(r, named), num(r["total_ms"])
+        counts[label] += 1
+        if r["status"] == "ok" and total is not None:
+            sums[label][operator_part(r)] += total
+        else:
+            missing[label].append(r["operator"])
+    shown = {label: label + (f"\nno time for {len(missing[label])} of {n} operators" if label in missing else "")
+             for label, n in counts.items()}
+    for label, operators in missing.items():
+        print(f"plot_report.py: {title}: {shown[label].replace(chr(10), ' ')} ({', '.join(operators)}): not counted",
+              file=sys.stderr)
+    return {shown[label]: sums[label] for label in counts}
+
+
+def plot_step_operators(rows, title, out, args):
+    """bench_step's step_operators.csv: a bar per configuration, its operators' time per step on the
+    busiest rank (count x time) stacked by family."""
+    per_bar = step_operator_sums(rows, title)
+    rank = {part: i for i, (part, _, _) in enumerate(OPERATOR_PARTS)}  # the stacking order; other families last
+    parts = sorted({p for sums in per_bar.values() for p in sums}, key=lambda p: (rank.get(p, len(rank)), p))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(per_bar) + 3) + 3, 6))
+    stacked_bars(ax, list(per_bar), parts, per_bar)
+    ax.set_ylabel("operator time per step on the busiest rank (ms, count x time_us)")
+    ax.set_title(f"Step time by operator family: {title}\n"
+                 "(data-parallel communication before overlap; no pipeline bubble)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
     ax.grid(True, axis="y", alpha=0.3)
     return save(fig, out)
 
@@ -448,7 +566,8 @@ def plot_capture_replay(rows, title, out, args):
 
 
 PLOTS = {"capture": plot_capture, "capture_replay": plot_capture_replay, "gemm": plot_gemm, "ccl": plot_ccl, "attention": plot_attention, "fsdp": plot_fsdp,
-         "fsdp_plan": plot_fsdp_plan, "step": plot_step}
+         "fsdp_plan": plot_fsdp_plan, "step": plot_step, "step_operators": plot_step_operators,
+         "memops": plot_memops}
 
 
 def read_report(path: str):
@@ -464,7 +583,7 @@ def read_report(path: str):
         fail(f"{path}: cannot be read as CSV ({e})")
     kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
     if not kind:
-        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_step or a capture)")
+        fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_memops, bench_step or a capture)")
     return rows, kind
 
 
@@ -473,7 +592,7 @@ def main() -> int:
     parser.add_argument("reports", nargs="+")
     parser.add_argument("--out", required=True, help="directory for the PNGs")
     parser.add_argument("--peak-tflops", type=float, help="roofline: peak compute")
-    parser.add_argument("--peak-bw", type=float, help="roofline: peak memory bandwidth (GB/s)")
+    parser.add_argument("--peak-bw", type=float, help="roofline and bench_memops: peak memory bandwidth (GB/s)")
     args = parser.parse_args()
     if plt is None:
         fail(f"plot_report.py needs matplotlib, which {sys.executable} cannot import ({MATPLOTLIB_MISSING}): "

@@ -19,6 +19,13 @@ Usage:
       the GEMM roofline: exactly these point series, each in the legend under LABEL and drawn
       (and shown in the legend) with MARKER (matplotlib's code: o dot, D diamond, ^ triangle,
       s square, ...); series of one pass and dtype share a colour, other passes and dtypes differ
+  check_plot_figures.py PLOT_SCRIPT stacks OUT REPORT.csv --chart NAME --stack "UNIT:PART:VALUE"... [--stderr TEXT]...
+      a stacked bar chart (bench_step): exactly these non-zero segments, a bar by its label (lines
+      joined by " | ") and a part by its legend entry, each VALUE high; plot_report's stderr is one
+      line per --stderr, holding its TEXT
+  check_plot_figures.py PLOT_SCRIPT bars OUT REPORT.csv --chart NAME --bar "LABEL:VALUE"... --peak VALUE:SOURCE|none [--peak-bw B]
+      a horizontal bar chart (bench_memops): exactly these bars, VALUE long, and the peak line at
+      VALUE whose legend names SOURCE (or no peak line); --peak-bw B is passed to plot_report
 """
 import argparse
 import contextlib
@@ -41,8 +48,9 @@ def load(script):
     return module
 
 
-def run_plots(script, out, reports):
-    """Runs plot_report's main() on the reports; returns (exit code, stderr, {png name: Figure})."""
+def run_plots(script, out, reports, extra=()):
+    """Runs plot_report's main() on the reports (and its flags `extra`); returns (exit code, stderr,
+    {png name: Figure})."""
     module = load(script)
     figures = {}
     save = module.save
@@ -54,7 +62,7 @@ def run_plots(script, out, reports):
 
     module.save = capture
     shutil.rmtree(out, ignore_errors=True)
-    sys.argv = [script, *reports, "--out", out]
+    sys.argv = [script, *reports, "--out", out, *extra]
     stderr = io.StringIO()
     code = 0
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
@@ -121,16 +129,69 @@ def check_scaling(args):
         if plan is None:
             problems.append("no plan chart (*_fsdp_plan.png)")
             break
-        ax = plan.axes[0]
-        units = [t.get_text() for t in ax.get_xticklabels()]
-        bars = {c.get_label(): c for c in ax.containers}
-        if unit not in units or part not in bars:
-            problems.append(f"plan chart: no bar {unit}/{part} (units {units}, parts {sorted(bars)})")
+        segments = stacked_segments(plan.axes[0])
+        if (unit, part) not in segments:
+            problems.append(f"plan chart: no bar {unit}/{part} (segments {sorted(segments)})")
             continue
-        height = bars[part].patches[units.index(unit)].get_height()
+        height = segments[(unit, part)]
         print(f"plan: {unit} {part}: {height:.6f} MB")
         if abs(height - float(megabytes)) > 1e-6:
             problems.append(f"plan chart: {unit} {part} is {height} MB, expected {megabytes}")
+    return problems
+
+
+def stacked_segments(ax):
+    """{(bar, part): height} of a stacked bar chart (plot_report's stacked_bars): a bar by its tick
+    label, its lines joined by " | "; a part by its legend label."""
+    units = [t.get_text().replace("\n", " | ") for t in ax.get_xticklabels()]
+    return {(unit, c.get_label()): patch.get_height() for c in ax.containers for unit, patch in zip(units, c.patches)}
+
+
+def check_stacks(args):
+    """Exactly the segments named (UNIT:PART:VALUE) are drawn, at their heights; every other
+    segment is 0."""
+    code, stderr, figures = run_plots(args.script, args.out, [args.report])
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    if args.chart not in figures:
+        return [f"no {args.chart} among {sorted(figures)}"]
+    drawn = {key: height for key, height in stacked_segments(figures[args.chart].axes[0]).items() if height}
+    for (unit, part), height in sorted(drawn.items()):
+        print(f"{unit} : {part} : {height:.6g}")
+    expected = {(unit, part): float(value) for unit, part, value in (spec.rsplit(":", 2) for spec in args.stack)}
+    problems = [f"{args.chart}: {unit} / {part} is {drawn.get((unit, part))}, expected {value}"
+                for (unit, part), value in sorted(expected.items()) if abs(drawn.get((unit, part), 0) - value) > 1e-9]
+    problems += [f"{args.chart}: unexpected segment {unit} / {part} = {height}"
+                 for (unit, part), height in sorted(drawn.items()) if (unit, part) not in expected]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if len(lines) != len(args.stderr) or any(text not in line for text, line in zip(args.stderr, lines)):
+        problems.append(f"stderr {lines}, expected {len(args.stderr)} lines holding {args.stderr}")
+    return problems
+
+
+def check_bars(args):
+    """A horizontal bar chart (bench_memops): exactly the bars named (LABEL:VALUE), by their tick
+    labels, and the peak line at VALUE with its source in the legend, or no peak line."""
+    extra = ["--peak-bw", args.peak_bw] if args.peak_bw else []
+    code, stderr, figures = run_plots(args.script, args.out, [args.report], extra)
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    if args.chart not in figures:
+        return [f"no {args.chart} among {sorted(figures)}"]
+    ax = figures[args.chart].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    bars = {labels[round(p.get_y() + p.get_height() / 2)]: p.get_width() for c in ax.containers for p in c.patches}
+    for label, width in bars.items():
+        print(f"{label:40} {width:g}")
+    expected = {label: float(value) for label, value in (spec.rsplit(":", 1) for spec in args.bar)}
+    problems = [] if bars == expected else [f"{args.chart}: bars {bars}, expected {expected}"]
+    peaks = [(line.get_xdata()[0], line.get_label()) for line in ax.get_lines() if line.get_label().startswith("peak ")]
+    print("peak lines:", peaks)
+    if args.peak == "none":
+        return problems + ([f"{args.chart}: a peak line {peaks}, expected none"] if peaks else [])
+    value, source = args.peak.split(":", 1)
+    if len(peaks) != 1 or peaks[0][0] != float(value) or not peaks[0][1].endswith(f"({source})"):
+        problems.append(f"{args.chart}: peak lines {peaks}, expected one at {value} GB/s from {source}")
     return problems
 
 
@@ -247,9 +308,22 @@ def main() -> int:
     markers.add_argument("out")
     markers.add_argument("report")
     markers.add_argument("--series", action="append", required=True, help="LABEL:MARKER")
+    stacks = sub.add_parser("stacks")
+    stacks.add_argument("out")
+    stacks.add_argument("report")
+    stacks.add_argument("--chart", required=True)
+    stacks.add_argument("--stack", action="append", required=True, help="UNIT:PART:VALUE")
+    stacks.add_argument("--stderr", action="append", default=[], help="a line of plot_report's stderr holds TEXT")
+    bars = sub.add_parser("bars")
+    bars.add_argument("out")
+    bars.add_argument("report")
+    bars.add_argument("--chart", required=True)
+    bars.add_argument("--bar", action="append", required=True, help="LABEL:VALUE")
+    bars.add_argument("--peak", required=True, help="VALUE:SOURCE, or none")
+    bars.add_argument("--peak-bw", help="passed to plot_report")
     args = parser.parse_args()
     problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast, "series": check_series,
-                "markers": check_markers}[args.check](args)
+                "markers": check_markers, "stacks": check_stacks, "bars": check_bars}[args.check](args)
     if problems:
         print("\n".join(problems))
         return 1

@@ -11,6 +11,8 @@ add_test(NAME "memops: every operator on the CPU with --check, bytes and GB/s re
 add_test(NAME "memops: a model's step on the CPU, verified"
   COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_tiny --expect memops_tiny.csv:14
           --checked -- --backend cpu --model tiny --seq-len 64 --check)
+set_tests_properties("memops: every operator on the CPU with --check, bytes and GB/s recomputed"
+  "memops: a model's step on the CPU, verified" PROPERTIES FIXTURES_SETUP memops_reports)  # plotted in step.cmake
 add_test(NAME "memops: a shapes file (rope, embedding backward, fp8 quantize), verified"
   COMMAND ${CHECK_MEMOPS} ${CMAKE_CURRENT_BINARY_DIR}/memops_shapes --expect memops_shapes.csv:5
           --checked -- --backend cpu --shapes-json-path ${DATA}/memop_shapes_small.json --check)

@@ -161,6 +161,46 @@ add_test(NAME "plot_report: collectives of different roots and reductions are li
           --line "reduce fp32 root 0 out_of_place:2" --line "reduce fp32 root 1 out_of_place:2"
           --line "all_reduce fp32 sum out_of_place:2" --line "all_reduce fp32 min out_of_place:2")
 
+# plot_report draws every bench_memops report (memops_<model>.csv, memops_sweep.csv, bench_step's
+# memops_step.csv; issue 30 item 3): a bar per ok row at its mem_bw_gbps (io_bytes / time_us, e.g.
+# 786432 B / 26.2144 us = 30 GB/s), against the roof. The sweep fixture's roof is its own CPU roof
+# (roof_gbps 40, "best loop: triad"), unless --peak-bw names another; the H100 fixture has none of
+# its own (as bench_step writes memops_step.csv), so hardware.json's 3350 GB/s is drawn. Its two
+# providers are named; the skipped and the failed row (3100 GB/s) are not drawn.
+set(SWEEP_BARS --bar "add fwd 16x4096 fp32:30" --bar "add fwd 64x4096 fp32:50" --bar "copy fwd 16x4096 fp32:40")
+add_test(NAME "plot_report: a bench_memops sweep, a bar per case against the report's own CPU roof"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_sweep ${DATA}/plot_memops_sweep.csv
+          --chart plot_memops_sweep_memops.png ${SWEEP_BARS} "--peak=40:best loop: triad")
+add_test(NAME "plot_report: --peak-bw replaces a bench_memops report's own roof"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_peak_bw ${DATA}/plot_memops_sweep.csv
+          --chart plot_memops_sweep_memops.png ${SWEEP_BARS} --peak-bw 100 "--peak=100:--peak-bw")
+add_test(NAME "plot_report: bench_step's memops_step.csv against the device's peak from hardware.json"
+  COMMAND ${CHECK_FIGURES} bars ${CMAKE_CURRENT_BINARY_DIR}/plot_memops_step ${DATA}/plot_memops_step.csv
+          --chart plot_memops_step_memops.png --bar "rmsnorm fwd 1024x8192 bf16 cuda:2680"
+          --bar "rmsnorm fwd 1024x8192 bf16 cudnn:3015" --bar "rmsnorm bwd 1024x8192 bf16 cuda:2010"
+          "--peak=3350:configs/hardware.json")
+
+# plot_report draws bench_step's step_operators.csv: a bar per configuration, its operators' count x
+# time_us stacked by family as bench_step composes the step. Fixture (tiny-moe at tp 2, dp 2):
+# GEMM 4 x 250 us fprop + 4 x 250 us dgrad = 2 ms (3 ms with full recomputation's 4 more fprops),
+# expert GEMMs 2 x 500 us = 1 ms, attention 2 x 1000 us = 2 ms (4 ms recomputed), rmsnorm 10 x 50 us
+# = 0.5 ms, the tp all-reduce 4 x 100 us = 0.4 ms, the dp all-reduce 800 us (before overlap), AdamW
+# 300 us apart from the memory-bound operators. The configurations differ in recomputation and
+# overlap, so the labels name the overlap; the first one's second dp bucket has no time: named in
+# its label and on stderr, not counted.
+set(OPS_A "tiny-moe | tp 2 pp 1 dp 2 | mb 1 x 2, none | overlap 0 | no time for 1 of 9 operators")
+set(OPS_B "tiny-moe | tp 2 pp 1 dp 2 | mb 1 x 2, full | overlap 1")
+add_test(NAME "plot_report: bench_step's step_operators.csv as a bar per configuration stacked by operator family"
+  COMMAND ${CHECK_FIGURES} stacks ${CMAKE_CURRENT_BINARY_DIR}/plot_step_operators ${DATA}/plot_step_operators.csv
+          --chart plot_step_operators_step_operators.png
+          "--stack=${OPS_A}:GEMM:2" "--stack=${OPS_A}:MoE expert GEMMs:1" "--stack=${OPS_A}:attention:2"
+          "--stack=${OPS_A}:memory-bound:0.5" "--stack=${OPS_A}:communication (tp, ep, pp):0.4"
+          "--stack=${OPS_A}:data-parallel communication (before overlap):0.8" "--stack=${OPS_A}:optimizer:0.3"
+          "--stack=${OPS_B}:GEMM:3" "--stack=${OPS_B}:MoE expert GEMMs:1" "--stack=${OPS_B}:attention:4"
+          "--stack=${OPS_B}:memory-bound:0.5" "--stack=${OPS_B}:communication (tp, ep, pp):0.4"
+          "--stack=${OPS_B}:data-parallel communication (before overlap):0.8" "--stack=${OPS_B}:optimizer:0.3"
+          "--stderr=no time for 1 of 9 operators (dp all_reduce (last gradient bucket)): not counted")
+
 # plot_report never overwrites a file no opbench run wrote: a user's PNG at the chart's path is
 # refused (exit 2), unchanged; drawn again over its own PNG, it goes on.
 add_test(NAME "plot_report: a user's file at a chart's path is refused and kept"

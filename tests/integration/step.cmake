@@ -8,6 +8,23 @@ set(STEP_QUICK --max-samples 3 --max-time 0.2 --quiet)
 add_test(NAME "step: a tiny model's step, every operator measured on the CPU and the figures recomputed"
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_tiny --rows 2 -- --model tiny --seq-len 64
           --grad-accum 2 --recompute none,full --backend cpu --check ${STEP_QUICK})
+set_tests_properties("step: a tiny model's step, every operator measured on the CPU and the figures recomputed"
+  PROPERTIES FIXTURES_SETUP step_reports)
+# Every CSV bench_step and bench_memops write plots, each as its own kind (issue 30 item 3):
+# step.csv, step_operators.csv and the measured operators' gemm_step.csv, attention_step.csv and
+# memops_step.csv of the run above, and bench_memops's model report and sweep (memops.cmake).
+add_test(NAME "plot_report: every report bench_step and bench_memops write is drawn as its kind"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_plots.py ${PROJECT_SOURCE_DIR}/scripts/plot_report.py
+          ${CMAKE_CURRENT_BINARY_DIR}/plot_step_reports
+          ${CMAKE_CURRENT_BINARY_DIR}/step_tiny/step.csv:step
+          ${CMAKE_CURRENT_BINARY_DIR}/step_tiny/step_operators.csv:step_operators
+          ${CMAKE_CURRENT_BINARY_DIR}/step_tiny/gemm_step.csv:gemm
+          ${CMAKE_CURRENT_BINARY_DIR}/step_tiny/attention_step.csv:attention
+          ${CMAKE_CURRENT_BINARY_DIR}/step_tiny/memops_step.csv:memops
+          ${CMAKE_CURRENT_BINARY_DIR}/memops_tiny/memops_tiny.csv:memops
+          ${CMAKE_CURRENT_BINARY_DIR}/memops_all/memops_sweep.csv:memops)
+set_tests_properties("plot_report: every report bench_step and bench_memops write is drawn as its kind"
+  PROPERTIES FIXTURES_REQUIRED "step_reports;memops_reports")
 add_test(NAME "step: Llama-3.1 70B on 8 H100 at tp 8 projected from the GPU-shaped fixtures"
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_h100 --rows 2 --device H100 -- --model llama3.1-70b
           --tp 8 --grad-accum 8 --fused-grad-accum --recompute none,selective --from-reports ${DATA}/step_h100)
