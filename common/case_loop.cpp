@@ -1,8 +1,11 @@
 #include "common/case_loop.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "common/interrupt.hpp"
+#include "common/long_case_notice.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
 
@@ -28,7 +31,19 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
   }
   progress_.start(label);
   CpuTimer case_clock;
+  ScopedLongCaseNotice notice([&](double run_s, double case_s, int runs) {
+    progress_.note(fmt::format(
+        "note: {} will take at least {}: one run takes {}, and it runs {} times (warm-up and "
+        "--min-samples; lower those for a quicker look)",
+        label, human_duration(case_s), time_text(run_s * 1e6), runs));
+  });
   MeasuredRow m = measure();
+  if (interrupted()) {
+    // Cut short at a run boundary: its samples so far are not the measurement the stop rule
+    // asks for, so no row is written; --resume runs the case again.
+    progress_.note(fmt::format("interrupted during {}: the case is not recorded", label));
+    return false;
+  }
   m.row.extra()["harness"] = harness_.add_case(case_clock.elapsed_s(), m.measurement);
   files.write(m.row);
   harness_.result_written();

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
+#include "common/long_case_notice.hpp"
 #include "common/timer.hpp"
 
 namespace opbench {
@@ -73,12 +75,26 @@ MeasureOptions resolve(MeasureProfile profile, const MeasureOverrides& v) {
   return o;
 }
 
+namespace {
+int floor_samples(const MeasureOptions& o) {  // fewest samples that give a spread
+  return std::min(o.min_samples, 3);
+}
+
+// The fewest samples enough_samples() can stop at when every run takes run_s: --min-samples, cut
+// down by --max-time to no fewer than floor_samples.
+int fewest_samples(const MeasureOptions& o, double run_s) {
+  if (run_s <= 0 || run_s * o.min_samples <= o.max_time_s) return o.min_samples;
+  const double within_budget = std::ceil(o.max_time_s / run_s);
+  return std::max(floor_samples(o),
+                  static_cast<int>(std::min<double>(within_budget, o.min_samples)));
+}
+}  // namespace
+
 bool enough_samples(const std::vector<double>& samples_us, double elapsed_s,
                     const MeasureOptions& o) {
   const auto n = static_cast<int>(samples_us.size());
-  const int floor_samples = std::min(o.min_samples, 3);  // fewest samples that give a spread
   if (n >= o.max_samples) return true;
-  if (elapsed_s >= o.max_time_s && n >= floor_samples) return true;
+  if (elapsed_s >= o.max_time_s && n >= floor_samples(o)) return true;
   if (n >= o.min_samples && elapsed_s >= o.min_time_s)
     return relative_standard_error(samples_us) < o.max_noise;
   return false;
@@ -91,11 +107,20 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
   CpuTimer wall;
   m.warmup_skipped = hints.provider_warm && hints.expected_run_s > 0 &&
                      hints.expected_run_s >= hints.skip_warmup_s;
-  while (!m.warmup_skipped &&
+  // After the case's first run: the least it will take, said when that is minutes.
+  auto first_run = [&](double run_us) {
+    const double run_s = run_us / 1e6;
+    const int runs =
+        (m.warmup_skipped ? 0 : std::max(o.warmup_iters, 1)) + fewest_samples(o, run_s);
+    announce_long_case(run_s, run_s * runs, runs);
+  };
+  // An interrupt (SIGINT, SIGTERM) ends the case at the next run boundary: the caller finds
+  // interrupted() set and does not record the cut-short case (CaseLoop).
+  while (!m.warmup_skipped && !interrupted() &&
          (m.warmup_runs < o.warmup_iters || wall.elapsed_s() < o.warmup_time_s)) {
     if (prepare) prepare();
     m.warmup_us.push_back(sample());
-    ++m.warmup_runs;
+    if (++m.warmup_runs == 1) first_run(m.warmup_us.back());
     // A single run longer than the whole sampling budget needs no further warm-up.
     if (m.warmup_runs >= o.warmup_iters && wall.elapsed_s() > o.max_time_s) break;
   }
@@ -103,10 +128,12 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
 
   if (around_sampling) around_sampling(true);
   wall.restart();
-  do {
+  while (!interrupted()) {
     if (prepare) prepare();
     m.samples_us.push_back(sample());
-  } while (!enough_samples(m.samples_us, wall.elapsed_s(), o));
+    if (m.samples_us.size() == 1 && m.warmup_runs == 0) first_run(m.samples_us.back());
+    if (enough_samples(m.samples_us, wall.elapsed_s(), o)) break;
+  }
   m.sampling_s = wall.elapsed_s();
   if (around_sampling) around_sampling(false);
   m.stats = compute_stats(m.samples_us);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/long_case_notice.hpp"
 #include "common/measure.hpp"
 #include "common/rotation.hpp"
 
@@ -171,4 +172,35 @@ TEST_CASE(
   const std::vector<std::string> want{"warmup", "warmup", "warmup", "start", "sample",
                                       "sample", "sample", "sample", "end"};
   CHECK(events == want);
+}
+
+TEST_CASE("measure: a case bound to take minutes is announced after its first run") {
+  opbench::MeasureOptions o;
+  o.warmup_iters = 1;
+  o.warmup_time_s = 0;
+  o.min_samples = 5;
+  o.max_samples = 10;
+  o.max_time_s = 2;
+  std::vector<double> said;  // run_s, case_s, runs
+  opbench::ScopedLongCaseNotice notice([&](double run_s, double case_s, int runs) {
+    said = {run_s, case_s, static_cast<double>(runs)};
+  });
+  // Runs of 40 s (as the sample reports them): 1 warm-up, then --max-time (2 s) cuts the 5
+  // samples down to the 3 that give a spread: 4 runs, 160 s.
+  opbench::measure(o, [] { return 40e6; });
+  REQUIRE(said.size() == 3);
+  CHECK(said[0] == Approx(40.0));
+  CHECK(said[1] == Approx(160.0));
+  CHECK(said[2] == 4);
+  // Runs of 5 s with --max-time 100: all 5 samples fit the budget: 6 runs, 30 s, not above the
+  // 30 s threshold, so nothing is said.
+  said.clear();
+  o.max_time_s = 100;
+  opbench::measure(o, [] { return 5e6; });
+  CHECK(said.empty());
+  // 6 s runs: 36 s, said.
+  opbench::measure(o, [] { return 6e6; });
+  REQUIRE(said.size() == 3);
+  CHECK(said[1] == Approx(36.0));
+  CHECK(said[2] == 6);
 }
