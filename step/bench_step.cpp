@@ -17,6 +17,7 @@
 #include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
+#include "common/summary.hpp"
 #include "step/step_console.hpp"
 #include "step/step_measure.hpp"
 #include "step/step_operators.hpp"
@@ -153,6 +154,8 @@ int bench_step_main(int argc, char** argv) {
   ReportFiles step_files(base, o.report.formats, run, "opbench_step");
   ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
   bool complete = true;
+  std::vector<Record> rows;
+  std::string projections;  // the console's projections, for --summary-path
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const StepConfig& c = configs[i];
     const auto stages = timed(plans[i], times ? &*times : nullptr);
@@ -162,12 +165,24 @@ int bench_step_main(int argc, char** argv) {
     const std::optional<double> peak = peaks.tflops(c.dtype);
     StepProjection p = compose_step(c, stages, peak);
     complete = complete && p.step_ms.has_value();
-    step_files.write(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
+    rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
+    step_files.write(rows.back());
     for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
       operator_files.write(operator_row(c, t, p));
     print_projection(c, stages, p, stdout);
+    if (!o.report.summary_path.empty()) projections += projection_text(c, stages, p);
   }
   env.write(report_dir, true);
+  if (!o.report.summary_path.empty())
+    write_summary(o.report.summary_path, env, rows,
+                  {fmt::format("bench_step: {}, times from {}", o.model,
+                               times_from.empty() ? "none" : times_from),
+                   "tokens_per_s",
+                   true,
+                   {"model", "world_size", "tp", "pp", "dp", "micro_batch", "seqlen", "dtype",
+                    "step_time_ms", "tokens_per_s", "mfu", "times_from"},
+                   15,
+                   {"## Where the step's time goes\n\n```\n" + projections + "```"}});
   std::fflush(stdout);
   for (const auto& files : {step_files.listing(), operator_files.listing()})
     for (const auto& line : files)

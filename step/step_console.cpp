@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "common/progress.hpp"
@@ -111,6 +112,23 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
     fmt::print(out, "    {:5.1f}%  {:>10}  {:>6} x {:>10}  {}\n", 100 * top[i]->total_ms() / step,
                time_text(top[i]->total_ms() * 1e3), top[i]->op.count,
                time_text(top[i]->time->time_us), top[i]->op.name);
+}
+
+}  // namespace opbench
+
+namespace opbench {
+
+std::string projection_text(const StepConfig& c, const std::vector<StageOperators>& stages,
+                            const StepProjection& p) {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  if (!out) return "";
+  print_projection(c, stages, p, out);
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
 }
 
 }  // namespace opbench

@@ -2,6 +2,7 @@
 // What bench_step prints for people: the operator list of a dry run, and per configuration the
 // step's figures, its breakdown and the operators that take the most time.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "step/step_compose.hpp"
@@ -17,5 +18,8 @@ void print_operator_list(const StepConfig& c, const std::vector<StageOperators>&
 // the operators without a time with what would measure them.
 void print_projection(const StepConfig& c, const std::vector<StageOperators>& stages,
                       const StepProjection& p, std::FILE* out);
+// The same text, as a string (the summary's "Where the step's time goes").
+std::string projection_text(const StepConfig& c, const std::vector<StageOperators>& stages,
+                            const StepProjection& p);
 
 }  // namespace opbench
