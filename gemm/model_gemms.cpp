@@ -69,12 +69,16 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
                                           tokens, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
   out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
-  out.push_back({"moe_expert_gate_up", expert_tokens, 2 * I, H, expert_calls, balance, true});
+  // Experts are MLPs like the dense one: gate and up fused when gated (SwiGLU), up alone when not.
+  const std::int64_t in_width = m.gated_mlp ? 2 : 1;
+  const std::string in_name = m.gated_mlp ? "gate_up" : "up";
+  out.push_back(
+      {"moe_expert_" + in_name, expert_tokens, in_width * I, H, expert_calls, balance, true});
   out.push_back({"moe_expert_down", expert_tokens, H, I, expert_calls, balance, true});
   if (e.n_shared_experts > 0) {
     const std::int64_t shared = split_tp(m, e.n_shared_experts * e.moe_intermediate_size, tp,
                                          "n_shared_experts x moe_intermediate_size");
-    out.push_back({"moe_shared_gate_up", tokens, 2 * shared, H, layers, ""});
+    out.push_back({"moe_shared_" + in_name, tokens, in_width * shared, H, layers, ""});
     out.push_back({"moe_shared_down", tokens, H, shared, layers, ""});
   }
 }

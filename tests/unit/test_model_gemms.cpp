@@ -139,3 +139,16 @@ TEST_CASE("GEMM FLOPs and bytes") {
   CHECK(parse_passes("wgrad,fprop") == std::vector<GemmPass>{GemmPass::wgrad, GemmPass::fprop});
   CHECK_THROWS_WITH(parse_passes("bprop"), Catch::Contains("unknown pass 'bprop'"));
 }
+
+TEST_CASE("MoE experts without a gated MLP have an up projection, not gate+up (#30 item 9)") {
+  // DeepSeek-V2-Lite with gated_mlp false: the routed and shared experts' first GEMM is up only,
+  // moe_intermediate_size 1408 wide (not 2 x 1408), as the dense MLP of GPT-3 is.
+  ModelConfig m = model("deepseek-v2-lite");
+  m.gated_mlp = false;
+  auto l = layers_by_name(m, 1);
+  CHECK(l.count("moe_expert_gate_up") == 0);
+  CHECK(l.count("moe_shared_gate_up") == 0);
+  check_layer(l["moe_expert_up"], 4096 * 6 / 64, 1408, 2048, 26 * 64);
+  check_layer(l["moe_shared_up"], 4096, 2 * 1408, 2048, 26);  // 2 shared experts x 1408
+  check_layer(l["moe_expert_down"], 4096 * 6 / 64, 2048, 1408, 26 * 64);
+}
