@@ -90,8 +90,8 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
           o.model, o.tp, o.ep, o.pp, m.label, m.group_size, world_size, world_size > 1 ? "s" : "",
           m.group_size, m.group_size));
     for (Placement placement : o.placements)
-      cases.push_back({m.op, o.model_dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size,
-                       m.label, m.calls_per_step});
+      cases.push_back({m.op, m.dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size, m.label,
+                       m.calls_per_step});
   }
   return cases;
 }

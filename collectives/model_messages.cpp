@@ -2,38 +2,97 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "collectives/parallel_messages.hpp"
+
 namespace opbench {
+
+namespace {
+
+// Calls in a whole step of one micro-batch: every layer (or MoE layer) of the model, and the
+// first and last stage once each.
+std::int64_t calls_per_step(const ParallelMessage& x, const ModelConfig& m) {
+  switch (x.scope) {
+    case MessageScope::per_layer:
+      return x.count * m.num_hidden_layers;
+    case MessageScope::per_moe_layer:
+      return x.count * m.moe_layers();
+    case MessageScope::first_stage:
+    case MessageScope::last_stage:
+      return x.count;
+  }
+  return 0;
+}
+
+// The messages of one pattern summed by what a benchmark case is (op, size, dtype), in the
+// order they first come; `label` names each from its op.
+void add_summed(const std::vector<ParallelMessage>& messages, const ModelConfig& m, int group,
+                const std::function<std::string(const ParallelMessage&)>& label,
+                std::vector<ModelMessage>& out) {
+  std::map<std::tuple<CollOp, std::int64_t, DType>, std::size_t> index;
+  for (const ParallelMessage& x : messages) {
+    const auto key = std::tuple{x.op, x.bytes, x.dtype};
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, out.size()).first;
+      out.push_back({label(x), x.op, static_cast<std::uint64_t>(x.bytes), x.dtype, group, 0});
+    }
+    out[it->second].calls_per_step += calls_per_step(x, m);
+  }
+}
+
+}  // namespace
 
 std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParallel& p) {
   const std::int64_t seq = p.seqlen > 0 ? p.seqlen : m.seqlen;
-  const std::int64_t tokens = p.micro_batch * seq;
-  const auto ts = static_cast<std::int64_t>(dtype_size(p.dtype));
-  const auto activation = static_cast<std::uint64_t>(tokens * m.hidden_size * ts);
-  const std::int64_t layers = m.num_hidden_layers;
+  ParallelShape shape;
+  shape.tokens = p.micro_batch * seq;
+  shape.hidden = m.hidden_size;
+  shape.tp = p.tp;
+  shape.ep = p.ep;
+  shape.top_k = m.moe ? m.moe->num_experts_per_tok : 0;
+  shape.dtype = p.dtype;
+  const std::string dims = fmt::format("({}x{}x{})", p.micro_batch, seq, m.hidden_size);
+  const int tp = static_cast<int>(p.tp);
   std::vector<ModelMessage> out;
-  if (p.tp > 1) {
-    // Megatron: one all-reduce after attention and one after the MLP, forward and backward.
-    out.push_back({fmt::format("tp all_reduce of mbs*seq*hidden ({}x{}x{})", p.micro_batch, seq,
-                               m.hidden_size),
-                   CollOp::all_reduce, activation, static_cast<int>(p.tp), 4 * layers});
-    // With sequence parallelism each all-reduce becomes an all-gather plus a reduce-scatter of
-    // the same full activation (nccl-tests size = the gathered buffer).
-    out.push_back({"sp all_gather of mbs*seq*hidden", CollOp::all_gather, activation,
-                   static_cast<int>(p.tp), 4 * layers});
-    out.push_back({"sp reduce_scatter of mbs*seq*hidden", CollOp::reduce_scatter, activation,
-                   static_cast<int>(p.tp), 4 * layers});
-  }
-  if (m.moe && p.ep > 1) {
-    // Dispatch and combine, forward and backward: each rank sends its tokens' top-k copies.
-    const auto routed =
-        static_cast<std::uint64_t>(tokens * m.moe->num_experts_per_tok * m.hidden_size * ts);
-    out.push_back({fmt::format("ep all_to_all of tokens*top_k*hidden ({}x{}x{})", tokens,
-                               m.moe->num_experts_per_tok, m.hidden_size),
-                   CollOp::all_to_all, routed, static_cast<int>(p.ep), 4 * m.moe_layers()});
-  }
+  // Tensor parallelism without sequence parallelism, then with it (the same step's alternative:
+  // its all-gathers and reduce-scatters); the cross-entropy all-reduce is in both, listed once.
+  add_summed(
+      tensor_parallel_messages(shape), m, tp,
+      [&](const ParallelMessage& x) {
+        return x.dtype == DType::fp32 && x.bytes == shape.tokens * 4
+                   ? fmt::format(
+                         "tp all_reduce of cross-entropy max, target, sum (mbs*seq "
+                         "fp32, {}x{})",
+                         p.micro_batch, seq)
+                   : fmt::format("tp all_reduce of mbs*seq*hidden {}", dims);
+      },
+      out);
+  shape.sp = true;
+  std::vector<ParallelMessage> with_sp = tensor_parallel_messages(shape);
+  std::erase_if(with_sp, [](const ParallelMessage& x) { return x.op == CollOp::all_reduce; });
+  add_summed(
+      with_sp, m, tp,
+      [&](const ParallelMessage& x) {
+        return fmt::format("sp {} of mbs*seq*hidden {}", coll_op_name(x.op), dims);
+      },
+      out);
+  shape.sp = false;
+  add_summed(
+      expert_parallel_messages(shape), m, static_cast<int>(p.ep),
+      [&](const ParallelMessage&) {
+        return fmt::format("ep all_to_all of tokens*top_k*hidden ({}x{}x{})", shape.tokens,
+                           shape.top_k, m.hidden_size);
+      },
+      out);
   if (p.pp > 1)
-    out.push_back({"pp send_recv of mbs*seq*hidden activations", CollOp::send_recv, activation,
-                   static_cast<int>(p.pp), 2});
+    out.push_back({"pp send_recv of mbs*seq*hidden activations", CollOp::send_recv,
+                   static_cast<std::uint64_t>(shape.tokens * m.hidden_size *
+                                              static_cast<std::int64_t>(dtype_size(p.dtype))),
+                   p.dtype, static_cast<int>(p.pp), 2});
   return out;
 }
 

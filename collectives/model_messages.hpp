@@ -1,7 +1,9 @@
 #pragma once
-// The messages one training step of a model sends, as collectives to benchmark: tensor-parallel
-// all-reduce of activations, their sequence-parallel all-gather / reduce-scatter, the MoE
-// all-to-all of routed tokens, and the pipeline's send/recv of activations.
+// The messages one training step of a model sends (one micro-batch), as collectives to
+// benchmark: the tensor-parallel all-reduces of activations and of the cross-entropy's
+// statistics, their sequence-parallel all-gathers / reduce-scatters, the MoE all-to-all of
+// routed tokens (all from collectives/parallel_messages, as bench_step's step), and the
+// pipeline's send/recv of activations.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@ struct ModelMessage {
   std::string label;  // what it stands for: "tp all_reduce of mbs*seq*hidden"
   CollOp op;
   std::uint64_t size_bytes;  // nccl-tests size: max(send, recv) bytes per rank
+  DType dtype;               // --model-dtype, or fp32 for the cross-entropy statistics
   int group_size;            // ranks that take part (tp, ep, or the pipeline's world)
   std::int64_t calls_per_step;
 };

@@ -4,6 +4,9 @@
 // (DDP buckets, or bench_fsdp's per-unit plan for FSDP and HSDP).
 #include <fmt/format.h>
 
+#include <tuple>
+
+#include "collectives/parallel_messages.hpp"
 #include "fsdp/fsdp_plan.hpp"
 #include "step/step_operators.hpp"
 
@@ -26,72 +29,45 @@ struct Emit {
   }
 };
 
-// Per decoder layer and micro-batch, Megatron's tensor parallelism (Korthikanti et al. 2022):
-//   without sequence parallelism: an all-reduce after the attention and after the MLP output
-//     projections in forward, and one of the input gradient of the QKV and up projections in
-//     backward: 2 + 2;
-//   with it: forward all-gathers the sequence-split input of the QKV and up projections (2) and
-//     reduce-scatters the outputs of the attention and MLP output projections (2); backward
-//     all-gathers that input again for the weight gradient (2), all-gathers the output
-//     projections' output gradient (2) and reduce-scatters the input gradients (2).
-// Full recomputation repeats the forward's collectives. Every buffer is the whole activation
-// tokens x hidden (nccl-tests' size: the gathered or scattered buffer).
-void add_tensor_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
-  if (c.tp == 1) return;
-  const std::int64_t m = c.micro_batches(), layers = c.stage_layers(stage);
-  const std::int64_t T = c.tokens_per_micro_batch();
-  const std::int64_t act = T * c.model.hidden_size * static_cast<std::int64_t>(dtype_size(c.dtype));
-  const std::int64_t again = c.recompute == Recompute::full ? 1 : 0;
-  const auto AG = CollOp::all_gather, RS = CollOp::reduce_scatter, AR = CollOp::all_reduce;
-  const auto F = StepPhase::forward, B = StepPhase::backward, R = StepPhase::recompute;
-  const bool first = stage == 0, last = stage == c.pp - 1;
-  if (c.sp()) {
-    emit("tp", AG, F, act, c.tp, c.dtype, 2 * layers * m, "inputs of QKV and up projections");
-    emit("tp", RS, F, act, c.tp, c.dtype, 2 * layers * m, "outputs of attention and MLP");
-    emit("tp", AG, B, act, c.tp, c.dtype, 4 * layers * m,
-         "inputs again for wgrad, output gradients");
-    emit("tp", RS, B, act, c.tp, c.dtype, 2 * layers * m, "input gradients");
-    emit("tp", AG, R, act, c.tp, c.dtype, 2 * layers * m * again, "recomputed forward");
-    emit("tp", RS, R, act, c.tp, c.dtype, 2 * layers * m * again, "recomputed forward");
-    // The vocabulary-parallel embedding's output is reduce-scattered into the sequence split,
-    // and the LM head's input gathered from it.
-    if (first) {
-      emit("tp", RS, F, act, c.tp, c.dtype, m, "embedding output");
-      emit("tp", AG, B, act, c.tp, c.dtype, m, "embedding output gradient");
+// Tensor and expert parallelism, per micro-batch: the messages of collectives/parallel_messages
+// (the source bench_ccl --model lists too), in every layer (or MoE layer) of the stage, on the
+// first or last stage, and the layers' forward ones again under full recomputation.
+void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
+  ParallelShape shape;
+  shape.tokens = c.tokens_per_micro_batch();
+  shape.hidden = c.model.hidden_size;
+  shape.tp = c.tp;
+  shape.sp = c.sp();
+  shape.ep = c.ep;
+  shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
+  shape.dtype = c.dtype;
+  const std::int64_t moe_layers = c.model.moe ? stage_model(c, stage).moe_layers() : 0;
+  auto units = [&](MessageScope scope) -> std::int64_t {
+    switch (scope) {
+      case MessageScope::per_layer:
+        return c.stage_layers(stage);
+      case MessageScope::per_moe_layer:
+        return moe_layers;
+      case MessageScope::first_stage:
+        return stage == 0 ? 1 : 0;
+      case MessageScope::last_stage:
+        return stage == c.pp - 1 ? 1 : 0;
     }
-    if (last) {
-      emit("tp", AG, F, act, c.tp, c.dtype, m, "LM head input");
-      emit("tp", RS, B, act, c.tp, c.dtype, m, "LM head input gradient");
-    }
-  } else {
-    emit("tp", AR, F, act, c.tp, c.dtype, 2 * layers * m, "outputs of attention and MLP");
-    emit("tp", AR, B, act, c.tp, c.dtype, 2 * layers * m, "input gradients");
-    emit("tp", AR, R, act, c.tp, c.dtype, 2 * layers * m * again, "recomputed forward");
-    if (first) emit("tp", AR, F, act, c.tp, c.dtype, m, "embedding output");
-    if (last) emit("tp", AR, B, act, c.tp, c.dtype, m, "LM head input gradient");
+    return 0;
+  };
+  const std::int64_t m = c.micro_batches();
+  for (const auto& [purpose, group, messages] :
+       {std::tuple{"tp", c.tp, tensor_parallel_messages(shape)},
+        std::tuple{"ep", c.ep, expert_parallel_messages(shape)}}) {
+    for (const ParallelMessage& x : messages)
+      emit(purpose, x.op, x.pass == MessagePass::forward ? StepPhase::forward : StepPhase::backward,
+           x.bytes, group, x.dtype, x.count * units(x.scope) * m, x.what);
+    if (c.recompute == Recompute::full)
+      for (const ParallelMessage& x : messages)
+        if (x.recomputed())
+          emit(purpose, x.op, StepPhase::recompute, x.bytes, group, x.dtype,
+               x.count * units(x.scope) * m, "recomputed forward");
   }
-  // Vocabulary-parallel cross-entropy: the logits' max, the target logit and the sum of
-  // exponentials are each all-reduced over tp, one fp32 value per token.
-  if (last) emit("tp", AR, F, T * 4, c.tp, DType::fp32, 3 * m, "cross-entropy max, target, sum");
-}
-
-// MoE with expert parallelism: per MoE layer and micro-batch, the dispatch and combine
-// all-to-all in forward and again in backward (and in the recomputed forward); each rank sends
-// its tokens' top-k copies (its sequence-parallel share of the tokens with sp).
-void add_expert_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
-  if (c.ep == 1) return;
-  const ModelConfig sm = stage_model(c, stage);
-  const std::int64_t layers = sm.moe_layers(), m = c.micro_batches();
-  const std::int64_t tokens = c.tokens_per_micro_batch() / (c.sp() ? c.tp : 1);
-  const std::int64_t bytes = tokens * c.model.moe->num_experts_per_tok * c.model.hidden_size *
-                             static_cast<std::int64_t>(dtype_size(c.dtype));
-  const std::int64_t again = c.recompute == Recompute::full ? 1 : 0;
-  emit("ep", CollOp::all_to_all, StepPhase::forward, bytes, c.ep, c.dtype, 2 * layers * m,
-       "dispatch and combine");
-  emit("ep", CollOp::all_to_all, StepPhase::backward, bytes, c.ep, c.dtype, 2 * layers * m,
-       "dispatch and combine gradients");
-  emit("ep", CollOp::all_to_all, StepPhase::recompute, bytes, c.ep, c.dtype, 2 * layers * m * again,
-       "recomputed forward");
 }
 
 // Pipeline: per micro-batch (and per virtual chunk) a stage exchanges its activation with the
@@ -148,8 +124,7 @@ void add_fsdp(const StepConfig& c, Emit& emit) {
 std::vector<StepOperator> step_collectives(const StepConfig& c, std::int64_t stage) {
   std::vector<StepOperator> out;
   Emit emit{c, out};
-  add_tensor_parallel(c, stage, emit);
-  add_expert_parallel(c, stage, emit);
+  add_model_parallel(c, stage, emit);
   add_pipeline(c, stage, emit);
   if (c.dp > 1) {
     if (c.sharding == Sharding::ddp)

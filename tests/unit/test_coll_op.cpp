@@ -145,11 +145,25 @@ TEST_CASE("model messages: Llama-3.1 70B at tp 8 all-reduces 8192 x 8192 bf16 ac
   auto models = load_models(test::repo_config("models.json"));
   auto llama = select_models(models, "llama3.1-70b", "m").front();
   auto msgs = model_messages(llama, ModelParallel{8, 1, 1, 1, 0, DType::bf16});
-  REQUIRE(msgs.size() == 3);
+  REQUIRE(msgs.size() == 4);
   CHECK(msgs[0].op == CollOp::all_reduce);
   CHECK(msgs[0].size_bytes == 8192ull * 8192 * 2);  // mbs 1 x seq 8192 x hidden 8192 x 2 B
   CHECK(msgs[0].group_size == 8);
-  CHECK(msgs[0].calls_per_step == 4 * 80);
+  // after attention and after the MLP, forward and backward, in 80 layers; the embedding's
+  // output and the LM head's input gradient once each
+  CHECK(msgs[0].calls_per_step == 4 * 80 + 2);
+  // the vocabulary-parallel cross-entropy: max, target logit and sum, one fp32 per token
+  CHECK(msgs[1].op == CollOp::all_reduce);
+  CHECK(msgs[1].dtype == DType::fp32);
+  CHECK(msgs[1].size_bytes == 8192ull * 4);
+  CHECK(msgs[1].calls_per_step == 3);
+  // sequence parallelism, as bench_step counts it: all-gathers 2 + 4 per layer (+ LM head input
+  // and embedding output gradient), reduce-scatters 2 + 2 (+ embedding output and LM head
+  // input gradient)
+  CHECK(msgs[2].op == CollOp::all_gather);
+  CHECK(msgs[2].calls_per_step == 6 * 80 + 2);
+  CHECK(msgs[3].op == CollOp::reduce_scatter);
+  CHECK(msgs[3].calls_per_step == 4 * 80 + 2);
   auto mixtral = select_models(models, "mixtral-8x7b", "m").front();
   auto moe = model_messages(mixtral, ModelParallel{1, 8, 1, 1, 4096, DType::bf16});
   REQUIRE(moe.size() == 1);

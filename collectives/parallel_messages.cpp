@@ -1,0 +1,43 @@
+#include "collectives/parallel_messages.hpp"
+
+namespace opbench {
+
+std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
+  if (s.tp <= 1) return {};
+  const std::int64_t act = s.tokens * s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
+  const auto AG = CollOp::all_gather, RS = CollOp::reduce_scatter, AR = CollOp::all_reduce;
+  const auto F = MessagePass::forward, B = MessagePass::backward;
+  const auto layer = MessageScope::per_layer, first = MessageScope::first_stage,
+             last = MessageScope::last_stage;
+  std::vector<ParallelMessage> out;
+  if (s.sp) {
+    out = {{AG, F, layer, 2, act, s.dtype, "inputs of QKV and up projections"},
+           {RS, F, layer, 2, act, s.dtype, "outputs of attention and MLP"},
+           {AG, B, layer, 4, act, s.dtype, "inputs again for wgrad, output gradients"},
+           {RS, B, layer, 2, act, s.dtype, "input gradients"},
+           {RS, F, first, 1, act, s.dtype, "embedding output"},
+           {AG, B, first, 1, act, s.dtype, "embedding output gradient"},
+           {AG, F, last, 1, act, s.dtype, "LM head input"},
+           {RS, B, last, 1, act, s.dtype, "LM head input gradient"}};
+  } else {
+    out = {{AR, F, layer, 2, act, s.dtype, "outputs of attention and MLP"},
+           {AR, B, layer, 2, act, s.dtype, "input gradients"},
+           {AR, F, first, 1, act, s.dtype, "embedding output"},
+           {AR, B, last, 1, act, s.dtype, "LM head input gradient"}};
+  }
+  out.push_back({AR, F, last, 3, s.tokens * 4, DType::fp32, "cross-entropy max, target, sum"});
+  return out;
+}
+
+std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s) {
+  if (s.ep <= 1 || s.top_k <= 0) return {};
+  const std::int64_t tokens = s.tokens / (s.sp ? s.tp : 1);
+  const std::int64_t bytes =
+      tokens * s.top_k * s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
+  return {{CollOp::all_to_all, MessagePass::forward, MessageScope::per_moe_layer, 2, bytes, s.dtype,
+           "dispatch and combine"},
+          {CollOp::all_to_all, MessagePass::backward, MessageScope::per_moe_layer, 2, bytes,
+           s.dtype, "dispatch and combine gradients"}};
+}
+
+}  // namespace opbench

@@ -1,0 +1,63 @@
+#pragma once
+// The tensor- and expert-parallel messages of one micro-batch, written once for bench_ccl --model
+// (what to benchmark) and bench_step (what a step waits for). Megatron's tensor parallelism
+// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"):
+//   without sequence parallelism: an all-reduce after the attention and after the MLP output
+//     projections in forward, and one of the input gradient of the QKV and up projections in
+//     backward: 2 + 2 per layer;
+//   with it: forward all-gathers the sequence-split input of the QKV and up projections (2) and
+//     reduce-scatters the outputs of the attention and MLP output projections (2); backward
+//     all-gathers that input again for the weight gradient (2), all-gathers the output
+//     projections' output gradient (2) and reduce-scatters the input gradients (2).
+// The vocabulary-parallel embedding (first stage) and LM head (last stage) add one each way, and
+// the vocabulary-parallel cross-entropy all-reduces the logits' max, the target logit and the sum
+// of exponentials, one fp32 value per token (last stage). Full recomputation repeats the
+// layers' forward messages. Every buffer is the whole activation tokens x hidden (nccl-tests'
+// size: the gathered or scattered buffer).
+// MoE with expert parallelism: per MoE layer, the dispatch and combine all-to-all in forward and
+// again in backward; each rank sends its tokens' top-k copies (its sequence-parallel share of the
+// tokens with sp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/coll_op.hpp"
+#include "common/dtype.hpp"
+
+namespace opbench {
+
+enum class MessagePass { forward, backward };
+// How often per micro-batch: in every (MoE) layer of a stage, or once on the first or last stage.
+enum class MessageScope { per_layer, per_moe_layer, first_stage, last_stage };
+
+struct ParallelMessage {
+  CollOp op;
+  MessagePass pass;
+  MessageScope scope;
+  std::int64_t count;  // per micro-batch and per unit of `scope`
+  std::int64_t bytes;  // nccl-tests size
+  DType dtype;
+  std::string what;  // "outputs of attention and MLP"
+  // A layer message that full recomputation repeats (the layers' forward ones).
+  bool recomputed() const {
+    return pass == MessagePass::forward &&
+           (scope == MessageScope::per_layer || scope == MessageScope::per_moe_layer);
+  }
+};
+
+struct ParallelShape {
+  std::int64_t tokens = 0;  // per micro-batch: micro_batch x sequence length
+  std::int64_t hidden = 0;
+  std::int64_t tp = 1;
+  bool sp = false;  // sequence parallelism (with tp > 1)
+  std::int64_t ep = 1;
+  std::int64_t top_k = 0;  // MoE: experts per token
+  DType dtype = DType::bf16;
+};
+
+// Empty when tp is 1.
+std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s);
+// Empty when ep is 1 or the model has no experts (top_k 0).
+std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s);
+
+}  // namespace opbench
