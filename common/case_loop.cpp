@@ -37,8 +37,10 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
         "--min-samples; lower those for a quicker look)",
         label, human_duration(case_s), time_text(run_s * 1e6), runs));
   });
-  MeasuredRow m = measure();
-  if (interrupted()) {
+  MeasuredRow m;
+  try {
+    m = measure();
+  } catch (const CaseInterrupted&) {
     // Cut short at a run boundary: its samples so far are not the measurement the stop rule
     // asks for, so no row is written; --resume runs the case again.
     progress_.note(fmt::format("interrupted during {}: the case is not recorded", label));

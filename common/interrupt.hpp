@@ -1,10 +1,15 @@
 #pragma once
 // SIGINT and SIGTERM end a run at the next run of a case (measure() checks between warm-up runs
-// and samples; the case cut short is not recorded) or, in the collectives, between cases: the
-// handler only records the signal, and the run loops stop, close their reports (every finished
-// row is already flushed, so the files stay well formed) and exit with 128 + the signal number.
-// A second signal ends the process at once.
+// and samples and throws CaseInterrupted; the case cut short is not recorded) or, in the
+// collectives, between cases: the handler only records the signal, and the run loops stop, close
+// their reports (every finished row is already flushed, so the files stay well formed) and exit
+// with 128 + the signal number. A second signal ends the process at once.
 namespace opbench {
+
+// Thrown by measure() when a signal cuts a case short, and caught by CaseLoop: the case's code
+// unwinds without building a row from a partial measurement. Not an Error (nor a
+// std::exception), so nothing turns it into a failed row on the way.
+struct CaseInterrupted {};
 
 void install_interrupt_handlers();
 bool interrupted();

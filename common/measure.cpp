@@ -114,10 +114,14 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
         (m.warmup_skipped ? 0 : std::max(o.warmup_iters, 1)) + fewest_samples(o, run_s);
     announce_long_case(run_s, run_s * runs, runs);
   };
-  // An interrupt (SIGINT, SIGTERM) ends the case at the next run boundary: the caller finds
-  // interrupted() set and does not record the cut-short case (CaseLoop).
-  while (!m.warmup_skipped && !interrupted() &&
+  // An interrupt (SIGINT, SIGTERM) ends the case at the next run boundary (CaseLoop catches it
+  // and does not record the cut-short case).
+  auto stop_if_interrupted = [] {
+    if (interrupted()) throw CaseInterrupted{};
+  };
+  while (!m.warmup_skipped &&
          (m.warmup_runs < o.warmup_iters || wall.elapsed_s() < o.warmup_time_s)) {
+    stop_if_interrupted();
     if (prepare) prepare();
     m.warmup_us.push_back(sample());
     if (++m.warmup_runs == 1) first_run(m.warmup_us.back());
@@ -128,7 +132,8 @@ Measurement measure(const MeasureOptions& o, const std::function<double()>& samp
 
   if (around_sampling) around_sampling(true);
   wall.restart();
-  while (!interrupted()) {
+  while (true) {
+    stop_if_interrupted();
     if (prepare) prepare();
     m.samples_us.push_back(sample());
     if (m.samples_us.size() == 1 && m.warmup_runs == 0) first_run(m.samples_us.back());

@@ -79,7 +79,10 @@ std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<
   mo.measure = o.measure_flags;
   mo.check = o.check;
   mo.quiet = o.report.quiet;
+  // The measured operators' reports are read back as CSV (ReportTimes), so CSV is always one of
+  // their formats; --format adds the others.
   mo.formats = o.report.formats;
+  mo.formats.insert(ReportFormat::csv);
   const StepMeasureResult r = measure_step_operators(
       all, [&](const StepOperator& op) { return times && times->find(op).has_value(); }, mo,
       report_dir, env);

@@ -23,8 +23,8 @@ struct StepMeasureOptions {
   MeasureOverrides measure;  // the shared stop rule's flags
   bool check = false;        // verify each result as the families' --check do
   bool quiet = false;
-  // --format: the measured operators' reports (gemm_step.csv ...) are written in the formats
-  // the step's own reports are.
+  // The measured operators' reports' formats (gemm_step.csv ...): --format, and CSV always, the
+  // format bench_step reads its times back from.
   std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
 };
 

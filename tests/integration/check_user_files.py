@@ -14,8 +14,10 @@ README.md, a user CSV, a user environment.json and a notes.md:
   5. --resume (gemm, attention, memops): environment.json keeps the continued run in
      earlier_runs, so every row's run_id resolves; resuming into a folder another binary wrote is
      refused;
-  6. --format is honoured by every report the run writes (bench_step's measured operators'
-     reports included): --format jsonl writes no CSV, --format csv no JSON lines.
+  6. --format is honoured by every report the run writes: --format jsonl writes no CSV, --format
+     csv no JSON lines; bench_step's measured operators' reports (gemm_step, attention_step,
+     memops_step) are CSV whatever --format says, as bench_step reads its times back from them,
+     and take --format's other formats too.
 """
 import glob
 import json
@@ -224,7 +226,10 @@ def formats_honoured(b, out):
             problems.append(f"--format {fmt}: exit {p.returncode}: {p.stderr[-300:]}")
             continue
         written = sorted(os.listdir(folder))
-        wrong = [f for f in written if f.endswith(unwanted)]
+        read_back = ("gemm_step.csv", "attention_step.csv", "memops_step.csv") if measured else ()
+        wrong = [f for f in written if f.endswith(unwanted) and f not in read_back]
+        if measured and fmt == "jsonl" and "gemm_step.jsonl" not in written:
+            problems.append(f"--format jsonl: the measured operators' JSON lines are missing: {written}")
         if wrong or not any(f.endswith("." + fmt) for f in written):
             problems.append(f"--format {fmt} wrote {written}")
     return problems
