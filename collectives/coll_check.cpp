@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace opbench {
 namespace {
@@ -100,7 +101,9 @@ PatternSpec make_pattern(const CollCall& call, int nranks) {
   if (s.red == PatternRed::sum || (power_of_two && 1.0 / nranks >= tiny)) {
     // Exact: at most limit / amplitude ranks add non-zero values into any element (for avg,
     // x·2^-k is exact too, and so are the sums of those).
-    const int contributors = static_cast<int>(std::floor(limit / s.amplitude));
+    // (limit is up to 2^53 for fp64: capped before the conversion, which would overflow int)
+    const int contributors = static_cast<int>(std::min(
+        std::floor(limit / s.amplitude), static_cast<double>(std::numeric_limits<int>::max())));
     s.stride = nranks <= contributors ? 1 : (nranks + contributors - 1) / contributors;
     return s;
   }

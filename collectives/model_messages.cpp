@@ -64,10 +64,8 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
       tensor_parallel_messages(shape), m, tp,
       [&](const ParallelMessage& x) {
         return x.dtype == DType::fp32 && x.bytes == shape.tokens * 4
-                   ? fmt::format(
-                         "tp all_reduce of cross-entropy max, target, sum (mbs*seq "
-                         "fp32, {}x{})",
-                         p.micro_batch, seq)
+                   ? fmt::format("tp all_reduce of cross-entropy stats ({}x{} fp32)", p.micro_batch,
+                                 seq)
                    : fmt::format("tp all_reduce of mbs*seq*hidden {}", dims);
       },
       out);

@@ -97,8 +97,10 @@ OPBENCH_HD inline float exp_approx(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  // n is in [-126, 127] after the clamp: a normal exponent field from 1 to 254.
-  const std::uint32_t two_n = static_cast<std::uint32_t>(static_cast<int>(n) + 127) << 23;
+  // n is in [-126, 127] after the clamp: a normal exponent field from 1 to 254. A NaN x leaves n
+  // NaN, whose conversion to int is undefined: 0 stands in (p is NaN, and so is the result).
+  const float whole_n = select(n == n, n, 0.0f);
+  const std::uint32_t two_n = static_cast<std::uint32_t>(static_cast<int>(whole_n) + 127) << 23;
   return p * bits_float(two_n);
 }
 
