@@ -28,4 +28,5 @@ if [ "${OPBENCH_TESTS:-all}" = all ]; then
   phase "sanitizers (build and suite under ASan + UBSan)" bash scripts/test_sanitizers.sh
   phase "fuzzing (every input parser)" bash scripts/fuzz.sh
 fi
-(IFS=,; echo "test.sh: every phase passed in $((SECONDS - start)) s (${timings[*]})" >&2)
+summary=$(printf '%s, ' "${timings[@]}")
+echo "test.sh: every phase passed in $((SECONDS - start)) s (${summary%, })" >&2
