@@ -2,29 +2,17 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/owned_files.hpp"
-#include "common/prom_text.hpp"
+#include "common/prom_metrics.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
-namespace {
-
-std::string metric_name(const std::string& prefix, const std::string& field) {
-  std::string out = prefix + "_";
-  for (char c : field)
-    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
-
-}  // namespace
 
 std::set<ReportFormat> parse_report_formats(const std::string& text) {
   std::set<ReportFormat> out;
@@ -44,40 +32,12 @@ std::set<ReportFormat> parse_report_formats(const std::string& text) {
   return out;
 }
 
-std::string prometheus_text(const std::vector<Record>& rows, const std::string& prefix) {
-  // metric name -> lines, so every metric's samples sit under one HELP/TYPE header
-  std::map<std::string, std::vector<std::string>> series;
-  for (const auto& row : rows) {
-    std::string labels;
-    for (const auto& f : row.fields()) {
-      if (f.kind == FieldKind::metric || std::holds_alternative<std::monostate>(f.value) ||
-          std::holds_alternative<double>(f.value) || f.name == "note")
-        continue;
-      labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", f.name,
-                            prom_label_value(format_value(f.value)));
-    }
-    for (const auto& f : row.fields()) {
-      if (f.kind != FieldKind::metric || std::holds_alternative<std::monostate>(f.value) ||
-          std::holds_alternative<std::string>(f.value))
-        continue;
-      series[metric_name(prefix, f.name)].push_back(
-          fmt::format("{{{}}} {}", labels, format_value(f.value)));
-    }
-  }
-  std::string out;
-  for (const auto& [name, samples] : series) {
-    out += fmt::format("# HELP {} opbench metric\n# TYPE {} gauge\n", name, name);
-    for (const auto& s : samples)
-      out += name + s + "\n";
-  }
-  return out;
-}
-
 ReportFiles::ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
                          std::string prom_prefix, bool append)
     : base_(std::move(base_path)),
       formats_(std::move(formats)),
       prom_prefix_(std::move(prom_prefix)),
+      run_(run),
       append_(append) {
   if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv", append);
   if (formats_.count(ReportFormat::jsonl))
@@ -93,7 +53,7 @@ void ReportFiles::write(const Record& row) {
     claim_output(path, append_ ? OutputUse::continued : OutputUse::fresh);
     std::FILE* f = std::fopen(tmp.c_str(), "w");
     if (!f) throw bad_input(fmt::format("{}: cannot be written", tmp));
-    std::string text = prometheus_text(prom_rows_, prom_prefix_);
+    std::string text = prometheus_text(prom_rows_, prom_prefix_, run_);
     bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     ok = std::fclose(f) == 0 && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)

@@ -2,9 +2,9 @@
 // The files one group of rows goes to, in the formats the user chose (--format csv,jsonl,prom):
 //   <base>.csv    the spreadsheet view (one row per case)
 //   <base>.jsonl  the same rows with nested args, metrics, samples and the run id
-//   <base>.prom   Prometheus text format for a textfile collector: one gauge per numeric metric,
-//                 named opbench_<binary>_<metric>, labelled with the row's arguments; rewritten
-//                 atomically (write, then rename) after every row.
+//   <base>.prom   Prometheus text format for a textfile collector (common/prom_metrics.hpp:
+//                 families in base units, labels that identify the case); rewritten atomically
+//                 (write, then rename) after every row.
 #include <memory>
 #include <set>
 #include <string>
@@ -18,9 +18,6 @@ namespace opbench {
 enum class ReportFormat { csv, jsonl, prom };
 // "csv,jsonl,prom"; unknown names are bad_input naming the flag.
 std::set<ReportFormat> parse_report_formats(const std::string& text);
-
-// Prometheus text of a set of rows (exposed for tests).
-std::string prometheus_text(const std::vector<Record>& rows, const std::string& prefix);
 
 // Where a run's reports go: --report-dir-path, else the folder of --report-csv-path (`csv_path`),
 // else reports/<binary>-<date>-<time>; the folder is created.
@@ -54,6 +51,7 @@ class ReportFiles {
   std::unique_ptr<JsonlWriter> jsonl_;
   std::string prom_prefix_;
   std::vector<Record> prom_rows_;
+  nlohmann::json run_;  // the .prom's run_info labels
   std::size_t rows_ = 0;
   bool append_ = false;  // --resume: the files continue an earlier run's
 };

@@ -125,7 +125,8 @@ TEST_CASE("A continued run's reports carry the earlier rows: counts, .prom and r
   second.write(row(128, 2.5));
   CHECK(second.rows() == 2);
   const std::string prom = read_file(base + ".prom");
-  CHECK(prom.find("opbench_t_time_us{case=\"mbs*seq\",m=\"64\",status=\"ok\"} 1.5") !=
+  // 1.5 µs in base units; status describes the run, so it labels only opbench_t_case_info
+  CHECK(prom.find("opbench_t_time_seconds{case=\"mbs*seq\",m=\"64\",stat=\"mean\"} 1.5e-06") !=
         std::string::npos);
   CHECK(prom.find("m=\"128\"") != std::string::npos);
   CHECK(read_file(base + ".csv") ==
