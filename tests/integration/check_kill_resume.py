@@ -63,9 +63,9 @@ def main() -> int:
     if jsonl_rows != expected:
         problems.append(f"after --resume: {jsonl_rows} JSON lines, expected {expected}")
     with open(base + ".prom") as f:
-        series = [line for line in f if re.match(r"opbench_\w+_time_us\{", line)]
+        series = [line for line in f if re.match(r"opbench_\w+_time_seconds\{.*stat=\"mean\"", line)]
     if len(series) != expected:
-        problems.append(f"after --resume: the .prom has {len(series)} time_us series, expected {expected}")
+        problems.append(f"after --resume: the .prom has {len(series)} time_seconds{{stat=\"mean\"}} series, expected {expected}")
     with open(os.path.join(out, "summary.md")) as f:
         summary = f.read()
     if f"{expected} of {expected} cases:" not in summary:
