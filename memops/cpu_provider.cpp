@@ -17,6 +17,7 @@
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/memop_inputs.hpp"
+#include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/reference_memops.hpp"
 
@@ -62,141 +63,49 @@ struct Operand {
   }
 };
 
-Operand input(std::string name, std::int64_t count, Fill fill = Fill::uniform,
-              DType type = DType::fp32, float scale = 1.0f) {
-  Operand o;
-  o.name = std::move(name);
-  o.count = count;
-  o.fill = fill;
-  o.type = type;
-  o.scale = scale;
-  return o;
-}
-
-Operand output(std::string name, std::int64_t count, DType type = DType::fp32) {
-  Operand o;
-  o.name = std::move(name);
-  o.count = count;
-  o.type = type;
-  o.output = true;
-  return o;
-}
-
-Operand state(std::string name, std::int64_t count, Fill fill) {
-  Operand o = input(std::move(name), count, fill);
-  o.output = o.in_place = true;
-  return o;
-}
-
-template <class... Operands>
-std::vector<Operand> list(Operands&&... operands) {
-  std::vector<Operand> v;
-  (v.push_back(std::forward<Operands>(operands)), ...);
-  return v;
-}
-
-// What the operator of `c` reads and writes. Inputs of the exp-based operators (softmax,
-// cross-entropy, the activations) span [-4, 4), where their curves bend.
-std::vector<Operand> operands_of(const MemopCase& c) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const bool fwd = c.pass == MemPass::fwd;
-  std::vector<Operand> v;
-  auto workspace = [&] {
-    Operand o;
-    o.name = "workspace";
-    o.count = cpu_memops::norm_bwd_workspace_floats(rows, cols);
-    o.fill = Fill::scratch;
-    o.shared = true;
-    return o;
-  };
-  switch (c.op) {
-    case MemOp::add:
-      v = list(input("x", n), input("y", n), output("z", n));
-      break;
-    case MemOp::rmsnorm:
-      if (fwd)
-        v = list(input("x", n), input("w", cols), output("y", n), output("rstd", rows));
-      else
-        v = list(input("dy", n), input("x", n), input("w", cols),
-                 input("rstd", rows, Fill::derived), output("dx", n), output("dw", cols),
-                 workspace());
-      break;
-    case MemOp::layernorm:
-      if (fwd)
-        v = list(input("x", n), input("w", cols), input("b", cols), output("y", n),
-                 output("mean", rows), output("rstd", rows));
-      else
-        v = list(input("dy", n), input("x", n), input("w", cols),
-                 input("mean", rows, Fill::derived), input("rstd", rows, Fill::derived),
-                 output("dx", n), output("dw", cols), output("db", cols), workspace());
-      break;
-    case MemOp::softmax:
-      if (fwd)
-        v = list(input("x", n, Fill::uniform, DType::fp32, 4.0f), output("y", n));
-      else
-        v = list(input("y", n, Fill::derived), input("dy", n), output("dx", n));
-      break;
-    case MemOp::swiglu:
-      if (fwd)
-        v = list(input("g", n, Fill::uniform, DType::fp32, 4.0f), input("u", n), output("y", n));
-      else
-        v = list(input("g", n, Fill::uniform, DType::fp32, 4.0f), input("u", n), input("dy", n),
-                 output("dg", n), output("du", n));
-      break;
-    case MemOp::gelu:
-      if (fwd)
-        v = list(input("x", n, Fill::uniform, DType::fp32, 4.0f), output("y", n));
-      else
-        v = list(input("x", n, Fill::uniform, DType::fp32, 4.0f), input("dy", n), output("dx", n));
-      break;
-    case MemOp::rope: {
-      const std::int64_t table = rows * c.head_dim / 2;
-      v = list(input(fwd ? "x" : "dy", n), input("cos", table, Fill::derived),
-               input("sin", table, Fill::derived), output(fwd ? "y" : "dx", n));
-      break;
-    }
-    case MemOp::cross_entropy:
-      v = list(input("logits", n, Fill::uniform, DType::fp32, 4.0f),
-               input("targets", rows, Fill::targets, DType::int64), output("dlogits", n),
-               output("loss", rows));
-      break;
-    case MemOp::embedding:
-      if (fwd) {
-        Operand table = input("table", c.vocab * cols);
-        table.shared = true;  // each set's ids pick other rows of the one table
-        v = list(std::move(table), input("ids", rows, Fill::ids, DType::int64), output("y", n));
-      } else {
-        v = list(input("dy", n), input("ids", rows, Fill::ids, DType::int64),
-                 output("dtable", c.vocab * cols));
-      }
-      break;
-    case MemOp::adamw:
-      v = list(state("param", n, Fill::uniform), input("grad", n), state("m", n, Fill::uniform),
-               state("v", n, Fill::derived));
-      break;
-    case MemOp::adamw_bf16:
-      v = list(state("param", n, Fill::uniform), input("grad", n, Fill::uniform, DType::bf16),
-               state("m", n, Fill::uniform), state("v", n, Fill::derived),
-               output("param_bf16", n, DType::bf16));
-      break;
-    case MemOp::cast_to_bf16:
-      v = list(input("x", n), output("y", n, DType::bf16));
-      break;
-    case MemOp::cast_to_fp32:
-      v = list(input("x", n, Fill::uniform, DType::bf16), output("y", n));
-      break;
-    case MemOp::fp8_quantize:
-      v = list(input("x", n, Fill::uniform, DType::bf16, 4.0f), input("scale", 1, Fill::scale),
-               output("y", n, DType::fp8_e4m3), output("amax", 1));
-      break;
-    case MemOp::copy:
-      v = list(input("src", n, Fill::uniform, c.dtype), output("dst", n, c.dtype));
-      break;
-    default:
+Fill fill_of(OperandFill f) {
+  switch (f) {
+    case OperandFill::uniform:
+      return Fill::uniform;
+    case OperandFill::ids:
+      return Fill::ids;
+    case OperandFill::targets:
+      return Fill::targets;
+    case OperandFill::fp8_scale:
+      return Fill::scale;
+    case OperandFill::derived:
+      return Fill::derived;
+    case OperandFill::none:
       break;
   }
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i].seed = kSeed + 7919 * i;
+  return Fill::none;
+}
+
+// What the operator of `c` reads and writes (the catalogue, memops/memop_operands), and the
+// norms' backward workspace of our loops.
+std::vector<Operand> operands_of(const MemopCase& c) {
+  std::vector<Operand> v;
+  for (const OperandSpec& spec : memop_operands(c)) {
+    Operand o;
+    o.name = spec.name;
+    o.type = spec.type;
+    o.count = spec.count;
+    o.fill = fill_of(spec.fill);
+    o.output = spec.written();
+    o.in_place = spec.role == OperandRole::state;
+    o.shared = spec.shared;
+    o.scale = spec.scale;
+    o.seed = spec.seed;
+    v.push_back(std::move(o));
+  }
+  if (c.pass == MemPass::bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm)) {
+    Operand o;
+    o.name = "workspace";
+    o.count = cpu_memops::norm_bwd_workspace_floats(c.rows, c.cols);
+    o.fill = Fill::scratch;
+    o.shared = true;
+    v.push_back(std::move(o));
+  }
   return v;
 }
 
@@ -317,10 +226,8 @@ class CaseOperands {
   }
 
   // The saved inputs of a backward come from its forward on this set's x, as in training; rope's
-  // tables are built once, as a model caches them. AdamW's second moment is at least the first
-  // one squared, as a running mean of g^2 is next to one of g (v = (|m| + 1/64)^2): the update
-  // m / sqrt(v) stays under 1, lr-sized, as in training (random moments would make it as large
-  // as the parameters where v happens to be tiny).
+  // tables are built once, as a model caches them; AdamW's second moment follows its first
+  // (memop_inputs::adamw_second_moment).
   void derive(std::int64_t set) {
     const std::int64_t rows = c_.rows, cols = c_.cols;
     std::vector<float> scratch;
@@ -332,7 +239,7 @@ class CaseOperands {
       const float* m = at<float>("m", set);
       float* v = at<float>("v", set);
       for (std::int64_t i = 0; i < c_.elements(); ++i)
-        v[i] = (std::fabs(m[i]) + 0.015625f) * (std::fabs(m[i]) + 0.015625f);
+        v[i] = adamw_second_moment(m[i]);
     } else if (c_.op == MemOp::rope) {
       cpu_memops::rope_tables(at<float>("cos", set), at<float>("sin", set), rows, c_.head_dim);
     } else if (c_.pass != MemPass::bwd) {
@@ -803,10 +710,7 @@ class CpuMemopProvider final : public MemopProvider {
     if (c.op != MemOp::copy && c.dtype != DType::fp32 && memop_accepts(c.op, DType::fp16))
       return fmt::format("the CPU provider runs {} in fp32; {} needs --backend cuda",
                          memop_name(c.op), dtype_name(c.dtype));
-    if (c.op == MemOp::rope &&
-        (c.head_dim < 2 || c.head_dim % 2 != 0 || c.cols != (c.heads + c.kv_heads) * c.head_dim))
-      return "rope needs cols = (heads + kv_heads) x an even head_dim";
-    if (c.op == MemOp::embedding && c.vocab < 1) return "embedding needs a vocabulary";
+    if (const auto problem = memop_shape_problem(c)) return problem->why;
     return std::nullopt;
   }
 

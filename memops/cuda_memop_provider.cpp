@@ -39,6 +39,7 @@
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
 #include "memops/memop_inputs.hpp"
+#include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/reference_memops.hpp"
 
@@ -114,7 +115,6 @@ class PinnedBuffer {
 enum class Fill {
   none,     // an output
   uniform,  // fill_uniform (values in [-1, 1)), times `scale` (a power of two: exact)
-  square,   // uniform squared: second moments are non-negative
   ids,      // token ids uniform in [0, vocab), drawn anew per set
   targets,  // target classes uniform in [0, cols)
   scale,    // the fp8 scale
@@ -146,185 +146,60 @@ struct Operand {
   }
 };
 
-Operand make_operand(const char* name, std::int64_t count, DType type, Fill fill) {
-  Operand o;
-  o.name = name;
-  o.count = count;
-  o.type = type;
-  o.fill = fill;
-  return o;
-}
-
-Operand input(const char* name, std::int64_t count, DType type, Fill fill = Fill::uniform,
-              float scale = 1.0f) {
-  Operand o = make_operand(name, count, type, fill);
-  o.scale = scale;
-  return o;
-}
-
-Operand output(const char* name, std::int64_t count, DType type) {
-  Operand o = make_operand(name, count, type, Fill::none);
-  o.output = true;
-  return o;
-}
-
-Operand state(const char* name, std::int64_t count, Fill fill) {
-  Operand o = make_operand(name, count, DType::fp32, fill);
-  o.output = o.in_place = true;
-  return o;
+Fill fill_of(OperandFill f) {
+  switch (f) {
+    case OperandFill::uniform:
+      return Fill::uniform;
+    case OperandFill::ids:
+      return Fill::ids;
+    case OperandFill::targets:
+      return Fill::targets;
+    case OperandFill::fp8_scale:
+      return Fill::scale;
+    case OperandFill::derived:
+      return Fill::derived;
+    case OperandFill::none:
+      break;
+  }
+  return Fill::none;
 }
 
 Operand workspace(std::int64_t bytes) {
-  Operand o = make_operand("workspace", bytes, DType::uint8, Fill::scratch);
+  Operand o;
+  o.name = "workspace";
+  o.count = bytes;
+  o.type = DType::uint8;
+  o.fill = Fill::scratch;
   o.shared = true;
   return o;
 }
 
-// What the operator of `c` reads and writes, in the CPU provider's order (so the seeds match and
-// an fp32 case sees the CPU's very inputs); activations are stored in the case's dtype.
+// What the operator of `c` reads and writes: the catalogue (memops/memop_operands), whose order
+// and seeds the CPU provider keeps too, so an fp32 case sees the CPU's very inputs; then the
+// workspaces of our kernels.
 std::vector<Operand> operands_of(const MemopCase& c, int sm_count) {
-  const DType t = c.dtype;
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const bool fwd = c.pass == MemPass::fwd;
-  const DType f32 = DType::fp32;
+  if (is_copy(c.op) && c.op != MemOp::copy)
+    throw std::logic_error("memops: no CUDA operands for " + memop_name(c.op));
   std::vector<Operand> v;
-  auto add = [&](Operand o) { v.push_back(std::move(o)); };
-  auto norm_workspace = [&] {
-    return workspace(cm::norm_bwd_workspace_floats(rows, cols, sm_count) * 4);
-  };
-  switch (c.op) {
-    case MemOp::add:
-      add(input("x", n, t));
-      add(input("y", n, t));
-      add(output("z", n, t));
-      break;
-    case MemOp::rmsnorm:
-      if (fwd) {
-        add(input("x", n, t));
-        add(input("w", cols, t));
-        add(output("y", n, t));
-        add(output("rstd", rows, f32));
-      } else {
-        add(input("dy", n, t));
-        add(input("x", n, t));
-        add(input("w", cols, t));
-        add(input("rstd", rows, f32, Fill::derived));
-        add(output("dx", n, t));
-        add(output("dw", cols, t));
-        add(norm_workspace());
-      }
-      break;
-    case MemOp::layernorm:
-      if (fwd) {
-        add(input("x", n, t));
-        add(input("w", cols, t));
-        add(input("b", cols, t));
-        add(output("y", n, t));
-        add(output("mean", rows, f32));
-        add(output("rstd", rows, f32));
-      } else {
-        add(input("dy", n, t));
-        add(input("x", n, t));
-        add(input("w", cols, t));
-        add(input("mean", rows, f32, Fill::derived));
-        add(input("rstd", rows, f32, Fill::derived));
-        add(output("dx", n, t));
-        add(output("dw", cols, t));
-        add(output("db", cols, t));
-        add(norm_workspace());
-      }
-      break;
-    case MemOp::softmax:
-      if (fwd) {
-        add(input("x", n, t, Fill::uniform, 4.0f));
-        add(output("y", n, t));
-      } else {
-        add(input("y", n, t, Fill::derived));
-        add(input("dy", n, t));
-        add(output("dx", n, t));
-      }
-      break;
-    case MemOp::swiglu:
-      add(input("g", n, t, Fill::uniform, 4.0f));
-      add(input("u", n, t));
-      if (fwd) {
-        add(output("y", n, t));
-      } else {
-        add(input("dy", n, t));
-        add(output("dg", n, t));
-        add(output("du", n, t));
-      }
-      break;
-    case MemOp::gelu:
-      add(input("x", n, t, Fill::uniform, 4.0f));
-      if (fwd) {
-        add(output("y", n, t));
-      } else {
-        add(input("dy", n, t));
-        add(output("dx", n, t));
-      }
-      break;
-    case MemOp::rope: {
-      const std::int64_t table = rows * (c.head_dim / 2);
-      add(input(fwd ? "x" : "dy", n, t));
-      add(input("cos", table, f32, Fill::derived));
-      add(input("sin", table, f32, Fill::derived));
-      add(output(fwd ? "y" : "dx", n, t));
-      break;
-    }
-    case MemOp::cross_entropy:
-      add(input("logits", n, t, Fill::uniform, 4.0f));
-      add(input("targets", rows, DType::int64, Fill::targets));
-      add(output("dlogits", n, t));
-      add(output("loss", rows, f32));
-      break;
-    case MemOp::embedding:
-      if (fwd) {
-        Operand table = input("table", c.vocab * cols, t);
-        table.shared = true;  // each set's ids pick other rows of the one table
-        add(std::move(table));
-        add(input("ids", rows, DType::int64, Fill::ids));
-        add(output("y", n, t));
-      } else {
-        add(input("dy", n, t));
-        add(input("ids", rows, DType::int64, Fill::ids));
-        add(output("dtable", c.vocab * cols, t));
-        if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(t, rows, cols, c.vocab))
-          add(workspace(ws));
-      }
-      break;
-    case MemOp::adamw:
-      add(state("param", n, Fill::uniform));
-      add(input("grad", n, f32));
-      add(state("m", n, Fill::uniform));
-      add(state("v", n, Fill::square));
-      break;
-    case MemOp::adamw_bf16:
-      add(state("param", n, Fill::uniform));
-      add(input("grad", n, DType::bf16));
-      add(state("m", n, Fill::uniform));
-      add(state("v", n, Fill::square));
-      add(output("param_bf16", n, DType::bf16));
-      break;
-    case MemOp::cast_to_bf16:
-      add(input("x", n, f32));
-      add(output("y", n, DType::bf16));
-      break;
-    case MemOp::cast_to_fp32:
-      add(input("x", n, DType::bf16));
-      add(output("y", n, f32));
-      break;
-    case MemOp::fp8_quantize:
-      add(input("x", n, DType::bf16, Fill::uniform, 4.0f));
-      add(input("scale", 1, f32, Fill::scale));
-      add(output("y", n, DType::fp8_e4m3));
-      add(output("amax", 1, f32));
-      break;
-    default:
-      throw std::logic_error("memops: no CUDA operands for " + memop_name(c.op));
+  for (const OperandSpec& spec : memop_operands(c)) {
+    Operand o;
+    o.name = spec.name;
+    o.type = spec.type;
+    o.count = spec.count;
+    o.fill = fill_of(spec.fill);
+    o.output = spec.written();
+    o.in_place = spec.role == OperandRole::state;
+    o.shared = spec.shared;
+    o.scale = spec.scale;
+    o.seed = spec.seed;
+    v.push_back(std::move(o));
   }
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i].seed = kSeed + 7919 * i;
+  const bool bwd = c.pass == MemPass::bwd;
+  if (bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm))
+    v.push_back(workspace(cm::norm_bwd_workspace_floats(c.rows, c.cols, sm_count) * 4));
+  if (bwd && c.op == MemOp::embedding)
+    if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(c.dtype, c.rows, c.cols, c.vocab))
+      v.push_back(workspace(ws));
   return v;
 }
 
@@ -403,10 +278,6 @@ class CaseOperands {
         case Fill::uniform:
           fill_uniform_scaled(o, set, stream);
           break;
-        case Fill::square:
-          fill_uniform(o.raw(set), static_cast<std::size_t>(o.count), o.type, o.seed, stream);
-          cm::square_elements(o.at<float>(set), o.count, stream);
-          break;
         case Fill::ids:
           cm::fill_indices(o.at<std::int64_t>(set), o.count, o.seed, set, c_.vocab, stream);
           break;
@@ -432,12 +303,15 @@ class CaseOperands {
   }
 
   // The saved inputs of a backward come from our forward on this set's x, as in training (the
-  // backward's dx serves as the forward's y meanwhile); rope's tables are the CPU's, uploaded.
+  // backward's dx serves as the forward's y meanwhile); rope's tables are the CPU's, uploaded;
+  // AdamW's v follows m as on the CPU (memop_inputs::adamw_second_moment).
   void derive(std::int64_t set, cudaStream_t stream) {
     const std::int64_t rows = c_.rows, cols = c_.cols;
     const DType t = c_.dtype;
     const cm::Launch l{stream, sm_count_, nullptr};
-    if (c_.op == MemOp::rope) {
+    if (c_.op == MemOp::adamw || c_.op == MemOp::adamw_bf16) {
+      cm::derive_second_moment(at<float>("m", set), at<float>("v", set), c_.elements(), stream);
+    } else if (c_.op == MemOp::rope) {
       const std::size_t table = static_cast<std::size_t>(rows * (c_.head_dim / 2));
       std::vector<float> cos(table), sin(table);
       cpu_memops::rope_tables(cos.data(), sin.data(), rows, c_.head_dim);
@@ -1037,10 +911,7 @@ class CudaMemopProvider final : public MemopProvider {
     if (row_op && c.cols > std::numeric_limits<int>::max())
       return fmt::format("{}: rows of {} elements exceed our kernels' 2^31 - 1", memop_name(c.op),
                          c.cols);
-    if (c.op == MemOp::rope &&
-        (c.head_dim < 2 || c.head_dim % 2 != 0 || c.cols != (c.heads + c.kv_heads) * c.head_dim))
-      return "rope needs cols = (heads + kv_heads) x an even head_dim";
-    if (c.op == MemOp::embedding && c.vocab < 1) return "embedding needs a vocabulary";
+    if (const auto problem = memop_shape_problem(c)) return problem->why;
     if (c.op == MemOp::embedding && c.pass == MemPass::bwd &&
         c.rows >= std::numeric_limits<unsigned>::max())
       return "embedding backward: our kernel numbers tokens in 32 bits";

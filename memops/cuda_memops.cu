@@ -411,16 +411,17 @@ struct ScaleOp {
   }
 };
 
-struct SquareOp {
-  float* x;
+struct SecondMomentOp {
+  const float* m;
+  float* v;
   template <int V>
   __device__ void apply(std::int64_t i) const {
     float a[V];
-    load<V>(x, i, a);
+    load<V>(m, i, a);
 #pragma unroll
     for (int j = 0; j < V; ++j)
-      a[j] *= a[j];
-    store<V>(x, i, a);
+      a[j] = memop_inputs::adamw_second_moment(a[j]);
+    store<V>(v, i, a);
   }
 };
 
@@ -1435,8 +1436,8 @@ void scale_elements(DType t, void* x, std::int64_t n, float factor, cudaStream_t
   });
 }
 
-void square_elements(float* x, std::int64_t n, cudaStream_t stream) {
-  launch_elementwise<4>("square_elements", "fp32", SquareOp{x}, n, address_bits(x),
+void derive_second_moment(const float* m, float* v, std::int64_t n, cudaStream_t stream) {
+  launch_elementwise<4>("derive_second_moment", "fp32", SecondMomentOp{m, v}, n, address_bits(m, v),
                         Launch{stream, 128, nullptr});
 }
 

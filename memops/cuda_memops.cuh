@@ -242,8 +242,8 @@ void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, f
 
 // x *= factor over n elements of t (fp32, bf16, fp16): the inputs' spread, a power of two (exact).
 void scale_elements(DType t, void* x, std::int64_t n, float factor, cudaStream_t stream);
-// x = x * x over n fp32 elements: second moments, non-negative.
-void square_elements(float* x, std::int64_t n, cudaStream_t stream);
+// v = memop_inputs::adamw_second_moment(m) over n fp32 elements: the CPU provider's very v.
+void derive_second_moment(const float* m, float* v, std::int64_t n, cudaStream_t stream);
 
 // ids[i] = memop_inputs::uniform_index(seed, set, i, range) for i < n.
 void fill_indices(std::int64_t* ids, std::int64_t n, std::uint64_t seed, std::int64_t set,

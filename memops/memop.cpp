@@ -7,11 +7,10 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "memops/memop_operands.hpp"
 
 namespace opbench {
 namespace {
-
-constexpr std::int64_t kF32 = 4, kId = 8;  // fp32 statistics and state; int64 token ids
 
 struct OpInfo {
   MemOp op;
@@ -72,6 +71,13 @@ const std::vector<MemOp>& all_memops() {
   return ops;
 }
 
+std::string memop_names() {
+  std::vector<std::string> names;
+  for (const auto& i : op_table())
+    names.push_back(i.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 MemOp parse_memop(const std::string& name, const std::string& what) {
   const std::string lower = to_lower(trim(name));
   std::vector<std::string> names;
@@ -118,94 +124,22 @@ bool memop_accepts(MemOp op, DType t) {
   }
 }
 
+// Sums over the operator's operands (memop_operands.cpp): what it must read and write at least
+// once. Copies between memories move copied_bytes() each way.
 std::int64_t MemopCase::read_bytes() const {
-  const auto s = static_cast<std::int64_t>(dtype_size(dtype));
-  const std::int64_t n = elements();
-  const bool fwd = pass == MemPass::fwd;
-  switch (op) {
-    case MemOp::add:
-      return 2 * n * s;
-    case MemOp::rmsnorm:  // fwd: x, w; bwd: dy, x, w, rstd
-      return fwd ? n * s + cols * s : 2 * n * s + cols * s + rows * kF32;
-    case MemOp::layernorm:  // fwd: x, w, b; bwd: dy, x, w, mean, rstd
-      return fwd ? n * s + 2 * cols * s : 2 * n * s + cols * s + 2 * rows * kF32;
-    case MemOp::softmax:  // fwd: x; bwd: y, dy
-      return fwd ? n * s : 2 * n * s;
-    case MemOp::swiglu:  // fwd: g, u; bwd: g, u, dy
-      return fwd ? 2 * n * s : 3 * n * s;
-    case MemOp::gelu:  // fwd: x; bwd: x, dy
-      return fwd ? n * s : 2 * n * s;
-    case MemOp::rope:  // q and k (or their gradients), and the fp32 cos and sin tables
-      return n * s + rows * head_dim * kF32;
-    case MemOp::cross_entropy:  // logits and targets
-      return n * s + rows * kId;
-    case MemOp::embedding:  // ids, and the rows looked up (fwd) or their gradient (bwd)
-      return rows * kId + n * s;
-    case MemOp::adamw:  // parameter, gradient, two moments
-      return 4 * n * kF32;
-    case MemOp::adamw_bf16:  // master weight, bf16 gradient, two moments
-      return 3 * n * kF32 + n * 2;
-    case MemOp::cast_to_bf16:
-      return n * kF32;
-    case MemOp::cast_to_fp32:
-      return n * 2;
-    case MemOp::fp8_quantize:  // bf16 input and the fp32 scale
-      return n * 2 + kF32;
-    case MemOp::copy:
-    case MemOp::h2d:
-    case MemOp::d2h:
-    case MemOp::h2d_pageable:
-    case MemOp::d2h_pageable:
-    case MemOp::peer:
-    case MemOp::peer_all:
-      return copied_bytes();
-  }
-  return 0;
+  if (is_copy(op)) return copied_bytes();
+  std::int64_t bytes = 0;
+  for (const auto& o : memop_operands(*this))
+    if (o.read()) bytes += o.touched_bytes();
+  return bytes;
 }
 
 std::int64_t MemopCase::write_bytes() const {
-  const auto s = static_cast<std::int64_t>(dtype_size(dtype));
-  const std::int64_t n = elements();
-  const bool fwd = pass == MemPass::fwd;
-  switch (op) {
-    case MemOp::add:
-      return n * s;
-    case MemOp::rmsnorm:  // fwd: y, rstd; bwd: dx, dw
-      return fwd ? n * s + rows * kF32 : n * s + cols * s;
-    case MemOp::layernorm:  // fwd: y, mean, rstd; bwd: dx, dw, db
-      return fwd ? n * s + 2 * rows * kF32 : n * s + 2 * cols * s;
-    case MemOp::softmax:
-      return n * s;
-    case MemOp::swiglu:  // fwd: y; bwd: dg, du
-      return fwd ? n * s : 2 * n * s;
-    case MemOp::gelu:
-      return n * s;
-    case MemOp::rope:
-      return n * s;
-    case MemOp::cross_entropy:  // the logits' gradient and the per-token loss
-      return n * s + rows * kF32;
-    case MemOp::embedding:  // fwd: the rows; bwd: the whole table's gradient (zero where unused)
-      return fwd ? n * s : vocab * cols * s;
-    case MemOp::adamw:  // parameter and moments
-      return 3 * n * kF32;
-    case MemOp::adamw_bf16:  // master weight, moments, and the bf16 parameter
-      return 3 * n * kF32 + n * 2;
-    case MemOp::cast_to_bf16:
-      return n * 2;
-    case MemOp::cast_to_fp32:
-      return n * kF32;
-    case MemOp::fp8_quantize:  // e4m3 output and the amax
-      return n + kF32;
-    case MemOp::copy:
-    case MemOp::h2d:
-    case MemOp::d2h:
-    case MemOp::h2d_pageable:
-    case MemOp::d2h_pageable:
-    case MemOp::peer:
-    case MemOp::peer_all:
-      return copied_bytes();
-  }
-  return 0;
+  if (is_copy(op)) return copied_bytes();
+  std::int64_t bytes = 0;
+  for (const auto& o : memop_operands(*this))
+    if (o.written()) bytes += o.touched_bytes();
+  return bytes;
 }
 
 std::int64_t MemopCase::copied_bytes() const {
@@ -231,14 +165,7 @@ void validate(const MemopCase& c, const std::string& where) {
     fail(fmt::format("{} does not take dtype {}", memop_name(c.op), dtype_name(c.dtype)));
   if (c.pass == MemPass::bwd && !has_backward(c.op))
     fail(fmt::format("{} has no backward pass", memop_name(c.op)));
-  if (c.op == MemOp::rope) {
-    if (c.heads < 1 || c.kv_heads < 1 || c.head_dim < 2 || c.head_dim % 2 != 0)
-      fail("rope needs heads and kv_heads of at least 1 and an even head_dim");
-    if (c.cols != (c.heads + c.kv_heads) * c.head_dim)
-      fail(fmt::format("rope: cols must be (heads + kv_heads) x head_dim = {}, got {}",
-                       (c.heads + c.kv_heads) * c.head_dim, c.cols));
-  }
-  if (c.op == MemOp::embedding && c.vocab < 1) fail("embedding needs a vocab of at least 1");
+  if (const auto problem = memop_shape_problem(c)) fail(problem->why);
 }
 
 }  // namespace opbench

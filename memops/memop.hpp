@@ -44,6 +44,8 @@ std::string memop_name(MemOp op);
 std::string mem_pass_name(MemPass pass);
 // Every operator, in the order runs list them.
 const std::vector<MemOp>& all_memops();
+// Their names, comma-separated, for help texts.
+std::string memop_names();
 // The operator named `name`; bad_input naming `what` (the flag; empty: no prefix, for a file
 // entry that names itself) otherwise, with the closest name.
 MemOp parse_memop(const std::string& name, const std::string& what);

@@ -1,5 +1,7 @@
 #include "memops/memop_cases.hpp"
 
+#include "memops/memop_operands.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include "common/json_reader.hpp"
 #include "common/param_layout.hpp"
 #include "common/text.hpp"
+#include "memops/memop_operands.hpp"
 
 namespace opbench {
 namespace {
@@ -207,12 +210,7 @@ std::vector<MemopCase> memop_cases_from_json(const nlohmann::json& doc, const st
           entry_dtypes.push_back(memop_dtype(c.op, t));
     }
     e.reject_unknown_keys();
-    if (c.op == MemOp::rope && (c.heads < 1 || c.head_dim < 2))
-      e.fail("heads", "rope needs heads and head_dim (and kv_heads, default heads)");
-    if (c.op == MemOp::rope && c.cols != (c.heads + c.kv_heads) * c.head_dim)
-      e.fail("cols", fmt::format("rope: cols must be (heads + kv_heads) x head_dim = {}",
-                                 (c.heads + c.kv_heads) * c.head_dim));
-    if (c.op == MemOp::embedding && c.vocab < 1) e.fail("vocab", "embedding needs a vocab");
+    if (const auto problem = memop_shape_problem(c)) e.fail(problem->field, problem->why);
     for (DType t : entry_dtypes)
       for (MemPass p : passes_of(c.op, entry_passes)) {
         MemopCase typed = c;

@@ -19,6 +19,15 @@ inline constexpr float kFp8Scale = 448.0f / 4.0f;
 inline constexpr memop_math::AdamWParams kAdamW{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10};
 inline constexpr std::int64_t kAlign = 256;  // every operand of every set starts 256-byte aligned
 
+// AdamW's second moment, given the first: at least m squared, as a running mean of g^2 is next to
+// one of g, v = (|m| + 1/64)^2. The update m / sqrt(v) then stays under 1, lr-sized, as in
+// training (independent random moments would make it as large as the parameters wherever v
+// happens to be tiny). Every provider derives v so, on the host or on the device.
+OPBENCH_HD inline float adamw_second_moment(float m) {
+  const float a = (m < 0.0f ? -m : m) + 0.015625f;
+  return a * a;
+}
+
 // An integer uniform in [0, range): splitmix64 of (seed, set, i).
 OPBENCH_HD inline std::int64_t uniform_index(std::uint64_t seed, std::int64_t set, std::int64_t i,
                                              std::int64_t range) {

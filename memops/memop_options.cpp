@@ -28,7 +28,7 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
     ("model", "models to run, comma-separated (default: every model in the file)", cxxopts::value<std::string>())
     ("list-models", "list the models of the config and exit")
     ("shapes-json-path", "explicit cases: [{op, rows, cols, pass, dtype, heads, kv_heads, head_dim, vocab}]", cxxopts::value<std::string>())
-    ("op", "operators, comma-separated (default: all): add, rmsnorm, layernorm, softmax, swiglu, gelu, rope, cross_entropy, embedding, adamw, adamw_bf16, cast_to_bf16, cast_to_fp32, fp8_quantize, copy, h2d, d2h, h2d_pageable, d2h_pageable, peer, peer_all", cxxopts::value<std::string>())
+    ("op", "operators, comma-separated (default: all): " + memop_names(), cxxopts::value<std::string>())
     ("pass", "fwd, bwd or both (operators without a backward run fwd)", cxxopts::value<std::string>()->default_value("fwd,bwd"))
     ("size", "sweep: element counts, a list and/or ranges (64M, 1K:1G:x2)", cxxopts::value<std::string>())
     ("cols", "sweep: row length of row operators and of every shape (rows = size / cols)", cxxopts::value<std::string>()->default_value("4096"))

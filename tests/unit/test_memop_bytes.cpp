@@ -6,6 +6,8 @@
 #include "common/model_config.hpp"
 #include "memops/memop.hpp"
 #include "memops/memop_cases.hpp"
+#include "memops/memop_inputs.hpp"
+#include "memops/memop_operands.hpp"
 
 using namespace opbench;
 
@@ -131,4 +133,60 @@ TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
   run.tp = 3;
   CHECK_THROWS_WITH(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16),
                     Catch::Contains("--tp 3: does not divide the 8192 tokens"));
+}
+
+TEST_CASE("the operand catalogue: one list every provider binds, the bytes are its sums") {
+  // AdamW's moments: v derived from m the same way on every provider, by hand
+  CHECK(memop_inputs::adamw_second_moment(0.5f) == 0.265869140625f);    // (0.5 + 1/64)^2
+  CHECK(memop_inputs::adamw_second_moment(-0.25f) == 0.070556640625f);  // (0.25 + 1/64)^2
+  CHECK(memop_inputs::adamw_second_moment(0.0f) == 0.000244140625f);    // (1/64)^2
+  const auto adam = memop_operands(make(MemOp::adamw));
+  REQUIRE(adam.size() == 4);
+  CHECK(adam[3].name == "v");
+  CHECK(adam[3].fill == OperandFill::derived);
+  CHECK(adam[3].role == OperandRole::state);
+  // the seeds follow the order, so every provider fills the same operand with the same values
+  CHECK(adam[1].seed - adam[0].seed == 7919);
+
+  // embedding's table: one shared copy, touched only where the 4 ids look (4 x 8 of 1000 x 8)
+  MemopCase e = make(MemOp::embedding);
+  e.vocab = 1000;
+  const auto emb = memop_operands(e);
+  REQUIRE(emb.size() == 3);
+  CHECK(emb[0].shared);
+  CHECK(emb[0].bytes() == 1000 * 8 * 4);
+  CHECK(emb[0].touched_bytes() == 32 * 4);
+  CHECK(e.read_bytes() == 32 * 4 + 4 * 8);  // the rows looked up, and the int64 ids
+
+  // the read and written bytes are the operands' sums: rmsnorm bwd reads dy, x, w, rstd
+  std::int64_t read = 0, written = 0;
+  for (const auto& o : memop_operands(make(MemOp::rmsnorm, MemPass::bwd))) {
+    if (o.read()) read += o.touched_bytes();
+    if (o.written()) written += o.touched_bytes();
+  }
+  CHECK(read == 32 * 4 + 32 * 4 + 8 * 4 + 4 * 4);
+  CHECK(written == 32 * 4 + 8 * 4);
+  CHECK(make(MemOp::rmsnorm, MemPass::bwd).read_bytes() == read);
+
+  // copies between memories have no operands: the providers move the bytes themselves
+  CHECK(memop_operands(make(MemOp::h2d)).empty());
+}
+
+TEST_CASE("rope's and embedding's shape rules are stated once, with the field they concern") {
+  MemopCase r = make(MemOp::rope);
+  r.heads = 2;
+  r.kv_heads = 1;
+  r.head_dim = 4;
+  r.cols = 12;
+  CHECK_FALSE(memop_shape_problem(r));
+  r.cols = 16;
+  REQUIRE(memop_shape_problem(r));
+  CHECK(memop_shape_problem(r)->field == "cols");
+  CHECK(memop_shape_problem(r)->why ==
+        "rope: cols must be (heads + kv_heads) x head_dim = 12, got 16");
+  r.head_dim = 3;
+  CHECK(memop_shape_problem(r)->field == "heads");
+  MemopCase e = make(MemOp::embedding);
+  CHECK(memop_shape_problem(e)->field == "vocab");
+  CHECK_THROWS_WITH(validate(e, "entry 3"), "entry 3: embedding needs a vocab of at least 1");
 }
