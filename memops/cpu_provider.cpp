@@ -16,6 +16,7 @@
 #include "common/timer.hpp"
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
+#include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
@@ -323,354 +324,38 @@ void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
 
 // ---- check ---------------------------------------------------------------------------------
 
-// One output compared with the reference: the largest |got - want| and where, against the
-// output's largest |want| (its scale: errors are relative to it, so a bound does not depend on
-// the values' magnitude).
-struct OutputCheck {
-  std::string name;
-  double tolerance = 0;   // on the error relative to the scale
-  std::int64_t cols = 0;  // to name an element [row, col] (0: by its index)
-  double max_ref = 0, max_err = 0;
-  std::int64_t worst = -1;
-  double got = 0, want = 0;
-
-  void add(std::int64_t i, double g, double w) {
-    max_ref = std::max(max_ref, std::fabs(w));
-    double err = std::fabs(g - w);
-    if (std::isnan(g) || std::isnan(w)) err = std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY;
-    if (worst < 0 || err > max_err) {
-      max_err = err;
-      worst = i;
-      got = g;
-      want = w;
+// The check's reads of set s: slices of the host pool, decoded as the check wants them.
+class HostReader final : public OperandReader {
+ public:
+  HostReader(CaseOperands& d, std::int64_t s) : d_(d), s_(s) {}
+  std::vector<float> floats(const std::string& name, std::int64_t first,
+                            std::int64_t count) override {
+    const Operand& o = d_.get(name);
+    if (o.type == DType::fp32) {
+      const auto* p = o.at<float>(s_) + first;
+      return {p, p + count};
     }
+    std::vector<float> out(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i)
+      out[static_cast<std::size_t>(i)] = static_cast<float>(
+          element_as_double(o.raw(s_), o.type, static_cast<std::size_t>(first + i)));
+    return out;
   }
-  double scale() const { return max_ref > 0 ? max_ref : 1.0; }
-  double relative() const { return max_err / scale(); }
-  bool passed() const { return relative() <= tolerance; }
-  // How close to its bound (above 1: failed).
-  double ratio() const {
-    if (tolerance > 0) return relative() / tolerance;
-    return relative() > 0 ? INFINITY : 0.0;
+  std::vector<std::int64_t> ids(const std::string& name, std::int64_t first,
+                                std::int64_t count) override {
+    const auto* p = d_.at<std::int64_t>(name, s_) + first;
+    return {p, p + count};
   }
-  std::string where() const {
-    if (cols > 0 && worst >= 0) return fmt::format("{}[{},{}]", name, worst / cols, worst % cols);
-    return fmt::format("{}[{}]", name, worst);
+  std::vector<std::uint16_t> bits16(const std::string& name, std::int64_t first,
+                                    std::int64_t count) override {
+    const auto* p = d_.at<std::uint16_t>(name, s_) + first;
+    return {p, p + count};
   }
+
+ private:
+  CaseOperands& d_;
+  std::int64_t s_;
 };
-
-double value_of(const float* p, std::int64_t i) {
-  return p[i];
-}
-double value_of(const std::uint16_t* p, std::int64_t i) {
-  return bf16_to_float(p[i]);  // common/dtype's decoders, not memop_math's
-}
-double value_of(const std::uint8_t* p, std::int64_t i) {
-  return fp8_e4m3_to_float(p[i]);
-}
-
-// got[first + i] against want[i] for i < count.
-template <class T>
-void compare(OutputCheck& check, const T* got, const double* want, std::int64_t first,
-             std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i)
-    check.add(first + i, value_of(got, first + i), want[i]);
-}
-
-// The reference runs on blocks of about a million elements, so checking a large case needs
-// 8 bytes a block element, not a double per output element.
-constexpr std::int64_t kBlock = 1 << 20;
-
-template <class Body>
-void row_blocks(std::int64_t rows, std::int64_t cols, Body&& body) {
-  const std::int64_t per = std::max<std::int64_t>(1, kBlock / cols);
-  for (std::int64_t r0 = 0; r0 < rows; r0 += per)
-    body(r0, std::min(rows, r0 + per));
-}
-
-template <class Body>
-void element_blocks(std::int64_t n, Body&& body) {
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock)
-    body(i0, std::min(n, i0 + kBlock));
-}
-
-// Tolerances, on the error relative to the output's largest magnitude (fp32 results against an
-// fp64 reference of the same inputs; u = 2^-24, fp32's unit roundoff):
-//   exact        0: gathers, copies, casts and fp8 round once, to the same value (fp8's x scale
-//                is exact in fp32: bf16's 8 significant bits times 112 = 7 x 16's 3).
-//   elementwise  8u: a few roundings (add 1; rope 3; AdamW 3 for each of param, m and v, whose
-//                update term m / (sqrt(v) + eps) is lr-sized next to the parameter).
-//   activations  64u: silu, swiglu, gelu and their gradients: exp_approx within 2 ulp, then up
-//                to ten roundings; measured up to 19u (gelu's gradient).
-//   reductions   u (16 + 2 sqrt(K)) for reductions of K terms (norms, softmax, cross-entropy,
-//                dw and db over the rows, tokens sharing an embedding row): the rounding errors
-//                of the 16 lane sums have random signs and grow as sqrt(K) (measured: 5e-7 at
-//                K = 8192, bound 1.2e-5). The worst case, K/16 u, would be too loose to see a
-//                dropped term of a sum of squares, whose effect is 1/K.
-//   rope tables  u (8 + 4 max position), absolute: HF's fp32 angle p inv_freq is off by about
-//                2u p (the product's and inv_freq's roundings); the reference's is exact.
-//   bf16 param   2^-8 + 8u: AdamW's bf16 parameter against the exact reference is within half a
-//                bf16 ulp (2^-8 relative at worst); it must also equal the bf16 rounding of the
-//                fp32 result, exactly.
-double reduction_tolerance(std::int64_t k) {
-  return kU * (16.0 + 2.0 * std::sqrt(static_cast<double>(k)));
-}
-constexpr double kElementwiseTolerance = 8 * kU;
-constexpr double kActivationTolerance = 64 * kU;
-
-std::string tolerance_rule(const MemopCase& c) {
-  switch (c.op) {
-    case MemOp::rmsnorm:
-    case MemOp::layernorm:
-      if (c.pass == MemPass::bwd)
-        return fmt::format("u(16 + 2 sqrt(K)), K = {} (the longer of a row and the rows dw sums)",
-                           std::max(c.rows, c.cols));
-      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row)", c.cols);
-    case MemOp::softmax:
-    case MemOp::cross_entropy:
-      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row)", c.cols);
-    case MemOp::embedding:
-      return c.pass == MemPass::fwd
-                 ? "exact (a gather)"
-                 : fmt::format("u(16 + 2 sqrt(K)), K = {} (tokens that may share an id)", c.rows);
-    case MemOp::swiglu:
-    case MemOp::gelu:
-      return "64u (exp within 2 ulp, ten roundings)";
-    case MemOp::rope:
-      return fmt::format("8u; cos/sin tables u(8 + 4 x {}) for HF's fp32 angle", c.rows - 1);
-    case MemOp::add:
-    case MemOp::adamw:
-      return "8u";
-    case MemOp::adamw_bf16:
-      return "8u; param_bf16 2^-8 (half a bf16 ulp) and exactly bf16(param)";
-    default:
-      return "exact";
-  }
-}
-
-// Compares every output of the case (set `s`) with the reference; `saved` holds the values the
-// in-place operands had before the run.
-std::deque<OutputCheck> check_outputs(const MemopCase& c, CaseOperands& d, std::int64_t s,
-                                      const std::vector<std::vector<float>>& saved) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const bool fwd = c.pass == MemPass::fwd;
-  std::deque<OutputCheck> checks;
-  auto add = [&](std::string name, double tolerance, std::int64_t by_cols = 0) -> OutputCheck& {
-    checks.push_back(OutputCheck{std::move(name), tolerance, by_cols});
-    return checks.back();
-  };
-  auto f = [&](const std::string& name) { return d.at<float>(name, s); };
-  auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
-  std::vector<double> a, b, e;
-  auto sized = [](std::vector<double>& v, std::int64_t count) {
-    v.assign(static_cast<std::size_t>(count), 0.0);
-    return v.data();
-  };
-
-  switch (c.op) {
-    case MemOp::add: {
-      auto& z = add("z", kElementwiseTolerance, cols);
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        ref::add(f("x") + i0, f("y") + i0, i1 - i0, sized(a, i1 - i0));
-        compare(z, f("z"), a.data(), i0, i1 - i0);
-      });
-      break;
-    }
-    case MemOp::rmsnorm:
-    case MemOp::layernorm: {
-      const bool rms = c.op == MemOp::rmsnorm;
-      const double eps = rms ? mm::kRmsNormEps : mm::kLayerNormEps;
-      if (fwd) {
-        const double tol = reduction_tolerance(cols);
-        auto& y = add("y", tol, cols);
-        auto& rstd = add("rstd", tol);
-        OutputCheck* mean = rms ? nullptr : &add("mean", tol);
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0;
-          if (rms)
-            ref::rmsnorm_fwd(f("x") + r0 * cols, f("w"), k, cols, eps, sized(a, k * cols),
-                             sized(b, k));
-          else
-            ref::layernorm_fwd(f("x") + r0 * cols, f("w"), f("b"), k, cols, eps, sized(a, k * cols),
-                               sized(e, k), sized(b, k));
-          compare(y, f("y"), a.data(), r0 * cols, k * cols);
-          compare(rstd, f("rstd"), b.data(), r0, k);
-          if (mean) compare(*mean, f("mean"), e.data(), r0, k);
-        });
-      } else {
-        const double tol = reduction_tolerance(std::max(rows, cols));
-        auto& dx = add("dx", tol, cols);
-        std::vector<double> dw(static_cast<std::size_t>(cols)), db(dw.size());
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0, at = r0 * cols;
-          if (rms)
-            ref::rmsnorm_bwd(f("dy") + at, f("x") + at, f("w"), f("rstd") + r0, k, cols,
-                             sized(a, k * cols), dw.data());
-          else
-            ref::layernorm_bwd(f("dy") + at, f("x") + at, f("w"), f("mean") + r0, f("rstd") + r0, k,
-                               cols, sized(a, k * cols), dw.data(), db.data());
-          compare(dx, f("dx"), a.data(), at, k * cols);
-        });
-        compare(add("dw", tol), f("dw"), dw.data(), 0, cols);
-        if (!rms) compare(add("db", tol), f("db"), db.data(), 0, cols);
-      }
-      break;
-    }
-    case MemOp::softmax: {
-      auto& out = add(fwd ? "y" : "dx", reduction_tolerance(cols), cols);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0, at = r0 * cols;
-        if (fwd)
-          ref::softmax_fwd(f("x") + at, k, cols, sized(a, k * cols));
-        else
-          ref::softmax_bwd(f("y") + at, f("dy") + at, k, cols, sized(a, k * cols));
-        compare(out, f(fwd ? "y" : "dx"), a.data(), at, k * cols);
-      });
-      break;
-    }
-    case MemOp::swiglu:
-    case MemOp::gelu: {
-      const bool swi = c.op == MemOp::swiglu;
-      auto& first = add(fwd ? "y" : (swi ? "dg" : "dx"), kActivationTolerance, cols);
-      OutputCheck* du = swi && !fwd ? &add("du", kActivationTolerance, cols) : nullptr;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        if (swi && fwd) ref::swiglu_fwd(f("g") + i0, f("u") + i0, k, sized(a, k));
-        if (swi && !fwd)
-          ref::swiglu_bwd(f("g") + i0, f("u") + i0, f("dy") + i0, k, sized(a, k), sized(b, k));
-        if (!swi && fwd) ref::gelu_fwd(f("x") + i0, k, sized(a, k));
-        if (!swi && !fwd) ref::gelu_bwd(f("x") + i0, f("dy") + i0, k, sized(a, k));
-        compare(first, f(first.name), a.data(), i0, k);
-        if (du) compare(*du, f("du"), b.data(), i0, k);
-      });
-      break;
-    }
-    case MemOp::rope: {
-      const std::int64_t half = c.head_dim / 2, vectors = c.heads + c.kv_heads;
-      auto& out = add(fwd ? "y" : "dx", kElementwiseTolerance, cols);
-      const double table_tol = kU * (8.0 + 4.0 * static_cast<double>(rows - 1));
-      auto& cos = add("cos", table_tol, half);
-      auto& sin = add("sin", table_tol, half);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0;
-        ref::rope(f(fwd ? "x" : "dy") + r0 * cols, f("cos") + r0 * half, f("sin") + r0 * half, k,
-                  vectors, c.head_dim, !fwd, sized(a, k * cols));
-        compare(out, f(out.name), a.data(), r0 * cols, k * cols);
-        ref::rope_tables(r0, k, c.head_dim, mm::kRopeBase, sized(b, k * half), sized(e, k * half));
-        compare(cos, f("cos"), b.data(), r0 * half, k * half);
-        compare(sin, f("sin"), e.data(), r0 * half, k * half);
-      });
-      break;
-    }
-    case MemOp::cross_entropy: {
-      const double tol = reduction_tolerance(cols);
-      auto& grad = add("dlogits", tol, cols);
-      auto& loss = add("loss", tol);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0;
-        ref::cross_entropy(f("logits") + r0 * cols, ids("targets") + r0, k, cols, rows,
-                           sized(a, k * cols), sized(b, k));
-        compare(grad, f("dlogits"), a.data(), r0 * cols, k * cols);
-        compare(loss, f("loss"), b.data(), r0, k);
-      });
-      break;
-    }
-    case MemOp::embedding:
-      if (fwd) {
-        auto& y = add("y", 0, cols);
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0;
-          ref::embedding_fwd(f("table"), ids("ids") + r0, k, cols, sized(a, k * cols));
-          compare(y, f("y"), a.data(), r0 * cols, k * cols);
-        });
-      } else {
-        auto& dtable = add("dtable", reduction_tolerance(rows), cols);
-        row_blocks(c.vocab, cols, [&](std::int64_t v0, std::int64_t v1) {
-          ref::embedding_bwd(f("dy"), ids("ids"), rows, cols, v0, v1, sized(a, (v1 - v0) * cols));
-          compare(dtable, f("dtable"), a.data(), v0 * cols, (v1 - v0) * cols);
-        });
-      }
-      break;
-    case MemOp::adamw:
-    case MemOp::adamw_bf16: {
-      const bool mixed = c.op == MemOp::adamw_bf16;
-      const ref::AdamWHyper h{kAdamW.lr,  kAdamW.beta1,        kAdamW.beta2,
-                              kAdamW.eps, kAdamW.weight_decay, kAdamW.step};
-      auto& param = add("param", kElementwiseTolerance);
-      auto& m = add("m", kElementwiseTolerance);
-      auto& v = add("v", kElementwiseTolerance);
-      OutputCheck* p16 = mixed ? &add("param_bf16", 0x1p-8 + kElementwiseTolerance) : nullptr;
-      OutputCheck* p16_exact = mixed ? &add("param_bf16 vs bf16(param)", 0) : nullptr;
-      // saved: the parameters, m and v before the step (operands_of's order).
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        ref::adamw(saved[0].data() + i0, mixed ? nullptr : f("grad") + i0,
-                   mixed ? d.at<std::uint16_t>("grad", s) + i0 : nullptr, saved[1].data() + i0,
-                   saved[2].data() + i0, k, h, sized(a, k), sized(b, k), sized(e, k));
-        compare(param, f("param"), a.data(), i0, k);
-        compare(m, f("m"), b.data(), i0, k);
-        compare(v, f("v"), e.data(), i0, k);
-        if (!mixed) return;
-        const auto* bits = d.at<std::uint16_t>("param_bf16", s);
-        compare(*p16, bits, a.data(), i0, k);
-        const float* fp32 = f("param");
-        for (std::int64_t i = i0; i < i1; ++i)
-          p16_exact->add(i, bf16_to_float(bits[i]), ref::round_to_bf16(fp32[i]));
-      });
-      break;
-    }
-    case MemOp::cast_to_bf16:
-    case MemOp::cast_to_fp32: {
-      auto& y = add("y", 0, cols);
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        if (c.op == MemOp::cast_to_bf16) {
-          ref::cast_to_bf16(f("x") + i0, k, sized(a, k));
-          compare(y, d.at<std::uint16_t>("y", s), a.data(), i0, k);
-        } else {
-          ref::cast_to_fp32(d.at<std::uint16_t>("x", s) + i0, k, sized(a, k));
-          compare(y, f("y"), a.data(), i0, k);
-        }
-      });
-      break;
-    }
-    case MemOp::fp8_quantize: {
-      auto& y = add("y", 0, cols);
-      double amax = 0;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        amax = std::max(
-            amax, ref::fp8_quantize(d.at<std::uint16_t>("x", s) + i0, kFp8Scale, k, sized(a, k)));
-        compare(y, d.at<std::uint8_t>("y", s), a.data(), i0, k);
-      });
-      add("amax", 0).add(0, *f("amax"), amax);
-      break;
-    }
-    default:
-      break;
-  }
-  return checks;
-}
-
-// The copy is compared byte for byte.
-OutputCheck check_copy(const MemopCase& c, CaseOperands& d, std::int64_t s) {
-  OutputCheck check{"dst", 0, c.cols};
-  const Operand& src = d.get("src");
-  const Operand& dst = d.get("dst");
-  const auto* a = static_cast<const unsigned char*>(src.raw(s));
-  const auto* b = static_cast<const unsigned char*>(dst.raw(s));
-  const auto bytes = static_cast<std::size_t>(src.bytes());
-  check.add(0, 0, 0);
-  if (std::memcmp(a, b, bytes) == 0) return check;
-  const std::size_t size = dtype_size(c.dtype);
-  const auto at = static_cast<std::int64_t>(std::mismatch(a, a + bytes, b).first - a) /
-                  static_cast<std::int64_t>(size);
-  check.add(at, element_as_double(b, c.dtype, static_cast<std::size_t>(at)),
-            element_as_double(a, c.dtype, static_cast<std::size_t>(at)));
-  check.max_ref = std::max(check.max_ref, 1.0);
-  if (check.max_err == 0) check.max_err = INFINITY;  // bytes differ, values compare equal (NaN)
-  return check;
-}
 
 // Adds 1000 to the middle element of the case's first output.
 void spoil_for_test(const MemopCase& c, CaseOperands& d, std::int64_t s) {
@@ -800,33 +485,16 @@ class CpuMemopProvider final : public MemopProvider {
     if (!saved.empty()) run_op(c, d, set);
     if (o.corrupt_for_test) spoil_for_test(c, d, set);
 
-    std::deque<OutputCheck> checks;
-    if (c.op == MemOp::copy)
-      checks.push_back(check_copy(c, d, set));
-    else
-      checks = check_outputs(c, d, set, saved);
-    const OutputCheck* worst = &checks.front();
-    bool passed = true;
-    std::string names;
-    for (const auto& ch : checks) {
-      passed = passed && ch.passed();
-      if (ch.ratio() > worst->ratio()) worst = &ch;
-      names += (names.empty() ? "" : ", ") + ch.name;
+    if (c.op == MemOp::copy) {
+      const Operand& src = d.get("src");
+      summarize_checks({compare_bytes("dst", static_cast<const unsigned char*>(src.raw(set)),
+                                      static_cast<const unsigned char*>(d.get("dst").raw(set)),
+                                      static_cast<std::size_t>(src.bytes()), c.dtype, c.cols)},
+                       "byte for byte", r);
+      return;
     }
-    r.check_passed = passed;
-    r.max_abs_err = worst->relative();
-    r.tolerance = worst->tolerance;
-    const std::string rule = c.op == MemOp::copy ? "byte for byte" : tolerance_rule(c);
-    if (passed)
-      r.check_detail = fmt::format(
-          "largest error {:.3g} of the output's largest magnitude, at {} (bound {:.3g}: {}); "
-          "outputs checked: {}",
-          worst->relative(), worst->where(), worst->tolerance, rule, names);
-    else
-      r.check_detail = fmt::format(
-          "{}: got {:.9g}, want {:.9g}: error {:.3g} of max |{}| {:.3g} is {:.3g} > {:.3g} ({})",
-          worst->where(), worst->got, worst->want, worst->max_err, worst->name, worst->scale(),
-          worst->relative(), worst->tolerance, rule);
+    HostReader reader(d, set);
+    summarize_checks(check_memop_outputs(c, reader, saved), memop_tolerance_rule(c), r);
   }
 
   std::uint64_t llc_bytes_;

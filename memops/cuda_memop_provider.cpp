@@ -38,6 +38,7 @@
 #include "common/text.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
+#include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
@@ -442,356 +443,27 @@ std::vector<float> fetch_floats(const Operand& o, std::int64_t s, std::int64_t f
   }
 }
 
-// One output compared with the reference: the largest |got - want| and where, relative to the
-// output's largest |want| (its scale), against `tolerance`.
-struct OutputCheck {
-  std::string name;
-  double tolerance = 0;
-  std::int64_t cols = 0;  // to name an element [row, col] (0: by its index)
-  double max_ref = 0, max_err = 0;
-  std::int64_t worst = -1;
-  double got = 0, want = 0;
+// The check's reads of set s: fetched from the device block by block.
+class DeviceReader final : public OperandReader {
+ public:
+  DeviceReader(CaseOperands& d, std::int64_t s) : d_(d), s_(s) {}
+  std::vector<float> floats(const std::string& name, std::int64_t first,
+                            std::int64_t count) override {
+    return fetch_floats(d_.get(name), s_, first, count);
+  }
+  std::vector<std::int64_t> ids(const std::string& name, std::int64_t first,
+                                std::int64_t count) override {
+    return fetch<std::int64_t>(d_.get(name), s_, first, count);
+  }
+  std::vector<std::uint16_t> bits16(const std::string& name, std::int64_t first,
+                                    std::int64_t count) override {
+    return fetch<std::uint16_t>(d_.get(name), s_, first, count);
+  }
 
-  void add(std::int64_t i, double g, double w) {
-    max_ref = std::max(max_ref, std::fabs(w));
-    double err = std::fabs(g - w);
-    if (std::isnan(g) || std::isnan(w)) err = std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY;
-    if (worst < 0 || err > max_err) {
-      max_err = err;
-      worst = i;
-      got = g;
-      want = w;
-    }
-  }
-  double scale() const { return max_ref > 0 ? max_ref : 1.0; }
-  double relative() const { return max_err / scale(); }
-  bool passed() const { return relative() <= tolerance; }
-  double ratio() const {
-    if (tolerance > 0) return relative() / tolerance;
-    return relative() > 0 ? INFINITY : 0.0;
-  }
-  std::string where() const {
-    if (cols > 0 && worst >= 0) return fmt::format("{}[{},{}]", name, worst / cols, worst % cols);
-    return fmt::format("{}[{}]", name, worst);
-  }
+ private:
+  CaseOperands& d_;
+  std::int64_t s_;
 };
-
-void compare(OutputCheck& check, const std::vector<float>& got, const double* want,
-             std::int64_t first) {
-  for (std::size_t i = 0; i < got.size(); ++i)
-    check.add(first + static_cast<std::int64_t>(i), got[i], want[i]);
-}
-
-// The reference runs on blocks of about a million elements, fetched block by block.
-constexpr std::int64_t kBlock = 1 << 20;
-
-template <class Body>
-void row_blocks(std::int64_t rows, std::int64_t cols, Body&& body) {
-  const std::int64_t per = std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(1, cols));
-  for (std::int64_t r0 = 0; r0 < rows; r0 += per)
-    body(r0, std::min(rows, r0 + per));
-}
-
-template <class Body>
-void element_blocks(std::int64_t n, Body&& body) {
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock)
-    body(i0, std::min(n, i0 + kBlock));
-}
-
-// Tolerances, on the error relative to the output's largest magnitude. The fp32 part is the CPU
-// provider's (our kernels compute in fp32 with the same memop_math functions; only the order of
-// the sums differs): exact for gathers, casts and fp8; 8u for a few roundings; 64u for the
-// activations; u (16 + 2 sqrt(K)) for a reduction of K terms. An output stored in bf16 or fp16 is
-// rounded once more, to nearest: |rn(y') - y| <= u_t |y'| + |y' - y|, so u_t more (2^-8 for bf16,
-// 2^-11 for fp16), relative to the scale.
-double reduction_tolerance(std::int64_t k) {
-  return kU * (16.0 + 2.0 * std::sqrt(static_cast<double>(k)));
-}
-constexpr double kElementwiseTolerance = 8 * kU;
-constexpr double kActivationTolerance = 64 * kU;
-
-double stored_in(DType t, double fp32_tolerance) {
-  return fp32_tolerance + (t == DType::fp32 ? 0.0 : unit_roundoff(t));
-}
-
-std::string tolerance_rule(const MemopCase& c) {
-  const std::string rounding = c.dtype == DType::fp32 || !memop_accepts(c.op, DType::fp16)
-                                   ? ""
-                                   : fmt::format(", + {} for the rounding to {}",
-                                                 unit_roundoff(c.dtype), dtype_name(c.dtype));
-  switch (c.op) {
-    case MemOp::rmsnorm:
-    case MemOp::layernorm:
-      if (c.pass == MemPass::bwd)
-        return fmt::format("u(16 + 2 sqrt(K)), K = {}{}", std::max(c.rows, c.cols), rounding);
-      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row){}", c.cols, rounding);
-    case MemOp::softmax:
-    case MemOp::cross_entropy:
-      return fmt::format("u(16 + 2 sqrt(K)), K = {} (a row){}", c.cols, rounding);
-    case MemOp::embedding:
-      return c.pass == MemPass::fwd
-                 ? "exact (a gather)"
-                 : fmt::format("u(16 + 2 sqrt(K)), K = {} (tokens that may share an id){}", c.rows,
-                               rounding);
-    case MemOp::swiglu:
-    case MemOp::gelu:
-      return "64u (exp within 2 ulp, ten roundings)" + rounding;
-    case MemOp::add:
-    case MemOp::rope:
-    case MemOp::adamw:
-      return "8u" + rounding;
-    case MemOp::adamw_bf16:
-      return "8u; param_bf16 2^-8 (half a bf16 ulp) and exactly bf16(param)";
-    default:
-      return "exact";
-  }
-}
-
-// Compares every output of the case (set `s`) with the reference; `saved` holds the in-place
-// operands' values before the run (operands_of's order: param, m, v).
-std::deque<OutputCheck> check_outputs(const MemopCase& c, CaseOperands& d, std::int64_t s,
-                                      const std::vector<std::vector<float>>& saved) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const DType t = c.dtype;
-  const bool fwd = c.pass == MemPass::fwd;
-  std::deque<OutputCheck> checks;
-  auto add = [&](std::string name, double tolerance, std::int64_t by_cols = 0) -> OutputCheck& {
-    checks.push_back(OutputCheck{std::move(name), tolerance, by_cols});
-    return checks.back();
-  };
-  auto get = [&](const char* name, std::int64_t first, std::int64_t count) {
-    return fetch_floats(d.get(name), s, first, count);
-  };
-  auto get_ids = [&](const char* name, std::int64_t first, std::int64_t count) {
-    return fetch<std::int64_t>(d.get(name), s, first, count);
-  };
-  std::vector<double> a, b, e;
-  auto sized = [](std::vector<double>& v, std::int64_t count) {
-    v.assign(static_cast<std::size_t>(count), 0.0);
-    return v.data();
-  };
-
-  switch (c.op) {
-    case MemOp::add: {
-      auto& z = add("z", stored_in(t, kElementwiseTolerance), cols);
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        ref::add(get("x", i0, k).data(), get("y", i0, k).data(), k, sized(a, k));
-        compare(z, get("z", i0, k), a.data(), i0);
-      });
-      break;
-    }
-    case MemOp::rmsnorm:
-    case MemOp::layernorm: {
-      const bool rms = c.op == MemOp::rmsnorm;
-      const double eps = rms ? mm::kRmsNormEps : mm::kLayerNormEps;
-      const auto w = get("w", 0, cols);
-      if (fwd) {
-        const double tol = reduction_tolerance(cols);
-        auto& y = add("y", stored_in(t, tol), cols);
-        auto& rstd = add("rstd", tol);
-        OutputCheck* mean = rms ? nullptr : &add("mean", tol);
-        const auto bias = rms ? std::vector<float>() : get("b", 0, cols);
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0;
-          const auto x = get("x", r0 * cols, k * cols);
-          if (rms)
-            ref::rmsnorm_fwd(x.data(), w.data(), k, cols, eps, sized(a, k * cols), sized(b, k));
-          else
-            ref::layernorm_fwd(x.data(), w.data(), bias.data(), k, cols, eps, sized(a, k * cols),
-                               sized(e, k), sized(b, k));
-          compare(y, get("y", r0 * cols, k * cols), a.data(), r0 * cols);
-          compare(rstd, get("rstd", r0, k), b.data(), r0);
-          if (mean) compare(*mean, get("mean", r0, k), e.data(), r0);
-        });
-      } else {
-        const double tol = reduction_tolerance(std::max(rows, cols));
-        auto& dx = add("dx", stored_in(t, tol), cols);
-        std::vector<double> dw(static_cast<std::size_t>(cols)), db(dw.size());
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0, at = r0 * cols;
-          const auto dy = get("dy", at, k * cols), x = get("x", at, k * cols),
-                     rstd = get("rstd", r0, k);
-          if (rms) {
-            ref::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), k, cols,
-                             sized(a, k * cols), dw.data());
-          } else {
-            const auto mean = get("mean", r0, k);
-            ref::layernorm_bwd(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), k, cols,
-                               sized(a, k * cols), dw.data(), db.data());
-          }
-          compare(dx, get("dx", at, k * cols), a.data(), at);
-        });
-        compare(add("dw", stored_in(t, tol)), get("dw", 0, cols), dw.data(), 0);
-        if (!rms) compare(add("db", stored_in(t, tol)), get("db", 0, cols), db.data(), 0);
-      }
-      break;
-    }
-    case MemOp::softmax: {
-      auto& out = add(fwd ? "y" : "dx", stored_in(t, reduction_tolerance(cols)), cols);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0, at = r0 * cols;
-        if (fwd)
-          ref::softmax_fwd(get("x", at, k * cols).data(), k, cols, sized(a, k * cols));
-        else
-          ref::softmax_bwd(get("y", at, k * cols).data(), get("dy", at, k * cols).data(), k, cols,
-                           sized(a, k * cols));
-        compare(out, get(fwd ? "y" : "dx", at, k * cols), a.data(), at);
-      });
-      break;
-    }
-    case MemOp::swiglu:
-    case MemOp::gelu: {
-      const bool swi = c.op == MemOp::swiglu;
-      const double tol = stored_in(t, kActivationTolerance);
-      auto& first = add(fwd ? "y" : (swi ? "dg" : "dx"), tol, cols);
-      OutputCheck* du = swi && !fwd ? &add("du", tol, cols) : nullptr;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        if (swi) {
-          const auto g = get("g", i0, k), u = get("u", i0, k);
-          if (fwd)
-            ref::swiglu_fwd(g.data(), u.data(), k, sized(a, k));
-          else
-            ref::swiglu_bwd(g.data(), u.data(), get("dy", i0, k).data(), k, sized(a, k),
-                            sized(b, k));
-        } else {
-          const auto x = get("x", i0, k);
-          if (fwd)
-            ref::gelu_fwd(x.data(), k, sized(a, k));
-          else
-            ref::gelu_bwd(x.data(), get("dy", i0, k).data(), k, sized(a, k));
-        }
-        compare(first, get(first.name.c_str(), i0, k), a.data(), i0);
-        if (du) compare(*du, get("du", i0, k), b.data(), i0);
-      });
-      break;
-    }
-    case MemOp::rope: {
-      const std::int64_t half = c.head_dim / 2, vectors = c.heads + c.kv_heads;
-      auto& out = add(fwd ? "y" : "dx", stored_in(t, kElementwiseTolerance), cols);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0;
-        ref::rope(get(fwd ? "x" : "dy", r0 * cols, k * cols).data(),
-                  get("cos", r0 * half, k * half).data(), get("sin", r0 * half, k * half).data(), k,
-                  vectors, c.head_dim, !fwd, sized(a, k * cols));
-        compare(out, get(out.name.c_str(), r0 * cols, k * cols), a.data(), r0 * cols);
-      });
-      break;
-    }
-    case MemOp::cross_entropy: {
-      const double tol = reduction_tolerance(cols);
-      auto& grad = add("dlogits", stored_in(t, tol), cols);
-      auto& loss = add("loss", tol);
-      row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t k = r1 - r0;
-        ref::cross_entropy(get("logits", r0 * cols, k * cols).data(),
-                           get_ids("targets", r0, k).data(), k, cols, rows, sized(a, k * cols),
-                           sized(b, k));
-        compare(grad, get("dlogits", r0 * cols, k * cols), a.data(), r0 * cols);
-        compare(loss, get("loss", r0, k), b.data(), r0);
-      });
-      break;
-    }
-    case MemOp::embedding:
-      if (fwd) {
-        // The reference gathers from the rows the block's ids name, fetched one by one: the
-        // table itself may be gigabytes.
-        auto& y = add("y", 0, cols);
-        row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
-          const std::int64_t k = r1 - r0;
-          const auto ids = get_ids("ids", r0, k);
-          std::vector<float> rows_used(static_cast<std::size_t>(k * cols));
-          std::vector<std::int64_t> local(static_cast<std::size_t>(k));
-          for (std::int64_t r = 0; r < k; ++r) {
-            const std::int64_t id = ids[static_cast<std::size_t>(r)];
-            if (id < 0 || id >= c.vocab)
-              throw run_failure(
-                  fmt::format("embedding: token {} has id {} outside the "
-                              "vocabulary of {}",
-                              r0 + r, id, c.vocab));
-            const auto row = get("table", id * cols, cols);
-            std::copy(row.begin(), row.end(), rows_used.begin() + r * cols);
-            local[static_cast<std::size_t>(r)] = r;
-          }
-          ref::embedding_fwd(rows_used.data(), local.data(), k, cols, sized(a, k * cols));
-          compare(y, get("y", r0 * cols, k * cols), a.data(), r0 * cols);
-        });
-      } else {
-        auto& dtable = add("dtable", stored_in(t, reduction_tolerance(rows)), cols);
-        const auto dy = get("dy", 0, n);
-        const auto ids = get_ids("ids", 0, rows);
-        row_blocks(c.vocab, cols, [&](std::int64_t v0, std::int64_t v1) {
-          ref::embedding_bwd(dy.data(), ids.data(), rows, cols, v0, v1, sized(a, (v1 - v0) * cols));
-          compare(dtable, get("dtable", v0 * cols, (v1 - v0) * cols), a.data(), v0 * cols);
-        });
-      }
-      break;
-    case MemOp::adamw:
-    case MemOp::adamw_bf16: {
-      const bool mixed = c.op == MemOp::adamw_bf16;
-      const ref::AdamWHyper h{kAdamW.lr,  kAdamW.beta1,        kAdamW.beta2,
-                              kAdamW.eps, kAdamW.weight_decay, kAdamW.step};
-      auto& param = add("param", kElementwiseTolerance);
-      auto& m = add("m", kElementwiseTolerance);
-      auto& v = add("v", kElementwiseTolerance);
-      OutputCheck* p16 = mixed ? &add("param_bf16", 0x1p-8 + kElementwiseTolerance) : nullptr;
-      OutputCheck* p16_exact = mixed ? &add("param_bf16 vs bf16(param)", 0) : nullptr;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        std::vector<float> grad;
-        std::vector<std::uint16_t> grad_bits;
-        if (mixed)
-          grad_bits = fetch<std::uint16_t>(d.get("grad"), s, i0, k);
-        else
-          grad = get("grad", i0, k);
-        ref::adamw(saved[0].data() + i0, mixed ? nullptr : grad.data(),
-                   mixed ? grad_bits.data() : nullptr, saved[1].data() + i0, saved[2].data() + i0,
-                   k, h, sized(a, k), sized(b, k), sized(e, k));
-        const auto got_param = get("param", i0, k);
-        compare(param, got_param, a.data(), i0);
-        compare(m, get("m", i0, k), b.data(), i0);
-        compare(v, get("v", i0, k), e.data(), i0);
-        if (!mixed) return;
-        const auto got16 = get("param_bf16", i0, k);
-        compare(*p16, got16, a.data(), i0);
-        for (std::int64_t i = 0; i < k; ++i) {
-          const auto at = static_cast<std::size_t>(i);
-          p16_exact->add(i0 + i, got16[at], ref::round_to_bf16(got_param[at]));
-        }
-      });
-      break;
-    }
-    case MemOp::cast_to_bf16:
-    case MemOp::cast_to_fp32: {
-      auto& y = add("y", 0, cols);
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        if (c.op == MemOp::cast_to_bf16)
-          ref::cast_to_bf16(get("x", i0, k).data(), k, sized(a, k));
-        else
-          ref::cast_to_fp32(fetch<std::uint16_t>(d.get("x"), s, i0, k).data(), k, sized(a, k));
-        compare(y, get("y", i0, k), a.data(), i0);
-      });
-      break;
-    }
-    case MemOp::fp8_quantize: {
-      auto& y = add("y", 0, cols);
-      double amax = 0;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        amax = std::max(amax, ref::fp8_quantize(fetch<std::uint16_t>(d.get("x"), s, i0, k).data(),
-                                                kFp8Scale, k, sized(a, k)));
-        compare(y, get("y", i0, k), a.data(), i0);
-      });
-      add("amax", 0).add(0, get("amax", 0, 1)[0], amax);
-      break;
-    }
-    default:
-      break;
-  }
-  return checks;
-}
 
 // Test only (--test-corrupt-result): the middle element of the case's first output, off by 1000
 // (e4m3 saturates at 448), written back to the device before the check reads it.
@@ -810,48 +482,6 @@ void spoil_for_test(CaseOperands& d, std::int64_t s) {
     OPBENCH_CUDA_CHECK(cudaMemcpy(at, host, size, cudaMemcpyHostToDevice));
     return;
   }
-}
-
-// The verdict and detail of a case's checks.
-void summarize_checks(const std::deque<OutputCheck>& checks, const std::string& rule,
-                      MemopResult& r) {
-  const OutputCheck* worst = &checks.front();
-  bool passed = true;
-  std::string names;
-  for (const auto& ch : checks) {
-    passed = passed && ch.passed();
-    if (ch.ratio() > worst->ratio()) worst = &ch;
-    names += (names.empty() ? "" : ", ") + ch.name;
-  }
-  r.check_passed = passed;
-  r.max_abs_err = worst->relative();
-  r.tolerance = worst->tolerance;
-  if (passed)
-    r.check_detail = fmt::format(
-        "largest error {:.3g} of the output's largest magnitude, at {} (bound {:.3g}: {}); "
-        "outputs checked: {}",
-        worst->relative(), worst->where(), worst->tolerance, rule, names);
-  else
-    r.check_detail = fmt::format(
-        "{}: got {:.9g}, want {:.9g}: error {:.3g} of max |{}| {:.3g} is {:.3g} > {:.3g} ({})",
-        worst->where(), worst->got, worst->want, worst->max_err, worst->name, worst->scale(),
-        worst->relative(), worst->tolerance, rule);
-}
-
-// A copy compared byte for byte: `got` against `want`, `bytes` each, in elements of `t`.
-OutputCheck compare_bytes(const std::string& name, const unsigned char* want,
-                          const unsigned char* got, std::size_t bytes, DType t) {
-  OutputCheck check{name, 0, 0};
-  check.add(0, 0, 0);
-  if (std::memcmp(want, got, bytes) == 0) return check;
-  const std::size_t size = dtype_size(t);
-  const auto at =
-      static_cast<std::size_t>(std::mismatch(want, want + bytes, got).first - want) / size;
-  check.add(static_cast<std::int64_t>(at), element_as_double(got, t, at),
-            element_as_double(want, t, at));
-  check.max_ref = std::max(check.max_ref, 1.0);
-  if (check.max_err == 0) check.max_err = INFINITY;  // bytes differ, values compare equal (NaN)
-  return check;
 }
 
 std::vector<unsigned char> device_bytes(const unsigned char* p, int device, std::size_t bytes) {
@@ -1046,7 +676,8 @@ class CudaMemopProvider final : public MemopProvider {
     enqueue(c, d, s, cm::Launch{stream_, info_.sm_count, nullptr});
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (o.corrupt_for_test) spoil_for_test(d, s);
-    summarize_checks(check_outputs(c, d, s, saved), tolerance_rule(c), r);
+    DeviceReader reader(d, s);
+    summarize_checks(check_memop_outputs(c, reader, saved), memop_tolerance_rule(c), r);
   }
 
   // ---- copies on one GPU and over its host link ----
@@ -1147,8 +778,8 @@ class CudaMemopProvider final : public MemopProvider {
         got.assign(host, host + n);
       }
       if (o.corrupt_for_test) spoil_bytes(got, c.dtype);
-      summarize_checks({compare_bytes("dst", want.data(), got.data(), n, c.dtype)}, "byte for byte",
-                       r);
+      summarize_checks({compare_bytes("dst", want.data(), got.data(), n, c.dtype, c.cols)},
+                       "byte for byte", r);
     }
     return r;
   }
@@ -1316,7 +947,7 @@ class CudaMemopProvider final : public MemopProvider {
         auto got = device_bytes(destinations[p].data(), pairs[p].second, n);
         if (o.corrupt_for_test && p == 0) spoil_bytes(got, c.dtype);
         checks.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs[p].first, pairs[p].second),
-                                       want.data(), got.data(), n, c.dtype));
+                                       want.data(), got.data(), n, c.dtype, c.cols));
       }
       summarize_checks(checks, "byte for byte", r);
     }
