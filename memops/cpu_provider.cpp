@@ -29,34 +29,16 @@ namespace mm = memop_math;
 namespace ref = reference_memops;
 using namespace memop_inputs;
 
-constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
 // ---- operands ------------------------------------------------------------------------------
 
-enum class Fill {
-  none,     // an output: zero until the operator writes it
-  uniform,  // uniform in [-scale, scale) (fill_uniform_host, scaled by a power of two: exact)
-  ids,      // token ids uniform in [0, vocab), drawn anew per set
-  targets,  // target classes uniform in [0, cols)
-  scale,    // the fp8 scale
-  derived,  // computed from the other inputs: a forward's saved statistics, rope's tables
-  scratch,  // workspace, neither filled nor checked
-};
+// An operand of the catalogue (memops/memop_operands) or a workspace, placed in the provider's
+// pool: set 0's copy at `base`, the next set's `stride` bytes on.
+struct Operand : OperandSpec {
+  explicit Operand(OperandSpec spec) : OperandSpec(std::move(spec)) {}
+  unsigned char* base = nullptr;
+  std::int64_t stride = 0;  // 0 when shared
 
-struct Operand {
-  std::string name;
-  DType type = DType::fp32;  // storage: fp32, bf16, fp8_e4m3 (bytes), int64, or the copy's dtype
-  std::int64_t count = 0;
-  Fill fill = Fill::none;
-  bool output = false;    // written by the operator and compared with the reference
-  bool in_place = false;  // read and written (the optimizer's state)
-  bool shared = false;    // one copy for every set
-  float scale = 1.0f;
-  std::uint64_t seed = 0;
-  unsigned char* base = nullptr;  // set 0's copy, in the provider's pool
-  std::int64_t stride = 0;        // bytes from one set's copy to the next (0 when shared)
-
-  std::int64_t bytes() const { return count * static_cast<std::int64_t>(dtype_size(type)); }
   void* raw(std::int64_t set) const { return base + set * stride; }
   template <class T>
   T* at(std::int64_t set) const {
@@ -64,49 +46,13 @@ struct Operand {
   }
 };
 
-Fill fill_of(OperandFill f) {
-  switch (f) {
-    case OperandFill::uniform:
-      return Fill::uniform;
-    case OperandFill::ids:
-      return Fill::ids;
-    case OperandFill::targets:
-      return Fill::targets;
-    case OperandFill::fp8_scale:
-      return Fill::scale;
-    case OperandFill::derived:
-      return Fill::derived;
-    case OperandFill::none:
-      break;
-  }
-  return Fill::none;
-}
-
-// What the operator of `c` reads and writes (the catalogue, memops/memop_operands), and the
-// norms' backward workspace of our loops.
+// What the operator of `c` reads and writes, and the norms' backward workspace of our loops.
 std::vector<Operand> operands_of(const MemopCase& c) {
   std::vector<Operand> v;
-  for (const OperandSpec& spec : memop_operands(c)) {
-    Operand o;
-    o.name = spec.name;
-    o.type = spec.type;
-    o.count = spec.count;
-    o.fill = fill_of(spec.fill);
-    o.output = spec.written();
-    o.in_place = spec.role == OperandRole::state;
-    o.shared = spec.shared;
-    o.scale = spec.scale;
-    o.seed = spec.seed;
-    v.push_back(std::move(o));
-  }
-  if (c.pass == MemPass::bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm)) {
-    Operand o;
-    o.name = "workspace";
-    o.count = cpu_memops::norm_bwd_workspace_floats(c.rows, c.cols);
-    o.fill = Fill::scratch;
-    o.shared = true;
-    v.push_back(std::move(o));
-  }
+  for (OperandSpec& spec : memop_operands(c))
+    v.emplace_back(std::move(spec));
+  if (c.pass == MemPass::bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm))
+    v.emplace_back(workspace_operand(cpu_memops::norm_bwd_workspace_floats(c.rows, c.cols) * 4));
   return v;
 }
 
@@ -178,12 +124,12 @@ class CaseOperands {
   // Fills every input of set 0 and copies them to the other sets (the ids are drawn anew).
   void fill_all() {
     for (auto& o : ops_)
-      if (o.shared && o.fill == Fill::uniform) fill_uniform(o, 0);
+      if (o.shared && o.fill == OperandFill::uniform) fill_uniform(o, 0);
     fill_set(0);
     for (std::int64_t s = 1; s < sets_; ++s)
       for (auto& o : ops_) {
-        if (o.shared || o.fill == Fill::none || o.fill == Fill::scratch) continue;
-        if (o.fill == Fill::ids)
+        if (o.shared || o.fill == OperandFill::none || o.fill == OperandFill::scratch) continue;
+        if (o.fill == OperandFill::ids)
           fill_indices(o, s, c_.vocab);
         else
           std::memcpy(o.raw(s), o.raw(0), static_cast<std::size_t>(o.bytes()));
@@ -195,16 +141,16 @@ class CaseOperands {
     for (auto& o : ops_) {
       if (o.shared) continue;
       switch (o.fill) {
-        case Fill::uniform:
+        case OperandFill::uniform:
           fill_uniform(o, set);
           break;
-        case Fill::ids:
+        case OperandFill::ids:
           fill_indices(o, set, c_.vocab);
           break;
-        case Fill::targets:
+        case OperandFill::targets:
           fill_indices(o, set, c_.cols);
           break;
-        case Fill::scale:
+        case OperandFill::fp8_scale:
           *o.at<float>(set) = kFp8Scale;
           break;
         default:
@@ -360,7 +306,7 @@ class HostReader final : public OperandReader {
 // Adds 1000 to the middle element of the case's first output.
 void spoil_for_test(const MemopCase& c, CaseOperands& d, std::int64_t s) {
   for (auto& o : d.all()) {
-    if (!o.output) continue;
+    if (!o.written()) continue;
     const auto i = static_cast<std::size_t>(o.count / 2);
     const DType t = c.op == MemOp::copy ? c.dtype : o.type;
     if (t == DType::fp8_e4m3) {
@@ -476,12 +422,12 @@ class CpuMemopProvider final : public MemopProvider {
     // inputs again, keep them for the reference, and step once more.
     std::vector<std::vector<float>> saved;
     for (const auto& op : d.all())
-      if (op.in_place) {
+      if (op.in_place()) {
         d.fill_set(set);
         break;
       }
     for (const auto& op : d.all())
-      if (op.in_place) saved.emplace_back(op.at<float>(set), op.at<float>(set) + op.count);
+      if (op.in_place()) saved.emplace_back(op.at<float>(set), op.at<float>(set) + op.count);
     if (!saved.empty()) run_op(c, d, set);
     if (o.corrupt_for_test) spoil_for_test(c, d, set);
 

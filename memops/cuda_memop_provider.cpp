@@ -52,7 +52,6 @@ namespace ref = reference_memops;
 namespace cm = cuda_memops;
 
 using namespace memop_inputs;   // the same inputs as the CPU provider
-constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
 // The device memory the operand sets may take: 80% of what is free.
 std::int64_t device_budget(int device) {
@@ -113,30 +112,13 @@ class PinnedBuffer {
 
 // ---- operands ------------------------------------------------------------------------------
 
-enum class Fill {
-  none,     // an output
-  uniform,  // fill_uniform (values in [-1, 1)), times `scale` (a power of two: exact)
-  ids,      // token ids uniform in [0, vocab), drawn anew per set
-  targets,  // target classes uniform in [0, cols)
-  scale,    // the fp8 scale
-  derived,  // computed from the other inputs: a forward's saved statistics, rope's tables
-  scratch,  // workspace, neither filled nor checked
-};
-
-struct Operand {
-  std::string name;
-  DType type = DType::fp32;  // storage: the case's dtype, fp32, bf16, fp8_e4m3, int64 or uint8
-  std::int64_t count = 0;
-  Fill fill = Fill::none;
-  bool output = false;    // written by the operator and compared with the reference
-  bool in_place = false;  // read and written (the optimizer's state)
-  bool shared = false;    // one copy for every set
-  float scale = 1.0f;
-  std::uint64_t seed = 0;
-  DeviceBuffer buffer;  // every set's copy, `stride` bytes apart (one copy when shared)
+// An operand of the catalogue (memops/memop_operands) or a workspace, on the device: every
+// set's copy, `stride` bytes apart (one copy when shared).
+struct Operand : OperandSpec {
+  explicit Operand(OperandSpec spec) : OperandSpec(std::move(spec)) {}
+  DeviceBuffer buffer;
   std::int64_t stride = 0;
 
-  std::int64_t bytes() const { return count * static_cast<std::int64_t>(dtype_size(type)); }
   std::int64_t padded() const { return align_up(bytes(), kAlign); }
   unsigned char* raw(std::int64_t set) const {
     return static_cast<unsigned char*>(buffer.data()) + (shared ? 0 : set * stride);
@@ -147,34 +129,6 @@ struct Operand {
   }
 };
 
-Fill fill_of(OperandFill f) {
-  switch (f) {
-    case OperandFill::uniform:
-      return Fill::uniform;
-    case OperandFill::ids:
-      return Fill::ids;
-    case OperandFill::targets:
-      return Fill::targets;
-    case OperandFill::fp8_scale:
-      return Fill::scale;
-    case OperandFill::derived:
-      return Fill::derived;
-    case OperandFill::none:
-      break;
-  }
-  return Fill::none;
-}
-
-Operand workspace(std::int64_t bytes) {
-  Operand o;
-  o.name = "workspace";
-  o.count = bytes;
-  o.type = DType::uint8;
-  o.fill = Fill::scratch;
-  o.shared = true;
-  return o;
-}
-
 // What the operator of `c` reads and writes: the catalogue (memops/memop_operands), whose order
 // and seeds the CPU provider keeps too, so an fp32 case sees the CPU's very inputs; then the
 // workspaces of our kernels.
@@ -182,25 +136,14 @@ std::vector<Operand> operands_of(const MemopCase& c, int sm_count) {
   if (is_copy(c.op) && c.op != MemOp::copy)
     throw std::logic_error("memops: no CUDA operands for " + memop_name(c.op));
   std::vector<Operand> v;
-  for (const OperandSpec& spec : memop_operands(c)) {
-    Operand o;
-    o.name = spec.name;
-    o.type = spec.type;
-    o.count = spec.count;
-    o.fill = fill_of(spec.fill);
-    o.output = spec.written();
-    o.in_place = spec.role == OperandRole::state;
-    o.shared = spec.shared;
-    o.scale = spec.scale;
-    o.seed = spec.seed;
-    v.push_back(std::move(o));
-  }
+  for (OperandSpec& spec : memop_operands(c))
+    v.emplace_back(std::move(spec));
   const bool bwd = c.pass == MemPass::bwd;
   if (bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm))
-    v.push_back(workspace(cm::norm_bwd_workspace_floats(c.rows, c.cols, sm_count) * 4));
+    v.emplace_back(workspace_operand(cm::norm_bwd_workspace_floats(c.rows, c.cols, sm_count) * 4));
   if (bwd && c.op == MemOp::embedding)
     if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(c.dtype, c.rows, c.cols, c.vocab))
-      v.push_back(workspace(ws));
+      v.emplace_back(workspace_operand(ws));
   return v;
 }
 
@@ -256,12 +199,12 @@ class CaseOperands {
   // Fills set 0 and copies it to the other sets (the ids drawn anew for each).
   void fill_all(cudaStream_t stream) {
     for (auto& o : ops_)
-      if (o.shared && o.fill == Fill::uniform) fill_uniform_scaled(o, 0, stream);
+      if (o.shared && o.fill == OperandFill::uniform) fill_uniform_scaled(o, 0, stream);
     fill_set(0, stream);
     for (std::int64_t s = 1; s < sets_; ++s)
       for (auto& o : ops_) {
-        if (o.shared || o.fill == Fill::none || o.fill == Fill::scratch) continue;
-        if (o.fill == Fill::ids)
+        if (o.shared || o.fill == OperandFill::none || o.fill == OperandFill::scratch) continue;
+        if (o.fill == OperandFill::ids)
           cm::fill_indices(o.at<std::int64_t>(s), o.count, o.seed, s, c_.vocab, stream);
         else
           OPBENCH_CUDA_CHECK(cudaMemcpyAsync(o.raw(s), o.raw(0),
@@ -276,16 +219,16 @@ class CaseOperands {
     for (auto& o : ops_) {
       if (o.shared) continue;
       switch (o.fill) {
-        case Fill::uniform:
+        case OperandFill::uniform:
           fill_uniform_scaled(o, set, stream);
           break;
-        case Fill::ids:
+        case OperandFill::ids:
           cm::fill_indices(o.at<std::int64_t>(set), o.count, o.seed, set, c_.vocab, stream);
           break;
-        case Fill::targets:
+        case OperandFill::targets:
           cm::fill_indices(o.at<std::int64_t>(set), o.count, o.seed, set, c_.cols, stream);
           break;
-        case Fill::scale:
+        case OperandFill::fp8_scale:
           OPBENCH_CUDA_CHECK(cudaMemcpyAsync(o.raw(set), &kFp8Scale, sizeof(float),
                                              cudaMemcpyHostToDevice, stream));
           break;
@@ -469,7 +412,7 @@ class DeviceReader final : public OperandReader {
 // (e4m3 saturates at 448), written back to the device before the check reads it.
 void spoil_for_test(CaseOperands& d, std::int64_t s) {
   for (auto& o : d.all()) {
-    if (!o.output) continue;
+    if (!o.written()) continue;
     const std::int64_t i = o.count / 2;
     const std::size_t size = dtype_size(o.type);
     unsigned char* at = o.raw(s) + i * static_cast<std::int64_t>(size);
@@ -667,12 +610,12 @@ class CudaMemopProvider final : public MemopProvider {
     // runs once more on set 0's inputs, which no run changes.
     std::vector<std::vector<float>> saved;
     for (const auto& op : d.all())
-      if (op.in_place) {
+      if (op.in_place()) {
         d.fill_set(s, stream_);
         break;
       }
     for (const auto& op : d.all())
-      if (op.in_place) saved.push_back(fetch_floats(op, s, 0, op.count));
+      if (op.in_place()) saved.push_back(fetch_floats(op, s, 0, op.count));
     enqueue(c, d, s, cm::Launch{stream_, info_.sm_count, nullptr});
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (o.corrupt_for_test) spoil_for_test(d, s);

@@ -164,6 +164,17 @@ std::vector<OperandSpec> memop_operands(const MemopCase& c) {
   return b.v;
 }
 
+OperandSpec workspace_operand(std::int64_t bytes) {
+  OperandSpec o;
+  o.name = "workspace";
+  o.type = DType::uint8;
+  o.count = bytes;
+  o.role = OperandRole::workspace;
+  o.fill = OperandFill::scratch;
+  o.shared = true;
+  return o;
+}
+
 std::optional<ShapeProblem> memop_shape_problem(const MemopCase& c) {
   if (c.op == MemOp::rope) {
     if (c.heads < 1 || c.kv_heads < 1 || c.head_dim < 2 || c.head_dim % 2 != 0)

@@ -14,9 +14,10 @@
 namespace opbench {
 
 enum class OperandRole {
-  input,   // read once
-  output,  // written once, and compared with the reference under --check
-  state,   // read and written in place (the optimizer's parameters and moments)
+  input,      // read once
+  output,     // written once, and compared with the reference under --check
+  state,      // read and written in place (the optimizer's parameters and moments)
+  workspace,  // a provider's own scratch memory: not the operator's traffic, never checked
 };
 
 enum class OperandFill {
@@ -27,6 +28,7 @@ enum class OperandFill {
   fp8_scale,  // the fp8 scale, memop_inputs::kFp8Scale
   derived,    // computed from the other inputs: a forward's saved statistics and output, rope's
               // tables, AdamW's second moment (memop_inputs::adamw_second_moment of m)
+  scratch,    // a workspace: neither filled nor read back
 };
 
 struct OperandSpec {
@@ -42,8 +44,9 @@ struct OperandSpec {
   std::int64_t touched = -1;
   std::uint64_t seed = 0;  // of its fill: the same on every provider
 
-  bool read() const { return role != OperandRole::output; }
-  bool written() const { return role != OperandRole::input; }
+  bool read() const { return role == OperandRole::input || role == OperandRole::state; }
+  bool written() const { return role == OperandRole::output || role == OperandRole::state; }
+  bool in_place() const { return role == OperandRole::state; }
   std::int64_t bytes() const { return count * static_cast<std::int64_t>(dtype_size(type)); }
   std::int64_t touched_bytes() const {
     return (touched < 0 ? count : touched) * static_cast<std::int64_t>(dtype_size(type));
@@ -54,6 +57,8 @@ struct OperandSpec {
 // stored in the case's dtype; statistics, optimizer state and rotary tables in fp32; token ids
 // in int64. Copies between memories other than `copy` have none (their bytes are the copy's).
 std::vector<OperandSpec> memop_operands(const MemopCase& c);
+// A provider's workspace of `bytes` bytes: one copy for every set, neither filled nor checked.
+OperandSpec workspace_operand(std::int64_t bytes);
 
 // A shape the operator cannot take, as {field, why} (rope's heads and head_dim, embedding's
 // vocabulary): the one statement of these rules, for validate(), the shape files and providers.
