@@ -96,11 +96,9 @@ std::optional<std::string> MpiSession::silent_ranks(double wait_s) const {
 }
 
 void MpiSession::report_abort(const std::string& reason) {
-  std::lock_guard lock(abort_mutex_);
-  // Once: a rank lost while a timeout is being reported must not add a second row.
-  const auto hook = std::move(abort_hook_);
-  abort_hook_ = nullptr;
-  if (world_rank_ == 0 && hook) hook(reason);
+  // Once: a rank lost while a timeout is being reported must not add a second row. Another rank
+  // takes the hook too, without calling it, so that its main thread stops with the case.
+  abort_.fire(reason, world_rank_ == 0);
   if (world_rank_ != 0 && liveness_) liveness_->report_end(reason);
 }
 
@@ -234,6 +232,15 @@ void MpiSession::exit_now(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(code);
+}
+
+void MpiSession::wait_for_exit(double limit_s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
+  std::fprintf(stderr,
+               "error: the job was being ended from another thread, which did not end it "
+               "within %g s; ending this rank\n",
+               limit_s);
+  exit_now(1);
 }
 
 Watchdog::Watchdog() : thread_([this] { loop(); }) {}
