@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -116,15 +117,21 @@ class AbortHookScope {
   MpiSession& session_;
 };
 
-// Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.
-// On expiry it calls `on_timeout` from its own thread, which must print and end the process
-// without MPI (MpiSession::exit_now): the main thread is stuck inside an MPI call.
+// Ends the job when a case runs past its deadline, or goes on too long after SIGINT/SIGTERM:
+// arm() before each phase of a case and watch_interrupt() before the case, disarm() after it.
+// Each callback is called from the watchdog's own thread, and must print and end the process
+// without MPI (MpiSession::report_abort, then MpiSession::exit_now): the main thread is stuck
+// inside an MPI or NCCL call.
 class Watchdog {
  public:
   Watchdog();
   ~Watchdog();
-  void arm(double timeout_s, std::function<void()> on_timeout);
-  void disarm();
+  void arm(double timeout_s, std::function<void()> on_timeout);  // timeout_s <= 0: no deadline
+  // Once SIGINT or SIGTERM has come (common/interrupt) and the case has not ended `grace_s`
+  // after this thread saw it, calls `on_interrupt` with the seconds since then. A signal that
+  // came before the call counts from the call.
+  void watch_interrupt(double grace_s, std::function<void(double signal_age_s)> on_interrupt);
+  void disarm();  // the deadline and the interrupt watch both
 
  private:
   void loop();
@@ -133,6 +140,10 @@ class Watchdog {
   std::function<void()> on_timeout_;
   std::chrono::steady_clock::time_point deadline_;
   bool armed_ = false, stop_ = false;
+  std::function<void(double)> on_interrupt_;
+  std::chrono::steady_clock::duration grace_{};
+  std::optional<std::chrono::steady_clock::time_point> signal_seen_;  // by this thread
+  bool watching_ = false;
   std::thread thread_;
 };
 

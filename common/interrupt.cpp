@@ -29,5 +29,15 @@ bool interrupted() {
 int interrupted_exit_code() {
   return 128 + static_cast<int>(g_signal);
 }
+const char* interrupted_signal_name() {
+  switch (g_signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "";
+  }
+}
 
 }  // namespace opbench
