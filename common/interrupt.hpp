@@ -5,7 +5,8 @@
 // run loops stop, close their reports (every finished row is already flushed, so the files stay
 // well formed) and exit with 128 + the signal number. A collective case still running 0.5 s after
 // the signal is ended from the runner's watchdog thread instead, with a failed `interrupted:` row
-// (collectives/coll_runner). A second signal ends the process at once.
+// (collectives/coll_runner). A second SIGINT ends the process at once; a repeated SIGTERM is
+// ignored, as launchers repeat it for one stop (Slurm sends it twice at a time limit).
 namespace opbench {
 
 // Thrown by measure() when a signal cuts a case short, and caught by CaseLoop: the case's code
