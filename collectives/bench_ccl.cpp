@@ -289,7 +289,9 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   bool stopped = false;
   HarnessCost harness;
   for (const auto& c : cases) {
-    // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between cases.
+    // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between
+    // cases. A case the signal catches running has a few seconds to end (CollRunner's watchdog
+    // otherwise writes it as an `interrupted:` row and ends the process).
     if ((stopped = session.any(interrupted()))) break;
     auto& comm = comms[c.group_size];
     // A new communicator where there is none yet, or where an error aborted the last one.
@@ -307,7 +309,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                                     call.counts.size_bytes(dtype_size(c.dtype)),
                                     dtype_name(c.dtype), placement_name(c.placement));
     progress.start(label);
-    // Should a timeout end the job inside this case, its row says so.
+    // Should a timeout, an interrupt or a lost rank end the job inside this case, its row says so;
+    // the scope's end then waits for that end rather than write the case's own row too.
     CollResult r;
     CpuTimer case_clock;
     {

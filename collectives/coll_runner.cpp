@@ -11,6 +11,7 @@
 
 #include "collectives/coll_check.hpp"
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
 
@@ -76,17 +77,20 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.stall_s));
   };
   if (stall_here && !options_.stall_inside) stall();
+  // A signal from here to the end of the case, the arrival check included, ends the case when it
+  // outlives the grace. Whatever leaves this function — a row or an exception — disarms the
+  // watchdog.
+  watch_interrupt(label);
+  struct Disarm {
+    Watchdog& w;
+    ~Disarm() { w.disarm(); }
+  } disarm{watchdog_};
   session_.arrival_check(label, options_.timeout_s);
   const std::string where = session_.where(session_.world_rank());
   label_ = label;
   case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;  // nothing measured yet in this case
   arm_phase("its buffers and first call", 1);
-  // Whatever leaves this function — a row or an exception — disarms the watchdog.
-  struct Disarm {
-    Watchdog& w;
-    ~Disarm() { w.disarm(); }
-  } disarm{watchdog_};
   if (stall_here && options_.stall_inside) stall();
 
   // Every rank must be able to hold the buffers, or none runs the case.
@@ -265,6 +269,39 @@ void CollRunner::arm_phase(const std::string& phase, int calls) {
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         MpiSession::exit_now(1);
+      });
+}
+
+void CollRunner::watch_interrupt(const std::string& label) {
+  // The case loops stop at a signal between cases; a case that is running when it comes has
+  // kGraceS to end and keep its real row. One that does not (a large -n, a slow call, a hang) is
+  // ended here with a failed row, before a SIGKILL can leave none. The SIGKILL that comes
+  // soonest is Open MPI's: mpirun, given SIGTERM or SIGINT (by Slurm at a time limit, which
+  // signals every process of the job, or by a Ctrl-C), signals the ranks 1 s later and kills them
+  // 1 s after that (odls_base_sigkill_timeout, measured with Open MPI 4.1), so the grace must be
+  // well under 1 s; Slurm's own KillWait (30 s by default) and a user are patient enough for it.
+  // The price: a case the signal catches with more than 0.5 s to go is written as interrupted
+  // rather than measured (the default stop rule samples a case for up to about a second).
+  constexpr double kGraceS = 0.5;
+  // The other ranks wait a little longer, so that rank 0 writes the row with its own reason and
+  // ends the job first; one still here then tells rank 0 why (report_abort) and ends too.
+  constexpr double kLagS = 0.3;
+  const bool lead = session_.world_rank() == options_.lead_rank;
+  watchdog_.watch_interrupt(
+      kGraceS + (lead ? 0 : kLagS),
+      [this, where = session_.where(session_.world_rank()), label,
+       start = std::chrono::steady_clock::now()](double signal_age_s) {
+        const double in_case_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const std::string reason = fmt::format(
+            "interrupted: {} came {:.1f} s into the case, which had not ended {:.1f} s later "
+            "({:.1f} s in all; {}: {}); the run ends here with this row, as a Slurm time limit "
+            "sends SIGTERM, then SIGKILL after KillWait (30 s by default), which would leave none",
+            interrupted_signal_name(), in_case_s - signal_age_s, signal_age_s, in_case_s, where,
+            label);
+        std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
+        session_.report_abort(reason);
+        MpiSession::exit_now(interrupted_exit_code());
       });
 }
 

@@ -66,6 +66,9 @@ class CollRunner {
   // --timeout bounds each phase of a case, not the case: a phase of `calls` calls may take
   // --timeout + 4 x calls x the slowest time per call seen so far in the case.
   void arm_phase(const std::string& phase, int calls);
+  // SIGINT/SIGTERM while the case runs: it has a few seconds to end, then the watchdog writes it
+  // as a failed `interrupted:` row (rank 0) and ends the process with the interrupt's status.
+  void watch_interrupt(const std::string& label);
   void warn_if_close_to_timeout(const std::vector<double>& rank_times_us = {});
 
   MpiSession& session_;

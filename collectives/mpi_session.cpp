@@ -11,6 +11,7 @@
 
 #include "collectives/liveness.hpp"
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 
 namespace opbench {
 namespace {
@@ -75,7 +76,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     liveness_ = std::make_unique<Liveness>(*this, [this](const std::string& what) {
       std::fprintf(stderr, "error: %s; ending the job\n", what.c_str());
       report_abort(what);
-      exit_now(1);
+      // Another rank ending on SIGINT/SIGTERM may tell rank 0 before rank 0's own watchdog acts
+      // on the same signal: the job still ends with the interrupt's status.
+      exit_now(interrupted() ? interrupted_exit_code() : 1);
     });
 }
 
@@ -96,11 +99,9 @@ std::optional<std::string> MpiSession::silent_ranks(double wait_s) const {
 }
 
 void MpiSession::report_abort(const std::string& reason) {
-  std::lock_guard lock(abort_mutex_);
-  // Once: a rank lost while a timeout is being reported must not add a second row.
-  const auto hook = std::move(abort_hook_);
-  abort_hook_ = nullptr;
-  if (world_rank_ == 0 && hook) hook(reason);
+  // Once: a rank lost while a timeout is being reported must not add a second row. Another rank
+  // takes the hook too, without calling it, so that its main thread stops with the case.
+  abort_.fire(reason, world_rank_ == 0);
   if (world_rank_ != 0 && liveness_) liveness_->report_end(reason);
 }
 
@@ -236,6 +237,15 @@ void MpiSession::exit_now(int code) {
   std::_Exit(code);
 }
 
+void MpiSession::wait_for_exit(double limit_s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
+  std::fprintf(stderr,
+               "error: the job was being ended from another thread, which did not end it "
+               "within %g s; ending this rank\n",
+               limit_s);
+  exit_now(1);
+}
+
 Watchdog::Watchdog() : thread_([this] { loop(); }) {}
 
 Watchdog::~Watchdog() {
@@ -260,26 +270,61 @@ void Watchdog::arm(double timeout_s, std::function<void()> on_timeout) {
   wake_.notify_all();
 }
 
+void Watchdog::watch_interrupt(double grace_s,
+                               std::function<void(double signal_age_s)> on_interrupt) {
+  {
+    std::lock_guard lock(mutex_);
+    on_interrupt_ = std::move(on_interrupt);
+    grace_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(grace_s));
+    signal_seen_.reset();
+    watching_ = true;
+  }
+  wake_.notify_all();
+}
+
 void Watchdog::disarm() {
   std::lock_guard lock(mutex_);
   armed_ = false;
+  watching_ = false;
 }
 
 void Watchdog::loop() {
+  // How often a case being watched looks for a signal: a handler may only set a flag, never
+  // wake a condition variable, so this thread looks. Ten looks a second cost nothing a
+  // collective's timing could show, and add at most 0.1 s to the grace.
+  constexpr auto kSignalPoll = std::chrono::milliseconds(100);
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
   while (!stop_) {
-    if (!armed_) {
-      wake_.wait(lock);
+    const auto now = Clock::now();
+    if (watching_ && !signal_seen_ && interrupted()) signal_seen_ = now;
+    std::function<void()> fire;
+    if (armed_ && now >= deadline_) {
+      armed_ = false;
+      fire = on_timeout_;
+    } else if (watching_ && signal_seen_ && now >= *signal_seen_ + grace_) {
+      watching_ = false;
+      fire = [f = on_interrupt_, age = std::chrono::duration<double>(now - *signal_seen_).count()] {
+        f(age);
+      };
+    }
+    if (fire) {
+      lock.unlock();
+      fire();  // prints and ends the process
+      lock.lock();
       continue;
     }
-    if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-        std::chrono::steady_clock::now() >= deadline_) {
-      auto fire = on_timeout_;
-      armed_ = false;
-      lock.unlock();
-      fire();  // prints and aborts the job
-      lock.lock();
-    }
+    // Sleep until the deadline, the end of the grace, or the next look for a signal; arm(),
+    // watch_interrupt() and the destructor wake it sooner.
+    auto until = Clock::time_point::max();
+    if (armed_) until = deadline_;
+    if (watching_)
+      until = std::min(until, signal_seen_ ? *signal_seen_ + grace_ : now + kSignalPoll);
+    if (until == Clock::time_point::max())
+      wake_.wait(lock);
+    else
+      wake_.wait_until(lock, until);
   }
 }
 

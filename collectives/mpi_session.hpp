@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "collectives/abort_once.hpp"
 
 namespace opbench {
 
@@ -60,20 +63,28 @@ class MpiSession {
   // + 2 s): "rank 3 (node2) does not answer rank 0", "" when every rank answers, nullopt when
   // this rank cannot ask (no liveness channel). Safe from any thread.
   std::optional<std::string> silent_ranks(double wait_s) const;
-  // What rank 0 does before a timeout ends the job: the binary writes the running case as a
-  // failed row with the reason, so an aborted run leaves its last case and why. Called from the
-  // arrival check, a watchdog or the liveness thread (the main thread is stuck in MPI, not
-  // writing); the mutex keeps a hook from being replaced while another thread calls it.
-  void set_abort_hook(std::function<void(const std::string& reason)> hook) {
-    std::lock_guard lock(abort_mutex_);
-    abort_hook_ = std::move(hook);
-  }
-  // On another rank the reason goes to rank 0 over the liveness channel, which says it and writes
-  // the row in its turn.
+  // What rank 0 does before a timeout or an interrupt ends the job: the binary writes the
+  // running case as a failed row with the reason, so an aborted run leaves its last case and why.
+  // Called from the arrival check, a watchdog or the liveness thread (the main thread is stuck in
+  // MPI, not writing). Use AbortHookScope, which opens the hook for one case and closes it after.
+  void set_abort_hook(AbortOnce::Hook hook) { abort_.open(std::move(hook)); }
+  // Closes the case's hook; true when report_abort took it first, so this process is ending (see
+  // AbortOnce::close).
+  bool clear_abort_hook() { return abort_.close(); }
+  // Takes the case's hook, once per process, and on rank 0 calls it (a rank lost while a timeout
+  // is being reported must not add a second row); on another rank the reason goes to rank 0 over
+  // the liveness channel, which says it and writes the row in its turn.
+  // Contract: every caller ends the process right after (exit_now, or abort from the main
+  // thread). A main thread that finds the hook taken (AbortHookScope) writes nothing more and
+  // waits for that end instead of going on to a second row for the case.
   void report_abort(const std::string& reason);
   // Ends this process at once, from any thread, without MPI: mpirun sees a rank exit without
   // finalizing and takes the whole job down.
   [[noreturn]] static void exit_now(int code);
+  // The main thread's side of that contract: waits for the thread that took the abort hook to
+  // end the process. Should it never do so (a caller breaking the contract), ends it with 1
+  // after `limit_s`, so that a job does not hang on a bug here.
+  [[noreturn]] static void wait_for_exit(double limit_s = 60);
 
  private:
   int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
@@ -82,20 +93,23 @@ class MpiSession {
   MPI_Comm arrival_comm_ = MPI_COMM_NULL;
   std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
   int arrival_tag_ = 0;
-  std::function<void(const std::string&)> abort_hook_;
-  mutable std::mutex abort_mutex_;
+  AbortOnce abort_;                     // the running case's abort hook, taken at most once
   std::unique_ptr<Liveness> liveness_;  // every rank's TCP line to rank 0 (collectives/liveness)
 };
 
-// The abort hook of one case: set for its run, cleared however the run ends (a row or an
-// exception), so a hook never outlives the case it writes.
+// The abort hook of one case: set for its run, closed however the run ends (a row or an
+// exception), so a hook never outlives the case it writes. When the hook was taken first (a
+// timeout, an interrupt or a lost rank is ending the job, and rank 0 has written the case's row
+// from that thread), closing the scope never returns: the main thread must not write the case's
+// own row, a second one, and waits for the process to end (MpiSession::wait_for_exit).
 class AbortHookScope {
  public:
-  AbortHookScope(MpiSession& session, std::function<void(const std::string& reason)> hook)
-      : session_(session) {
+  AbortHookScope(MpiSession& session, AbortOnce::Hook hook) : session_(session) {
     session_.set_abort_hook(std::move(hook));
   }
-  ~AbortHookScope() { session_.set_abort_hook(nullptr); }
+  ~AbortHookScope() {
+    if (session_.clear_abort_hook()) MpiSession::wait_for_exit();
+  }
   AbortHookScope(const AbortHookScope&) = delete;
   AbortHookScope& operator=(const AbortHookScope&) = delete;
 
@@ -103,15 +117,21 @@ class AbortHookScope {
   MpiSession& session_;
 };
 
-// Aborts the job when a case runs past its deadline: arm() before the case, disarm() after.
-// On expiry it calls `on_timeout` from its own thread, which must print and end the process
-// without MPI (MpiSession::exit_now): the main thread is stuck inside an MPI call.
+// Ends the job when a case runs past its deadline, or goes on too long after SIGINT/SIGTERM:
+// arm() before each phase of a case and watch_interrupt() before the case, disarm() after it.
+// Each callback is called from the watchdog's own thread, and must print and end the process
+// without MPI (MpiSession::report_abort, then MpiSession::exit_now): the main thread is stuck
+// inside an MPI or NCCL call.
 class Watchdog {
  public:
   Watchdog();
   ~Watchdog();
-  void arm(double timeout_s, std::function<void()> on_timeout);
-  void disarm();
+  void arm(double timeout_s, std::function<void()> on_timeout);  // timeout_s <= 0: no deadline
+  // Once SIGINT or SIGTERM has come (common/interrupt) and the case has not ended `grace_s`
+  // after this thread saw it, calls `on_interrupt` with the seconds since then. A signal that
+  // came before the call counts from the call.
+  void watch_interrupt(double grace_s, std::function<void(double signal_age_s)> on_interrupt);
+  void disarm();  // the deadline and the interrupt watch both
 
  private:
   void loop();
@@ -120,6 +140,10 @@ class Watchdog {
   std::function<void()> on_timeout_;
   std::chrono::steady_clock::time_point deadline_;
   bool armed_ = false, stop_ = false;
+  std::function<void(double)> on_interrupt_;
+  std::chrono::steady_clock::duration grace_{};
+  std::optional<std::chrono::steady_clock::time_point> signal_seen_;  // by this thread
+  bool watching_ = false;
   std::thread thread_;
 };
 

@@ -1,9 +1,12 @@
 #pragma once
 // SIGINT and SIGTERM end a run at the next run of a case (measure() checks between warm-up runs
 // and samples and throws CaseInterrupted; the case cut short is not recorded) or, in the
-// collectives, between cases: the handler only records the signal, and the run loops stop, close
-// their reports (every finished row is already flushed, so the files stay well formed) and exit
-// with 128 + the signal number. A second signal ends the process at once.
+// collectives (bench_ccl, bench_fsdp), between cases: the handler only records the signal, and the
+// run loops stop, close their reports (every finished row is already flushed, so the files stay
+// well formed) and exit with 128 + the signal number. A collective case still running 0.5 s after
+// the signal is ended from the runner's watchdog thread instead, with a failed `interrupted:` row
+// (collectives/coll_runner). A second SIGINT ends the process at once; a repeated SIGTERM is
+// ignored, as launchers repeat it for one stop (Slurm sends it twice at a time limit).
 namespace opbench {
 
 // Thrown by measure() when a signal cuts a case short, and caught by CaseLoop: the case's code
@@ -13,6 +16,7 @@ struct CaseInterrupted {};
 
 void install_interrupt_handlers();
 bool interrupted();
-int interrupted_exit_code();  // 130 for SIGINT, 143 for SIGTERM
+int interrupted_exit_code();            // 130 for SIGINT, 143 for SIGTERM
+const char* interrupted_signal_name();  // "SIGINT", "SIGTERM"; "" before any signal
 
 }  // namespace opbench

@@ -166,7 +166,9 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   for (const auto& e : plan) {
     const Signature sig = signature(e);
     if (!measured.count(sig)) {
-      if ((stopped = session.any(interrupted()))) break;  // every rank stops at the same one
+      // Every rank stops at the same one; a collective the signal catches running has a few
+      // seconds to end (CollRunner's watchdog otherwise writes an `interrupted:` row and ends).
+      if ((stopped = session.any(interrupted()))) break;
       auto [op, dtype, count, group] = sig;
       const bool replica_group =
           op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
@@ -185,7 +187,8 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
       std::string label = fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count,
                                       dtype_name(dtype));
       progress.start(label);
-      // Should a timeout end the job inside this collective, the entry's row says so.
+      // Should a timeout, an interrupt or a lost rank end the job inside this collective, the
+      // entry's row says so; the scope's end then waits for that end rather than go on.
       {
         AbortHookScope hook(session, [&](const std::string& reason) {
           CollResult aborted;

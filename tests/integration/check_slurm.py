@@ -13,9 +13,12 @@ dropped. Then:
    printed: under srun the parent of a rank is slurmstepd, so null is expected.
 2. (unless --no-time-limit) `srun --time=1` ends a bench_ccl (one rank) that would sample for
    10 minutes: the job must end non-zero after at least 55 s, stopped by Slurm for its time limit (srun says
-   so and scontrol shows JobState=TIMEOUT). Slurm counts limits in whole minutes and its
-   controller looks at them every 30 s from its start, so the kill comes about 90 s after the
-   cluster starts: this part takes most of the test's time.
+   so and scontrol shows JobState=TIMEOUT), and OUT/time_limit/ccl_all_reduce.csv must hold the
+   case that was running as a failed row whose note starts with `interrupted:` (bench_ccl writes
+   it on Slurm's SIGTERM, before the SIGKILL that follows KillWait, 2 s in this cluster, later).
+   Slurm counts limits in whole minutes and its controller looks at them every 30 s from its
+   start, so the kill comes about 90 s after the cluster starts: this part takes most of the
+   test's time.
 
 The daemons, every process they started (found by a marker variable in their environment) and
 the temp dir are removed at the end, even on failure; the daemon logs are copied to OUT/logs.
@@ -389,8 +392,12 @@ def check_time_limit(cluster, bench, out):
     path = os.path.join(report, "ccl_all_reduce.csv")
     rows = list(csv.DictReader(open(path, newline=""))) if os.path.exists(path) else []
     log(f"part 2: {len(rows)} rows in {path}" +
-        (f", the last {rows[-1].get('status')!r}: {rows[-1].get('note')!r}" if rows else
-         " (its only case never ended; not checked)"))
+        (f", the last {rows[-1].get('status')!r}: {rows[-1].get('note')!r}" if rows else ""))
+    # The one case never ends on its own: Slurm's SIGTERM must leave it as an interrupted row.
+    if not any(r.get("status") == "failed" and r.get("note", "").startswith("interrupted:")
+               for r in rows):
+        problems.append(f"{path}: no failed row whose note starts with 'interrupted:' "
+                        f"(rows: {[(r.get('status'), r.get('note')) for r in rows]})")
     if state != "TIMEOUT":
         problems.append(f"scontrol shows JobState={state} for {name}, expected TIMEOUT")
     return problems
