@@ -107,4 +107,9 @@ MeasureOverrides attention_cpu_measure(MeasureOverrides user) {
   return user;
 }
 
+MeasureOptions attention_measure(Backend backend, const MeasureOverrides& user) {
+  return resolve(backend_traits(backend).profile,
+                 backend == Backend::cpu ? attention_cpu_measure(user) : user);
+}
+
 }  // namespace opbench

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attention/attention_shape.hpp"
+#include "common/backend.hpp"
 #include "common/cli.hpp"
 
 namespace opbench {
@@ -36,5 +37,8 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv);
 // The user's measurement flags on the CPU: a CPU attention case runs for a second or more, so 3
 // samples (not the CPU profile's 5) already give a spread, unless the user set the sample counts.
 MeasureOverrides attention_cpu_measure(MeasureOverrides user);
+// Attention's measurement options on `backend`: the backend's profile, with the CPU's fewer
+// samples (attention_cpu_measure), under the user's flags.
+MeasureOptions attention_measure(Backend backend, const MeasureOverrides& user);
 
 }  // namespace opbench

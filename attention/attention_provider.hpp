@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
+#include "common/backend.hpp"
 #include "common/env.hpp"
 #include "common/measure.hpp"
 #include "common/record.hpp"
@@ -41,6 +42,10 @@ class AttentionProvider {
   virtual void describe(Environment& env) const = 0;
 };
 
+// The provider `name` of `backend` (empty: the backend's default; attention_providers.cpp lists
+// them), or bad_input naming --provider.
+std::unique_ptr<AttentionProvider> make_attention_provider(Backend backend, const std::string& name,
+                                                           int device);
 // "blocked" (default) or "reference" (the naive fp64 loops, for comparison).
 std::unique_ptr<AttentionProvider> make_cpu_attention_provider(const std::string& which);
 #ifdef OPBENCH_HAVE_CUDA

@@ -181,22 +181,6 @@ int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& 
 }
 #endif
 
-std::unique_ptr<AttentionProvider> make_provider(const AttentionOptions& o, Backend backend) {
-#ifdef OPBENCH_HAVE_CUDA
-  if (backend == Backend::cuda) {
-    if (!o.provider.empty() && o.provider != "cudnn")
-      throw bad_input(fmt::format(
-          "--provider {}: the GPU provider is cudnn (blocked and reference run with --backend "
-          "cpu)",
-          o.provider));
-    return make_cudnn_attention_provider(o.device);
-  }
-#else
-  (void)backend;
-#endif
-  return make_cpu_attention_provider(o.provider.empty() ? "blocked" : o.provider);
-}
-
 }  // namespace
 
 int bench_attention_main(int argc, char** argv) {
@@ -228,7 +212,7 @@ int bench_attention_main(int argc, char** argv) {
         "on that GPU, without one)\n");
     return 0;
   }
-  auto provider = make_provider(o, choice.backend);
+  auto provider = make_attention_provider(choice.backend, o.provider, o.device);
   const std::string dir = resolve_report_dir(o.report.report_dir, o.report_csv_path, "attention");
   const std::string csv_path = o.report_csv_path.empty()
                                    ? (std::filesystem::path(dir) / "attention.csv").string()
@@ -271,10 +255,7 @@ int bench_attention_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"max_abs_err", "max_err", 8},
                       {"status", "", 7}});
-  const MeasureOverrides overrides =
-      choice.backend == Backend::cpu ? attention_cpu_measure(o.measure) : o.measure;
-  const MeasureOptions measure = resolve(
-      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, overrides);
+  const MeasureOptions measure = attention_measure(choice.backend, o.measure);
   AttentionRunOptions run{measure, o.check, o.check_heads};
   CaseLoop loop(progress, table, harness, tally, rows);
   // --resume: the earlier run's rows count, and stay in the .prom and the summary.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "common/error.hpp"
 #include "common/text.hpp"
 #ifdef OPBENCH_HAVE_CUDA
@@ -9,6 +11,16 @@
 #endif
 
 namespace opbench {
+
+const BackendTraits& backend_traits(Backend b) {
+  static const BackendTraits table[] = {
+      {Backend::cpu, "cpu", "CPU", MeasureProfile::cpu, DType::fp32},
+      {Backend::cuda, "cuda", "GPU", MeasureProfile::gpu, DType::bf16},
+  };
+  for (const auto& t : table)
+    if (t.backend == b) return t;
+  throw std::logic_error("a backend without traits");
+}
 
 bool built_with_cuda() {
 #ifdef OPBENCH_HAVE_CUDA

@@ -208,8 +208,8 @@ int bench_gemm_main(int argc, char** argv) {
                    target, o.fp8_accum);
   }
   BackendChoice choice = choose_backend(o.backend, o.device);
-  std::vector<DType> dtypes = o.dtypes.value_or(
-      std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
+  std::vector<DType> dtypes =
+      o.dtypes.value_or(std::vector<DType>{backend_traits(choice.backend).default_dtype});
   std::vector<GemmCase> cases = build_cases(o, dtypes);
 
   const std::string report_dir =
@@ -237,8 +237,7 @@ int bench_gemm_main(int argc, char** argv) {
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   progress.note(fmt::format("peaks: {}", peaks.describe()));
 
-  const MeasureOptions measure = resolve(
-      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, o.measure);
+  const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
   GemmRunOptions run_options{measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
   std::vector<Record> rows;
   ConsoleTable table({{"model", "", 14},

@@ -4,28 +4,42 @@
 
 #include "common/case_loop.hpp"
 #include "common/progress.hpp"
+#include "common/provider_registry.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
+namespace {
+
+// The GEMM providers of each backend (the first is its default): cuBLASLt on a GPU, OpenBLAS on
+// the CPU; the routed experts' grouped GEMMs through cuBLAS or OpenBLAS.
+const ProviderTable<GemmProvider>& gemm_providers() {
+  static const ProviderTable<GemmProvider> table{
+#ifdef OPBENCH_HAVE_CUDA
+      {Backend::cuda, "cublaslt", make_cublaslt_provider},
+#endif
+      {Backend::cpu, "openblas", [](int) { return make_openblas_provider(); }},
+  };
+  return table;
+}
+
+const ProviderTable<ExpertGemmProvider>& gemm_expert_providers() {
+  static const ProviderTable<ExpertGemmProvider> table{
+#ifdef OPBENCH_HAVE_CUDA
+      {Backend::cuda, "cublas", make_cublas_expert_provider},
+#endif
+      {Backend::cpu, "openblas", [](int) { return make_openblas_expert_provider(); }},
+  };
+  return table;
+}
+
+}  // namespace
 
 std::unique_ptr<GemmProvider> make_gemm_provider(Backend backend, int device) {
-#ifdef OPBENCH_HAVE_CUDA
-  if (backend == Backend::cuda) return make_cublaslt_provider(device);
-#else
-  (void)device;
-  (void)backend;
-#endif
-  return make_openblas_provider();
+  return make_registered(gemm_providers(), backend, "", device);
 }
 
 std::unique_ptr<ExpertGemmProvider> make_gemm_expert_provider(Backend backend, int device) {
-#ifdef OPBENCH_HAVE_CUDA
-  if (backend == Backend::cuda) return make_cublas_expert_provider(device);
-#else
-  (void)device;
-  (void)backend;
-#endif
-  return make_openblas_expert_provider();
+  return make_registered(gemm_expert_providers(), backend, "", device);
 }
 
 ProviderId GemmProviders::id_for(const GemmCase& c) const {

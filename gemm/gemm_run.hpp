@@ -14,6 +14,7 @@
 
 namespace opbench {
 
+// The backend's default providers (the tables are in gemm_run.cpp).
 std::unique_ptr<GemmProvider> make_gemm_provider(Backend backend, int device);
 std::unique_ptr<ExpertGemmProvider> make_gemm_expert_provider(Backend backend, int device);
 

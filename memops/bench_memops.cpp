@@ -96,34 +96,6 @@ int dry_run(const std::vector<MemopCase>& cases) {
   return 0;
 }
 
-// The providers of the run: the first runs every case; the others (cuDNN's norms beside our
-// kernels) run the cases they support, each a row of its own.
-std::vector<std::unique_ptr<MemopProvider>> make_providers(const MemopOptions& o, Backend backend) {
-  std::vector<std::string> names =
-      o.providers.empty() ? std::vector<std::string>{} : split(o.providers, ',');
-  std::vector<std::unique_ptr<MemopProvider>> out;
-  if (backend == Backend::cpu) {
-    for (const auto& n : names)
-      if (n != "cpu")
-        throw bad_input(fmt::format(
-            "--provider {}: the CPU provider is cpu (cuda and cudnn run with --backend cuda)", n));
-    out.push_back(make_cpu_memop_provider());
-    return out;
-  }
-#ifdef OPBENCH_HAVE_CUDA
-  if (names.empty()) names = {"cuda", "cudnn"};
-  for (const auto& n : names) {
-    if (n == "cuda")
-      out.push_back(make_cuda_memop_provider(o.device));
-    else if (n == "cudnn")
-      out.push_back(make_cudnn_norm_provider(o.device));
-    else
-      throw bad_input(fmt::format("--provider {}: the GPU providers are cuda and cudnn", n));
-  }
-#endif
-  return out;
-}
-
 // The bandwidth roof of the run's device.
 BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provider,
                              Progress& progress) {
@@ -156,8 +128,8 @@ int bench_memops_main(int argc, char** argv) {
         build_cases(o, o.dtypes.value_or(std::vector<DType>{gpu ? DType::bf16 : DType::fp32})));
   }
   const BackendChoice choice = choose_backend(o.backend, o.device);
-  const std::vector<DType> dtypes = o.dtypes.value_or(
-      std::vector<DType>{choice.backend == Backend::cuda ? DType::bf16 : DType::fp32});
+  const std::vector<DType> dtypes =
+      o.dtypes.value_or(std::vector<DType>{backend_traits(choice.backend).default_dtype});
   const std::vector<MemopCase> cases = build_cases(o, dtypes);
 
   const std::string report_dir =
@@ -165,7 +137,7 @@ int bench_memops_main(int argc, char** argv) {
   ensure_directory(report_dir);
   prepare_report_folder(report_dir, "bench_memops", o.report.resume,
                         {{"--summary-path", o.report.summary_path}});
-  auto providers = make_providers(o, choice.backend);
+  auto providers = make_memop_providers(choice.backend, o.providers, o.device);
   MemopProvider& primary = *providers.front();
   double total_bytes = 0;
   std::size_t planned = 0;
@@ -189,8 +161,7 @@ int bench_memops_main(int argc, char** argv) {
   }
   env.write(report_dir, false);
 
-  const MeasureOptions measure = resolve(
-      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu, o.measure);
+  const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
   const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
   ConsoleTable table({{"model", "", 12},
                       {"op", "", 13},

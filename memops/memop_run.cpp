@@ -4,9 +4,42 @@
 
 #include "common/case_loop.hpp"
 #include "common/progress.hpp"
+#include "common/provider_registry.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
+namespace {
+
+// The memory-bound providers of each backend: our CUDA kernels and cuDNN's norms beside them on
+// a GPU; the vectorised loops on the CPU.
+const ProviderTable<MemopProvider>& memop_providers() {
+  static const ProviderTable<MemopProvider> table{
+#ifdef OPBENCH_HAVE_CUDA
+      {Backend::cuda, "cuda", make_cuda_memop_provider},
+      {Backend::cuda, "cudnn", make_cudnn_norm_provider},
+#endif
+      {Backend::cpu, "cpu", [](int) { return make_cpu_memop_provider(); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::unique_ptr<MemopProvider> make_memop_provider(Backend backend, const std::string& name,
+                                                   int device) {
+  return make_registered(memop_providers(), backend, name, device);
+}
+
+std::vector<std::unique_ptr<MemopProvider>> make_memop_providers(Backend backend,
+                                                                 const std::string& names,
+                                                                 int device) {
+  std::vector<std::string> wanted =
+      names.empty() ? provider_names(memop_providers(), backend) : split(names, ',');
+  std::vector<std::unique_ptr<MemopProvider>> out;
+  for (const auto& name : wanted)
+    out.push_back(make_registered(memop_providers(), backend, to_lower(trim(name)), device));
+  return out;
+}
 
 MemopResult run_memop_case(MemopProvider& provider, const MemopCase& c,
                            const MemopRunOptions& run) {

@@ -129,7 +129,7 @@ int bench_step_main(int argc, char** argv) {
   if (measuring) choice = choose_backend(o.backend, o.device);
   // The CPU providers compute in fp32; reports from a GPU are mostly bf16.
   const DType dtype =
-      o.dtype.value_or(choice && choice->backend == Backend::cpu ? DType::fp32 : DType::bf16);
+      o.dtype.value_or(backend_traits(choice ? choice->backend : Backend::cuda).default_dtype);
   const std::vector<StepConfig> configs = step_configurations(o, model, dtype);
   std::vector<Plan> plans;
   for (const auto& c : configs)

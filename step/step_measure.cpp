@@ -35,21 +35,11 @@ class StepProviders {
     return gemm_;
   }
   AttentionProvider& attention() {
-    if (!attention_) {
-#ifdef OPBENCH_HAVE_CUDA
-      if (backend_ == Backend::cuda) attention_ = make_cudnn_attention_provider(device_);
-#endif
-      if (!attention_) attention_ = make_cpu_attention_provider("blocked");
-    }
+    if (!attention_) attention_ = make_attention_provider(backend_, "", device_);
     return *attention_;
   }
   MemopProvider& memop() {
-    if (!memop_) {
-#ifdef OPBENCH_HAVE_CUDA
-      if (backend_ == Backend::cuda) memop_ = make_cuda_memop_provider(device_);
-#endif
-      if (!memop_) memop_ = make_cpu_memop_provider();
-    }
+    if (!memop_) memop_ = make_memop_provider(backend_, "", device_);
     return *memop_;
   }
 
@@ -156,12 +146,11 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   if (todo.empty()) return result;
 
   const BackendChoice choice = choose_backend(o.backend, o.device);
-  const MeasureProfile profile =
-      choice.backend == Backend::cuda ? MeasureProfile::gpu : MeasureProfile::cpu;
+  const MeasureProfile profile = backend_traits(choice.backend).profile;
   HarnessCost harness;
   Progress progress(todo.size(), static_cast<double>(todo.size()), o.quiet);
   progress.note(fmt::format("measuring {} operators on the {} ({})", todo.size(),
-                            choice.backend == Backend::cuda ? "GPU" : "CPU", choice.reason));
+                            backend_traits(choice.backend).device_kind, choice.reason));
   ConsoleTable table({{"gemm", "", 14},
                       {"op", "", 13},
                       {"pass", "", 5},
@@ -181,8 +170,7 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   Measuring m{o,
               StepProviders(choice.backend, o.device),
               resolve(profile, o.measure),
-              resolve(profile, choice.backend == Backend::cpu ? attention_cpu_measure(o.measure)
-                                                              : o.measure),
+              attention_measure(choice.backend, o.measure),
               progress,
               loop,
               gemm_reports,
