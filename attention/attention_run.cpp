@@ -1,6 +1,7 @@
 #include "attention/attention_run.hpp"
 
 #include "common/case_loop.hpp"
+#include "common/measured_columns.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -18,7 +19,6 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
   const AttentionShape& s = c.shape;
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
   const Stats& st = r.measurement.stats;
-  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
   Record row;
   row.arg("model", s.model)
       .arg("batch_size", s.batch)
@@ -30,15 +30,7 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
   row.arg("backend", provider.backend())
       .arg("provider", provider.name())
       .arg("device", provider.device());
-  row.metric("time_us", timed(st.mean))
-      .metric("median_us", timed(st.median))
-      .metric("min_us", timed(st.min));
-  row.metric("max_us", timed(st.max))
-      .metric("stddev_us", timed(st.stddev))
-      .metric("p99_us", timed(st.p99));
-  row.metric("cv", timed(st.cv))
-      .metric("samples", measured ? Value{static_cast<std::int64_t>(st.count)} : Value{})
-      .metric("rse", timed(st.rse));
+  add_time_columns(row, r.measurement, measured);
   const std::int64_t flops = s.flops(c.pass), bytes = s.io_bytes(c.pass);
   std::optional<double> tflops, bw, pct;
   if (measured && st.mean > 0) {
@@ -50,16 +42,12 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
   row.optional_metric("mem_bw_gbps", bw).optional_metric("pct_peak_flops", pct);
   row.optional_metric("max_abs_err", r.max_abs_err).optional_metric("check_tolerance", r.tolerance);
   row.result("engine", r.engine.empty() ? Value{} : Value{r.engine}).result("cache", r.cache);
-  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
-      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
+  add_clock_columns(row, r.measurement);
   row.result("status", std::string(status_name(r.status)));
   std::string note = c.note;
   append_note(note, r.note);
   row.result("note", note.empty() ? Value{} : Value{note});
-  if (measured) {
-    row.extra()["samples_us"] = r.measurement.samples_us;
-    row.extra()["measurement"] = measurement_json(r.measurement);
-  }
+  add_measurement_extras(row, r.measurement, measured);
   return row;
 }
 

@@ -42,6 +42,13 @@ std::unique_ptr<Provider> make_registered(const ProviderTable<Provider>& table, 
   for (const auto& e : table)
     if (e.backend == backend && (name.empty() || e.name == name)) return e.make(device);
   const auto names = provider_names(table, backend);
+  for (const auto& e : table)  // the provider is there, on another backend
+    if (e.name == name)
+      throw bad_input(
+          fmt::format("--provider {}: {} runs with --backend {} (the {} providers are "
+                      "{})",
+                      name, name, backend_traits(e.backend).name, backend_traits(backend).name,
+                      fmt::join(names, ", ")));
   if (names.empty())
     throw bad_input(fmt::format("--backend {}: no provider of this family in this build",
                                 backend_traits(backend).name));

@@ -35,8 +35,11 @@ namespace {
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
 // A launch under this long is launch-bound: it is timed as a CUDA graph of many launches.
 constexpr double kLaunchBoundUs = 20;
-constexpr double kGraphTargetUs = 200;    // a graph replay lasts at least this long ...
-constexpr int kMaxGraphLaunches = 16384;  // ... with at most this many launches
+constexpr double kGraphTargetUs = 200;  // a graph replay lasts at least this long ...
+// ... with at most this many launches. A graph's launches queue behind the stream blocker: on an
+// H200 (driver 580) graphs of 1280 small cuBLASLt launches sampled blocked, graphs of 1536 and
+// 10240 held the host inside cudaGraphLaunch until the blocker timed out. 1024 leaves room.
+constexpr int kMaxGraphLaunches = 1024;
 // Autotune: each candidate gets this many short samples, interleaved with the other candidates'
 // (a clock change or a neighbour then disturbs every candidate alike), ranked by their median.
 constexpr int kTrialRounds = 5;
@@ -151,6 +154,7 @@ class CublasLtProvider final : public GemmProvider {
       if (flusher_ && o.cold) flusher_->flush(stream_);
     };
 
+    sampler_.reset();  // a shape whose launches once waited on the host does not mark the next
     std::string key = fmt::format("{} {} {} {} {} {}", p.dims(), p.layout(), dtype_name(p.dtype),
                                   o.algo_candidates, accumulation, o.cold ? "flush" : "rotate");
     auto cached = tuned_.find(key);
@@ -200,7 +204,7 @@ class CublasLtProvider final : public GemmProvider {
 
     CudaEventTimer timer;
     auto sample = [&] {
-      const double us = blocked_sample_us(stream_, blocker_, timer, [&] {
+      const double us = sampler_.sample_us(stream_, timer, [&] {
         if (graph)
           graph->launch(stream_);
         else
@@ -213,6 +217,7 @@ class CublasLtProvider final : public GemmProvider {
     };
     r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare_sample);
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
+    if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
 
     if (o.check) {
       OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -321,7 +326,7 @@ class CublasLtProvider final : public GemmProvider {
         prepare();
         const cublasLtMatmulAlgo_t& algo = results[usable[c]].algo;
         bool ok = true;
-        const double us = blocked_sample_us(stream_, blocker_, timer, [&] {
+        const double us = sampler_.sample_us(stream_, timer, [&] {
           for (int l = 0; l < per_sample && ok; ++l) {
             if (l > 0) prepare();
             ok = launch(algo) == CUBLAS_STATUS_SUCCESS;
@@ -349,7 +354,7 @@ class CublasLtProvider final : public GemmProvider {
   DeviceBuffer workspace_;
   DeviceOperandPools pools_;
   std::unique_ptr<L2Flusher> flusher_;
-  StreamBlocker blocker_;
+  GpuSampler sampler_;  // blocked samples, or plain ones once the library waited on the host
   std::map<std::string, Tuned> tuned_;  // autotune results, per shape, for the whole run
 };
 

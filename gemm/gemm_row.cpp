@@ -2,24 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "common/measured_columns.hpp"
+
 namespace opbench {
-namespace {
-
-Value number_or_empty(std::int64_t v) {
-  return v > 0 ? Value{v} : Value{};
-}
-Value text_or_empty(const std::string& s) {
-  return s.empty() ? Value{} : Value{s};
-}
-
-}  // namespace
-
 Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult& r,
                 const Peaks& peaks) {
   const GemmProblem& p = c.problem;
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
   const Stats& s = r.measurement.stats;
-  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
 
   Record row;
   row.arg("model", c.model).arg("gemm", c.gemm).arg("pass", text_or_empty(c.pass));
@@ -41,11 +31,7 @@ Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult&
       .arg("provider", provider.name)
       .arg("device", provider.device);
 
-  row.metric("time_us", timed(s.mean)).metric("median_us", timed(s.median));
-  row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
-  row.metric("stddev_us", timed(s.stddev)).metric("p99_us", timed(s.p99)).metric("cv", timed(s.cv));
-  row.metric("samples", measured ? Value{static_cast<std::int64_t>(s.count)} : Value{});
-  row.metric("rse", timed(s.rse));
+  add_time_columns(row, r.measurement, measured);
   if (c.captured) {
     // The job's own average for this shape beside this run's: the ratio is the slowdown the job
     // suffered (contention, neighbours' memory traffic, overlap with communication).
@@ -92,18 +78,14 @@ Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult&
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));
   row.result("launches_per_sample",
              measured ? Value{std::int64_t{r.launches_per_sample}} : Value{});
-  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
-      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
+  add_clock_columns(row, r.measurement);
   row.result("check",
              r.check ? Value{std::string(r.check->passed ? "passed" : "failed")} : Value{});
   row.result("check_residual", r.check ? Value{r.check->max_residual} : Value{});
   row.result("status", std::string(status_name(r.status)));
   row.result("note", text_or_empty(r.note));
 
-  if (measured) {
-    row.extra()["samples_us"] = r.measurement.samples_us;
-    row.extra()["measurement"] = measurement_json(r.measurement);
-  }
+  add_measurement_extras(row, r.measurement, measured);
   if (r.check) row.extra()["check_detail"] = r.check->detail;
   if (x) {
     row.extra()["expert_tokens"] = x->experts.tokens;

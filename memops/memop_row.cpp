@@ -2,25 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "common/measured_columns.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
-namespace {
-
-Value number_or_empty(std::int64_t v) {
-  return v > 0 ? Value{v} : Value{};
-}
-Value text_or_empty(const std::string& s) {
-  return s.empty() ? Value{} : Value{s};
-}
-
-}  // namespace
-
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
                  const BandwidthRoof& roof) {
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
   const Stats& s = r.measurement.stats;
-  auto timed = [&](double v) { return measured ? Value{v} : Value{}; };
   const bool peer = c.op == MemOp::peer || c.op == MemOp::peer_all;
 
   Record row;
@@ -40,11 +29,7 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
       .arg("provider", provider.name())
       .arg("device", provider.device());
 
-  row.metric("time_us", timed(s.mean)).metric("median_us", timed(s.median));
-  row.metric("min_us", timed(s.min)).metric("max_us", timed(s.max));
-  row.metric("stddev_us", timed(s.stddev)).metric("p99_us", timed(s.p99)).metric("cv", timed(s.cv));
-  row.metric("samples", measured ? Value{static_cast<std::int64_t>(s.count)} : Value{});
-  row.metric("rse", timed(s.rse));
+  add_time_columns(row, r.measurement, measured);
 
   const double seconds = s.mean * 1e-6;
   std::optional<double> bw, copy_bw, pct;
@@ -77,18 +62,14 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
 
   row.result("impl", text_or_empty(r.impl)).result("cache", text_or_empty(r.cache));
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));
-  row.optional_metric("sm_clock_before_mhz", r.measurement.sm_clock_before_mhz)
-      .optional_metric("sm_clock_after_mhz", r.measurement.sm_clock_after_mhz);
+  add_clock_columns(row, r.measurement);
   row.result("check",
              r.check_passed ? Value{std::string(*r.check_passed ? "passed" : "failed")} : Value{});
   row.optional_metric("max_abs_err", r.max_abs_err).optional_metric("tolerance", r.tolerance);
   row.result("status", std::string(status_name(r.status)));
   row.result("note", text_or_empty(note));
 
-  if (measured) {
-    row.extra()["samples_us"] = r.measurement.samples_us;
-    row.extra()["measurement"] = measurement_json(r.measurement);
-  }
+  add_measurement_extras(row, r.measurement, measured);
   if (!r.check_detail.empty()) row.extra()["check_detail"] = r.check_detail;
   return row;
 }

@@ -98,4 +98,25 @@ double blocked_sample_us(cudaStream_t stream, StreamBlocker& blocker, CudaEventT
   return us;
 }
 
+double GpuSampler::sample_us(cudaStream_t stream, CudaEventTimer& timer,
+                             const std::function<void()>& enqueue) {
+  if (!unblocked_) {
+    try {
+      return blocked_sample_us(stream, blocker_, timer, enqueue);
+    } catch (const Error&) {
+      if (!blocker_.timed_out()) throw;
+      unblocked_ = true;
+    }
+  }
+  timer.start(stream);
+  enqueue();
+  timer.stop(stream);
+  return timer.elapsed_us();
+}
+
+const char* GpuSampler::fallback_note() {
+  return "samples not stream-blocked: the library waited on the host while the stream was held, "
+         "so each sample includes its launch";
+}
+
 }  // namespace opbench

@@ -41,4 +41,23 @@ class StreamBlocker {
 double blocked_sample_us(cudaStream_t stream, StreamBlocker& blocker, CudaEventTimer& timer,
                          const std::function<void()>& enqueue);
 
+// The sampling policy every GPU provider shares: samples are stream-blocked, until the library
+// once waits on the host while the stream is held (seen on an H200 with cuBLASLt graphs of small
+// GEMMs: the blocker timed out instead of deadlocking); from then on, until reset(), samples are
+// plain event pairs, each including its launch, and fell_back() says so for the row's note.
+class GpuSampler {
+ public:
+  explicit GpuSampler(double blocker_timeout_s = 2.0) : blocker_(blocker_timeout_s) {}
+  double sample_us(cudaStream_t stream, CudaEventTimer& timer,
+                   const std::function<void()>& enqueue);
+  bool fell_back() const { return unblocked_; }
+  void reset() { unblocked_ = false; }  // a new case: try blocking again
+  // The note a row carries after a fall-back.
+  static const char* fallback_note();
+
+ private:
+  StreamBlocker blocker_;
+  bool unblocked_ = false;
+};
+
 }  // namespace opbench

@@ -457,7 +457,10 @@ def bench_gemm_mode(a):
     if check(os.path.exists(jsonl), f"no {jsonl}"):
         row = json.loads(open(jsonl).readline())
         m = row.get("measurement", {})
-        expected = m.get("warmup_runs", 0) + row["metrics"]["samples"] * row.get("launches_per_sample", 1)
+        samples = row["metrics"].get("samples")
+        if check(samples is not None, f"bench_gemm's row has no samples: {row.get('status')}: "
+                                      f"{row.get('note')}"):
+            expected = m.get("warmup_runs", 0) + samples * (row.get("launches_per_sample") or 1)
         bench_us = row["metrics"].get("time_us")
     calls, in_job = 0, None
     for path in files(cap):

@@ -181,13 +181,14 @@ def check_links(root: str):
 FIELD_CALL = re.compile(r"\.\s*(?:arg|metric|result|optional_metric)\s*\(\s*\"([A-Za-z_][A-Za-z0-9_]*)\"")
 # Folder -> (binary, the fewest column names its sources must yield, names that must be among them)
 SOURCES = {
-    "gemm": ("bench_gemm", 20, {"time_us", "tflops", "status", "note"}),
-    "attention": ("bench_attention", 20, {"time_us", "tflops", "status", "note"}),
+    "gemm": ("bench_gemm", 20, {"tflops", "status", "note"}),
+    "attention": ("bench_attention", 20, {"tflops", "status", "note"}),
     "collectives": ("bench_ccl", 20, {"time_us", "busbw_gbps", "status", "note"}),
     "fsdp": ("bench_fsdp", 8, {"unit", "per_rank_count"}),
-    "memops": ("bench_memops", 20, {"time_us", "mem_bw_gbps", "status", "note"}),
+    "memops": ("bench_memops", 20, {"mem_bw_gbps", "status", "note"}),
     "step": ("bench_step", 20, {"step_time_ms", "mfu", "status", "note"}),
-    "common": ("every binary", 0, set()),
+    # the time columns every measured row shares (common/measured_columns.cpp)
+    "common": ("every binary", 0, {"time_us", "median_us", "p99_us", "rse", "samples"}),
 }
 
 
