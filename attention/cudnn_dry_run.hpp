@@ -6,8 +6,8 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
-#include "attention/cudnn_engines.hpp"
 #include "common/record.hpp"
+#include "cudnn/cudnn_engines.hpp"
 
 namespace opbench {
 

@@ -14,8 +14,6 @@
 #include <memory>
 
 #include "attention/attention_provider.hpp"
-#include "attention/cudnn_backend.hpp"
-#include "attention/cudnn_engines.hpp"
 #include "attention/cudnn_sdpa_graph.hpp"
 #include "attention/cudnn_version_policy.hpp"
 #include "attention/reference_attention.hpp"
@@ -28,6 +26,8 @@
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engines.hpp"
 
 namespace opbench {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
-#include "attention/cudnn_backend.hpp"
+#include "cudnn/cudnn_backend.hpp"
 
 namespace opbench {
 

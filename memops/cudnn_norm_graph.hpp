@@ -2,8 +2,8 @@
 // cuDNN operation graphs of LayerNorm and RMSNorm, forward in the training phase (saving the
 // statistics backward needs) and backward, for a memops case of `rows` rows of `cols` elements:
 // one CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR or ..._NORM_BACKWARD_DESCRIPTOR each, built
-// on the attention family's backend layer (attention/cudnn_backend.hpp), and which engines
-// accept them on a GPU or on a device description (attention/cudnn_engines.hpp).
+// on the shared cuDNN layer (cudnn/cudnn_backend.hpp), and which engines accept them on a GPU or
+// on a device description (cudnn/cudnn_engines.hpp).
 //
 // Sources (read 2026):
 //  - NVIDIA cuDNN documentation, Graph API, "Supported Graph Patterns" > generic runtime fusion
@@ -36,9 +36,9 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
 #include "attention/cudnn_dry_run.hpp"
-#include "attention/cudnn_engines.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engines.hpp"
 #include "memops/memop.hpp"
 
 namespace opbench {

@@ -18,8 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
-#include "attention/cudnn_engines.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
@@ -30,6 +28,8 @@
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engines.hpp"
 #include "memops/cudnn_norm_graph.hpp"
 #include "memops/memop_provider.hpp"
 

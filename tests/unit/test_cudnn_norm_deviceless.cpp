@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_engines.hpp"
 #include "common/device_profile.hpp"
+#include "cudnn/cudnn_engines.hpp"
 #include "memops/cudnn_norm_graph.hpp"
 
 using namespace opbench;

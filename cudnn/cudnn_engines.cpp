@@ -1,4 +1,4 @@
-#include "attention/cudnn_engines.hpp"
+#include "cudnn/cudnn_engines.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

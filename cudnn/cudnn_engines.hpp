@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
+#include "cudnn/cudnn_backend.hpp"
 
 namespace opbench {
 
