@@ -38,25 +38,6 @@ cudnnBackendNormMode_t norm_mode(MemOp op) {
   return op == MemOp::layernorm ? CUDNN_LAYER_NORM : CUDNN_RMS_NORM;
 }
 
-// GraphBuilder::finish() finalizes the operations GraphBuilder made; the norm operations are made
-// here, so their graph is finalized here the same way (a handle only when there is a device).
-Descriptor finish_graph(cudnnHandle_t handle, const std::vector<Descriptor>& ops) {
-  auto graph = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  if (handle) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "graph handle");
-#pragma GCC diagnostic pop
-  }
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (const auto& op : ops)
-    raw.push_back(op->get());
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-             static_cast<std::int64_t>(raw.size()), raw.data(), "graph operations");
-  graph->finalize("operation graph finalize");
-  return graph;
-}
-
 // y = norm(x) · scale (+ bias), saving the statistics (training phase).
 Descriptor norm_forward(GraphBuilder& g, const MemopCase& c) {
   const NormLayout d(c);
@@ -160,9 +141,12 @@ NormGraph build_norm_graph(cudnnHandle_t handle, const MemopCase& c) {
   if (auto why = cudnn_norm_unsupported(c)) throw run_failure(*why);
   NormGraph out;
   out.builder = std::make_unique<GraphBuilder>(handle);
-  out.operations.push_back(c.pass == MemPass::bwd ? norm_backward(*out.builder, c)
-                                                  : norm_forward(*out.builder, c));
-  out.graph = finish_graph(handle, out.operations);
+  // The norm operation is made here (the builder knows no norm attributes) and joins the graph
+  // through the builder, which finalizes it as it does the SDPA graphs (a handle only when there
+  // is a device).
+  out.builder->add_operation(c.pass == MemPass::bwd ? norm_backward(*out.builder, c)
+                                                    : norm_forward(*out.builder, c));
+  out.graph = out.builder->finish();
   return out;
 }
 

@@ -61,13 +61,8 @@ enum NormUid : std::int64_t {
 // The epsilon of every graph (cudnn-frontend's samples and PyTorch's default).
 constexpr float kNormEpsilon = 1e-5f;
 
-struct NormGraph {
-  std::unique_ptr<GraphBuilder> builder;  // owns the tensors `graph` references
-  std::vector<Descriptor> operations;     // the norm operation, kept alive beside the graph
-  Descriptor graph;
-  // The uids of the tensors the variant pack must name.
-  const std::vector<std::int64_t>& pack_uids() const { return builder->pack_uids(); }
-};
+// The graph and the builder that owns its tensors and its norm operation.
+using NormGraph = CudnnGraph;
 
 // Whether cuDNN's norm graphs express the operator (layernorm and rmsnorm).
 bool is_cudnn_norm(MemOp op);
