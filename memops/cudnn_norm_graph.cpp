@@ -152,48 +152,10 @@ NormGraph build_norm_graph(cudnnHandle_t handle, const MemopCase& c) {
 
 EngineReport cudnn_norm_engine_report(const MemopCase& c, const CudnnTarget& target,
                                       int enough_accepted) {
-  EngineReport r;
-  auto refuse = [&](std::string why) {
-    r.status = Status::skipped;
-    r.note = std::move(why);
-    return r;
-  };
-  if (auto why = cudnn_norm_unsupported(c)) return refuse(*why);
-
-  CudnnLogCapture log;
-  NormGraph graph;
-  std::vector<Descriptor> configs;
-  std::int64_t offered = 0;
-  try {
-    graph = build_norm_graph(target.handle, c);
-    configs = heuristic_configs(*graph.graph, target, kSurveyConfigs, &offered);
-  } catch (const Error& e) {
-    const std::string logged = log.reason();
-    return refuse(fmt::format("cuDNN refuses the {} graph: {}{}", graph_name(c), e.what(),
-                              logged.empty() ? "" : " [" + logged + "]"));
-  }
-  r.offered = static_cast<int>(offered);
-  if (configs.empty()) {
-    const std::string logged = log.reason();
-    return refuse(fmt::format("cuDNN's heuristics offer no engine configuration for the {} graph{}",
-                              graph_name(c),
-                              logged.empty() ? " (cuDNN logged no reason)" : ": " + logged));
-  }
-  std::vector<std::string> accepted, refusals;
-  const auto verdicts = survey_configs(configs, target, enough_accepted);
-  r.configurations = static_cast<int>(verdicts.size());
-  for (const EngineVerdict& v : verdicts) {
-    if (v.accepted)
-      accepted.push_back(fmt::format("engine {} [{}]", v.engine, v.knobs));
-    else if (refusals.size() < 3)
-      refusals.push_back(fmt::format("engine {}: {}", v.engine, v.refusal));
-  }
-  r.accepted = static_cast<int>(accepted.size());
-  r.engines = join(accepted, "; ");
-  if (accepted.empty())
-    return refuse(fmt::format("none of the {} configurations cuDNN offers accepts the {} graph: {}",
-                              r.configurations, graph_name(c), join(refusals, " | ")));
-  return r;
+  if (auto why = cudnn_norm_unsupported(c)) return refused_engine_report(*why);
+  return cudnn_engine_report(
+      graph_name(c), [&](cudnnHandle_t handle) { return build_norm_graph(handle, c); }, target,
+      enough_accepted);
 }
 
 }  // namespace opbench

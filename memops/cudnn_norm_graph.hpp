@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_dry_run.hpp"
 #include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engine_report.hpp"
 #include "cudnn/cudnn_engines.hpp"
 #include "memops/memop.hpp"
 
@@ -76,8 +76,9 @@ cudnnDataType_t cudnn_norm_data_type(DType t);
 // belongs to no device, for a device description). Throws run_failure with cuDNN's message.
 NormGraph build_norm_graph(cudnnHandle_t handle, const MemopCase& c);
 
-// What cuDNN makes of the case's graph on `target` without running it: the heuristics'
-// configurations (at most kSurveyConfigs) finalized in order until `enough_accepted` accept.
+// What cuDNN makes of the case's graph on `target` without running it: the shared engine report
+// (cudnn/cudnn_engine_report) of the case's norm graph, the heuristics' configurations (at most
+// kSurveyConfigs) finalized in order until `enough_accepted` accept.
 // status skipped, with cuDNN's reason in `note`, when the graph or every configuration is refused.
 EngineReport cudnn_norm_engine_report(const MemopCase& c, const CudnnTarget& target,
                                       int enough_accepted);
