@@ -196,6 +196,14 @@ Descriptor make_plan(const BackendDescriptor& config, const CudnnTarget& target)
   return plan;
 }
 
+std::int64_t plan_workspace_bytes(const BackendDescriptor& plan) {
+  std::int64_t bytes = 0, count = 0;
+  cudnn_check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                       CUDNN_TYPE_INT64, 1, &count, &bytes),
+              "plan workspace size");
+  return bytes;
+}
+
 std::int64_t engine_index(const BackendDescriptor& config) {
   BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t raw = engine.get();
