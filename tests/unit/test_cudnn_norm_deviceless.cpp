@@ -4,6 +4,7 @@
 // kernel loading, where the CUDA toolkit's stub libcuda stops them (docs/architecture.md, "Which
 // cuDNN engines accept a graph"). The stub is loaded into this process for the rest of its life
 // (ctest runs every test case in a process of its own).
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -118,8 +119,12 @@ TEST_CASE("the plan cache passes over configurations whose plans cannot run, and
   // On a device description every plan stops at kernel loading (the stub libcuda), so no
   // configuration ever reaches the caller's trial: the cache refuses the graph with cuDNN's words
   // and keeps nothing, so the next call asks cuDNN again.
-  if (load_cuda_driver_or_stub() == "driver") {
-    WARN("a real driver may run the plans; this test needs the stub");
+  load_cuda_driver_or_stub();
+  // Where a GPU answers, plans made for a description may well run: the test is for the stub.
+  // (Asked of CUDA itself: an earlier test case may have loaded the stub as libcuda.so.1.)
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
+    WARN("a GPU is here: plans for a description may run, so this test of the stub is passed over");
     return;
   }
   const Descriptor device = make_device_description(load_device_profile("h100").device.dump());
