@@ -6,8 +6,8 @@
 #include "common/text.hpp"
 #include "common/version.hpp"
 #ifdef OPBENCH_HAVE_CUDA
-#include "attention/cudnn_backend.hpp"
 #include "common/cuda/device.hpp"
+#include "cudnn/cudnn_backend.hpp"
 #endif
 
 namespace opbench {

@@ -1,7 +1,7 @@
 // Attention on the GPU through cuDNN's SDPA graphs (backend API): the engine configurations the
 // heuristics offer are finalized and timed briefly, the fastest is measured, and the choice is
-// kept for the rest of the run under the case's shape. --check compares with the naive CUDA
-// reference on the same inputs.
+// kept for the rest of the run under the case's shape (cudnn/cudnn_plan_cache, policy fastest).
+// --check compares with the naive CUDA reference on the same inputs.
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <fmt/format.h>
@@ -12,10 +12,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "attention/attention_provider.hpp"
-#include "attention/cudnn_backend.hpp"
-#include "attention/cudnn_engines.hpp"
 #include "attention/cudnn_sdpa_graph.hpp"
 #include "attention/cudnn_version_policy.hpp"
 #include "attention/reference_attention.hpp"
@@ -28,6 +27,9 @@
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engines.hpp"
+#include "cudnn/cudnn_plan_cache.hpp"
 
 namespace opbench {
 namespace {
@@ -47,15 +49,6 @@ struct SdpaBuffers {
   DeviceBuffer q, k, v, o, stats, dout, dq, dk, dv, softmax_sum, dq_accum, workspace;
   float scale = 1, neg_inf = -std::numeric_limits<float>::infinity(), one = 1;
   std::int32_t seq_q = 0, seq_kv = 0;
-};
-
-// A chosen plan for one shape: the graph it was made from stays alive beside it.
-struct ChosenPlan {
-  SdpaGraph graph;
-  Descriptor plan;
-  std::int64_t workspace_bytes = 0;
-  std::int64_t engine = -1;
-  int finalized = 0, offered = 0;
 };
 
 class CudnnAttentionProvider final : public AttentionProvider {
@@ -150,7 +143,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
     }
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-    ChosenPlan* chosen = nullptr;
+    CudnnPlan* chosen = nullptr;
     try {
       chosen = &plan_for(s, pass, b);
     } catch (const Error& e) {
@@ -172,7 +165,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
     if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
     r.cache = "flush";
     r.engine = fmt::format("cudnn engine {} ({} of {} configurations finalized)", chosen->engine,
-                           chosen->finalized, chosen->offered);
+                           chosen->ran, chosen->offered);
     if (o.check) check(s, pass, dims, b, ref_o, ref_lse, r);
     return r;
   }
@@ -223,69 +216,25 @@ class CudnnAttentionProvider final : public AttentionProvider {
   // kCandidates configurations are finalized, each timed over kTrialRuns blocked runs after an
   // untimed first one (module loading), and the fastest kept. A refusal carries cuDNN's reason,
   // including what it writes only to its log.
-  ChosenPlan& plan_for(const AttentionShape& s, AttentionPass pass, SdpaBuffers& b) {
-    const std::string key = shape_key(s, pass);
-    if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  CudnnPlan& plan_for(const AttentionShape& s, AttentionPass pass, SdpaBuffers& b) {
     const bool bwd = pass == AttentionPass::bwd;
-    const CudnnTarget target{handle_, nullptr};
-    auto chosen = std::make_unique<ChosenPlan>();
-    CudnnLogCapture log;
-    std::vector<Descriptor> configs;
-    std::int64_t offered = 0;
-    try {
-      chosen->graph = bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s);
-      configs = heuristic_configs(*chosen->graph.graph, target, kCandidates, &offered);
-    } catch (const Error& e) {
-      const std::string logged = log.reason();
-      throw run_failure(fmt::format("cuDNN refuses the {} graph: {}{}", attention_pass_name(pass),
-                                    e.what(), logged.empty() ? "" : " [" + logged + "]"));
-    }
-    chosen->offered = static_cast<int>(offered);
-
-    double best_us = std::numeric_limits<double>::infinity();
-    std::string last_refusal = "the heuristics offered no engine configuration";
-    if (configs.empty() && !log.reason().empty()) last_refusal += ": " + log.reason();
-    CudaEventTimer timer;
-    for (const auto& config : configs) {
-      Descriptor plan;
-      std::int64_t workspace = 0;
-      double us = 0;
-      log.clear();
-      try {
-        plan = make_plan(*config, target);
-        std::int64_t n = 0;
-        cudnn_check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, &n, &workspace),
-                    "plan workspace size");
-        if (static_cast<std::int64_t>(b.workspace.bytes()) < workspace)
-          b.workspace = DeviceBuffer(static_cast<std::size_t>(workspace));
-        Descriptor pack = variant_pack(b, *chosen->graph.builder);
-        execute(*plan, *pack);  // first run: module loading, not timed
-        us = sample_us(timer,
-                       [&] {
-                         for (int run = 0; run < kTrialRuns; ++run)
-                           execute(*plan, *pack);
-                       }) /
-             kTrialRuns;
-      } catch (const Error& e) {
-        const std::string logged = log.reason();
-        last_refusal = std::string(e.what()) + (logged.empty() ? "" : " [" + logged + "]");
-        continue;
-      }
-      ++chosen->finalized;
-      if (us < best_us) {
-        best_us = us;
-        chosen->plan = plan;
-        chosen->workspace_bytes = workspace;
-        chosen->engine = engine_index(*config);
-      }
-    }
-    if (!chosen->plan)
-      throw run_failure(
-          fmt::format("cuDNN has no plan for this {} graph ({} configurations "
-                      "offered): {}",
-                      attention_pass_name(pass), offered, last_refusal));
-    return *plans_.emplace(key, std::move(chosen)).first->second;
+    std::optional<CudaEventTimer> timer;  // made on the first trial: a cached plan needs none
+    return plans_.plan_for(
+        shape_key(s, pass), attention_pass_name(pass), CudnnTarget{handle_, nullptr},
+        [&] { return bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s); },
+        [&](const PlanCandidate& c) {
+          if (static_cast<std::int64_t>(b.workspace.bytes()) < c.workspace_bytes)
+            b.workspace = DeviceBuffer(static_cast<std::size_t>(c.workspace_bytes));
+          Descriptor pack = variant_pack(b, *c.graph.builder);
+          execute(c.plan, *pack);  // first run: module loading, not timed
+          if (!timer) timer.emplace();
+          return sample_us(*timer,
+                           [&] {
+                             for (int run = 0; run < kTrialRuns; ++run)
+                               execute(c.plan, *pack);
+                           }) /
+                 kTrialRuns;
+        });
   }
 
   void check(const AttentionShape& s, AttentionPass pass, const AttentionDims& dims, SdpaBuffers& b,
@@ -331,7 +280,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
   cudaStream_t stream_ = nullptr;
   float neg_inf_ = -std::numeric_limits<float>::infinity();
   GpuSampler sampler_;  // blocked samples, or plain ones for good once cuDNN waited on the host
-  std::map<std::string, std::unique_ptr<ChosenPlan>> plans_;
+  CudnnPlanCache plans_{PlanPolicy::fastest, kCandidates};
 };
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
-#include "attention/cudnn_backend.hpp"
+#include "cudnn/cudnn_backend.hpp"
 
 namespace opbench {
 
@@ -36,10 +36,8 @@ enum SdpaUid : std::int64_t {
   kUidDQAccum = 16,     // fp32 [B, Hq, Sq, Dqk] scratch of the backward graph
 };
 
-struct SdpaGraph {
-  std::unique_ptr<GraphBuilder> builder;  // owns the tensors and operations of `graph`
-  Descriptor graph;
-};
+// The graph and the builder that owns its tensors and operations.
+using SdpaGraph = CudnnGraph;
 
 // Throws run_failure (with cuDNN's message) when cuDNN rejects the graph.
 SdpaGraph build_sdpa_forward(cudnnHandle_t handle, const AttentionShape& s);

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "attention/attention_shape.hpp"
-#include "common/version.hpp"
+#include "cudnn/cudnn_version.hpp"
 
 namespace opbench {
 
@@ -15,12 +15,10 @@ constexpr long kCudnnMinBackward = 90600;
 
 // Why cuDNN `version` (e.g. 91900 for 9.19.0) cannot run a pass of our graphs, or nullopt.
 inline std::optional<std::string> cudnn_version_refusal(long version, AttentionPass pass) {
-  const long needed = pass == AttentionPass::bwd ? kCudnnMinBackward : kCudnnMinForward;
-  if (version >= needed) return std::nullopt;
-  return "cuDNN " + version_from_int(version) + " is older than " + version_from_int(needed) +
-         ", which this " + attention_pass_name(pass) + " graph needs" +
-         (pass == AttentionPass::bwd ? " (its dQ accumulator is zeroed correctly from 9.6.0 on)"
-                                     : "");
+  const bool bwd = pass == AttentionPass::bwd;
+  return cudnn_older_than(version, bwd ? kCudnnMinBackward : kCudnnMinForward,
+                          "this " + attention_pass_name(pass) + " graph",
+                          bwd ? "its dQ accumulator is zeroed correctly from 9.6.0 on" : "");
 }
 
 }  // namespace opbench

@@ -38,25 +38,6 @@ cudnnBackendNormMode_t norm_mode(MemOp op) {
   return op == MemOp::layernorm ? CUDNN_LAYER_NORM : CUDNN_RMS_NORM;
 }
 
-// GraphBuilder::finish() finalizes the operations GraphBuilder made; the norm operations are made
-// here, so their graph is finalized here the same way (a handle only when there is a device).
-Descriptor finish_graph(cudnnHandle_t handle, const std::vector<Descriptor>& ops) {
-  auto graph = std::make_shared<BackendDescriptor>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  if (handle) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "graph handle");
-#pragma GCC diagnostic pop
-  }
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (const auto& op : ops)
-    raw.push_back(op->get());
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-             static_cast<std::int64_t>(raw.size()), raw.data(), "graph operations");
-  graph->finalize("operation graph finalize");
-  return graph;
-}
-
 // y = norm(x) · scale (+ bias), saving the statistics (training phase).
 Descriptor norm_forward(GraphBuilder& g, const MemopCase& c) {
   const NormLayout d(c);
@@ -160,56 +141,21 @@ NormGraph build_norm_graph(cudnnHandle_t handle, const MemopCase& c) {
   if (auto why = cudnn_norm_unsupported(c)) throw run_failure(*why);
   NormGraph out;
   out.builder = std::make_unique<GraphBuilder>(handle);
-  out.operations.push_back(c.pass == MemPass::bwd ? norm_backward(*out.builder, c)
-                                                  : norm_forward(*out.builder, c));
-  out.graph = finish_graph(handle, out.operations);
+  // The norm operation is made here (the builder knows no norm attributes) and joins the graph
+  // through the builder, which finalizes it as it does the SDPA graphs (a handle only when there
+  // is a device).
+  out.builder->add_operation(c.pass == MemPass::bwd ? norm_backward(*out.builder, c)
+                                                    : norm_forward(*out.builder, c));
+  out.graph = out.builder->finish();
   return out;
 }
 
 EngineReport cudnn_norm_engine_report(const MemopCase& c, const CudnnTarget& target,
                                       int enough_accepted) {
-  EngineReport r;
-  auto refuse = [&](std::string why) {
-    r.status = Status::skipped;
-    r.note = std::move(why);
-    return r;
-  };
-  if (auto why = cudnn_norm_unsupported(c)) return refuse(*why);
-
-  CudnnLogCapture log;
-  NormGraph graph;
-  std::vector<Descriptor> configs;
-  std::int64_t offered = 0;
-  try {
-    graph = build_norm_graph(target.handle, c);
-    configs = heuristic_configs(*graph.graph, target, kSurveyConfigs, &offered);
-  } catch (const Error& e) {
-    const std::string logged = log.reason();
-    return refuse(fmt::format("cuDNN refuses the {} graph: {}{}", graph_name(c), e.what(),
-                              logged.empty() ? "" : " [" + logged + "]"));
-  }
-  r.offered = static_cast<int>(offered);
-  if (configs.empty()) {
-    const std::string logged = log.reason();
-    return refuse(fmt::format("cuDNN's heuristics offer no engine configuration for the {} graph{}",
-                              graph_name(c),
-                              logged.empty() ? " (cuDNN logged no reason)" : ": " + logged));
-  }
-  std::vector<std::string> accepted, refusals;
-  const auto verdicts = survey_configs(configs, target, enough_accepted);
-  r.configurations = static_cast<int>(verdicts.size());
-  for (const EngineVerdict& v : verdicts) {
-    if (v.accepted)
-      accepted.push_back(fmt::format("engine {} [{}]", v.engine, v.knobs));
-    else if (refusals.size() < 3)
-      refusals.push_back(fmt::format("engine {}: {}", v.engine, v.refusal));
-  }
-  r.accepted = static_cast<int>(accepted.size());
-  r.engines = join(accepted, "; ");
-  if (accepted.empty())
-    return refuse(fmt::format("none of the {} configurations cuDNN offers accepts the {} graph: {}",
-                              r.configurations, graph_name(c), join(refusals, " | ")));
-  return r;
+  if (auto why = cudnn_norm_unsupported(c)) return refused_engine_report(*why);
+  return cudnn_engine_report(
+      graph_name(c), [&](cudnnHandle_t handle) { return build_norm_graph(handle, c); }, target,
+      enough_accepted);
 }
 
 }  // namespace opbench

@@ -2,8 +2,8 @@
 // cuDNN operation graphs of LayerNorm and RMSNorm, forward in the training phase (saving the
 // statistics backward needs) and backward, for a memops case of `rows` rows of `cols` elements:
 // one CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR or ..._NORM_BACKWARD_DESCRIPTOR each, built
-// on the attention family's backend layer (attention/cudnn_backend.hpp), and which engines
-// accept them on a GPU or on a device description (attention/cudnn_engines.hpp).
+// on the shared cuDNN layer (cudnn/cudnn_backend.hpp), and which engines accept them on a GPU or
+// on a device description (cudnn/cudnn_engines.hpp).
 //
 // Sources (read 2026):
 //  - NVIDIA cuDNN documentation, Graph API, "Supported Graph Patterns" > generic runtime fusion
@@ -36,9 +36,9 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
-#include "attention/cudnn_dry_run.hpp"
-#include "attention/cudnn_engines.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engine_report.hpp"
+#include "cudnn/cudnn_engines.hpp"
 #include "memops/memop.hpp"
 
 namespace opbench {
@@ -61,13 +61,8 @@ enum NormUid : std::int64_t {
 // The epsilon of every graph (cudnn-frontend's samples and PyTorch's default).
 constexpr float kNormEpsilon = 1e-5f;
 
-struct NormGraph {
-  std::unique_ptr<GraphBuilder> builder;  // owns the tensors `graph` references
-  std::vector<Descriptor> operations;     // the norm operation, kept alive beside the graph
-  Descriptor graph;
-  // The uids of the tensors the variant pack must name.
-  const std::vector<std::int64_t>& pack_uids() const { return builder->pack_uids(); }
-};
+// The graph and the builder that owns its tensors and its norm operation.
+using NormGraph = CudnnGraph;
 
 // Whether cuDNN's norm graphs express the operator (layernorm and rmsnorm).
 bool is_cudnn_norm(MemOp op);
@@ -81,8 +76,9 @@ cudnnDataType_t cudnn_norm_data_type(DType t);
 // belongs to no device, for a device description). Throws run_failure with cuDNN's message.
 NormGraph build_norm_graph(cudnnHandle_t handle, const MemopCase& c);
 
-// What cuDNN makes of the case's graph on `target` without running it: the heuristics'
-// configurations (at most kSurveyConfigs) finalized in order until `enough_accepted` accept.
+// What cuDNN makes of the case's graph on `target` without running it: the shared engine report
+// (cudnn/cudnn_engine_report) of the case's norm graph, the heuristics' configurations (at most
+// kSurveyConfigs) finalized in order until `enough_accepted` accept.
 // status skipped, with cuDNN's reason in `note`, when the graph or every configuration is refused.
 EngineReport cudnn_norm_engine_report(const MemopCase& c, const CudnnTarget& target,
                                       int enough_accepted);

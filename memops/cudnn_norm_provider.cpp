@@ -1,9 +1,10 @@
 // LayerNorm and RMSNorm on the GPU through cuDNN's norm graphs (memops/cudnn_norm_graph): the
 // forward in the training phase (y and the saved statistics) and the backward (dx and the weight
 // gradients). The heuristics' configurations are tried in order and the first that finalizes and
-// runs is kept for the shape; the samples are timed under the shared stop rule, stream-blocked and
-// with the SM clock read, on rotated operand sets (or after an L2 flush with --cold). --check
-// compares every output with a host reference in double from the very inputs cuDNN read.
+// runs is kept for the shape (cudnn/cudnn_plan_cache, policy first); the samples are timed under
+// the shared stop rule, stream-blocked and with the SM clock read, on rotated operand sets (or
+// after an L2 flush with --cold). --check compares every output with a host reference in double
+// from the very inputs cuDNN read.
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <fmt/format.h>
@@ -18,8 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
-#include "attention/cudnn_engines.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
@@ -30,6 +29,9 @@
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_engines.hpp"
+#include "cudnn/cudnn_plan_cache.hpp"
 #include "memops/cudnn_norm_graph.hpp"
 #include "memops/memop_provider.hpp"
 
@@ -145,16 +147,6 @@ class OperandSets {
   };
   std::int64_t sets_;
   std::map<std::int64_t, Pool> pools_;
-};
-
-// A chosen plan for one shape: the graph it was made from stays alive beside it.
-struct ChosenPlan {
-  NormGraph graph;
-  Descriptor plan;
-  std::int64_t workspace_bytes = 0;
-  std::int64_t engine = -1;
-  std::string knobs;
-  int position = 0, offered = 0;  // which configuration of how many the heuristics offered
 };
 
 std::string shape_key(const MemopCase& c) {
@@ -290,7 +282,7 @@ class CudnnNormProvider final : public MemopProvider {
     sets.replicate_inputs(stream_);
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-    ChosenPlan* chosen = nullptr;
+    CudnnPlan* chosen = nullptr;
     try {
       chosen = &plan_for(c, sets);
     } catch (const Error& e) {
@@ -408,62 +400,22 @@ class CudnnNormProvider final : public MemopProvider {
   // The plan for this shape, chosen once per run: the heuristics' configurations in order, the
   // first whose plan finalizes and runs once (module loading, untimed) on the first set. A
   // refusal carries cuDNN's reason, including what it writes only to its log.
-  ChosenPlan& plan_for(const MemopCase& c, const OperandSets& sets) {
-    const std::string key = shape_key(c);
-    if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
-    const CudnnTarget target{handle_, nullptr};
-    auto chosen = std::make_unique<ChosenPlan>();
-    CudnnLogCapture log;
-    std::vector<Descriptor> configs;
-    std::int64_t offered = 0;
-    const std::string graph = memop_name(c.op) + " " + mem_pass_name(c.pass);
-    try {
-      chosen->graph = build_norm_graph(handle_, c);
-      configs = heuristic_configs(*chosen->graph.graph, target, kCandidates, &offered);
-    } catch (const Error& e) {
-      const std::string logged = log.reason();
-      throw run_failure(fmt::format("cuDNN refuses the {} graph: {}{}", graph, e.what(),
-                                    logged.empty() ? "" : " [" + logged + "]"));
-    }
-    chosen->offered = static_cast<int>(offered);
-    std::string last_refusal = "the heuristics offered no engine configuration";
-    if (configs.empty() && !log.reason().empty()) last_refusal += ": " + log.reason();
-    int position = 0;
-    for (const auto& config : configs) {
-      ++position;
-      log.clear();
-      try {
-        Descriptor plan = make_plan(*config, target);
-        std::int64_t workspace = 0, count = 0;
-        cudnn_check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, &count, &workspace),
-                    "plan workspace size");
-        grow_workspace(workspace);
-        Descriptor pack = variant_pack(sets, 0, *chosen->graph.builder);
-        execute(*plan, *pack);
-        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        chosen->plan = plan;
-        chosen->workspace_bytes = workspace;
-        chosen->engine = engine_index(*config);
-        chosen->knobs = engine_knobs(*config);
-        chosen->position = position;
-        break;
-      } catch (const Error& e) {
-        const std::string logged = log.reason();
-        last_refusal = std::string(e.what()) + (logged.empty() ? "" : " [" + logged + "]");
-      }
-    }
-    if (!chosen->plan)
-      throw run_failure(
-          fmt::format("cuDNN has no plan for this {} graph ({} configurations "
-                      "offered): {}",
-                      graph, offered, last_refusal));
-    return *plans_.emplace(key, std::move(chosen)).first->second;
+  CudnnPlan& plan_for(const MemopCase& c, const OperandSets& sets) {
+    return plans_.plan_for(
+        shape_key(c), memop_name(c.op) + " " + mem_pass_name(c.pass), CudnnTarget{handle_, nullptr},
+        [&] { return build_norm_graph(handle_, c); },
+        [&](const PlanCandidate& candidate) {
+          grow_workspace(candidate.workspace_bytes);
+          Descriptor pack = variant_pack(sets, 0, *candidate.graph.builder);
+          execute(candidate.plan, *pack);
+          OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+          return 0.0;  // the first policy keeps the first that runs, whatever its time
+        });
   }
 
   // Runs the plan once more on the first set (whose inputs no run changes), then compares every
   // output with the host reference in double from the same inputs.
-  void check(const MemopCase& c, const MemopRunOptions& o, const ChosenPlan& chosen,
+  void check(const MemopCase& c, const MemopRunOptions& o, const CudnnPlan& chosen,
              const OperandSets& sets, const std::vector<float>& saved_mean,
              const std::vector<float>& saved_rstd, MemopResult& r) {
     execute(*chosen.plan, *variant_pack(sets, 0, *chosen.graph.builder));
@@ -565,7 +517,7 @@ class CudnnNormProvider final : public MemopProvider {
   DeviceBuffer workspace_;
   StreamBlocker blocker_{2.0};  // seconds before a held stream gives up (see sample_us)
   bool unblocked_ = false;
-  std::map<std::string, std::unique_ptr<ChosenPlan>> plans_;
+  CudnnPlanCache plans_{PlanPolicy::first, kCandidates};
 };
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_engines.hpp"
 #include "attention/cudnn_sdpa_graph.hpp"
 #include "common/device_profile.hpp"
+#include "cudnn/cudnn_engines.hpp"
 
 using namespace opbench;
 

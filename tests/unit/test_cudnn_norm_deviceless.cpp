@@ -4,6 +4,7 @@
 // kernel loading, where the CUDA toolkit's stub libcuda stops them (docs/architecture.md, "Which
 // cuDNN engines accept a graph"). The stub is loaded into this process for the rest of its life
 // (ctest runs every test case in a process of its own).
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_engines.hpp"
 #include "common/device_profile.hpp"
+#include "common/error.hpp"
+#include "cudnn/cudnn_engines.hpp"
+#include "cudnn/cudnn_plan_cache.hpp"
 #include "memops/cudnn_norm_graph.hpp"
 
 using namespace opbench;
@@ -109,5 +112,47 @@ TEST_CASE("cuDNN engines accept the norm graphs on A100, H100 and B200 descripti
             CHECK(r.accepted == 1);
             CHECK(r.offered >= 1);
           }
+  }
+}
+
+TEST_CASE("the plan cache passes over configurations whose plans cannot run, and says why") {
+  // On a device description every plan stops at kernel loading (the stub libcuda), so no
+  // configuration ever reaches the caller's trial: the cache refuses the graph with cuDNN's words
+  // and keeps nothing, so the next call asks cuDNN again.
+  load_cuda_driver_or_stub();
+  // Where a GPU answers, plans made for a description may well run: the test is for the stub.
+  // (Asked of CUDA itself: an earlier test case may have loaded the stub as libcuda.so.1.)
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
+    WARN("a GPU is here: plans for a description may run, so this test of the stub is passed over");
+    return;
+  }
+  const Descriptor device = make_device_description(load_device_profile("h100").device.dump());
+  const CudnnTarget target{nullptr, device.get()};
+  const MemopCase c = norm_case(MemOp::rmsnorm, MemPass::fwd, DType::bf16, 4096, 4096);
+  for (PlanPolicy policy : {PlanPolicy::first, PlanPolicy::fastest}) {
+    INFO(plan_policy_name(policy));
+    CudnnPlanCache cache(policy, 2);  // two plan finalizes: each compiles a kernel
+    int trials = 0, builds = 0;
+    auto build = [&] {
+      ++builds;
+      return build_norm_graph(nullptr, c);
+    };
+    auto trial = [&](const PlanCandidate&) {
+      ++trials;
+      return 1.0;
+    };
+    for (int call = 1; call <= 2; ++call) {
+      try {
+        cache.plan_for("key", "rmsnorm fwd", target, build, trial);
+        FAIL("a plan was kept although none can run here");
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("cuDNN has no plan for this rmsnorm fwd graph") != std::string::npos);
+        CHECK(what.find("configurations offered") != std::string::npos);
+      }
+      CHECK(builds == call);
+    }
+    CHECK(trials == 0);
   }
 }

@@ -1,4 +1,4 @@
-#include "attention/cudnn_engines.hpp"
+#include "cudnn/cudnn_engines.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -194,6 +194,14 @@ Descriptor make_plan(const BackendDescriptor& config, const CudnnTarget& target)
   plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config, "plan configuration");
   plan->finalize("execution plan finalize");
   return plan;
+}
+
+std::int64_t plan_workspace_bytes(const BackendDescriptor& plan) {
+  std::int64_t bytes = 0, count = 0;
+  cudnn_check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                       CUDNN_TYPE_INT64, 1, &count, &bytes),
+              "plan workspace size");
+  return bytes;
 }
 
 std::int64_t engine_index(const BackendDescriptor& config) {

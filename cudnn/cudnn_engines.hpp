@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/cudnn_backend.hpp"
+#include "cudnn/cudnn_backend.hpp"
 
 namespace opbench {
 
@@ -69,6 +69,9 @@ std::vector<Descriptor> heuristic_configs(const BackendDescriptor& graph, const 
                                           int max_configs, std::int64_t* offered);
 // An execution plan for `config` on `target`. Throws run_failure with cuDNN's message.
 Descriptor make_plan(const BackendDescriptor& config, const CudnnTarget& target);
+// The device memory a finalized plan needs beside its operands
+// (CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE).
+std::int64_t plan_workspace_bytes(const BackendDescriptor& plan);
 std::int64_t engine_index(const BackendDescriptor& config);
 std::string engine_knobs(const BackendDescriptor& config);
 // Whether a plan failure is the stub library's refusal to load a kernel (CUDA error 34).

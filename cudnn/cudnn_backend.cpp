@@ -1,4 +1,4 @@
-#include "attention/cudnn_backend.hpp"
+#include "cudnn/cudnn_backend.hpp"
 
 #include <fmt/format.h>
 

@@ -1,12 +1,14 @@
 #pragma once
 // A thin layer over cuDNN's backend API (cudnnBackend* descriptors): owned descriptors, typed
-// attribute setters, and a graph builder that makes tensors and operations by name. The
-// header-only cudnn-frontend is not installable here, and the raw API is all SDPA needs.
+// attribute setters, and the one graph builder every family's graphs are made with (attention's
+// SDPA, memops' norms). The header-only cudnn-frontend is not installable here, and the raw API
+// is all these graphs need.
 #include <cudnn.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/version.hpp"
@@ -76,6 +78,9 @@ class GraphBuilder {
                  cudnnDataType_t compute = CUDNN_DATA_FLOAT, std::int64_t axis = -1);
   void reduction(cudnnReduceTensorOp_t op, const GraphTensor& x, const GraphTensor& y);
   void reshape(const GraphTensor& x, const GraphTensor& y);
+  // A finalized operation the caller made itself (a norm operation, say, whose many attributes
+  // only its family knows): it joins the graph in the order added, and the builder keeps it alive.
+  void add_operation(Descriptor op) { ops_.push_back(std::move(op)); }
 
   // Finalizes the operation graph of everything added so far.
   Descriptor finish();
@@ -90,6 +95,15 @@ class GraphBuilder {
   // plans made from its graph.
   std::vector<Descriptor> tensors_;
   std::vector<std::int64_t> pack_uids_;
+};
+
+// A finalized operation graph with the builder that owns its tensors and operations: keep them
+// together (and beside any plan made from the graph). What every family's graph function returns.
+struct CudnnGraph {
+  std::unique_ptr<GraphBuilder> builder;
+  Descriptor graph;
+  // The uids of the tensors a variant pack must name.
+  const std::vector<std::int64_t>& pack_uids() const { return builder->pack_uids(); }
 };
 
 // Row-major (packed) strides of `dims`.
