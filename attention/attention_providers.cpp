@@ -8,9 +8,7 @@ namespace {
 
 const ProviderTable<AttentionProvider>& attention_providers() {
   static const ProviderTable<AttentionProvider> table{
-#ifdef OPBENCH_HAVE_CUDA
-      {Backend::cuda, "cudnn", make_cudnn_attention_provider},
-#endif
+      {Backend::cuda, "cudnn", OPBENCH_CUDA_PROVIDER(make_cudnn_attention_provider)},
       {Backend::cpu, "blocked", [](int) { return make_cpu_attention_provider("blocked"); }},
       {Backend::cpu, "reference", [](int) { return make_cpu_attention_provider("reference"); }},
   };

@@ -19,8 +19,17 @@ template <class Provider>
 struct ProviderEntry {
   Backend backend;
   std::string name;  // what --provider says
+  // Empty when this build lacks the backend (no CUDA): the row stays, so --provider cudnn on the
+  // CPU still says where cudnn runs.
   std::function<std::unique_ptr<Provider>(int device)> make;
 };
+
+// A provider's factory, or none in a build without CUDA.
+#ifdef OPBENCH_HAVE_CUDA
+#define OPBENCH_CUDA_PROVIDER(factory) (factory)
+#else
+#define OPBENCH_CUDA_PROVIDER(factory) nullptr
+#endif
 
 template <class Provider>
 using ProviderTable = std::vector<ProviderEntry<Provider>>;
@@ -30,7 +39,7 @@ template <class Provider>
 std::vector<std::string> provider_names(const ProviderTable<Provider>& table, Backend backend) {
   std::vector<std::string> out;
   for (const auto& e : table)
-    if (e.backend == backend) out.push_back(e.name);
+    if (e.backend == backend && e.make) out.push_back(e.name);
   return out;
 }
 
@@ -40,7 +49,7 @@ template <class Provider>
 std::unique_ptr<Provider> make_registered(const ProviderTable<Provider>& table, Backend backend,
                                           const std::string& name, int device) {
   for (const auto& e : table)
-    if (e.backend == backend && (name.empty() || e.name == name)) return e.make(device);
+    if (e.backend == backend && e.make && (name.empty() || e.name == name)) return e.make(device);
   const auto names = provider_names(table, backend);
   for (const auto& e : table)  // the provider is there, on another backend
     if (e.name == name)

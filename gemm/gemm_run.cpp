@@ -14,9 +14,7 @@ namespace {
 // the CPU; the routed experts' grouped GEMMs through cuBLAS or OpenBLAS.
 const ProviderTable<GemmProvider>& gemm_providers() {
   static const ProviderTable<GemmProvider> table{
-#ifdef OPBENCH_HAVE_CUDA
-      {Backend::cuda, "cublaslt", make_cublaslt_provider},
-#endif
+      {Backend::cuda, "cublaslt", OPBENCH_CUDA_PROVIDER(make_cublaslt_provider)},
       {Backend::cpu, "openblas", [](int) { return make_openblas_provider(); }},
   };
   return table;
@@ -24,9 +22,7 @@ const ProviderTable<GemmProvider>& gemm_providers() {
 
 const ProviderTable<ExpertGemmProvider>& gemm_expert_providers() {
   static const ProviderTable<ExpertGemmProvider> table{
-#ifdef OPBENCH_HAVE_CUDA
-      {Backend::cuda, "cublas", make_cublas_expert_provider},
-#endif
+      {Backend::cuda, "cublas", OPBENCH_CUDA_PROVIDER(make_cublas_expert_provider)},
       {Backend::cpu, "openblas", [](int) { return make_openblas_expert_provider(); }},
   };
   return table;

@@ -14,10 +14,8 @@ namespace {
 // a GPU; the vectorised loops on the CPU.
 const ProviderTable<MemopProvider>& memop_providers() {
   static const ProviderTable<MemopProvider> table{
-#ifdef OPBENCH_HAVE_CUDA
-      {Backend::cuda, "cuda", make_cuda_memop_provider},
-      {Backend::cuda, "cudnn", make_cudnn_norm_provider},
-#endif
+      {Backend::cuda, "cuda", OPBENCH_CUDA_PROVIDER(make_cuda_memop_provider)},
+      {Backend::cuda, "cudnn", OPBENCH_CUDA_PROVIDER(make_cudnn_norm_provider)},
       {Backend::cpu, "cpu", [](int) { return make_cpu_memop_provider(); }},
   };
   return table;
