@@ -29,7 +29,6 @@ namespace mm = memop_math;
 namespace ref = reference_memops;
 using namespace memop_inputs;
 
-
 // ---- operands ------------------------------------------------------------------------------
 
 // An operand of the catalogue (memops/memop_operands) or a workspace, placed in the provider's

@@ -51,7 +51,7 @@ namespace mm = memop_math;
 namespace ref = reference_memops;
 namespace cm = cuda_memops;
 
-using namespace memop_inputs;   // the same inputs as the CPU provider
+using namespace memop_inputs;  // the same inputs as the CPU provider
 
 // The device memory the operand sets may take: 80% of what is free.
 std::int64_t device_budget(int device) {

@@ -308,10 +308,7 @@ class CudnnNormProvider final : public MemopProvider {
           pack = variant_pack(sets, current, *chosen->graph.builder);
         });
     r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
-    if (unblocked_)
-      append_note(r.note,
-                  "samples not stream-blocked: cuDNN waited on the host while the stream was "
-                  "held, so each sample includes its launch");
+    if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
     r.cache = o.cold ? "flush" : "rotate";
     r.working_set_bytes = rotation.working_set_bytes;
     r.impl = fmt::format("cudnn engine {}{} (configuration {} of {} offered)", chosen->engine,
@@ -322,22 +319,8 @@ class CudnnNormProvider final : public MemopProvider {
   }
 
  private:
-  // A timed sample of `enqueue`, queued behind the stream blocker — unless cuDNN once waited on
-  // the host while the stream was held (the blocker then timed out instead of deadlocking):
-  // from then on samples are plain event pairs, and the rows say so.
   double sample_us(CudaEventTimer& timer, const std::function<void()>& enqueue) {
-    if (!unblocked_) {
-      try {
-        return blocked_sample_us(stream_, blocker_, timer, enqueue);
-      } catch (const Error&) {
-        if (!blocker_.timed_out()) throw;
-        unblocked_ = true;
-      }
-    }
-    timer.start(stream_);
-    enqueue();
-    timer.stop(stream_);
-    return timer.elapsed_us();
+    return sampler_.sample_us(stream_, timer, enqueue);
   }
 
   void execute(const BackendDescriptor& plan, const BackendDescriptor& pack) {
@@ -515,8 +498,7 @@ class CudnnNormProvider final : public MemopProvider {
   cudaStream_t stream_ = nullptr;
   float epsilon_ = kNormEpsilon;  // the by-value epsilon the variant packs point at
   DeviceBuffer workspace_;
-  StreamBlocker blocker_{2.0};  // seconds before a held stream gives up (see sample_us)
-  bool unblocked_ = false;
+  GpuSampler sampler_;  // blocked samples, or plain ones for good once cuDNN waited on the host
   CudnnPlanCache plans_{PlanPolicy::first, kCandidates};
 };
 
