@@ -128,9 +128,9 @@ int bench_step_main(int argc, char** argv) {
   std::optional<BackendChoice> choice;
   if (measuring) choice = choose_backend(o.backend, o.device);
   // The CPU providers compute in fp32; reports from a GPU are mostly bf16.
-  const DType dtype =
-      o.dtype.value_or(backend_traits(choice ? choice->backend : Backend::cuda).default_dtype);
-  const std::vector<StepConfig> configs = step_configurations(o, model, dtype);
+  const Backend device = choice ? choice->backend : Backend::cuda;
+  const DType dtype = o.dtype.value_or(backend_traits(device).default_dtype);
+  const std::vector<StepConfig> configs = step_configurations(o, model, dtype, device);
   std::vector<Plan> plans;
   for (const auto& c : configs)
     plans.push_back(plan_of(c));

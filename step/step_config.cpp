@@ -39,6 +39,45 @@ std::string sharding_name(Sharding s) {
   return "?";
 }
 
+Sharding parse_sharding(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "ddp") return Sharding::ddp;
+  if (t == "fsdp") return Sharding::fsdp;
+  if (t == "hsdp") return Sharding::hsdp;
+  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, fsdp, hsdp", text));
+}
+
+std::string kernels_name(Kernels k) {
+  return k == Kernels::eager ? "eager" : "fused";
+}
+
+Kernels parse_kernels(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "fused") return Kernels::fused;
+  if (t == "eager") return Kernels::eager;
+  throw bad_input(fmt::format("--kernels: '{}' is not one of fused, eager", text));
+}
+
+std::string optimizer_impl_name(OptimizerImpl o) {
+  switch (o) {
+    case OptimizerImpl::fused:
+      return "fused";
+    case OptimizerImpl::foreach:
+      return "foreach";
+    case OptimizerImpl::single:
+      return "single";
+  }
+  return "?";
+}
+
+OptimizerImpl parse_optimizer_impl(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t == "fused") return OptimizerImpl::fused;
+  if (t == "foreach") return OptimizerImpl::foreach;
+  if (t == "single") return OptimizerImpl::single;
+  throw bad_input(fmt::format("--optimizer-impl: '{}' is not one of fused, foreach, single", text));
+}
+
 std::int64_t StepConfig::micro_batches() const {
   if (grad_accum > 0) return grad_accum;
   if (global_batch > 0) return global_batch / (micro_batch * dp);

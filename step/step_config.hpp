@@ -25,6 +25,25 @@ Recompute parse_recompute(const std::string& text);  // bad_input naming --recom
 //        all-reduce of the gradient shards between the replicas).
 enum class Sharding { ddp, fsdp, hsdp };
 std::string sharding_name(Sharding s);
+Sharding parse_sharding(const std::string& text);  // bad_input naming --sharding
+
+// Which kernels run the model (docs/formulas.md, "Kernel plans"):
+//   fused  what a tuned framework runs: fused QKV and gate/up projections, flash attention,
+//          fused norms, activation, rotary, cross-entropy and optimizer;
+//   eager  what PyTorch eager runs for a Hugging Face-style model: separate projections, every
+//          norm, activation, rotary, attention step (per-head GEMMs, scale, mask, softmax, GQA
+//          copies), residual, loss and optimizer kernel on its own, with the layout copies and
+//          the gradient zeroing between them.
+enum class Kernels { fused, eager };
+std::string kernels_name(Kernels k);
+Kernels parse_kernels(const std::string& text);  // bad_input naming --kernels
+
+// How AdamW runs: fused (one kernel reads and writes every state once), foreach (PyTorch's
+// multi-tensor kernels: one call per elementary operation over all parameters), single (PyTorch's
+// for-loop: the elementary operations once per parameter tensor).
+enum class OptimizerImpl { fused, foreach, single };
+std::string optimizer_impl_name(OptimizerImpl o);
+OptimizerImpl parse_optimizer_impl(const std::string& text);  // bad_input naming --optimizer-impl
 
 struct StepConfig {
   ModelConfig model;
@@ -45,6 +64,8 @@ struct StepConfig {
   std::int64_t bucket_bytes = 25LL << 20;  // ddp: gradient bucket (PyTorch DDP's 25 MiB)
   RoutingSpec routing;                     // MoE: how tokens reach experts
   MoeImpl moe_impl = MoeImpl::grouped;
+  Kernels kernels = Kernels::fused;
+  OptimizerImpl optimizer_impl = OptimizerImpl::fused;
 
   std::int64_t tokens_per_micro_batch() const { return micro_batch * seq(); }
   std::int64_t seq() const { return seqlen > 0 ? seqlen : model.seqlen; }

@@ -23,14 +23,6 @@ double parse_overlap(const std::string& text) {
   throw bad_input(fmt::format("--overlap: '{}' is not none, full or a fraction in [0, 1]", text));
 }
 
-Sharding parse_sharding(const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t == "ddp") return Sharding::ddp;
-  if (t == "fsdp") return Sharding::fsdp;
-  if (t == "hsdp") return Sharding::hsdp;
-  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, fsdp, hsdp", text));
-}
-
 void add_flags(cxxopts::Options& options) {
   // clang-format off
   options.add_options("Model")
@@ -54,6 +46,8 @@ void add_flags(cxxopts::Options& options) {
     ("fsdp-version", "1 or 2", cxxopts::value<int>()->default_value("2"));
   options.add_options("Training")
     ("recompute", "none, selective or full (list)", cxxopts::value<std::string>()->default_value("none"))
+    ("kernels", "the kernels that run the model: fused (flash attention, fused norms, loss and optimizer) or eager (PyTorch eager's, one kernel per operation) (list)", cxxopts::value<std::string>()->default_value("fused"))
+    ("optimizer-impl", "AdamW as fused (one kernel), foreach (PyTorch's multi-tensor kernels) or single (PyTorch's per-tensor loop); default fused with --kernels fused, else PyTorch's choice on the device (single on the CPU, foreach on CUDA)", cxxopts::value<std::string>())
     ("dtype", "compute dtype: bf16, fp16 or fp32 (default fp32 when measuring on the CPU, else bf16)", cxxopts::value<std::string>())
     ("grad-dtype", "dtype of the gradients as reduced", cxxopts::value<std::string>()->default_value("fp32"))
     ("overlap", "share of the data-parallel communication hidden under compute: none, full or a fraction", cxxopts::value<std::string>()->default_value("none"))
@@ -66,6 +60,7 @@ void add_flags(cxxopts::Options& options) {
     ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
     ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
+    ("threads", "--measure on the CPU: threads the operators run with, as the job will have them (default: the CPUs this process may run on)", cxxopts::value<std::string>())
     ("check", "--measure: verify every measured result")
     ("dry-run", "list the operators of the busiest stage with their counts and FLOPs, and exit")
     ("report-csv-path", "the configurations' CSV (default step.csv in --report-dir-path)", cxxopts::value<std::string>())
@@ -123,6 +118,11 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   c.sharding = parse_sharding(str("sharding"));
   if (p.count("shard-group")) c.shard_group = one_int(p, "shard-group");
   c.fsdp_version = p["fsdp-version"].as<int>();
+  o.kernels.clear();
+  for (const auto& k : split(str("kernels"), ','))
+    push_once(o.kernels, parse_kernels(k), "--kernels", k);
+  if (p.count("optimizer-impl")) o.optimizer_impl = parse_optimizer_impl(str("optimizer-impl"));
+  if (p.count("threads")) o.threads = static_cast<unsigned>(one_int(p, "threads"));
   o.recomputes.clear();
   for (const auto& r : split(str("recompute"), ','))
     push_once(o.recomputes, parse_recompute(r), "--recompute", r);
@@ -160,31 +160,40 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   return o;
 }
 
+OptimizerImpl default_optimizer_impl(Kernels kernels, Backend device) {
+  if (kernels == Kernels::fused) return OptimizerImpl::fused;
+  return device == Backend::cpu ? OptimizerImpl::single : OptimizerImpl::foreach;
+}
+
 std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelConfig& model,
-                                            DType dtype) {
+                                            DType dtype, Backend device) {
   std::vector<StepConfig> out;
-  for (std::int64_t mb : o.micro_batches)
-    for (std::int64_t tp : o.tps)
-      for (std::int64_t pp : o.pps)
-        for (std::int64_t dp : o.dps)
-          for (Recompute r : o.recomputes) {
-            StepConfig c = o.base;
-            c.model = model;
-            c.micro_batch = mb;
-            c.tp = tp;
-            c.pp = pp;
-            c.dp = dp;
-            if (o.world_size > 0) {
-              if (o.world_size % (tp * pp) != 0)
-                throw bad_input(fmt::format("--world-size {}: not a multiple of --tp {} x --pp {}",
-                                            o.world_size, tp, pp));
-              c.dp = o.world_size / (tp * pp);
+  for (Kernels kernels : o.kernels)
+    for (std::int64_t mb : o.micro_batches)
+      for (std::int64_t tp : o.tps)
+        for (std::int64_t pp : o.pps)
+          for (std::int64_t dp : o.dps)
+            for (Recompute r : o.recomputes) {
+              StepConfig c = o.base;
+              c.model = model;
+              c.micro_batch = mb;
+              c.tp = tp;
+              c.pp = pp;
+              c.dp = dp;
+              if (o.world_size > 0) {
+                if (o.world_size % (tp * pp) != 0)
+                  throw bad_input(
+                      fmt::format("--world-size {}: not a multiple of --tp {} x --pp {}",
+                                  o.world_size, tp, pp));
+                c.dp = o.world_size / (tp * pp);
+              }
+              c.recompute = r;
+              c.dtype = dtype;
+              c.kernels = kernels;
+              c.optimizer_impl = o.optimizer_impl.value_or(default_optimizer_impl(kernels, device));
+              validate(c);
+              out.push_back(c);
             }
-            c.recompute = r;
-            c.dtype = dtype;
-            validate(c);
-            out.push_back(c);
-          }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/backend.hpp"
 #include "common/cli.hpp"
 #include "common/measure.hpp"
 #include "step/step_config.hpp"
@@ -18,6 +19,9 @@ struct StepOptions {
   StepConfig base;  // everything but the listed flags below
   std::vector<std::int64_t> micro_batches{1}, tps{1}, pps{1}, dps{1};
   std::vector<Recompute> recomputes{Recompute::none};
+  std::vector<Kernels> kernels{Kernels::fused};
+  std::optional<OptimizerImpl> optimizer_impl;  // default: default_optimizer_impl
+  unsigned threads = 0;  // --threads: CPU threads the measurement uses (0: the affinity mask's)
   std::int64_t world_size = 0;  // --world-size: dp = world / (tp · pp)
   std::optional<DType> dtype;   // default: fp32 when measuring on the CPU, else bf16
   bool measure = true;          // --measure (the default without --from-reports)
@@ -35,8 +39,14 @@ struct StepOptions {
 // nullopt after --help / --version.
 std::optional<StepOptions> parse_step_options(int argc, char** argv);
 
-// Every configuration the lists make, in order (micro-batch, tp, pp, dp, recompute), validated.
+// The optimizer a kernel plan runs unless --optimizer-impl says: fused with fused kernels; with
+// eager ones what PyTorch's torch.optim.AdamW picks on the device: its for-loop (single) on the
+// CPU, its multi-tensor foreach kernels on CUDA.
+OptimizerImpl default_optimizer_impl(Kernels kernels, Backend device);
+
+// Every configuration the lists make, in order (kernels, micro-batch, tp, pp, dp, recompute),
+// validated. `device`: where the times come from, for default_optimizer_impl.
 std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelConfig& model,
-                                            DType dtype);
+                                            DType dtype, Backend device);
 
 }  // namespace opbench

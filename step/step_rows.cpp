@@ -33,6 +33,8 @@ Record step_config_fields(const StepConfig& c) {
   r.arg("sp", std::string(c.sp() ? "yes" : "no"))
       .arg("sharding", sharding_name(c.sharding))
       .arg("recompute", recompute_name(c.recompute))
+      .arg("kernels", kernels_name(c.kernels))
+      .arg("optimizer_impl", optimizer_impl_name(c.optimizer_impl))
       .arg("micro_batch", c.micro_batch)
       .arg("seqlen", c.seq())
       .arg("micro_batches", c.micro_batches())
