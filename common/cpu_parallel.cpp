@@ -10,6 +10,15 @@
 
 namespace opbench {
 
+namespace {
+std::atomic<unsigned> thread_cap{0};  // limit_cpu_threads; 0: none
+}  // namespace
+
+void limit_cpu_threads(unsigned threads) {
+  thread_cap = threads;
+  openblas_set_num_threads(static_cast<int>(threads > 0 ? threads : usable_cores()));
+}
+
 unsigned usable_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
@@ -17,7 +26,9 @@ unsigned usable_cores() {
 }
 
 unsigned parallel_threads(std::int64_t items) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, usable_cores()));
+  const unsigned cap = thread_cap.load();
+  const unsigned cores = cap > 0 ? cap : usable_cores();
+  return static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, cores));
 }
 
 void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work) {

@@ -77,14 +77,15 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
                                   const std::vector<std::int64_t>& seqlens,
                                   const std::vector<GemmPass>& passes,
-                                  const std::vector<DType>& dtypes, const MoeRun& moe) {
+                                  const std::vector<DType>& dtypes, const MoeRun& moe,
+                                  bool separate_projections) {
   std::vector<GemmCase> out;
   // No --seq-len: the model's own (0 tells ParallelConfig so).
   const std::vector<std::int64_t> lengths =
       seqlens.empty() ? std::vector<std::int64_t>{0} : seqlens;
   for (std::int64_t seqlen : lengths)
     for (std::int64_t mb : micro_batches) {
-      ParallelConfig parallel{tp, mb, seqlen};
+      ParallelConfig parallel{tp, mb, seqlen, separate_projections};
       std::optional<Routed> routed;
       if (model.moe) routed = route(model, moe, mb * (seqlen > 0 ? seqlen : model.seqlen));
       for (const auto& layer : model_linear_layers(model, parallel))

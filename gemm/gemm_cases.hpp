@@ -34,9 +34,10 @@ struct ExpertCase {
 
 // A GEMM shape a real job ran (bench_gemm --capture-path): what libopbench_capture.so saw of it.
 struct CapturedGemm {
-  std::string api;                  // the intercepted function (sgemm_, cublasLtMatmul, ...)
-  std::int64_t calls = 0;           // over the merged files
-  std::optional<double> in_job_us;  // the captured average: total_us / timed_calls
+  std::string api;                         // the intercepted function (sgemm_, cublasLtMatmul, ...)
+  std::int64_t calls = 0;                  // over the merged files
+  std::optional<double> in_job_us;         // the captured average: total_us / timed_calls
+  std::optional<double> in_job_median_us;  // CapturedShape::in_job_median_us
 };
 
 struct GemmCase {
@@ -60,7 +61,8 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
                                   const std::vector<std::int64_t>& micro_batches,
                                   const std::vector<std::int64_t>& seqlens,
                                   const std::vector<GemmPass>& passes,
-                                  const std::vector<DType>& dtypes, const MoeRun& moe = {});
+                                  const std::vector<DType>& dtypes, const MoeRun& moe = {},
+                                  bool separate_projections = false);
 
 // configs/gemm_shapes.json: [{name, m, n, k, batch?, transa?, transb?, dtype?}]; entries without a
 // dtype run every dtype of `dtypes`.

@@ -21,7 +21,7 @@ std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp,
   return total / tp;
 }
 
-void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, bool separate,
                    std::vector<LinearLayer>& out) {
   const std::int64_t L = m.num_hidden_layers, H = m.hidden_size;
   const std::int64_t heads = split_tp(m, m.num_attention_heads, tp, "num_attention_heads");
@@ -44,14 +44,23 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
   }
   // GQA with fewer KV heads than tp ranks replicates each KV head (as Megatron does).
   const TpHeads split = heads_per_tp_rank(m, tp);
-  out.push_back({"attn_qkv", tokens, (heads + 2 * split.kv) * m.head_dim, H, L, split.note});
+  if (separate) {
+    out.push_back({"attn_q", tokens, heads * m.head_dim, H, L, ""});
+    out.push_back({"attn_k", tokens, split.kv * m.head_dim, H, L, split.note});
+    out.push_back({"attn_v", tokens, split.kv * m.head_dim, H, L, split.note});
+  } else {
+    out.push_back({"attn_qkv", tokens, (heads + 2 * split.kv) * m.head_dim, H, L, split.note});
+  }
   out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
 }
 
 void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::int64_t layers,
-                   std::vector<LinearLayer>& out) {
+                   bool separate, std::vector<LinearLayer>& out) {
   const std::int64_t I = split_tp(m, m.intermediate_size, tp, "intermediate_size");
-  if (m.gated_mlp)
+  if (m.gated_mlp && separate) {
+    out.push_back({"mlp_gate", tokens, I, m.hidden_size, layers, ""});
+    out.push_back({"mlp_up", tokens, I, m.hidden_size, layers, ""});
+  } else if (m.gated_mlp)
     out.push_back({"mlp_gate_up", tokens, 2 * I, m.hidden_size, layers, ""});
   else
     out.push_back({"mlp_up", tokens, I, m.hidden_size, layers, ""});
@@ -120,8 +129,9 @@ std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const Paralle
   const std::int64_t seqlen = p.seqlen > 0 ? p.seqlen : m.seqlen;
   const std::int64_t tokens = p.micro_batch * seqlen;
   std::vector<LinearLayer> out;
-  add_attention(m, tokens, p.tp, out);
-  if (m.dense_mlp_layers() > 0) add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), out);
+  add_attention(m, tokens, p.tp, p.separate_projections, out);
+  if (m.dense_mlp_layers() > 0)
+    add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), p.separate_projections, out);
   if (m.moe) add_moe(m, tokens, p.tp, out);
   // The LM head's vocabulary is padded up to a multiple of tp, as Megatron pads it.
   std::int64_t vocab = ceil_div(m.vocab_size, p.tp);

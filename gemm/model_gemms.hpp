@@ -32,6 +32,9 @@ struct ParallelConfig {
   std::int64_t tp = 1;
   std::int64_t micro_batch = 1;
   std::int64_t seqlen = 0;  // 0: the model's own seqlen
+  // Hugging Face's modules instead of Megatron's fused ones: q_proj, k_proj and v_proj instead of
+  // attn_qkv, gate_proj and up_proj instead of mlp_gate_up (what PyTorch eager runs).
+  bool separate_projections = false;
 };
 
 // The model's linear layers on one rank. Throws bad_input when tp does not divide what it must.

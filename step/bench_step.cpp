@@ -1,6 +1,7 @@
 #include "step/bench_step.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>
@@ -18,6 +19,7 @@
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/summary.hpp"
+#include "step/capture_times.hpp"
 #include "step/step_console.hpp"
 #include "step/step_measure.hpp"
 #include "step/step_operators.hpp"
@@ -36,7 +38,19 @@ Plan plan_of(const StepConfig& c) {
   return plan;
 }
 
-std::vector<StageOperators> timed(const Plan& plan, const ReportTimes* times) {
+// Where the operators' times come from: the job's capture first (--capture-path), then the
+// reports (--from-reports and this run's measurement).
+struct TimeSources {
+  std::optional<CaptureTimes> capture;
+  std::optional<ReportTimes> reports;
+  std::optional<OperatorTime> find(const StepOperator& op) const {
+    if (capture)
+      if (auto t = capture->find(op)) return t;
+    return reports ? reports->find(op) : std::nullopt;
+  }
+};
+
+std::vector<StageOperators> timed(const Plan& plan, const TimeSources* times) {
   std::vector<StageOperators> stages;
   for (const auto& ops : plan) {
     StageOperators stage;
@@ -59,14 +73,21 @@ std::string times_device(const StageOperators& stage) {
   return best;
 }
 
-// Measures what the reports lack (the collectives apart: they need ranks, bench_ccl measures
-// them), then reads every time back from the reports, the new ones included.
-std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<Plan>& plans,
-                                        const std::string& report_dir, Environment& env,
-                                        std::string& times_from) {
-  std::optional<ReportTimes> times;
-  if (!o.from_reports.empty()) times = ReportTimes::load(o.from_reports);
-  times_from = o.from_reports.empty() ? "" : "reports";
+// Reads the capture and the reports, measures what neither has (the collectives apart: they need
+// ranks, bench_ccl measures them), then reads every report back, the new ones included.
+TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
+                         const std::string& report_dir, Environment& env, std::string& times_from) {
+  TimeSources times;
+  std::vector<std::string> from;
+  if (!o.capture_path.empty()) {
+    times.capture = CaptureTimes::load(o.capture_path);
+    from.push_back("captured");
+  }
+  if (!o.from_reports.empty()) {
+    times.reports = ReportTimes::load(o.from_reports);
+    from.push_back("reports");
+  }
+  times_from = fmt::format("{}", fmt::join(from, "+"));
   if (!o.measure) return times;
   std::vector<StepOperator> all;
   for (const auto& plan : plans)
@@ -79,18 +100,20 @@ std::optional<ReportTimes> gather_times(const StepOptions& o, const std::vector<
   mo.measure = o.measure_flags;
   mo.check = o.check;
   mo.quiet = o.report.quiet;
+  mo.threads = o.threads;
   // The measured operators' reports are read back as CSV (ReportTimes), so CSV is always one of
   // their formats; --format adds the others.
   mo.formats = o.report.formats;
   mo.formats.insert(ReportFormat::csv);
   const StepMeasureResult r = measure_step_operators(
-      all, [&](const StepOperator& op) { return times && times->find(op).has_value(); }, mo,
-      report_dir, env);
+      all, [&](const StepOperator& op) { return times.find(op).has_value(); }, mo, report_dir, env);
   if (r.measured + r.failed + r.skipped == 0) return times;
   std::vector<std::string> dirs = o.from_reports;
   dirs.push_back(report_dir);
-  times_from = times_from.empty() ? "measured" : "reports+measured";
-  return ReportTimes::load(dirs);
+  from.push_back("measured");
+  times_from = fmt::format("{}", fmt::join(from, "+"));
+  times.reports = ReportTimes::load(dirs, report_dir);
+  return times;
 }
 
 // --dry-run: the operator lists on stdout; with --operators-csv-path also every stage's operators
@@ -152,7 +175,7 @@ int bench_step_main(int argc, char** argv) {
   install_interrupt_handlers();
 
   std::string times_from;
-  const std::optional<ReportTimes> times = gather_times(o, plans, report_dir, env, times_from);
+  const TimeSources times = gather_times(o, plans, report_dir, env, times_from);
   const nlohmann::json run{{"run_id", env.run_id()}};
   ReportFiles step_files(base, o.report.formats, run, "opbench_step");
   ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
@@ -161,7 +184,7 @@ int bench_step_main(int argc, char** argv) {
   std::string projections;  // the console's projections, for --summary-path
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const StepConfig& c = configs[i];
-    const auto stages = timed(plans[i], times ? &*times : nullptr);
+    const auto stages = timed(plans[i], &times);
     // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
     std::string device = times_device(stages.back());
     const Peaks peaks = Peaks::for_device(device, o.peaks);

@@ -18,6 +18,9 @@ struct OperatorTime {
   std::string source;  // "DIR/gemm_step.csv line 12", or how it was interpolated
   std::string device;  // the row's device column
   std::optional<double> rse;
+  // Where the time is from: "measured" (this run, bench_step --measure), "reports" (the folders of
+  // --from-reports), "captured" (the job's own calls, --capture-path).
+  std::string origin = "reports";
 };
 
 class ReportTimes {
@@ -26,7 +29,9 @@ class ReportTimes {
   // memops_*.csv, ccl_*.csv, fsdp*.csv, by their header rather than their name); rows with a
   // status other than ok are ignored. A later folder's row wins over an earlier one's for the
   // same arguments. A folder that does not exist or holds no report is a bad_input error naming it.
-  static ReportTimes load(const std::vector<std::string>& dirs);
+  // Rows of the folder `measured_dir` (bench_step's own measurement) say so in their origin.
+  static ReportTimes load(const std::vector<std::string>& dirs,
+                          const std::string& measured_dir = "");
 
   // The time of `op`, or nullopt when no ok row has its arguments.
   std::optional<OperatorTime> find(const StepOperator& op) const;

@@ -247,6 +247,7 @@ struct ReportTimes::Impl {
       sweeps;  // collective_key -> size -> row
   std::size_t ok_rows = 0;
   std::vector<std::string> files;
+  std::size_t measured_folder = static_cast<std::size_t>(-1);  // whose rows are "measured"
 
   void read_folder(const std::string& dir, std::size_t folder);
   // Whether `path` was a report (and its ok rows are now indexed).
@@ -306,6 +307,7 @@ void ReportTimes::Impl::index(ReportKind kind, const Row& r, std::size_t folder)
   // bench_ccl rows name no device; the backend (nccl, mpi) is what there is to say.
   t.device = std::string(r.has("device") ? r.text("device") : r.text("backend"));
   t.rse = r.real("rse");
+  t.origin = folder == measured_folder ? "measured" : "reports";
 
   switch (kind) {
     case ReportKind::gemm: {
@@ -368,6 +370,7 @@ std::optional<OperatorTime> ReportTimes::Impl::collective(const StepCollective& 
   t.source = fmt::format("interpolated between {} B ({}) and {} B ({})", lo->first, a.source,
                          hi->first, b.source);
   t.device = a.device;
+  t.origin = a.origin;
   // The larger of the two relative errors bounds the interpolated value's.
   if (a.rse && b.rse) t.rse = std::max(*a.rse, *b.rse);
   return t;
@@ -375,8 +378,11 @@ std::optional<OperatorTime> ReportTimes::Impl::collective(const StepCollective& 
 
 // ---- the interface ----------------------------------------------------------------------------
 
-ReportTimes ReportTimes::load(const std::vector<std::string>& dirs) {
+ReportTimes ReportTimes::load(const std::vector<std::string>& dirs,
+                              const std::string& measured_dir) {
   auto impl = std::make_shared<Impl>();
+  for (std::size_t i = 0; i < dirs.size(); ++i)
+    if (!measured_dir.empty() && dirs[i] == measured_dir) impl->measured_folder = i;
   for (std::size_t i = 0; i < dirs.size(); ++i)
     impl->read_folder(dirs[i], i);
   ReportTimes times;

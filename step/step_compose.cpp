@@ -26,6 +26,12 @@ StageSums sum_stage(const StageOperators& ops) {
       s.optimizer += ms;
       continue;
     }
+    if (op.attention_kernel) {
+      s.attention += ms;
+      if (op.phase == StepPhase::backward || op.phase == StepPhase::recompute)
+        s.backward_compute += ms;
+      continue;
+    }
     switch (op.family) {
       case StepFamily::gemm:
       case StepFamily::experts:

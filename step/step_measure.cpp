@@ -9,6 +9,7 @@
 #include "attention/attention_run.hpp"
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
+#include "common/cpu_parallel.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
 #include "common/interrupt.hpp"
@@ -133,6 +134,16 @@ struct Measuring {
 
 }  // namespace
 
+std::string cpu_threading_note(unsigned threads) {
+  const unsigned n = threads > 0 ? threads : usable_cores();
+  return fmt::format(
+      "threads: {} ({}), each operator alone: OpenBLAS's GEMMs and our memory-bound loops use "
+      "all {} in turn. A framework differs: PyTorch runs its elementwise kernels on its own "
+      "intra-op pool (torch.set_num_threads) while OpenBLAS keeps a pool of its own, so inside a "
+      "job the two can contend for the same cores",
+      n, threads > 0 ? "--threads" : "the CPUs this process may run on", n);
+}
+
 StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
                                          const std::function<bool(const StepOperator&)>& has_time,
                                          const StepMeasureOptions& o, const std::string& report_dir,
@@ -151,6 +162,10 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   Progress progress(todo.size(), static_cast<double>(todo.size()), o.quiet);
   progress.note(fmt::format("measuring {} operators on the {} ({})", todo.size(),
                             backend_traits(choice.backend).device_kind, choice.reason));
+  if (choice.backend == Backend::cpu) {
+    limit_cpu_threads(o.threads);
+    progress.note(cpu_threading_note(o.threads));
+  }
   ConsoleTable table({{"gemm", "", 14},
                       {"op", "", 13},
                       {"pass", "", 5},

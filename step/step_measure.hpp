@@ -23,6 +23,7 @@ struct StepMeasureOptions {
   MeasureOverrides measure;  // the shared stop rule's flags
   bool check = false;        // verify each result as the families' --check do
   bool quiet = false;
+  unsigned threads = 0;  // --threads: the CPU providers' threads (0: the affinity mask's cores)
   // The measured operators' reports' formats (gemm_step.csv ...): --format, and CSV always, the
   // format bench_step reads its times back from.
   std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
@@ -34,6 +35,9 @@ struct StepMeasureResult {
   std::string device;              // what the operators ran on
   bool interrupted = false;
 };
+
+// What --threads means for a CPU measurement, and how it differs from a framework's threading.
+std::string cpu_threading_note(unsigned threads);
 
 // Measures, once each (by StepOperator::identity()), every operator of `ops` but the collectives
 // for which `has_time` is false.

@@ -37,6 +37,9 @@ struct StepOperator {
   std::string name;        // "attn_qkv fprop", "rmsnorm bwd", "tp all_gather (attention in)"
   std::int64_t count = 0;  // calls per step on this rank, over all micro-batches
   std::string note;
+  // Counted with attention in the step's parts though measured as a GEMM or memory-bound
+  // operator: the kernels of unfused attention (--kernels eager).
+  bool attention_kernel = false;
 
   // The arguments of the family the operator belongs to (the others stay default):
   GemmProblem gemm;                     // gemm

@@ -3,48 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "attention/attention_shape.hpp"
 #include "common/param_layout.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/moe_routing.hpp"
 #include "memops/memop_cases.hpp"
+#include "step/eager_plan.hpp"
+#include "step/step_stage.hpp"
 
 namespace opbench {
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
-}
-
-struct StageView {
-  const StepConfig& c;
-  std::int64_t stage;
-  ModelConfig model;  // the stage's layers only
-  std::int64_t m;     // micro-batches per step
-  bool first() const { return stage == 0; }
-  bool last() const { return stage == c.pp - 1; }
-};
-
-StepOperator make_op(StepFamily family, StepPhase phase, std::string name, std::int64_t count,
-                     std::string note) {
-  StepOperator op;
-  op.family = family;
-  op.phase = phase;
-  op.name = std::move(name);
-  op.count = count;
-  op.note = std::move(note);
-  return op;
-}
-
-// Full recomputation runs every decoder layer's forward again inside the backward pass: its
-// FLOPs are hardware FLOPs, not model FLOPs (Megatron's HFU against MFU).
-StepOperator recomputed(StepOperator op) {
-  op.phase = StepPhase::recompute;
-  op.name += " (recomputed)";
-  op.hardware_flops = op.model_flops > 0 ? op.model_flops : op.hardware_flops;
-  op.model_flops = 0;
-  return op;
 }
 
 // The GEMMs of every linear layer in fprop, dgrad and wgrad, bench_gemm's own model cases for
@@ -57,9 +30,9 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
   moe.ep = c.ep;
   moe.routing = c.routing;
   moe.impls = {c.moe_impl};
-  const auto cases =
-      model_cases(v.model, c.tp, {c.micro_batch}, {c.seq()},
-                  {GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad}, {c.dtype}, moe);
+  const auto cases = model_cases(v.model, c.tp, {c.micro_batch}, {c.seq()},
+                                 {GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad}, {c.dtype},
+                                 moe, c.kernels == Kernels::eager);
   for (const GemmCase& g : cases) {
     if (g.calls_per_step == 0 || (g.gemm == "lm_head" && !v.last())) continue;
     const bool forward = g.pass == pass_name(GemmPass::fprop);
@@ -160,21 +133,11 @@ void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) 
   const MemOp act = v.model.gated_mlp ? MemOp::swiglu : MemOp::gelu;
   auto add = [&](const std::string& what, std::int64_t rows, std::int64_t cols) {
     for (MemPass p : {MemPass::fwd, MemPass::bwd}) {
-      MemopCase mc;
-      mc.report = mc.source = c.model.name;
-      mc.op = act;
-      mc.pass = p;
-      mc.rows = rows;
-      mc.cols = cols;
-      mc.dtype = c.dtype;
-      mc.tp = c.tp;
-      mc.micro_batch = c.micro_batch;
-      mc.seqlen = c.seq();
       StepOperator op =
           make_op(StepFamily::memop, p == MemPass::fwd ? StepPhase::forward : StepPhase::backward,
                   fmt::format("{} {} ({})", memop_name(act), mem_pass_name(p), what),
                   v.model.moe_layers() * v.m, "");
-      op.memop = mc;
+      op.memop = memop_case(c, act, p, rows, cols);
       out.push_back(op);
       if (c.recompute == Recompute::full && p == MemPass::fwd) out.push_back(recomputed(op));
     }
@@ -190,9 +153,7 @@ void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) 
 // fp32 model, else fp32 master weights and moments with the low-precision parameters written back.
 void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  const std::int64_t shards = c.sharding == Sharding::fsdp   ? c.dp
-                              : c.sharding == Sharding::hsdp ? c.shard_group
-                                                             : 1;
+  const std::int64_t shards = optimizer_shards(c);
   const std::int64_t params = stage_parameters(c, v.stage);
   MemopCase mc;
   mc.report = mc.source = c.model.name;
@@ -241,23 +202,39 @@ ModelConfig stage_model(const StepConfig& c, std::int64_t stage) {
   return m;
 }
 
-std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
+std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& c,
+                                                                           std::int64_t stage) {
   const ModelConfig m = stage_model(c, stage);
-  std::int64_t total = 0;
+  std::map<std::int64_t, std::int64_t> tensors;  // numel -> how many
+  auto add = [&](const ModuleParams& module, std::int64_t times) {
+    for (const ParamTensor& t : module.params)
+      if (times > 0) tensors[t.numel()] += times;
+  };
   for (const auto& module : decoder_layer_modules(m, false))
-    total += module.numel() * m.dense_mlp_layers();
+    add(module, m.dense_mlp_layers());
   if (m.moe)
     for (const auto& module : decoder_layer_modules(m, true))
-      total += module.numel() * m.moe_layers();
+      add(module, m.moe_layers());
   const bool first = stage == 0, last = stage == c.pp - 1;
   for (const auto& module : root_modules(c.model)) {
     const bool on_stage = module.name == "embedding" ? first : last;
-    if (on_stage) total += module.numel();
+    if (on_stage) add(module, 1);
   }
   // Tied embeddings: the last stage keeps its own copy of the table for the LM head (Megatron).
   if (c.model.tie_word_embeddings && last && !first)
-    total += c.model.vocab_size * c.model.hidden_size;
+    tensors[c.model.vocab_size * c.model.hidden_size] += 1;
+  return {tensors.begin(), tensors.end()};
+}
+
+std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
+  std::int64_t total = 0;
+  for (const auto& [numel, count] : stage_parameter_tensors(c, stage))
+    total += numel * count;
   return ceil_div(total, c.tp);
+}
+
+std::int64_t optimizer_shards(const StepConfig& c) {
+  return c.sharding == Sharding::fsdp ? c.dp : c.sharding == Sharding::hsdp ? c.shard_group : 1;
 }
 
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {
@@ -265,11 +242,18 @@ std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage
   const StageView v{c, stage, stage_model(c, stage), c.micro_batches()};
   std::vector<StepOperator> out;
   add_gemms(v, out);
-  add_attention(v, out);
-  add_memops(v, out);
+  if (c.kernels == Kernels::eager) {
+    add_eager_layer_kernels(v, out);
+  } else {
+    add_attention(v, out);
+    add_memops(v, out);
+  }
   add_expert_activations(v, out);
   add_gradient_accumulation(v, out);
-  add_optimizer(v, out);
+  if (c.optimizer_impl == OptimizerImpl::fused)
+    add_optimizer(v, out);
+  else
+    add_eager_optimizer(v, out);
   for (StepOperator& op : step_collectives(c, stage))
     out.push_back(std::move(op));
   return out;

@@ -2,6 +2,7 @@
 // Every operator instance of one training step on one rank of a pipeline stage, with its count
 // per step (docs/formulas.md, "Training step projection", lists what is counted and why).
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "step/step_config.hpp"
@@ -25,5 +26,13 @@ ModelConfig stage_model(const StepConfig& config, std::int64_t stage);
 // Parameters a rank of the stage holds before data-parallel sharding: its layers, the embedding
 // on the first stage, the final norm and LM head on the last, divided over tp (rounded up).
 std::int64_t stage_parameters(const StepConfig& config, std::int64_t stage);
+
+// The parameter tensors of the stage before tp (numel -> how many such tensors), as a
+// framework's optimizer loops over them (PyTorch's single-tensor AdamW runs per tensor).
+std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& config,
+                                                                           std::int64_t stage);
+
+// Over how many ranks the optimizer state is sharded: dp with fsdp, the shard group with hsdp.
+std::int64_t optimizer_shards(const StepConfig& config);
 
 }  // namespace opbench

@@ -58,6 +58,7 @@ void add_flags(cxxopts::Options& options) {
   options.add_options("Times")
     ("measure", "measure the operators the reports lack (the default without --from-reports)")
     ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
+    ("capture-path", "a capture folder of the job (scripts/capture.sh --out): its GEMMs' and collectives' in-job median times replace the isolated ones, shape by shape", cxxopts::value<std::string>())
     ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
     ("threads", "--measure on the CPU: threads the operators run with, as the job will have them (default: the CPUs this process may run on)", cxxopts::value<std::string>())
@@ -145,6 +146,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   if (p.count("from-reports"))
     for (const auto& dir : split(str("from-reports"), ','))
       if (!dir.empty()) o.from_reports.push_back(dir);
+  if (p.count("capture-path")) o.capture_path = str("capture-path");
   o.measure = o.from_reports.empty() || p.count("measure") > 0;
   o.backend = str("backend");
   o.device = p["device"].as<int>();

@@ -26,6 +26,7 @@ struct StepOptions {
   std::optional<DType> dtype;   // default: fp32 when measuring on the CPU, else bf16
   bool measure = true;          // --measure (the default without --from-reports)
   std::vector<std::string> from_reports;
+  std::string capture_path;  // --capture-path: a job's capture folder, whose times win
   std::string backend = "auto";
   int device = 0;
   bool check = false, dry_run = false;

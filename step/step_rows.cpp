@@ -93,6 +93,7 @@ Record operator_row(const StepConfig& c, const TimedOperator& t, const StepProje
       .metric("share_of_step", optional_value(share))
       .metric("model_flops", op.model_flops)
       .metric("hardware_flops", op.hardware_flops);
+  r.result("time_from", t.time ? Value{t.time->origin} : Value{});
   r.result("source", t.time ? Value{t.time->source} : Value{});
   r.result("status", std::string(t.time ? "ok" : "missing"));
   r.result("note", op.note.empty() ? Value{} : Value{op.note});

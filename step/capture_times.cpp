@@ -1,0 +1,72 @@
+#include "step/capture_times.hpp"
+
+#include <fmt/format.h>
+
+#include "collectives/capture_messages.hpp"
+#include "gemm/capture_cases.hpp"
+
+namespace opbench {
+namespace {
+
+std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, std::string>
+gemm_key(const GemmProblem& p, std::int64_t batch) {
+  return {p.m, p.n, p.k, batch, p.transa, p.transb, std::string(dtype_name(p.dtype))};
+}
+
+std::tuple<std::string, std::string, std::uint64_t, int> coll_key(CollOp op, DType dtype,
+                                                                  std::uint64_t bytes, int ranks) {
+  return {coll_op_name(op), std::string(dtype_name(dtype)), bytes, ranks};
+}
+
+}  // namespace
+
+CaptureTimes CaptureTimes::load(const std::string& dir) {
+  CaptureTimes t;
+  t.dir_ = dir;
+  CaptureSelection sel;
+  sel.dir = dir;
+  for (const GemmCase& c : capture_cases(sel, nullptr)) {
+    if (!c.captured || !c.captured->in_job_median_us) continue;  // no call timed
+    const GemmProblem& p = c.problem;
+    t.gemms_[gemm_key(p, p.batch)] = {c.captured->api, c.captured->calls,
+                                      *c.captured->in_job_median_us};
+  }
+  for (const CapturedMessage& msg : captured_messages(dir, std::nullopt, nullptr)) {
+    if (!msg.in_job_median_us) continue;
+    t.collectives_[coll_key(msg.op, msg.dtype, msg.size_bytes, msg.comm_size)] = {
+        msg.api, msg.calls, *msg.in_job_median_us};
+  }
+  return t;
+}
+
+std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
+  auto time = [&](const Shape& s, double factor, const std::string& what) {
+    OperatorTime t;
+    t.time_us = s.median_us * factor;
+    t.source = fmt::format("{}: {} {}, in-job median of {} call{}{}", dir_, s.api, what, s.calls,
+                           s.calls == 1 ? "" : "s",
+                           factor != 1 ? fmt::format(" x {} entries", factor) : "");
+    t.origin = "captured";
+    return t;
+  };
+  if (op.family == StepFamily::gemm) {
+    const GemmProblem& p = op.gemm;
+    const std::string dims = fmt::format("{}x{}x{} {}", p.m, p.n, p.k, p.layout());
+    const auto exact = gemms_.find(gemm_key(p, p.batch));
+    if (exact != gemms_.end()) return time(exact->second, 1, dims);
+    const auto entry = gemms_.find(gemm_key(p, 1));
+    if (p.batch > 1 && entry != gemms_.end())
+      return time(entry->second, static_cast<double>(p.batch), dims);
+    return std::nullopt;
+  }
+  if (op.family == StepFamily::collective) {
+    const StepCollective& c = op.collective;
+    const auto it = collectives_.find(coll_key(
+        c.op, c.dtype, static_cast<std::uint64_t>(c.size_bytes), static_cast<int>(c.group_size)));
+    if (it != collectives_.end())
+      return time(it->second, 1, fmt::format("{} B over {} ranks", c.size_bytes, c.group_size));
+  }
+  return std::nullopt;
+}
+
+}  // namespace opbench

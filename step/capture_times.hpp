@@ -1,0 +1,43 @@
+#pragma once
+// bench_step --capture-path: the times a real job's GEMMs and collectives took inside the job
+// (the capture folder scripts/capture.sh writes), put in place of the isolated ones so that the
+// projection differs from the job only by what the capture cannot see (docs/formulas.md,
+// "Calibration from a capture").
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "step/operator_times.hpp"
+#include "step/step_operator.hpp"
+
+namespace opbench {
+
+class CaptureTimes {
+ public:
+  // Every capture-*.csv of `dir` merged (bad_input naming --capture-path when it holds none).
+  static CaptureTimes load(const std::string& dir);
+
+  // The in-job median of `op`'s shape: a GEMM by (m, n, k, layout, dtype) and batch, a batched
+  // GEMM also as `batch` calls of one entry (a CPU BLAS runs torch.bmm entry by entry); a
+  // collective by (op, dtype, bytes, ranks). nullopt for the other families and uncaptured shapes.
+  std::optional<OperatorTime> find(const StepOperator& op) const;
+
+  std::size_t shapes() const { return gemms_.size() + collectives_.size(); }
+
+ private:
+  struct Shape {
+    std::string api;
+    std::int64_t calls = 0;
+    double median_us = 0;
+  };
+  using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
+                             std::string>;  // m n k batch transa transb dtype
+  using CollKey = std::tuple<std::string, std::string, std::uint64_t, int>;  // op dtype bytes ranks
+  std::string dir_;
+  std::map<GemmKey, Shape> gemms_;
+  std::map<CollKey, Shape> collectives_;
+};
+
+}  // namespace opbench

@@ -1,0 +1,237 @@
+#include "step/eager_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "step/step_operators.hpp"
+
+namespace opbench {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The stage's kernels as they are listed: each call site's phase, a name, and what it is timed as.
+class EagerKernels {
+ public:
+  EagerKernels(const StageView& v, std::vector<StepOperator>& out) : v_(v), out_(out) {}
+
+  // An elementwise, reduction or fill kernel that reads and writes `elements` elements in all
+  // (a broadcast operand counts by its own size). bench_memops has no generic elementwise
+  // operator: it is timed as a copy that moves the same bytes, elements / 2 of them.
+  void bytes(StepPhase phase, const std::string& name, std::int64_t elements, std::int64_t calls,
+             bool attention_core = false) {
+    StepOperator op = make_op(StepFamily::memop, phase, name + " (eager)", calls * v_.m,
+                              fmt::format("timed as a copy of the same bytes ({} elements read "
+                                          "and written)",
+                                          elements));
+    op.memop = memop_case(v_.c, MemOp::copy, MemPass::fwd, 1, ceil_div(elements, 2));
+    push(op, attention_core);
+  }
+
+  // One of bench_memops's own operators (softmax, layernorm, embedding, gelu).
+  void memop(StepPhase phase, const std::string& name, MemopCase mc, std::int64_t calls,
+             bool attention_core = false) {
+    StepOperator op = make_op(StepFamily::memop, phase, name + " (eager)", calls * v_.m, "");
+    op.memop = mc;
+    push(op, attention_core);
+  }
+
+  // A batched per-head GEMM of the unfused attention (torch.bmm / matmul on [B·heads, ...]).
+  void bmm(StepPhase phase, const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k,
+           bool ta, bool tb, std::int64_t batch, std::int64_t calls) {
+    StepOperator op =
+        make_op(StepFamily::gemm, phase, name, calls * v_.m,
+                "unfused attention: one GEMM per (sequence, head); qk: scores = "
+                "q·kᵀ, dq = ds·k, dkᵀ = qᵀ·ds; pv: out = p·v, dp = do·vᵀ, dv = pᵀ·do");
+    op.gemm.m = m, op.gemm.n = n, op.gemm.k = k, op.gemm.batch = batch;
+    op.gemm.transa = ta, op.gemm.transb = tb;
+    op.gemm.dtype = v_.c.dtype;
+    op.gemm.out_dtype = gemm_output_dtype(v_.c.dtype);
+    op.model_flops = op.hardware_flops = op.gemm.flops();
+    push(op, true);
+  }
+
+ private:
+  // Recomputation re-runs the forward kernels: all of the layer's with full, the attention
+  // core's (scores, mask, softmax, the two batched GEMMs) with selective.
+  void push(StepOperator op, bool attention_core) {
+    op.attention_kernel = attention_core;
+    out_.push_back(op);
+    const Recompute r = v_.c.recompute;
+    if (op.phase == StepPhase::forward &&
+        (r == Recompute::full || (r == Recompute::selective && attention_core)))
+      out_.push_back(recomputed(op));
+  }
+
+  const StageView& v_;
+  std::vector<StepOperator>& out_;
+};
+
+constexpr StepPhase kFwd = StepPhase::forward;
+constexpr StepPhase kBwd = StepPhase::backward;
+
+// Hugging Face's LlamaRMSNorm, x * rsqrt(mean(x²) + eps) * w, as six eager kernels forward and
+// eleven backward (autograd's nodes of pow, mean, add, rsqrt and the two muls, and the sum of
+// the two gradients reaching x); LayerNorm is one fused ATen kernel each way.
+void add_norm(EagerKernels& k, const StepConfig& c, const std::string& where, std::int64_t tokens,
+              std::int64_t calls) {
+  const std::int64_t H = c.model.hidden_size, n = tokens * H, T = tokens;
+  if (c.model.norm == "layernorm") {
+    for (MemPass p : {MemPass::fwd, MemPass::bwd})
+      k.memop(p == MemPass::fwd ? kFwd : kBwd, where + " layernorm " + mem_pass_name(p),
+              memop_case(c, MemOp::layernorm, p, T, H), calls);
+    return;
+  }
+  const std::string s = where + " rmsnorm ";
+  k.bytes(kFwd, s + "pow", 2 * n, calls);
+  k.bytes(kFwd, s + "mean", n + T, calls);
+  k.bytes(kFwd, s + "add eps, rsqrt", 2 * T, 2 * calls);
+  k.bytes(kFwd, s + "x * rstd, * weight", 2 * n + T, 2 * calls);
+  k.bytes(kBwd, s + "bwd grad * weight, grad * rstd", 2 * n + T, 2 * calls);
+  k.bytes(kBwd, s + "bwd grad * x, grad * normed", 3 * n, 2 * calls);
+  k.bytes(kBwd, s + "bwd sums (weight over tokens, rstd over hidden)", n + H, 2 * calls);
+  k.bytes(kBwd, s + "bwd rsqrt, mean", 3 * T + n, 2 * calls);
+  k.bytes(kBwd, s + "bwd pow (2 * x * grad)", 5 * n, calls);
+  k.bytes(kBwd, s + "bwd sum of the two paths", 3 * n, 2 * calls);
+}
+
+// Rotary embedding of q or k (n elements) as torch writes it: x * cos + rotate_half(x) * sin,
+// rotate_half = cat(-x2, x1).
+void add_rope(EagerKernels& k, const std::string& what, std::int64_t n, std::int64_t calls) {
+  const std::string s = "rope " + what + " ";
+  k.bytes(kFwd, s + "* cos, * sin", 2 * n, 2 * calls);
+  k.bytes(kFwd, s + "neg half", n, calls);
+  k.bytes(kFwd, s + "cat", 2 * n, calls);
+  k.bytes(kFwd, s + "add", 3 * n, calls);
+  k.bytes(kBwd, s + "bwd * cos, * sin", 2 * n, 2 * calls);
+  k.bytes(kBwd, s + "bwd neg half, cat of halves", 2 * n, 2 * calls);
+  k.bytes(kBwd, s + "bwd sum of the two paths", 3 * n, calls);
+}
+
+}  // namespace
+
+void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  const ModelConfig& m = v.model;
+  EagerKernels k(v, out);
+  const std::int64_t L = m.num_hidden_layers, B = c.micro_batch, S = c.seq();
+  const std::int64_t T = c.tokens_per_micro_batch(), H = m.hidden_size, d = m.head_dim;
+  const std::int64_t heads = m.num_attention_heads / c.tp;
+  const std::int64_t kv = std::max<std::int64_t>(1, m.num_key_value_heads / c.tp);
+  const std::int64_t nH = T * H, nq = T * heads * d, nkv = T * kv * d;
+  const std::int64_t batch = B * heads, scores = batch * S * S;
+
+  if (L > 0) {
+    add_norm(k, c, "input", T, L);
+    add_norm(k, c, "post-attention", T, L);
+    // The norms' outputs feed three (q, k, v) and two (gate, up) projections: autograd sums
+    // their input gradients; the residual stream's x feeds the norm and the residual add.
+    k.bytes(kBwd, "sum of q/k/v input gradients", 3 * nH, 2 * L);
+    if (m.gated_mlp) k.bytes(kBwd, "sum of gate/up input gradients", 3 * nH, L);
+    k.bytes(kBwd, "residual stream gradient sums", 3 * nH, 2 * L);
+    k.bytes(kFwd, "residual add", 3 * nH, 2 * L);
+    if (!m.learned_position_embeddings) {
+      add_rope(k, "q", nq, L);
+      add_rope(k, "k", nkv, L);
+    }
+    if (kv != heads) {  // GQA: k and v expanded to every query head, then made contiguous
+      k.bytes(kFwd, "GQA repeat of k and v", nkv + nq, 2 * L, true);
+      k.bytes(kBwd, "GQA repeat bwd: sum over the query heads", nq + nkv, 2 * L, true);
+    }
+    // PyTorch's math attention (torch 1.13's only CPU path; any torch's without a fused
+    // kernel): q scaled, scores = q·kᵀ per head, the causal mask built and added, softmax,
+    // out = p·v, then the heads transposed back into the hidden layout.
+    k.bytes(kFwd, "attention q scale", 2 * nq, L, true);
+    k.bmm(kFwd, "attn_qk fprop", S, S, d, false, true, batch, L);
+    k.bytes(kFwd, "attention causal mask (S x S: ones, tril, fill)", 3 * 2 * S * S, L, true);
+    k.bytes(kFwd, "attention mask add", 2 * scores, L, true);
+    k.memop(kFwd, "attention softmax fwd",
+            memop_case(c, MemOp::softmax, MemPass::fwd, batch * S, S), L, true);
+    k.bmm(kFwd, "attn_pv fprop", S, d, S, false, false, batch, L);
+    k.bytes(kFwd, "attention output transpose copy", 2 * nq, L, true);
+    k.bytes(kBwd, "attention output transpose copy bwd", 2 * nq, L, true);
+    k.bmm(kBwd, "attn_pv bwd_dp", S, S, d, false, true, batch, L);
+    k.bmm(kBwd, "attn_pv bwd_dv", S, d, S, true, false, batch, L);
+    k.memop(kBwd, "attention softmax bwd",
+            memop_case(c, MemOp::softmax, MemPass::bwd, batch * S, S), L, true);
+    k.bmm(kBwd, "attn_qk bwd_dq", S, d, S, false, false, batch, L);
+    k.bmm(kBwd, "attn_qk bwd_dk", d, S, S, true, false, batch, L);
+    k.bytes(kBwd, "attention q scale bwd", 2 * nq, L, true);
+    const std::int64_t I = m.intermediate_size / c.tp, nI = T * I;
+    if (m.dense_mlp_layers() > 0) {
+      const std::int64_t dense = m.dense_mlp_layers();
+      if (m.gated_mlp) {
+        k.bytes(kFwd, "mlp silu", 2 * nI, dense);
+        k.bytes(kFwd, "mlp silu * up", 3 * nI, dense);
+        k.bytes(kBwd, "mlp mul bwd (grad * up, grad * silu)", 3 * nI, 2 * dense);
+        k.bytes(kBwd, "mlp silu bwd", 3 * nI, dense);
+      } else {
+        k.memop(kFwd, "mlp gelu fwd", memop_case(c, MemOp::gelu, MemPass::fwd, T, I), dense);
+        k.memop(kBwd, "mlp gelu bwd", memop_case(c, MemOp::gelu, MemPass::bwd, T, I), dense);
+      }
+    }
+  }
+  if (v.first()) {
+    // nn.Embedding's dense backward zeroes a whole table-sized gradient, then adds the rows in.
+    k.memop(
+        kFwd, "embedding fwd",
+        [&] {
+          MemopCase mc = memop_case(c, MemOp::embedding, MemPass::fwd, T, H);
+          mc.vocab = m.vocab_size;
+          return mc;
+        }(),
+        1);
+    k.bytes(kBwd, "embedding bwd zero fill of the table gradient", m.vocab_size * H, 1);
+    MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, T, H);
+    scatter.vocab = m.vocab_size;
+    k.memop(kBwd, "embedding bwd", scatter, 1);
+  }
+  if (v.last()) {
+    add_norm(k, c, "final", T, 1);
+    // F.cross_entropy = log_softmax + nll_loss; nll's backward zero-fills a logits-sized
+    // gradient before it scatters -1 into it.
+    const std::int64_t V = ceil_div(m.vocab_size, c.tp);
+    k.memop(kFwd, "loss log_softmax fwd", memop_case(c, MemOp::softmax, MemPass::fwd, T, V), 1);
+    k.bytes(kBwd, "loss nll bwd zero fill", T * V, 1);
+    k.memop(kBwd, "loss log_softmax bwd", memop_case(c, MemOp::softmax, MemPass::bwd, T, V), 1);
+  }
+}
+
+void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
+  const StepConfig& c = v.c;
+  // torch.optim.AdamW's elementwise kernels per tensor of n elements, with the elements each
+  // reads and writes (p: parameter, g: gradient, m, v: moments, den: a fresh temporary):
+  // p *= 1 - lr·wd; m *= b1; m += (1 - b1)·g; v *= b2; v += (1 - b2)·g·g; den = sqrt(v);
+  // den /= sqrt(bias correction); den += eps; p -= step·m / den.
+  struct Kernel {
+    const char* name;
+    int streams;
+  };
+  static const Kernel kernels[] = {
+      {"p *= 1 - lr*wd", 2},   {"m *= b1", 2},         {"m += (1-b1)*g", 3},
+      {"v *= b2", 2},          {"v += (1-b2)*g*g", 3}, {"den = sqrt(v)", 2},
+      {"den /= bias corr", 2}, {"den += eps", 2},      {"p -= step*m/den", 4}};
+  const std::int64_t shards = optimizer_shards(c) * c.tp;
+  const std::string impl = optimizer_impl_name(c.optimizer_impl);
+  // single: once per parameter tensor; foreach: once over the rank's whole shard.
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;  // elements -> calls
+  if (c.optimizer_impl == OptimizerImpl::single) {
+    for (const auto& [numel, count] : stage_parameter_tensors(c, v.stage))
+      calls.push_back({ceil_div(numel, shards), count});
+  } else {
+    calls.push_back({ceil_div(stage_parameters(c, v.stage), optimizer_shards(c)), 1});
+  }
+  for (const Kernel& kernel : kernels)
+    for (const auto& [n, count] : calls) {
+      StepOperator op = make_op(
+          StepFamily::memop, StepPhase::optimizer, fmt::format("adamw {} {}", impl, kernel.name),
+          count, fmt::format("fp32, {} elements per call; timed as a copy of the same bytes", n));
+      MemopCase mc = memop_case(c, MemOp::copy, MemPass::fwd, 1, ceil_div(kernel.streams * n, 2));
+      mc.dtype = DType::fp32;
+      op.memop = mc;
+      out.push_back(op);
+    }
+}
+
+}  // namespace opbench
