@@ -182,6 +182,7 @@ int bench_step_main(int argc, char** argv) {
   bool complete = true;
   std::vector<Record> rows;
   std::string projections;  // the console's projections, for --summary-path
+  std::vector<StepProjection> projected;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const StepConfig& c = configs[i];
     const auto stages = timed(plans[i], &times);
@@ -190,6 +191,7 @@ int bench_step_main(int argc, char** argv) {
     const Peaks peaks = Peaks::for_device(device, o.peaks);
     const std::optional<double> peak = peaks.tflops(c.dtype);
     StepProjection p = compose_step(c, stages, peak);
+    projected.push_back(p);
     complete = complete && p.step_ms.has_value();
     rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
     step_files.write(rows.back());
@@ -198,6 +200,8 @@ int bench_step_main(int argc, char** argv) {
     print_projection(c, stages, p, stdout);
     if (!o.report.summary_path.empty()) projections += projection_text(c, stages, p);
   }
+  const std::string fusion = fusion_text(configs, projected);
+  fmt::print("{}", fusion);
   env.write(report_dir, true);
   if (!o.report.summary_path.empty())
     write_summary(o.report.summary_path, env, rows,
@@ -206,9 +210,9 @@ int bench_step_main(int argc, char** argv) {
                    "tokens_per_s",
                    true,
                    {"model", "world_size", "tp", "pp", "dp", "micro_batch", "seqlen", "dtype",
-                    "step_time_ms", "tokens_per_s", "mfu", "times_from"},
+                    "kernels", "step_time_ms", "tokens_per_s", "mfu", "times_from"},
                    15,
-                   {"## Where the step's time goes\n\n```\n" + projections + "```"}});
+                   {"## Where the step's time goes\n\n```\n" + projections + fusion + "```"}});
   std::fflush(stdout);
   for (const auto& files : {step_files.listing(), operator_files.listing()})
     for (const auto& line : files)

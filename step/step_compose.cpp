@@ -21,39 +21,33 @@ StageSums sum_stage(const StageOperators& ops) {
   StageSums s;
   for (const TimedOperator& t : ops) {
     const double ms = t.total_ms();
-    const StepOperator& op = t.op;
-    if (op.phase == StepPhase::optimizer) {
-      s.optimizer += ms;
-      continue;
-    }
-    if (op.attention_kernel) {
-      s.attention += ms;
-      if (op.phase == StepPhase::backward || op.phase == StepPhase::recompute)
-        s.backward_compute += ms;
-      continue;
-    }
-    switch (op.family) {
-      case StepFamily::gemm:
-      case StepFamily::experts:
+    const StepPart part = step_part(t.op);
+    switch (part) {
+      case StepPart::gemm:
         s.gemm += ms;
         break;
-      case StepFamily::attention:
+      case StepPart::attention:
         s.attention += ms;
         break;
-      case StepFamily::memop:
+      case StepPart::memop:
         s.memop += ms;
         break;
-      case StepFamily::collective:
-        if (op.phase == StepPhase::grad_sync)
-          s.grad_sync += ms;
-        else if (op.phase == StepPhase::param_gather)
-          s.param_gather += ms;
-        else
-          s.critical_comm += ms;
+      case StepPart::optimizer:
+        s.optimizer += ms;
+        break;
+      case StepPart::critical_comm:
+        s.critical_comm += ms;
+        break;
+      case StepPart::grad_sync:
+        s.grad_sync += ms;
+        break;
+      case StepPart::param_gather:
+        s.param_gather += ms;
         break;
     }
-    if (op.family != StepFamily::collective &&
-        (op.phase == StepPhase::backward || op.phase == StepPhase::recompute))
+    const bool compute =
+        part == StepPart::gemm || part == StepPart::attention || part == StepPart::memop;
+    if (compute && (t.op.phase == StepPhase::backward || t.op.phase == StepPhase::recompute))
       s.backward_compute += ms;
   }
   return s;
@@ -68,6 +62,45 @@ __int128 total_flops(const StepConfig& c, const std::vector<StageOperators>& sta
 }
 
 }  // namespace
+
+StepPart step_part(const StepOperator& op) {
+  if (op.phase == StepPhase::optimizer) return StepPart::optimizer;
+  if (op.attention_kernel) return StepPart::attention;
+  switch (op.family) {
+    case StepFamily::gemm:
+    case StepFamily::experts:
+      return StepPart::gemm;
+    case StepFamily::attention:
+      return StepPart::attention;
+    case StepFamily::memop:
+      return StepPart::memop;
+    case StepFamily::collective:
+      break;
+  }
+  if (op.phase == StepPhase::grad_sync) return StepPart::grad_sync;
+  if (op.phase == StepPhase::param_gather) return StepPart::param_gather;
+  return StepPart::critical_comm;
+}
+
+std::string part_name(StepPart p) {
+  switch (p) {
+    case StepPart::gemm:
+      return "gemm";
+    case StepPart::attention:
+      return "attention";
+    case StepPart::memop:
+      return "memop";
+    case StepPart::optimizer:
+      return "optimizer";
+    case StepPart::critical_comm:
+      return "critical_comm";
+    case StepPart::grad_sync:
+      return "grad_sync";
+    case StepPart::param_gather:
+      return "param_gather";
+  }
+  return "?";
+}
 
 __int128 total_model_flops(const StepConfig& c, const std::vector<StageOperators>& stages) {
   return total_flops(c, stages, true);

@@ -23,6 +23,13 @@ struct TimedOperator {
 // A stage's operators and their times.
 using StageOperators = std::vector<TimedOperator>;
 
+// Which part of the step an operator's time counts in: its family's, but the optimizer's kernels
+// count as the optimizer, eager attention's GEMMs and memory-bound kernels as attention, and the
+// collectives by when they run (on the critical path, or data-parallel: grad_sync, param_gather).
+enum class StepPart { gemm, attention, memop, optimizer, critical_comm, grad_sync, param_gather };
+StepPart step_part(const StepOperator& op);
+std::string part_name(StepPart p);  // the step_operators.csv column `part`
+
 struct StepBreakdown {
   double gemm_ms = 0;          // GEMMs and grouped expert GEMMs, recomputation included
   double attention_ms = 0;     // attention forward, backward and recomputed

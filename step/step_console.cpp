@@ -12,6 +12,12 @@
 namespace opbench {
 namespace {
 
+std::string kernels_text(const StepConfig& c) {
+  if (c.kernels == Kernels::fused && c.optimizer_impl == OptimizerImpl::fused) return "";
+  return fmt::format(", {} kernels, adamw {}", kernels_name(c.kernels),
+                     optimizer_impl_name(c.optimizer_impl));
+}
+
 std::string config_line(const StepConfig& c) {
   std::string line = fmt::format(
       "{}: world {} = tp {} x pp {} x dp {}{}{}, {} micro-batch{} of {} x {} tokens per replica, "
@@ -22,7 +28,7 @@ std::string config_line(const StepConfig& c) {
       dtype_name(c.dtype));
   if (c.tp > 1) line += c.sp() ? ", sequence parallel" : ", no sequence parallelism";
   if (c.sharding != Sharding::ddp) line += ", " + sharding_name(c.sharding);
-  return line;
+  return line + kernels_text(c);
 }
 
 std::string flops_text(double flops) {
@@ -129,6 +135,43 @@ std::string projection_text(const StepConfig& c, const std::vector<StageOperator
   std::string text(buffer, size);
   std::free(buffer);
   return text;
+}
+
+std::string fusion_text(const std::vector<StepConfig>& configs,
+                        const std::vector<StepProjection>& projections) {
+  std::string out;
+  auto base = [](StepConfig c) {  // the configuration but its kernels
+    c.kernels = Kernels::fused;
+    c.optimizer_impl = OptimizerImpl::fused;
+    return config_line(c);
+  };
+  for (std::size_t e = 0; e < configs.size(); ++e) {
+    if (configs[e].kernels != Kernels::eager || !projections[e].step_ms) continue;
+    for (std::size_t f = 0; f < configs.size(); ++f) {
+      if (configs[f].kernels != Kernels::fused || !projections[f].step_ms ||
+          base(configs[f]) != base(configs[e]))
+        continue;
+      const StepBreakdown &a = projections[e].parts, &b = projections[f].parts;
+      out += fmt::format(
+          "what fusion buys: {}\n  {:<22} {:>12} {:>12} {:>12}\n", base(configs[e]), "",
+          fmt::format("eager ({})", optimizer_impl_name(configs[e].optimizer_impl)),
+          fmt::format("fused ({})", optimizer_impl_name(configs[f].optimizer_impl)), "saved");
+      auto row = [&](const char* part, double x, double y) {
+        out += fmt::format("  {:<22} {:>12} {:>12} {:>12}\n", part, time_text(x * 1e3),
+                           time_text(y * 1e3),
+                           x > 0 ? fmt::format("{:.0f}%", 100 * (x - y) / x) : "-");
+      };
+      row("GEMM", a.gemm_ms, b.gemm_ms);
+      row("attention", a.attention_ms, b.attention_ms);
+      row("memory-bound", a.memop_ms, b.memop_ms);
+      row("optimizer", a.optimizer_ms, b.optimizer_ms);
+      row("exposed communication", a.exposed_comm_ms, b.exposed_comm_ms);
+      row("pipeline bubble", a.bubble_ms, b.bubble_ms);
+      row("step", a.total(), b.total());
+      out += "\n";
+    }
+  }
+  return out;
 }
 
 }  // namespace opbench

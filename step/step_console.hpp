@@ -22,4 +22,9 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
 std::string projection_text(const StepConfig& c, const std::vector<StageOperators>& stages,
                             const StepProjection& p);
 
+// For every eager configuration with a fused twin (the same but --kernels), both side by side per
+// part of the step: what fusion buys. Empty when the configurations hold no such pair.
+std::string fusion_text(const std::vector<StepConfig>& configs,
+                        const std::vector<StepProjection>& projections);
+
 }  // namespace opbench

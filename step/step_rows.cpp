@@ -79,6 +79,7 @@ Record operator_row(const StepConfig& c, const TimedOperator& t, const StepProje
   r.arg("stage", p.stage)
       .arg("family", family_name(op.family))
       .arg("phase", phase_name(op.phase))
+      .arg("part", part_name(step_part(op)))
       .arg("operator", op.name)
       .arg("args", op.args())
       .arg("count", op.count);

@@ -6,8 +6,11 @@ Usage: check_step_reports.py BENCH_STEP DIR [--rows N] [--exit-code C] [--missin
 
 For every configuration row of DIR/step.csv:
   - the operator rows of step_operators.csv: total_ms = count x time_us, and each time_us is the
-    time_us of the report row its `source` names (file and line), unless interpolated;
-  - gemm_ms, attention_ms, memop_ms and optimizer_ms are the sums of their operators' total_ms;
+    time_us of the report row its `source` names (file and line), unless interpolated; a captured
+    GEMM's (time_from captured) is the capture files' p50_us of its shape weighted by their timed
+    calls, times the entries of a batched GEMM;
+  - gemm_ms, attention_ms, memop_ms and optimizer_ms are the sums of their operators' total_ms,
+    by the rows' `part`;
   - step_time_ms = gemm + attention + memop + exposed_comm + bubble + optimizer;
   - exposed_comm_ms = the tp/ep/pp collectives' total + dp_comm_ms - hidden_comm_ms;
   - bubble_ms = (pp - 1) / vpp x micro_batch_ms; tokens_per_s = tokens_per_step / step;
@@ -51,6 +54,28 @@ def source_time(source, cache):
     return float(row[header.index("time_us")])
 
 
+def captured_time(source, cache):
+    """The in-job median a captured GEMM's `source` names ("DIR: API MxNxK LAYOUT, in-job median
+    of N calls[ x B entries]"), recomputed from DIR's capture files; None for collectives."""
+    folder, rest = source.split(": ", 1)
+    words = rest.split(",")[0].split()
+    if len(words) != 3 or words[1].count("x") != 2:
+        return None
+    api, dims, layout = words
+    m, n, k = dims.split("x")
+    entries = int(source.rsplit(" x ", 1)[1].split()[0]) if source.endswith(" entries") else 1
+    weighted = calls = 0.0
+    for name in sorted(os.listdir(folder)):
+        if not (name.startswith("capture-") and name.endswith(".csv")):
+            continue
+        for r in cache.setdefault(os.path.join(folder, name), read(os.path.join(folder, name))):
+            if (r["api"], r["m"], r["n"], r["k"], r["layout"]) == (api, m, n, k, layout) and r["p50_us"] \
+                    and r["batch"] == ("1" if entries > 1 else r["batch"]):
+                weighted += float(r["p50_us"]) * int(r["timed_calls"])
+                calls += int(r["timed_calls"])
+    return weighted / calls * entries if calls else None
+
+
 def main() -> int:
     argv = sys.argv[1:]
     split = argv.index("--")
@@ -76,7 +101,7 @@ def main() -> int:
         problems.append(f"step.csv: {len(steps)} rows, expected {a.rows}")
     cache = {}
     for i, s in enumerate(steps):
-        key = ("tp", "pp", "dp", "recompute", "micro_batch", "seqlen", "micro_batches")
+        key = ("tp", "pp", "dp", "recompute", "kernels", "micro_batch", "seqlen", "micro_batches")
         mine = [o for o in ops if all(o[k] == s[k] for k in key)]
         where = f"step.csv row {i + 1} ({s['model']} tp {s['tp']} pp {s['pp']} dp {s['dp']} {s['recompute']})"
         if not mine:
@@ -100,21 +125,20 @@ def main() -> int:
                 continue
             if not close(total, int(o["count"]) * t / 1e3):
                 problems.append(f"{where}: {o['operator']}: total_ms {total} != count x time_us")
-            reported = source_time(o["source"], cache)
-            if o["source"] and not o["source"].startswith("interpolated") and not close(reported, t):
-                problems.append(f"{where}: {o['operator']}: time_us {t} != {reported} at {o['source']}")
+            if o["time_from"] == "captured":
+                reported = captured_time(o["source"], cache)
+                if o["family"] == "gemm" and not close(reported, t, rel=1e-4):
+                    problems.append(f"{where}: {o['operator']}: captured time_us {t} != {reported} "
+                                    f"from {o['source']}")
+            else:
+                reported = source_time(o["source"], cache)
+                if o["source"] and not o["source"].startswith("interpolated") and not close(reported, t):
+                    problems.append(f"{where}: {o['operator']}: time_us {t} != {reported} at {o['source']}")
             model_flops += int(o["count"]) * int(o["model_flops"])
-            family, phase = o["family"], o["phase"]
-            if phase == "optimizer":
-                sums["optimizer"] += total
-            elif family in ("gemm", "experts"):
-                sums["gemm"] += total
-            elif family in ("attention", "memop"):
-                sums[family] += total
-            elif phase not in ("grad_sync", "param_gather"):
-                sums["critical_comm"] += total
+            if o["part"] in sums:
+                sums[o["part"]] += total
         f = {k: num(s[k]) for k in s if k not in ("model", "sp", "sharding", "recompute", "dtype", "times_from",
-                                                  "device", "status", "note")}
+                                                  "device", "status", "note", "kernels", "optimizer_impl")}
         for part, column in (("gemm", "gemm_ms"), ("attention", "attention_ms"), ("memop", "memop_ms"),
                              ("optimizer", "optimizer_ms")):
             if not close(sums[part], f[column], rel=1e-5):

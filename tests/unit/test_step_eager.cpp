@@ -1,0 +1,180 @@
+// bench_step's eager kernel plan, the eager optimizers and the calibration from a capture, with
+// values worked by hand.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "common/cpu_parallel.hpp"
+#include "step/capture_times.hpp"
+#include "step/step_compose.hpp"
+#include "step/step_operators.hpp"
+#include "temp_files.hpp"
+
+using namespace opbench;
+
+namespace {
+
+// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, gated MLP 128, vocabulary 256:
+// parameters 4 x (2·64 norms + 64·64 q + 2·64·32 k,v + 64·64 o + 3·64·128 mlp) + 2·256·64 + 64
+// = 4 x 36992 + 32832 = 180800.
+StepConfig small_config(Kernels kernels) {
+  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
+    "tie_word_embeddings": false, "source": "test"}])");
+  StepConfig c;
+  c.model = models_from_json(doc, "small4.json").front();
+  c.micro_batch = 2;
+  c.grad_accum = 3;
+  c.dtype = DType::fp32;
+  c.kernels = kernels;
+  c.optimizer_impl = kernels == Kernels::eager ? OptimizerImpl::single : OptimizerImpl::fused;
+  return c;
+}
+
+std::vector<StageOperators> stages_of(const StepConfig& c) {
+  StageOperators stage;
+  for (const auto& op : step_operators(c, 0))
+    stage.push_back({op, std::nullopt});
+  return {stage};
+}
+
+const StepOperator* named(const std::vector<StepOperator>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "eager plan: the same model FLOPs as the fused one, in separate projections and "
+    "per-head GEMMs",
+    "[step]") {
+  const StepConfig eager = small_config(Kernels::eager), fused = small_config(Kernels::fused);
+  CHECK(total_model_flops(eager, stages_of(eager)) == total_model_flops(fused, stages_of(fused)));
+  const auto ops = step_operators(eager, 0);
+  REQUIRE(named(ops, "attn_q fprop"));
+  CHECK(named(ops, "attn_qkv fprop") == nullptr);
+  CHECK(named(ops, "mlp_gate_up fprop") == nullptr);
+  // scores = q·kᵀ per (sequence, head): 2 x 4 = 8 entries of 32 x 32 x 16, once per layer and
+  // micro-batch: 4 x 3 = 12 calls.
+  const StepOperator* qk = named(ops, "attn_qk fprop");
+  REQUIRE(qk);
+  CHECK(qk->gemm.batch == 8);
+  CHECK(qk->gemm.m == 32);
+  CHECK(qk->gemm.n == 32);
+  CHECK(qk->gemm.k == 16);
+  CHECK(qk->gemm.layout() == "NT");
+  CHECK(qk->count == 12);
+  CHECK(qk->attention_kernel);
+  // The softmax over the scores: 8 x 32 rows of 32.
+  const StepOperator* softmax = named(ops, "attention softmax fwd (eager)");
+  REQUIRE(softmax);
+  CHECK(softmax->memop.rows == 256);
+  CHECK(softmax->memop.cols == 32);
+  // nll's backward zero-fills a [tokens, vocab] gradient: 64 x 256 elements written, timed as a
+  // copy of 8192 elements (8192 read + 8192 written).
+  const StepOperator* fill = named(ops, "loss nll bwd zero fill (eager)");
+  REQUIRE(fill);
+  CHECK(fill->memop.op == MemOp::copy);
+  CHECK(fill->memop.cols == 8192);
+  CHECK(fill->count == 3);
+}
+
+TEST_CASE("eager plan: attention's kernels count as attention, selective recompute reruns them",
+          "[step]") {
+  StepConfig c = small_config(Kernels::eager);
+  c.recompute = Recompute::selective;
+  const auto ops = step_operators(c, 0);
+  REQUIRE(named(ops, "attn_qk fprop (recomputed)"));
+  REQUIRE(named(ops, "attention softmax fwd (eager) (recomputed)"));
+  CHECK(named(ops, "mlp silu (eager) (recomputed)") == nullptr);
+  // Every operator timed 1 ms per call: the attention part is the calls of the attention
+  // kernels, all of them.
+  StageOperators stage;
+  std::int64_t attention_calls = 0;
+  for (const auto& op : ops) {
+    stage.push_back({op, OperatorTime{1000.0, "test", "cpu", std::nullopt, "measured"}});
+    if (op.attention_kernel) attention_calls += op.count;
+  }
+  const StepProjection p = compose_step(c, {stage}, std::nullopt);
+  CHECK(p.parts.attention_ms == Approx(static_cast<double>(attention_calls)));
+}
+
+TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[step]") {
+  // p *= ..(2) m *= ..(2) m += ..(3) v *= ..(2) v += ..(3) sqrt(2) /=(2) +=(2) p -= ..(4): 22.
+  for (OptimizerImpl impl : {OptimizerImpl::single, OptimizerImpl::foreach}) {
+    StepConfig c = small_config(Kernels::eager);
+    c.optimizer_impl = impl;
+    std::int64_t moved = 0, calls = 0;
+    for (const auto& op : step_operators(c, 0))
+      if (op.phase == StepPhase::optimizer) {
+        moved += op.count * op.memop.cols * 2;  // a copy reads and writes its elements
+        calls += op.count;
+        CHECK(op.memop.dtype == DType::fp32);
+      }
+    CHECK(moved == 22 * 180800);
+    // single: once per tensor: 4 layers x 9 tensors (2 norms, q, k, v, o, gate, up, down) + the
+    // embedding, the final norm and the LM head = 39 tensors; foreach: once.
+    CHECK(calls == 9 * (impl == OptimizerImpl::single ? 39 : 1));
+  }
+}
+
+TEST_CASE(
+    "capture times: GEMMs by shape, batched ones per entry, collectives by message, the "
+    "median of the files weighted by their calls",
+    "[step]") {
+  const auto dir = test::fresh_temp_dir("capture_times");
+  const std::string header =
+      "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
+      "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+  std::ofstream(dir / "capture-n1-rank0.csv")
+      << header
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,10,10,1000,100,90,80,150,200,\n"
+      << "n1,0,1,MPI_Allreduce,collective,all_reduce,fp32,,,,,,,4096,1024,2,sum,4,4,400,100,90,"
+         "95,120,130,\n";
+  std::ofstream(dir / "capture-n1-rank1.csv")
+      << header
+      << "n1,1,2,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,30,30,3000,100,90,120,150,200,\n";
+  const CaptureTimes times = CaptureTimes::load(dir.string());
+  StepOperator gemm;
+  gemm.family = StepFamily::gemm;
+  gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
+  gemm.gemm.dtype = DType::fp32;
+  // (80 x 10 + 120 x 30) / 40 = 110 µs
+  auto t = times.find(gemm);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(110));
+  CHECK(t->origin == "captured");
+  gemm.gemm.batch = 8;  // torch.bmm on a CPU BLAS: 8 calls of one entry
+  t = times.find(gemm);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(880));
+  gemm.gemm.transb = false;  // another layout: not captured
+  CHECK_FALSE(times.find(gemm));
+  StepOperator coll;
+  coll.family = StepFamily::collective;
+  coll.collective.op = CollOp::all_reduce;
+  coll.collective.dtype = DType::fp32;
+  coll.collective.size_bytes = 4096;
+  coll.collective.group_size = 2;
+  t = times.find(coll);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(95));
+  coll.collective.group_size = 4;
+  CHECK_FALSE(times.find(coll));
+}
+
+TEST_CASE("limit_cpu_threads caps the CPU providers' threads", "[step]") {
+  limit_cpu_threads(1);
+  CHECK(parallel_threads(1000) == 1u);
+  limit_cpu_threads(3);
+  CHECK(parallel_threads(1000) == 3u);
+  CHECK(parallel_threads(2) == 2u);
+  limit_cpu_threads(0);
+  CHECK(parallel_threads(1000) == usable_cores());
+}
