@@ -58,3 +58,22 @@ add_test(NAME "step: the progress line names each operator once"
 set_tests_properties("step: the progress line names each operator once" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\] cross_entropy fwd 16x1024 fp32 "
   FAIL_REGULAR_EXPRESSION "cross_entropy fwd +cross_entropy fwd")
+
+# Issue 27: PyTorch eager's kernels beside the fused plan; the part each operator counts in
+# (eager attention's GEMMs and copies as attention) recomputed from the rows.
+add_test(NAME "step: a tiny model's eager and fused plans side by side, figures recomputed"
+  COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_eager --rows 2 -- --model tiny --seq-len 64
+          --kernels eager,fused --threads 1 --backend cpu ${STEP_QUICK})
+set_tests_properties("step: a tiny model's eager and fused plans side by side, figures recomputed"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "what fusion buys: tiny.*attention .*optimizer .*step .*2 configurations, [0-9]+ operator rows checked: ok")
+
+# The calibrated run's operator rows: every captured GEMM's time is its shape's in-job median in
+# the capture files (times the entries of a per-head batched GEMM), the figures recomputed.
+add_test(NAME "step: times calibrated from a real PyTorch step's capture match the capture files"
+  COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_calibrated -- --model-config-path
+          ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model llama-cpu-xs --seq-len 256 --kernels eager
+          --backend cpu --dtype fp32 --capture-path ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/capture-llama-cpu-xs-256
+          --from-reports ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/llama-cpu-xs-256)
+set_tests_properties("step: times calibrated from a real PyTorch step's capture match the capture files"
+  PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS timing PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok")
