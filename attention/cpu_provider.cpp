@@ -56,7 +56,7 @@ class CpuAttentionProvider final : public AttentionProvider {
     const std::int64_t floats_needed =
         s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements() + s.lse_elements() +
         (bwd ? s.o_elements() + s.q_elements() + s.k_elements() + s.v_elements() : 0);
-    const std::uint64_t budget = available_host_memory_bytes() / 10 * 6;
+    const std::uint64_t budget = host_memory_budget();
     if (static_cast<std::uint64_t>(floats_needed) * 4 > budget) {
       r.status = Status::skipped;
       r.note =

@@ -96,7 +96,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
           (s.o_elements() + s.lse_elements() + s.q_elements() + s.k_elements() + s.v_elements()) *
           4;
     const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
-    if (need > free_bytes / 10 * 9) {
+    if (need > static_cast<std::int64_t>(device_memory_budget(free_bytes))) {
       r.status = Status::skipped;
       r.note = fmt::format("needs {} of device memory; {} free", human_bytes(need * 1.0),
                            human_bytes(free_bytes * 1.0));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/env.hpp"
+
 namespace opbench {
 
 RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes,
@@ -21,6 +23,35 @@ RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes,
   plan.sets = std::min(plan.sets, budget / set_bytes);
   plan.working_set_bytes = plan.sets * set_bytes;
   return plan;
+}
+
+std::uint64_t host_memory_budget(std::uint64_t held_bytes) {
+  return (available_host_memory_bytes() + held_bytes) / 10 * 6;
+}
+
+std::uint64_t device_memory_budget(std::uint64_t free_bytes, std::uint64_t held_bytes) {
+  return (free_bytes + held_bytes) / 10 * 9;
+}
+
+OperandRotation plan_operand_rotation(std::int64_t set_bytes, std::int64_t touched_bytes, bool cold,
+                                      std::uint64_t cache_bytes, std::int64_t budget,
+                                      const char* memory) {
+  OperandRotation r;
+  budget = std::max<std::int64_t>(0, budget);
+  RotationPlan plan =
+      plan_rotation(touched_bytes, cold ? 0 : cache_bytes, static_cast<std::uint64_t>(budget));
+  plan.sets = std::min(plan.sets, budget / std::max<std::int64_t>(1, set_bytes));
+  if (!plan.fits || plan.sets < 1) {
+    r.skip_note = fmt::format("needs {} of {} for one set of operands; {} available",
+                              human_bytes(static_cast<double>(set_bytes)), memory,
+                              human_bytes(static_cast<double>(budget)));
+    return r;
+  }
+  if (cold) plan.sets = 1;
+  plan.working_set_bytes = plan.sets * touched_bytes;
+  r.cache = cold ? "flush" : "rotate";
+  r.plan = plan;
+  return r;
 }
 
 std::string human_bytes(double bytes) {

@@ -2,6 +2,7 @@
 // Buffer rotation: a case's operands are replicated into enough sets that cycling through them
 // touches at least 4x the last-level cache, so no sample finds its inputs already cached.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace opbench {
@@ -15,6 +16,27 @@ struct RotationPlan {
 // sets = ceil(4 · cache_bytes / set_bytes), at least 1, and no more than the budget holds.
 RotationPlan plan_rotation(std::int64_t set_bytes, std::uint64_t cache_bytes,
                            std::uint64_t memory_budget);
+
+// How much memory one case's operands may take, written once for every provider: 60% of what
+// the host has available (MemAvailable: the rest is the OS's, the page cache's and the other
+// ranks'), 90% of what is free on a GPU (the rest for the CUDA context, library workspaces and
+// fragmentation); plus what the provider's reusable pools already hold, which it frees before
+// allocating larger ones.
+std::uint64_t host_memory_budget(std::uint64_t held_bytes = 0);
+std::uint64_t device_memory_budget(std::uint64_t free_bytes, std::uint64_t held_bytes = 0);
+
+// A case's rotation, or why it is skipped ("rotate or skip"): plan_rotation over the bytes a
+// sample touches per set, at most budget / set_bytes sets (what a set allocates), one set with
+// --cold (the cache is flushed instead). When not one set fits, `skip_note` names what one set
+// needs and what `budget` bytes of `memory` ("host memory", "device memory") allow.
+struct OperandRotation {
+  std::optional<RotationPlan> plan;
+  std::string skip_note;
+  const char* cache = "rotate";  // the rows' `cache` column: "rotate", or "flush" with --cold
+};
+OperandRotation plan_operand_rotation(std::int64_t set_bytes, std::int64_t touched_bytes, bool cold,
+                                      std::uint64_t cache_bytes, std::int64_t budget,
+                                      const char* memory);
 
 // "1.5 GiB", "512 MiB", "48 KiB", "100 B"
 std::string human_bytes(double bytes);

@@ -252,8 +252,8 @@ class CublasExpertProvider final : public ExpertGemmProvider {
     // A grouped call reads its operands' addresses from device memory: three tables per set.
     const auto table_bytes = static_cast<std::int64_t>(3 * groups * sizeof(void*));
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
-    const std::uint64_t budget = operand_memory_budget(cuda_free_memory_bytes(device_),
-                                                       pools_.held_bytes() + pointers_.bytes());
+    const std::uint64_t budget = device_memory_budget(cuda_free_memory_bytes(device_),
+                                                      pools_.held_bytes() + pointers_.bytes());
     auto planned = plan_operand_sets(layout.set_bytes() + table_bytes, o, info_.l2_bytes, budget,
                                      "device memory", r);
     if (!planned) return r;

@@ -122,7 +122,7 @@ class CublasLtProvider final : public GemmProvider {
     const OperandLayout layout(p);
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
     const std::uint64_t budget =
-        operand_memory_budget(cuda_free_memory_bytes(device_), pools_.held_bytes());
+        device_memory_budget(cuda_free_memory_bytes(device_), pools_.held_bytes());
     auto planned =
         plan_operand_sets(layout.set_bytes(), o, info_.l2_bytes, budget, "device memory", r);
     if (!planned) return r;

@@ -33,8 +33,4 @@ int fastest_by_median(const std::vector<std::vector<double>>& trials) {
   return best;
 }
 
-std::uint64_t operand_memory_budget(std::uint64_t free_bytes, std::uint64_t held_pool_bytes) {
-  return (free_bytes + held_pool_bytes) / 10 * 9;
-}
-
 }  // namespace opbench

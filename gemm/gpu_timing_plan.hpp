@@ -23,8 +23,4 @@ GraphLaunchPlan plan_graph_launches(double launch_us, std::int64_t sets, double 
 // few interleaved short samples resists a sample disturbed by a clock change or a neighbour.
 int fastest_by_median(const std::vector<std::vector<double>>& trials);
 
-// The device memory the next case's operand sets may take: 90% of what is free plus what the
-// provider's own pools hold, since those are freed before larger ones are allocated.
-std::uint64_t operand_memory_budget(std::uint64_t free_bytes, std::uint64_t held_pool_bytes);
-
 }  // namespace opbench

@@ -1,4 +1,5 @@
 #include "gemm/host_gemm_timing.hpp"
+#include "common/rotation.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -15,7 +16,7 @@ std::optional<RotationPlan> HostGemmTiming::prepare(const GemmRunOptions& o, DTy
                                                     std::int64_t input_stride,
                                                     std::int64_t output_stride,
                                                     GemmResult& result) {
-  const std::uint64_t budget = available_host_memory_bytes() / 10 * 6;
+  const std::uint64_t budget = host_memory_budget();
   auto plan =
       plan_operand_sets(input_stride + output_stride, o, llc_bytes_, budget, "host memory", result);
   if (!plan) return plan;

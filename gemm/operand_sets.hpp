@@ -60,16 +60,17 @@ inline std::optional<RotationPlan> plan_operand_sets(std::int64_t set_bytes,
                                                      std::uint64_t cache_bytes,
                                                      std::uint64_t budget, const char* memory,
                                                      GemmResult& result) {
-  RotationPlan plan = plan_rotation(set_bytes, o.cold ? 0 : cache_bytes, budget);
-  if (!plan.fits) {
+  const OperandRotation r = plan_operand_rotation(
+      set_bytes, set_bytes, o.cold, cache_bytes,
+      static_cast<std::int64_t>(std::min<std::uint64_t>(budget, INT64_MAX)), memory);
+  if (!r.plan) {
     result.status = Status::skipped;
-    result.note = "needs " + human_bytes(static_cast<double>(set_bytes)) + " of " + memory +
-                  " for A, B and C; " + human_bytes(static_cast<double>(budget)) + " available";
+    result.note = r.skip_note;
     return std::nullopt;
   }
-  result.cache = o.cold ? "flush" : "rotate";
-  result.working_set_bytes = plan.working_set_bytes;
-  return plan;
+  result.cache = r.cache;
+  result.working_set_bytes = r.plan->working_set_bytes;
+  return r.plan;
 }
 
 }  // namespace opbench

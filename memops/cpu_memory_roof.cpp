@@ -8,6 +8,7 @@
 
 #include "common/cpu_parallel.hpp"
 #include "common/env.hpp"
+#include "common/rotation.hpp"
 #include "common/timer.hpp"
 #include "memops/memop_provider.hpp"
 
@@ -33,7 +34,7 @@ CpuMemoryRoof measure_cpu_memory_roof(int repeats) {
   constexpr std::uint64_t kFallback = std::uint64_t{64} << 20;
   const std::uint64_t llc = cpu_last_level_cache_bytes();
   std::uint64_t bytes = std::max(4 * llc, kFallback);
-  const std::uint64_t budget = available_host_memory_bytes() / 10 * 6;
+  const std::uint64_t budget = host_memory_budget();
   if (budget > 0) bytes = std::min(bytes, budget / 3);
   const auto n = static_cast<std::int64_t>(std::max<std::uint64_t>(bytes / sizeof(double), 1024));
   // Left uninitialised by new[] (HostBuffer would zero gigabytes on one core): the first touch

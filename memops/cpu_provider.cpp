@@ -359,20 +359,18 @@ class CpuMemopProvider final : public MemopProvider {
       return r;
     }
     CaseOperands d(c, operands_of(c));
-    // 60% of the memory available, the pool this provider holds counted in (it is reused).
-    const auto budget = static_cast<std::int64_t>(std::min<std::uint64_t>(
-        (available_host_memory_bytes() + pool_.bytes()) / 10 * 6, INT64_MAX));
+    // The pool this provider holds counts in the budget (it is reused).
+    const auto budget = static_cast<std::int64_t>(
+        std::min<std::uint64_t>(host_memory_budget(pool_.bytes()), INT64_MAX));
     const std::int64_t shared = d.shared_bytes();
-    // Sets enough that the bytes they touch exceed 4x the cache; as many as the budget holds.
-    RotationPlan plan = plan_rotation(d.touched_set_bytes(), o.cold ? 0 : llc_bytes_,
-                                      std::max<std::int64_t>(0, budget - shared));
-    if (!plan.fits) {
+    const OperandRotation rotation = plan_operand_rotation(
+        d.set_bytes(), d.touched_set_bytes(), o.cold, llc_bytes_, budget - shared, "host memory");
+    if (!rotation.plan) {
       r.status = Status::skipped;
-      r.note = fmt::format("needs {} of host memory for one set of operands; {} available",
-                           human_bytes(static_cast<double>(d.set_bytes() + shared)),
-                           human_bytes(static_cast<double>(budget)));
+      r.note = rotation.skip_note;
       return r;
     }
+    const RotationPlan& plan = *rotation.plan;
     const auto pool_bytes = static_cast<std::size_t>(shared + plan.sets * d.set_bytes());
     if (pool_.bytes() < pool_bytes) {
       pool_ = HostBuffer();  // free before allocating the larger pool

@@ -53,10 +53,10 @@ namespace cm = cuda_memops;
 
 using namespace memop_inputs;  // the same inputs as the CPU provider
 
-// The device memory the operand sets may take: 80% of what is free.
+// The device memory the operand sets may take (common/rotation: one budget for every provider).
 std::int64_t device_budget(int device) {
   return static_cast<std::int64_t>(
-      std::min<std::uint64_t>(cuda_free_memory_bytes(device) / 10 * 8, INT64_MAX));
+      std::min<std::uint64_t>(device_memory_budget(cuda_free_memory_bytes(device)), INT64_MAX));
 }
 
 // Device memory of one GPU, allocated and freed with that GPU current.
@@ -532,20 +532,16 @@ class CudaMemopProvider final : public MemopProvider {
   std::optional<RotationPlan> plan_sets(std::int64_t set_bytes, std::int64_t touched_bytes,
                                         std::int64_t budget, const MemopRunOptions& o,
                                         MemopResult& r) const {
-    budget = std::max<std::int64_t>(0, budget);
-    RotationPlan plan = plan_rotation(touched_bytes, o.cold ? 0 : info_.l2_bytes,
-                                      static_cast<std::uint64_t>(budget));
-    plan.sets = std::min(plan.sets, budget / std::max<std::int64_t>(1, set_bytes));
-    if (!plan.fits || plan.sets < 1) {
+    const OperandRotation rotation = plan_operand_rotation(set_bytes, touched_bytes, o.cold,
+                                                           info_.l2_bytes, budget, "device memory");
+    if (!rotation.plan) {
       r.status = Status::skipped;
-      r.note = fmt::format("needs {} of device memory for one set of operands; {} available",
-                           human_bytes(static_cast<double>(set_bytes)),
-                           human_bytes(static_cast<double>(budget)));
+      r.note = rotation.skip_note;
       return std::nullopt;
     }
-    r.cache = o.cold ? "flush" : "rotate";
-    r.working_set_bytes = plan.sets * touched_bytes;
-    return plan;
+    r.cache = rotation.cache;
+    r.working_set_bytes = rotation.plan->working_set_bytes;
+    return rotation.plan;
   }
 
   // Samples `enqueue` on `stream` under the shared stop rule, each stream-blocked (the work is

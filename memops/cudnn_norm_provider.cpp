@@ -264,16 +264,15 @@ class CudnnNormProvider final : public MemopProvider {
     const std::int64_t set_bytes = OperandSets::set_bytes(c);
     const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
     const std::int64_t flush_bytes = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
-    const std::int64_t budget = std::max<std::int64_t>(0, free_bytes / 10 * 8 - flush_bytes);
-    RotationPlan rotation =
-        plan_rotation(set_bytes, info_.l2_bytes, static_cast<std::uint64_t>(budget));
-    if (!rotation.fits) {
+    const OperandRotation planned = plan_operand_rotation(
+        set_bytes, set_bytes, o.cold, info_.l2_bytes,
+        static_cast<std::int64_t>(device_memory_budget(free_bytes)) - flush_bytes, "device memory");
+    if (!planned.plan) {
       r.status = Status::skipped;
-      r.note = fmt::format("needs {} of device memory; {} free", human_bytes(set_bytes * 1.0),
-                           human_bytes(free_bytes * 1.0));
+      r.note = planned.skip_note;
       return r;
     }
-    if (o.cold) rotation = {1, set_bytes, true};
+    const RotationPlan rotation = *planned.plan;
 
     OperandSets sets(c, rotation.sets);
     sets.fill_inputs(c.dtype, stream_);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/rotation.hpp"
 #include "gemm/fp8_policy.hpp"
 #include "gemm/gpu_timing_plan.hpp"
 
@@ -78,6 +79,6 @@ TEST_CASE("autotune keeps the candidate with the lowest median, whatever one out
 
 TEST_CASE("the operand budget counts the provider's own pools as available") {
   // 10 GB free while the pools of the previous case hold 60 GB: a 50 GB case fits.
-  CHECK(operand_memory_budget(10'000'000'000ull, 60'000'000'000ull) == 63'000'000'000ull);
-  CHECK(operand_memory_budget(10'000'000'000ull, 0) == 9'000'000'000ull);
+  CHECK(device_memory_budget(10'000'000'000ull, 60'000'000'000ull) == 63'000'000'000ull);
+  CHECK(device_memory_budget(10'000'000'000ull, 0) == 9'000'000'000ull);
 }

@@ -150,6 +150,25 @@ TEST_CASE("rotation covers 4x the cache") {
   CHECK(human_bytes(3.0 * (1 << 30)) == "3.0 GiB");
 }
 
+TEST_CASE("rotate or skip: sets by the bytes touched, capped by the bytes allocated, or a note") {
+  // 4 MiB allocated per set of which 2 MiB is touched per sample; 8 MiB of cache: 32 / 2 = 16
+  // sets wanted, the 40 MiB budget holds 10.
+  auto r = plan_operand_rotation(4 << 20, 2 << 20, false, 8 << 20, 40 << 20, "host memory");
+  REQUIRE(r.plan);
+  CHECK(r.plan->sets == 10);
+  CHECK(r.plan->working_set_bytes == 10 * (2 << 20));
+  CHECK(std::string(r.cache) == "rotate");
+  r = plan_operand_rotation(4 << 20, 2 << 20, true, 8 << 20, 40 << 20, "host memory");
+  REQUIRE(r.plan);
+  CHECK(r.plan->sets == 1);
+  CHECK(std::string(r.cache) == "flush");
+  r = plan_operand_rotation(4 << 20, 2 << 20, false, 8 << 20, 3 << 20, "device memory");
+  CHECK_FALSE(r.plan);
+  CHECK(r.skip_note == "needs 4.0 MiB of device memory for one set of operands; 3.0 MiB available");
+  // A budget gone negative (shared operands larger than it) skips too.
+  CHECK_FALSE(plan_operand_rotation(1, 1, false, 0, -5, "host memory").plan);
+}
+
 TEST_CASE(
     "around_sampling sees the measured region only: after the warm-up, after the last sample") {
   // The GPU providers read the SM clock here; read before the warm-up, it would catch the clock
