@@ -551,18 +551,17 @@ class CudaMemopProvider final : public MemopProvider {
                          const std::function<void()>& enqueue, const std::function<void()>& prepare,
                          bool blocked = true) {
     CudaEventTimer timer;
+    sampler_.reset();  // each case tries stream-blocked samples again
     auto sample = [&] {
-      if (blocked) return blocked_sample_us(stream, blocker_, timer, enqueue);
-      timer.start(stream);
-      enqueue();
-      timer.stop(stream);
-      return timer.elapsed_us();
+      return blocked ? sampler_.sample_us(stream, timer, enqueue)
+                     : GpuSampler::unblocked_sample_us(stream, timer, enqueue);
     };
     return measure_with_sm_clock(stream, o.measure, sample, prepare);
   }
 
   void finish(MemopResult& r) const {
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
+    if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
   }
 
   // ---- our kernels ----
@@ -898,7 +897,7 @@ class CudaMemopProvider final : public MemopProvider {
   CudaDeviceInfo info_;
   std::map<int, cudaStream_t> streams_;  // the provider's stream on each GPU it uses
   cudaStream_t stream_ = nullptr;        // on device_
-  StreamBlocker blocker_;
+  GpuSampler sampler_;
   std::unique_ptr<L2Flusher> flusher_;
 };
 

@@ -108,6 +108,11 @@ double GpuSampler::sample_us(cudaStream_t stream, CudaEventTimer& timer,
       unblocked_ = true;
     }
   }
+  return unblocked_sample_us(stream, timer, enqueue);
+}
+
+double GpuSampler::unblocked_sample_us(cudaStream_t stream, CudaEventTimer& timer,
+                                       const std::function<void()>& enqueue) {
   timer.start(stream);
   enqueue();
   timer.stop(stream);

@@ -50,6 +50,10 @@ class GpuSampler {
   explicit GpuSampler(double blocker_timeout_s = 2.0) : blocker_(blocker_timeout_s) {}
   double sample_us(cudaStream_t stream, CudaEventTimer& timer,
                    const std::function<void()>& enqueue);
+  // A plain event pair, by the caller's choice: work that may itself wait on the host while
+  // the stream is held (a copy from pageable memory, staged by the driver).
+  static double unblocked_sample_us(cudaStream_t stream, CudaEventTimer& timer,
+                                    const std::function<void()>& enqueue);
   bool fell_back() const { return unblocked_; }
   void reset() { unblocked_ = false; }  // a new case: try blocking again
   // The note a row carries after a fall-back.
