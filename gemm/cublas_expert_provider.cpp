@@ -365,36 +365,25 @@ class CublasExpertProvider final : public ExpertGemmProvider {
 
     // A sample times the GPU work of one whole pass: its launches are queued behind the stream
     // blocker and then run back to back, so host launch gaps stay out of it (as for cuBLASLt).
-    bool blocked = launches <= kMaxBlockedLaunches;
+    const bool blocked = launches <= kMaxBlockedLaunches;
     if (!blocked)
       append_note(r.note, fmt::format("{} launches per sample, too many to queue behind a "
                                       "blocked stream: timed unblocked, host launch gaps included",
                                       launches));
     CudaEventTimer timer;
+    sampler_.reset();
     auto sample = [&] {
-      if (blocked) return blocked_sample_us(stream_, blocker_, timer, enqueue);
-      timer.start(stream_);
-      enqueue();
-      timer.stop(stream_);
-      return timer.elapsed_us();
+      return blocked ? sampler_.sample_us(stream_, timer, enqueue)
+                     : GpuSampler::unblocked_sample_us(stream_, timer, enqueue);
     };
     auto prepare = [&] {
       set = (set + 1) % plan.sets;
       if (o.cold) flusher_->flush(stream_);
     };
-    try {
-      r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare);
-    } catch (const Error&) {
-      // A routine that waits on its own stream (staging its host arrays, say) holds the host
-      // until the blocker gives up: measure again without the blocker rather than fail the row.
-      if (!blocked || !blocker_.timed_out()) throw;
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      blocked = false;
-      append_note(r.note,
-                  "the host waited on the stream inside the call, so the samples are "
-                  "timed unblocked and include host time");
-      r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare);
-    }
+    // A routine that waits on its own stream (staging its host arrays, say) holds the host until
+    // the blocker gives up: the shared sampler then times that sample and the rest unblocked.
+    r.measurement = measure_with_sm_clock(stream_, o.measure, sample, prepare);
+    if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
 
     if (o.check) {
@@ -435,7 +424,7 @@ class CublasExpertProvider final : public ExpertGemmProvider {
   DeviceBuffer workspace_, pointers_;
   DeviceOperandPools pools_;
   std::unique_ptr<L2Flusher> flusher_;
-  StreamBlocker blocker_;
+  GpuSampler sampler_;
 };
 
 }  // namespace
