@@ -58,8 +58,8 @@ enum NormUid : std::int64_t {
   kNormUidDBias = 11,  // LayerNorm only
 };
 
-// The epsilon of every graph (cudnn-frontend's samples and PyTorch's default).
-constexpr float kNormEpsilon = 1e-5f;
+// The epsilon is passed by value at execution (kNormUidEpsilon): bench_memops's own per norm
+// (memop_math: RMSNorm 1e-6, LayerNorm 1e-5), the one its reference uses.
 
 // The graph and the builder that owns its tensors and its norm operation.
 using NormGraph = CudnnGraph;

@@ -3,8 +3,8 @@
 // gradients). The heuristics' configurations are tried in order and the first that finalizes and
 // runs is kept for the shape (cudnn/cudnn_plan_cache, policy first); the samples are timed under
 // the shared stop rule, stream-blocked and with the SM clock read, on rotated operand sets (or
-// after an L2 flush with --cold). --check compares every output with a host reference in double
-// from the very inputs cuDNN read.
+// after an L2 flush with --cold). --check is bench_memops's own (memops/memop_check): every output
+// against the fp64 reference from the very inputs cuDNN read, under the one tolerance rule.
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <fmt/format.h>
@@ -33,6 +33,8 @@
 #include "cudnn/cudnn_engines.hpp"
 #include "cudnn/cudnn_plan_cache.hpp"
 #include "memops/cudnn_norm_graph.hpp"
+#include "memops/memop_check.hpp"
+#include "memops/memop_math.hpp"
 #include "memops/memop_provider.hpp"
 
 namespace opbench {
@@ -42,15 +44,6 @@ constexpr int kCandidates = 8;  // heuristic configurations tried, in order, unt
 
 // Seeds of the inputs (fill_uniform: values in [-1, 1), the same in every rotated set).
 constexpr std::uint64_t kSeedX = 31, kSeedScale = 32, kSeedBias = 33, kSeedDY = 34;
-
-// --check bounds, relative to max(1, max |reference|) of each output. The outputs in the case's
-// dtype are rounded once to it (unit roundoff u: 2^-8 bf16, 2^-11 fp16, 2^-24 fp32) from fp32
-// math on the same inputs; the fp32 statistics and fp32 sums (over a row, or over every row for
-// the weight gradients) differ from the double reference by the summation order, far below 1e-4.
-double activation_tolerance(DType t, MemPass pass) {
-  return (pass == MemPass::fwd ? 4 : 8) * unit_roundoff(t) + 1e-4;
-}
-constexpr double kStatsTolerance = 1e-4;
 
 // One operand of a case: its variant-pack uid, its bytes, and the seed of its fill (0: written
 // by cuDNN, or the backward's statistics, computed on the host).
@@ -154,48 +147,6 @@ std::string shape_key(const MemopCase& c) {
                      c.dims());
 }
 
-// One output's comparison with its reference: the largest error and where, against a bound of
-// `tolerance` x max(1, max |reference|).
-class OutputCheck {
- public:
-  OutputCheck(std::string name, double tolerance, std::int64_t cols)
-      : name_(std::move(name)), tolerance_(tolerance), cols_(cols) {}
-
-  void add(std::int64_t index, double got, double want) {
-    double err = std::abs(got - want);
-    if (!(err <= std::numeric_limits<double>::max())) err = std::numeric_limits<double>::infinity();
-    max_ref_ = std::max(max_ref_, std::abs(want));
-    if (err > err_ || index_ < 0) {
-      err_ = err;
-      index_ = index;
-      got_ = got;
-      want_ = want;
-    }
-  }
-  double scale() const { return std::max(1.0, max_ref_); }
-  double bound() const { return tolerance_ * scale(); }
-  bool passed() const { return err_ <= bound(); }
-  double relative_error() const { return err_ / scale(); }
-  double tolerance() const { return tolerance_; }
-  // How close to failing: error over bound.
-  double margin_used() const { return err_ / bound(); }
-  std::string describe() const {
-    const std::string where =
-        cols_ > 1
-            ? fmt::format("row {} col {}", index_ / cols_, index_ % cols_)
-            : fmt::format("{} {}", name_ == "dscale" || name_ == "dbias" ? "col" : "row", index_);
-    return fmt::format("{}: max |error| {:.3g} at {} (got {:.6g}, want {:.6g}) {} bound {:.3g}",
-                       name_, err_, where, got_, want_, passed() ? "<=" : ">", bound());
-  }
-
- private:
-  std::string name_;
-  double tolerance_;
-  std::int64_t cols_;
-  double err_ = 0, max_ref_ = 0, got_ = 0, want_ = 0;
-  std::int64_t index_ = -1;
-};
-
 // A device buffer's contents on the host, read as doubles.
 struct HostCopy {
   std::vector<unsigned char> bytes;
@@ -210,8 +161,8 @@ struct HostCopy {
 
 // The statistics of row r of x, in double: mean (0 for RMSNorm) and 1 / sqrt(var + eps), var the
 // biased variance (LayerNorm) or the mean square (RMSNorm).
-void row_stats(const HostCopy& x, std::int64_t r, std::int64_t cols, bool layer, double* mean,
-               double* rstd) {
+void row_stats(const HostCopy& x, std::int64_t r, std::int64_t cols, bool layer, double eps,
+               double* mean, double* rstd) {
   double sum = 0;
   if (layer)
     for (std::int64_t j = 0; j < cols; ++j)
@@ -223,8 +174,77 @@ void row_stats(const HostCopy& x, std::int64_t r, std::int64_t cols, bool layer,
     sq += d * d;
   }
   *mean = m;
-  *rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + static_cast<double>(kNormEpsilon));
+  *rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + eps);
 }
+
+// The epsilon of the case's norm: bench_memops's own (memop_math), which the reference uses too.
+float norm_epsilon(const MemopCase& c) {
+  return c.op == MemOp::rmsnorm ? memop_math::kRmsNormEps : memop_math::kLayerNormEps;
+}
+
+// The variant-pack uid and dtype of an operand of memop_operands' list for the norms.
+std::pair<std::int64_t, DType> operand_uid(const MemopCase& c, const std::string& name) {
+  static const std::map<std::string, std::int64_t> uids = {
+      {"x", kNormUidX},       {"w", kNormUidScale},     {"b", kNormUidBias}, {"y", kNormUidY},
+      {"mean", kNormUidMean}, {"rstd", kNormUidInvVar}, {"dy", kNormUidDY},  {"dx", kNormUidDX},
+      {"dw", kNormUidDScale}, {"db", kNormUidDBias}};
+  const auto it = uids.find(name);
+  if (it == uids.end()) throw std::logic_error("cudnn norms: no operand " + name);
+  const bool stats = name == "mean" || name == "rstd";
+  return {it->second, stats ? DType::fp32 : c.dtype};
+}
+
+// The check's reads (memops/memop_check): the first set's operands fetched once each, the
+// backward's saved statistics from the host vectors they were uploaded from; with
+// --test-corrupt-result the middle element of the first output off by 1000, as every memops
+// provider spoils it.
+class NormReader final : public OperandReader {
+ public:
+  NormReader(const MemopCase& c, const OperandSets& sets, const std::vector<float>& saved_mean,
+             const std::vector<float>& saved_rstd, bool spoil)
+      : c_(c), sets_(sets), saved_mean_(saved_mean), saved_rstd_(saved_rstd), spoil_(spoil) {}
+
+  std::vector<float> floats(const std::string& name, std::int64_t first,
+                            std::int64_t count) override {
+    std::vector<float> out(static_cast<std::size_t>(count));
+    if (c_.pass == MemPass::bwd && (name == "mean" || name == "rstd")) {
+      const auto& saved = name == "mean" ? saved_mean_ : saved_rstd_;
+      std::copy_n(saved.begin() + first, count, out.begin());
+      return out;
+    }
+    const HostCopy& h = fetch(name);
+    for (std::int64_t i = 0; i < count; ++i)
+      out[static_cast<std::size_t>(i)] = static_cast<float>(h[first + i]);
+    return out;
+  }
+  std::vector<std::int64_t> ids(const std::string& name, std::int64_t, std::int64_t) override {
+    throw std::logic_error("cudnn norms: " + name + " is not a token-id operand");
+  }
+  std::vector<std::uint16_t> bits16(const std::string& name, std::int64_t, std::int64_t) override {
+    throw std::logic_error("cudnn norms: " + name + " is not read as bits");
+  }
+
+ private:
+  const HostCopy& fetch(const std::string& name) {
+    auto it = copies_.find(name);
+    if (it != copies_.end()) return it->second;
+    const auto [uid, type] = operand_uid(c_, name);
+    HostCopy h(sets_, uid, type);
+    const char* first_output = c_.pass == MemPass::fwd ? "y" : "dx";
+    if (spoil_ && name == first_output) {
+      const std::int64_t i = c_.elements() / 2;
+      store_from_double(h.bytes.data(), h.type, static_cast<std::size_t>(i), h[i] + 1000.0);
+    }
+    return copies_.emplace(name, std::move(h)).first->second;
+  }
+
+  const MemopCase& c_;
+  const OperandSets& sets_;
+  const std::vector<float>& saved_mean_;
+  const std::vector<float>& saved_rstd_;
+  bool spoil_;
+  std::map<std::string, HostCopy> copies_;
+};
 
 class CudnnNormProvider final : public MemopProvider {
  public:
@@ -274,6 +294,7 @@ class CudnnNormProvider final : public MemopProvider {
     }
     const RotationPlan rotation = *planned.plan;
 
+    epsilon_ = norm_epsilon(c);
     OperandSets sets(c, rotation.sets);
     sets.fill_inputs(c.dtype, stream_);
     std::vector<float> saved_mean, saved_rstd;  // the backward's statistics, on the host
@@ -297,6 +318,7 @@ class CudnnNormProvider final : public MemopProvider {
     std::unique_ptr<L2Flusher> flusher;
     if (o.cold) flusher = std::make_unique<L2Flusher>(info_.l2_bytes);
     CudaEventTimer timer;
+    sampler_.reset();  // each case tries stream-blocked samples again
     r.measurement = measure_with_sm_clock(
         stream_, o.measure,
         [&] { return sample_us(timer, [&] { execute(*chosen->plan, *pack); }); },
@@ -343,7 +365,7 @@ class CudnnNormProvider final : public MemopProvider {
     saved_rstd->assign(static_cast<std::size_t>(c.rows), 0.0f);
     for (std::int64_t r = 0; r < c.rows; ++r) {
       double mean = 0, rstd = 0;
-      row_stats(x, r, c.cols, layer, &mean, &rstd);
+      row_stats(x, r, c.cols, layer, norm_epsilon(c), &mean, &rstd);
       (*saved_mean)[static_cast<std::size_t>(r)] = static_cast<float>(mean);
       (*saved_rstd)[static_cast<std::size_t>(r)] = static_cast<float>(rstd);
     }
@@ -396,106 +418,20 @@ class CudnnNormProvider final : public MemopProvider {
   }
 
   // Runs the plan once more on the first set (whose inputs no run changes), then compares every
-  // output with the host reference in double from the same inputs.
+  // output with the fp64 reference from the same inputs (memops/memop_check).
   void check(const MemopCase& c, const MemopRunOptions& o, const CudnnPlan& chosen,
              const OperandSets& sets, const std::vector<float>& saved_mean,
              const std::vector<float>& saved_rstd, MemopResult& r) {
     execute(*chosen.plan, *variant_pack(sets, 0, *chosen.graph.builder));
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const bool layer = c.op == MemOp::layernorm;
-    const std::int64_t rows = c.rows, cols = c.cols;
-    const HostCopy x(sets, kNormUidX, c.dtype), scale(sets, kNormUidScale, c.dtype);
-    const double tol = activation_tolerance(c.dtype, c.pass);
-    std::vector<OutputCheck> outputs;
-
-    if (c.pass == MemPass::fwd) {
-      HostCopy y(sets, kNormUidY, c.dtype), rstd_out(sets, kNormUidInvVar, DType::fp32);
-      HostCopy mean_out, bias;
-      if (layer) {
-        mean_out = HostCopy(sets, kNormUidMean, DType::fp32);
-        bias = HostCopy(sets, kNormUidBias, c.dtype);
-      }
-      if (o.corrupt_for_test) spoil(y, c.elements() / 2);
-      OutputCheck cy("y", tol, cols), cmean("mean", kStatsTolerance, 1),
-          crstd("inv_variance", kStatsTolerance, 1);
-      for (std::int64_t i = 0; i < rows; ++i) {
-        double mean = 0, rstd = 0;
-        row_stats(x, i, cols, layer, &mean, &rstd);
-        if (layer) cmean.add(i, mean_out[i], mean);
-        crstd.add(i, rstd_out[i], rstd);
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const std::int64_t at = i * cols + j;
-          const double want = (x[at] - mean) * rstd * scale[j] + (layer ? bias[j] : 0.0);
-          cy.add(at, y[at], want);
-        }
-      }
-      outputs.push_back(cy);
-      if (layer) outputs.push_back(cmean);
-      outputs.push_back(crstd);
-    } else {
-      const HostCopy dy(sets, kNormUidDY, c.dtype);
-      HostCopy dx(sets, kNormUidDX, c.dtype), dscale(sets, kNormUidDScale, c.dtype), dbias;
-      if (layer) dbias = HostCopy(sets, kNormUidDBias, c.dtype);
-      if (o.corrupt_for_test) spoil(dx, c.elements() / 2);
-      const auto width = static_cast<std::size_t>(cols);
-      std::vector<double> want_dscale(width, 0.0), want_dbias(width, 0.0), xhat(width), g(width);
-      OutputCheck cdx("dx", tol, cols), cdscale("dscale", tol, 1), cdbias("dbias", tol, 1);
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const double mean = layer ? saved_mean[static_cast<std::size_t>(i)] : 0.0;
-        const double rstd = saved_rstd[static_cast<std::size_t>(i)];
-        // dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)), g = dy · scale; RMSNorm drops mean(g).
-        double sum_g = 0, sum_gx = 0;
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const auto k = static_cast<std::size_t>(j);
-          const double d = dy[i * cols + j];
-          xhat[k] = (x[i * cols + j] - mean) * rstd;
-          g[k] = d * scale[j];
-          sum_g += g[k];
-          sum_gx += g[k] * xhat[k];
-          want_dscale[k] += d * xhat[k];
-          want_dbias[k] += d;
-        }
-        const double mean_g = layer ? sum_g / static_cast<double>(cols) : 0.0;
-        const double mean_gx = sum_gx / static_cast<double>(cols);
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const auto k = static_cast<std::size_t>(j);
-          cdx.add(i * cols + j, dx[i * cols + j], rstd * (g[k] - mean_g - xhat[k] * mean_gx));
-        }
-      }
-      for (std::int64_t j = 0; j < cols; ++j) {
-        cdscale.add(j, dscale[j], want_dscale[static_cast<std::size_t>(j)]);
-        if (layer) cdbias.add(j, dbias[j], want_dbias[static_cast<std::size_t>(j)]);
-      }
-      outputs.push_back(cdx);
-      outputs.push_back(cdscale);
-      if (layer) outputs.push_back(cdbias);
-    }
-
-    // The row's figures are those of the output closest to its bound; the detail lists every
-    // output, the failing ones first.
-    const OutputCheck* worst = &outputs.front();
-    for (const auto& out : outputs)
-      if (out.margin_used() > worst->margin_used()) worst = &out;
-    r.max_abs_err = worst->relative_error();
-    r.tolerance = worst->tolerance();
-    std::vector<std::string> failing, passing;
-    for (const auto& out : outputs)
-      (out.passed() ? passing : failing).push_back(out.describe());
-    r.check_passed = failing.empty();
-    failing.insert(failing.end(), passing.begin(), passing.end());
-    r.check_detail = join(failing, "; ");
-  }
-
-  // Test only (--test-corrupt-result): one element of the result, off by 1000.
-  static void spoil(HostCopy& out, std::int64_t index) {
-    const double v = out[index];
-    store_from_double(out.bytes.data(), out.type, static_cast<std::size_t>(index), v + 1000.0);
+    NormReader reader(c, sets, saved_mean, saved_rstd, o.corrupt_for_test);
+    summarize_checks(check_memop_outputs(c, reader, {}), memop_tolerance_rule(c), r);
   }
 
   CudaDeviceInfo info_;
   cudnnHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  float epsilon_ = kNormEpsilon;  // the by-value epsilon the variant packs point at
+  float epsilon_ = 0;  // the by-value epsilon the variant packs point at: norm_epsilon(case)
   DeviceBuffer workspace_;
   GpuSampler sampler_;  // blocked samples, or plain ones for good once cuDNN waited on the host
   CudnnPlanCache plans_{PlanPolicy::first, kCandidates};
