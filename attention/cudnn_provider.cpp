@@ -157,6 +157,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
 
     L2Flusher flusher(info_.l2_bytes);
     CudaEventTimer timer;
+    sampler_.reset();  // each case tries stream-blocked samples again
     r.measurement = measure_with_sm_clock(
         stream_, o.measure,
         [&] { return sample_us(timer, [&] { execute(*chosen->plan, *pack); }); },
@@ -279,7 +280,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
   cudnnHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   float neg_inf_ = -std::numeric_limits<float>::infinity();
-  GpuSampler sampler_;  // blocked samples, or plain ones for good once cuDNN waited on the host
+  GpuSampler sampler_;  // blocked samples, or plain ones for the rest of a case once cuDNN waited
   CudnnPlanCache plans_{PlanPolicy::fastest, kCandidates};
 };
 
