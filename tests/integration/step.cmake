@@ -58,3 +58,9 @@ add_test(NAME "step: the progress line names each operator once"
 set_tests_properties("step: the progress line names each operator once" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\] cross_entropy fwd 16x1024 fp32 "
   FAIL_REGULAR_EXPRESSION "cross_entropy fwd +cross_entropy fwd")
+# Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
+# kept in its family's report, the step rows written from the times there are (micro-batch 1
+# whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).
+add_test(NAME "reliability: SIGINT while bench_step measures keeps the measured rows, writes the step rows it can, exits 130"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_interrupt_step.py $<TARGET_FILE:bench_step>
+          ${CMAKE_CURRENT_BINARY_DIR}/interrupt_step)
