@@ -15,9 +15,11 @@ max tokens_max, and is ep_rank's slice of group_expert_tokens, the most loaded r
 of equals). The implementations of one case agree on everything but the timings. Other rows
 leave the expert columns empty. With --expect-impl LIST every expert case has exactly one row
 per implementation of LIST, and the CSVs of --expect hold at least one expert row between them.
+environment.json's cpu_threads is the affinity mask's CPU count (--cpu-threads N: and N),
+cpu_online the host's.
 
 Usage: check_gemm_reports.py BENCH_GEMM OUT_DIR --expect FILE:ROWS[:OK_ROWS] ... [--expect-impl grouped,loop,padded]
-                             [--exit-code N] -- ARGS...
+                             [--exit-code N] [--cpu-threads N] -- ARGS...
 """
 import argparse
 import csv
@@ -245,6 +247,8 @@ def main() -> int:
     parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--expect-impl", default="",
                         help="grouped,loop,padded: every expert case has one row per implementation listed")
+    parser.add_argument("--cpu-threads", type=int,
+                        help="environment.json's cpu_threads (run this script under taskset -c 0 to expect 1)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:split])
@@ -279,6 +283,16 @@ def main() -> int:
         for key in ("command_line", "git_revision", "start_time", "end_time", "cpu", "libraries"):
             if not env.get(key):
                 problems.append(f"environment.json: {key} is empty")
+        # cpu_threads: the CPUs the run may use (its affinity, inherited from this script);
+        # cpu_online: the host's.
+        allowed = len(os.sched_getaffinity(0))
+        if env.get("cpu_threads") != allowed:
+            problems.append(f"environment.json: cpu_threads {env.get('cpu_threads')}, expected the {allowed} "
+                            "CPUs of the affinity mask")
+        if a.cpu_threads is not None and env.get("cpu_threads") != a.cpu_threads:
+            problems.append(f"environment.json: cpu_threads {env.get('cpu_threads')}, expected {a.cpu_threads}")
+        if env.get("cpu_online") != os.cpu_count():
+            problems.append(f"environment.json: cpu_online {env.get('cpu_online')}, expected {os.cpu_count()}")
     if "time_us" not in proc.stdout:
         problems.append("no table on stdout")
     if problems:
