@@ -15,6 +15,7 @@ max tokens_max, and is ep_rank's slice of group_expert_tokens, the most loaded r
 of equals). The implementations of one case agree on everything but the timings. Other rows
 leave the expert columns empty. With --expect-impl LIST every expert case has exactly one row
 per implementation of LIST, and the CSVs of --expect hold at least one expert row between them.
+Expert rows' `ep` and `routing` are the --ep and --routing of ARGS, as given (when given).
 environment.json's cpu_threads is the affinity mask's CPU count (--cpu-threads N: and N),
 cpu_online the host's.
 
@@ -147,7 +148,7 @@ def check_expert_cases(path: str, rows: list, expect_impl) -> list:
     return problems
 
 
-def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=()) -> list:
+def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=(), moe_args=None) -> list:
     problems = []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -183,6 +184,10 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=()) -
                 problems.append(f"{path}: row {i + 1}: unknown impl {r['impl']!r}")
             if not r.get("ep") or not r.get("routing"):
                 problems.append(f"{path}: row {i + 1}: expert row without ep or routing")
+            for column, given in (moe_args or {}).items():
+                if r.get(column) != given:
+                    problems.append(f"{path}: row {i + 1} ({r['gemm']} {r['pass']} {r['impl']}): {column} "
+                                    f"{r.get(column)!r}, but the run was given --{column} {given}")
         elif has_expert_columns:
             filled = [c for c in EXPERT_COLUMNS if r.get(c)]
             if filled:
@@ -254,6 +259,8 @@ def main() -> int:
     a = parser.parse_args(argv[:split])
     extra = argv[split + 1:]
     expect_impl = [i.strip() for i in a.expect_impl.split(",") if i.strip()]
+    # Expert rows carry the --ep and --routing they were made with, as given on the command line.
+    moe_args = {flag[2:]: extra[i + 1] for i, flag in enumerate(extra[:-1]) if flag in ("--ep", "--routing")}
     shutil.rmtree(a.out_dir, ignore_errors=True)
     cmd = [a.bench, "--report-dir-path", a.out_dir, "--quiet", "--min-time", "0.01", "--max-time", "0.3"] + extra
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -268,7 +275,7 @@ def main() -> int:
         if not os.path.exists(path):
             problems.append(f"{path} was not written")
             continue
-        problems += check_csv(path, rows, ok, expect_impl)
+        problems += check_csv(path, rows, ok, expect_impl, moe_args)
         if expect_impl:
             with open(path, newline="") as f:
                 expert_rows += sum(1 for r in csv.DictReader(f) if r.get("impl"))
