@@ -13,6 +13,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/cpu_parallel.hpp"
 #include "common/error.hpp"
 #include "common/owned_files.hpp"
 #include "common/report.hpp"
@@ -117,7 +118,11 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"host", host},
       {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
       {"cpu", cpu_model_name()},
-      {"cpu_threads", online_cpus()},
+      // The CPUs this process may run on (taskset, an MPI launcher's binding, a cgroup's cpuset):
+      // what the CPU providers spread their work over, so what the timings were made with. The
+      // host's online count beside it says when a run was confined to part of the machine.
+      {"cpu_threads", static_cast<int>(usable_cores())},
+      {"cpu_online", online_cpus()},
       {"cpu_last_level_cache_bytes", cpu_last_level_cache_bytes()},
       {"memory_available_bytes", available_host_memory_bytes()},
       {"libraries", {{"OpenBLAS", openblas_version()}}},

@@ -43,6 +43,8 @@ std::string now_iso8601();
 std::string now_compact();  // 20261121-094012, for folder names
 
 std::string cpu_model_name();
+// The CPUs online on the host, whatever this process may run on (that is usable_cores(),
+// common/cpu_parallel.hpp).
 int online_cpus();
 // Size of the largest CPU cache (sysfs), or 0 when unknown.
 std::uint64_t cpu_last_level_cache_bytes();

@@ -74,9 +74,12 @@ std::string times_device(const StageOperators& stage) {
 }
 
 // Reads the capture and the reports, measures what neither has (the collectives apart: they need
-// ranks, bench_ccl measures them), then reads every report back, the new ones included.
+// ranks, bench_ccl measures them), then reads every report back, the new ones included. An
+// interrupt ends the measuring at the operator it cuts short; the operators measured before it
+// are in their family's report (`measured_files`) and count like any other time.
 TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
-                         const std::string& report_dir, Environment& env, std::string& times_from) {
+                         const std::string& report_dir, Environment& env, std::string& times_from,
+                         std::vector<std::string>& measured_files) {
   TimeSources times;
   std::vector<std::string> from;
   if (!o.capture_path.empty()) {
@@ -107,6 +110,7 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   mo.formats.insert(ReportFormat::csv);
   const StepMeasureResult r = measure_step_operators(
       all, [&](const StepOperator& op) { return times.find(op).has_value(); }, mo, report_dir, env);
+  measured_files = r.files;
   if (r.measured + r.failed + r.skipped == 0) return times;
   std::vector<std::string> dirs = o.from_reports;
   dirs.push_back(report_dir);
@@ -135,6 +139,28 @@ int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
   }
   if (csv) fmt::print(stderr, "operator list: {} ({} rows)\n", csv->path(), csv->rows());
   return 0;
+}
+
+// `row` with its note replaced: a configuration left without a step time by an interrupt says so
+// before naming the operators it lacks, so the row is not read as a plan that cannot be timed.
+Record with_note(const Record& row, const std::string& note) {
+  Record out;
+  for (const Field& f : row.fields()) {
+    const Value v = f.name == "note" ? Value{note} : f.value;
+    switch (f.kind) {
+      case FieldKind::arg:
+        out.arg(f.name, v);
+        break;
+      case FieldKind::metric:
+        out.metric(f.name, v);
+        break;
+      case FieldKind::result:
+        out.result(f.name, v);
+        break;
+    }
+  }
+  out.extra() = row.extra();
+  return out;
 }
 
 }  // namespace
@@ -175,11 +201,16 @@ int bench_step_main(int argc, char** argv) {
   install_interrupt_handlers();
 
   std::string times_from;
-  const TimeSources times = gather_times(o, plans, report_dir, env, times_from);
+  std::vector<std::string> measured_files;
+  const TimeSources times = gather_times(o, plans, report_dir, env, times_from, measured_files);
+  // Interrupted while measuring: the step rows are still written from the times there are (a
+  // configuration whose operators all have one is whole), then the run exits 130 or 143.
+  const bool cut_short = interrupted();
   const nlohmann::json run{{"run_id", env.run_id()}};
   ReportFiles step_files(base, o.report.formats, run, "opbench_step");
   ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
   bool complete = true;
+  std::size_t whole = 0;
   std::vector<Record> rows;
   std::string projections;  // the console's projections, for --summary-path
   std::vector<StepProjection> projected;
@@ -193,7 +224,16 @@ int bench_step_main(int argc, char** argv) {
     StepProjection p = compose_step(c, stages, peak);
     projected.push_back(p);
     complete = complete && p.step_ms.has_value();
+    whole += p.step_ms.has_value();
     rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
+    if (cut_short && !p.step_ms) {
+      const Value* note = rows.back().find("note");
+      const std::string* missing = note ? std::get_if<std::string>(note) : nullptr;
+      rows.back() =
+          with_note(rows.back(), fmt::format("interrupted ({}) before every operator was "
+                                             "measured; {}",
+                                             interrupted_signal_name(), missing ? *missing : ""));
+    }
     step_files.write(rows.back());
     for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
       operator_files.write(operator_row(c, t, p));
@@ -214,9 +254,16 @@ int bench_step_main(int argc, char** argv) {
                    15,
                    {"## Where the step's time goes\n\n```\n" + projections + fusion + "```"}});
   std::fflush(stdout);
-  for (const auto& files : {step_files.listing(), operator_files.listing()})
+  for (const auto& files : {measured_files, step_files.listing(), operator_files.listing()})
     for (const auto& line : files)
       fmt::print(stderr, "  {}\n", line);
+  if (interrupted()) {
+    fmt::print(stderr,
+               "interrupted ({}): {} of {} configurations have a step time; every operator "
+               "measured before it is in the reports above\n",
+               interrupted_signal_name(), whole, configs.size());
+    return interrupted_exit_code();
+  }
   if (!complete)
     fmt::print(stderr,
                "error: some configurations have operators without a time (listed "

@@ -15,9 +15,12 @@ max tokens_max, and is ep_rank's slice of group_expert_tokens, the most loaded r
 of equals). The implementations of one case agree on everything but the timings. Other rows
 leave the expert columns empty. With --expect-impl LIST every expert case has exactly one row
 per implementation of LIST, and the CSVs of --expect hold at least one expert row between them.
+Expert rows' `ep` and `routing` are the --ep and --routing of ARGS, as given (when given).
+environment.json's cpu_threads is the affinity mask's CPU count (--cpu-threads N: and N),
+cpu_online the host's.
 
 Usage: check_gemm_reports.py BENCH_GEMM OUT_DIR --expect FILE:ROWS[:OK_ROWS] ... [--expect-impl grouped,loop,padded]
-                             [--exit-code N] -- ARGS...
+                             [--exit-code N] [--cpu-threads N] -- ARGS...
 """
 import argparse
 import csv
@@ -145,7 +148,7 @@ def check_expert_cases(path: str, rows: list, expect_impl) -> list:
     return problems
 
 
-def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=()) -> list:
+def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=(), moe_args=None) -> list:
     problems = []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -181,6 +184,10 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=()) -
                 problems.append(f"{path}: row {i + 1}: unknown impl {r['impl']!r}")
             if not r.get("ep") or not r.get("routing"):
                 problems.append(f"{path}: row {i + 1}: expert row without ep or routing")
+            for column, given in (moe_args or {}).items():
+                if r.get(column) != given:
+                    problems.append(f"{path}: row {i + 1} ({r['gemm']} {r['pass']} {r['impl']}): {column} "
+                                    f"{r.get(column)!r}, but the run was given --{column} {given}")
         elif has_expert_columns:
             filled = [c for c in EXPERT_COLUMNS if r.get(c)]
             if filled:
@@ -245,11 +252,15 @@ def main() -> int:
     parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--expect-impl", default="",
                         help="grouped,loop,padded: every expert case has one row per implementation listed")
+    parser.add_argument("--cpu-threads", type=int,
+                        help="environment.json's cpu_threads (run this script under taskset -c 0 to expect 1)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:split])
     extra = argv[split + 1:]
     expect_impl = [i.strip() for i in a.expect_impl.split(",") if i.strip()]
+    # Expert rows carry the --ep and --routing they were made with, as given on the command line.
+    moe_args = {flag[2:]: extra[i + 1] for i, flag in enumerate(extra[:-1]) if flag in ("--ep", "--routing")}
     shutil.rmtree(a.out_dir, ignore_errors=True)
     cmd = [a.bench, "--report-dir-path", a.out_dir, "--quiet", "--min-time", "0.01", "--max-time", "0.3"] + extra
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -264,7 +275,7 @@ def main() -> int:
         if not os.path.exists(path):
             problems.append(f"{path} was not written")
             continue
-        problems += check_csv(path, rows, ok, expect_impl)
+        problems += check_csv(path, rows, ok, expect_impl, moe_args)
         if expect_impl:
             with open(path, newline="") as f:
                 expert_rows += sum(1 for r in csv.DictReader(f) if r.get("impl"))
@@ -279,6 +290,16 @@ def main() -> int:
         for key in ("command_line", "git_revision", "start_time", "end_time", "cpu", "libraries"):
             if not env.get(key):
                 problems.append(f"environment.json: {key} is empty")
+        # cpu_threads: the CPUs the run may use (its affinity, inherited from this script);
+        # cpu_online: the host's.
+        allowed = len(os.sched_getaffinity(0))
+        if env.get("cpu_threads") != allowed:
+            problems.append(f"environment.json: cpu_threads {env.get('cpu_threads')}, expected the {allowed} "
+                            "CPUs of the affinity mask")
+        if a.cpu_threads is not None and env.get("cpu_threads") != a.cpu_threads:
+            problems.append(f"environment.json: cpu_threads {env.get('cpu_threads')}, expected {a.cpu_threads}")
+        if env.get("cpu_online") != os.cpu_count():
+            problems.append(f"environment.json: cpu_online {env.get('cpu_online')}, expected {os.cpu_count()}")
     if "time_us" not in proc.stdout:
         problems.append("no table on stdout")
     if problems:

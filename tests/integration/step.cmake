@@ -77,3 +77,10 @@ add_test(NAME "step: times calibrated from a real PyTorch step's capture match t
           --from-reports ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/llama-cpu-xs-256)
 set_tests_properties("step: times calibrated from a real PyTorch step's capture match the capture files"
   PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS timing PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok")
+
+# Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
+# kept in its family's report, the step rows written from the times there are (micro-batch 1
+# whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).
+add_test(NAME "reliability: SIGINT while bench_step measures keeps the measured rows, writes the step rows it can, exits 130"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_interrupt_step.py $<TARGET_FILE:bench_step>
+          ${CMAKE_CURRENT_BINARY_DIR}/interrupt_step)
