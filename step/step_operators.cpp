@@ -190,7 +190,7 @@ void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) 
 // fp32 model, else fp32 master weights and moments with the low-precision parameters written back.
 void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  const std::int64_t shards = c.sharding == Sharding::fsdp   ? c.dp
+  const std::int64_t shards = c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1 ? c.dp
                               : c.sharding == Sharding::hsdp ? c.shard_group
                                                              : 1;
   const std::int64_t params = stage_parameters(c, v.stage);
