@@ -194,8 +194,10 @@ int bench_step_main(int argc, char** argv) {
   const bool measuring = o.measure && !o.dry_run;
   std::optional<BackendChoice> choice;
   if (measuring) choice = choose_backend(o.backend, o.device);
-  // The CPU providers compute in fp32; reports from a GPU are mostly bf16.
-  const Backend device = choice ? choice->backend : Backend::cuda;
+  // The CPU providers compute in fp32; reports from a GPU are mostly bf16. A dry run plans for the
+  // --backend it is given (PyTorch's optimizer there, the dtype its providers use).
+  const Backend device =
+      choice ? choice->backend : (o.backend == "cpu" ? Backend::cpu : Backend::cuda);
   const DType dtype = o.dtype.value_or(backend_traits(device).default_dtype);
   std::vector<StepConfig> configs = step_configurations(o, model, dtype, device);
   const bool measured_on_cpu = measuring && device == Backend::cpu;
