@@ -33,6 +33,7 @@ std::vector<DevicePeaks> load_hardware_table(const std::string& path) {
       }
     }
     if (e.has("mem_bw_gbps")) d.mem_bw_gbps = e.get_number_above("mem_bw_gbps", 0);
+    if (e.has("memory_gib")) d.memory_gib = e.get_number_above("memory_gib", 0);
     e.reject_unknown_keys();
     table.push_back(std::move(d));
   }

@@ -16,6 +16,7 @@ struct DevicePeaks {
   std::vector<std::string> match;       // substrings of the device name, case-insensitive
   std::map<DType, double> peak_tflops;  // dense (no structured sparsity)
   std::optional<double> mem_bw_gbps;
+  std::optional<double> memory_gib;  // device memory, GiB (2^30 bytes) as datasheets' "GB" are
   std::string source;
 };
 
@@ -35,6 +36,8 @@ class Peaks {
 
   std::optional<double> tflops(DType t) const;
   std::optional<double> bandwidth_gbps() const;
+  // The matched device's memory (hardware.json's memory_gib); no override here.
+  std::optional<double> memory_gib() const { return device_ ? device_->memory_gib : std::nullopt; }
   // "NVIDIA H100 SXM5 80GB (configs/hardware.json)", "--peak-tflops 500", or "unknown".
   std::string describe() const;
 

@@ -22,6 +22,7 @@
 #include "step/capture_times.hpp"
 #include "step/step_console.hpp"
 #include "step/step_measure.hpp"
+#include "step/step_memory.hpp"
 #include "step/step_operators.hpp"
 #include "step/step_options.hpp"
 #include "step/step_rows.hpp"
@@ -120,15 +121,80 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   return times;
 }
 
-// --dry-run: the operator lists on stdout; with --operators-csv-path also every stage's operators
-// as step_operators.csv rows without times, the list of what a GPU run has to measure.
+// The memory a configuration must fit on the device: --memory-capacity-gib, else the entry of
+// hardware.json that matches the device the times ran on, else, for times measured on this
+// machine's CPU, its MemTotal; unknown otherwise (mem_capacity_gib and fits left empty).
+struct Capacity {
+  std::optional<double> gib;
+  std::string source;
+};
+
+Capacity memory_capacity(const StepOptions& o, const std::string& device, bool measured_on_cpu) {
+  if (o.memory_capacity_gib) return {o.memory_capacity_gib, "--memory-capacity-gib"};
+  if (!device.empty()) {
+    const std::string path = o.peaks.hardware_config_path.empty()
+                                 ? find_config_file("hardware.json")
+                                 : o.peaks.hardware_config_path;
+    const auto entry = match_device(load_hardware_table(path), device);
+    if (entry && entry->memory_gib) return {entry->memory_gib, entry->name + ", hardware.json"};
+  }
+  if (measured_on_cpu)
+    if (auto gib = host_memory_gib()) return {gib, "this machine's MemTotal"};
+  return {};
+}
+
+double stage_flops(const StageOperators& stage) {
+  double f = 0;
+  for (const auto& t : stage)
+    f += static_cast<double>(t.op.count) * static_cast<double>(t.op.hardware_flops);
+  return f;
+}
+
+// --fits-only: the configurations (and their plans) whose peak memory fits `gib`; returns how
+// many were left out.
+std::size_t keep_fitting(std::vector<StepConfig>& configs, double gib) {
+  const std::size_t before = configs.size();
+  std::erase_if(configs,
+                [&](const StepConfig& c) { return !*memory_fits(busiest_memory(c), gib); });
+  return before - configs.size();
+}
+
+void print_left_out(std::size_t left_out, const Capacity& capacity) {
+  if (left_out > 0)
+    fmt::print(stderr,
+               "--fits-only: {} configuration{} left out: peak memory above {:.1f} GiB ({})\n",
+               left_out, left_out == 1 ? "" : "s", *capacity.gib, capacity.source);
+}
+
+// --dry-run: the operator lists and the memory per rank on stdout; with --operators-csv-path also
+// every stage's operators as step_operators.csv rows without times, the list of what a GPU run
+// has to measure; with --report-csv-path or --report-dir-path the configurations' rows (step.csv)
+// with their memory and without times.
 int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
             const std::vector<Plan>& plans) {
-  std::unique_ptr<CsvWriter> csv;
+  std::unique_ptr<CsvWriter> csv, steps;
   if (!o.operators_csv_path.empty()) csv = std::make_unique<CsvWriter>(o.operators_csv_path);
+  if (!o.report_csv_path.empty() || !o.report.report_dir.empty())
+    steps = std::make_unique<CsvWriter>(
+        o.report_csv_path.empty()
+            ? (std::filesystem::path(o.report.report_dir) / "step.csv").string()
+            : o.report_csv_path);
+  const Capacity capacity = memory_capacity(o, "", false);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const auto stages = timed(plans[i], nullptr);
     print_operator_list(configs[i], stages, stdout);
+    const StepMemory memory = busiest_memory(configs[i]);
+    print_memory(memory, capacity.gib, capacity.source, stdout);
+    if (steps) {
+      // No times: the FLOPs, and the stage with the most (the operator list's), are known.
+      StepProjection none;
+      none.model_flops = total_model_flops(configs[i], stages);
+      none.hardware_flops = total_hardware_flops(configs[i], stages);
+      for (std::size_t s = 0; s < stages.size(); ++s)
+        if (stage_flops(stages[s]) > stage_flops(stages[static_cast<std::size_t>(none.stage)]))
+          none.stage = static_cast<std::int64_t>(s);
+      steps->write(step_row(configs[i], none, "none", "", std::nullopt, memory, capacity.gib));
+    }
     if (!csv) continue;
     for (std::size_t s = 0; s < stages.size(); ++s) {
       StepProjection at_stage;
@@ -138,6 +204,7 @@ int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
     }
   }
   if (csv) fmt::print(stderr, "operator list: {} ({} rows)\n", csv->path(), csv->rows());
+  if (steps) fmt::print(stderr, "configurations: {} ({} rows)\n", steps->path(), steps->rows());
   return 0;
 }
 
@@ -176,10 +243,30 @@ int bench_step_main(int argc, char** argv) {
   const bool measuring = o.measure && !o.dry_run;
   std::optional<BackendChoice> choice;
   if (measuring) choice = choose_backend(o.backend, o.device);
-  // The CPU providers compute in fp32; reports from a GPU are mostly bf16.
-  const Backend device = choice ? choice->backend : Backend::cuda;
+  // The CPU providers compute in fp32; reports from a GPU are mostly bf16. A dry run plans for the
+  // --backend it is given (PyTorch's optimizer there, the dtype its providers use).
+  const Backend device =
+      choice ? choice->backend : (o.backend == "cpu" ? Backend::cpu : Backend::cuda);
   const DType dtype = o.dtype.value_or(backend_traits(device).default_dtype);
-  const std::vector<StepConfig> configs = step_configurations(o, model, dtype, device);
+  std::vector<StepConfig> configs = step_configurations(o, model, dtype, device);
+  const bool measured_on_cpu = measuring && device == Backend::cpu;
+  // --fits-only before anything is measured, where the capacity is known without the times.
+  std::size_t left_out = 0;
+  if (o.fits_only) {
+    const Capacity early = memory_capacity(o, "", measured_on_cpu);
+    if (early.gib) {
+      left_out = keep_fitting(configs, *early.gib);
+      print_left_out(left_out, early);
+      if (configs.empty()) {
+        fmt::print(stderr, "--fits-only: no configuration fits; nothing to project\n");
+        return 0;
+      }
+    } else if (o.dry_run) {
+      throw bad_input(
+          "--fits-only: the device's memory is unknown in a dry run; give "
+          "--memory-capacity-gib");
+    }
+  }
   std::vector<Plan> plans;
   for (const auto& c : configs)
     plans.push_back(plan_of(c));
@@ -211,6 +298,8 @@ int bench_step_main(int argc, char** argv) {
   ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
   bool complete = true;
   std::size_t whole = 0;
+  std::size_t not_fitting = 0, late_left_out = 0;
+  Capacity late_capacity;
   std::vector<Record> rows;
   std::string projections;  // the console's projections, for --summary-path
   std::vector<StepProjection> projected;
@@ -221,11 +310,21 @@ int bench_step_main(int argc, char** argv) {
     std::string device = times_device(stages.back());
     const Peaks peaks = Peaks::for_device(device, o.peaks);
     const std::optional<double> peak = peaks.tflops(c.dtype);
+    const StepMemory memory = busiest_memory(c);
+    const Capacity capacity = memory_capacity(o, device, measured_on_cpu);
+    const std::optional<bool> fits = memory_fits(memory, capacity.gib);
+    if (o.fits_only && fits == false) {  // the capacity came with the times
+      ++late_left_out;
+      late_capacity = capacity;
+      continue;
+    }
+    if (fits == false) ++not_fitting;
     StepProjection p = compose_step(c, stages, peak);
     projected.push_back(p);
     complete = complete && p.step_ms.has_value();
     whole += p.step_ms.has_value();
-    rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak));
+    rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak, memory,
+                            capacity.gib));
     if (cut_short && !p.step_ms) {
       const Value* note = rows.back().find("note");
       const std::string* missing = note ? std::get_if<std::string>(note) : nullptr;
@@ -238,6 +337,7 @@ int bench_step_main(int argc, char** argv) {
     for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
       operator_files.write(operator_row(c, t, p));
     print_projection(c, stages, p, stdout);
+    print_memory(memory, capacity.gib, capacity.source, stdout);
     if (!o.report.summary_path.empty()) projections += projection_text(c, stages, p);
   }
   const std::string fusion = fusion_text(configs, projected);
@@ -257,6 +357,10 @@ int bench_step_main(int argc, char** argv) {
   for (const auto& files : {measured_files, step_files.listing(), operator_files.listing()})
     for (const auto& line : files)
       fmt::print(stderr, "  {}\n", line);
+  print_left_out(late_left_out, late_capacity);
+  if (not_fitting > 0)
+    fmt::print(stderr, "{} configuration{} do{} not fit the device's memory (fits=false)\n",
+               not_fitting, not_fitting == 1 ? "" : "s", not_fitting == 1 ? "es" : "");
   if (interrupted()) {
     fmt::print(stderr,
                "interrupted ({}): {} of {} configurations have a step time; every operator "

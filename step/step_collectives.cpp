@@ -88,11 +88,27 @@ void add_pipeline(const StepConfig& c, std::int64_t stage, Emit& emit) {
 }
 
 // DDP: the stage's gradients (its parameters / tp) all-reduced over the dp replicas once per
-// step, in buckets of bucket_bytes (the last one holds the rest).
+// step, in buckets of bucket_bytes (the last one holds the rest). zero1 (Megatron's distributed
+// optimizer) splits each all-reduce into its two halves: the gradient buckets reduce-scattered
+// (each rank keeps the shard it updates), then the updated parameters, in the model's dtype,
+// all-gathered in buckets of the same element count (an all-reduce is a reduce-scatter plus an
+// all-gather of the same buffer; nccl-tests' sizes are the whole buffer).
 void add_ddp(const StepConfig& c, std::int64_t stage, Emit& emit) {
-  const std::int64_t bytes =
-      stage_parameters(c, stage) * static_cast<std::int64_t>(dtype_size(c.grad_dtype));
+  const std::int64_t grad_size = static_cast<std::int64_t>(dtype_size(c.grad_dtype));
+  const std::int64_t bytes = stage_parameters(c, stage) * grad_size;
   const std::int64_t full = bytes / c.bucket_bytes, rest = bytes % c.bucket_bytes;
+  if (c.sharding == Sharding::zero1) {
+    const std::int64_t param_size = static_cast<std::int64_t>(dtype_size(c.dtype));
+    emit("zero1", CollOp::reduce_scatter, StepPhase::grad_sync, c.bucket_bytes, c.dp, c.grad_dtype,
+         full, "gradient buckets");
+    emit("zero1", CollOp::reduce_scatter, StepPhase::grad_sync, rest, c.dp, c.grad_dtype, 1,
+         "last gradient bucket");
+    emit("zero1", CollOp::all_gather, StepPhase::param_gather,
+         c.bucket_bytes / grad_size * param_size, c.dp, c.dtype, full, "parameter buckets");
+    emit("zero1", CollOp::all_gather, StepPhase::param_gather, rest / grad_size * param_size, c.dp,
+         c.dtype, 1, "last parameter bucket");
+    return;
+  }
   emit("dp", CollOp::all_reduce, StepPhase::grad_sync, c.bucket_bytes, c.dp, c.grad_dtype, full,
        "gradient buckets");
   emit("dp", CollOp::all_reduce, StepPhase::grad_sync, rest, c.dp, c.grad_dtype, 1,
@@ -127,7 +143,7 @@ std::vector<StepOperator> step_collectives(const StepConfig& c, std::int64_t sta
   add_model_parallel(c, stage, emit);
   add_pipeline(c, stage, emit);
   if (c.dp > 1) {
-    if (c.sharding == Sharding::ddp)
+    if (c.sharding == Sharding::ddp || c.sharding == Sharding::zero1)
       add_ddp(c, stage, emit);
     else
       add_fsdp(c, emit);

@@ -31,6 +31,8 @@ std::string sharding_name(Sharding s) {
   switch (s) {
     case Sharding::ddp:
       return "ddp";
+    case Sharding::zero1:
+      return "zero1";
     case Sharding::fsdp:
       return "fsdp";
     case Sharding::hsdp:
@@ -42,9 +44,10 @@ std::string sharding_name(Sharding s) {
 Sharding parse_sharding(const std::string& text) {
   const std::string t = to_lower(text);
   if (t == "ddp") return Sharding::ddp;
+  if (t == "zero1") return Sharding::zero1;
   if (t == "fsdp") return Sharding::fsdp;
   if (t == "hsdp") return Sharding::hsdp;
-  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, fsdp, hsdp", text));
+  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, zero1, fsdp, hsdp", text));
 }
 
 std::string kernels_name(Kernels k) {
@@ -150,7 +153,7 @@ void validate(const StepConfig& c) {
                       "is made of data-parallel ranks)",
                       c.ep, c.dp));
   }
-  if (c.sharding != Sharding::ddp && (c.tp > 1 || c.pp > 1))
+  if ((c.sharding == Sharding::fsdp || c.sharding == Sharding::hsdp) && (c.tp > 1 || c.pp > 1))
     throw bad_input(
         fmt::format("--sharding {}: modelled without tensor or pipeline "
                     "parallelism only (give --tp 1 --pp 1)",

@@ -19,11 +19,14 @@ Recompute parse_recompute(const std::string& text);  // bad_input naming --recom
 
 // How the data-parallel replicas hold parameters, gradients and optimizer state:
 //   ddp  every replica holds everything; gradients are all-reduced once per step (in buckets);
+//   zero1 Megatron's distributed optimizer (ZeRO stage 1): as ddp, but the optimizer state and
+//        fp32 master weights are sharded over dp, so the gradients are reduce-scattered (in the
+//        same buckets), each rank updates its shard, and the parameters are all-gathered;
 //   fsdp parameters, gradients and optimizer state sharded over all dp ranks (bench_fsdp's
 //        model: all-gathers per unit forward and backward, reduce-scatters per unit);
 //   hsdp sharded within groups of shard_group ranks, replicated across the groups (plus an
 //        all-reduce of the gradient shards between the replicas).
-enum class Sharding { ddp, fsdp, hsdp };
+enum class Sharding { ddp, zero1, fsdp, hsdp };
 std::string sharding_name(Sharding s);
 Sharding parse_sharding(const std::string& text);  // bad_input naming --sharding
 

@@ -120,6 +120,34 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
                time_text(top[i]->time->time_us), top[i]->op.name);
 }
 
+void print_memory(const StepMemory& m, std::optional<double> capacity_gib,
+                  const std::string& capacity_source, std::FILE* out) {
+  auto gib = [](std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; };
+  const double peak = gib(m.peak());
+  fmt::print(out, "  memory per rank (stage {}): peak {:.2f} GiB {}", m.stage, peak,
+             m.peak_in_backward() ? "at the start of the backward" : "in the optimizer step");
+  if (!capacity_gib)
+    fmt::print(out, "; device memory unknown (--memory-capacity-gib GiB to check it)\n");
+  else if (m.peak() <= *capacity_gib * kGiB)
+    fmt::print(out, ", fits in {:.1f} GiB ({})\n", *capacity_gib, capacity_source);
+  else
+    fmt::print(out, "\n  DOES NOT FIT: {:.2f} GiB needed, {:.1f} GiB available ({})\n", peak,
+               *capacity_gib, capacity_source);
+  if (m.peak_in_backward())
+    fmt::print(
+        out,
+        "    weights {:.2f} + optimizer state {:.2f} + gradients {:.2f} + activations {:.2f} "
+        "({:.3g} micro-batch{} in flight) + transient {:.2f} GiB\n",
+        gib(m.weights), gib(m.optimizer), gib(m.grads_in_backward), gib(m.activations), m.in_flight,
+        m.in_flight == 1 ? "" : "es", gib(m.backward_transient));
+  else
+    fmt::print(out,
+               "    weights {:.2f} + optimizer state {:.2f} + gradients {:.2f} + the step's "
+               "temporaries {:.2f} GiB (backward's peak {:.2f} GiB, activations {:.2f})\n",
+               gib(m.weights), gib(m.optimizer), gib(m.grads), gib(m.optimizer_transient),
+               gib(m.backward_peak()), gib(m.activations));
+}
+
 }  // namespace opbench
 
 namespace opbench {

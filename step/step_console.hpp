@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "step/step_compose.hpp"
+#include "step/step_memory.hpp"
 
 namespace opbench {
 
@@ -18,6 +19,12 @@ void print_operator_list(const StepConfig& c, const std::vector<StageOperators>&
 // the operators without a time with what would measure them.
 void print_projection(const StepConfig& c, const std::vector<StageOperators>& stages,
                       const StepProjection& p, std::FILE* out);
+// The memory per rank (the stage with the largest peak): the peak, where in the step it is, what
+// it is made of, and against the device's capacity (`capacity_source` says whose: "hardware.json:
+// NVIDIA H100 SXM5 80GB", "--memory-capacity-gib", ...) whether it fits, plainly when it does not.
+void print_memory(const StepMemory& m, std::optional<double> capacity_gib,
+                  const std::string& capacity_source, std::FILE* out);
+
 // The same text, as a string (the summary's "Where the step's time goes").
 std::string projection_text(const StepConfig& c, const std::vector<StageOperators>& stages,
                             const StepProjection& p);

@@ -234,7 +234,8 @@ std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
 }
 
 std::int64_t optimizer_shards(const StepConfig& c) {
-  return c.sharding == Sharding::fsdp ? c.dp : c.sharding == Sharding::hsdp ? c.shard_group : 1;
+  if (c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1) return c.dp;
+  return c.sharding == Sharding::hsdp ? c.shard_group : 1;
 }
 
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {

@@ -32,7 +32,8 @@ std::int64_t stage_parameters(const StepConfig& config, std::int64_t stage);
 std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& config,
                                                                            std::int64_t stage);
 
-// Over how many ranks the optimizer state is sharded: dp with fsdp, the shard group with hsdp.
+// Over how many ranks the optimizer state is sharded: dp with fsdp and zero1, the shard group
+// with hsdp.
 std::int64_t optimizer_shards(const StepConfig& config);
 
 }  // namespace opbench

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "common/list_items.hpp"
 #include "common/text.hpp"
@@ -41,7 +43,7 @@ void add_flags(cxxopts::Options& options) {
     ("world-size", "devices in all: dp = world / (tp x pp)", cxxopts::value<std::string>())
     ("ep", "expert-parallel degree (MoE; divides dp)", cxxopts::value<std::string>()->default_value("1"))
     ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
-    ("sharding", "ddp, fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
+    ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
     ("shard-group", "hsdp: ranks per shard group", cxxopts::value<std::string>())
     ("fsdp-version", "1 or 2", cxxopts::value<int>()->default_value("2"));
   options.add_options("Training")
@@ -55,6 +57,9 @@ void add_flags(cxxopts::Options& options) {
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
     ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
     ("moe-impl", "MoE experts: grouped, loop or padded", cxxopts::value<std::string>()->default_value("grouped"));
+  options.add_options("Memory")
+    ("memory-capacity-gib", "memory per device in GiB that a configuration must fit (default: the device's from hardware.json; the machine's on the CPU)", cxxopts::value<std::string>())
+    ("fits-only", "keep only the configurations whose peak memory fits (those left out are counted)");
   options.add_options("Times")
     ("measure", "measure the operators the reports lack (the default without --from-reports)")
     ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
@@ -63,7 +68,7 @@ void add_flags(cxxopts::Options& options) {
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
     ("threads", "--measure on the CPU: threads the operators run with, as the job will have them (default: the CPUs this process may run on)", cxxopts::value<std::string>())
     ("check", "--measure: verify every measured result")
-    ("dry-run", "list the operators of the busiest stage with their counts and FLOPs, and exit")
+    ("dry-run", "list the operators of the busiest stage with their counts and FLOPs and the memory per rank, write the configurations' CSV (without times) when a report path is given, and exit")
     ("report-csv-path", "the configurations' CSV (default step.csv in --report-dir-path)", cxxopts::value<std::string>())
     ("operators-csv-path", "the operator list (default step_operators.csv beside the CSV)", cxxopts::value<std::string>());
   // clang-format on
@@ -157,6 +162,19 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   o.measure_flags = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p, {.tflops = true, .bandwidth = false});
+  if (p.count("memory-capacity-gib")) {
+    const std::string text = str("memory-capacity-gib");
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && v > 0 && std::isfinite(v)) o.memory_capacity_gib = v;
+    } catch (const std::exception&) {
+    }
+    if (!o.memory_capacity_gib)
+      throw bad_input(
+          fmt::format("--memory-capacity-gib: '{}' is not a positive number of GiB", text));
+  }
+  o.fits_only = p.count("fits-only") > 0;
   if (!o.list_models && o.model.empty())
     throw bad_input("--model: required (bench_step projects one model; --list-models lists them)");
   return o;

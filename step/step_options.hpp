@@ -35,6 +35,8 @@ struct StepOptions {
   ReportOptions report;
   std::string report_csv_path;  // --report-csv-path: the configurations' rows
   PeakOverrides peaks;
+  std::optional<double> memory_capacity_gib;  // --memory-capacity-gib: instead of the device's
+  bool fits_only = false;                     // --fits-only: drop what does not fit
 };
 
 // nullopt after --help / --version.

@@ -43,8 +43,14 @@ Record step_config_fields(const StepConfig& c) {
   return r;
 }
 
+std::optional<bool> memory_fits(const StepMemory& m, std::optional<double> capacity_gib) {
+  if (!capacity_gib) return std::nullopt;
+  return static_cast<double>(m.peak()) <= *capacity_gib * kGiB;
+}
+
 Record step_row(const StepConfig& c, const StepProjection& p, const std::string& times_from,
-                const std::string& device, std::optional<double> peak_tflops) {
+                const std::string& device, std::optional<double> peak_tflops,
+                const StepMemory& memory, std::optional<double> capacity_gib) {
   Record r = step_config_fields(c);
   r.arg("times_from", times_from).arg("device", device);
   r.metric("step_time_ms", optional_value(p.step_ms))
@@ -68,8 +74,20 @@ Record step_row(const StepConfig& c, const StepProjection& p, const std::string&
       .metric("model_flops", exact_count(p.model_flops))
       .metric("hardware_flops", exact_count(p.hardware_flops))
       .metric("tokens_per_step", c.tokens_per_step());
+  // Memory per rank of the stage with the largest peak (docs/formulas.md, "Memory per rank").
+  auto gib = [](std::int64_t bytes) { return Value{static_cast<double>(bytes) / kGiB}; };
+  const std::optional<bool> fits = memory_fits(memory, capacity_gib);
+  r.metric("mem_weights_gib", gib(memory.weights))
+      .metric("mem_grads_gib", gib(memory.grads))
+      .metric("mem_optimizer_gib", gib(memory.optimizer))
+      .metric("mem_activations_gib", gib(memory.activations))
+      .metric("mem_peak_gib", gib(memory.peak()))
+      .metric("mem_capacity_gib", optional_value(capacity_gib))
+      .metric("fits", fits ? Value{std::string(*fits ? "true" : "false")} : Value{});
   r.result("status", std::string(status_name(whole ? Status::ok : Status::skipped)));
-  r.result("note", whole ? Value{} : Value{join_missing(p.missing)});
+  // No operator missing and no step: --dry-run, which times nothing.
+  const std::string why = p.missing.empty() ? "dry run: no times" : join_missing(p.missing);
+  r.result("note", whole ? Value{} : Value{why});
   return r;
 }
 

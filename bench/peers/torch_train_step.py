@@ -28,7 +28,9 @@ Allocation: PyTorch on the CPU has no caching allocator, and glibc serves blocks
 mmap and unmaps them at free, so every large activation would be paged in anew each step (a cost
 a GPU run, with its caching allocator, does not pay). As bench/peers/torch_memops.py, the script
 tells glibc (mallopt) to serve everything from the heap and keep it; --fresh-pages keeps glibc's
-default. The summary says which ("alloc").
+default; --mmap-tensors serves every block of 1 MiB or more with its own mmap, unmapped at free
+(M_MMAP_THRESHOLD 1 MiB, which also stops glibc raising the threshold). The summary says which
+("alloc": heap, fresh, mmap).
 
 Threads: torch.set_num_threads(--threads), default the cores this process may run on
 (os.sched_getaffinity) divided by the ranks. A step's time is wall time (time.perf_counter) from
@@ -65,14 +67,32 @@ time (the profiled step is slower than the timed ones; both are printed):
 and, apart, how long gloo's collectives were in flight on their own threads (async events; they
 overlap the rows above).
 
-Output: the settings, the timed steps, the median step time, then one line of JSON (the last line
-of stdout): model, params, micro_batch, seq_len, grad_accum, threads, world_size, step_times_ms,
-median_ms, tokens_per_s and a few more. Bad arguments or a bad models file: one `error:` line on
+Peak memory (issue 27 item 4; bench_step's mem_peak_gib is checked against it): the process's
+resident high-water mark (VmHWM in /proc/self/status) at the end, less its resident size (VmRSS)
+just before the model is built, in GiB ("peak_mem_gib"; with --ddp, rank 0's; every rank holds the
+same). It tracks the peak of live tensors because PyTorch on the CPU has no caching allocator of
+its own: a tensor's memory is glibc's, and resident memory is what glibc holds. The warm-up and
+timed steps are all inside it: the optimizer's states (allocated lazily by the first step) and
+every step's activations, gradients (zero_grad(set_to_none=True) frees them) and temporaries.
+How closely depends on the allocation mode. With the default (heap), freed blocks stay in the
+heap and serve later tensors, so the high-water mark is the peak of live bytes plus the heap's
+fragmentation: blocks freed between live ones that no later tensor fits. On llama-cpu-s at seq
+512 that was 0.42 GiB over a 2.0 GiB peak (the first step's activations, freed below the
+optimizer's states, leave holes). With --mmap-tensors every tensor of 1 MiB or more is its own
+mapping, returned at free, so resident memory follows the live tensors to the page, plus a fixed
+~0.06 GiB (small blocks, the libraries' buffers); that is the mode to check a prediction with
+(steps run slower: every large tensor is paged in anew). --fresh-pages (glibc's default: blocks
+over a threshold that glibc raises up to 32 MiB are mapped) lies between.
+
+Output: the settings, the timed steps, the median step time, the peak memory, then one line of
+JSON (the last line of stdout): model, params, micro_batch, seq_len, grad_accum, threads,
+world_size, step_times_ms, median_ms, tokens_per_s, peak_mem_gib and a few more. Bad arguments or a bad models file: one `error:` line on
 stderr, exit 2.
 
 Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
          [--micro-batch B] [--seq-len S] [--grad-accum G] [--warmup W] [--steps N]
-         [--threads T] [--ddp R] [--profile] [--fresh-pages] [--seed N] [--list-models]
+         [--threads T] [--ddp R] [--profile] [--fresh-pages | --mmap-tensors] [--seed N]
+         [--list-models]
 """
 import argparse
 import ctypes
@@ -175,6 +195,21 @@ def keep_freed_memory() -> bool:
         return libc.mallopt(-4, 0) == 1 and libc.mallopt(-1, 2 ** 31 - 1) == 1
     except (OSError, AttributeError):
         return False
+
+
+def mmap_large_blocks() -> bool:
+    """glibc: every block of 1 MiB or more its own mmap, unmapped at free (M_MMAP_THRESHOLD; a
+    fixed threshold also turns off glibc's raising of it), so resident memory follows the live
+    tensors."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt(-3, 1 << 20) == 1
+    except (OSError, AttributeError):
+        return False
+
+
+def alloc_mode(args) -> str:
+    return "mmap" if args.mmap_tensors else "fresh" if args.fresh_pages else "heap"
 
 
 # ---------------------------------------------------------------- configs/models.json
@@ -574,7 +609,9 @@ def print_breakdown(b: dict, profiled_ms: float, median_ms: float) -> dict:
 # ---------------------------------------------------------------- the run
 
 def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
-    if not args.fresh_pages:
+    if args.mmap_tensors:
+        mmap_large_blocks()
+    elif not args.fresh_pages:
         keep_freed_memory()
     import torch
     import torch.nn.functional as F
@@ -590,6 +627,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
                                 timeout=datetime.timedelta(minutes=10))
 
     torch.manual_seed(args.seed)
+    rss_before = proc_status_bytes("VmRSS")  # peak_mem_gib counts from here
     model = build_model(torch, shape)
     params = sum(p.numel() for p in model.parameters())
     if params != shape.params() and rank == 0:
@@ -657,13 +695,15 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             profiled_ms = (time.perf_counter() - t0) * 1e3
         if rank == 0:
             b = breakdown(prof.events(), profiled_ms * 1e3)
+    # the high-water mark before attention_path's own small tensors
+    peak_mem = proc_status_bytes("VmHWM") - rss_before
     attn = attention_path(torch, shape) if rank == 0 else None
 
     if rank == 0:
         n_tokens = world * B * G * S
         print(f"model {shape.name}: {shape.summary()}; {params:,} params")
         print(f"fp32 on the CPU, torch {torch.__version__}, attention {attn}, "
-              f"alloc {'fresh' if args.fresh_pages else 'heap'}")
+              f"alloc {alloc_mode(args)}")
         print(f"step: world {world} x micro_batch {B} x grad_accum {G} x seq_len {S} = "
               f"{n_tokens} tokens; {args.threads} threads per rank")
         print(f"{args.warmup} warm-up steps, {args.steps} timed (ms"
@@ -672,6 +712,8 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         spread = (max(times) - min(times)) / median * 100 if median else 0.0
         print(f"median step time: {median:.1f} ms ({n_tokens / median * 1e3:,.0f} tokens/s; "
               f"max-min {spread:.1f}% of the median); last loss {loss:.3f}")
+        print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (VmHWM less VmRSS before the model was "
+              f"built{', rank 0' if world > 1 else ''})")
         if other_pct + steal_pct > 10:  # even with a core to spare, a step ran up to 2x slower
             warn(f"other processes used {other_pct:.0f}% of the machine's CPU time during the "
                  f"timed steps (steal {steal_pct:.0f}%): these are not a quiet machine's times"
@@ -687,9 +729,10 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             "median_ms": round(median, 3),
             "tokens_per_s": round(n_tokens / median * 1e3, 1),
             "warmup": args.warmup, "loss": round(loss, 4), "dtype": "fp32",
-            "attention": attn, "alloc": "fresh" if args.fresh_pages else "heap",
+            "attention": attn, "alloc": alloc_mode(args),
             "torch": torch.__version__,
             "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
+            "peak_mem_gib": round(peak_mem / 2 ** 30, 4),
         }
         if profile_pct is not None:
             summary["profile_pct"] = profile_pct
@@ -726,6 +769,18 @@ def cpu_sample():
         pass
     t = os.times()
     return time.perf_counter(), busy, steal, t.user + t.system
+
+
+def proc_status_bytes(key: str) -> int:
+    """A memory line of /proc/self/status (VmRSS, VmHWM: kB) in bytes; 0 when unreadable."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def free_port() -> int:
@@ -767,12 +822,17 @@ def parse_args(argv):
                    help="one more step under torch.profiler, with a breakdown")
     p.add_argument("--fresh-pages", action="store_true",
                    help="keep glibc's default: large activations are paged in anew each step")
+    p.add_argument("--mmap-tensors", action="store_true",
+                   help="serve every block of 1 MiB or more with its own mmap, unmapped at free: "
+                   "peak_mem_gib then follows the live tensors (steps run slower)")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     return p.parse_args(argv)
 
 
 def main(argv) -> int:
     args = parse_args(argv)
+    if args.mmap_tensors and args.fresh_pages:
+        fail("--mmap-tensors and --fresh-pages: give one allocation mode, not both")
     path = args.model_config_path or default_models_path()
     models = load_models(path)
     names = [m["model"] for m in models]

@@ -84,3 +84,28 @@ set_tests_properties("step: times calibrated from a real PyTorch step's capture 
 add_test(NAME "reliability: SIGINT while bench_step measures keeps the measured rows, writes the step rows it can, exits 130"
   COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_interrupt_step.py $<TARGET_FILE:bench_step>
           ${CMAKE_CURRENT_BINARY_DIR}/interrupt_step)
+
+# Memory per rank (issue 27 item 4): a dry run writes step.csv with the memory columns and no
+# times. The tiny model in fp32 on a 24 GiB machine fits (two recompute modes, two rows); 70B with
+# ddp over 8 H100 80GB does not (hardware.json's capacity comes with the reports' device, not a
+# dry run: --memory-capacity-gib 80), and the console says so; --fits-only then leaves nothing.
+set(CHECK_STEP_MEMORY ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_step_memory.py
+    $<TARGET_FILE:bench_step>)
+add_test(NAME "step: a dry run writes the configurations' memory columns, fits"
+  COMMAND ${CHECK_STEP_MEMORY} ${CMAKE_CURRENT_BINARY_DIR}/step_memory_fits --rows 2 --fits true
+          -- --model tiny --seq-len 64 --dtype fp32 --kernels eager --recompute none,full
+          --memory-capacity-gib 24)
+add_test(NAME "step: Llama-3.1 70B with ddp on 8 x 80 GiB does not fit, and the row says so"
+  COMMAND ${CHECK_STEP_MEMORY} ${CMAKE_CURRENT_BINARY_DIR}/step_memory_70b --rows 1 --fits false
+          -- --model llama3.1-70b --seq-len 8192 --dp 8 --memory-capacity-gib 80)
+add_test(NAME "step: a dry run without a capacity leaves fits empty"
+  COMMAND ${CHECK_STEP_MEMORY} ${CMAKE_CURRENT_BINARY_DIR}/step_memory_unknown --rows 1 --fits empty
+          -- --model tiny --seq-len 64)
+add_test(NAME "step: --fits-only counts the configurations it leaves out"
+  COMMAND bench_step --model llama3.1-70b --seq-len 8192 --dp 8 --tp 1,8 --pp 1,4 --grad-accum 8
+          --memory-capacity-gib 80 --fits-only --dry-run)
+set_tests_properties("step: --fits-only counts the configurations it leaves out" PROPERTIES
+  PASS_REGULAR_EXPRESSION "--fits-only: 3 configurations left out: peak memory above 80.0 GiB \\(--memory-capacity-gib\\)")
+add_test(NAME "step: --fits-only in a dry run needs --memory-capacity-gib"
+  COMMAND ${EXPECT_ERROR} --contains "--fits-only: the device's memory is unknown" --
+          $<TARGET_FILE:bench_step> --model tiny --fits-only --dry-run)

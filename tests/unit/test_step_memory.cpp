@@ -1,0 +1,218 @@
+// bench_step's memory per rank (docs/formulas.md, "Memory per rank"): parameters, gradients and
+// optimizer state under each sharding, activations tensor by tensor against Korthikanti et al.'s
+// formula and against what PyTorch saved, pipeline in-flight micro-batches, transients.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "common/hardware.hpp"
+#include "step/step_memory.hpp"
+#include "step/step_operators.hpp"
+#include "step/step_rows.hpp"
+
+using namespace opbench;
+
+namespace {
+
+ModelConfig model_from(const std::string& path, const std::string& name) {
+  return select_models(load_models(std::string(OPBENCH_SOURCE_DIR) + path), name, path).front();
+}
+
+// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128 (SwiGLU), vocabulary 256.
+// Parameters: a layer q 64·64 + k 32·64 + v 32·64 + o 64·64 = 12,288, MLP 3·64·128 = 24,576,
+// norms 2·64 = 128, so 36,992; 4 layers 147,968; embedding 256·64 = 16,384, final norm 64, LM
+// head 16,384: P = 180,800.
+ModelConfig small_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
+    "tie_word_embeddings": false, "source": "test"}])");
+  return models_from_json(doc, "small4.json").front();
+}
+
+// GPT style, as Korthikanti et al. analyse it: LayerNorm, a GELU MLP of 4h, multi-head attention.
+// h = 64, a = 4 heads, 2 layers.
+ModelConfig gpt_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "gpt2l", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 4,
+    "num_key_value_heads": 4, "vocab_size": 256, "num_hidden_layers": 2, "gated_mlp": false,
+    "norm": "layernorm", "tie_word_embeddings": false, "source": "test"}])");
+  return models_from_json(doc, "gpt2l.json").front();
+}
+
+std::int64_t sum(const std::vector<SavedTensor>& list, Recompute r = Recompute::none) {
+  return kept_bytes(list, r);
+}
+
+}  // namespace
+
+TEST_CASE("step memory: parameters, gradients and AdamW state under ddp, zero1, fsdp",
+          "[step][memory]") {
+  StepConfig c;
+  c.model = small_model();
+  c.dtype = DType::bf16;
+  c.grad_dtype = DType::fp32;
+  REQUIRE(stage_parameters(c, 0) == 180800);
+  StepMemory m = step_memory(c, 0);
+  CHECK(m.weights == 180800 * 2);     // bf16
+  CHECK(m.grads == 180800 * 4);       // fp32 gradients
+  CHECK(m.optimizer == 180800 * 12);  // fp32 master weights, m and v
+  c.sharding = Sharding::zero1;
+  c.dp = 4;
+  m = step_memory(c, 0);
+  CHECK(m.weights == 361600);  // zero1 shards only the optimizer: 180,800 / 4 = 45,200
+  CHECK(m.grads == 723200);
+  CHECK(m.optimizer == 45200 * 12);
+  c.sharding = Sharding::fsdp;
+  m = step_memory(c, 0);
+  CHECK(m.weights == 45200 * 2);  // fsdp: everything / dp
+  CHECK(m.grads == 45200 * 4);
+  CHECK(m.optimizer == 45200 * 12);
+  c.grad_accum = 2;  // gradient sync off in the first micro-batch: unsharded gradients accumulate
+  CHECK(step_memory(c, 0).grads == 180800 * 4);
+  c = StepConfig{};
+  c.model = small_model();
+  c.dtype = DType::fp32;  // no master weights
+  CHECK(step_memory(c, 0).optimizer == 180800 * 8);
+}
+
+TEST_CASE("step memory: zero1 reduce-scatters the gradients and all-gathers the parameters",
+          "[step][memory]") {
+  StepConfig c;
+  c.model = small_model();
+  c.dp = 2;
+  c.sharding = Sharding::zero1;
+  std::int64_t rs = 0, ag = 0;
+  for (const auto& op : step_collectives(c, 0)) {
+    if (op.name == "zero1 reduce_scatter (last gradient bucket)") rs = op.collective.size_bytes;
+    if (op.name == "zero1 all_gather (last parameter bucket)") ag = op.collective.size_bytes;
+  }
+  CHECK(rs == 180800 * 4);  // fp32 gradients: 723,200 B, under one 25 MiB bucket
+  CHECK(ag == 180800 * 2);  // bf16 parameters
+}
+
+TEST_CASE("step memory: the fused lists reproduce Korthikanti et al.'s sbh(34 + 5as/h)",
+          "[step][memory]") {
+  // s = 32, b = 2, h = 64, a = 4, 16-bit: sbh = 4096 elements; Korthikanti's per-layer bytes
+  // sbh(34 + 5as/h) = 4096 · (34 + 5·4·32/64) = 4096 · 44 = 180,224. The lists add the two
+  // LayerNorms' fp32 mean and rstd (Korthikanti leaves them out): 2 · 2 · 4 B · sb = 1,024.
+  StepConfig c;
+  c.model = gpt_model();
+  c.micro_batch = 2;
+  c.dtype = DType::bf16;
+  ActivationModel korthikanti;
+  korthikanti.dropout = true;
+  korthikanti.flash = false;  // the attention core keeps its scores
+  CHECK(sum(layer_saved_tensors(c, false, korthikanti)) == 180224 + 1024);
+  // Selective recomputation drops the 5as²b of the core: 34sbh = 139,264.
+  CHECK(sum(layer_saved_tensors(c, false, korthikanti), Recompute::selective) == 139264 + 1024);
+  // Full recomputation keeps the layer's input: 2sbh = 8,192.
+  CHECK(sum(layer_saved_tensors(c, false, korthikanti), Recompute::full) == 8192);
+  // tp 2 with sequence parallelism: everything / t, sbh(34/t + 5as/(ht)) = 90,112, stats 512.
+  c.tp = 2;
+  CHECK(sum(layer_saved_tensors(c, false, korthikanti)) == 90112 + 512);
+  // Without it the norms' inputs and outputs and the residual dropout masks stay whole:
+  // sbh(10 + 24/t + 5as/(ht)) = 4096 · (10 + 12 + 5) = 110,592; the stats stay whole, 1,024.
+  c.sequence_parallel = false;
+  CHECK(sum(layer_saved_tensors(c, false, korthikanti)) == 110592 + 1024);
+  // Flash attention, no dropout (the plan's default): the scores' 5as/h and the masks' 2 go, the
+  // log-sum-exp comes: 32sbh = 131,072 + b·a·s·4 B = 1,024, + stats 1,024.
+  c.tp = 1;
+  c.sequence_parallel = true;
+  CHECK(sum(layer_saved_tensors(c, false)) == 131072 + 1024 + 1024);
+}
+
+TEST_CASE("step memory: the eager lists are what PyTorch 1.13 saved for the peer's model",
+          "[step][memory]") {
+  // llama-cpu-s (H 1024, 16/4 heads of 64, I 2816, V 32000, 4 layers), seq 512, fp32, the peer's
+  // eager model. Per layer, T = 512: 8 [T, H] (each norm's input, x², x·rsqrt and output), 4
+  // [T, Hq·d] (q and kᵀ scaled copies, v expanded, the output's transposed copy), the scores
+  // [16, 512, 512], 4 [T, I] (gate, SiLU, up, product), 2 rsqrt [T]:
+  // (4,194,304 + 2,097,152 + 4,194,304 + 5,767,168 + 1,024) · 4 B = 65,015,808 B.
+  StepConfig c;
+  c.model = model_from("/bench/peers/step_models.json", "llama-cpu-s");
+  c.seqlen = 512;
+  c.dtype = DType::fp32;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::single;
+  CHECK(sum(layer_saved_tensors(c, false)) == 65015808);
+  // The stage adds the ids (512 · 8), cos and sin (2 · 512 · 64 · 4), the final norm's input,
+  // x², rsqrt, x·rsqrt and output ((4 · 524,288 + 512) · 4) and log_softmax's output (512 ·
+  // 32,000 · 4): 260,063,232 + 4,096 + 262,144 + 8,390,656 + 65,536,000 = 334,256,128 B.
+  // torch.autograd.graph.saved_tensors_hooks over the peer's forward counted 334,256,140 B
+  // (distinct storages, parameters apart): the ids tensor has the shifted target's extra
+  // column, 8 B, and the loss a 4 B scalar.
+  const StepMemory m = step_memory(c, 0);
+  CHECK(m.activations == 334256128);
+  // The backward's start: the logits the caller holds, log_softmax's gradient and the logits'
+  // gradient, 3 · 512 · 32,000 · 4 B; no gradient exists yet (set_to_none, one micro-batch).
+  CHECK(m.backward_transient == 3 * 512 * 32000 * 4);
+  CHECK(m.grads_in_backward == 0);
+  // Single-tensor AdamW: two temporaries of the largest tensor, the 32,000 x 1,024 embedding;
+  // the training loop still holds the logits, 512 · 32,000 · 4 B.
+  CHECK(m.optimizer_transient == 2 * 32000 * 1024 * 4 + 512 * 32000 * 4);
+}
+
+TEST_CASE("step memory: recomputation, pipeline in flight, optimizer temporaries",
+          "[step][memory]") {
+  StepConfig c;
+  c.model = small_model();
+  c.dtype = DType::bf16;
+  c.recompute = Recompute::full;
+  // T = 32 tokens. Full: each of 4 layers keeps its input, 32 · 64 · 2 = 4,096 B -> 16,384. The
+  // stage adds the ids 32 · 8 = 256, the final norm's input 4,096 and rstd 32 · 4 = 128, the LM
+  // head's input 4,096 and the loss's fp32 softmax 32 · 256 · 4 = 32,768: 57,728 in all.
+  StepMemory m = step_memory(c, 0);
+  CHECK(m.activations == 57728);
+  // The backward recomputes one layer at a time: its whole list is transient, beside the
+  // logits' gradient (32 · 256 · 2 = 16,384). A layer: norm 1 input 4,096, rstd 128, QKV input
+  // 4,096, Q 32·4·16·2 = 4,096, K and V 2,048 each, log-sum-exp 4·32·4 = 512, output 4,096,
+  // norm 2 4,096 + 128, MLP input 4,096, gate/up 32·256·2 = 16,384, SwiGLU out 8,192: 54,016.
+  CHECK(m.backward_transient == 54016 + 16384);
+  CHECK(m.optimizer_transient == 0);  // fused AdamW
+  c.optimizer_impl = OptimizerImpl::foreach;
+  CHECK(step_memory(c, 0).optimizer_transient == 180800 * 4);  // one fp32 list of every param
+  c.optimizer_impl = OptimizerImpl::single;
+  CHECK(step_memory(c, 0).optimizer_transient == 2 * 16384 * 4);  // the embedding, twice
+
+  // 1F1B: stage s holds min(pp − s, m) micro-batches.
+  c.pp = 4;
+  c.grad_accum = 8;
+  CHECK(in_flight_micro_batches(c, 0) == 4);
+  CHECK(in_flight_micro_batches(c, 3) == 1);
+  c.grad_accum = 2;
+  CHECK(in_flight_micro_batches(c, 0) == 2);
+  // Interleaved, vpp 2: pp · (1 + (pp − 1)/(pp · vpp)) = 4 · 1.375 = 5.5 (Korthikanti et al.).
+  c.grad_accum = 8;
+  c.vpp = 2;
+  c.model.num_hidden_layers = 8;
+  CHECK(in_flight_micro_batches(c, 0) == 5.5);
+}
+
+TEST_CASE("step memory: Llama-3.1 70B with ddp does not fit 8 H100 80GB", "[step][memory]") {
+  StepConfig c;
+  c.model = model_from("/configs/models.json", "llama3.1-70b");
+  c.seqlen = 8192;
+  c.dp = 8;
+  c.dtype = DType::bf16;
+  // Every replica holds all 70,553,706,496 parameters: 141.1 GB of bf16 weights alone.
+  const StepMemory m = busiest_memory(c);
+  CHECK(m.weights == 70553706496LL * 2);
+  const auto table =
+      load_hardware_table(std::string(OPBENCH_SOURCE_DIR) + "/configs/hardware.json");
+  const auto h100 = match_device(table, "NVIDIA H100 80GB HBM3");
+  REQUIRE(h100);
+  REQUIRE(h100->memory_gib == 80);
+  CHECK(memory_fits(m, h100->memory_gib) == false);
+  CHECK_FALSE(memory_fits(m, std::nullopt).has_value());  // unknown device: no verdict
+  // tp 8, pp 4 (20 layers a stage): 2.2 billion parameters a rank, 18 B each, about 37 GiB,
+  // plus the first stage's 4 micro-batches in flight of about 0.28 GB a layer: fits.
+  c.tp = 8;
+  c.pp = 4;
+  c.dp = 1;
+  c.grad_accum = 8;
+  c.recompute = Recompute::selective;
+  CHECK(memory_fits(busiest_memory(c), 80.0) == true);
+}
