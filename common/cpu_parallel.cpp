@@ -14,9 +14,9 @@ namespace {
 std::atomic<unsigned> thread_cap{0};  // limit_cpu_threads; 0: none
 }  // namespace
 
-void limit_cpu_threads(unsigned threads) {
+void limit_cpu_threads(unsigned threads, unsigned blas_threads) {
   thread_cap = threads;
-  openblas_set_num_threads(static_cast<int>(threads > 0 ? threads : usable_cores()));
+  openblas_set_num_threads(static_cast<int>(blas_threads > 0 ? blas_threads : usable_cores()));
 }
 
 unsigned usable_cores() {

@@ -16,8 +16,9 @@ void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& w
 unsigned parallel_threads(std::int64_t items);
 unsigned usable_cores();
 
-// Caps the threads every CPU provider uses, ours and OpenBLAS's, at `threads` (0: no cap, the
-// affinity mask's cores): bench_step --threads, to measure with the threads a job will have.
-void limit_cpu_threads(unsigned threads);
+// Sets the threads the CPU providers use, as a job will have them (bench_step --threads and
+// --blas-threads): `threads` for our own loops (memory-bound operators, attention tiles),
+// `blas_threads` for OpenBLAS's GEMMs; 0: the affinity mask's cores.
+void limit_cpu_threads(unsigned threads, unsigned blas_threads);
 
 }  // namespace opbench

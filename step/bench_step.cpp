@@ -44,6 +44,7 @@ Plan plan_of(const StepConfig& c) {
 struct TimeSources {
   std::optional<CaptureTimes> capture;
   std::optional<ReportTimes> reports;
+  std::string threading;  // how a CPU measurement was threaded, for the summary
   std::optional<OperatorTime> find(const StepOperator& op) const {
     if (capture)
       if (auto t = capture->find(op)) return t;
@@ -105,6 +106,7 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   mo.check = o.check;
   mo.quiet = o.report.quiet;
   mo.threads = o.threads;
+  mo.blas_threads = o.blas_threads;
   // The measured operators' reports are read back as CSV (ReportTimes), so CSV is always one of
   // their formats; --format adds the others.
   mo.formats = o.report.formats;
@@ -112,6 +114,7 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   const StepMeasureResult r = measure_step_operators(
       all, [&](const StepOperator& op) { return times.find(op).has_value(); }, mo, report_dir, env);
   measured_files = r.files;
+  times.threading = r.threading;
   if (r.measured + r.failed + r.skipped == 0) return times;
   std::vector<std::string> dirs = o.from_reports;
   dirs.push_back(report_dir);
@@ -352,7 +355,8 @@ int bench_step_main(int argc, char** argv) {
                    {"model", "world_size", "tp", "pp", "dp", "micro_batch", "seqlen", "dtype",
                     "kernels", "step_time_ms", "tokens_per_s", "mfu", "times_from"},
                    15,
-                   {"## Where the step's time goes\n\n```\n" + projections + fusion + "```"}});
+                   {"## Where the step's time goes\n\n```\n" + projections + fusion + "```" +
+                    (times.threading.empty() ? "" : "\n\n" + times.threading + ".")}});
   std::fflush(stdout);
   for (const auto& files : {measured_files, step_files.listing(), operator_files.listing()})
     for (const auto& line : files)

@@ -134,14 +134,16 @@ struct Measuring {
 
 }  // namespace
 
-std::string cpu_threading_note(unsigned threads) {
+std::string cpu_threading_note(unsigned threads, unsigned blas_threads) {
   const unsigned n = threads > 0 ? threads : usable_cores();
+  const unsigned b = blas_threads > 0 ? blas_threads : usable_cores();
   return fmt::format(
-      "threads: {} ({}), each operator alone: OpenBLAS's GEMMs and our memory-bound loops use "
-      "all {} in turn. A framework differs: PyTorch runs its elementwise kernels on its own "
-      "intra-op pool (torch.set_num_threads) while OpenBLAS keeps a pool of its own, so inside a "
-      "job the two can contend for the same cores",
-      n, threads > 0 ? "--threads" : "the CPUs this process may run on", n);
+      "threads: {} for the memory-bound and attention operators, {} for OpenBLAS's GEMMs "
+      "({} of {} CPUs this process may run on), each operator measured alone. Inside a job "
+      "they differ: PyTorch runs its elementwise kernels on its intra-op pool "
+      "(torch.set_num_threads) while OpenBLAS keeps a pool of its own, and the two contend for "
+      "the same cores; --capture-path puts the job's own GEMM times in",
+      n, b, threads > 0 || blas_threads > 0 ? "--threads/--blas-threads" : "all", usable_cores());
 }
 
 StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
@@ -163,8 +165,9 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   progress.note(fmt::format("measuring {} operators on the {} ({})", todo.size(),
                             backend_traits(choice.backend).device_kind, choice.reason));
   if (choice.backend == Backend::cpu) {
-    limit_cpu_threads(o.threads);
-    progress.note(cpu_threading_note(o.threads));
+    limit_cpu_threads(o.threads, o.blas_threads);
+    result.threading = cpu_threading_note(o.threads, o.blas_threads);
+    progress.note(result.threading);
   }
   ConsoleTable table({{"gemm", "", 14},
                       {"op", "", 13},

@@ -23,7 +23,8 @@ struct StepMeasureOptions {
   MeasureOverrides measure;  // the shared stop rule's flags
   bool check = false;        // verify each result as the families' --check do
   bool quiet = false;
-  unsigned threads = 0;  // --threads: the CPU providers' threads (0: the affinity mask's cores)
+  unsigned threads = 0;       // --threads: our CPU loops' threads (0: the affinity mask's cores)
+  unsigned blas_threads = 0;  // --blas-threads: OpenBLAS's threads (0: the affinity mask's cores)
   // The measured operators' reports' formats (gemm_step.csv ...): --format, and CSV always, the
   // format bench_step reads its times back from.
   std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
@@ -33,11 +34,12 @@ struct StepMeasureResult {
   std::size_t measured = 0, skipped = 0, failed = 0;
   std::vector<std::string> files;  // "path (N rows)"
   std::string device;              // what the operators ran on
+  std::string threading;           // on the CPU: cpu_threading_note
   bool interrupted = false;
 };
 
 // What --threads means for a CPU measurement, and how it differs from a framework's threading.
-std::string cpu_threading_note(unsigned threads);
+std::string cpu_threading_note(unsigned threads, unsigned blas_threads);
 
 // Measures, once each (by StepOperator::identity()), every operator of `ops` but the collectives
 // for which `has_time` is false.

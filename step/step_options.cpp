@@ -66,7 +66,8 @@ void add_flags(cxxopts::Options& options) {
     ("capture-path", "a capture folder of the job (scripts/capture.sh --out): its GEMMs' and collectives' in-job median times replace the isolated ones, shape by shape", cxxopts::value<std::string>())
     ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
-    ("threads", "--measure on the CPU: threads the operators run with, as the job will have them (default: the CPUs this process may run on)", cxxopts::value<std::string>())
+    ("threads", "--measure on the CPU: threads the memory-bound and attention operators run with, as the job's framework runs them (torch.set_num_threads; default: the CPUs this process may run on)", cxxopts::value<std::string>())
+    ("blas-threads", "--measure on the CPU: threads of OpenBLAS's GEMMs, as the job's BLAS runs them (OPENBLAS_NUM_THREADS; default: --threads, else the CPUs this process may run on)", cxxopts::value<std::string>())
     ("check", "--measure: verify every measured result")
     ("dry-run", "list the operators of the busiest stage with their counts and FLOPs and the memory per rank, write the configurations' CSV (without times) when a report path is given, and exit")
     ("report-csv-path", "the configurations' CSV (default step.csv in --report-dir-path)", cxxopts::value<std::string>())
@@ -129,6 +130,8 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
     push_once(o.kernels, parse_kernels(k), "--kernels", k);
   if (p.count("optimizer-impl")) o.optimizer_impl = parse_optimizer_impl(str("optimizer-impl"));
   if (p.count("threads")) o.threads = static_cast<unsigned>(one_int(p, "threads"));
+  o.blas_threads = o.threads;
+  if (p.count("blas-threads")) o.blas_threads = static_cast<unsigned>(one_int(p, "blas-threads"));
   o.recomputes.clear();
   for (const auto& r : split(str("recompute"), ','))
     push_once(o.recomputes, parse_recompute(r), "--recompute", r);

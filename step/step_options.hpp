@@ -21,7 +21,8 @@ struct StepOptions {
   std::vector<Recompute> recomputes{Recompute::none};
   std::vector<Kernels> kernels{Kernels::fused};
   std::optional<OptimizerImpl> optimizer_impl;  // default: default_optimizer_impl
-  unsigned threads = 0;  // --threads: CPU threads the measurement uses (0: the affinity mask's)
+  unsigned threads = 0;         // --threads: our CPU loops' threads (0: the affinity mask's cores)
+  unsigned blas_threads = 0;    // --blas-threads: OpenBLAS's (0: --threads, else the cores)
   std::int64_t world_size = 0;  // --world-size: dp = world / (tp · pp)
   std::optional<DType> dtype;   // default: fp32 when measuring on the CPU, else bf16
   bool measure = true;          // --measure (the default without --from-reports)

@@ -12,14 +12,17 @@ bench/peers/step_models.json):
                place of the isolated times (the rest as measured for `eager`);
   fused        bench_step's default plan (flash attention, fused norms and AdamW): what fusion
                would buy, for reference;
-  memory       bench_step's mem_peak_gib for the eager plan against the measured peak;
+  memory       bench_step's mem_peak_gib for the eager plan against the peak resident memory of
+               one more torch step run with --mmap-tensors (every tensor its own mapping, so the
+               peak follows the live tensors; the timed run keeps glibc's freed blocks);
 and the errors (projected - measured) / measured. The targets (issue 27): eager within 15%,
 calibrated within 5%, memory within 10%; --check-targets exits 1 when one is missed.
 
 Threads: torch gets --threads (default 1) OpenMP threads; its GEMMs call OpenBLAS, which keeps a
-pool of every core by itself. bench_step measures with --bench-threads (default: every core this
-process may run on), as OpenBLAS runs inside the job. Two pools on 2 cores (torch --threads 2)
-slow the job's GEMMs by about a quarter: what the capture calibrates away.
+pool of every core by itself. bench_step measures as the job runs: --threads the same for the
+memory-bound and attention operators, --blas-threads every core this process may run on for the
+GEMMs. Two pools on 2 cores (torch --threads 2) slow the job's GEMMs by about a quarter: what the
+capture calibrates away.
 
 --ddp 2: also 2 DDP ranks over gloo (torch_train_step.py --ddp 2, 1 thread each), against
 bench_step --dp 2 run on one core (taskset -c 0: each rank has one) with the gradient all-reduce
@@ -58,16 +61,20 @@ def run(cmd, env=None):
     return r.stdout
 
 
-def torch_step(a, model, seq, ranks, capture_dir=None):
+def torch_step(a, model, seq, ranks, capture_dir=None, memory=False):
+    """One torch_train_step.py run; `memory`: one step with --mmap-tensors, whose peak resident
+    memory follows the live tensors (the default heap keeps freed blocks and their holes)."""
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/peers/torch_train_step.py"), "--model-config-path",
            a.model_config_path, "--model", model, "--micro-batch", str(a.micro_batch), "--grad-accum",
-           str(a.grad_accum), "--warmup", str(a.warmup), "--steps", str(a.steps), "--threads",
-           str(1 if ranks > 1 else a.threads)]
+           str(a.grad_accum), "--warmup", "1" if memory else str(a.warmup), "--steps",
+           "1" if memory else str(a.steps), "--threads", str(1 if ranks > 1 else a.threads)]
+    if memory:
+        cmd += ["--mmap-tensors"]
     if seq:
         cmd += ["--seq-len", str(seq)]
     if ranks > 1:
         cmd += ["--ddp", str(ranks)]
-    if a.profile:
+    if a.profile and not memory:
         cmd += ["--profile"]
     env = None
     if capture_dir:
@@ -85,8 +92,8 @@ def bench_step(a, model, seq, out, extra=(), prefix=()):
            "--report-dir-path", out, "--quiet", *extra]
     if seq:
         cmd += ["--seq-len", str(seq)]
-    if a.bench_threads:
-        cmd += ["--threads", str(a.bench_threads)]
+    # The job's threading: torch's elementwise kernels on its --threads, OpenBLAS on every core.
+    cmd += ["--threads", str(a.threads), "--blas-threads", str(len(os.sched_getaffinity(0)))]
     if a.max_time:
         cmd += ["--max-time", str(a.max_time)]
     run(cmd)
@@ -141,7 +148,6 @@ def main() -> int:
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--grad-accum", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch's OpenMP threads (see above)")
-    ap.add_argument("--bench-threads", type=int, default=0, help="bench_step --threads (default: its own)")
     ap.add_argument("--max-time", type=float, default=0,
                     help="bench_step --max-time: seconds per operator (default: its own, 2)")
     ap.add_argument("--warmup", type=int, default=2)
@@ -191,7 +197,7 @@ def main() -> int:
                                      "--from-reports", os.path.join(work, name), "--measure"])[0]
             tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
             errors = (error(step_ms(eager), ms), error(step_ms(calibrated), ms), error(step_ms(fused), ms))
-            peak = measured.get("peak_mem_gib")
+            peak = torch_step(a, model, seq, 1, memory=True).get("peak_mem_gib")
             mem_err = error(mem_gib(eager), peak)
             lines.append(f"| {model}, seq {measured['seq_len']} | {tokens} | {ms:.0f} | "
                          f"{cell(step_ms(eager), errors[0])} | {cell(step_ms(calibrated), errors[1])} | "

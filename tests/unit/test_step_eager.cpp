@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <cblas.h>
+
 #include "common/cpu_parallel.hpp"
 #include "step/capture_times.hpp"
 #include "step/step_compose.hpp"
@@ -170,11 +172,14 @@ TEST_CASE(
 }
 
 TEST_CASE("limit_cpu_threads caps the CPU providers' threads", "[step]") {
-  limit_cpu_threads(1);
+  limit_cpu_threads(1, 2);
   CHECK(parallel_threads(1000) == 1u);
-  limit_cpu_threads(3);
+  CHECK(openblas_get_num_threads() == 2);
+  limit_cpu_threads(3, 1);
   CHECK(parallel_threads(1000) == 3u);
   CHECK(parallel_threads(2) == 2u);
-  limit_cpu_threads(0);
+  CHECK(openblas_get_num_threads() == 1);
+  limit_cpu_threads(0, 0);
+  CHECK(openblas_get_num_threads() == static_cast<int>(usable_cores()));
   CHECK(parallel_threads(1000) == usable_cores());
 }
