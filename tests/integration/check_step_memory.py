@@ -12,28 +12,23 @@ empty) when no capacity is known, and equals --fits; the times are empty and the
 dry run. The console must print each configuration's "memory per rank" line, and "DOES NOT FIT"
 for each that does not. Exit 0 when everything holds, 1 with one line per problem.
 """
-import argparse
 import csv
 import os
 import shutil
 import subprocess
 import sys
 
+from check_step_reports import parse_step_check
+
 COLUMNS = ["mem_weights_gib", "mem_grads_gib", "mem_optimizer_gib", "mem_activations_gib",
            "mem_peak_gib", "mem_capacity_gib", "fits"]
 
 
 def main() -> int:
-    argv = sys.argv[1:]
-    split = argv.index("--")
-    ap = argparse.ArgumentParser()
-    ap.add_argument("bench_step")
-    ap.add_argument("dir")
-    ap.add_argument("--rows", type=int, default=1)
-    ap.add_argument("--fits", choices=["true", "false", "empty"], required=True)
-    a = ap.parse_args(argv[:split])
+    a, args = parse_step_check(
+        sys.argv[1:], lambda ap: ap.add_argument("--fits", choices=["true", "false", "empty"], required=True))
     shutil.rmtree(a.dir, ignore_errors=True)
-    run = subprocess.run([a.bench_step, *argv[split + 1:], "--dry-run", "--report-dir-path", a.dir],
+    run = subprocess.run([a.bench_step, *args, "--dry-run", "--report-dir-path", a.dir],
                          capture_output=True, text=True)
     problems = []
     if run.returncode != 0:

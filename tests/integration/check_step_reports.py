@@ -76,20 +76,27 @@ def captured_time(source, cache):
     return weighted / calls * entries if calls else None
 
 
-def main() -> int:
-    argv = sys.argv[1:]
+def parse_step_check(argv, add_options):
+    """The step checks' command line, BENCH_STEP DIR [--rows N] [options] -- ARGS: the parsed
+    options, and bench_step's own arguments after --."""
     split = argv.index("--")
     ap = argparse.ArgumentParser()
     ap.add_argument("bench_step")
     ap.add_argument("dir")
     ap.add_argument("--rows", type=int, default=1)
-    ap.add_argument("--exit-code", type=int, default=0)
-    ap.add_argument("--missing")
-    ap.add_argument("--device")
-    a = ap.parse_args(argv[:split])
+    add_options(ap)
+    return ap.parse_args(argv[:split]), argv[split + 1:]
+
+
+def main() -> int:
+    def options(ap):
+        ap.add_argument("--exit-code", type=int, default=0)
+        ap.add_argument("--missing")
+        ap.add_argument("--device")
+    a, args = parse_step_check(sys.argv[1:], options)
     if os.path.exists(a.dir):
         shutil.rmtree(a.dir)
-    proc = subprocess.run([a.bench_step, "--report-dir-path", a.dir, *argv[split + 1:]], capture_output=True,
+    proc = subprocess.run([a.bench_step, "--report-dir-path", a.dir, *args], capture_output=True,
                           text=True, timeout=1200)
     sys.stdout.write(proc.stdout[-3000:])
     problems = []

@@ -10,24 +10,13 @@
 #include "step/megatron_flops.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_operators.hpp"
+#include "step_models.hpp"
 
 using namespace opbench;
+using test::configs_model;
+using test::small_model;
 
 namespace {
-
-ModelConfig configs_model(const std::string& name) {
-  auto models = load_models(std::string(OPBENCH_SOURCE_DIR) + "/configs/models.json");
-  return select_models(models, name, "models.json").front();
-}
-
-// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128, vocabulary 256.
-ModelConfig small_model() {
-  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
-    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
-    "tie_word_embeddings": false, "source": "test"}])");
-  return models_from_json(doc, "small4.json").front();
-}
 
 std::vector<StageOperators> all_stages(const StepConfig& c) {
   std::vector<StageOperators> stages;

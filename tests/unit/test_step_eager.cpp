@@ -13,22 +13,17 @@
 #include "step/capture_times.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_operators.hpp"
+#include "step_models.hpp"
 #include "temp_files.hpp"
 
 using namespace opbench;
 
 namespace {
 
-// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, gated MLP 128, vocabulary 256:
-// parameters 4 x (2·64 norms + 64·64 q + 2·64·32 k,v + 64·64 o + 3·64·128 mlp) + 2·256·64 + 64
-// = 4 x 36992 + 32832 = 180800.
+// test::small_model (180,800 parameters), 3 micro-batches of 2 sequences of 32 tokens.
 StepConfig small_config(Kernels kernels) {
-  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
-    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
-    "tie_word_embeddings": false, "source": "test"}])");
   StepConfig c;
-  c.model = models_from_json(doc, "small4.json").front();
+  c.model = test::small_model();
   c.micro_batch = 2;
   c.grad_accum = 3;
   c.dtype = DType::fp32;

@@ -11,26 +11,13 @@
 #include "step/step_memory.hpp"
 #include "step/step_operators.hpp"
 #include "step/step_rows.hpp"
+#include "step_models.hpp"
 
 using namespace opbench;
+using test::model_from;
+using test::small_model;
 
 namespace {
-
-ModelConfig model_from(const std::string& path, const std::string& name) {
-  return select_models(load_models(std::string(OPBENCH_SOURCE_DIR) + path), name, path).front();
-}
-
-// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128 (SwiGLU), vocabulary 256.
-// Parameters: a layer q 64·64 + k 32·64 + v 32·64 + o 64·64 = 12,288, MLP 3·64·128 = 24,576,
-// norms 2·64 = 128, so 36,992; 4 layers 147,968; embedding 256·64 = 16,384, final norm 64, LM
-// head 16,384: P = 180,800.
-ModelConfig small_model() {
-  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
-    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
-    "tie_word_embeddings": false, "source": "test"}])");
-  return models_from_json(doc, "small4.json").front();
-}
 
 // GPT style, as Korthikanti et al. analyse it: LayerNorm, a GELU MLP of 4h, multi-head attention.
 // h = 64, a = 4 heads, 2 layers.

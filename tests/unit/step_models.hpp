@@ -1,0 +1,32 @@
+#pragma once
+// The models bench_step's unit tests project, written once.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "common/model_config.hpp"
+
+namespace opbench::test {
+
+// A model of a models.json in the repository ("/configs/models.json", "/bench/peers/...").
+inline ModelConfig model_from(const std::string& path, const std::string& name) {
+  return select_models(load_models(std::string(OPBENCH_SOURCE_DIR) + path), name, path).front();
+}
+
+inline ModelConfig configs_model(const std::string& name) {
+  return model_from("/configs/models.json", name);
+}
+
+// 4 layers, hidden 64, 4 query heads and 2 KV heads of 16, MLP 128 (SwiGLU), vocabulary 256.
+// Parameters: a layer q 64·64 + k 32·64 + v 32·64 + o 64·64 = 12,288, MLP 3·64·128 = 24,576,
+// norms 2·64 = 128, so 36,992; 4 layers 147,968; embedding 256·64 = 16,384, final norm 64, LM
+// head 16,384: P = 180,800.
+inline ModelConfig small_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "small4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 4,
+    "tie_word_embeddings": false, "source": "test"}])");
+  return models_from_json(doc, "small4.json").front();
+}
+
+}  // namespace opbench::test
