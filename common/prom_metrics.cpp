@@ -13,7 +13,7 @@ namespace opbench {
 namespace {
 
 constexpr double kMicro = 1e-6, kMilli = 1e-3, kGiga = 1e9, kTera = 1e12, kMega = 1e6,
-                 kPercent = 1e-2;
+                 kPercent = 1e-2, kGibi = 1024.0 * 1024.0 * 1024.0;
 
 struct ColumnRow {
   std::string_view column, family;
@@ -93,6 +93,12 @@ constexpr ColumnRow kColumns[] = {
     {"hidden_comm_ms", "hidden_comm_seconds", kMilli, "", ""},
     {"tokens_per_s", "tokens_per_second", 1, "", ""},
     {"tokens_per_step", "tokens_per_step", 1, "", ""},
+    {"mem_weights_gib", "memory_bytes", kGibi, "part", "weights"},
+    {"mem_grads_gib", "memory_bytes", kGibi, "part", "grads"},
+    {"mem_optimizer_gib", "memory_bytes", kGibi, "part", "optimizer"},
+    {"mem_activations_gib", "memory_bytes", kGibi, "part", "activations"},
+    {"mem_peak_gib", "memory_peak_bytes", kGibi, "", ""},
+    {"mem_capacity_gib", "memory_capacity_bytes", kGibi, "", ""},
     {"tflops_per_device", "flops_per_second_per_device", kTera, "", ""},
     {"mfu", "model_flops_utilization_ratio", 1, "", ""},
     {"hfu", "hardware_flops_utilization_ratio", 1, "", ""},
@@ -155,6 +161,13 @@ constexpr HelpRow kHelp[] = {
     {"hidden_comm_seconds", "Data-parallel communication the overlap model hides under compute"},
     {"tokens_per_second", "Tokens per second of the projected step over every replica"},
     {"tokens_per_step", "Tokens of one step over every replica"},
+    {"memory_bytes",
+     "Memory per rank of the busiest stage by part: weights, gradients, optimizer state, "
+     "activations saved for backward"},
+    {"memory_peak_bytes",
+     "Peak memory per rank: the larger of the backward's start and the optimizer step, "
+     "transients included"},
+    {"memory_capacity_bytes", "The device's memory the peak is compared with"},
     {"flops_per_second_per_device", "Model FLOPs per second per device of the projected step"},
     {"model_flops_utilization_ratio", "Model FLOPs utilisation against the device's peak"},
     {"hardware_flops_utilization_ratio", "Hardware FLOPs utilisation against the device's peak"},
@@ -194,7 +207,10 @@ constexpr std::string_view kDescribesTheRun[] = {
     "nodes",
     "num_groups",
     "times_from",
+    "time_from",
     "source",
+    "part",
+    "fits",
     "args",
     "ep_rank",
 };

@@ -11,7 +11,7 @@ For every .prom given (or found under a folder given), with the CSV of the same 
 4. every sample equals its CSV cell in base units: the HELP names the columns a family comes
    from ("time_us (stat=mean)"); the sample whose labels match one CSV row must be that row's
    cell times the unit's factor, worked out here from the column's name (_us: 1e-6, _ms: 1e-3,
-   _gbps: 1e9, tflops: 1e12, _mhz: 1e6, pct_: 0.01).
+   _gbps: 1e9, tflops: 1e12, _mhz: 1e6, pct_: 0.01, _gib: 2^30).
 
 Usage: check_prom.py PATH [PATH ...]    (exit 1 with every problem listed)
 """
@@ -28,7 +28,7 @@ LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 SOURCE = re.compile(r'([a-z0-9_]+)(?: \(([a-z_]+)=([a-z0-9_]+)\))?')
 SOURCES = re.compile(r" From the report's columns? (.*)$")
 DESCRIBES_RUN = {"status", "algo", "engine", "working_set_bytes", "launches_per_sample", "iters",
-                 "wrong", "aggregation", "roof", "times_from", "source", "note"}
+                 "wrong", "aggregation", "roof", "times_from", "time_from", "source", "note", "fits"}
 
 
 def unit_factor(column):
@@ -44,6 +44,8 @@ def unit_factor(column):
         return 1e6
     if column.startswith("pct_"):
         return 0.01
+    if column.endswith("_gib"):
+        return 2.0 ** 30
     return 1.0
 
 
