@@ -16,6 +16,10 @@ class EagerKernels {
  public:
   EagerKernels(const StageView& v, std::vector<StepOperator>& out) : v_(v), out_(out) {}
 
+  // The kernels after this are outside the decoder layers (embedding, final norm, loss): no
+  // activation checkpointing recomputes them.
+  void leave_layers() { in_layers_ = false; }
+
   // An elementwise, reduction or fill kernel that reads and writes `elements` elements in all
   // (a broadcast operand counts by its own size). bench_memops has no generic elementwise
   // operator: it is timed as a copy that moves the same bytes, elements / 2 of them.
@@ -59,13 +63,14 @@ class EagerKernels {
     op.attention_kernel = attention_core;
     out_.push_back(op);
     const Recompute r = v_.c.recompute;
-    if (op.phase == StepPhase::forward &&
+    if (in_layers_ && op.phase == StepPhase::forward &&
         (r == Recompute::full || (r == Recompute::selective && attention_core)))
       out_.push_back(recomputed(op));
   }
 
   const StageView& v_;
   std::vector<StepOperator>& out_;
+  bool in_layers_ = true;
 };
 
 constexpr StepPhase kFwd = StepPhase::forward;
@@ -172,6 +177,7 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
       }
     }
   }
+  k.leave_layers();
   if (v.first()) {
     // nn.Embedding's dense backward zeroes a whole table-sized gradient, then adds the rows in.
     k.memop(

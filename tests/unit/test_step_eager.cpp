@@ -90,6 +90,15 @@ TEST_CASE("eager plan: attention's kernels count as attention, selective recompu
   REQUIRE(named(ops, "attn_qk fprop (recomputed)"));
   REQUIRE(named(ops, "attention softmax fwd (eager) (recomputed)"));
   CHECK(named(ops, "mlp silu (eager) (recomputed)") == nullptr);
+  // Full recomputation reruns the layers' forward kernels, not the embedding, final norm or loss.
+  StepConfig full = c;
+  full.recompute = Recompute::full;
+  const auto all = step_operators(full, 0);
+  CHECK(named(all, "mlp silu (eager) (recomputed)"));
+  CHECK(named(all, "input rmsnorm pow (eager) (recomputed)"));
+  CHECK(named(all, "final rmsnorm pow (eager) (recomputed)") == nullptr);
+  CHECK(named(all, "embedding fwd (eager) (recomputed)") == nullptr);
+  CHECK(named(all, "loss log_softmax fwd (eager) (recomputed)") == nullptr);
   // Every operator timed 1 ms per call: the attention part is the calls of the attention
   // kernels, all of them.
   StageOperators stage;
