@@ -41,6 +41,10 @@ OperandRotation plan_operand_rotation(std::int64_t set_bytes, std::int64_t touch
 // "1.5 GiB", "512 MiB", "48 KiB", "100 B"
 std::string human_bytes(double bytes);
 
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
 constexpr std::int64_t align_up(std::int64_t value, std::int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }

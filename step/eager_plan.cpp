@@ -2,14 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "common/rotation.hpp"
+
 #include "step/step_operators.hpp"
 
 namespace opbench {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // The stage's kernels as they are listed: each call site's phase, a name, and what it is timed as.
 class EagerKernels {

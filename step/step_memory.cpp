@@ -6,16 +6,13 @@
 #include <sstream>
 
 #include "common/param_layout.hpp"
+#include "common/rotation.hpp"
 #include "fsdp/fsdp_plan.hpp"
 #include "gemm/moe_routing.hpp"
 #include "step/step_operators.hpp"
 
 namespace opbench {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 constexpr std::int64_t kFp32 = 4;
 

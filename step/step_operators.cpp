@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/rotation.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -15,10 +17,6 @@
 
 namespace opbench {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // The GEMMs of every linear layer in fprop, dgrad and wgrad, bench_gemm's own model cases for
 // the stage's layers (the LM head only on the last stage). A routed expert layer is one call over
