@@ -76,10 +76,14 @@ std::uint64_t cpu_last_level_cache_bytes() {
   return largest;
 }
 
-std::uint64_t cpu_cache_flush_bytes() {
+std::uint64_t cpu_cache_bytes_to_evict() {
   constexpr std::uint64_t kUnknownCache = std::uint64_t{64} << 20;
   const std::uint64_t llc = cpu_last_level_cache_bytes();
-  return 2 * (llc > 0 ? llc : kUnknownCache);
+  return llc > 0 ? llc : kUnknownCache;
+}
+
+std::uint64_t cpu_cache_flush_bytes() {
+  return 2 * cpu_cache_bytes_to_evict();
 }
 
 std::uint64_t available_host_memory_bytes() {

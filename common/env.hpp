@@ -48,6 +48,12 @@ std::string cpu_model_name();
 int online_cpus();
 // Size of the largest CPU cache (sysfs), or 0 when unknown.
 std::uint64_t cpu_last_level_cache_bytes();
+// The cache that rotation and flushes must defeat: the last-level cache, or 64 MiB where sysfs
+// does not say (some VMs, Firecracker's among them, have no cache entries at all; CPUID's figure
+// there can be the host's whole L3, 508 MiB on this project's CI machine, where one core sees
+// about 32 MiB). Without a figure, operands would never rotate and every operator that fits the
+// cache would be timed from it.
+std::uint64_t cpu_cache_bytes_to_evict();
 // What --cold writes between samples to evict the CPU's caches: twice the last-level cache, or
 // twice 64 MiB where sysfs does not say (some VMs have no cache entries at all).
 std::uint64_t cpu_cache_flush_bytes();

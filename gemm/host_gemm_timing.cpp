@@ -10,7 +10,7 @@
 
 namespace opbench {
 
-HostGemmTiming::HostGemmTiming() : llc_bytes_(cpu_last_level_cache_bytes()) {}
+HostGemmTiming::HostGemmTiming() : llc_bytes_(cpu_cache_bytes_to_evict()) {}
 
 std::optional<RotationPlan> HostGemmTiming::prepare(const GemmRunOptions& o, DType t,
                                                     std::int64_t input_stride,

@@ -320,7 +320,7 @@ void spoil_for_test(const MemopCase& c, CaseOperands& d, std::int64_t s) {
 
 class CpuMemopProvider final : public MemopProvider {
  public:
-  CpuMemopProvider() : llc_bytes_(cpu_last_level_cache_bytes()) {}
+  CpuMemopProvider() : llc_bytes_(cpu_cache_bytes_to_evict()) {}
 
   std::string name() const override { return "cpu"; }
   std::string backend() const override { return "cpu"; }
