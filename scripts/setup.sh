@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev nlohmann-json3-dev libcxxopts-dev catch2
   libopenblas-dev openmpi-bin libopenmpi-dev
-  python3 python3-numpy python3-matplotlib python3-torch
+  python3 python3-numpy python3-matplotlib python3-torch libjemalloc2
   clang-format clang libclang-rt-14-dev
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins
   libcpp-httplib-dev prometheus

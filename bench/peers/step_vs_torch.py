@@ -5,7 +5,10 @@ For each case of --cases (MODEL[:SEQ_LEN], models of --model-config-path, defaul
 bench/peers/step_models.json):
   measured     bench/peers/torch_train_step.py under scripts/capture.sh: real fp32 training steps
                (the median step), its peak memory above its start, and the capture of every GEMM
-               it called (the capture's own cost is one timer pair per BLAS call);
+               it called (the capture's own cost is one timer pair per BLAS call); on jemalloc
+               (--allocator, default jemalloc: a caching allocator, as GPU frameworks have; on
+               glibc's malloc, torch's aligned blocks keep landing on fresh pages, whose faults
+               cost 10-15 us each on this VM and no isolated operator pays);
   eager        bench_step --kernels eager --backend cpu --dtype fp32: the kernels PyTorch eager
                runs, each measured alone through opbench's CPU providers, added up;
   calibrated   the same plan with --capture-path: the GEMMs' in-job medians from the capture in
@@ -70,6 +73,8 @@ def torch_step(a, model, seq, ranks, capture_dir=None, memory=False):
            "1" if memory else str(a.steps), "--threads", str(1 if ranks > 1 else a.threads)]
     if memory:
         cmd += ["--mmap-tensors"]
+    elif a.allocator == "jemalloc":
+        cmd += ["--jemalloc"]
     if seq:
         cmd += ["--seq-len", str(seq)]
     if ranks > 1:
@@ -153,6 +158,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", action="store_true", help="torch's own breakdown beside the eager projection's")
+    ap.add_argument("--allocator", choices=("jemalloc", "glibc"), default="jemalloc",
+                    help="the timed torch steps' allocator (default jemalloc; glibc: its heap, "
+                    "torch_train_step.py's default)")
     ap.add_argument("--ddp", type=int, default=0, choices=(0, 2), help="2: also 2 DDP ranks")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when an error is beyond its target")
     ap.add_argument("--bench-step", default=os.path.join(ROOT, "build/step/bench_step"))
@@ -188,6 +196,9 @@ def main() -> int:
             if os.path.isdir(capture):
                 shutil.rmtree(capture)
             measured = torch_step(a, model, seq, 1, capture)
+            want = "jemalloc" if a.allocator == "jemalloc" else "heap"
+            if measured.get("alloc") != want:
+                raise ChildFailed(f"the torch step ran on allocation mode {measured.get('alloc')}, not {want}")
             ms = measured["median_ms"]
             rows = bench_step(a, model, seq, os.path.join(work, name), ["--kernels", "eager,fused"])
             eager = next(r for r in rows if r["kernels"] == "eager")
@@ -228,7 +239,8 @@ def main() -> int:
     print("\n".join(lines))
     if a.profile:
         print("\n" + "\n".join(breakdown))
-    print(f"\n(torch: fp32, {a.threads} OpenMP thread(s) per process; reports and captures in {work})")
+    print(f"\n(torch: fp32, {a.threads} OpenMP thread(s) per process, timed steps on {a.allocator}"
+          f"{', peak memory with --mmap-tensors' if cases else ''}; reports and captures in {work})")
     if a.check_targets and misses:
         for m in misses:
             print(f"target missed: {m}", file=sys.stderr)

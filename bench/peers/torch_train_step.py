@@ -29,8 +29,14 @@ mmap and unmaps them at free, so every large activation would be paged in anew e
 a GPU run, with its caching allocator, does not pay). As bench/peers/torch_memops.py, the script
 tells glibc (mallopt) to serve everything from the heap and keep it; --fresh-pages keeps glibc's
 default; --mmap-tensors serves every block of 1 MiB or more with its own mmap, unmapped at free
-(M_MMAP_THRESHOLD 1 MiB, which also stops glibc raising the threshold). The summary says which
-("alloc": heap, fresh, mmap).
+(M_MMAP_THRESHOLD 1 MiB, which also stops glibc raising the threshold); --jemalloc runs the step
+on jemalloc (LD_PRELOAD, pages never returned: MALLOC_CONF dirty_decay_ms:-1), a caching allocator
+as GPU frameworks have one and PyTorch's CPU tuning guides recommend. The heap mode is not enough
+for that: torch asks for 64-byte-aligned blocks (posix_memalign), a freed block of the same size
+is then a few bytes too small for the next request, and glibc extends the heap instead, so the
+optimizer's 131 MB temporaries of llama-cpu-s landed on fresh pages in most steps (about 400 ms
+each at this VM's 10-15 us per page fault, against 8 ms on reused pages). The summary says which
+("alloc": heap, fresh, mmap, jemalloc).
 
 Threads: torch.set_num_threads(--threads), default the cores this process may run on
 (os.sched_getaffinity) divided by the ranks. A step's time is wall time (time.perf_counter) from
@@ -91,7 +97,8 @@ stderr, exit 2.
 
 Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
          [--micro-batch B] [--seq-len S] [--grad-accum G] [--warmup W] [--steps N]
-         [--threads T] [--ddp R] [--profile] [--fresh-pages | --mmap-tensors] [--seed N]
+         [--threads T] [--ddp R] [--profile] [--fresh-pages | --mmap-tensors | --jemalloc]
+         [--seed N]
          [--list-models]
 """
 import argparse
@@ -208,7 +215,28 @@ def mmap_large_blocks() -> bool:
         return False
 
 
+JEMALLOC = "libjemalloc.so.2"
+JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
+
+
+def preload_jemalloc(argv) -> None:
+    """Runs this script again with jemalloc preloaded (after any library already preloaded, such
+    as scripts/capture.sh's); returns only when it already is."""
+    preload = os.environ.get("LD_PRELOAD", "")
+    if JEMALLOC in preload.split():
+        return
+    found = ctypes.util.find_library("jemalloc")
+    if not found:
+        fail("--jemalloc: jemalloc is not installed (Debian's libjemalloc2; scripts/setup.sh "
+             "installs it)")
+    env = dict(os.environ, LD_PRELOAD=(preload + " " + JEMALLOC).strip(), MALLOC_CONF=JEMALLOC_CONF)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *argv], env)
+
+
 def alloc_mode(args) -> str:
+    if args.jemalloc:
+        return "jemalloc"
     return "mmap" if args.mmap_tensors else "fresh" if args.fresh_pages else "heap"
 
 
@@ -611,7 +639,7 @@ def print_breakdown(b: dict, profiled_ms: float, median_ms: float) -> dict:
 def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if args.mmap_tensors:
         mmap_large_blocks()
-    elif not args.fresh_pages:
+    elif not args.fresh_pages and not args.jemalloc:
         keep_freed_memory()
     import torch
     import torch.nn.functional as F
@@ -825,14 +853,19 @@ def parse_args(argv):
     p.add_argument("--mmap-tensors", action="store_true",
                    help="serve every block of 1 MiB or more with its own mmap, unmapped at free: "
                    "peak_mem_gib then follows the live tensors (steps run slower)")
+    p.add_argument("--jemalloc", action="store_true",
+                   help="run on jemalloc, a caching allocator: no step pays page faults for "
+                   "memory an earlier step freed")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     return p.parse_args(argv)
 
 
 def main(argv) -> int:
     args = parse_args(argv)
-    if args.mmap_tensors and args.fresh_pages:
-        fail("--mmap-tensors and --fresh-pages: give one allocation mode, not both")
+    if sum((args.mmap_tensors, args.fresh_pages, args.jemalloc)) > 1:
+        fail("--mmap-tensors, --fresh-pages and --jemalloc: give one allocation mode, not several")
+    if args.jemalloc:
+        preload_jemalloc(argv)
     path = args.model_config_path or default_models_path()
     models = load_models(path)
     names = [m["model"] for m in models]
