@@ -70,7 +70,7 @@ std::string case_label(const MemopCase& c) {
 
 int dry_run(const std::vector<MemopCase>& cases) {
   ConsoleTable table({{"model", "", 16},
-                      {"op", "", 13},
+                      {"op", "", 15},  // addcdiv_inplace
                       {"pass", "", 4},
                       {"rows", "", 8},
                       {"cols", "", 8},
@@ -164,7 +164,7 @@ int bench_memops_main(int argc, char** argv) {
   const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
   const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
   ConsoleTable table({{"model", "", 12},
-                      {"op", "", 13},
+                      {"op", "", 15},  // addcdiv_inplace
                       {"pass", "", 4},
                       {"rows", "", 8},
                       {"cols", "", 7},

@@ -5,9 +5,11 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "common/cpu_parallel.hpp"
+#include "memops/eager_kernels.hpp"
 
 // The loops live in kernels over a range of elements or rows (the functions marked
 // OPBENCH_CPU_CLONES below), which the public functions hand to parallel_for in chunks.
@@ -123,6 +125,27 @@ OPBENCH_CPU_CLONES void add_range(const float* __restrict x, const float* __rest
                                   float* __restrict z, std::int64_t b, std::int64_t e) {
   for (std::int64_t i = b; i < e; ++i)
     z[i] = x[i] + y[i];
+}
+
+// One eager kernel over [b, e): F's arithmetic on each element, an in-place kernel's updated
+// operand read from y0 (and written back there), the other inputs from x0..x2.
+template <class F>
+OPBENCH_CPU_CLONES void eager_range(const float* __restrict x0, const float* __restrict x1,
+                                    const float* __restrict x2, float* __restrict y0,
+                                    float* __restrict y1, std::int64_t b, std::int64_t e) {
+  constexpr int first = F::kInPlace ? 1 : 0;  // where the inputs read from x start
+  constexpr int reads = F::kIn - first;
+  const F kernel{};
+  for (std::int64_t i = b; i < e; ++i) {
+    float in[F::kIn + 1], out[F::kOut];  // + 1: a fill reads nothing
+    if constexpr (F::kInPlace) in[0] = y0[i];
+    if constexpr (reads > 0) in[first] = x0[i];
+    if constexpr (reads > 1) in[first + 1] = x1[i];
+    if constexpr (reads > 2) in[first + 2] = x2[i];
+    kernel(in, out);
+    y0[i] = out[0];
+    if constexpr (F::kOut > 1) y1[i] = out[1];
+  }
 }
 
 OPBENCH_CPU_CLONES void rmsnorm_fwd_rows(const float* __restrict x, const float* __restrict w,
@@ -457,6 +480,16 @@ std::shared_ptr<const std::vector<std::uint8_t>> fp8_table(float scale) {
 
 void add(const float* x, const float* y, float* z, std::int64_t n) {
   for_chunks(n, [=](std::int64_t b, std::int64_t e) { add_range(x, y, z, b, e); });
+}
+
+void eager_kernel(MemOp op, MemPass pass, const EagerOperands& p, std::int64_t n) {
+  const bool known = eager_kernels::visit_eager_kernel(op, pass, [&](auto kernel) {
+    using F = decltype(kernel);
+    for_chunks(n, [&](std::int64_t b, std::int64_t e) {
+      eager_range<F>(p.in[0], p.in[1], p.in[2], p.out[0], p.out[1], b, e);
+    });
+  });
+  if (!known) throw std::logic_error("cpu_memops::eager_kernel: not an eager kernel");
 }
 
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int64_t rows,

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memops/memop.hpp"
 #include "memops/memop_math.hpp"
 
 namespace opbench::cpu_memops {
@@ -86,6 +87,16 @@ void cast_to_fp32(const std::uint16_t* x, float* y, std::int64_t n);
 // table of fp8_e4m3_encode over the 65536 bf16 values, built when the scale changes.
 void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, float* amax,
                   std::int64_t n);
+
+// The pointers of an eager kernel (memops/eager_kernels.hpp): `out[0]` is also the first value
+// an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the order of
+// memop_operands. Unused entries stay null.
+struct EagerOperands {
+  const float* in[3] = {};
+  float* out[2] = {};
+};
+// The eager kernel of `op` and `pass` over n elements.
+void eager_kernel(MemOp op, MemPass pass, const EagerOperands& p, std::int64_t n);
 
 // memcpy, in chunks over every core.
 void copy(const void* src, void* dst, std::size_t bytes);

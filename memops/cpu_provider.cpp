@@ -16,6 +16,7 @@
 #include "common/timer.hpp"
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
+#include "memops/eager_kernels.hpp"
 #include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
@@ -211,6 +212,19 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
+// An eager kernel's pointers on set s, bound from its operands' roles (memop_operands' order).
+cpu_memops::EagerOperands eager_operands(CaseOperands& d, std::int64_t s) {
+  cpu_memops::EagerOperands p;
+  int in = 0, out = 0;
+  for (const Operand& o : d.all()) {
+    if (o.role == OperandRole::input)
+      p.in[in++] = o.at<float>(s);
+    else if (o.role == OperandRole::output || o.role == OperandRole::state)
+      p.out[out++] = o.at<float>(s);
+  }
+  return p;
+}
+
 // Runs the case's operator on one set.
 void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
   const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
@@ -219,6 +233,8 @@ void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
   auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
   const bool fwd = c.pass == MemPass::fwd;
   namespace cm = cpu_memops;
+  if (eager_kernels::is_eager_kernel(c.op))
+    return cm::eager_kernel(c.op, c.pass, eager_operands(d, s), n);
   switch (c.op) {
     case MemOp::add:
       return cm::add(f("x"), f("y"), f("z"), n);

@@ -38,6 +38,7 @@
 #include "common/text.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
+#include "memops/eager_kernels.hpp"
 #include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
@@ -289,6 +290,19 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
+// An eager kernel's pointers on set s, bound from its operands' roles (memop_operands' order).
+cm::EagerPointers eager_pointers(CaseOperands& d, std::int64_t s) {
+  cm::EagerPointers p;
+  int in = 0, out = 0;
+  for (const Operand& o : d.all()) {
+    if (o.role == OperandRole::input)
+      p.in[in++] = o.raw(s);
+    else if (o.role == OperandRole::output || o.role == OperandRole::state)
+      p.out[out++] = o.raw(s);
+  }
+  return p;
+}
+
 // Enqueues the case's operator on set `s`.
 void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Launch& l) {
   const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
@@ -298,6 +312,8 @@ void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Laun
   auto f = [&](const char* name) { return d.at<float>(name, s); };
   auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
   auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
+  if (eager_kernels::is_eager_kernel(c.op))
+    return cm::eager_kernel(t, c.op, c.pass, eager_pointers(d, s), n, l);
   switch (c.op) {
     case MemOp::add:
       return cm::add(t, p("x"), p("y"), p("z"), n, l);

@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "common/cuda/check.hpp"
 #include "common/error.hpp"
 #include "memops/cuda_memops.cuh"
+#include "memops/eager_kernels.hpp"
 #include "memops/memop_math.hpp"
 
 namespace opbench::cuda_memops {
@@ -408,6 +410,38 @@ struct ScaleOp {
     for (int j = 0; j < V; ++j)
       a[j] *= factor;
     store<V>(x, i, a);
+  }
+};
+
+// An eager kernel (memops/eager_kernels.hpp) over storage S: an in-place kernel reads and
+// writes out[0], the other inputs come from in[].
+template <class S, class F>
+struct EagerOp {
+  const S* in[3];
+  S* out[2];
+  template <int V>
+  __device__ void apply(std::int64_t i) const {
+    constexpr int first = F::kInPlace ? 1 : 0;
+    constexpr int reads = F::kIn - first;
+    float x[F::kIn + 1][V], y[F::kOut][V];  // + 1: a fill reads nothing
+    if constexpr (F::kInPlace) load<V>(out[0], i, x[0]);
+#pragma unroll
+    for (int k = 0; k < reads; ++k)
+      load<V>(in[k], i, x[first + k]);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float a[F::kIn + 1], b[F::kOut];
+#pragma unroll
+      for (int k = 0; k < F::kIn; ++k)
+        a[k] = x[k][j];
+      F{}(a, b);
+#pragma unroll
+      for (int k = 0; k < F::kOut; ++k)
+        y[k][j] = b[k];
+    }
+#pragma unroll
+    for (int k = 0; k < F::kOut; ++k)
+      store<V>(out[k], i, y[k]);
   }
 };
 
@@ -978,6 +1012,26 @@ void add(DType t, const void* x, const void* y, void* z, std::int64_t n, const L
     using S = decltype(tag);
     const AddOp<S> op{static_cast<const S*>(x), static_cast<const S*>(y), static_cast<S*>(z)};
     launch_elementwise<vec_of<S>()>("add", Codec<S>::kName, op, n, address_bits(x, y, z), l);
+  });
+}
+
+void eager_kernel(DType t, MemOp op, MemPass pass, const EagerPointers& p, std::int64_t n,
+                  const Launch& l) {
+  with_storage(t, memop_name(op).c_str(), [&](auto tag) {
+    using S = decltype(tag);
+    const bool known = eager_kernels::visit_eager_kernel(op, pass, [&](auto kernel) {
+      using F = decltype(kernel);
+      EagerOp<S, F> e{};
+      for (int k = 0; k < 3; ++k)
+        e.in[k] = static_cast<const S*>(p.in[k]);
+      for (int k = 0; k < 2; ++k)
+        e.out[k] = static_cast<S*>(p.out[k]);
+      const std::string name = memop_name(op) + (pass == MemPass::bwd ? "_bwd" : "");
+      launch_elementwise<vec_of<S>()>(name.c_str(), Codec<S>::kName, e, n,
+                                      address_bits(p.in[0], p.in[1], p.in[2], p.out[0], p.out[1]),
+                                      l);
+    });
+    if (!known) throw std::logic_error("cuda_memops::eager_kernel: not an eager kernel");
   });
 }
 

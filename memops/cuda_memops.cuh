@@ -33,6 +33,7 @@
 #include "common/dtype.hpp"
 #include "common/host_device.hpp"
 #include "common/uniform_value.hpp"
+#include "memops/memop.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_math.hpp"
 
@@ -171,6 +172,17 @@ struct Launch {
 // int64. Rows are row-major [rows, cols], cols below 2^31. Nothing here synchronizes.
 
 void add(DType t, const void* x, const void* y, void* z, std::int64_t n, const Launch& l);
+
+// The pointers of an eager kernel (memops/eager_kernels.hpp): out[0] is also the first value an
+// in-place kernel reads (the operand it updates); `in` holds the other inputs, in the order of
+// memop_operands. Unused entries stay null.
+struct EagerPointers {
+  const void* in[3] = {};
+  void* out[2] = {};
+};
+// The eager kernel of `op` and `pass` over n elements: the elementwise grid-stride kernel.
+void eager_kernel(DType t, MemOp op, MemPass pass, const EagerPointers& p, std::int64_t n,
+                  const Launch& l);
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l);

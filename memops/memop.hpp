@@ -29,12 +29,22 @@ enum class MemOp {
   cast_to_bf16,   // fp32 -> bf16
   cast_to_fp32,   // bf16 -> fp32
   fp8_quantize,   // bf16 -> e4m3 with a scale, and the amax of the input
-  copy,           // device to device (the CPU: memory to memory)
-  h2d,            // host to device, pinned host memory
-  d2h,            // device to host, pinned
-  h2d_pageable,   // host to device from pageable memory
-  d2h_pageable,   // device to host into pageable memory
-  peer,           // GPU to GPU: every pair in turn, or every GPU at once (peer_all)
+  // The pointwise kernels a framework runs one by one in eager mode (bench_step --kernels eager;
+  // memop_math's "eager kernels" say each one's arithmetic):
+  mul,              // z = x y
+  scale,            // y = a x (a scalar, or a broadcast operand small enough to stay in cache)
+  sqrt,             // y = sqrt(|x|)
+  silu,             // y = x sigmoid(x); backward dx = dy silu'(x)
+  fill,             // y = 0 (zero_, the gradient buffers' fill)
+  scale_inplace,    // x = a x (mul_)
+  axpy_inplace,     // y = y + a x (add_ with alpha, addcmul_)
+  addcdiv_inplace,  // p = p - a m / (|d| + 1) (addcdiv_: AdamW's update)
+  copy,             // device to device (the CPU: memory to memory)
+  h2d,              // host to device, pinned host memory
+  d2h,              // device to host, pinned
+  h2d_pageable,     // host to device from pageable memory
+  d2h_pageable,     // device to host into pageable memory
+  peer,             // GPU to GPU: every pair in turn, or every GPU at once (peer_all)
   peer_all,
 };
 

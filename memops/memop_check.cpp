@@ -8,8 +8,10 @@
 
 #include "common/dtype.hpp"
 #include "common/error.hpp"
+#include "memops/eager_kernels.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_math.hpp"
+#include "memops/memop_operands.hpp"
 #include "memops/reference_memops.hpp"
 
 namespace opbench {
@@ -99,7 +101,15 @@ std::string memop_tolerance_rule(const MemopCase& c) {
                                rounding);
     case MemOp::swiglu:
     case MemOp::gelu:
+    case MemOp::silu:
       return "64u (exp within 2 ulp, ten roundings)" + rounding;
+    case MemOp::mul:
+    case MemOp::scale:
+    case MemOp::sqrt:
+    case MemOp::scale_inplace:
+    case MemOp::axpy_inplace:
+    case MemOp::addcdiv_inplace:
+      return "8u" + rounding;
     case MemOp::rope:
       return fmt::format("8u{}; cos/sin tables u(8 + 4 x {}) for HF's fp32 angle", rounding,
                          c.rows - 1);
@@ -134,6 +144,35 @@ std::deque<OutputCheck> check_memop_outputs(const MemopCase& c, OperandReader& r
     v.assign(static_cast<std::size_t>(count), 0.0);
     return v.data();
   };
+
+  if (eager_kernels::is_eager_kernel(c.op)) {
+    // One output, computed from the inputs in memop_operands' order; an in-place kernel's
+    // updated operand is its first input, as it was before the call (saved[0]).
+    const std::vector<OperandSpec> operands = memop_operands(c);
+    std::string written;
+    for (const auto& o : operands)
+      if (o.written()) written = o.name;
+    const double tol = c.op == MemOp::fill   ? 0.0
+                       : c.op == MemOp::silu ? stored_in(t, kActivationTolerance)
+                                             : stored_in(t, kElementwiseTolerance);
+    auto& out = add(written, tol, cols);
+    element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+      const std::int64_t k = i1 - i0;
+      std::vector<std::vector<float>> inputs;
+      for (const auto& o : operands) {
+        if (o.in_place())
+          inputs.emplace_back(saved.at(0).begin() + i0, saved.at(0).begin() + i1);
+        else if (o.read())
+          inputs.push_back(get(o.name, i0, k));
+      }
+      const float* in[3] = {};
+      for (std::size_t j = 0; j < inputs.size() && j < 3; ++j)
+        in[j] = inputs[j].data();
+      ref::eager_kernel(c.op, c.pass, in, k, sized(a, k));
+      compare(out, get(written, i0, k), a.data(), i0);
+    });
+    return checks;
+  }
 
   switch (c.op) {
     case MemOp::add: {

@@ -22,8 +22,8 @@ struct Builder {
   Builder& out(const char* name, std::int64_t count, DType type) {
     return add(name, count, type, OperandRole::output, OperandFill::none);
   }
-  Builder& state(const char* name, std::int64_t count, OperandFill fill) {
-    return add(name, count, DType::fp32, OperandRole::state, fill);
+  Builder& state(const char* name, std::int64_t count, OperandFill fill, DType type = DType::fp32) {
+    return add(name, count, type, OperandRole::state, fill);
   }
   Builder& add(const char* name, std::int64_t count, DType type, OperandRole role, OperandFill fill,
                float scale = 1.0f) {
@@ -152,6 +152,34 @@ std::vector<OperandSpec> memop_operands(const MemopCase& c) {
           .filled("scale", 1, f32, OperandFill::fp8_scale)
           .out("y", n, DType::fp8_e4m3)
           .out("amax", 1, f32);
+      break;
+    // The eager kernels (memops/eager_kernels.hpp): the updated operand of an in-place kernel
+    // first, then the inputs, then the output, the order their providers bind them in.
+    case MemOp::mul:
+      b.in("x", n, t).in("y", n, t).out("z", n, t);
+      break;
+    case MemOp::scale:
+    case MemOp::sqrt:
+      b.in("x", n, t).out("y", n, t);
+      break;
+    case MemOp::silu:  // fwd: x -> y; bwd: x, dy -> dx
+      b.in("x", n, t, kWide);
+      if (fwd)
+        b.out("y", n, t);
+      else
+        b.in("dy", n, t).out("dx", n, t);
+      break;
+    case MemOp::fill:
+      b.out("y", n, t);
+      break;
+    case MemOp::scale_inplace:
+      b.state("x", n, OperandFill::uniform, t);
+      break;
+    case MemOp::axpy_inplace:
+      b.state("y", n, OperandFill::uniform, t).in("x", n, t);
+      break;
+    case MemOp::addcdiv_inplace:
+      b.state("p", n, OperandFill::uniform, t).in("m", n, t).in("d", n, t);
       break;
     case MemOp::copy:
       b.in("src", n, t).out("dst", n, t);

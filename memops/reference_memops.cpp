@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "common/dtype.hpp"
+#include "memops/eager_kernels.hpp"  // the kernels' constants only
 
 namespace opbench::reference_memops {
 namespace {
@@ -29,6 +31,41 @@ double round_significand(double x, int bits) {
 void add(const float* x, const float* y, std::int64_t n, double* z) {
   for (std::int64_t i = 0; i < n; ++i)
     z[i] = static_cast<double>(x[i]) + static_cast<double>(y[i]);
+}
+
+void eager_kernel(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* y) {
+  const double a = eager_kernels::kScale, alpha = eager_kernels::kAlpha;
+  auto at = [&](int k, std::int64_t i) { return static_cast<double>(in[k][i]); };
+  for (std::int64_t i = 0; i < n; ++i) {
+    switch (op) {
+      case MemOp::mul:
+        y[i] = at(0, i) * at(1, i);
+        break;
+      case MemOp::scale:
+      case MemOp::scale_inplace:
+        y[i] = a * at(0, i);
+        break;
+      case MemOp::sqrt:
+        y[i] = std::sqrt(std::fabs(at(0, i)));
+        break;
+      case MemOp::silu: {
+        const double x = at(0, i), s = 1.0 / (1.0 + std::exp(-x));
+        y[i] = pass == MemPass::fwd ? x * s : at(1, i) * s * (1.0 + x * (1.0 - s));
+        break;
+      }
+      case MemOp::fill:
+        y[i] = 0.0;
+        break;
+      case MemOp::axpy_inplace:
+        y[i] = at(0, i) + alpha * at(1, i);
+        break;
+      case MemOp::addcdiv_inplace:
+        y[i] = at(0, i) - alpha * at(1, i) / (std::fabs(at(2, i)) + 1.0);
+        break;
+      default:
+        throw std::logic_error("reference_memops::eager_kernel: not an eager kernel");
+    }
+  }
 }
 
 void rmsnorm_fwd(const float* x, const float* w, std::int64_t rows, std::int64_t cols, double eps,

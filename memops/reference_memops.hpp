@@ -9,9 +9,16 @@
 // caller passes, which starts at zero.
 #include <cstdint>
 
+#include "memops/memop.hpp"
+
 namespace opbench::reference_memops {
 
 void add(const float* x, const float* y, std::int64_t n, double* z);
+
+// The eager kernel of `op` and `pass` (memops/eager_kernels.hpp's formulas, in double) over n
+// elements: in[k] the kernel's k-th input (an in-place kernel's updated operand, as it was
+// before the call, first), y its output.
+void eager_kernel(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* y);
 
 // y = x / sqrt(mean(x^2) + eps) * w; rstd = 1 / sqrt(mean(x^2) + eps).
 void rmsnorm_fwd(const float* x, const float* w, std::int64_t rows, std::int64_t cols, double eps,

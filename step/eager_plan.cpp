@@ -18,9 +18,9 @@ class EagerKernels {
   // activation checkpointing recomputes them.
   void leave_layers() { in_layers_ = false; }
 
-  // An elementwise, reduction or fill kernel that reads and writes `elements` elements in all
-  // (a broadcast operand counts by its own size). bench_memops has no generic elementwise
-  // operator: it is timed as a copy that moves the same bytes, elements / 2 of them.
+  // A reduction (mean, sum over tokens or heads), or a kernel on a few thousand elements, that
+  // reads and writes `elements` elements in all: bench_memops has no reduction of that kind, so
+  // it is timed as a copy that moves the same bytes, elements / 2 of them.
   void bytes(StepPhase phase, const std::string& name, std::int64_t elements, std::int64_t calls,
              bool attention_core = false) {
     StepOperator op = make_op(StepFamily::memop, phase, name + " (eager)", calls * v_.m,
@@ -28,6 +28,15 @@ class EagerKernels {
                                           "and written)",
                                           elements));
     op.memop = memop_case(v_.c, MemOp::copy, MemPass::fwd, 1, ceil_div(elements, 2));
+    push(op, attention_core);
+  }
+
+  // One of bench_memops's eager kernels (mul, scale, sqrt, silu, fill and the in-place ones)
+  // over `elements` elements.
+  void kernel(StepPhase phase, const std::string& name, MemOp kind, MemPass pass,
+              std::int64_t elements, std::int64_t calls, bool attention_core = false) {
+    StepOperator op = make_op(StepFamily::memop, phase, name + " (eager)", calls * v_.m, "");
+    op.memop = memop_case(v_.c, kind, pass, 1, elements);
     push(op, attention_core);
   }
 
@@ -87,29 +96,35 @@ void add_norm(EagerKernels& k, const StepConfig& c, const std::string& where, st
     return;
   }
   const std::string s = where + " rmsnorm ";
-  k.bytes(kFwd, s + "pow", 2 * n, calls);
+  constexpr MemPass f = MemPass::fwd;
+  k.kernel(kFwd, s + "pow", MemOp::scale, f, n, calls);  // x² reads and writes like a scale
   k.bytes(kFwd, s + "mean", n + T, calls);
   k.bytes(kFwd, s + "add eps, rsqrt", 2 * T, 2 * calls);
-  k.bytes(kFwd, s + "x * rstd, * weight", 2 * n + T, 2 * calls);
-  k.bytes(kBwd, s + "bwd grad * weight, grad * rstd", 2 * n + T, 2 * calls);
-  k.bytes(kBwd, s + "bwd grad * x, grad * normed", 3 * n, 2 * calls);
+  // x * rstd and * weight: their broadcast operand (a row's or the hidden's) stays in cache
+  k.kernel(kFwd, s + "x * rstd, * weight", MemOp::scale, f, n, 2 * calls);
+  k.kernel(kBwd, s + "bwd grad * weight, grad * rstd", MemOp::scale, f, n, 2 * calls);
+  k.kernel(kBwd, s + "bwd grad * x, grad * normed", MemOp::mul, f, n, 2 * calls);
   k.bytes(kBwd, s + "bwd sums (weight over tokens, rstd over hidden)", n + H, 2 * calls);
   k.bytes(kBwd, s + "bwd rsqrt, mean", 3 * T + n, 2 * calls);
-  k.bytes(kBwd, s + "bwd pow (2 * x * grad)", 5 * n, calls);
-  k.bytes(kBwd, s + "bwd sum of the two paths", 3 * n, 2 * calls);
+  k.kernel(kBwd, s + "bwd pow (x * grad)", MemOp::mul, f, n, calls);
+  k.kernel(kBwd, s + "bwd pow (* 2)", MemOp::scale, f, n, calls);
+  k.kernel(kBwd, s + "bwd sum of the two paths", MemOp::add, f, n, 2 * calls);
 }
 
 // Rotary embedding of q or k (n elements) as torch writes it: x * cos + rotate_half(x) * sin,
 // rotate_half = cat(-x2, x1).
 void add_rope(EagerKernels& k, const std::string& what, std::int64_t n, std::int64_t calls) {
   const std::string s = "rope " + what + " ";
-  k.bytes(kFwd, s + "* cos, * sin", 2 * n, 2 * calls);
-  k.bytes(kFwd, s + "neg half", n, calls);
-  k.bytes(kFwd, s + "cat", 2 * n, calls);
-  k.bytes(kFwd, s + "add", 3 * n, calls);
-  k.bytes(kBwd, s + "bwd * cos, * sin", 2 * n, 2 * calls);
-  k.bytes(kBwd, s + "bwd neg half, cat of halves", 2 * n, 2 * calls);
-  k.bytes(kBwd, s + "bwd sum of the two paths", 3 * n, calls);
+  constexpr MemPass f = MemPass::fwd;
+  // cos and sin broadcast over the heads: a scale's traffic
+  k.kernel(kFwd, s + "* cos, * sin", MemOp::scale, f, n, 2 * calls);
+  k.kernel(kFwd, s + "neg half", MemOp::scale, f, n / 2, calls);
+  k.kernel(kFwd, s + "cat", MemOp::copy, f, n, calls);
+  k.kernel(kFwd, s + "add", MemOp::add, f, n, calls);
+  k.kernel(kBwd, s + "bwd * cos, * sin", MemOp::scale, f, n, 2 * calls);
+  k.kernel(kBwd, s + "bwd neg half", MemOp::scale, f, n / 2, calls);
+  k.kernel(kBwd, s + "bwd cat of halves", MemOp::copy, f, n, calls);
+  k.kernel(kBwd, s + "bwd sum of the two paths", MemOp::add, f, n, calls);
 }
 
 }  // namespace
@@ -130,10 +145,11 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     add_norm(k, c, "post-attention", T, L);
     // The norms' outputs feed three (q, k, v) and two (gate, up) projections: autograd sums
     // their input gradients; the residual stream's x feeds the norm and the residual add.
-    k.bytes(kBwd, "sum of q/k/v input gradients", 3 * nH, 2 * L);
-    if (m.gated_mlp) k.bytes(kBwd, "sum of gate/up input gradients", 3 * nH, L);
-    k.bytes(kBwd, "residual stream gradient sums", 3 * nH, 2 * L);
-    k.bytes(kFwd, "residual add", 3 * nH, 2 * L);
+    constexpr MemPass f = MemPass::fwd;
+    k.kernel(kBwd, "sum of q/k/v input gradients", MemOp::add, f, nH, 2 * L);
+    if (m.gated_mlp) k.kernel(kBwd, "sum of gate/up input gradients", MemOp::add, f, nH, L);
+    k.kernel(kBwd, "residual stream gradient sums", MemOp::add, f, nH, 2 * L);
+    k.kernel(kFwd, "residual add", MemOp::add, f, nH, 2 * L);
     if (!m.learned_position_embeddings) {
       add_rope(k, "q", nq, L);
       add_rope(k, "k", nkv, L);
@@ -145,30 +161,31 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     // PyTorch's math attention (torch 1.13's only CPU path; any torch's without a fused
     // kernel): q scaled, scores = q·kᵀ per head, the causal mask built and added, softmax,
     // out = p·v, then the heads transposed back into the hidden layout.
-    k.bytes(kFwd, "attention q scale", 2 * nq, L, true);
+    k.kernel(kFwd, "attention q scale", MemOp::scale, f, nq, L, true);
     k.bmm(kFwd, "attn_qk fprop", S, S, d, false, true, batch, L);
     k.bytes(kFwd, "attention causal mask (S x S: ones, tril, fill)", 3 * 2 * S * S, L, true);
-    k.bytes(kFwd, "attention mask add", 2 * scores, L, true);
+    // the mask (S x S) broadcast over the sequences and heads stays in cache: a scale's traffic
+    k.kernel(kFwd, "attention mask add", MemOp::scale, f, scores, L, true);
     k.memop(kFwd, "attention softmax fwd",
             memop_case(c, MemOp::softmax, MemPass::fwd, batch * S, S), L, true);
     k.bmm(kFwd, "attn_pv fprop", S, d, S, false, false, batch, L);
-    k.bytes(kFwd, "attention output transpose copy", 2 * nq, L, true);
-    k.bytes(kBwd, "attention output transpose copy bwd", 2 * nq, L, true);
+    k.kernel(kFwd, "attention output transpose copy", MemOp::copy, f, nq, L, true);
+    k.kernel(kBwd, "attention output transpose copy bwd", MemOp::copy, f, nq, L, true);
     k.bmm(kBwd, "attn_pv bwd_dp", S, S, d, false, true, batch, L);
     k.bmm(kBwd, "attn_pv bwd_dv", S, d, S, true, false, batch, L);
     k.memop(kBwd, "attention softmax bwd",
             memop_case(c, MemOp::softmax, MemPass::bwd, batch * S, S), L, true);
     k.bmm(kBwd, "attn_qk bwd_dq", S, d, S, false, false, batch, L);
     k.bmm(kBwd, "attn_qk bwd_dk", d, S, S, true, false, batch, L);
-    k.bytes(kBwd, "attention q scale bwd", 2 * nq, L, true);
+    k.kernel(kBwd, "attention q scale bwd", MemOp::scale, f, nq, L, true);
     const std::int64_t I = m.intermediate_size / c.tp, nI = T * I;
     if (m.dense_mlp_layers() > 0) {
       const std::int64_t dense = m.dense_mlp_layers();
       if (m.gated_mlp) {
-        k.bytes(kFwd, "mlp silu", 2 * nI, dense);
-        k.bytes(kFwd, "mlp silu * up", 3 * nI, dense);
-        k.bytes(kBwd, "mlp mul bwd (grad * up, grad * silu)", 3 * nI, 2 * dense);
-        k.bytes(kBwd, "mlp silu bwd", 3 * nI, dense);
+        k.kernel(kFwd, "mlp silu", MemOp::silu, MemPass::fwd, nI, dense);
+        k.kernel(kFwd, "mlp silu * up", MemOp::mul, f, nI, dense);
+        k.kernel(kBwd, "mlp mul bwd (grad * up, grad * silu)", MemOp::mul, f, nI, 2 * dense);
+        k.kernel(kBwd, "mlp silu bwd", MemOp::silu, MemPass::bwd, nI, dense);
       } else {
         k.memop(kFwd, "mlp gelu fwd", memop_case(c, MemOp::gelu, MemPass::fwd, T, I), dense);
         k.memop(kBwd, "mlp gelu bwd", memop_case(c, MemOp::gelu, MemPass::bwd, T, I), dense);
@@ -186,7 +203,8 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
           return mc;
         }(),
         1);
-    k.bytes(kBwd, "embedding bwd zero fill of the table gradient", m.vocab_size * H, 1);
+    k.kernel(kBwd, "embedding bwd zero fill of the table gradient", MemOp::fill, MemPass::fwd,
+             m.vocab_size * H, 1);
     MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, T, H);
     scatter.vocab = m.vocab_size;
     k.memop(kBwd, "embedding bwd", scatter, 1);
@@ -197,25 +215,28 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     // gradient before it scatters -1 into it.
     const std::int64_t V = ceil_div(m.vocab_size, c.tp);
     k.memop(kFwd, "loss log_softmax fwd", memop_case(c, MemOp::softmax, MemPass::fwd, T, V), 1);
-    k.bytes(kBwd, "loss nll bwd zero fill", T * V, 1);
+    k.kernel(kBwd, "loss nll bwd zero fill", MemOp::fill, MemPass::fwd, T * V, 1);
     k.memop(kBwd, "loss log_softmax bwd", memop_case(c, MemOp::softmax, MemPass::bwd, T, V), 1);
   }
 }
 
 void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  // torch.optim.AdamW's elementwise kernels per tensor of n elements, with the elements each
-  // reads and writes (p: parameter, g: gradient, m, v: moments, den: a fresh temporary):
-  // p *= 1 - lr·wd; m *= b1; m += (1 - b1)·g; v *= b2; v += (1 - b2)·g·g; den = sqrt(v);
-  // den /= sqrt(bias correction); den += eps; p -= step·m / den.
+  // torch.optim.AdamW's elementwise kernels per tensor of n elements (p: parameter, g:
+  // gradient, m, v: moments, den: a fresh temporary), each as the bench_memops eager kernel of
+  // its traffic and arithmetic: p *= 1 - lr·wd; m *= b1; m += (1 - b1)·g (add_ with alpha);
+  // v *= b2; v += (1 - b2)·g·g (addcmul_: the same traffic as add_); den = sqrt(v);
+  // den /= sqrt(bias correction); den += eps; p -= step·m / den (addcdiv_).
   struct Kernel {
     const char* name;
-    int streams;
+    MemOp op;
   };
   static const Kernel kernels[] = {
-      {"p *= 1 - lr*wd", 2},   {"m *= b1", 2},         {"m += (1-b1)*g", 3},
-      {"v *= b2", 2},          {"v += (1-b2)*g*g", 3}, {"den = sqrt(v)", 2},
-      {"den /= bias corr", 2}, {"den += eps", 2},      {"p -= step*m/den", 4}};
+      {"p *= 1 - lr*wd", MemOp::scale_inplace},   {"m *= b1", MemOp::scale_inplace},
+      {"m += (1-b1)*g", MemOp::axpy_inplace},     {"v *= b2", MemOp::scale_inplace},
+      {"v += (1-b2)*g*g", MemOp::axpy_inplace},   {"den = sqrt(v)", MemOp::sqrt},
+      {"den /= bias corr", MemOp::scale_inplace}, {"den += eps", MemOp::scale_inplace},
+      {"p -= step*m/den", MemOp::addcdiv_inplace}};
   const std::int64_t shards = optimizer_shards(c) * c.tp;
   const std::string impl = optimizer_impl_name(c.optimizer_impl);
   // single: once per parameter tensor; foreach: once over the rank's whole shard.
@@ -228,10 +249,10 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   }
   for (const Kernel& kernel : kernels)
     for (const auto& [n, count] : calls) {
-      StepOperator op = make_op(
-          StepFamily::memop, StepPhase::optimizer, fmt::format("adamw {} {}", impl, kernel.name),
-          count, fmt::format("fp32, {} elements per call; timed as a copy of the same bytes", n));
-      MemopCase mc = memop_case(c, MemOp::copy, MemPass::fwd, 1, ceil_div(kernel.streams * n, 2));
+      StepOperator op = make_op(StepFamily::memop, StepPhase::optimizer,
+                                fmt::format("adamw {} {}", impl, kernel.name), count,
+                                fmt::format("fp32, {} elements per call", n));
+      MemopCase mc = memop_case(c, kernel.op, MemPass::fwd, 1, n);
       mc.dtype = DType::fp32;
       op.memop = mc;
       out.push_back(op);

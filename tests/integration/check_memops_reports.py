@@ -24,8 +24,12 @@ REQUIRED = ("model op pass rows cols dtype backend provider device time_us sampl
 SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
 F32, ID = 4, 8
 COPIES = {"copy", "h2d", "d2h", "h2d_pageable", "d2h_pageable", "peer", "peer_all"}
+# The eager kernels by the elements they read and write per element (an in-place kernel reads and
+# writes its updated operand): docs/formulas.md, "Memory-bound operators".
+EAGER = {"mul": (2, 1), "scale": (1, 1), "sqrt": (1, 1), "fill": (0, 1), "scale_inplace": (1, 1),
+         "axpy_inplace": (2, 1), "addcdiv_inplace": (3, 1)}
 NON_COPY = ("add rmsnorm layernorm softmax swiglu gelu rope cross_entropy embedding adamw adamw_bf16 "
-            "cast_to_bf16 cast_to_fp32 fp8_quantize").split()
+            "cast_to_bf16 cast_to_fp32 fp8_quantize silu").split() + list(EAGER)
 
 
 def expected_bytes(r: dict) -> tuple:
@@ -39,7 +43,9 @@ def expected_bytes(r: dict) -> tuple:
         return (n * s + cols * s, n * s + rows * F32) if fwd else (2 * n * s + cols * s + rows * F32, n * s + cols * s)
     if op == "layernorm":
         return (n * s + 2 * cols * s, n * s + 2 * rows * F32) if fwd else (2 * n * s + cols * s + 2 * rows * F32, n * s + 2 * cols * s)
-    if op == "softmax" or op == "gelu":
+    if op in EAGER:
+        return EAGER[op][0] * n * s, EAGER[op][1] * n * s
+    if op in ("softmax", "gelu", "silu"):
         return (n * s, n * s) if fwd else (2 * n * s, n * s)
     if op == "swiglu":
         return (2 * n * s, n * s) if fwd else (3 * n * s, 2 * n * s)
@@ -152,7 +158,7 @@ def main() -> int:
         with open(path, newline="") as f:
             seen |= {(r["op"], r["pass"]) for r in csv.DictReader(f) if r["status"] == "ok"}
     if a.ops_covered:
-        backward = {"rmsnorm", "layernorm", "softmax", "swiglu", "gelu", "rope", "embedding"}
+        backward = {"rmsnorm", "layernorm", "softmax", "swiglu", "gelu", "rope", "embedding", "silu"}
         for op in NON_COPY:
             for p in ("fwd", "bwd") if op in backward else ("fwd",):
                 if (op, p) not in seen:

@@ -50,6 +50,20 @@ TEST_CASE("memops bytes by hand: elementwise and row operators, fp32, 4 rows of 
   check_bytes(make(MemOp::cross_entropy), 128 + 32, 128 + 16);
 }
 
+TEST_CASE("memops bytes by hand: the eager kernels, 4 rows of 8") {
+  check_bytes(make(MemOp::mul), 256, 128);  // x, y -> z
+  check_bytes(make(MemOp::mul, MemPass::fwd, DType::bf16), 128, 64);
+  check_bytes(make(MemOp::scale), 128, 128);  // x -> y
+  check_bytes(make(MemOp::sqrt), 128, 128);
+  check_bytes(make(MemOp::silu), 128, 128);
+  check_bytes(make(MemOp::silu, MemPass::bwd), 256, 128);  // x, dy -> dx
+  check_bytes(make(MemOp::fill), 0, 128);                  // written only
+  check_bytes(make(MemOp::scale_inplace), 128, 128);       // x read and written
+  check_bytes(make(MemOp::axpy_inplace), 256, 128);        // y, x -> y
+  check_bytes(make(MemOp::addcdiv_inplace), 384, 128);     // p, m, d -> p
+  check_bytes(make(MemOp::addcdiv_inplace, MemPass::fwd, DType::bf16), 192, 64);
+}
+
 TEST_CASE("memops bytes by hand: rope, embedding, optimizer, casts and copies") {
   MemopCase rope = make(MemOp::rope);
   rope.heads = 2;

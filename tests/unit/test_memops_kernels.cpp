@@ -9,6 +9,7 @@
 
 #include "common/dtype.hpp"
 #include "memops/cpu_memops.hpp"
+#include "memops/eager_kernels.hpp"
 #include "memops/memop_math.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/reference_memops.hpp"
@@ -106,6 +107,36 @@ TEST_CASE("memops by hand: gelu (tanh) and silu / swiglu") {
   const float one = 1.0f;
   ref::gelu_fwd(&one, 1, r.data());
   CHECK(r[0] == Approx(0.8411919906082768).epsilon(1e-12));
+}
+
+TEST_CASE("memops by hand: the eager kernels, one element each") {
+  namespace ek = eager_kernels;
+  auto one = [](auto kernel, std::vector<float> in) {
+    float out[2] = {};
+    in.push_back(0.0f);  // a fill reads nothing
+    kernel(in.data(), out);
+    return out[0];
+  };
+  CHECK(one(ek::Mul{}, {3.0f, -0.5f}) == -1.5f);
+  CHECK(one(ek::Scale{}, {1024.0f}) == 1023.0f);  // a = 1 - 2^-10
+  CHECK(one(ek::ScaleInPlace{}, {1024.0f}) == 1023.0f);
+  CHECK(one(ek::Sqrt{}, {-4.0f}) == Approx(2.0f).epsilon(1e-6));  // sqrt(|x|)
+  CHECK(one(ek::Fill{}, {}) == 0.0f);
+  CHECK(one(ek::AxpyInPlace{}, {1.0f, 8.0f}) == 2.0f);  // y + x / 8
+  // p - m / (8 (|d| + 1)) = 1 - 2 / 32
+  CHECK(one(ek::AddcdivInPlace{}, {1.0f, 2.0f, -3.0f}) == 0.9375f);
+  CHECK(one(ek::Silu{}, {0.0f}) == 0.0f);
+  CHECK(one(ek::SiluGrad{}, {0.0f, 3.0f}) == Approx(1.5f).epsilon(1e-6));  // dy s (1 + 0)
+  // silu'(2) = s (1 + 2 (1 - s)), s = 1 / (1 + e^-2)
+  const double s = 1.0 / (1.0 + std::exp(-2.0));
+  CHECK(one(ek::SiluGrad{}, {2.0f, 1.0f}) == Approx(s * (1 + 2 * (1 - s))).epsilon(1e-6));
+  // The kinds: in place or not, and what each reads.
+  CHECK(ek::AddcdivInPlace::kInPlace);
+  CHECK(ek::AddcdivInPlace::kIn == 3);
+  CHECK_FALSE(ek::Mul::kInPlace);
+  CHECK(ek::Fill::kIn == 0);
+  CHECK(ek::is_eager_kernel(MemOp::silu));
+  CHECK_FALSE(ek::is_eager_kernel(MemOp::swiglu));
 }
 
 TEST_CASE("memops by hand: exp_approx and sqrt_approx stay within 2 ulp") {

@@ -73,13 +73,22 @@ TEST_CASE(
   REQUIRE(softmax);
   CHECK(softmax->memop.rows == 256);
   CHECK(softmax->memop.cols == 32);
-  // nll's backward zero-fills a [tokens, vocab] gradient: 64 x 256 elements written, timed as a
-  // copy of 8192 elements (8192 read + 8192 written).
+  // nll's backward zero-fills a [tokens, vocab] gradient: bench_memops's fill of 64 x 256 =
+  // 16384 fp32 elements, 65536 bytes written and none read.
   const StepOperator* fill = named(ops, "loss nll bwd zero fill (eager)");
   REQUIRE(fill);
-  CHECK(fill->memop.op == MemOp::copy);
-  CHECK(fill->memop.cols == 8192);
+  CHECK(fill->memop.op == MemOp::fill);
+  CHECK(fill->memop.elements() == 16384);
+  CHECK(fill->memop.read_bytes() == 0);
+  CHECK(fill->memop.write_bytes() == 65536);
   CHECK(fill->count == 3);
+  // SwiGLU as two kernels each way: silu and its gradient (bench_memops's silu), the muls.
+  const StepOperator* silu = named(ops, "mlp silu bwd (eager)");
+  REQUIRE(silu);
+  CHECK(silu->memop.op == MemOp::silu);
+  CHECK(silu->memop.pass == MemPass::bwd);
+  // 2 x 32 tokens x the small model's intermediate size, x and dy read, dx written.
+  CHECK(silu->memop.io_bytes() == 3 * 4 * silu->memop.elements());
 }
 
 TEST_CASE("eager plan: attention's kernels count as attention, selective recompute reruns them",
@@ -112,18 +121,22 @@ TEST_CASE("eager plan: attention's kernels count as attention, selective recompu
 }
 
 TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[step]") {
-  // p *= ..(2) m *= ..(2) m += ..(3) v *= ..(2) v += ..(3) sqrt(2) /=(2) +=(2) p -= ..(4): 22.
+  // p *= ..(2) m *= ..(2) m += ..(3) v *= ..(2) v += ..(3) sqrt(2) /=(2) +=(2) p -= ..(4): 22,
+  // each kernel bench_memops's in-place one of that traffic (scale_inplace, axpy_inplace,
+  // addcdiv_inplace) or sqrt.
   for (OptimizerImpl impl : {OptimizerImpl::single, OptimizerImpl::foreach}) {
     StepConfig c = small_config(Kernels::eager);
     c.optimizer_impl = impl;
-    std::int64_t moved = 0, calls = 0;
+    std::int64_t moved = 0, calls = 0, updates = 0;
     for (const auto& op : step_operators(c, 0))
       if (op.phase == StepPhase::optimizer) {
-        moved += op.count * op.memop.cols * 2;  // a copy reads and writes its elements
+        moved += op.count * op.memop.io_bytes() / 4;
         calls += op.count;
+        if (op.memop.op == MemOp::addcdiv_inplace) updates += op.count * op.memop.elements();
         CHECK(op.memop.dtype == DType::fp32);
       }
     CHECK(moved == 22 * 180800);
+    CHECK(updates == 180800);
     // single: once per tensor: 4 layers x 9 tensors (2 norms, q, k, v, o, gate, up, down) + the
     // embedding, the final norm and the LM head = 39 tensors; foreach: once.
     CHECK(calls == 9 * (impl == OptimizerImpl::single ? 39 : 1));
