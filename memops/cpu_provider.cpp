@@ -212,16 +212,14 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An eager kernel's pointers on set s, bound from its operands' roles (memop_operands' order).
+// An eager kernel's pointers on set s.
 cpu_memops::EagerOperands eager_operands(CaseOperands& d, std::int64_t s) {
+  const EagerBinding b = eager_binding(d.all());
   cpu_memops::EagerOperands p;
-  int in = 0, out = 0;
-  for (const Operand& o : d.all()) {
-    if (o.role == OperandRole::input)
-      p.in[in++] = o.at<float>(s);
-    else if (o.role == OperandRole::output || o.role == OperandRole::state)
-      p.out[out++] = o.at<float>(s);
-  }
+  for (int k = 0; k < 3; ++k)
+    if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].at<float>(s);
+  for (int k = 0; k < 2; ++k)
+    if (b.out[k] >= 0) p.out[k] = d.all()[static_cast<std::size_t>(b.out[k])].at<float>(s);
   return p;
 }
 

@@ -290,16 +290,14 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An eager kernel's pointers on set s, bound from its operands' roles (memop_operands' order).
+// An eager kernel's pointers on set s.
 cm::EagerPointers eager_pointers(CaseOperands& d, std::int64_t s) {
+  const EagerBinding b = eager_binding(d.all());
   cm::EagerPointers p;
-  int in = 0, out = 0;
-  for (const Operand& o : d.all()) {
-    if (o.role == OperandRole::input)
-      p.in[in++] = o.raw(s);
-    else if (o.role == OperandRole::output || o.role == OperandRole::state)
-      p.out[out++] = o.raw(s);
-  }
+  for (int k = 0; k < 3; ++k)
+    if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].raw(s);
+  for (int k = 0; k < 2; ++k)
+    if (b.out[k] >= 0) p.out[k] = d.all()[static_cast<std::size_t>(b.out[k])].raw(s);
   return p;
 }
 

@@ -57,6 +57,27 @@ struct OperandSpec {
 // stored in the case's dtype; statistics, optimizer state and rotary tables in fp32; token ids
 // in int64. Copies between memories other than `copy` have none (their bytes are the copy's).
 std::vector<OperandSpec> memop_operands(const MemopCase& c);
+// Where an eager kernel's pointers come from (memops/eager_kernels.hpp), as indices into its
+// operands: `in` the inputs it reads, `out` what it writes, the operand an in-place kernel updates
+// first (the kernel reads it too). -1: none. The one binding the CPU and CUDA providers share.
+struct EagerBinding {
+  int in[3] = {-1, -1, -1};
+  int out[2] = {-1, -1};
+};
+template <class Operands>
+EagerBinding eager_binding(const Operands& operands) {
+  EagerBinding b;
+  int in = 0, out = 0;
+  for (int i = 0; i < static_cast<int>(operands.size()); ++i) {
+    const OperandRole role = operands[static_cast<std::size_t>(i)].role;
+    if (role == OperandRole::input && in < 3)
+      b.in[in++] = i;
+    else if ((role == OperandRole::output || role == OperandRole::state) && out < 2)
+      b.out[out++] = i;
+  }
+  return b;
+}
+
 // A provider's workspace of `bytes` bytes: one copy for every set, neither filled nor checked.
 OperandSpec workspace_operand(std::int64_t bytes);
 
