@@ -409,3 +409,12 @@ bool write_tables(bool final_write) {
 }
 
 }  // namespace opbench::capture
+
+// The job's own call: its warm-up is over, and the figures should cover what follows only (the
+// first steps' calls are slow: fresh pages, lazy initialisation, autotuning). A program reaches
+// it with dlsym, or ctypes.CDLL(None) in Python; without the capture the symbol is absent and the
+// job goes on. GPU calls still in flight may land after it.
+OPBENCH_CAPTURE_EXPORT void opbench_capture_reset() {
+  opbench::capture::Runtime& r = opbench::capture::rt();
+  if (r.state.load() == opbench::capture::kOn) r.table.clear();
+}

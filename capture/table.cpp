@@ -110,6 +110,14 @@ std::uint64_t ShapeTable::generation() const {
   return sum;
 }
 
+void ShapeTable::clear() {
+  for (Shard& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    shard.entries.clear();
+    ++shard.changes;  // the periodic writer writes the emptied table too
+  }
+}
+
 void ShapeTable::lock_all() {
   for (Shard& shard : shards_)
     shard.mutex.lock();

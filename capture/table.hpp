@@ -63,6 +63,8 @@ class ShapeTable {
   // Changes since construction; the periodic writer skips a write when nothing changed.
   std::uint64_t generation() const;
 
+  // Empties the table: what the job calls from now on starts its figures afresh.
+  void clear();
   // fork: the parent holds every shard across fork(); the child empties the table.
   void lock_all();
   void unlock_all();

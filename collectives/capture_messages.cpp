@@ -47,7 +47,6 @@ std::vector<CapturedMessage> captured_messages(const std::string& dir, std::opti
     msg.comm_size = static_cast<int>(comm_size);
     msg.calls = shape.calls;
     msg.in_job_us = shape.in_job_us();
-    msg.in_job_median_us = shape.in_job_median_us();
     out.push_back(std::move(msg));
   }
   return out;

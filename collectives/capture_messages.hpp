@@ -20,8 +20,7 @@ struct CapturedMessage {
   std::uint64_t size_bytes = 0;
   int comm_size = 0;
   std::int64_t calls = 0;
-  std::optional<double> in_job_us;         // Σ total_us / Σ timed_calls
-  std::optional<double> in_job_median_us;  // CapturedShape::in_job_median_us
+  std::optional<double> in_job_us;  // Σ total_us / Σ timed_calls
 };
 
 // One message per captured collective key (api, op, dtype, bytes, comm_size, redop) over every

@@ -59,11 +59,6 @@ std::optional<double> CapturedShape::in_job_us() const {
   return total_us / static_cast<double>(timed_calls);
 }
 
-std::optional<double> CapturedShape::in_job_median_us() const {
-  if (timed_calls <= 0) return std::nullopt;
-  return p50_weight_us / static_cast<double>(timed_calls);
-}
-
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
   std::vector<std::string> needed = {"rank", "kind", "calls", "timed_calls", "total_us"};
   needed.insert(needed.end(), q.key_columns.begin(), q.key_columns.end());
@@ -101,8 +96,6 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       const std::int64_t timed = whole(at("timed_calls"), where + " timed_calls");
       s.timed_calls += timed;
       s.total_us += number(at("total_us"), where + " total_us");
-      if (timed > 0 && col.count("p50_us"))
-        s.p50_weight_us += number(at("p50_us"), where + " p50_us") * static_cast<double>(timed);
     }
   }
   if (q.rank &&

@@ -15,13 +15,8 @@ struct CapturedShape {
   std::int64_t calls = 0;        // summed over the files
   std::int64_t timed_calls = 0;
   double total_us = 0;
-  double p50_weight_us = 0;  // Σ p50_us x timed_calls over the files
   // The job's average time of one call: total over the timed calls (nullopt when none was timed).
   std::optional<double> in_job_us() const;
-  // The job's median time of one call: the files' p50_us weighted by their timed calls (exact
-  // for one file). Unlike the average it ignores a first step's slow calls (fresh pages, lazy
-  // initialisation), which a capture of a whole job holds.
-  std::optional<double> in_job_median_us() const;
 };
 
 struct CaptureQuery {

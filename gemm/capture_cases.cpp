@@ -53,7 +53,6 @@ std::vector<GemmCase> capture_cases(const CaptureSelection& sel,
     cap.api = api;
     cap.calls = shape.calls;
     cap.in_job_us = shape.in_job_us();
-    cap.in_job_median_us = shape.in_job_median_us();
     c.captured = cap;
     cases.push_back(std::move(c));
   }

@@ -34,10 +34,9 @@ struct ExpertCase {
 
 // A GEMM shape a real job ran (bench_gemm --capture-path): what libopbench_capture.so saw of it.
 struct CapturedGemm {
-  std::string api;                         // the intercepted function (sgemm_, cublasLtMatmul, ...)
-  std::int64_t calls = 0;                  // over the merged files
-  std::optional<double> in_job_us;         // the captured average: total_us / timed_calls
-  std::optional<double> in_job_median_us;  // CapturedShape::in_job_median_us
+  std::string api;                  // the intercepted function (sgemm_, cublasLtMatmul, ...)
+  std::int64_t calls = 0;           // over the merged files
+  std::optional<double> in_job_us;  // the captured average: total_us / timed_calls
 };
 
 struct GemmCase {

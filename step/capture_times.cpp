@@ -26,15 +26,14 @@ CaptureTimes CaptureTimes::load(const std::string& dir) {
   CaptureSelection sel;
   sel.dir = dir;
   for (const GemmCase& c : capture_cases(sel, nullptr)) {
-    if (!c.captured || !c.captured->in_job_median_us) continue;  // no call timed
+    if (!c.captured || !c.captured->in_job_us) continue;  // no call timed
     const GemmProblem& p = c.problem;
-    t.gemms_[gemm_key(p, p.batch)] = {c.captured->api, c.captured->calls,
-                                      *c.captured->in_job_median_us};
+    t.gemms_[gemm_key(p, p.batch)] = {c.captured->api, c.captured->calls, *c.captured->in_job_us};
   }
   for (const CapturedMessage& msg : captured_messages(dir, std::nullopt, nullptr)) {
-    if (!msg.in_job_median_us) continue;
+    if (!msg.in_job_us) continue;
     t.collectives_[coll_key(msg.op, msg.dtype, msg.size_bytes, msg.comm_size)] = {
-        msg.api, msg.calls, *msg.in_job_median_us};
+        msg.api, msg.calls, *msg.in_job_us};
   }
   return t;
 }
@@ -42,8 +41,8 @@ CaptureTimes CaptureTimes::load(const std::string& dir) {
 std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
   auto time = [&](const Shape& s, double factor, const std::string& what) {
     OperatorTime t;
-    t.time_us = s.median_us * factor;
-    t.source = fmt::format("{}: {} {}, in-job median of {} call{}{}", dir_, s.api, what, s.calls,
+    t.time_us = s.average_us * factor;
+    t.source = fmt::format("{}: {} {}, in-job average of {} call{}{}", dir_, s.api, what, s.calls,
                            s.calls == 1 ? "" : "s",
                            factor != 1 ? fmt::format(" x {} entries", factor) : "");
     t.origin = "captured";

@@ -19,9 +19,10 @@ class CaptureTimes {
   // Every capture-*.csv of `dir` merged (bad_input naming --capture-path when it holds none).
   static CaptureTimes load(const std::string& dir);
 
-  // The in-job median of `op`'s shape: a GEMM by (m, n, k, layout, dtype) and batch, a batched
-  // GEMM also as `batch` calls of one entry (a CPU BLAS runs torch.bmm entry by entry); a
-  // collective by (op, dtype, bytes, ranks). nullopt for the other families and uncaptured shapes.
+  // The in-job average of `op`'s shape (its total time over its timed calls): a GEMM by (m, n, k,
+  // layout, dtype) and batch, a batched GEMM also as `batch` calls of one entry (a CPU BLAS runs
+  // torch.bmm entry by entry); a collective by (op, dtype, bytes, ranks). nullopt for the other
+  // families and uncaptured shapes.
   std::optional<OperatorTime> find(const StepOperator& op) const;
 
   std::size_t shapes() const { return gemms_.size() + collectives_.size(); }
@@ -30,7 +31,7 @@ class CaptureTimes {
   struct Shape {
     std::string api;
     std::int64_t calls = 0;
-    double median_us = 0;
+    double average_us = 0;
   };
   using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
                              std::string>;  // m n k batch transa transb dtype

@@ -63,7 +63,7 @@ void add_flags(cxxopts::Options& options) {
   options.add_options("Times")
     ("measure", "measure the operators the reports lack (the default without --from-reports)")
     ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
-    ("capture-path", "a capture folder of the job (scripts/capture.sh --out): its GEMMs' and collectives' in-job median times replace the isolated ones, shape by shape", cxxopts::value<std::string>())
+    ("capture-path", "a capture folder of the job (scripts/capture.sh --out): its GEMMs' and collectives' in-job average times replace the isolated ones, shape by shape", cxxopts::value<std::string>())
     ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
     ("threads", "--measure on the CPU: threads the memory-bound and attention operators run with, as the job's framework runs them (torch.set_num_threads; default: the CPUs this process may run on)", cxxopts::value<std::string>())

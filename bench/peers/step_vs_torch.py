@@ -11,7 +11,7 @@ bench/peers/step_models.json):
                cost 10-15 us each on this VM and no isolated operator pays);
   eager        bench_step --kernels eager --backend cpu --dtype fp32: the kernels PyTorch eager
                runs, each measured alone through opbench's CPU providers, added up;
-  calibrated   the same plan with --capture-path: the GEMMs' in-job medians from the capture in
+  calibrated   the same plan with --capture-path: the GEMMs' in-job averages from the capture in
                place of the isolated times (the rest as measured for `eager`);
   fused        bench_step's default plan (flash attention, fused norms and AdamW): what fusion
                would buy, for reference;

@@ -90,6 +90,10 @@ mapping, returned at free, so resident memory follows the live tensors to the pa
 (steps run slower: every large tensor is paged in anew). --fresh-pages (glibc's default: blocks
 over a threshold that glibc raises up to 32 MiB are mapped) lies between.
 
+Under scripts/capture.sh the script empties the capture's tables after the warm-up steps
+(opbench_capture_reset, "capture_reset" in the JSON line), so the capture holds the timed steps'
+calls (and the profiled step's, with --profile), not the first steps' slow ones.
+
 Output: the settings, the timed steps, the median step time, the peak memory, then one line of
 JSON (the last line of stdout): model, params, micro_batch, seq_len, grad_accum, threads,
 world_size, step_times_ms, median_ms, tokens_per_s, peak_mem_gib and a few more. Bad arguments or a bad models file: one `error:` line on
@@ -232,6 +236,17 @@ def preload_jemalloc(argv) -> None:
     env = dict(os.environ, LD_PRELOAD=(preload + " " + JEMALLOC).strip(), MALLOC_CONF=JEMALLOC_CONF)
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *argv], env)
+
+
+def reset_capture() -> bool:
+    """Under scripts/capture.sh: the capture's figures from here on only (the timed steps), not
+    the warm-up's slow first calls. False when no capture library is loaded."""
+    try:
+        reset = ctypes.CDLL(None).opbench_capture_reset
+    except AttributeError:
+        return False
+    reset()
+    return True
 
 
 def alloc_mode(args) -> str:
@@ -690,6 +705,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     times, loss = [], float("nan")
     if ddp:
         torch.distributed.barrier()
+    capture_reset = reset_capture()
     before = cpu_sample()
     for _ in range(args.steps):
         batch = tokens()
@@ -757,7 +773,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             "median_ms": round(median, 3),
             "tokens_per_s": round(n_tokens / median * 1e3, 1),
             "warmup": args.warmup, "loss": round(loss, 4), "dtype": "fp32",
-            "attention": attn, "alloc": alloc_mode(args),
+            "attention": attn, "alloc": alloc_mode(args), "capture_reset": capture_reset,
             "torch": torch.__version__,
             "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
             "peak_mem_gib": round(peak_mem / 2 ** 30, 4),

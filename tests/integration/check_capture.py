@@ -3,8 +3,9 @@
 tables against counts worked out by hand (tests/integration/capture.cmake runs each mode).
 
   check_capture.py torch   --out DIR --bench-gemm BIN [--seq-len S] [--steps N]
-      bench/peers/torch_train_step.py (the tiny model, fp32, 1 thread, no warm-up, N steps) under
-      capture.sh. Expected sgemm_ calls = N x the GEMMs `bench_gemm --model tiny --dry-run`
+      bench/peers/torch_train_step.py (the tiny model, fp32, 1 thread, 2 warm-up steps, N steps) under
+      capture.sh, which empties the capture after the warm-up (opbench_capture_reset). Expected
+      sgemm_ calls = N x the GEMMs `bench_gemm --model tiny --dry-run`
       derives for one step (fprop, dgrad, wgrad of every linear layer, each row's `calls` times),
       with the fused layers split as torch.nn runs them (attn_qkv: q, k, v projections of
       Hq·d, Hkv·d, Hkv·d outputs; mlp_gate_up: gate and up of I each), plus the batched products
@@ -161,7 +162,7 @@ def torch_mode(a):
     S, steps = a.seq_len, a.steps
     out = fresh(a.out)
     p = capture(out, [PY, os.path.join(ROOT, "bench", "peers", "torch_train_step.py"), "--model",
-                      "tiny", "--seq-len", str(S), "--warmup", "0", "--steps", str(steps),
+                      "tiny", "--seq-len", str(S), "--warmup", "2", "--steps", str(steps),
                       "--threads", "1"])
     check(p.returncode == 0, f"torch_train_step.py under the capture exited {p.returncode}")
     found = files(out)
@@ -197,7 +198,9 @@ def torch_mode(a):
     # torch_train_step.py's attention-path probe: one forward at sequence 16, Hq heads
     expected[(16, 16, d, "NT")] += Hq
     expected[(16, d, 16, "NN")] += Hq
-    compare(f"torch step x {steps} (tiny, seq {S})", captured, expected)
+    # the 2 warm-up steps are not there: the script empties the capture after them
+    # (opbench_capture_reset); the probe runs after the timed steps
+    compare(f"torch step x {steps} after 2 warm-up steps (tiny, seq {S})", captured, expected)
     linear = sum(c for (gemm, *_rest, c) in derived)
     print(f"  per step: {linear} linear-layer GEMMs as bench_gemm derives them "
           f"({sum(c * len(split.get(g, [0])) for (g, *_r, c) in derived)} sgemm_ calls with "

@@ -55,8 +55,9 @@ def source_time(source, cache):
 
 
 def captured_time(source, cache):
-    """The in-job median a captured GEMM's `source` names ("DIR: API MxNxK LAYOUT, in-job median
-    of N calls[ x B entries]"), recomputed from DIR's capture files; None for collectives."""
+    """The in-job average a captured GEMM's `source` names ("DIR: API MxNxK LAYOUT, in-job average
+    of N calls[ x B entries]"), recomputed from DIR's capture files (every file's total_us over
+    its timed calls); None for collectives."""
     folder, rest = source.split(": ", 1)
     words = rest.split(",")[0].split()
     if len(words) != 3 or words[1].count("x") != 2:
@@ -64,16 +65,16 @@ def captured_time(source, cache):
     api, dims, layout = words
     m, n, k = dims.split("x")
     entries = int(source.rsplit(" x ", 1)[1].split()[0]) if source.endswith(" entries") else 1
-    weighted = calls = 0.0
+    total = calls = 0.0
     for name in sorted(os.listdir(folder)):
         if not (name.startswith("capture-") and name.endswith(".csv")):
             continue
         for r in cache.setdefault(os.path.join(folder, name), read(os.path.join(folder, name))):
-            if (r["api"], r["m"], r["n"], r["k"], r["layout"]) == (api, m, n, k, layout) and r["p50_us"] \
+            if (r["api"], r["m"], r["n"], r["k"], r["layout"]) == (api, m, n, k, layout) \
                     and r["batch"] == ("1" if entries > 1 else r["batch"]):
-                weighted += float(r["p50_us"]) * int(r["timed_calls"])
+                total += float(r["total_us"])
                 calls += int(r["timed_calls"])
-    return weighted / calls * entries if calls else None
+    return total / calls * entries if calls else None
 
 
 def parse_step_check(argv, add_options):

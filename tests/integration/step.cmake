@@ -68,8 +68,8 @@ set_tests_properties("step: a tiny model's eager and fused plans side by side, f
   PROPERTIES PASS_REGULAR_EXPRESSION
   "what fusion buys: tiny.*attention .*optimizer .*step .*2 configurations, [0-9]+ operator rows checked: ok")
 
-# The calibrated run's operator rows: every captured GEMM's time is its shape's in-job median in
-# the capture files (times the entries of a per-head batched GEMM), the figures recomputed.
+# The calibrated run's operator rows: every captured GEMM's time is its shape's in-job average in
+# the capture files (its total over its timed calls; the peer empties the capture after its warm-up) (times the entries of a per-head batched GEMM), the figures recomputed.
 add_test(NAME "step: times calibrated from a real PyTorch step's capture match the capture files"
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_calibrated -- --model-config-path
           ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model llama-cpu-xs --seq-len 256 --kernels eager
