@@ -70,6 +70,35 @@ void with_loader(DType t, const void* data, F&& f) {
   }
 }
 
+// out[r] = Σ_j M(r·cols + j)·v[j] over the rows of a rows x cols matrix stored row by row.
+template <class Matrix>
+void row_products(Matrix M, std::int64_t rows, std::int64_t cols, const std::vector<double>& v,
+                  std::vector<double>& out) {
+  for_output_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      CompensatedSum s;
+      for (std::int64_t j = 0; j < cols; ++j)
+        s.add(M(r * cols + j) * v[j]);
+      out[r] = s.value();
+    }
+  });
+}
+
+// out[c] = Σ_r M(r·cols + c)·v[r]: the product with the transpose of the same stored matrix,
+// still read in storage order (a task sums its block of columns down the rows).
+template <class Matrix>
+void column_products(Matrix M, std::int64_t rows, std::int64_t cols, const std::vector<double>& v,
+                     std::vector<double>& out) {
+  for_output_blocks(cols, [&](std::int64_t c0, std::int64_t c1) {
+    std::vector<CompensatedSum> acc(static_cast<std::size_t>(c1 - c0));
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = c0; c < c1; ++c)
+        acc[c - c0].add(M(r * cols + c) * v[r]);
+    for (std::int64_t c = c0; c < c1; ++c)
+      out[c] = acc[c - c0].value();
+  });
+}
+
 }  // namespace
 
 CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, const void* c,
@@ -115,59 +144,20 @@ CheckResult freivalds_check(const GemmProblem& p, const void* a, const void* b, 
     for (int v = 0; v < vectors && finite; ++v) {
       for (auto& xi : x)
         xi = (rng() & 1) ? 1.0 : -1.0;
-      // y = op(B)·x and z = op(A)·y, each loop walking its matrix in storage order.
+      // y = op(B)·x and z = op(A)·y, each matrix walked in storage order; w = C·x.
       with_loader(p.dtype, b_at, [&](auto B) {
-        if (p.transb) {  // B stored n x k: a task sums its block of columns down the rows
-          for_output_blocks(p.k, [&](std::int64_t q0, std::int64_t q1) {
-            std::vector<CompensatedSum> acc(static_cast<std::size_t>(q1 - q0));
-            for (std::int64_t j = 0; j < p.n; ++j)
-              for (std::int64_t q = q0; q < q1; ++q)
-                acc[q - q0].add(B(j * p.k + q) * x[j]);
-            for (std::int64_t q = q0; q < q1; ++q)
-              y[q] = acc[q - q0].value();
-          });
-        } else {  // B stored k x n
-          for_output_blocks(p.k, [&](std::int64_t q0, std::int64_t q1) {
-            for (std::int64_t q = q0; q < q1; ++q) {
-              CompensatedSum s;
-              for (std::int64_t j = 0; j < p.n; ++j)
-                s.add(B(q * p.n + j) * x[j]);
-              y[q] = s.value();
-            }
-          });
-        }
+        if (p.transb)
+          column_products(B, p.n, p.k, x, y);  // B stored n x k
+        else
+          row_products(B, p.k, p.n, x, y);  // B stored k x n
       });
       with_loader(p.dtype, a_at, [&](auto A) {
-        if (p.transa) {  // A stored k x m
-          for_output_blocks(p.m, [&](std::int64_t i0, std::int64_t i1) {
-            std::vector<CompensatedSum> acc(static_cast<std::size_t>(i1 - i0));
-            for (std::int64_t q = 0; q < p.k; ++q)
-              for (std::int64_t i = i0; i < i1; ++i)
-                acc[i - i0].add(A(q * p.m + i) * y[q]);
-            for (std::int64_t i = i0; i < i1; ++i)
-              z[i] = acc[i - i0].value();
-          });
-        } else {  // A stored m x k
-          for_output_blocks(p.m, [&](std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i) {
-              CompensatedSum s;
-              for (std::int64_t q = 0; q < p.k; ++q)
-                s.add(A(i * p.k + q) * y[q]);
-              z[i] = s.value();
-            }
-          });
-        }
+        if (p.transa)
+          column_products(A, p.k, p.m, y, z);  // A stored k x m
+        else
+          row_products(A, p.m, p.k, y, z);  // A stored m x k
       });
-      with_loader(p.out_dtype, c_at, [&](auto C) {  // w = C·x
-        for_output_blocks(p.m, [&](std::int64_t i0, std::int64_t i1) {
-          for (std::int64_t i = i0; i < i1; ++i) {
-            CompensatedSum s;
-            for (std::int64_t j = 0; j < p.n; ++j)
-              s.add(C(i * p.n + j) * x[j]);
-            w[i] = s.value();
-          }
-        });
-      });
+      with_loader(p.out_dtype, c_at, [&](auto C) { row_products(C, p.m, p.n, x, w); });
       for (std::int64_t i = 0; i < p.m; ++i) {
         double scale = std::max(row_norm[i], mean_row);
         double diff = std::fabs(w[i] - z[i]);

@@ -94,6 +94,7 @@ std::vector<OperandSpec> memop_operands(const MemopCase& c) {
         b.in("dy", n, t).out("dg", n, t).out("du", n, t);
       break;
     case MemOp::gelu:  // fwd: x -> y; bwd: x, dy -> dx
+    case MemOp::silu:
       b.in("x", n, t, kWide);
       if (fwd)
         b.out("y", n, t);
@@ -161,13 +162,6 @@ std::vector<OperandSpec> memop_operands(const MemopCase& c) {
     case MemOp::scale:
     case MemOp::sqrt:
       b.in("x", n, t).out("y", n, t);
-      break;
-    case MemOp::silu:  // fwd: x -> y; bwd: x, dy -> dx
-      b.in("x", n, t, kWide);
-      if (fwd)
-        b.out("y", n, t);
-      else
-        b.in("dy", n, t).out("dx", n, t);
       break;
     case MemOp::fill:
       b.out("y", n, t);
