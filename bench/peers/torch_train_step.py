@@ -28,8 +28,8 @@ Allocation: PyTorch on the CPU has no caching allocator, and glibc serves blocks
 mmap and unmaps them at free, so every large activation would be paged in anew each step (a cost
 a GPU run, with its caching allocator, does not pay). As bench/peers/torch_memops.py, the script
 tells glibc (mallopt) to serve everything from the heap and keep it; --fresh-pages keeps glibc's
-default; --mmap-tensors serves every block of 1 MiB or more with its own mmap, unmapped at free
-(M_MMAP_THRESHOLD 1 MiB, which also stops glibc raising the threshold); --jemalloc runs the step
+default; --mmap-tensors serves every block of 64 KiB or more with its own mmap, unmapped at free
+(M_MMAP_THRESHOLD 64 KiB, which also stops glibc raising the threshold); --jemalloc runs the step
 on jemalloc (LD_PRELOAD, pages never returned: MALLOC_CONF dirty_decay_ms:-1), a caching allocator
 as GPU frameworks have one and PyTorch's CPU tuning guides recommend. The heap mode is not enough
 for that: torch asks for 64-byte-aligned blocks (posix_memalign), a freed block of the same size
@@ -84,10 +84,12 @@ How closely depends on the allocation mode. With the default (heap), freed block
 heap and serve later tensors, so the high-water mark is the peak of live bytes plus the heap's
 fragmentation: blocks freed between live ones that no later tensor fits. On llama-cpu-s at seq
 512 that was 0.42 GiB over a 2.0 GiB peak (the first step's activations, freed below the
-optimizer's states, leave holes). With --mmap-tensors every tensor of 1 MiB or more is its own
-mapping, returned at free, so resident memory follows the live tensors to the page, plus a fixed
-~0.06 GiB (small blocks, the libraries' buffers); that is the mode to check a prediction with
-(steps run slower: every large tensor is paged in anew). --fresh-pages (glibc's default: blocks
+optimizer's states, leave holes). With --mmap-tensors every tensor of 64 KiB or more is its own
+mapping, returned at free, so resident memory follows the live tensors to the page, plus about
+0.03 GiB (smaller blocks, the libraries' buffers); that is the mode to check a prediction with
+(steps run much slower: every tensor is paged in anew; llama-cpu-xs's step takes 20 s). At 1 MiB
+llama-cpu-xs's activations (512 KiB each) stayed in the heap, and its peak read 0.58 GiB against
+0.52 at 64 KiB. --fresh-pages (glibc's default: blocks
 over a threshold that glibc raises up to 32 MiB are mapped) lies between.
 
 Under scripts/capture.sh the script empties the capture's tables after the warm-up steps
@@ -209,12 +211,12 @@ def keep_freed_memory() -> bool:
 
 
 def mmap_large_blocks() -> bool:
-    """glibc: every block of 1 MiB or more its own mmap, unmapped at free (M_MMAP_THRESHOLD; a
+    """glibc: every block of 64 KiB or more its own mmap, unmapped at free (M_MMAP_THRESHOLD; a
     fixed threshold also turns off glibc's raising of it), so resident memory follows the live
     tensors."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.mallopt(-3, 1 << 20) == 1
+        return libc.mallopt(-3, 64 << 10) == 1
     except (OSError, AttributeError):
         return False
 
@@ -867,7 +869,7 @@ def parse_args(argv):
     p.add_argument("--fresh-pages", action="store_true",
                    help="keep glibc's default: large activations are paged in anew each step")
     p.add_argument("--mmap-tensors", action="store_true",
-                   help="serve every block of 1 MiB or more with its own mmap, unmapped at free: "
+                   help="serve every block of 64 KiB or more with its own mmap, unmapped at free: "
                    "peak_mem_gib then follows the live tensors (steps run slower)")
     p.add_argument("--jemalloc", action="store_true",
                    help="run on jemalloc, a caching allocator: no step pays page faults for "
