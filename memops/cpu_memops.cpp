@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/cpu_parallel.hpp"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 
 // The loops live in kernels over a range of elements or rows (the functions marked
 // OPBENCH_CPU_CLONES below), which the public functions hand to parallel_for in chunks.
@@ -121,18 +121,12 @@ inline float row_max(const float* __restrict x, std::int64_t n) {
 
 // ---- kernels -------------------------------------------------------------------------------
 
-OPBENCH_CPU_CLONES void add_range(const float* __restrict x, const float* __restrict y,
-                                  float* __restrict z, std::int64_t b, std::int64_t e) {
-  for (std::int64_t i = b; i < e; ++i)
-    z[i] = x[i] + y[i];
-}
-
-// One eager kernel over [b, e): F's arithmetic on each element, an in-place kernel's updated
-// operand read from y0 (and written back there), the other inputs from x0..x2.
+// One elementwise kernel over [b, e): F's arithmetic on each element, an in-place kernel's
+// updated operand read from y0 (and written back there), the other inputs from x0..x2.
 template <class F>
-OPBENCH_CPU_CLONES void eager_range(const float* __restrict x0, const float* __restrict x1,
-                                    const float* __restrict x2, float* __restrict y0,
-                                    float* __restrict y1, std::int64_t b, std::int64_t e) {
+OPBENCH_CPU_CLONES void elementwise_range(const float* __restrict x0, const float* __restrict x1,
+                                          const float* __restrict x2, float* __restrict y0,
+                                          float* __restrict y1, std::int64_t b, std::int64_t e) {
   constexpr int first = F::kInPlace ? 1 : 0;  // where the inputs read from x start
   constexpr int reads = F::kIn - first;
   const F kernel{};
@@ -284,34 +278,6 @@ OPBENCH_CPU_CLONES void softmax_bwd_rows(const float* __restrict y, const float*
     for (std::int64_t j = 0; j < cols; ++j)
       dxr[j] = yr[j] * (dyr[j] - dot);
   }
-}
-
-OPBENCH_CPU_CLONES void swiglu_fwd_range(const float* __restrict g, const float* __restrict u,
-                                         float* __restrict y, std::int64_t b, std::int64_t e) {
-  for (std::int64_t i = b; i < e; ++i)
-    y[i] = swiglu(g[i], u[i]);
-}
-
-OPBENCH_CPU_CLONES void swiglu_bwd_range(const float* __restrict g, const float* __restrict u,
-                                         const float* __restrict dy, float* __restrict dg,
-                                         float* __restrict du, std::int64_t b, std::int64_t e) {
-  for (std::int64_t i = b; i < e; ++i) {
-    const SwigluGrad d = swiglu_grad(g[i], u[i], dy[i]);
-    dg[i] = d.dg;
-    du[i] = d.du;
-  }
-}
-
-OPBENCH_CPU_CLONES void gelu_fwd_range(const float* __restrict x, float* __restrict y,
-                                       std::int64_t b, std::int64_t e) {
-  for (std::int64_t i = b; i < e; ++i)
-    y[i] = gelu(x[i]);
-}
-
-OPBENCH_CPU_CLONES void gelu_bwd_range(const float* __restrict x, const float* __restrict dy,
-                                       float* __restrict dx, std::int64_t b, std::int64_t e) {
-  for (std::int64_t i = b; i < e; ++i)
-    dx[i] = dy[i] * gelu_grad(x[i]);
 }
 
 OPBENCH_CPU_CLONES void rope_rows(const float* __restrict x, const float* __restrict cos,
@@ -478,18 +444,14 @@ std::shared_ptr<const std::vector<std::uint8_t>> fp8_table(float scale) {
 
 // ---- the operators -------------------------------------------------------------------------
 
-void add(const float* x, const float* y, float* z, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) { add_range(x, y, z, b, e); });
-}
-
-void eager_kernel(MemOp op, MemPass pass, const EagerOperands& p, std::int64_t n) {
-  const bool known = eager_kernels::visit_eager_kernel(op, pass, [&](auto kernel) {
+void run_elementwise(MemOp op, MemPass pass, const ElementwisePointers& p, std::int64_t n) {
+  const bool known = elementwise::visit_elementwise(op, pass, [&](auto kernel) {
     using F = decltype(kernel);
     for_chunks(n, [&](std::int64_t b, std::int64_t e) {
-      eager_range<F>(p.in[0], p.in[1], p.in[2], p.out[0], p.out[1], b, e);
+      elementwise_range<F>(p.in[0], p.in[1], p.in[2], p.out[0], p.out[1], b, e);
     });
   });
-  if (!known) throw std::logic_error("cpu_memops::eager_kernel: not an eager kernel");
+  if (!known) throw std::logic_error("cpu_memops::run_elementwise: not an elementwise operator");
 }
 
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int64_t rows,
@@ -545,23 +507,6 @@ void softmax_bwd(const float* y, const float* dy, float* dx, std::int64_t rows, 
   for_row_chunks(rows, cols, [=](std::int64_t r0, std::int64_t r1) {
     softmax_bwd_rows(y, dy, dx, r0, r1, cols);
   });
-}
-
-void swiglu_fwd(const float* g, const float* u, float* y, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) { swiglu_fwd_range(g, u, y, b, e); });
-}
-
-void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du,
-                std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) { swiglu_bwd_range(g, u, dy, dg, du, b, e); });
-}
-
-void gelu_fwd(const float* x, float* y, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) { gelu_fwd_range(x, y, b, e); });
-}
-
-void gelu_bwd(const float* x, const float* dy, float* dx, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) { gelu_bwd_range(x, dy, dx, b, e); });
 }
 
 void rope_tables(float* cos, float* sin, std::int64_t rows, std::int64_t head_dim) {

@@ -14,8 +14,16 @@
 
 namespace opbench::cpu_memops {
 
-// z = x + y over n elements.
-void add(const float* x, const float* y, float* z, std::int64_t n);
+// The pointers of an elementwise operator (memops/elementwise.hpp): `out[0]` is also the first
+// value an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the
+// order of memop_operands. Unused entries stay null.
+struct ElementwisePointers {
+  const float* in[3] = {};
+  float* out[2] = {};
+};
+// The elementwise kernel of `op` and `pass` over n elements (add, the activations, the eager
+// kernels).
+void run_elementwise(MemOp op, MemPass pass, const ElementwisePointers& p, std::int64_t n);
 
 // y = x rstd w with rstd = 1/sqrt(mean(x^2) + kRmsNormEps) per row (saved for the backward).
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int64_t rows,
@@ -40,15 +48,6 @@ std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols);
 // Softmax over each row (the max subtracted first); backward dx = y (dy - sum(y dy)).
 void softmax_fwd(const float* x, float* y, std::int64_t rows, std::int64_t cols);
 void softmax_bwd(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols);
-
-// y = silu(g) u; backward dg, du.
-void swiglu_fwd(const float* g, const float* u, float* y, std::int64_t n);
-void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du,
-                std::int64_t n);
-
-// GELU, tanh approximation; backward dx = dy gelu'(x).
-void gelu_fwd(const float* x, float* y, std::int64_t n);
-void gelu_bwd(const float* x, const float* dy, float* dx, std::int64_t n);
 
 // The rotary tables of positions 0 .. rows-1: cos and sin, [rows, head_dim/2] each (HF's
 // cos/sin of [rows, head_dim] hold each value twice; this is the half that differs).
@@ -87,16 +86,6 @@ void cast_to_fp32(const std::uint16_t* x, float* y, std::int64_t n);
 // table of fp8_e4m3_encode over the 65536 bf16 values, built when the scale changes.
 void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, float* amax,
                   std::int64_t n);
-
-// The pointers of an eager kernel (memops/eager_kernels.hpp): `out[0]` is also the first value
-// an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the order of
-// memop_operands. Unused entries stay null.
-struct EagerOperands {
-  const float* in[3] = {};
-  float* out[2] = {};
-};
-// The eager kernel of `op` and `pass` over n elements.
-void eager_kernel(MemOp op, MemPass pass, const EagerOperands& p, std::int64_t n);
 
 // memcpy, in chunks over every core.
 void copy(const void* src, void* dst, std::size_t bytes);

@@ -16,7 +16,7 @@
 #include "common/timer.hpp"
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
@@ -212,10 +212,10 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An eager kernel's pointers on set s.
-cpu_memops::EagerOperands eager_operands(CaseOperands& d, std::int64_t s) {
-  const EagerBinding b = eager_binding(d.all());
-  cpu_memops::EagerOperands p;
+// An elementwise operator's pointers on set s.
+cpu_memops::ElementwisePointers elementwise_pointers(CaseOperands& d, std::int64_t s) {
+  const ElementwiseBinding b = elementwise_binding(d.all());
+  cpu_memops::ElementwisePointers p;
   for (int k = 0; k < 3; ++k)
     if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].at<float>(s);
   for (int k = 0; k < 2; ++k)
@@ -231,11 +231,9 @@ void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
   auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
   const bool fwd = c.pass == MemPass::fwd;
   namespace cm = cpu_memops;
-  if (eager_kernels::is_eager_kernel(c.op))
-    return cm::eager_kernel(c.op, c.pass, eager_operands(d, s), n);
+  if (elementwise::is_elementwise(c.op))
+    return cm::run_elementwise(c.op, c.pass, elementwise_pointers(d, s), n);
   switch (c.op) {
-    case MemOp::add:
-      return cm::add(f("x"), f("y"), f("z"), n);
     case MemOp::rmsnorm:
       if (fwd) return cm::rmsnorm_fwd(f("x"), f("w"), f("y"), f("rstd"), rows, cols);
       return cm::rmsnorm_bwd(f("dy"), f("x"), f("w"), f("rstd"), f("dx"), f("dw"), f("workspace"),
@@ -248,12 +246,6 @@ void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
     case MemOp::softmax:
       if (fwd) return cm::softmax_fwd(f("x"), f("y"), rows, cols);
       return cm::softmax_bwd(f("y"), f("dy"), f("dx"), rows, cols);
-    case MemOp::swiglu:
-      if (fwd) return cm::swiglu_fwd(f("g"), f("u"), f("y"), n);
-      return cm::swiglu_bwd(f("g"), f("u"), f("dy"), f("dg"), f("du"), n);
-    case MemOp::gelu:
-      if (fwd) return cm::gelu_fwd(f("x"), f("y"), n);
-      return cm::gelu_bwd(f("x"), f("dy"), f("dx"), n);
     case MemOp::rope:
       return cm::rope(f(fwd ? "x" : "dy"), f("cos"), f("sin"), f(fwd ? "y" : "dx"), rows,
                       c.heads + c.kv_heads, c.head_dim, !fwd);

@@ -38,7 +38,7 @@
 #include "common/text.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
@@ -290,10 +290,10 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An eager kernel's pointers on set s.
-cm::EagerPointers eager_pointers(CaseOperands& d, std::int64_t s) {
-  const EagerBinding b = eager_binding(d.all());
-  cm::EagerPointers p;
+// An elementwise operator's pointers on set s.
+cm::ElementwisePointers elementwise_pointers(CaseOperands& d, std::int64_t s) {
+  const ElementwiseBinding b = elementwise_binding(d.all());
+  cm::ElementwisePointers p;
   for (int k = 0; k < 3; ++k)
     if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].raw(s);
   for (int k = 0; k < 2; ++k)
@@ -310,11 +310,9 @@ void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Laun
   auto f = [&](const char* name) { return d.at<float>(name, s); };
   auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
   auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
-  if (eager_kernels::is_eager_kernel(c.op))
-    return cm::eager_kernel(t, c.op, c.pass, eager_pointers(d, s), n, l);
+  if (elementwise::is_elementwise(c.op))
+    return cm::run_elementwise(t, c.op, c.pass, elementwise_pointers(d, s), n, l);
   switch (c.op) {
-    case MemOp::add:
-      return cm::add(t, p("x"), p("y"), p("z"), n, l);
     case MemOp::rmsnorm:
       if (fwd) return cm::rmsnorm_fwd(t, p("x"), p("w"), p("y"), f("rstd"), rows, cols, l);
       return cm::rmsnorm_bwd(t, p("dy"), p("x"), p("w"), f("rstd"), p("dx"), p("dw"),
@@ -328,12 +326,6 @@ void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Laun
     case MemOp::softmax:
       if (fwd) return cm::softmax_fwd(t, p("x"), p("y"), rows, cols, l);
       return cm::softmax_bwd(t, p("y"), p("dy"), p("dx"), rows, cols, l);
-    case MemOp::swiglu:
-      if (fwd) return cm::swiglu_fwd(t, p("g"), p("u"), p("y"), n, l);
-      return cm::swiglu_bwd(t, p("g"), p("u"), p("dy"), p("dg"), p("du"), n, l);
-    case MemOp::gelu:
-      if (fwd) return cm::gelu_fwd(t, p("x"), p("y"), n, l);
-      return cm::gelu_bwd(t, p("x"), p("dy"), p("dx"), n, l);
     case MemOp::rope:
       return cm::rope(t, p(fwd ? "x" : "dy"), f("cos"), f("sin"), p(fwd ? "y" : "dx"), rows,
                       c.heads + c.kv_heads, c.head_dim, !fwd, l);

@@ -15,7 +15,7 @@
 #include "common/cuda/check.hpp"
 #include "common/error.hpp"
 #include "memops/cuda_memops.cuh"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop_math.hpp"
 
 namespace opbench::cuda_memops {
@@ -242,96 +242,6 @@ __global__ void __launch_bounds__(kElementwiseThreads) elementwise_kernel(Op op,
   }
 }
 
-template <class S>
-struct AddOp {
-  const S* x;
-  const S* y;
-  S* z;
-  template <int V>
-  __device__ void apply(std::int64_t i) const {
-    float a[V], b[V];
-    load<V>(x, i, a);
-    load<V>(y, i, b);
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      a[j] = a[j] + b[j];
-    store<V>(z, i, a);
-  }
-};
-
-template <class S>
-struct SwigluFwdOp {
-  const S* g;
-  const S* u;
-  S* y;
-  template <int V>
-  __device__ void apply(std::int64_t i) const {
-    float a[V], b[V];
-    load<V>(g, i, a);
-    load<V>(u, i, b);
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      a[j] = swiglu(a[j], b[j]);
-    store<V>(y, i, a);
-  }
-};
-
-template <class S>
-struct SwigluBwdOp {
-  const S* g;
-  const S* u;
-  const S* dy;
-  S* dg;
-  S* du;
-  template <int V>
-  __device__ void apply(std::int64_t i) const {
-    float a[V], b[V], d[V];
-    load<V>(g, i, a);
-    load<V>(u, i, b);
-    load<V>(dy, i, d);
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const SwigluGrad s = swiglu_grad(a[j], b[j], d[j]);
-      a[j] = s.dg;
-      b[j] = s.du;
-    }
-    store<V>(dg, i, a);
-    store<V>(du, i, b);
-  }
-};
-
-template <class S>
-struct GeluFwdOp {
-  const S* x;
-  S* y;
-  template <int V>
-  __device__ void apply(std::int64_t i) const {
-    float a[V];
-    load<V>(x, i, a);
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      a[j] = gelu(a[j]);
-    store<V>(y, i, a);
-  }
-};
-
-template <class S>
-struct GeluBwdOp {
-  const S* x;
-  const S* dy;
-  S* dx;
-  template <int V>
-  __device__ void apply(std::int64_t i) const {
-    float a[V], d[V];
-    load<V>(x, i, a);
-    load<V>(dy, i, d);
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      a[j] = d[j] * gelu_grad(a[j]);
-    store<V>(dx, i, a);
-  }
-};
-
 struct AdamWOp {
   float* p;
   const float* g;
@@ -413,10 +323,10 @@ struct ScaleOp {
   }
 };
 
-// An eager kernel (memops/eager_kernels.hpp) over storage S: an in-place kernel reads and
-// writes out[0], the other inputs come from in[].
+// An elementwise operator's kernel F (memops/elementwise.hpp) over storage S: an in-place kernel
+// reads and writes out[0], the other inputs come from in[].
 template <class S, class F>
-struct EagerOp {
+struct ElementwiseOp {
   const S* in[3];
   S* out[2];
   template <int V>
@@ -1007,31 +917,25 @@ std::string row_text(const char* kernel, const char* type, int vec, std::int64_t
 
 }  // namespace
 
-void add(DType t, const void* x, const void* y, void* z, std::int64_t n, const Launch& l) {
-  with_storage(t, "add", [&](auto tag) {
-    using S = decltype(tag);
-    const AddOp<S> op{static_cast<const S*>(x), static_cast<const S*>(y), static_cast<S*>(z)};
-    launch_elementwise<vec_of<S>()>("add", Codec<S>::kName, op, n, address_bits(x, y, z), l);
-  });
-}
-
-void eager_kernel(DType t, MemOp op, MemPass pass, const EagerPointers& p, std::int64_t n,
-                  const Launch& l) {
+void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers& p, std::int64_t n,
+                     const Launch& l) {
   with_storage(t, memop_name(op).c_str(), [&](auto tag) {
     using S = decltype(tag);
-    const bool known = eager_kernels::visit_eager_kernel(op, pass, [&](auto kernel) {
+    const bool known = elementwise::visit_elementwise(op, pass, [&](auto kernel) {
       using F = decltype(kernel);
-      EagerOp<S, F> e{};
+      ElementwiseOp<S, F> e{};
       for (int k = 0; k < 3; ++k)
         e.in[k] = static_cast<const S*>(p.in[k]);
       for (int k = 0; k < 2; ++k)
         e.out[k] = static_cast<S*>(p.out[k]);
-      const std::string name = memop_name(op) + (pass == MemPass::bwd ? "_bwd" : "");
+      // "add", "silu_bwd": the name the launch describes itself by.
+      const std::string name =
+          memop_name(op) + (has_backward(op) ? "_" + mem_pass_name(pass) : std::string());
       launch_elementwise<vec_of<S>()>(name.c_str(), Codec<S>::kName, e, n,
                                       address_bits(p.in[0], p.in[1], p.in[2], p.out[0], p.out[1]),
                                       l);
     });
-    if (!known) throw std::logic_error("cuda_memops::eager_kernel: not an eager kernel");
+    if (!known) throw std::logic_error("cuda_memops::run_elementwise: not an elementwise operator");
   });
 }
 
@@ -1217,41 +1121,6 @@ void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t 
       softmax_bwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(ys, dys, dxs, rows, c);
     check_launch(pending, "softmax_bwd_kernel");
     if (l.shape) describe(l, row_text("softmax_bwd", Codec<S>::kName, vec, blocks, threads, rows));
-  });
-}
-
-void swiglu_fwd(DType t, const void* g, const void* u, void* y, std::int64_t n, const Launch& l) {
-  with_storage(t, "swiglu", [&](auto tag) {
-    using S = decltype(tag);
-    const SwigluFwdOp<S> op{static_cast<const S*>(g), static_cast<const S*>(u), static_cast<S*>(y)};
-    launch_elementwise<vec_of<S>()>("swiglu_fwd", Codec<S>::kName, op, n, address_bits(g, u, y), l);
-  });
-}
-
-void swiglu_bwd(DType t, const void* g, const void* u, const void* dy, void* dg, void* du,
-                std::int64_t n, const Launch& l) {
-  with_storage(t, "swiglu", [&](auto tag) {
-    using S = decltype(tag);
-    const SwigluBwdOp<S> op{static_cast<const S*>(g), static_cast<const S*>(u),
-                            static_cast<const S*>(dy), static_cast<S*>(dg), static_cast<S*>(du)};
-    launch_elementwise<vec_of<S>()>("swiglu_bwd", Codec<S>::kName, op, n,
-                                    address_bits(g, u, dy, dg, du), l);
-  });
-}
-
-void gelu_fwd(DType t, const void* x, void* y, std::int64_t n, const Launch& l) {
-  with_storage(t, "gelu", [&](auto tag) {
-    using S = decltype(tag);
-    const GeluFwdOp<S> op{static_cast<const S*>(x), static_cast<S*>(y)};
-    launch_elementwise<vec_of<S>()>("gelu_fwd", Codec<S>::kName, op, n, address_bits(x, y), l);
-  });
-}
-
-void gelu_bwd(DType t, const void* x, const void* dy, void* dx, std::int64_t n, const Launch& l) {
-  with_storage(t, "gelu", [&](auto tag) {
-    using S = decltype(tag);
-    const GeluBwdOp<S> op{static_cast<const S*>(x), static_cast<const S*>(dy), static_cast<S*>(dx)};
-    launch_elementwise<vec_of<S>()>("gelu_bwd", Codec<S>::kName, op, n, address_bits(x, dy, dx), l);
   });
 }
 

@@ -14,12 +14,12 @@
 //   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
 //     fp32 workspace, then a column reduction over the partials (Apex's
 //     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
-//   elementwise (add, swiglu, gelu, adamw, casts, fp8 quantize): grid-stride loops over 16-byte
-//     vectors (a single 128-bit load or store per access, CUDA C++ Programming Guide, "Device
-//     Memory Accesses": an access compiles to one instruction only for 1, 2, 4, 8 or 16 bytes
-//     naturally aligned; the stores go through __stwb to keep them whole, see cuda_memops.cu),
-//     the tail of fewer than a vector, and every access when an operand is not 16-byte aligned,
-//     element by element.
+//   elementwise (memops/elementwise.hpp's kernels, adamw, casts, fp8 quantize): grid-stride
+//     loops over 16-byte vectors (a single 128-bit load or store per access, CUDA C++
+//     Programming Guide, "Device Memory Accesses": an access compiles to one instruction only
+//     for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through __stwb to keep them
+//     whole, see cuda_memops.cu), the tail of fewer than a vector, and every access when an
+//     operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
 //   embedding: a block per token copying its table row; the backward zeroes the table's gradient
 //     and scatter-adds with atomicAdd in fp32 (see embedding_bwd for bf16 and fp16 tables).
@@ -171,18 +171,17 @@ struct Launch {
 // fp16; run_failure otherwise). Statistics, losses and the rope tables are fp32; ids and targets
 // int64. Rows are row-major [rows, cols], cols below 2^31. Nothing here synchronizes.
 
-void add(DType t, const void* x, const void* y, void* z, std::int64_t n, const Launch& l);
-
-// The pointers of an eager kernel (memops/eager_kernels.hpp): out[0] is also the first value an
-// in-place kernel reads (the operand it updates); `in` holds the other inputs, in the order of
-// memop_operands. Unused entries stay null.
-struct EagerPointers {
+// The pointers of an elementwise operator (memops/elementwise.hpp): out[0] is also the first
+// value an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the
+// order of memop_operands. Unused entries stay null.
+struct ElementwisePointers {
   const void* in[3] = {};
   void* out[2] = {};
 };
-// The eager kernel of `op` and `pass` over n elements: the elementwise grid-stride kernel.
-void eager_kernel(DType t, MemOp op, MemPass pass, const EagerPointers& p, std::int64_t n,
-                  const Launch& l);
+// The elementwise kernel of `op` and `pass` over n elements (add, the activations, the eager
+// kernels): the grid-stride kernel over 16-byte vectors.
+void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers& p, std::int64_t n,
+                     const Launch& l);
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l);
@@ -201,13 +200,6 @@ void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_
                  const Launch& l);
 void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
                  std::int64_t cols, const Launch& l);
-
-void swiglu_fwd(DType t, const void* g, const void* u, void* y, std::int64_t n, const Launch& l);
-void swiglu_bwd(DType t, const void* g, const void* u, const void* dy, void* dg, void* du,
-                std::int64_t n, const Launch& l);
-
-void gelu_fwd(DType t, const void* x, void* y, std::int64_t n, const Launch& l);
-void gelu_bwd(DType t, const void* x, const void* dy, void* dx, std::int64_t n, const Launch& l);
 
 // `vectors` heads of head_dim per row (q's then k's), the row's index its position; cos and sin
 // are [rows, head_dim/2] (cpu_memops::rope_tables). backward: rotate by -theta.

@@ -8,7 +8,7 @@
 
 #include "common/dtype.hpp"
 #include "common/error.hpp"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_math.hpp"
 #include "memops/memop_operands.hpp"
@@ -53,8 +53,9 @@ void element_blocks(std::int64_t n, Body&& body) {
 //                is exact in fp32: bf16's 8 significant bits times 112 = 7 x 16's 3).
 //   elementwise  8u: a few roundings (add 1; rope 3; AdamW 3 for each of param, m and v, whose
 //                update term m / (sqrt(v) + eps) is lr-sized next to the parameter).
-//   activations  64u: silu, swiglu, gelu and their gradients: exp_approx within 2 ulp, then up
-//                to ten roundings; measured up to 19u (gelu's gradient).
+//   activations  64u: the activations and their gradients (Accuracy::exponential in
+//                memops/elementwise.hpp): exp_approx within 2 ulp, then up to ten roundings;
+//                measured up to 19u (gelu's gradient).
 //   reductions   u (16 + 2 sqrt(K)) for reductions of K terms (norms, softmax, cross-entropy,
 //                dw and db over the rows, tokens sharing an embedding row): the rounding errors
 //                of the 16 lane sums have random signs and grow as sqrt(K) (measured: 5e-7 at
@@ -77,6 +78,19 @@ double stored_in(DType t, double fp32_tolerance) {
   return fp32_tolerance + (t == DType::fp32 ? 0.0 : unit_roundoff(t));
 }
 
+// An elementwise operator's tolerance, by what its arithmetic does (memops/elementwise.hpp).
+double elementwise_tolerance(const MemopCase& c) {
+  switch (elementwise::accuracy_of(c.op, c.pass)) {
+    case elementwise::Accuracy::exact:
+      return 0.0;
+    case elementwise::Accuracy::arithmetic:
+      return stored_in(c.dtype, kElementwiseTolerance);
+    case elementwise::Accuracy::exponential:
+      return stored_in(c.dtype, kActivationTolerance);
+  }
+  return 0.0;
+}
+
 }  // namespace
 
 std::string memop_tolerance_rule(const MemopCase& c) {
@@ -84,6 +98,16 @@ std::string memop_tolerance_rule(const MemopCase& c) {
                                    ? ""
                                    : fmt::format(", + {} for the rounding to {}",
                                                  unit_roundoff(c.dtype), dtype_name(c.dtype));
+  if (elementwise::is_elementwise(c.op)) {
+    switch (elementwise::accuracy_of(c.op, c.pass)) {
+      case elementwise::Accuracy::exact:
+        return "exact";
+      case elementwise::Accuracy::arithmetic:
+        return "8u" + rounding;
+      case elementwise::Accuracy::exponential:
+        return "64u (exp within 2 ulp, ten roundings)" + rounding;
+    }
+  }
   switch (c.op) {
     case MemOp::rmsnorm:
     case MemOp::layernorm:
@@ -99,21 +123,9 @@ std::string memop_tolerance_rule(const MemopCase& c) {
                  ? "exact (a gather)"
                  : fmt::format("u(16 + 2 sqrt(K)), K = {} (tokens that may share an id){}", c.rows,
                                rounding);
-    case MemOp::swiglu:
-    case MemOp::gelu:
-    case MemOp::silu:
-      return "64u (exp within 2 ulp, ten roundings)" + rounding;
-    case MemOp::mul:
-    case MemOp::scale:
-    case MemOp::sqrt:
-    case MemOp::scale_inplace:
-    case MemOp::axpy_inplace:
-    case MemOp::addcdiv_inplace:
-      return "8u" + rounding;
     case MemOp::rope:
       return fmt::format("8u{}; cos/sin tables u(8 + 4 x {}) for HF's fp32 angle", rounding,
                          c.rows - 1);
-    case MemOp::add:
     case MemOp::adamw:
       return "8u" + rounding;
     case MemOp::adamw_bf16:
@@ -145,17 +157,14 @@ std::deque<OutputCheck> check_memop_outputs(const MemopCase& c, OperandReader& r
     return v.data();
   };
 
-  if (eager_kernels::is_eager_kernel(c.op)) {
-    // One output, computed from the inputs in memop_operands' order; an in-place kernel's
+  if (elementwise::is_elementwise(c.op)) {
+    // Its outputs, computed from the inputs in memop_operands' order; an in-place kernel's
     // updated operand is its first input, as it was before the call (saved[0]).
     const std::vector<OperandSpec> operands = memop_operands(c);
-    std::string written;
+    const double tol = elementwise_tolerance(c);
+    std::vector<OutputCheck*> outs;
     for (const auto& o : operands)
-      if (o.written()) written = o.name;
-    const double tol = c.op == MemOp::fill   ? 0.0
-                       : c.op == MemOp::silu ? stored_in(t, kActivationTolerance)
-                                             : stored_in(t, kElementwiseTolerance);
-    auto& out = add(written, tol, cols);
+      if (o.written()) outs.push_back(&add(o.name, tol, cols));
     element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
       const std::int64_t k = i1 - i0;
       std::vector<std::vector<float>> inputs;
@@ -168,22 +177,15 @@ std::deque<OutputCheck> check_memop_outputs(const MemopCase& c, OperandReader& r
       const float* in[3] = {};
       for (std::size_t j = 0; j < inputs.size() && j < 3; ++j)
         in[j] = inputs[j].data();
-      ref::eager_kernel(c.op, c.pass, in, k, sized(a, k));
-      compare(out, get(written, i0, k), a.data(), i0);
+      double* const y[2] = {sized(a, k), sized(b, k)};
+      ref::elementwise(c.op, c.pass, in, k, y);
+      for (std::size_t j = 0; j < outs.size() && j < 2; ++j)
+        compare(*outs[j], get(outs[j]->name, i0, k), y[j], i0);
     });
     return checks;
   }
 
   switch (c.op) {
-    case MemOp::add: {
-      auto& z = add("z", stored_in(t, kElementwiseTolerance), cols);
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        ref::add(get("x", i0, k).data(), get("y", i0, k).data(), k, sized(a, k));
-        compare(z, get("z", i0, k), a.data(), i0);
-      });
-      break;
-    }
     case MemOp::rmsnorm:
     case MemOp::layernorm: {
       const bool rms = c.op == MemOp::rmsnorm;
@@ -240,33 +242,6 @@ std::deque<OutputCheck> check_memop_outputs(const MemopCase& c, OperandReader& r
           ref::softmax_bwd(get("y", at, k * cols).data(), get("dy", at, k * cols).data(), k, cols,
                            sized(a, k * cols));
         compare(out, get(fwd ? "y" : "dx", at, k * cols), a.data(), at);
-      });
-      break;
-    }
-    case MemOp::swiglu:
-    case MemOp::gelu: {
-      const bool swi = c.op == MemOp::swiglu;
-      const double tol = stored_in(t, kActivationTolerance);
-      auto& first = add(fwd ? "y" : (swi ? "dg" : "dx"), tol, cols);
-      OutputCheck* du = swi && !fwd ? &add("du", tol, cols) : nullptr;
-      element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-        const std::int64_t k = i1 - i0;
-        if (swi) {
-          const auto g = get("g", i0, k), u = get("u", i0, k);
-          if (fwd)
-            ref::swiglu_fwd(g.data(), u.data(), k, sized(a, k));
-          else
-            ref::swiglu_bwd(g.data(), u.data(), get("dy", i0, k).data(), k, sized(a, k),
-                            sized(b, k));
-        } else {
-          const auto x = get("x", i0, k);
-          if (fwd)
-            ref::gelu_fwd(x.data(), k, sized(a, k));
-          else
-            ref::gelu_bwd(x.data(), get("dy", i0, k).data(), k, sized(a, k));
-        }
-        compare(first, get(first.name, i0, k), a.data(), i0);
-        if (du) compare(*du, get("du", i0, k), b.data(), i0);
       });
       break;
     }

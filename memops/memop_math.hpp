@@ -134,21 +134,6 @@ OPBENCH_HD inline float silu(float g) {
   return g * sigmoid(g);
 }
 
-// SwiGLU's gate: y = silu(g) u (Llama's down_proj(act(gate_proj(x)) * up_proj(x))).
-OPBENCH_HD inline float swiglu(float g, float u) {
-  return silu(g) * u;
-}
-
-struct SwigluGrad {
-  float dg, du;
-};
-
-// d silu(g)/dg = sigmoid(g) (1 + g (1 - sigmoid(g))); du = dy silu(g), dg = dy u silu'(g).
-OPBENCH_HD inline SwigluGrad swiglu_grad(float g, float u, float dy) {
-  const float s = sigmoid(g);
-  return {dy * u * s * (1.0f + g * (1.0f - s)), dy * g * s};
-}
-
 // GELU, tanh approximation (torch's approximate='tanh'): 0.5 x (1 + tanh(a)),
 // a = sqrt(2/pi) (x + 0.044715 x^3). Since 0.5 (1 + tanh(a)) = sigmoid(2a) exactly, this is
 // x sigmoid(2a): one exp, no tanh (whose libm call would not vectorise), and no cancellation in

@@ -154,7 +154,7 @@ std::vector<OperandSpec> memop_operands(const MemopCase& c) {
           .out("y", n, DType::fp8_e4m3)
           .out("amax", 1, f32);
       break;
-    // The eager kernels (memops/eager_kernels.hpp): the updated operand of an in-place kernel
+    // The eager kernels (memops/elementwise.hpp): the updated operand of an in-place kernel
     // first, then the inputs, then the output, the order their providers bind them in.
     case MemOp::mul:
       b.in("x", n, t).in("y", n, t).out("z", n, t);

@@ -57,16 +57,16 @@ struct OperandSpec {
 // stored in the case's dtype; statistics, optimizer state and rotary tables in fp32; token ids
 // in int64. Copies between memories other than `copy` have none (their bytes are the copy's).
 std::vector<OperandSpec> memop_operands(const MemopCase& c);
-// Where an eager kernel's pointers come from (memops/eager_kernels.hpp), as indices into its
+// Where an elementwise operator's pointers come from (memops/elementwise.hpp), as indices into its
 // operands: `in` the inputs it reads, `out` what it writes, the operand an in-place kernel updates
 // first (the kernel reads it too). -1: none. The one binding the CPU and CUDA providers share.
-struct EagerBinding {
+struct ElementwiseBinding {
   int in[3] = {-1, -1, -1};
   int out[2] = {-1, -1};
 };
 template <class Operands>
-EagerBinding eager_binding(const Operands& operands) {
-  EagerBinding b;
+ElementwiseBinding elementwise_binding(const Operands& operands) {
+  ElementwiseBinding b;
   int in = 0, out = 0;
   for (int i = 0; i < static_cast<int>(operands.size()); ++i) {
     const OperandRole role = operands[static_cast<std::size_t>(i)].role;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/dtype.hpp"
-#include "memops/eager_kernels.hpp"  // the kernels' constants only
+#include "memops/elementwise.hpp"  // the kernels' constants only
 
 namespace opbench::reference_memops {
 namespace {
@@ -28,42 +28,60 @@ double round_significand(double x, int bits) {
 
 }  // namespace
 
-void add(const float* x, const float* y, std::int64_t n, double* z) {
-  for (std::int64_t i = 0; i < n; ++i)
-    z[i] = static_cast<double>(x[i]) + static_cast<double>(y[i]);
-}
-
-void eager_kernel(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* y) {
-  const double a = eager_kernels::kScale, alpha = eager_kernels::kAlpha;
-  auto at = [&](int k, std::int64_t i) { return static_cast<double>(in[k][i]); };
+void elementwise(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* const* y) {
+  const double a = elementwise::kScale, alpha = elementwise::kAlpha;
+  const double gelu_k = std::sqrt(2.0 / kPi), gelu_c = 0.044715;
+  const bool fwd = pass == MemPass::fwd;
   for (std::int64_t i = 0; i < n; ++i) {
+    auto at = [&](int k) { return static_cast<double>(in[k][i]); };
+    double& out = y[0][i];
     switch (op) {
+      case MemOp::add:
+        out = at(0) + at(1);
+        break;
       case MemOp::mul:
-        y[i] = at(0, i) * at(1, i);
+        out = at(0) * at(1);
         break;
       case MemOp::scale:
       case MemOp::scale_inplace:
-        y[i] = a * at(0, i);
+        out = a * at(0);
         break;
       case MemOp::sqrt:
-        y[i] = std::sqrt(std::fabs(at(0, i)));
+        out = std::sqrt(std::fabs(at(0)));
         break;
-      case MemOp::silu: {
-        const double x = at(0, i), s = 1.0 / (1.0 + std::exp(-x));
-        y[i] = pass == MemPass::fwd ? x * s : at(1, i) * s * (1.0 + x * (1.0 - s));
+      case MemOp::silu: {  // y = x s; dx = dy s (1 + x (1 - s)), s = sigmoid(x)
+        const double x = at(0), s = sigmoid(x);
+        out = fwd ? x * s : at(1) * s * (1.0 + x * (1.0 - s));
+        break;
+      }
+      case MemOp::swiglu: {  // y = g s u; dg = dy u s (1 + g (1 - s)), du = dy g s
+        const double g = at(0), u = at(1), s = sigmoid(g);
+        if (fwd) {
+          out = g * s * u;
+        } else {
+          out = at(2) * u * s * (1.0 + g * (1.0 - s));
+          y[1][i] = at(2) * g * s;
+        }
+        break;
+      }
+      case MemOp::gelu: {  // 0.5 x (1 + tanh(k (x + c x^3))) with tanh; dx = dy gelu'(x)
+        const double x = at(0), t = std::tanh(gelu_k * (x + gelu_c * x * x * x));
+        out = fwd ? 0.5 * x * (1.0 + t)
+                  : at(1) * (0.5 * (1.0 + t) +
+                             0.5 * x * (1.0 - t * t) * gelu_k * (1.0 + 3 * gelu_c * x * x));
         break;
       }
       case MemOp::fill:
-        y[i] = 0.0;
+        out = 0.0;
         break;
       case MemOp::axpy_inplace:
-        y[i] = at(0, i) + alpha * at(1, i);
+        out = at(0) + alpha * at(1);
         break;
       case MemOp::addcdiv_inplace:
-        y[i] = at(0, i) - alpha * at(1, i) / (std::fabs(at(2, i)) + 1.0);
+        out = at(0) - alpha * at(1) / (std::fabs(at(2)) + 1.0);
         break;
       default:
-        throw std::logic_error("reference_memops::eager_kernel: not an eager kernel");
+        throw std::logic_error("reference_memops::elementwise: not an elementwise operator");
     }
   }
 }
@@ -170,39 +188,6 @@ void softmax_bwd(const float* y, const float* dy, std::int64_t rows, std::int64_
       dot += static_cast<double>(yr[j]) * dyr[j];
     for (std::int64_t j = 0; j < cols; ++j)
       dx[r * cols + j] = yr[j] * (dyr[j] - dot);
-  }
-}
-
-void swiglu_fwd(const float* g, const float* u, std::int64_t n, double* y) {
-  for (std::int64_t i = 0; i < n; ++i)
-    y[i] = g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i];
-}
-
-void swiglu_bwd(const float* g, const float* u, const float* dy, std::int64_t n, double* dg,
-                double* du) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double s = sigmoid(g[i]);
-    du[i] = static_cast<double>(dy[i]) * g[i] * s;
-    dg[i] = static_cast<double>(dy[i]) * u[i] * s * (1.0 + g[i] * (1.0 - s));
-  }
-}
-
-void gelu_fwd(const float* x, std::int64_t n, double* y) {
-  const double k = std::sqrt(2.0 / kPi);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double v = x[i];
-    y[i] = 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v)));
-  }
-}
-
-void gelu_bwd(const float* x, const float* dy, std::int64_t n, double* dx) {
-  const double k = std::sqrt(2.0 / kPi);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double v = x[i];
-    const double t = std::tanh(k * (v + 0.044715 * v * v * v));
-    const double grad =
-        0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
-    dx[i] = dy[i] * grad;
   }
 }
 

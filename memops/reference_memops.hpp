@@ -13,12 +13,11 @@
 
 namespace opbench::reference_memops {
 
-void add(const float* x, const float* y, std::int64_t n, double* z);
-
-// The eager kernel of `op` and `pass` (memops/eager_kernels.hpp's formulas, in double) over n
-// elements: in[k] the kernel's k-th input (an in-place kernel's updated operand, as it was
-// before the call, first), y its output.
-void eager_kernel(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* y);
+// The elementwise operator `op` in `pass` (memops/elementwise.hpp's formulas, in double, with
+// libm's exp and tanh) over n elements: in[k] its k-th input (an in-place kernel's updated
+// operand, as it was before the call, first), y[k] its k-th output (one, or two for a gated
+// backward).
+void elementwise(MemOp op, MemPass pass, const float* const* in, std::int64_t n, double* const* y);
 
 // y = x / sqrt(mean(x^2) + eps) * w; rstd = 1 / sqrt(mean(x^2) + eps).
 void rmsnorm_fwd(const float* x, const float* w, std::int64_t rows, std::int64_t cols, double eps,
@@ -39,15 +38,6 @@ void layernorm_bwd(const float* dy, const float* x, const float* w, const float*
 void softmax_fwd(const float* x, std::int64_t rows, std::int64_t cols, double* y);
 // dx = y (dy - sum(y dy)).
 void softmax_bwd(const float* y, const float* dy, std::int64_t rows, std::int64_t cols, double* dx);
-
-// y = g / (1 + e^-g) u; dg = dy u s (1 + g (1 - s)), du = dy g s with s = 1 / (1 + e^-g).
-void swiglu_fwd(const float* g, const float* u, std::int64_t n, double* y);
-void swiglu_bwd(const float* g, const float* u, const float* dy, std::int64_t n, double* dg,
-                double* du);
-
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its derivative times dy, with tanh.
-void gelu_fwd(const float* x, std::int64_t n, double* y);
-void gelu_bwd(const float* x, const float* dy, std::int64_t n, double* dx);
 
 // cos and sin of position * base^(-2i / head_dim) for positions first .. first + rows - 1 and
 // i < head_dim / 2, exactly (the fast tables round the angle to fp32, as Hugging Face does).

@@ -63,16 +63,23 @@ TEST_CASE("memops bytes by hand: the eager kernels, 4 rows of 8") {
   check_bytes(make(MemOp::addcdiv_inplace), 384, 128);     // p, m, d -> p
   check_bytes(make(MemOp::addcdiv_inplace, MemPass::fwd, DType::bf16), 192, 64);
   // The pointers every provider binds: p (updated, read first), then m and d; z after x and y.
-  const EagerBinding addcdiv = eager_binding(memop_operands(make(MemOp::addcdiv_inplace)));
+  const ElementwiseBinding addcdiv =
+      elementwise_binding(memop_operands(make(MemOp::addcdiv_inplace)));
   CHECK(addcdiv.out[0] == 0);
   CHECK(addcdiv.in[0] == 1);
   CHECK(addcdiv.in[1] == 2);
   CHECK(addcdiv.in[2] == -1);
-  const EagerBinding mul = eager_binding(memop_operands(make(MemOp::mul)));
+  const ElementwiseBinding mul = elementwise_binding(memop_operands(make(MemOp::mul)));
   CHECK(mul.in[0] == 0);
   CHECK(mul.in[1] == 1);
   CHECK(mul.out[0] == 2);
-  CHECK(eager_binding(memop_operands(make(MemOp::fill))).in[0] == -1);
+  CHECK(elementwise_binding(memop_operands(make(MemOp::fill))).in[0] == -1);
+  // swiglu's backward: g, u, dy in, dg and du out.
+  const ElementwiseBinding swiglu_bwd =
+      elementwise_binding(memop_operands(make(MemOp::swiglu, MemPass::bwd)));
+  CHECK(swiglu_bwd.in[2] == 2);
+  CHECK(swiglu_bwd.out[0] == 3);
+  CHECK(swiglu_bwd.out[1] == 4);
 }
 
 TEST_CASE("memops bytes by hand: rope, embedding, optimizer, casts and copies") {

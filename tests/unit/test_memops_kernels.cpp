@@ -9,7 +9,7 @@
 
 #include "common/dtype.hpp"
 #include "memops/cpu_memops.hpp"
-#include "memops/eager_kernels.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop_math.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/reference_memops.hpp"
@@ -97,20 +97,38 @@ TEST_CASE("memops by hand: gelu (tanh) and silu / swiglu") {
   CHECK(std::fabs(mm::gelu(-20.0f)) < 1e-30f);  // tends to 0 without cancellation
   // silu(1) = 1 / (1 + e^-1); swiglu(1, 2) = 2 silu(1); silu(0) = 0.
   CHECK(mm::silu(1.0f) == Approx(0.7310586).epsilon(1e-6));
-  CHECK(mm::swiglu(1.0f, 2.0f) == Approx(1.4621172).epsilon(1e-6));
-  CHECK(mm::swiglu(0.0f, 5.0f) == 0.0f);
+  namespace ew = elementwise;
+  float out[2] = {};
+  const float g1u2[] = {1.0f, 2.0f}, g0u5[] = {0.0f, 5.0f};
+  ew::Swiglu{}(g1u2, out);
+  CHECK(out[0] == Approx(1.4621172).epsilon(1e-6));
+  ew::Swiglu{}(g0u5, out);
+  CHECK(out[0] == 0.0f);
   // At g = 0: sigmoid = 1/2, silu'(0) = 1/2: dg = dy u / 2, du = dy silu(0) = 0.
-  const mm::SwigluGrad d = mm::swiglu_grad(0.0f, 3.0f, 2.0f);
-  CHECK(d.dg == Approx(3.0).epsilon(1e-6));
-  CHECK(d.du == 0.0f);
-  std::vector<double> r(1);
-  const float one = 1.0f;
-  ref::gelu_fwd(&one, 1, r.data());
+  const float g0u3dy2[] = {0.0f, 3.0f, 2.0f};
+  ew::SwigluGrad{}(g0u3dy2, out);
+  CHECK(out[0] == Approx(3.0).epsilon(1e-6));
+  CHECK(out[1] == 0.0f);
+  const float x1dy2[] = {1.0f, 2.0f};
+  ew::GeluGrad{}(x1dy2, out);
+  CHECK(out[0] == Approx(2 * 1.0829641).epsilon(1e-6));
+  // The reference, in double: gelu(1), and swiglu's two gradients at g = 1, u = 2, dy = 3:
+  // dg = 3 * 2 s (1 + (1 - s)), du = 3 s, s = sigmoid(1).
+  std::vector<double> r(2), r2(2);
+  double* const y[2] = {r.data(), r2.data()};
+  const float one = 1.0f, two = 2.0f, three = 3.0f;
+  const float* gelu_in[] = {&one};
+  ref::elementwise(MemOp::gelu, MemPass::fwd, gelu_in, 1, y);
   CHECK(r[0] == Approx(0.8411919906082768).epsilon(1e-12));
+  const float* swiglu_in[] = {&one, &two, &three};
+  ref::elementwise(MemOp::swiglu, MemPass::bwd, swiglu_in, 1, y);
+  const double s = 1.0 / (1.0 + std::exp(-1.0));
+  CHECK(r[0] == Approx(6 * s * (2 - s)).epsilon(1e-12));
+  CHECK(r2[0] == Approx(3 * s).epsilon(1e-12));
 }
 
 TEST_CASE("memops by hand: the eager kernels, one element each") {
-  namespace ek = eager_kernels;
+  namespace ek = elementwise;
   auto one = [](auto kernel, std::vector<float> in) {
     float out[2] = {};
     in.push_back(0.0f);  // a fill reads nothing
@@ -135,8 +153,13 @@ TEST_CASE("memops by hand: the eager kernels, one element each") {
   CHECK(ek::AddcdivInPlace::kIn == 3);
   CHECK_FALSE(ek::Mul::kInPlace);
   CHECK(ek::Fill::kIn == 0);
-  CHECK(ek::is_eager_kernel(MemOp::silu));
-  CHECK_FALSE(ek::is_eager_kernel(MemOp::swiglu));
+  CHECK(ek::is_elementwise(MemOp::silu));
+  CHECK(ek::is_elementwise(MemOp::add));
+  CHECK_FALSE(ek::is_elementwise(MemOp::rmsnorm));
+  // The check's tolerance follows the arithmetic: a fill is exact, swiglu's gradient uses exp.
+  CHECK(ek::accuracy_of(MemOp::fill, MemPass::fwd) == ek::Accuracy::exact);
+  CHECK(ek::accuracy_of(MemOp::add, MemPass::fwd) == ek::Accuracy::arithmetic);
+  CHECK(ek::accuracy_of(MemOp::swiglu, MemPass::bwd) == ek::Accuracy::exponential);
 }
 
 TEST_CASE("memops by hand: exp_approx and sqrt_approx stay within 2 ulp") {
