@@ -28,6 +28,7 @@
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_device.hpp"
 #include "cudnn/cudnn_engines.hpp"
 #include "cudnn/cudnn_plan_cache.hpp"
 
@@ -53,27 +54,15 @@ struct SdpaBuffers {
 
 class CudnnAttentionProvider final : public AttentionProvider {
  public:
-  explicit CudnnAttentionProvider(int device) : info_(cuda_device_info(device)) {
-    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
-    cudnn_check(cudnnCreate(&handle_), "cudnnCreate");
-    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    cudnn_check(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+  explicit CudnnAttentionProvider(int device) : gpu_(device) {
     // cuDNN before 9.10 wants the most negative float rather than -inf for masked scores.
     if (cudnnGetVersion() < 91000) neg_inf_ = std::numeric_limits<float>::lowest();
-  }
-  ~CudnnAttentionProvider() override {
-    plans_.clear();
-    if (handle_) cudnnDestroy(handle_);
-    if (stream_) cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return "cudnn"; }
   std::string backend() const override { return "cuda"; }
-  std::string device() const override { return info_.name; }
-  void describe(Environment& env) const override {
-    add_cuda_environment(env, info_.index);
-    env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
-  }
+  std::string device() const override { return gpu_.info().name; }
+  void describe(Environment& env) const override { gpu_.describe(env); }
 
   std::optional<std::string> unsupported(const AttentionShape& s,
                                          AttentionPass pass) const override {
@@ -95,7 +84,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
       need +=
           (s.o_elements() + s.lse_elements() + s.q_elements() + s.k_elements() + s.v_elements()) *
           4;
-    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
+    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(gpu_.info().index));
     if (need > static_cast<std::int64_t>(device_memory_budget(free_bytes))) {
       r.status = Status::skipped;
       r.note = fmt::format("needs {} of device memory; {} free", human_bytes(need * 1.0),
@@ -106,7 +95,8 @@ class CudnnAttentionProvider final : public AttentionProvider {
     SdpaBuffers b;
     auto alloc = [&](DeviceBuffer& buf, std::int64_t count, std::int64_t size, std::uint64_t seed) {
       buf = DeviceBuffer(static_cast<std::size_t>(count * size));
-      if (seed) fill_uniform(buf.data(), static_cast<std::size_t>(count), s.dtype, seed, stream_);
+      if (seed)
+        fill_uniform(buf.data(), static_cast<std::size_t>(count), s.dtype, seed, gpu_.stream());
     };
     alloc(b.q, s.q_elements(), io, 11);
     alloc(b.k, s.k_elements(), io, 12);
@@ -124,24 +114,24 @@ class CudnnAttentionProvider final : public AttentionProvider {
       alloc(ref_lse, s.lse_elements(), 4, 0);
       reference_attention_forward(dims, b.q.data(), b.k.data(), b.v.data(),
                                   static_cast<float*>(ref_o.data()),
-                                  static_cast<float*>(ref_lse.data()), stream_);
+                                  static_cast<float*>(ref_lse.data()), gpu_.stream());
     }
     if (bwd) {
       // The backward's O and statistics come from the reference forward, so the reference
       // backward sees exactly the inputs cuDNN does.
       convert_floats(static_cast<const float*>(ref_o.data()), b.o.data(), s.o_elements(), s.dtype,
-                     stream_);
+                     gpu_.stream());
       OPBENCH_CUDA_CHECK(cudaMemcpyAsync(b.stats.data(), ref_lse.data(), b.stats.bytes(),
-                                         cudaMemcpyDeviceToDevice, stream_));
+                                         cudaMemcpyDeviceToDevice, gpu_.stream()));
       alloc(b.dout, s.o_elements(), io, 14);
       alloc(b.dq, s.q_elements(), io, 0);
       alloc(b.dk, s.k_elements(), io, 0);
       alloc(b.dv, s.v_elements(), io, 0);
       alloc(b.softmax_sum, s.lse_elements(), 4, 0);
       alloc(b.dq_accum, s.q_elements(), 4, 0);
-      OPBENCH_CUDA_CHECK(cudaMemsetAsync(b.dq_accum.data(), 0, b.dq_accum.bytes(), stream_));
+      OPBENCH_CUDA_CHECK(cudaMemsetAsync(b.dq_accum.data(), 0, b.dq_accum.bytes(), gpu_.stream()));
     }
-    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream()));
 
     CudnnPlan* chosen = nullptr;
     try {
@@ -155,14 +145,14 @@ class CudnnAttentionProvider final : public AttentionProvider {
       b.workspace = DeviceBuffer(static_cast<std::size_t>(chosen->workspace_bytes));
     Descriptor pack = variant_pack(b, *chosen->graph.builder);
 
-    L2Flusher flusher(info_.l2_bytes);
+    L2Flusher flusher(gpu_.info().l2_bytes);
     CudaEventTimer timer;
     sampler_.reset();  // each case tries stream-blocked samples again
     r.measurement = measure_with_sm_clock(
-        stream_, o.measure,
-        [&] { return sample_us(timer, [&] { execute(*chosen->plan, *pack); }); },
-        [&] { flusher.flush(stream_); });
-    r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
+        gpu_.stream(), o.measure,
+        [&] { return sample_us(timer, [&] { gpu_.execute(*chosen->plan, *pack); }); },
+        [&] { flusher.flush(gpu_.stream()); });
+    r.note = throttle_note(r.measurement, gpu_.info().max_sm_clock_khz / 1e3);
     if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
     r.cache = "flush";
     r.engine = fmt::format("cudnn engine {} ({} of {} configurations finalized)", chosen->engine,
@@ -173,11 +163,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
 
  private:
   double sample_us(CudaEventTimer& timer, const std::function<void()>& enqueue) {
-    return sampler_.sample_us(stream_, timer, enqueue);
-  }
-
-  void execute(const BackendDescriptor& plan, const BackendDescriptor& pack) {
-    cudnn_check(cudnnBackendExecute(handle_, plan.get(), pack.get()), "cudnnBackendExecute");
+    return sampler_.sample_us(gpu_.stream(), timer, enqueue);
   }
 
   // Device buffers, or host addresses for the by-value scalars, under the uids the graph uses.
@@ -221,18 +207,20 @@ class CudnnAttentionProvider final : public AttentionProvider {
     const bool bwd = pass == AttentionPass::bwd;
     std::optional<CudaEventTimer> timer;  // made on the first trial: a cached plan needs none
     return plans_.plan_for(
-        shape_key(s, pass), attention_pass_name(pass), CudnnTarget{handle_, nullptr},
-        [&] { return bwd ? build_sdpa_backward(handle_, s) : build_sdpa_forward(handle_, s); },
+        shape_key(s, pass), attention_pass_name(pass), CudnnTarget{gpu_.handle(), nullptr},
+        [&] {
+          return bwd ? build_sdpa_backward(gpu_.handle(), s) : build_sdpa_forward(gpu_.handle(), s);
+        },
         [&](const PlanCandidate& c) {
           if (static_cast<std::int64_t>(b.workspace.bytes()) < c.workspace_bytes)
             b.workspace = DeviceBuffer(static_cast<std::size_t>(c.workspace_bytes));
           Descriptor pack = variant_pack(b, *c.graph.builder);
-          execute(c.plan, *pack);  // first run: module loading, not timed
+          gpu_.execute(c.plan, *pack);  // first run: module loading, not timed
           if (!timer) timer.emplace();
           return sample_us(*timer,
                            [&] {
                              for (int run = 0; run < kTrialRuns; ++run)
-                               execute(c.plan, *pack);
+                               gpu_.execute(c.plan, *pack);
                            }) /
                  kTrialRuns;
         });
@@ -243,7 +231,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
     double err = 0, ref = 0;
     auto compare = [&](const DeviceBuffer& got, const DeviceBuffer& want, std::int64_t count) {
       auto c = compare_with_reference(got.data(), static_cast<const float*>(want.data()), count,
-                                      s.dtype, stream_);
+                                      s.dtype, gpu_.stream());
       err = std::max(err, c.max_abs_err);
       ref = std::max(ref, c.max_abs_ref);
     };
@@ -260,7 +248,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
                                    static_cast<const float*>(ref_lse.data()), b.dout.data(),
                                    static_cast<float*>(dq.data()), static_cast<float*>(dk.data()),
                                    static_cast<float*>(dv.data()),
-                                   static_cast<float*>(delta.data()), stream_);
+                                   static_cast<float*>(delta.data()), gpu_.stream());
       compare(b.dq, dq, s.q_elements());
       compare(b.dk, dk, s.k_elements());
       compare(b.dv, dv, s.v_elements());
@@ -276,9 +264,7 @@ class CudnnAttentionProvider final : public AttentionProvider {
     }
   }
 
-  CudaDeviceInfo info_;
-  cudnnHandle_t handle_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  CudnnDevice gpu_;  // first: the plans and buffers below go before its handle and stream
   float neg_inf_ = -std::numeric_limits<float>::infinity();
   GpuSampler sampler_;  // blocked samples, or plain ones for the rest of a case once cuDNN waited
   CudnnPlanCache plans_{PlanPolicy::fastest, kCandidates};
