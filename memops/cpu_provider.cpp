@@ -12,8 +12,8 @@
 #include "common/cpu_parallel.hpp"
 #include "common/env.hpp"
 #include "common/host_buffer.hpp"
+#include "common/host_sampler.hpp"
 #include "common/rotation.hpp"
-#include "common/timer.hpp"
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/elementwise.hpp"
@@ -359,24 +359,17 @@ class CpuMemopProvider final : public MemopProvider {
 
   MemopResult run(const MemopCase& c, const MemopRunOptions& o) override {
     MemopResult r;
-    if (auto why = unsupported(c)) {
-      r.status = Status::skipped;
-      r.note = *why;
-      return r;
-    }
     CaseOperands d(c, operands_of(c));
     // The pool this provider holds counts in the budget (it is reused).
     const auto budget = static_cast<std::int64_t>(
         std::min<std::uint64_t>(host_memory_budget(pool_.bytes()), INT64_MAX));
     const std::int64_t shared = d.shared_bytes();
-    const OperandRotation rotation = plan_operand_rotation(
-        d.set_bytes(), d.touched_set_bytes(), o.cold, llc_bytes_, budget - shared, "host memory");
-    if (!rotation.plan) {
-      r.status = Status::skipped;
-      r.note = rotation.skip_note;
-      return r;
-    }
-    const RotationPlan& plan = *rotation.plan;
+    const std::optional<RotationPlan> rotation =
+        plan_or_skip(plan_operand_rotation(d.set_bytes(), d.touched_set_bytes(), o.cold, llc_bytes_,
+                                           budget - shared, "host memory"),
+                     r);
+    if (!rotation) return r;
+    const RotationPlan& plan = *rotation;
     const auto pool_bytes = static_cast<std::size_t>(shared + plan.sets * d.set_bytes());
     if (pool_.bytes() < pool_bytes) {
       pool_ = HostBuffer();  // free before allocating the larger pool
@@ -384,34 +377,12 @@ class CpuMemopProvider final : public MemopProvider {
     }
     d.place(plan.sets, static_cast<unsigned char*>(pool_.data()));
     d.fill_all();
-    if (o.cold && flush_.bytes() == 0) flush_ = HostBuffer(cpu_cache_flush_bytes());
-
     std::int64_t set = 0;
-    auto prepare = [&] {
-      set = (set + 1) % plan.sets;
-      if (o.cold) std::memset(flush_.data(), static_cast<int>(set & 0xFF), flush_.bytes());
-    };
-    auto sample = [&] {
-      CpuTimer timer;
-      run_op(c, d, set);
-      return timer.elapsed_us();
-    };
-    // Once a case has run, the threads have been started and the allocator warmed: a run
-    // expected to outlast measure()'s threshold (at the best rate seen so far) is its own
-    // warm-up.
-    MeasureHints hints;
-    if (best_bytes_per_s_ > 0) {
-      hints.provider_warm = true;
-      hints.expected_run_s = static_cast<double>(c.io_bytes()) / best_bytes_per_s_;
-    }
-    r.measurement = measure(o.measure, sample, prepare, hints);
-    if (r.measurement.stats.min > 0)
-      best_bytes_per_s_ = std::max(
-          best_bytes_per_s_, static_cast<double>(c.io_bytes()) / (r.measurement.stats.min * 1e-6));
+    r.measurement = sampler_.time(
+        o.measure, o.cold, plan.sets, static_cast<double>(c.io_bytes()), 0,
+        [&](std::int64_t s) { run_op(c, d, s); }, set);
     r.impl = c.op == MemOp::copy ? fmt::format("memcpy, {} threads", threads())
                                  : fmt::format("vectorised loops, {} threads", threads());
-    r.cache = o.cold ? "flush" : "rotate";
-    r.working_set_bytes = plan.sets * d.touched_set_bytes();
     if (o.check) check(c, d, set, o, r);
     return r;
   }
@@ -448,8 +419,7 @@ class CpuMemopProvider final : public MemopProvider {
 
   std::uint64_t llc_bytes_;
   HostBuffer pool_;  // every case's operands, reused from case to case (grown when short)
-  HostBuffer flush_;
-  double best_bytes_per_s_ = 0;  // fastest rate seen: predicts how long the next case runs
+  HostSampler sampler_;
 };
 
 }  // namespace

@@ -499,11 +499,6 @@ class CudaMemopProvider final : public MemopProvider {
 
   MemopResult run(const MemopCase& c, const MemopRunOptions& o) override {
     MemopResult r;
-    if (auto why = unsupported(c)) {
-      r.status = Status::skipped;
-      r.note = *why;
-      return r;
-    }
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
     switch (c.op) {
@@ -538,16 +533,9 @@ class CudaMemopProvider final : public MemopProvider {
   std::optional<RotationPlan> plan_sets(std::int64_t set_bytes, std::int64_t touched_bytes,
                                         std::int64_t budget, const MemopRunOptions& o,
                                         MemopResult& r) const {
-    const OperandRotation rotation = plan_operand_rotation(set_bytes, touched_bytes, o.cold,
-                                                           info_.l2_bytes, budget, "device memory");
-    if (!rotation.plan) {
-      r.status = Status::skipped;
-      r.note = rotation.skip_note;
-      return std::nullopt;
-    }
-    r.cache = rotation.cache;
-    r.working_set_bytes = rotation.plan->working_set_bytes;
-    return rotation.plan;
+    return plan_or_skip(plan_operand_rotation(set_bytes, touched_bytes, o.cold, info_.l2_bytes,
+                                              budget, "device memory"),
+                        r);
   }
 
   // Samples `enqueue` on `stream` under the shared stop rule, each stream-blocked (the work is

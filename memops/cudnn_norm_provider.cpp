@@ -30,6 +30,7 @@
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "cudnn/cudnn_backend.hpp"
+#include "cudnn/cudnn_device.hpp"
 #include "cudnn/cudnn_engines.hpp"
 #include "cudnn/cudnn_plan_cache.hpp"
 #include "memops/cudnn_norm_graph.hpp"
@@ -248,25 +249,12 @@ class NormReader final : public OperandReader {
 
 class CudnnNormProvider final : public MemopProvider {
  public:
-  explicit CudnnNormProvider(int device) : info_(cuda_device_info(device)) {
-    OPBENCH_CUDA_CHECK(cudaSetDevice(device));
-    cudnn_check(cudnnCreate(&handle_), "cudnnCreate");
-    OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    cudnn_check(cudnnSetStream(handle_, stream_), "cudnnSetStream");
-  }
-  ~CudnnNormProvider() override {
-    plans_.clear();
-    if (handle_) cudnnDestroy(handle_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
+  explicit CudnnNormProvider(int device) : gpu_(device) {}
 
   std::string name() const override { return "cudnn"; }
   std::string backend() const override { return "cuda"; }
-  std::string device() const override { return info_.name; }
-  void describe(Environment& env) const override {
-    add_cuda_environment(env, info_.index);
-    env.add_library("cuDNN", version_from_int(static_cast<long long>(cudnnGetVersion())));
-  }
+  std::string device() const override { return gpu_.info().name; }
+  void describe(Environment& env) const override { gpu_.describe(env); }
 
   std::optional<std::string> unsupported(const MemopCase& c) const override {
     return cudnn_norm_unsupported(c);
@@ -274,33 +262,28 @@ class CudnnNormProvider final : public MemopProvider {
 
   MemopResult run(const MemopCase& c, const MemopRunOptions& o) override {
     MemopResult r;
-    if (auto why = cudnn_norm_unsupported(c)) {
-      r.status = Status::skipped;
-      r.note = *why;
-      return r;
-    }
     // Rotated sets fill four times the L2 cache (common/rotation); --cold keeps one set and
     // flushes the cache before each sample instead.
     const std::int64_t set_bytes = OperandSets::set_bytes(c);
-    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(info_.index));
-    const std::int64_t flush_bytes = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
-    const OperandRotation planned = plan_operand_rotation(
-        set_bytes, set_bytes, o.cold, info_.l2_bytes,
-        static_cast<std::int64_t>(device_memory_budget(free_bytes)) - flush_bytes, "device memory");
-    if (!planned.plan) {
-      r.status = Status::skipped;
-      r.note = planned.skip_note;
-      return r;
-    }
-    const RotationPlan rotation = *planned.plan;
+    const auto free_bytes = static_cast<std::int64_t>(cuda_free_memory_bytes(gpu_.info().index));
+    const std::int64_t flush_bytes =
+        o.cold ? static_cast<std::int64_t>(2 * gpu_.info().l2_bytes) : 0;
+    const std::optional<RotationPlan> planned =
+        plan_or_skip(plan_operand_rotation(
+                         set_bytes, set_bytes, o.cold, gpu_.info().l2_bytes,
+                         static_cast<std::int64_t>(device_memory_budget(free_bytes)) - flush_bytes,
+                         "device memory"),
+                     r);
+    if (!planned) return r;
+    const RotationPlan rotation = *planned;
 
     epsilon_ = norm_epsilon(c);
     OperandSets sets(c, rotation.sets);
-    sets.fill_inputs(c.dtype, stream_);
+    sets.fill_inputs(c.dtype, gpu_.stream());
     std::vector<float> saved_mean, saved_rstd;  // the backward's statistics, on the host
     if (c.pass == MemPass::bwd) upload_saved_stats(c, sets, &saved_mean, &saved_rstd);
-    sets.replicate_inputs(stream_);
-    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    sets.replicate_inputs(gpu_.stream());
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream()));
 
     CudnnPlan* chosen = nullptr;
     try {
@@ -316,22 +299,20 @@ class CudnnNormProvider final : public MemopProvider {
     std::int64_t current = 0;
     Descriptor pack = variant_pack(sets, current, *chosen->graph.builder);
     std::unique_ptr<L2Flusher> flusher;
-    if (o.cold) flusher = std::make_unique<L2Flusher>(info_.l2_bytes);
+    if (o.cold) flusher = std::make_unique<L2Flusher>(gpu_.info().l2_bytes);
     CudaEventTimer timer;
     sampler_.reset();  // each case tries stream-blocked samples again
     r.measurement = measure_with_sm_clock(
-        stream_, o.measure,
-        [&] { return sample_us(timer, [&] { execute(*chosen->plan, *pack); }); },
+        gpu_.stream(), o.measure,
+        [&] { return sample_us(timer, [&] { gpu_.execute(*chosen->plan, *pack); }); },
         [&] {
-          if (flusher) return flusher->flush(stream_);
+          if (flusher) return flusher->flush(gpu_.stream());
           if (sets.sets() == 1) return;
           current = (current + 1) % sets.sets();
           pack = variant_pack(sets, current, *chosen->graph.builder);
         });
-    r.note = throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3);
+    r.note = throttle_note(r.measurement, gpu_.info().max_sm_clock_khz / 1e3);
     if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
-    r.cache = o.cold ? "flush" : "rotate";
-    r.working_set_bytes = rotation.working_set_bytes;
     r.impl = fmt::format("cudnn engine {}{} (configuration {} of {} offered)", chosen->engine,
                          chosen->knobs.empty() ? "" : " [" + chosen->knobs + "]", chosen->position,
                          chosen->offered);
@@ -341,11 +322,7 @@ class CudnnNormProvider final : public MemopProvider {
 
  private:
   double sample_us(CudaEventTimer& timer, const std::function<void()>& enqueue) {
-    return sampler_.sample_us(stream_, timer, enqueue);
-  }
-
-  void execute(const BackendDescriptor& plan, const BackendDescriptor& pack) {
-    cudnn_check(cudnnBackendExecute(handle_, plan.get(), pack.get()), "cudnnBackendExecute");
+    return sampler_.sample_us(gpu_.stream(), timer, enqueue);
   }
 
   void grow_workspace(std::int64_t bytes) {
@@ -358,7 +335,7 @@ class CudnnNormProvider final : public MemopProvider {
   // for the check.
   void upload_saved_stats(const MemopCase& c, OperandSets& sets, std::vector<float>* saved_mean,
                           std::vector<float>* saved_rstd) {
-    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream()));
     const bool layer = c.op == MemOp::layernorm;
     const HostCopy x(sets, kNormUidX, c.dtype);
     saved_mean->assign(static_cast<std::size_t>(c.rows), 0.0f);
@@ -373,13 +350,13 @@ class CudnnNormProvider final : public MemopProvider {
     // run).
     OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sets.at(kNormUidInvVar, 0), saved_rstd->data(),
                                        static_cast<std::size_t>(sets.bytes(kNormUidInvVar)),
-                                       cudaMemcpyHostToDevice, stream_));
-    sets.replicate(kNormUidInvVar, stream_);
+                                       cudaMemcpyHostToDevice, gpu_.stream()));
+    sets.replicate(kNormUidInvVar, gpu_.stream());
     if (layer) {
       OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sets.at(kNormUidMean, 0), saved_mean->data(),
                                          static_cast<std::size_t>(sets.bytes(kNormUidMean)),
-                                         cudaMemcpyHostToDevice, stream_));
-      sets.replicate(kNormUidMean, stream_);
+                                         cudaMemcpyHostToDevice, gpu_.stream()));
+      sets.replicate(kNormUidMean, gpu_.stream());
     }
   }
 
@@ -406,13 +383,13 @@ class CudnnNormProvider final : public MemopProvider {
   // refusal carries cuDNN's reason, including what it writes only to its log.
   CudnnPlan& plan_for(const MemopCase& c, const OperandSets& sets) {
     return plans_.plan_for(
-        shape_key(c), memop_name(c.op) + " " + mem_pass_name(c.pass), CudnnTarget{handle_, nullptr},
-        [&] { return build_norm_graph(handle_, c); },
+        shape_key(c), memop_name(c.op) + " " + mem_pass_name(c.pass),
+        CudnnTarget{gpu_.handle(), nullptr}, [&] { return build_norm_graph(gpu_.handle(), c); },
         [&](const PlanCandidate& candidate) {
           grow_workspace(candidate.workspace_bytes);
           Descriptor pack = variant_pack(sets, 0, *candidate.graph.builder);
-          execute(candidate.plan, *pack);
-          OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+          gpu_.execute(candidate.plan, *pack);
+          OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream()));
           return 0.0;  // the first policy keeps the first that runs, whatever its time
         });
   }
@@ -422,15 +399,13 @@ class CudnnNormProvider final : public MemopProvider {
   void check(const MemopCase& c, const MemopRunOptions& o, const CudnnPlan& chosen,
              const OperandSets& sets, const std::vector<float>& saved_mean,
              const std::vector<float>& saved_rstd, MemopResult& r) {
-    execute(*chosen.plan, *variant_pack(sets, 0, *chosen.graph.builder));
-    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    gpu_.execute(*chosen.plan, *variant_pack(sets, 0, *chosen.graph.builder));
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream()));
     NormReader reader(c, sets, saved_mean, saved_rstd, o.corrupt_for_test);
     summarize_checks(check_memop_outputs(c, reader, {}), memop_tolerance_rule(c), r);
   }
 
-  CudaDeviceInfo info_;
-  cudnnHandle_t handle_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  CudnnDevice gpu_;    // first: the plans and buffers below go before its handle and stream
   float epsilon_ = 0;  // the by-value epsilon the variant packs point at: norm_epsilon(case)
   DeviceBuffer workspace_;
   GpuSampler sampler_;  // blocked samples, or plain ones for good once cuDNN waited on the host

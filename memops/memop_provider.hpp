@@ -44,6 +44,7 @@ class MemopProvider {
   virtual std::string device() const = 0;
   // Why this provider cannot run the case, or nullopt when it can.
   virtual std::optional<std::string> unsupported(const MemopCase& c) const = 0;
+  // Measures a case unsupported() accepts: run_memop_case (memops/memop_run.hpp) asks first.
   virtual MemopResult run(const MemopCase& c, const MemopRunOptions& o) = 0;
   virtual void describe(Environment& env) const = 0;
 };
