@@ -37,6 +37,20 @@ struct OperandRotation {
 OperandRotation plan_operand_rotation(std::int64_t set_bytes, std::int64_t touched_bytes, bool cold,
                                       std::uint64_t cache_bytes, std::int64_t budget,
                                       const char* memory);
+// The plan of `r`, with the row's `cache` and `working_set_bytes` columns set from it; nullopt,
+// the row skipped and its note saying what one set needs, when not one set fits. Row: any
+// family's result (GemmResult, MemopResult), whose Status has `skipped`.
+template <class Row>
+std::optional<RotationPlan> plan_or_skip(const OperandRotation& r, Row& row) {
+  if (!r.plan) {
+    row.status = decltype(row.status)::skipped;
+    row.note = r.skip_note;
+    return std::nullopt;
+  }
+  row.cache = r.cache;
+  row.working_set_bytes = r.plan->working_set_bytes;
+  return r.plan;
+}
 
 // "1.5 GiB", "512 MiB", "48 KiB", "100 B"
 std::string human_bytes(double bytes);

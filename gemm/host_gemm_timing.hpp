@@ -1,13 +1,13 @@
 #pragma once
 // How the CPU providers (dense and expert GEMMs) time their calls: operand sets in host pools,
-// rotated over 4x the last-level cache (or the cache flushed with --cold), under the shared stop
-// rule, with the fastest rate seen so far predicting how long the next case runs.
+// rotated over 4x the last-level cache (or the cache flushed with --cold), sampled by the shared
+// HostSampler.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 
-#include "common/host_buffer.hpp"
+#include "common/host_sampler.hpp"
 #include "common/measure.hpp"
 #include "common/rotation.hpp"
 #include "gemm/cblas_gemm.hpp"
@@ -35,8 +35,7 @@ class HostGemmTiming {
  private:
   std::uint64_t llc_bytes_;
   HostOperandPools pools_;
-  HostBuffer flush_;
-  std::map<DType, double> best_flops_per_s_;  // fastest rate seen per dtype: predicts run times
+  HostSampler sampler_;
 };
 
 }  // namespace opbench

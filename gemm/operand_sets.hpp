@@ -60,17 +60,11 @@ inline std::optional<RotationPlan> plan_operand_sets(std::int64_t set_bytes,
                                                      std::uint64_t cache_bytes,
                                                      std::uint64_t budget, const char* memory,
                                                      GemmResult& result) {
-  const OperandRotation r = plan_operand_rotation(
-      set_bytes, set_bytes, o.cold, cache_bytes,
-      static_cast<std::int64_t>(std::min<std::uint64_t>(budget, INT64_MAX)), memory);
-  if (!r.plan) {
-    result.status = Status::skipped;
-    result.note = r.skip_note;
-    return std::nullopt;
-  }
-  result.cache = r.cache;
-  result.working_set_bytes = r.plan->working_set_bytes;
-  return r.plan;
+  return plan_or_skip(
+      plan_operand_rotation(set_bytes, set_bytes, o.cold, cache_bytes,
+                            static_cast<std::int64_t>(std::min<std::uint64_t>(budget, INT64_MAX)),
+                            memory),
+      result);
 }
 
 }  // namespace opbench
