@@ -281,21 +281,17 @@ int bench_attention_main(int argc, char** argv) {
         });
     if (!went_on) break;
   }
-  env.write(dir, true);
-  if (!o.report.summary_path.empty())
-    write_summary(o.report.summary_path, env, rows,
-                  {fmt::format("bench_attention on {}", provider->device()),
-                   "tflops",
-                   true,
-                   {"model", "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv",
-                    "head_dim_qk", "head_dim_v", "causal", "dtype", "pass", "time_us", "tflops",
-                    "max_abs_err"},
-                   15,
-                   {harness.markdown()},
-                   tally.planned,
-                   &tally});
-  return finish_run(tally, {harness.text(), dir, files.listing(), true}, interrupted(),
-                    interrupted() ? interrupted_exit_code() : 0);
+  return close_run(
+      env, dir, o.report.summary_path, rows,
+      {fmt::format("bench_attention on {}", provider->device()),
+       "tflops",
+       true,
+       {"model", "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk",
+        "head_dim_v", "causal", "dtype", "pass", "time_us", "tflops", "max_abs_err"},
+       15,
+       {harness.markdown()}},
+      tally, {harness.text(), dir, files.listing(), true}, interrupted(),
+      interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench

@@ -345,19 +345,16 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   }
   if (lead) {
     table.finish();
-    env.write(dir, true);
-    if (!o.report.summary_path.empty())
-      write_summary(o.report.summary_path, env, reports->rows(),
-                    {fmt::format("bench_ccl: {} ranks, {} backend", world, backend.name),
-                     "busbw_gbps",
-                     true,
-                     {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
-                      "algbw_gbps", "busbw_gbps", "wrong"},
-                     15,
-                     {harness.markdown()},
-                     tally.planned});
-    return finish_run(tally, {harness.text(), dir, reports->listing(), false}, stopped,
-                      interrupted() ? interrupted_exit_code() : 128 + 15);
+    return close_run(env, dir, o.report.summary_path, reports->rows(),
+                     {fmt::format("bench_ccl: {} ranks, {} backend", world, backend.name),
+                      "busbw_gbps",
+                      true,
+                      {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
+                       "algbw_gbps", "busbw_gbps", "wrong"},
+                      15,
+                      {harness.markdown()}},
+                     tally, {harness.text(), dir, reports->listing(), false}, stopped,
+                     interrupted() ? interrupted_exit_code() : 128 + 15);
   }
   if (stopped) return interrupted() ? interrupted_exit_code() : 128 + 15;
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;

@@ -125,4 +125,16 @@ void write_summary(const std::string& path, const Environment& env, const std::v
   if (!out) throw run_failure(fmt::format("{}: cannot be written", path));
 }
 
+int close_run(Environment& env, const std::string& report_dir, const std::string& summary_path,
+              const std::vector<Record>& rows, SummarySpec summary, const RunTally& tally,
+              const RunEnd& end, bool stopped, int stopped_code) {
+  env.write(report_dir, true);
+  if (!summary_path.empty()) {
+    summary.tally = &tally;
+    summary.planned = tally.planned;
+    write_summary(summary_path, env, rows, summary);
+  }
+  return finish_run(tally, end, stopped, stopped_code);
+}
+
 }  // namespace opbench

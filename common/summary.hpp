@@ -33,4 +33,12 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
 void write_summary(const std::string& path, const Environment& env, const std::vector<Record>& rows,
                    const SummarySpec& spec);
 
+// The end every binary's run shares: environment.json completed in `report_dir`, the
+// --summary-path page when one was asked (counted by the run's own tally, and planned as it
+// planned), then the closing lines (finish_run); returns the exit code. `stopped_code` is the
+// code of a run that was stopped (SIGINT, SIGTERM) before it finished.
+int close_run(Environment& env, const std::string& report_dir, const std::string& summary_path,
+              const std::vector<Record>& rows, SummarySpec summary, const RunTally& tally,
+              const RunEnd& end, bool stopped, int stopped_code);
+
 }  // namespace opbench

@@ -224,20 +224,15 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   }
   std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
   estimate += fmt::format("| **total** | **{:.3f}** |\n", total_us / 1000);
-  env.write(dir, true);
-  if (!o.report.summary_path.empty())
-    write_summary(o.report.summary_path, env, rows,
-                  {fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model, session.world_size(),
-                               o.fsdp.version),
-                   "time_us",
-                   true,
-                   {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us", "busbw_gbps",
-                    "calls_per_step"},
-                   15,
-                   {estimate},
-                   tally.planned,
-                   &tally,
-                   "longest"});
+  SummarySpec summary{fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model,
+                                  session.world_size(), o.fsdp.version),
+                      "time_us",
+                      true,
+                      {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us",
+                       "busbw_gbps", "calls_per_step"},
+                      15,
+                      {estimate}};
+  summary.first_are = "longest";
   RunEnd end{"", dir, {}, false};
   for (const auto& [op, path] : csv_path)
     end.files.push_back(csv.count(op) ? fmt::format("{} ({} rows)", path, csv[op]->rows())
@@ -246,7 +241,8 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   if (files)
     for (const auto& line : files->listing())
       end.files.push_back(line);
-  return finish_run(tally, end, stopped, interrupted() ? interrupted_exit_code() : 128 + 15);
+  return close_run(env, dir, o.report.summary_path, rows, summary, tally, end, stopped,
+                   interrupted() ? interrupted_exit_code() : 128 + 15);
 }
 
 int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {

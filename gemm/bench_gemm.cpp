@@ -271,20 +271,16 @@ int bench_gemm_main(int argc, char** argv) {
     });
     if (!went_on) break;
   }
-  env.write(report_dir, true);
-  if (!o.report.summary_path.empty())
-    write_summary(o.report.summary_path, env, rows,
-                  {fmt::format("bench_gemm on {}", provider->device()),
-                   "tflops",
-                   true,
-                   {"model", "gemm", "pass", "impl", "m", "n", "k", "dtype", "time_us", "tflops",
-                    "pct_peak_flops", "cv"},
-                   15,
-                   {harness.markdown()},
-                   tally.planned,
-                   &tally});
-  return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
-                    interrupted() ? interrupted_exit_code() : 0);
+  return close_run(env, report_dir, o.report.summary_path, rows,
+                   {fmt::format("bench_gemm on {}", provider->device()),
+                    "tflops",
+                    true,
+                    {"model", "gemm", "pass", "impl", "m", "n", "k", "dtype", "time_us", "tflops",
+                     "pct_peak_flops", "cv"},
+                    15,
+                    {harness.markdown()}},
+                   tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
+                   interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench

@@ -203,20 +203,16 @@ int bench_memops_main(int argc, char** argv) {
     }
     if (!went_on) break;
   }
-  env.write(report_dir, true);
-  if (!o.report.summary_path.empty())
-    write_summary(o.report.summary_path, env, rows,
-                  {fmt::format("bench_memops on {}", primary.device()),
-                   "mem_bw_gbps",
-                   true,
-                   {"model", "op", "pass", "rows", "cols", "dtype", "provider", "time_us",
-                    "mem_bw_gbps", "pct_peak_bw", "cv"},
-                   15,
-                   {harness.markdown()},
-                   tally.planned,
-                   &tally});
-  return finish_run(tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
-                    interrupted() ? interrupted_exit_code() : 0);
+  return close_run(env, report_dir, o.report.summary_path, rows,
+                   {fmt::format("bench_memops on {}", primary.device()),
+                    "mem_bw_gbps",
+                    true,
+                    {"model", "op", "pass", "rows", "cols", "dtype", "provider", "time_us",
+                     "mem_bw_gbps", "pct_peak_bw", "cv"},
+                    15,
+                    {harness.markdown()}},
+                   tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),
+                   interrupted() ? interrupted_exit_code() : 0);
 }
 
 }  // namespace opbench
