@@ -138,29 +138,9 @@ std::int64_t result_elements(const CollCall& call, int rank, int /*nranks*/) {
   return call.counts.recv_count;
 }
 
-PatternOp pattern_op(CollOp op) {
-  switch (op) {
-    case CollOp::all_reduce:
-      return PatternOp::all_reduce;
-    case CollOp::all_gather:
-      return PatternOp::all_gather;
-    case CollOp::reduce_scatter:
-      return PatternOp::reduce_scatter;
-    case CollOp::all_to_all:
-      return PatternOp::all_to_all;
-    case CollOp::broadcast:
-      return PatternOp::broadcast;
-    case CollOp::reduce:
-      return PatternOp::reduce;
-    case CollOp::send_recv:
-      return PatternOp::send_recv;
-  }
-  return PatternOp::all_reduce;
-}
-
 double expected_result(const CollCall& call, const PatternSpec& spec, int rank, int /*nranks*/,
                        std::int64_t j) {
-  return pattern_expected(pattern_op(call.op), spec, rank, call.root, call.counts.count, j);
+  return pattern_expected(call.op, spec, rank, call.root, call.counts.count, j);
 }
 
 }  // namespace opbench

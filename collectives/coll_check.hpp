@@ -13,7 +13,6 @@ namespace opbench {
 PatternSpec make_pattern(const CollCall& call, int nranks);
 // Why a call's result cannot be checked (the pattern is not `verifiable`), or nullopt.
 std::optional<std::string> unverifiable_reason(const CollCall& call, const PatternSpec& spec);
-PatternOp pattern_op(CollOp op);
 
 // Number of elements of this rank's result, and where the result starts in the receive buffer
 // (in elements). Non-root ranks of reduce have no result to check.

@@ -270,8 +270,8 @@ class NcclCommunicator final : public Communicator {
     char* result = static_cast<char*>(recv_.data());
     if (c.op == CollOp::reduce_scatter && c.in_place) result += rank_ * c.counts.count * ts;
     if (corrupt_for_test && n > 0) OPBENCH_CUDA_CHECK(cudaMemsetAsync(result, 0x5A, ts, stream_));
-    return device_pattern_count_wrong(result, c.dtype, n, pattern_op(c.op), make_pattern(c, size_),
-                                      rank_, c.root, c.counts.count, stream_);
+    return device_pattern_count_wrong(result, c.dtype, n, c.op, make_pattern(c, size_), rank_,
+                                      c.root, c.counts.count, stream_);
   }
 
   void abort() override {

@@ -29,7 +29,7 @@ __global__ void poison_kernel(T* data, long long n) {
 }
 
 template <typename T>
-__global__ void count_kernel(const T* data, long long n, PatternOp op, PatternSpec spec, int rank,
+__global__ void count_kernel(const T* data, long long n, CollOp op, PatternSpec spec, int rank,
                              int root, long long count, unsigned long long* wrong) {
   unsigned long long mine = 0;
   for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < n;
@@ -100,7 +100,7 @@ void device_pattern_poison(void* data, DType t, std::int64_t n, cudaStream_t str
   OPBENCH_CUDA_CHECK_LAUNCH(pending, "poison_kernel (collective check pattern)");
 }
 
-std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, PatternOp op,
+std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, CollOp op,
                                         const PatternSpec& spec, int rank, int root,
                                         std::int64_t count, cudaStream_t stream) {
   if (n <= 0) return 0;

@@ -14,7 +14,7 @@ void device_pattern_fill(void* data, DType t, std::int64_t n, std::int64_t offse
                          const PatternSpec& spec, int rank, cudaStream_t stream);
 void device_pattern_poison(void* data, DType t, std::int64_t n, cudaStream_t stream);
 // Elements of data[0, n) that differ from pattern_expected; waits for the stream.
-std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, PatternOp op,
+std::int64_t device_pattern_count_wrong(const void* data, DType t, std::int64_t n, CollOp op,
                                         const PatternSpec& spec, int rank, int root,
                                         std::int64_t count, cudaStream_t stream);
 

@@ -8,6 +8,7 @@
 // exact. Results are what NCCL computes: integers wrap in their width, integer avg is the wrapped
 // sum divided by n truncating toward zero (NCCL's SumPostDiv), float avg is Σ x·(1/n) (NCCL's
 // PreMulSum) — exact when n is a power of two, else within a bound from its rounding.
+#include "common/coll_formulas.hpp"  // CollOp: standard headers only, fine for nvcc
 #include "common/host_device.hpp"
 
 namespace opbench {
@@ -53,31 +54,47 @@ OPBENCH_HD inline double pattern_wrap(const PatternSpec& s, long long v) {
   return static_cast<double>(u);
 }
 
+// One step of a reduction: integers wrap as two's complement does (the sum and product go
+// through unsigned arithmetic, where overflow is defined); floats are exact in double here.
+OPBENCH_HD inline long long pattern_combine(PatternRed red, long long acc, long long v) {
+  const auto a = static_cast<unsigned long long>(acc), b = static_cast<unsigned long long>(v);
+  switch (red) {
+    case PatternRed::prod:
+      return static_cast<long long>(a * b);
+    case PatternRed::min:
+      return v < acc ? v : acc;
+    case PatternRed::max:
+      return v > acc ? v : acc;
+    default:  // sum, avg
+      return static_cast<long long>(a + b);
+  }
+}
+OPBENCH_HD inline double pattern_combine(PatternRed red, double acc, double v) {
+  switch (red) {
+    case PatternRed::prod:
+      return acc * v;
+    case PatternRed::min:
+      return v < acc ? v : acc;
+    case PatternRed::max:
+      return v > acc ? v : acc;
+    default:  // sum, avg
+      return acc + v;
+  }
+}
+
+// Element i of every rank's input folded by the reduction, in T (long long or double).
+template <class T>
+OPBENCH_HD T pattern_fold(const PatternSpec& s, long long i) {
+  T acc = static_cast<T>(pattern_input(s, 0, i));
+  for (int r = 1; r < s.nranks; ++r)
+    acc = pattern_combine(s.red, acc, static_cast<T>(pattern_input(s, r, i)));
+  return acc;
+}
+
 // Element i reduced over every rank.
 OPBENCH_HD inline double pattern_reduced(const PatternSpec& s, long long i) {
   if (s.is_integer) {
-    long long acc = static_cast<long long>(pattern_input(s, 0, i));
-    for (int r = 1; r < s.nranks; ++r) {
-      long long v = static_cast<long long>(pattern_input(s, r, i));
-      switch (s.red) {
-        case PatternRed::sum:
-        case PatternRed::avg:
-          acc = static_cast<long long>(static_cast<unsigned long long>(acc) +
-                                       static_cast<unsigned long long>(v));
-          break;
-        case PatternRed::prod:
-          acc = static_cast<long long>(static_cast<unsigned long long>(acc) *
-                                       static_cast<unsigned long long>(v));
-          break;
-        case PatternRed::min:
-          acc = v < acc ? v : acc;
-          break;
-        case PatternRed::max:
-          acc = v > acc ? v : acc;
-          break;
-      }
-    }
-    const double wrapped = pattern_wrap(s, acc);
+    const double wrapped = pattern_wrap(s, pattern_fold<long long>(s, i));
     // NCCL's integer avg: the wrapped sum, divided by n truncating toward zero.
     if (s.red == PatternRed::avg)
       return static_cast<double>(static_cast<long long>(wrapped) /
@@ -86,55 +103,26 @@ OPBENCH_HD inline double pattern_reduced(const PatternSpec& s, long long i) {
   }
   // Floats: exact in double (the inputs are small integers), and exact in the dtype too except
   // avg with n not a power of two, which the tolerance covers.
-  double acc = pattern_input(s, 0, i);
-  for (int r = 1; r < s.nranks; ++r) {
-    double v = pattern_input(s, r, i);
-    switch (s.red) {
-      case PatternRed::sum:
-      case PatternRed::avg:
-        acc += v;
-        break;
-      case PatternRed::prod:
-        acc *= v;
-        break;
-      case PatternRed::min:
-        acc = v < acc ? v : acc;
-        break;
-      case PatternRed::max:
-        acc = v > acc ? v : acc;
-        break;
-    }
-  }
+  const double acc = pattern_fold<double>(s, i);
   return s.red == PatternRed::avg ? acc / s.nranks : acc;
 }
 
-// The collectives as the pattern code knows them (kept free of host-only headers for nvcc).
-enum class PatternOp {
-  all_reduce,
-  all_gather,
-  reduce_scatter,
-  all_to_all,
-  broadcast,
-  reduce,
-  send_recv
-};
-
 // Expected element j of `rank`'s result; `count` is the op's per-rank (per-peer) count.
-OPBENCH_HD inline double pattern_expected(PatternOp op, const PatternSpec& s, int rank, int root,
+OPBENCH_HD inline double pattern_expected(CollOp op, const PatternSpec& s, int rank, int root,
                                           long long count, long long j) {
   switch (op) {
-    case PatternOp::all_reduce:
-    case PatternOp::reduce:
+    case CollOp::all_reduce:
+    case CollOp::reduce:
       return pattern_reduced(s, j);
-    case PatternOp::reduce_scatter:
+    case CollOp::reduce_scatter:
       return pattern_reduced(s, rank * count + j);
-    case PatternOp::all_gather:
+    case CollOp::all_gather:
       return pattern_input(s, static_cast<int>(j / count), j % count);
-    case PatternOp::all_to_all:  // block p came from peer p, which sent its block `rank`
+    case CollOp::all_to_all:  // block p came from peer p, which sent its block `rank`
       return pattern_input(s, static_cast<int>(j / count), rank * count + j % count);
-    case PatternOp::broadcast:
+    case CollOp::broadcast:
       return pattern_input(s, root, j);
-    case PatternOp::send_recv:
+    case CollOp::send_recv:
       return pattern_input(s, (rank - 1 + s.nranks) % s.nranks, j);
   }
   return 0;

@@ -61,7 +61,7 @@ TEST_CASE("device check: the fp64 avg pattern at 5 ranks (values k/5) reads back
   REQUIRE(s.tolerance < 1e-15);
   int fractions = 0;
   for (long long i = 0; i < 64; ++i) {
-    const double want = pattern_expected(PatternOp::all_reduce, s, 0, 0, 64, i);
+    const double want = pattern_expected(CollOp::all_reduce, s, 0, 0, 64, i);
     const double nccl = nccl_fp64_avg(s, i);
     const double stored = pattern_from_double<double>(nccl);
     CHECK(stored == nccl);
