@@ -17,6 +17,17 @@ double sigmoid(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }
 
+// log(sum e^x) over a row, the max taken out first: softmax and cross-entropy alike.
+double log_sum_exp(const float* x, std::int64_t n) {
+  double m = x[0];
+  for (std::int64_t j = 1; j < n; ++j)
+    m = std::max(m, static_cast<double>(x[j]));
+  double sum = 0;
+  for (std::int64_t j = 0; j < n; ++j)
+    sum += std::exp(x[j] - m);
+  return m + std::log(sum);
+}
+
 // x rounded to `bits` significant bits, to nearest, ties to even (the default rounding mode of
 // nearbyint): x = f 2^e with f in [0.5, 1), and f 2^bits rounded to an integer.
 double round_significand(double x, int bits) {
@@ -167,14 +178,9 @@ void layernorm_bwd(const float* dy, const float* x, const float* w, const float*
 void softmax_fwd(const float* x, std::int64_t rows, std::int64_t cols, double* y) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
-    double m = xr[0];
-    for (std::int64_t j = 1; j < cols; ++j)
-      m = std::max(m, static_cast<double>(xr[j]));
-    double sum = 0;
+    const double lse = log_sum_exp(xr, cols);
     for (std::int64_t j = 0; j < cols; ++j)
-      sum += std::exp(xr[j] - m);
-    for (std::int64_t j = 0; j < cols; ++j)
-      y[r * cols + j] = std::exp(xr[j] - m) / sum;
+      y[r * cols + j] = std::exp(xr[j] - lse);
   }
 }
 
@@ -223,13 +229,7 @@ void cross_entropy(const float* logits, const std::int64_t* targets, std::int64_
                    std::int64_t cols, std::int64_t batch_rows, double* dlogits, double* loss) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * cols;
-    double m = xr[0];
-    for (std::int64_t j = 1; j < cols; ++j)
-      m = std::max(m, static_cast<double>(xr[j]));
-    double sum = 0;
-    for (std::int64_t j = 0; j < cols; ++j)
-      sum += std::exp(xr[j] - m);
-    const double lse = m + std::log(sum);
+    const double lse = log_sum_exp(xr, cols);
     loss[r] = lse - xr[targets[r]];
     for (std::int64_t j = 0; j < cols; ++j) {
       const double p = std::exp(xr[j] - lse);
