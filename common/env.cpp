@@ -78,6 +78,21 @@ std::uint64_t cpu_last_level_cache_bytes() {
 
 std::uint64_t cpu_cache_bytes_to_evict() {
   constexpr std::uint64_t kUnknownCache = std::uint64_t{64} << 20;
+  if (const char* given = std::getenv("OPBENCH_CPU_CACHE_BYTES"); given && *given) {
+    const std::string text(trim(given));
+    const std::size_t end = text.find_first_not_of("0123456789");  // digits, then K, M or G
+    const bool size =
+        end > 0 && (end == std::string::npos ||
+                    (end + 1 == text.size() &&
+                     std::string_view("KMG").find(text[end]) != std::string_view::npos));
+    const std::uint64_t bytes = size ? parse_cache_size(text) : 0;
+    if (bytes == 0)
+      throw bad_input(
+          fmt::format("OPBENCH_CPU_CACHE_BYTES: '{}' is not a size in bytes (e.g. "
+                      "33554432, 32768K, 32M)",
+                      given));
+    return bytes;
+  }
   const std::uint64_t llc = cpu_last_level_cache_bytes();
   return llc > 0 ? llc : kUnknownCache;
 }

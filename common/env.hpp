@@ -52,7 +52,8 @@ std::uint64_t cpu_last_level_cache_bytes();
 // does not say (some VMs, Firecracker's among them, have no cache entries at all; CPUID's figure
 // there can be the host's whole L3, 508 MiB on this project's CI machine, where one core sees
 // about 32 MiB). Without a figure, operands would never rotate and every operator that fits the
-// cache would be timed from it.
+// cache would be timed from it. OPBENCH_CPU_CACHE_BYTES (bytes, or with K, M or G) overrides
+// both: where the core's real share is known, or to keep a test's operand sets small.
 std::uint64_t cpu_cache_bytes_to_evict();
 // What --cold writes between samples to evict the CPU's caches: twice the last-level cache, or
 // twice 64 MiB where sysfs does not say (some VMs have no cache entries at all).

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,34 @@
 #include "common/rotation.hpp"
 
 using namespace opbench;
+
+namespace {
+
+// Sets (or, with nullptr, unsets) an environment variable for a scope, and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
 
 TEST_CASE("a steady operation stops at the minimum sample count") {
   MeasureOptions o;
@@ -142,6 +172,7 @@ TEST_CASE("a clock under 75% of the maximum is a throttled note") {
 // On a VM whose sysfs lists no CPU cache (this project's CI machine), the cache size read 0 and
 // a 6 MiB operator ran from the cache at 87 GB/s: the rotation needs a figure on every machine.
 TEST_CASE("the CPU cache that rotation defeats is known even where sysfs names none") {
+  const ScopedEnv unset("OPBENCH_CPU_CACHE_BYTES", nullptr);  // the suite sets a small one
   const std::uint64_t evict = cpu_cache_bytes_to_evict();
   CHECK(evict >= std::uint64_t{1} << 20);
   if (cpu_last_level_cache_bytes() > 0) CHECK(evict == cpu_last_level_cache_bytes());
@@ -150,6 +181,23 @@ TEST_CASE("the CPU cache that rotation defeats is known even where sysfs names n
   const auto plan = plan_rotation(6 << 20, evict, 1ull << 40);
   CHECK(plan.sets >= 2);
   CHECK(plan.working_set_bytes >= static_cast<std::int64_t>(4 * evict));
+}
+
+TEST_CASE("OPBENCH_CPU_CACHE_BYTES overrides the cache; a value that is not a size is bad input") {
+  {
+    const ScopedEnv given("OPBENCH_CPU_CACHE_BYTES", "4M");
+    CHECK(cpu_cache_bytes_to_evict() == std::uint64_t{4} << 20);
+    CHECK(cpu_cache_flush_bytes() == std::uint64_t{8} << 20);
+  }
+  {
+    const ScopedEnv given("OPBENCH_CPU_CACHE_BYTES", "1048576");
+    CHECK(cpu_cache_bytes_to_evict() == std::uint64_t{1} << 20);
+  }
+  for (const char* bad : {"4 MiB", "-1", "0", "M", "4MB", "lots"}) {
+    const ScopedEnv given("OPBENCH_CPU_CACHE_BYTES", bad);
+    CHECK_THROWS_WITH(cpu_cache_bytes_to_evict(),
+                      Catch::Contains("OPBENCH_CPU_CACHE_BYTES") && Catch::Contains(bad));
+  }
 }
 
 TEST_CASE("rotation covers 4x the cache") {
