@@ -6,12 +6,10 @@ tolerance.
 Usage: check_attention_reports.py BENCH OUT_DIR --rows N -- ARGS...
 """
 import argparse
-import csv
-import math
 import os
-import shutil
-import subprocess
 import sys
+
+from report_check import close, environment_problems, exit_problem, parse, read_csv, run, verdict
 
 REQUIRED = ("model batch_size seqlen_q seqlen_kv num_head_q num_head_kv head_dim_qk head_dim_v causal dtype pass "
             "backend provider time_us median_us min_us max_us stddev_us samples flops tflops io_bytes mem_bw_gbps "
@@ -30,17 +28,12 @@ def main() -> int:
     parser.add_argument("bench")
     parser.add_argument("out_dir")
     parser.add_argument("--rows", type=int, required=True)
-    argv = sys.argv[1:]
-    split = argv.index("--") if "--" in argv else len(argv)
-    a = parser.parse_args(argv[:split])
-    shutil.rmtree(a.out_dir, ignore_errors=True)
+    a, extra = parse(parser)
     path = os.path.join(a.out_dir, "att.csv")
-    cmd = [a.bench, "--report-csv-path", path, "--quiet", "--min-time", "0.01", "--max-time", "0.5"] + argv[split + 1:]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    problems = []
-    if proc.returncode != 0:
-        problems.append(f"exit code {proc.returncode}: {proc.stderr}")
-    rows = list(csv.DictReader(open(path, newline=""))) if os.path.exists(path) else []
+    cmd = [a.bench, "--report-csv-path", path, "--quiet", "--min-time", "0.01", "--max-time", "0.5"] + extra
+    proc = run(cmd, a.out_dir)
+    problems = exit_problem(proc)
+    rows = read_csv(path) if os.path.exists(path) else []
     if rows and [c for c in REQUIRED if c not in rows[0]]:
         problems.append(f"missing columns {[c for c in REQUIRED if c not in rows[0]]}")
     if len(rows) != a.rows:
@@ -53,18 +46,12 @@ def main() -> int:
         expected = fwd_flops(r) if r["pass"] == "fwd" else (5 * fwd_flops(r) + 1) // 2
         if int(r["flops"]) != expected:
             problems.append(f"{where}: flops {r['flops']} != {expected}")
-        if not math.isclose(float(r["tflops"]), int(r["flops"]) / float(r["time_us"]) / 1e6, rel_tol=2e-6):
+        if not close(float(r["tflops"]), int(r["flops"]) / float(r["time_us"]) / 1e6):
             problems.append(f"{where}: tflops != flops / time")
         if r["max_abs_err"] and not float(r["max_abs_err"]) <= float(r["check_tolerance"]):
             problems.append(f"{where}: error {r['max_abs_err']} above tolerance {r['check_tolerance']}")
-    if not os.path.exists(os.path.join(a.out_dir, "environment.json")):
-        problems.append("environment.json was not written")
-    if problems:
-        print("command:", " ".join(cmd))
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {len(rows)} rows")
-    return 0
+    problems += environment_problems(a.out_dir)
+    return verdict(problems, cmd, f"ok: {len(rows)} rows")
 
 
 if __name__ == "__main__":

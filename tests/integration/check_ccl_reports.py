@@ -14,13 +14,12 @@ Usage: check_ccl_reports.py BENCH OUT_DIR [--np N --mpiexec PATH] [--rows R] [--
                             -- BENCH_ARGS...
 """
 import argparse
-import csv
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
+
+from report_check import count_problems, exit_problem, parse, read_csv, run, verdict
 
 TYPE_SIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1,
              "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "uint32": 4, "uint64": 8}
@@ -110,18 +109,13 @@ def main() -> int:
     parser.add_argument("--requested-size", type=int, default=0)
     parser.add_argument("--require-column", action="append", default=[])
     parser.add_argument("--stdout-count", action="append", default=[])
-    argv = sys.argv[1:]
-    split = argv.index("--") if "--" in argv else len(argv)
-    a = parser.parse_args(argv[:split])
-    shutil.rmtree(a.out_dir, ignore_errors=True)
+    a, extra = parse(parser)
     csv_path = os.path.join(a.out_dir, "all.csv")
-    cmd = [a.bench, "--report-dir-path", a.out_dir, "--report-csv-path", csv_path, "--quiet"] + argv[split + 1:]
+    cmd = [a.bench, "--report-dir-path", a.out_dir, "--report-csv-path", csv_path, "--quiet"] + extra
     if a.np:
         cmd = [a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", str(a.np)] + cmd
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    problems = []
-    if proc.returncode != a.exit_code:
-        problems.append(f"exit code {proc.returncode}, expected {a.exit_code}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    proc = run(cmd, a.out_dir)
+    problems = exit_problem(proc, a.exit_code, tail=20000)
     if a.exit_code == 3 and "nothing ran: every case was skipped" not in proc.stderr:
         problems.append(f"exit code 3 without the 'nothing ran' line: {proc.stderr}")
     if "Avg bus bandwidth" not in proc.stdout:
@@ -131,13 +125,9 @@ def main() -> int:
         if proc.stdout.count(text) != int(n):
             problems.append(f"'{text}' appears {proc.stdout.count(text)} times on stdout, expected {n}")
     if os.path.exists(csv_path):
-        with open(csv_path, newline="") as f:
-            rows = list(csv.DictReader(f))
-        ok = sum(r["status"] == "ok" for r in rows)
-        if len(rows) != a.rows:
-            problems.append(f"{len(rows)} rows, expected {a.rows}")
-        if ok != (a.rows if a.ok is None else a.ok):
-            problems.append(f"{ok} ok rows, expected {a.rows if a.ok is None else a.ok}")
+        rows = read_csv(csv_path)
+        problems += count_problems(csv_path, rows, a.rows, a.rows if a.ok is None else a.ok,
+                                   lambda r: f"{r['op']} {r['size_bytes']}")
         for col in a.require_column:
             if any(r["status"] == "ok" and r[col] == "" for r in rows):
                 problems.append(f"column {col} is empty on an ok row")
@@ -154,12 +144,7 @@ def main() -> int:
                             problems.append(f"{name}: latency_list_us has {len(j['latency_list_us'])} values for {world} ranks")
     else:
         problems.append(f"{csv_path} was not written")
-    if problems:
-        print("command:", " ".join(cmd))
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {a.rows} rows checked")
-    return 0
+    return verdict(problems, cmd, f"ok: {a.rows} rows checked")
 
 
 if __name__ == "__main__":

@@ -25,11 +25,10 @@ Usage: check_gemm_reports.py BENCH_GEMM OUT_DIR --expect FILE:ROWS[:OK_ROWS] ...
 import argparse
 import csv
 import json
-import math
 import os
-import shutil
-import subprocess
 import sys
+
+from report_check import close, count_problems, environment_problems, exit_problem, expected_files, parse, run, verdict
 
 REQUIRED = ("model gemm pass m n k batch transa transb dtype backend device time_us median_us min_us "
             "max_us stddev_us samples flops tflops read_bytes write_bytes io_bytes mem_bw_gbps "
@@ -43,10 +42,6 @@ EXPERT_SAME = ("m n k batch transa transb calls_per_step ep_rank experts_on_rank
                "flops padded_flops efficiency read_bytes write_bytes io_bytes arith_intensity").split()
 BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
          "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
-
-
-def close(a: float, b: float, rel: float = 2e-6) -> bool:
-    return math.isclose(a, b, rel_tol=rel)
 
 
 def json_value(line: dict, key: str):
@@ -160,12 +155,7 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=(), m
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         problems.append(f"{path}: missing columns {missing}")
-    if len(rows) != rows_expected:
-        problems.append(f"{path}: {len(rows)} rows, expected {rows_expected}")
-    ok_rows = [r for r in rows if r["status"] == "ok"]
-    if len(ok_rows) != ok_expected:
-        problems.append(f"{path}: {len(ok_rows)} ok rows, expected {ok_expected}: " +
-                        "; ".join(f"{r['gemm']} {r['status']} {r['note']}" for r in rows if r["status"] != "ok"))
+    problems += count_problems(path, rows, rows_expected, ok_expected, lambda r: r["gemm"])
     for r in rows:
         if r["status"] not in ("ok", "skipped", "failed"):
             problems.append(f"{path}: bad status {r['status']!r}")
@@ -254,27 +244,14 @@ def main() -> int:
                         help="grouped,loop,padded: every expert case has one row per implementation listed")
     parser.add_argument("--cpu-threads", type=int,
                         help="environment.json's cpu_threads (run this script under taskset -c 0 to expect 1)")
-    argv = sys.argv[1:]
-    split = argv.index("--") if "--" in argv else len(argv)
-    a = parser.parse_args(argv[:split])
-    extra = argv[split + 1:]
+    a, extra = parse(parser)
     expect_impl = [i.strip() for i in a.expect_impl.split(",") if i.strip()]
     # Expert rows carry the --ep and --routing they were made with, as given on the command line.
     moe_args = {flag[2:]: extra[i + 1] for i, flag in enumerate(extra[:-1]) if flag in ("--ep", "--routing")}
-    shutil.rmtree(a.out_dir, ignore_errors=True)
     cmd = [a.bench, "--report-dir-path", a.out_dir, "--quiet", "--min-time", "0.01", "--max-time", "0.3"] + extra
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    problems, expert_rows = [], 0
-    if proc.returncode != a.exit_code:
-        problems.append(f"exit code {proc.returncode}, expected {a.exit_code}; stderr: {proc.stderr}")
-    for spec in a.expect:
-        name, *counts = spec.split(":")
-        rows = int(counts[0])
-        ok = int(counts[1]) if len(counts) > 1 else rows
-        path = os.path.join(a.out_dir, name)
-        if not os.path.exists(path):
-            problems.append(f"{path} was not written")
-            continue
+    proc = run(cmd, a.out_dir)
+    problems, expert_rows = exit_problem(proc, a.exit_code), 0
+    for path, rows, ok in expected_files(a.out_dir, a.expect, problems):
         problems += check_csv(path, rows, ok, expect_impl, moe_args)
         if expect_impl:
             with open(path, newline="") as f:
@@ -282,9 +259,8 @@ def main() -> int:
     if expect_impl and not expert_rows:
         problems.append(f"--expect-impl {a.expect_impl}: no expert rows (non-empty impl) in {' '.join(a.expect)}")
     env_path = os.path.join(a.out_dir, "environment.json")
-    if not os.path.exists(env_path):
-        problems.append("environment.json was not written")
-    else:
+    problems += environment_problems(a.out_dir)
+    if os.path.exists(env_path):
         with open(env_path) as f:
             env = json.load(f)
         for key in ("command_line", "git_revision", "start_time", "end_time", "cpu", "libraries"):
@@ -302,12 +278,7 @@ def main() -> int:
             problems.append(f"environment.json: cpu_online {env.get('cpu_online')}, expected {os.cpu_count()}")
     if "time_us" not in proc.stdout:
         problems.append("no table on stdout")
-    if problems:
-        print("command:", " ".join(cmd))
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {' '.join(a.expect)}")
-    return 0
+    return verdict(problems, cmd, f"ok: {' '.join(a.expect)}")
 
 
 if __name__ == "__main__":

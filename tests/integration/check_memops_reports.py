@@ -12,11 +12,9 @@ Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--che
 """
 import argparse
 import csv
-import math
-import os
-import shutil
-import subprocess
 import sys
+
+from report_check import close, count_problems, expected_files, exit_problem, parse, run, verdict
 
 REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
             "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof impl "
@@ -71,10 +69,6 @@ def expected_bytes(r: dict) -> tuple:
     raise ValueError(f"unknown op {op}")
 
 
-def close(a: float, b: float, rel: float = 1e-5) -> bool:
-    return math.isclose(a, b, rel_tol=rel)
-
-
 def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) -> list:
     problems = []
     with open(path, newline="") as f:
@@ -85,12 +79,7 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
     if missing:
         problems.append(f"{path}: missing columns {missing}")
         return problems
-    if len(rows) != rows_expected:
-        problems.append(f"{path}: {len(rows)} rows, expected {rows_expected}")
-    ok_rows = [r for r in rows if r["status"] == "ok"]
-    if len(ok_rows) != ok_expected:
-        problems.append(f"{path}: {len(ok_rows)} ok rows, expected {ok_expected}: "
-                        + "; ".join(f"{r['op']} {r['pass']}: {r['status']} {r['note']}" for r in rows if r["status"] != "ok"))
+    problems += count_problems(path, rows, rows_expected, ok_expected, lambda r: f"{r['op']} {r['pass']}")
     for i, r in enumerate(rows):
         where = f"{path} row {i + 2} ({r['op']} {r['pass']} {r['rows']}x{r['cols']} {r['dtype']})"
         read, write = expected_bytes(r)
@@ -135,25 +124,12 @@ def main() -> int:
     parser.add_argument("--checked", action="store_true", help="every ok row passed --check")
     parser.add_argument("--ops-covered", action="store_true",
                         help="every operator other than the copies has an ok row, fwd and bwd where it has one")
-    argv = sys.argv[1:]
-    split = argv.index("--") if "--" in argv else len(argv)
-    a = parser.parse_args(argv[:split])
-    extra = argv[split + 1:]
-    shutil.rmtree(a.out_dir, ignore_errors=True)
+    a, extra = parse(parser)
     cmd = [a.bench, "--report-dir-path", a.out_dir, "--quiet", "--min-time", "0.01", "--max-time", "0.2"] + extra
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    problems = []
-    if proc.returncode != a.exit_code:
-        problems.append(f"exit code {proc.returncode}, expected {a.exit_code}; stderr: {proc.stderr[-3000:]}")
+    proc = run(cmd, a.out_dir, timeout=900)
+    problems = exit_problem(proc, a.exit_code)
     seen = set()
-    for spec in a.expect:
-        name, *counts = spec.split(":")
-        rows = int(counts[0])
-        ok = int(counts[1]) if len(counts) > 1 else rows
-        path = os.path.join(a.out_dir, name)
-        if not os.path.exists(path):
-            problems.append(f"{path} was not written")
-            continue
+    for path, rows, ok in expected_files(a.out_dir, a.expect, problems):
         problems += check_csv(path, rows, ok, a.checked)
         with open(path, newline="") as f:
             seen |= {(r["op"], r["pass"]) for r in csv.DictReader(f) if r["status"] == "ok"}
@@ -165,12 +141,7 @@ def main() -> int:
                     problems.append(f"no ok row for {op} {p}")
     if "time_us" not in proc.stdout:
         problems.append("no table on stdout")
-    if problems:
-        print("command:", " ".join(cmd))
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {' '.join(a.expect)}")
-    return 0
+    return verdict(problems, cmd, f"ok: {' '.join(a.expect)}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ Usage: check_step_reports.py BENCH_STEP DIR [--rows N] [--exit-code C] [--missin
 For every configuration row of DIR/step.csv:
   - the operator rows of step_operators.csv: total_ms = count x time_us, and each time_us is the
     time_us of the report row its `source` names (file and line), unless interpolated; a captured
-    GEMM's (time_from captured) is the capture files' p50_us of its shape weighted by their timed
-    calls, times the entries of a batched GEMM;
+    GEMM's (time_from captured) is the in-job average of its shape in the capture files (their
+    total_us over their timed calls), times the entries of a batched GEMM;
   - gemm_ms, attention_ms, memop_ms and optimizer_ms are the sums of their operators' total_ms,
     by the rows' `part`;
   - step_time_ms = gemm + attention + memop + exposed_comm + bubble + optimizer;
@@ -23,9 +23,10 @@ such operators `missing`. Exit 0 when everything holds, 1 with one line per prob
 import argparse
 import csv
 import os
-import shutil
-import subprocess
 import sys
+
+from report_check import read_csv as read
+from report_check import run
 
 
 def num(v):
@@ -34,11 +35,6 @@ def num(v):
 
 def close(a, b, rel=2e-6, abs_=1e-3):
     return a is not None and b is not None and abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
-
-
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def source_time(source, cache):
@@ -95,10 +91,7 @@ def main() -> int:
         ap.add_argument("--missing")
         ap.add_argument("--device")
     a, args = parse_step_check(sys.argv[1:], options)
-    if os.path.exists(a.dir):
-        shutil.rmtree(a.dir)
-    proc = subprocess.run([a.bench_step, "--report-dir-path", a.dir, *args], capture_output=True,
-                          text=True, timeout=1200)
+    proc = run([a.bench_step, "--report-dir-path", a.dir, *args], a.dir, timeout=1200)
     sys.stdout.write(proc.stdout[-3000:])
     problems = []
     if proc.returncode != a.exit_code:
