@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "gemm/expert_gemm.hpp"
 #include "gemm/gemm_cases.hpp"
+#include "tests/unit/quick_measure.hpp"
 
 using namespace opbench;
 
@@ -14,10 +15,7 @@ namespace {
 
 GemmRunOptions quick_checked_run() {
   GemmRunOptions o;
-  o.measure.warmup_iters = 1;
-  o.measure.warmup_time_s = 0;
-  o.measure.min_samples = 3;
-  o.measure.min_time_s = 0;
+  o.measure = testing::quick_measure();
   o.check = true;
   return o;
 }

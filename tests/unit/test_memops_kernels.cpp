@@ -14,6 +14,7 @@
 #include "memops/memop_provider.hpp"
 #include "memops/memop_run.hpp"
 #include "memops/reference_memops.hpp"
+#include "tests/unit/quick_measure.hpp"
 
 using namespace opbench;
 namespace mm = opbench::memop_math;
@@ -273,12 +274,7 @@ namespace {
 
 MemopRunOptions quick_options() {
   MemopRunOptions o;
-  o.measure.warmup_iters = 1;
-  o.measure.warmup_time_s = 0;
-  o.measure.min_samples = 3;
-  o.measure.max_samples = 5;
-  o.measure.min_time_s = 0;
-  o.measure.max_time_s = 0.5;
+  o.measure = testing::quick_measure();
   o.check = true;
   return o;
 }

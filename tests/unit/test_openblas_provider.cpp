@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "gemm/provider.hpp"
+#include "tests/unit/quick_measure.hpp"
 
 using namespace opbench;
 
@@ -8,10 +9,7 @@ TEST_CASE("the OpenBLAS provider measures and verifies an fp32 and an fp64 GEMM"
   auto provider = make_openblas_provider();
   CHECK(provider->backend() == "cpu");
   GemmRunOptions o;
-  o.measure.warmup_iters = 1;
-  o.measure.warmup_time_s = 0;
-  o.measure.min_samples = 3;
-  o.measure.min_time_s = 0;
+  o.measure = testing::quick_measure();
   o.check = true;
   for (DType t : {DType::fp32, DType::fp64}) {
     GemmProblem p{96, 80, 112, 2, true, false, t, t, false};
