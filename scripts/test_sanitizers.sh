@@ -15,6 +15,8 @@ export ASAN_OPTIONS="abort_on_error=1:strict_string_checks=1"
 # libopbench_capture.so into other programs (label preload) cannot run here: an instrumented
 # library needs the sanitizer runtime first in the program it enters. The capture's core runs
 # here in its unit tests, and so do the replays (--capture-path). The tests of time rather than
-# memory (label timing: the peers' comparisons, --timeout's bound) run on the normal build only.
+# memory (label timing: the peers' comparisons, --timeout's bound) run on the normal build only,
+# and so do the tests of the shell scripts' own behaviour (label scripts: report.sh, run_script.sh),
+# which run binaries whose paths the other tests cover here.
 cd build-asan
-ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE 'multinode|slurm|preload|survey_full|timing'
+ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE 'multinode|slurm|preload|survey_full|timing|scripts'
