@@ -108,18 +108,8 @@ const char* redop_of(MPI_Op op) {
 
 CaptureKey coll_key(const char* api, const char* kind, const char* op_name, CollOp op,
                     MPI_Datatype t, std::int64_t count, MPI_Comm comm, const char* redop) {
-  CaptureKey key;
-  key.api = api;
-  key.kind = kind;
-  key.op = op_name;
-  key.dtype = dtype_of(t);
-  key.count = count;
-  key.comm_size = comm_size(comm);
-  key.bytes =
-      static_cast<std::int64_t>(algbw_bytes(op, exact_counts(op, count, key.comm_size),
-                                            static_cast<std::size_t>(type_size(t)), key.comm_size));
-  key.redop = redop;
-  return key;
+  return collective_key(api, kind, op_name, op, dtype_of(t), static_cast<std::size_t>(type_size(t)),
+                        count, comm_size(comm), redop);
 }
 
 CaptureKey coll_key(const char* api, CollOp op, MPI_Datatype t, std::int64_t count, MPI_Comm comm,

@@ -95,17 +95,8 @@ int comm_count(ncclComm_t comm) {
 
 CaptureKey nccl_key(const char* api, const char* kind, const char* op_name, CollOp op,
                     ncclDataType_t t, std::size_t count, ncclComm_t comm, const char* redop) {
-  CaptureKey key;
-  key.api = api;
-  key.kind = kind;
-  key.op = op_name;
-  key.dtype = dtype_of(t);
-  key.count = static_cast<std::int64_t>(count);
-  key.comm_size = comm_count(comm);
-  key.bytes = static_cast<std::int64_t>(
-      algbw_bytes(op, exact_counts(op, key.count, key.comm_size), type_size(t), key.comm_size));
-  key.redop = redop;
-  return key;
+  return collective_key(api, kind, op_name, op, dtype_of(t), type_size(t),
+                        static_cast<std::int64_t>(count), comm_count(comm), redop);
 }
 
 CaptureKey coll(const char* api, CollOp op, ncclDataType_t t, std::size_t count, ncclComm_t comm,

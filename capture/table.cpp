@@ -34,6 +34,22 @@ double quantile_us(const KeyStats& stats, double q, Clamp&& clamp) {
 }
 }  // namespace
 
+CaptureKey collective_key(const char* api, const char* kind, const char* op_name, CollOp op,
+                          const char* dtype, std::size_t type_bytes, std::int64_t count,
+                          int comm_size, const char* redop) {
+  CaptureKey key;
+  key.api = api;
+  key.kind = kind;
+  key.op = op_name;
+  key.dtype = dtype;
+  key.count = count;
+  key.comm_size = comm_size;
+  key.bytes = static_cast<std::int64_t>(
+      algbw_bytes(op, exact_counts(op, count, comm_size), type_bytes, comm_size));
+  key.redop = redop;
+  return key;
+}
+
 bool CaptureKey::operator==(const CaptureKey& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && transa == o.transa &&
          transb == o.transb && count == o.count && bytes == o.bytes && comm_size == o.comm_size &&

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/histogram.hpp"
+#include "common/coll_formulas.hpp"
 
 namespace opbench::capture {
 
@@ -30,6 +31,12 @@ struct CaptureKey {
 
   bool operator==(const CaptureKey& o) const;
 };
+
+// A collective's key as MPI's and NCCL's hooks make it: its element count, the communicator's
+// size and the bytes nccl-tests counts for it (common/coll_formulas.hpp).
+CaptureKey collective_key(const char* api, const char* kind, const char* op_name, CollOp op,
+                          const char* dtype, std::size_t type_bytes, std::int64_t count,
+                          int comm_size, const char* redop);
 
 struct CaptureKeyHash {
   std::size_t operator()(const CaptureKey& k) const;

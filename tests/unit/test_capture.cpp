@@ -84,4 +84,12 @@ TEST_CASE("capture: collective bytes as nccl-tests counts them") {
   CHECK(algbw_bytes(CollOp::all_to_all, exact_counts(CollOp::all_to_all, 128, 2), 4, 2) == 1024.0);
   CHECK(algbw_bytes(CollOp::all_reduce, exact_counts(CollOp::all_reduce, 1024, 8), 4, 8) == 4096.0);
   CHECK(busbw_factor(CollOp::all_reduce, 4) == Approx(1.5));
+  // The key MPI's and NCCL's hooks both make: all_gather of 256 fp32 per rank on 4 ranks.
+  const CaptureKey k = collective_key("MPI_Allgather", "collective", "all_gather",
+                                      CollOp::all_gather, "fp32", 4, 256, 4, "");
+  CHECK(k.count == 256);
+  CHECK(k.comm_size == 4);
+  CHECK(k.bytes == 4096);
+  CHECK(std::string(k.dtype) == "fp32");
+  CHECK(std::string(k.op) == "all_gather");
 }
