@@ -56,8 +56,11 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
     std::string note;
     if (dtypes.empty()) {
       dtypes.push_back(shape.dtype);
-      if (backend == Backend::cpu && shape.dtype != DType::fp32) {
-        note = fmt::format("run in fp32 on the CPU (the shape says {})", dtype_name(shape.dtype));
+      // A backend whose providers compute in fp32 (the CPU's) runs every shape in fp32.
+      const BackendTraits& traits = backend_traits(backend);
+      if (traits.default_dtype == DType::fp32 && shape.dtype != DType::fp32) {
+        note = fmt::format("run in fp32 on the {} (the shape says {})", traits.device_kind,
+                           dtype_name(shape.dtype));
         dtypes.back() = DType::fp32;
       }
     }
