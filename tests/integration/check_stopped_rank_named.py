@@ -25,7 +25,10 @@ def main() -> int:
     mpiexec, bench, out, mode = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     victim_rank = 2 if mode == "relay" else 0
     cmd = [mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "3", bench, "--backend", "mpi", "--quiet",
-           "-b", "64K", "-e", "64K", "-n", "20", "--min-time", "60", "--op", "all_reduce", "--timeout", "2",
+           "-b", "64K", "-e", "64K", "-n", "20", "--op", "all_reduce", "--timeout", "2",
+           # A case of minutes in short samples, however fast the ranks are: --min-time alone
+           # ended at the profile's 100 samples (0.2 s on a quiet machine), before the SIGSTOP.
+           "--min-samples", "100000", "--max-samples", "100000", "--max-time", "600",
            "--test-lead-rank", "1", "--report-dir-path", out]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     victim = None
