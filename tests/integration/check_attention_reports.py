@@ -5,11 +5,10 @@ tolerance.
 
 Usage: check_attention_reports.py BENCH OUT_DIR --rows N -- ARGS...
 """
-import argparse
 import os
 import sys
 
-from report_check import close, environment_problems, exit_problem, parse, read_csv, run, verdict
+from report_check import close, environment_problems, exit_problem, check_parser, parse, read_csv, run, verdict
 
 REQUIRED = ("model batch_size seqlen_q seqlen_kv num_head_q num_head_kv head_dim_qk head_dim_v causal dtype pass "
             "backend provider time_us median_us min_us max_us stddev_us samples flops tflops io_bytes mem_bw_gbps "
@@ -24,9 +23,7 @@ def fwd_flops(r) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bench")
-    parser.add_argument("out_dir")
+    parser = check_parser()
     parser.add_argument("--rows", type=int, required=True)
     a, extra = parse(parser)
     path = os.path.join(a.out_dir, "att.csv")

@@ -13,13 +13,12 @@ Usage: check_ccl_reports.py BENCH OUT_DIR [--np N --mpiexec PATH] [--rows R] [--
                             [--exit-code C] [--requested-size BYTES] [--stdout-count TEXT:N]
                             -- BENCH_ARGS...
 """
-import argparse
 import json
 import math
 import os
 import sys
 
-from report_check import count_problems, exit_problem, parse, read_csv, run, verdict
+from report_check import count_problems, exit_problem, check_parser, parse, read_csv, run, verdict
 
 TYPE_SIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1,
              "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "uint32": 4, "uint64": 8}
@@ -98,14 +97,11 @@ def check_rows(rows, args) -> list:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bench")
-    parser.add_argument("out_dir")
+    parser = check_parser(exit_code=True)
     parser.add_argument("--np", type=int, default=0)
     parser.add_argument("--mpiexec", default="mpirun")
     parser.add_argument("--rows", type=int, required=True)
     parser.add_argument("--ok", type=int)
-    parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--requested-size", type=int, default=0)
     parser.add_argument("--require-column", action="append", default=[])
     parser.add_argument("--stdout-count", action="append", default=[])

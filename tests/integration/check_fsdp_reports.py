@@ -5,18 +5,15 @@ size and bandwidth arithmetic on every row (check_ccl_reports.check_rows).
 
 Usage: check_fsdp_reports.py BENCH OUT_DIR --np N --mpiexec PATH --rows FILE:N ... --count UNIT:OP:COUNT ... -- ARGS
 """
-import argparse
 import os
 import sys
 
 from check_ccl_reports import check_rows
-from report_check import exit_problem, expected_files, parse, read_csv, run, verdict
+from report_check import exit_problem, expected_files, check_parser, parse, read_csv, run, verdict
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bench")
-    parser.add_argument("out_dir")
+    parser = check_parser()
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--mpiexec", default="mpirun")
     parser.add_argument("--rows", action="append", default=[], help="FILE:N")

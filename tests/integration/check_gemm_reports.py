@@ -22,13 +22,13 @@ cpu_online the host's.
 Usage: check_gemm_reports.py BENCH_GEMM OUT_DIR --expect FILE:ROWS[:OK_ROWS] ... [--expect-impl grouped,loop,padded]
                              [--exit-code N] [--cpu-threads N] -- ARGS...
 """
-import argparse
 import csv
 import json
 import os
 import sys
 
-from report_check import close, count_problems, environment_problems, exit_problem, expected_files, parse, run, verdict
+from report_check import (check_parser, close, count_problems, environment_problems, exit_problem, expected_files,
+                          parse, run, verdict)
 
 REQUIRED = ("model gemm pass m n k batch transa transb dtype backend device time_us median_us min_us "
             "max_us stddev_us samples flops tflops read_bytes write_bytes io_bytes mem_bw_gbps "
@@ -235,11 +235,7 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, expect_impl=(), m
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bench")
-    parser.add_argument("out_dir")
-    parser.add_argument("--expect", action="append", default=[], help="FILE:ROWS[:OK_ROWS]")
-    parser.add_argument("--exit-code", type=int, default=0)
+    parser = check_parser(expect=True, exit_code=True)
     parser.add_argument("--expect-impl", default="",
                         help="grouped,loop,padded: every expert case has one row per implementation listed")
     parser.add_argument("--cpu-threads", type=int,

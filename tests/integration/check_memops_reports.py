@@ -10,11 +10,10 @@ mem_bw_gbps = io / time, copy_gbps = copied / time and pct_peak_bw = mem_bw / ro
 Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--checked]
        [--exit-code N] [--ops-covered] -- ARGS...
 """
-import argparse
 import csv
 import sys
 
-from report_check import close, count_problems, expected_files, exit_problem, parse, run, verdict
+from report_check import close, count_problems, expected_files, exit_problem, check_parser, parse, run, verdict
 
 REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
             "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof impl "
@@ -116,11 +115,7 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bench")
-    parser.add_argument("out_dir")
-    parser.add_argument("--expect", action="append", default=[], help="FILE:ROWS[:OK_ROWS]")
-    parser.add_argument("--exit-code", type=int, default=0)
+    parser = check_parser(expect=True, exit_code=True)
     parser.add_argument("--checked", action="store_true", help="every ok row passed --check")
     parser.add_argument("--ops-covered", action="store_true",
                         help="every operator other than the copies has an ok row, fwd and bwd where it has one")

@@ -4,12 +4,26 @@ check_step_reports.py): their command line (the check's own options, then `--` a
 arguments), running the binary, reading a CSV, the FILE:ROWS[:OK_ROWS] expectations, the
 environment.json every run writes, and the verdict. Each family's check keeps only what it
 recomputes from its own formulas."""
+import argparse
 import csv
 import math
 import os
 import shutil
 import subprocess
 import sys
+
+
+def check_parser(expect=False, exit_code=False):
+    """The options every check starts with: the binary and the folder its reports go to; with
+    expect, --expect FILE:ROWS[:OK_ROWS] (repeatable); with exit_code, --exit-code N."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bench")
+    parser.add_argument("out_dir")
+    if expect:
+        parser.add_argument("--expect", action="append", default=[], help="FILE:ROWS[:OK_ROWS]")
+    if exit_code:
+        parser.add_argument("--exit-code", type=int, default=0)
+    return parser
 
 
 def parse(parser, argv=None):
