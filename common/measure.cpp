@@ -30,27 +30,24 @@ void validate(const MeasureOptions& o) {
 }
 
 MeasureOptions measure_defaults(MeasureProfile profile) {
-  MeasureOptions o;
   switch (profile) {
     case MeasureProfile::cpu:
       break;  // the struct's defaults
     case MeasureProfile::gpu:
-      o.warmup_time_s = 0.1;
-      o.min_samples = 10;
-      o.max_samples = 10000;
-      o.min_time_s = 0.1;
-      o.max_time_s = 1.0;
-      break;
-    case MeasureProfile::collective:
-      o.warmup_iters = 0;  // -w calls warm up instead
-      o.warmup_time_s = 0;
-      o.min_samples = 3;
-      o.max_samples = 100;
-      o.min_time_s = 0;
-      o.max_time_s = 1.0;
-      break;
+      return {.warmup_time_s = 0.1,
+              .min_samples = 10,
+              .max_samples = 10000,
+              .min_time_s = 0.1,
+              .max_time_s = 1.0};
+    case MeasureProfile::collective:  // -w calls warm up instead of runs
+      return {.warmup_iters = 0,
+              .warmup_time_s = 0,
+              .min_samples = 3,
+              .max_samples = 100,
+              .min_time_s = 0,
+              .max_time_s = 1.0};
   }
-  return o;
+  return {};
 }
 
 MeasureOptions resolve(MeasureProfile profile, const MeasureOverrides& v) {

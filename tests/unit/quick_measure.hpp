@@ -6,14 +6,12 @@
 namespace opbench::testing {
 
 inline MeasureOptions quick_measure() {
-  MeasureOptions m;
-  m.warmup_iters = 1;
-  m.warmup_time_s = 0;
-  m.min_samples = 3;
-  m.max_samples = 5;
-  m.min_time_s = 0;
-  m.max_time_s = 0.5;
-  return m;
+  return {.warmup_iters = 1,
+          .warmup_time_s = 0,
+          .min_samples = 3,
+          .max_samples = 5,
+          .min_time_s = 0,
+          .max_time_s = 0.5};
 }
 
 }  // namespace opbench::testing

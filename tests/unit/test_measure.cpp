@@ -42,11 +42,7 @@ class ScopedEnv {
 }  // namespace
 
 TEST_CASE("a steady operation stops at the minimum sample count") {
-  MeasureOptions o;
-  o.warmup_iters = 3;
-  o.warmup_time_s = 0;
-  o.min_samples = 5;
-  o.min_time_s = 0;
+  const MeasureOptions o{.warmup_iters = 3, .warmup_time_s = 0, .min_samples = 5, .min_time_s = 0};
   int calls = 0, prepares = 0;
   auto m = measure(
       o,
@@ -65,13 +61,12 @@ TEST_CASE("a steady operation stops at the minimum sample count") {
 }
 
 TEST_CASE("a noisy operation stops at max_samples and says so") {
-  MeasureOptions o;
-  o.warmup_iters = 0;
-  o.warmup_time_s = 0;
-  o.min_samples = 4;
-  o.max_samples = 10;
-  o.min_time_s = 0;
-  o.max_noise = 0.01;
+  const MeasureOptions o{.warmup_iters = 0,
+                         .warmup_time_s = 0,
+                         .min_samples = 4,
+                         .max_samples = 10,
+                         .min_time_s = 0,
+                         .max_noise = 0.01};
   int i = 0;
   auto m = measure(o, [&] { return (i++ % 2) ? 50.0 : 150.0; });
   CHECK(m.samples_us.size() == 10);
@@ -92,10 +87,7 @@ TEST_CASE("measurement options are validated") {
 }
 
 TEST_CASE("a long run on a warm provider is its own warm-up") {
-  MeasureOptions o;  // 1 warm-up run by default
-  o.warmup_time_s = 0;
-  o.min_samples = 3;
-  o.min_time_s = 0;
+  const MeasureOptions o{.warmup_time_s = 0, .min_samples = 3, .min_time_s = 0};  // 1 warm-up run
   int calls = 0;
   auto sample = [&] {
     ++calls;
@@ -119,12 +111,8 @@ TEST_CASE("a long run on a warm provider is its own warm-up") {
 }
 
 TEST_CASE("the stop rule: minimums first, then precision, budgets last") {
-  MeasureOptions o;
-  o.min_samples = 5;
-  o.max_samples = 8;
-  o.min_time_s = 0.2;
-  o.max_time_s = 2;
-  o.max_noise = 0.01;
+  MeasureOptions o{
+      .min_samples = 5, .max_samples = 8, .min_time_s = 0.2, .max_time_s = 2, .max_noise = 0.01};
   std::vector<double> steady(5, 100.0);
   CHECK_FALSE(enough_samples(steady, 0.1, o));  // min_time not reached
   CHECK(enough_samples(steady, 0.2, o));        // rse 0 < 1%
@@ -235,12 +223,8 @@ TEST_CASE(
     "around_sampling sees the measured region only: after the warm-up, after the last sample") {
   // The GPU providers read the SM clock here; read before the warm-up, it would catch the clock
   // still ramping up and write false 'throttled' notes.
-  MeasureOptions o;
-  o.warmup_iters = 3;
-  o.warmup_time_s = 0;
-  o.min_samples = 4;
-  o.max_samples = 4;
-  o.min_time_s = 0;
+  const MeasureOptions o{
+      .warmup_iters = 3, .warmup_time_s = 0, .min_samples = 4, .max_samples = 4, .min_time_s = 0};
   std::vector<std::string> events;
   int calls = 0;
   measure(
@@ -256,12 +240,8 @@ TEST_CASE(
 }
 
 TEST_CASE("measure: a case bound to take minutes is announced after its first run") {
-  opbench::MeasureOptions o;
-  o.warmup_iters = 1;
-  o.warmup_time_s = 0;
-  o.min_samples = 5;
-  o.max_samples = 10;
-  o.max_time_s = 2;
+  opbench::MeasureOptions o{
+      .warmup_iters = 1, .warmup_time_s = 0, .min_samples = 5, .max_samples = 10, .max_time_s = 2};
   std::vector<double> said;  // run_s, case_s, runs
   opbench::ScopedLongCaseNotice notice([&](double run_s, double case_s, int runs) {
     said = {run_s, case_s, static_cast<double>(runs)};
