@@ -50,30 +50,20 @@ MPI_Datatype mpi_type(DType t) {
 // below runs one conversion per element, not a dispatch.
 template <DType T>
 struct Codec;
-template <>
-struct Codec<DType::bf16> {
-  using Bits = std::uint16_t;
-  static float decode(Bits b) { return bf16_to_float(b); }
-  static Bits encode(float v) { return float_to_bf16(v); }
+template <class B, float (*Decode)(B), B (*Encode)(float)>
+struct CodecOf {
+  using Bits = B;
+  static float decode(Bits b) { return Decode(b); }
+  static Bits encode(float v) { return Encode(v); }
 };
 template <>
-struct Codec<DType::fp16> {
-  using Bits = std::uint16_t;
-  static float decode(Bits b) { return fp16_to_float(b); }
-  static Bits encode(float v) { return float_to_fp16(v); }
-};
+struct Codec<DType::bf16> : CodecOf<std::uint16_t, bf16_to_float, float_to_bf16> {};
 template <>
-struct Codec<DType::fp8_e4m3> {
-  using Bits = std::uint8_t;
-  static float decode(Bits b) { return fp8_e4m3_to_float(b); }
-  static Bits encode(float v) { return float_to_fp8_e4m3(v); }
-};
+struct Codec<DType::fp16> : CodecOf<std::uint16_t, fp16_to_float, float_to_fp16> {};
 template <>
-struct Codec<DType::fp8_e5m2> {
-  using Bits = std::uint8_t;
-  static float decode(Bits b) { return fp8_e5m2_to_float(b); }
-  static Bits encode(float v) { return float_to_fp8_e5m2(v); }
-};
+struct Codec<DType::fp8_e4m3> : CodecOf<std::uint8_t, fp8_e4m3_to_float, float_to_fp8_e4m3> {};
+template <>
+struct Codec<DType::fp8_e5m2> : CodecOf<std::uint8_t, fp8_e5m2_to_float, float_to_fp8_e5m2> {};
 
 // A reduction on a type MPI cannot reduce: decode to float, combine, round back.
 template <DType T, RedOp R>

@@ -123,24 +123,31 @@ float fp16_to_float(std::uint16_t h) {
   return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
 }
 
-std::uint16_t float_to_fp16(float value) {
-  std::uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-  float a = std::fabs(value);
-  if (std::isnan(value)) return sign | 0x7E00;
-  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to infinity
-  if (a < std::ldexp(1.0f, -14)) {          // subnormal: multiples of 2^-24
-    return sign | static_cast<std::uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-  }
+namespace {
+// A finite magnitude within range, as the exponent and mantissa fields of a small float with
+// `mant_bits` stored mantissa bits and exponent bias `bias`, rounded to nearest, ties to even.
+// A subnormal that rounds up to the smallest normal comes out as exactly its encoding.
+std::uint32_t small_float_fields(float a, int mant_bits, int bias) {
+  if (a < std::ldexp(1.0f, 1 - bias))  // subnormal: multiples of 2^(1 - bias - mant_bits)
+    return static_cast<std::uint32_t>(std::nearbyint(std::ldexp(a, mant_bits + bias - 1)));
   int exp;
-  float frac = std::frexp(a, &exp);                     // a = frac * 2^exp, frac in [0.5, 1)
-  float scaled = std::nearbyint(std::ldexp(frac, 11));  // 11 significant bits, ties to even
-  if (scaled >= 2048.0f) {
+  const float frac = std::frexp(a, &exp);  // a = frac * 2^exp, frac in [0.5, 1)
+  float scaled = std::nearbyint(std::ldexp(frac, mant_bits + 1));  // the significant bits
+  if (scaled >= std::ldexp(1.0f, mant_bits + 1)) {
     scaled /= 2.0f;
     ++exp;
   }
-  auto biased = static_cast<std::uint16_t>(exp - 1 + 15);
-  return sign | static_cast<std::uint16_t>(biased << 10) |
-         (static_cast<std::uint16_t>(scaled) & 0x3FF);
+  return static_cast<std::uint32_t>(exp - 1 + bias) << mant_bits |
+         (static_cast<std::uint32_t>(scaled) & ((1u << mant_bits) - 1));
+}
+}  // namespace
+
+std::uint16_t float_to_fp16(float value) {
+  const std::uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  const float a = std::fabs(value);
+  if (std::isnan(value)) return sign | 0x7E00;
+  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to infinity
+  return sign | static_cast<std::uint16_t>(small_float_fields(a, 10, 15));
 }
 
 float fp8_e4m3_to_float(std::uint8_t b) {
@@ -159,22 +166,11 @@ float fp8_e5m2_to_float(std::uint8_t b) {
 }
 
 std::uint8_t float_to_fp8_e4m3(float value) {
-  std::uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  float a = std::fabs(value);
+  const std::uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  const float a = std::fabs(value);
   if (std::isnan(value)) return sign | 0x7F;
   if (a >= 464.0f) return sign | 0x7E;  // saturate at 448 (464 would round up past it)
-  if (a < std::ldexp(1.0f, -6)) {       // subnormal: multiples of 2^-9
-    return sign | static_cast<std::uint8_t>(std::nearbyint(std::ldexp(a, 9)));
-  }
-  int exp;
-  float frac = std::frexp(a, &exp);                    // a = frac * 2^exp, frac in [0.5, 1)
-  float scaled = std::nearbyint(std::ldexp(frac, 4));  // 4 significant bits, ties to even
-  if (scaled >= 16.0f) {
-    scaled /= 2.0f;
-    ++exp;
-  }
-  auto biased = static_cast<std::uint8_t>(exp - 1 + 7);
-  return sign | static_cast<std::uint8_t>(biased << 3) | (static_cast<std::uint8_t>(scaled) & 0x7);
+  return sign | static_cast<std::uint8_t>(small_float_fields(a, 3, 7));
 }
 
 std::uint8_t float_to_fp8_e5m2(float value) {
