@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -146,36 +147,27 @@ struct SumPair {
   float a, b;
 };
 
-__device__ __forceinline__ float shfl_xor(float v, int o) {
-  return __shfl_xor_sync(kFullMask, v, o);
+// A warp shuffle of any value made of 4-byte words (float, unsigned and the reduction states
+// below): each word moves on its own, so one template serves every reduced type.
+template <class R, class Shuffle>
+__device__ __forceinline__ R shuffle_words(R v, Shuffle shuffle) {
+  static_assert(std::is_trivially_copyable_v<R> && sizeof(R) % sizeof(unsigned) == 0,
+                "a shuffled value is made of 4-byte words");
+  unsigned words[sizeof(R) / sizeof(unsigned)];
+  memcpy(words, &v, sizeof(R));
+#pragma unroll
+  for (unsigned& w : words)
+    w = shuffle(w);
+  memcpy(&v, words, sizeof(R));
+  return v;
 }
-__device__ __forceinline__ unsigned shfl_xor(unsigned v, int o) {
-  return __shfl_xor_sync(kFullMask, v, o);
+template <class R>
+__device__ __forceinline__ R shfl_xor(R v, int o) {
+  return shuffle_words(v, [o](unsigned w) { return __shfl_xor_sync(kFullMask, w, o); });
 }
-__device__ __forceinline__ SumPair shfl_xor(SumPair v, int o) {
-  return {shfl_xor(v.a, o), shfl_xor(v.b, o)};
-}
-__device__ __forceinline__ MaxSum shfl_xor(MaxSum v, int o) {
-  return {shfl_xor(v.max, o), shfl_xor(v.sum, o)};
-}
-__device__ __forceinline__ Welford shfl_xor(Welford v, int o) {
-  return {shfl_xor(v.count, o), shfl_xor(v.mean, o), shfl_xor(v.m2, o)};
-}
-
-__device__ __forceinline__ float shfl_from(float v, int lane) {
-  return __shfl_sync(kFullMask, v, lane);
-}
-__device__ __forceinline__ unsigned shfl_from(unsigned v, int lane) {
-  return __shfl_sync(kFullMask, v, lane);
-}
-__device__ __forceinline__ SumPair shfl_from(SumPair v, int lane) {
-  return {shfl_from(v.a, lane), shfl_from(v.b, lane)};
-}
-__device__ __forceinline__ MaxSum shfl_from(MaxSum v, int lane) {
-  return {shfl_from(v.max, lane), shfl_from(v.sum, lane)};
-}
-__device__ __forceinline__ Welford shfl_from(Welford v, int lane) {
-  return {shfl_from(v.count, lane), shfl_from(v.mean, lane), shfl_from(v.m2, lane)};
+template <class R>
+__device__ __forceinline__ R shfl_from(R v, int lane) {
+  return shuffle_words(v, [lane](unsigned w) { return __shfl_sync(kFullMask, w, lane); });
 }
 
 struct AddFloat {
