@@ -31,18 +31,16 @@ struct AttentionDims {
 // The dims of an AttentionShape (a template, so this header needs none of its includes).
 template <class Shape>
 AttentionDims attention_dims(const Shape& s) {
-  AttentionDims d;
-  d.b = s.batch;
-  d.sq = s.seqlen_q;
-  d.skv = s.seqlen_kv;
-  d.hq = s.heads_q;
-  d.hkv = s.heads_kv;
-  d.dqk = s.head_dim_qk;
-  d.dv = s.head_dim_v;
-  d.causal = s.causal;
-  d.scale = static_cast<float>(s.softmax_scale());
-  d.dtype = s.dtype;
-  return d;
+  return {.b = s.batch,
+          .sq = s.seqlen_q,
+          .skv = s.seqlen_kv,
+          .hq = s.heads_q,
+          .hkv = s.heads_kv,
+          .dqk = s.head_dim_qk,
+          .dv = s.head_dim_v,
+          .causal = s.causal,
+          .scale = static_cast<float>(s.softmax_scale()),
+          .dtype = s.dtype};
 }
 
 namespace reference_rows {

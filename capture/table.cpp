@@ -37,17 +37,16 @@ double quantile_us(const KeyStats& stats, double q, Clamp&& clamp) {
 CaptureKey collective_key(const char* api, const char* kind, const char* op_name, CollOp op,
                           const char* dtype, std::size_t type_bytes, std::int64_t count,
                           int comm_size, const char* redop) {
-  CaptureKey key;
-  key.api = api;
-  key.kind = kind;
-  key.op = op_name;
-  key.dtype = dtype;
-  key.count = count;
-  key.comm_size = comm_size;
-  key.bytes = static_cast<std::int64_t>(
+  const auto bytes = static_cast<std::int64_t>(
       algbw_bytes(op, exact_counts(op, count, comm_size), type_bytes, comm_size));
-  key.redop = redop;
-  return key;
+  return {.api = api,
+          .kind = kind,
+          .op = op_name,
+          .dtype = dtype,
+          .count = count,
+          .bytes = bytes,
+          .comm_size = comm_size,
+          .redop = redop};
 }
 
 bool CaptureKey::operator==(const CaptureKey& o) const {

@@ -27,14 +27,8 @@ struct Builder {
   }
   Builder& add(const char* name, std::int64_t count, DType type, OperandRole role, OperandFill fill,
                float scale = 1.0f) {
-    OperandSpec o;
-    o.name = name;
-    o.count = count;
-    o.type = type;
-    o.role = role;
-    o.fill = fill;
-    o.scale = scale;
-    v.push_back(std::move(o));
+    v.push_back(
+        {.name = name, .type = type, .count = count, .role = role, .fill = fill, .scale = scale});
     return *this;
   }
 };

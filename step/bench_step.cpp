@@ -98,18 +98,17 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   for (const auto& plan : plans)
     for (const auto& stage : plan)
       all.insert(all.end(), stage.begin(), stage.end());
-  StepMeasureOptions mo;
-  mo.model = o.model;
-  mo.backend = o.backend;
-  mo.device = o.device;
-  mo.measure = o.measure_flags;
-  mo.check = o.check;
-  mo.quiet = o.report.quiet;
-  mo.threads = o.threads;
-  mo.blas_threads = o.blas_threads;
   // The measured operators' reports are read back as CSV (ReportTimes), so CSV is always one of
   // their formats; --format adds the others.
-  mo.formats = o.report.formats;
+  StepMeasureOptions mo{.model = o.model,
+                        .backend = o.backend,
+                        .device = o.device,
+                        .measure = o.measure_flags,
+                        .check = o.check,
+                        .quiet = o.report.quiet,
+                        .threads = o.threads,
+                        .blas_threads = o.blas_threads,
+                        .formats = o.report.formats};
   mo.formats.insert(ReportFormat::csv);
   const StepMeasureResult r = measure_step_operators(
       all, [&](const StepOperator& op) { return times.find(op).has_value(); }, mo, report_dir, env);

@@ -32,16 +32,15 @@ std::vector<float> bf16_values(std::int64_t n, std::uint64_t seed) {
 
 AttentionShape shape(std::int64_t b, std::int64_t sq, std::int64_t skv, std::int64_t hq,
                      std::int64_t hkv, std::int64_t dqk, std::int64_t dv, bool causal) {
-  AttentionShape s;
-  s.batch = b;
-  s.seqlen_q = sq;
-  s.seqlen_kv = skv;
-  s.heads_q = hq;
-  s.heads_kv = hkv;
-  s.head_dim_qk = dqk;
-  s.head_dim_v = dv;
-  s.causal = causal;
-  return s;
+  return {.model = "",
+          .batch = b,
+          .seqlen_q = sq,
+          .seqlen_kv = skv,
+          .heads_q = hq,
+          .heads_kv = hkv,
+          .head_dim_qk = dqk,
+          .head_dim_v = dv,
+          .causal = causal};
 }
 
 void check_forward_and_backward(const AttentionShape& s) {
