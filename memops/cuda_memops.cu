@@ -885,6 +885,32 @@ std::string row_text(const char* kernel, const char* type, int vec, std::int64_t
                      vec == 1 ? ", scalar: rows not 16-byte aligned" : "");
 }
 
+// A row kernel launched a block per row (striding when rows outnumber the grid), in vectors of
+// the storage's 16 bytes when every row of every operand is aligned (`addresses`: the operands'
+// pointers or'ed), else scalar. launch(S{}, V, grid, threads, cols) makes the launch itself, with
+// V a std::integral_constant of the vector width; `name` and `remark` describe it.
+template <class F>
+void launch_rows(DType t, const char* op, const char* name, std::uintptr_t addresses,
+                 std::int64_t rows, std::int64_t cols, const Launch& l, const char* remark,
+                 F&& launch) {
+  const int c = checked_int(cols, "cols", op);
+  if (rows <= 0) return;
+  with_storage(t, op, [&](auto tag) {
+    using S = decltype(tag);
+    constexpr int kV = vec_of<S>();
+    const int vec = row_vector_elements(kVectorBytes / kV, addresses, cols);
+    const int threads = row_block_threads(cols, vec);
+    const std::int64_t blocks = row_grid_blocks(rows);
+    const cudaError_t pending = take_pending_cuda_error();
+    if (vec == kV)
+      launch(tag, std::integral_constant<int, kV>{}, grid_of(blocks), threads, c);
+    else
+      launch(tag, std::integral_constant<int, 1>{}, grid_of(blocks), threads, c);
+    check_launch(pending, fmt::format("{}_kernel", name).c_str());
+    if (l.shape) describe(l, row_text(name, Codec<S>::kName, vec, blocks, threads, rows) + remark);
+  });
+}
+
 }  // namespace
 
 void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers& p, std::int64_t n,
@@ -911,24 +937,13 @@ void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers&
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "rmsnorm");
-  if (rows <= 0) return;
-  with_storage(t, "rmsnorm", [&](auto tag) {
-    using S = decltype(tag);
-    constexpr int kV = vec_of<S>();
-    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(x, w, y), cols);
-    const int threads = row_block_threads(cols, vec);
-    const std::int64_t blocks = row_grid_blocks(rows);
-    const auto *xs = static_cast<const S*>(x), *ws = static_cast<const S*>(w);
-    auto* ys = static_cast<S*>(y);
-    const cudaError_t pending = take_pending_cuda_error();
-    if (vec == kV)
-      rmsnorm_fwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, ys, rstd, rows, c);
-    else
-      rmsnorm_fwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, ys, rstd, rows, c);
-    check_launch(pending, "rmsnorm_fwd_kernel");
-    if (l.shape) describe(l, row_text("rmsnorm_fwd", Codec<S>::kName, vec, blocks, threads, rows));
-  });
+  launch_rows(t, "rmsnorm", "rmsnorm_fwd", address_bits(x, w, y), rows, cols, l, "",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y), rstd,
+                    rows, c);
+              });
 }
 
 std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count) {
@@ -991,28 +1006,13 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
 
 void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
                    float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "layernorm");
-  if (rows <= 0) return;
-  with_storage(t, "layernorm", [&](auto tag) {
-    using S = decltype(tag);
-    constexpr int kV = vec_of<S>();
-    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(x, w, b, y), cols);
-    const int threads = row_block_threads(cols, vec);
-    const std::int64_t blocks = row_grid_blocks(rows);
-    const auto *xs = static_cast<const S*>(x), *ws = static_cast<const S*>(w),
-               *bs = static_cast<const S*>(b);
-    auto* ys = static_cast<S*>(y);
-    const cudaError_t pending = take_pending_cuda_error();
-    if (vec == kV)
-      layernorm_fwd_kernel<kV>
-          <<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, bs, ys, mean, rstd, rows, c);
-    else
-      layernorm_fwd_kernel<1>
-          <<<grid_of(blocks), threads, 0, l.stream>>>(xs, ws, bs, ys, mean, rstd, rows, c);
-    check_launch(pending, "layernorm_fwd_kernel");
-    if (l.shape)
-      describe(l, row_text("layernorm_fwd", Codec<S>::kName, vec, blocks, threads, rows));
-  });
+  launch_rows(t, "layernorm", "layernorm_fwd", address_bits(x, w, b, y), rows, cols, l, "",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                layernorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<const S*>(b),
+                    static_cast<S*>(y), mean, rstd, rows, c);
+              });
 }
 
 void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* mean,
@@ -1050,48 +1050,23 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
 
 void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_t cols,
                  const Launch& l) {
-  const int c = checked_int(cols, "cols", "softmax");
-  if (rows <= 0) return;
-  with_storage(t, "softmax", [&](auto tag) {
-    using S = decltype(tag);
-    constexpr int kV = vec_of<S>();
-    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(x, y), cols);
-    const int threads = row_block_threads(cols, vec);
-    const std::int64_t blocks = row_grid_blocks(rows);
-    const auto* xs = static_cast<const S*>(x);
-    auto* ys = static_cast<S*>(y);
-    const cudaError_t pending = take_pending_cuda_error();
-    if (vec == kV)
-      softmax_fwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ys, rows, c);
-    else
-      softmax_fwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(xs, ys, rows, c);
-    check_launch(pending, "softmax_fwd_kernel");
-    if (l.shape)
-      describe(l, row_text("softmax_fwd", Codec<S>::kName, vec, blocks, threads, rows) +
-                      " (online max and sum)");
-  });
+  launch_rows(t, "softmax", "softmax_fwd", address_bits(x, y), rows, cols, l,
+              " (online max and sum)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                softmax_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(x), static_cast<S*>(y), rows, c);
+              });
 }
 
 void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "softmax");
-  if (rows <= 0) return;
-  with_storage(t, "softmax", [&](auto tag) {
-    using S = decltype(tag);
-    constexpr int kV = vec_of<S>();
-    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(y, dy, dx), cols);
-    const int threads = row_block_threads(cols, vec);
-    const std::int64_t blocks = row_grid_blocks(rows);
-    const auto *ys = static_cast<const S*>(y), *dys = static_cast<const S*>(dy);
-    auto* dxs = static_cast<S*>(dx);
-    const cudaError_t pending = take_pending_cuda_error();
-    if (vec == kV)
-      softmax_bwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(ys, dys, dxs, rows, c);
-    else
-      softmax_bwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(ys, dys, dxs, rows, c);
-    check_launch(pending, "softmax_bwd_kernel");
-    if (l.shape) describe(l, row_text("softmax_bwd", Codec<S>::kName, vec, blocks, threads, rows));
-  });
+  launch_rows(t, "softmax", "softmax_bwd", address_bits(y, dy, dx), rows, cols, l, "",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                softmax_bwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(y), static_cast<const S*>(dy), static_cast<S*>(dx), rows,
+                    c);
+              });
 }
 
 void rope(DType t, const void* x, const float* cos, const float* sin, void* y, std::int64_t rows,
@@ -1131,28 +1106,14 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
 
 void cross_entropy(DType t, const void* logits, const std::int64_t* targets, void* dlogits,
                    float* loss, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "cross_entropy");
-  if (rows <= 0) return;
-  with_storage(t, "cross_entropy", [&](auto tag) {
-    using S = decltype(tag);
-    constexpr int kV = vec_of<S>();
-    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(logits, dlogits), cols);
-    const int threads = row_block_threads(cols, vec);
-    const std::int64_t blocks = row_grid_blocks(rows);
-    const auto* xs = static_cast<const S*>(logits);
-    auto* dxs = static_cast<S*>(dlogits);
-    const cudaError_t pending = take_pending_cuda_error();
-    if (vec == kV)
-      cross_entropy_kernel<kV>
-          <<<grid_of(blocks), threads, 0, l.stream>>>(xs, targets, dxs, loss, rows, c);
-    else
-      cross_entropy_kernel<1>
-          <<<grid_of(blocks), threads, 0, l.stream>>>(xs, targets, dxs, loss, rows, c);
-    check_launch(pending, "cross_entropy_kernel");
-    if (l.shape)
-      describe(l, row_text("cross_entropy", Codec<S>::kName, vec, blocks, threads, rows) +
-                      " (online max and sum, loss and gradient in one kernel)");
-  });
+  launch_rows(t, "cross_entropy", "cross_entropy", address_bits(logits, dlogits), rows, cols, l,
+              " (online max and sum, loss and gradient in one kernel)",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                cross_entropy_kernel<decltype(v)::value>
+                    <<<grid, threads, 0, l.stream>>>(static_cast<const S*>(logits), targets,
+                                                     static_cast<S*>(dlogits), loss, rows, c);
+              });
 }
 
 void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y, std::int64_t rows,
