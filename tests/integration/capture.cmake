@@ -21,6 +21,7 @@ endforeach()
 add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.cpp)
 target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core opbench_catch_main)
 opbench_warnings(capture_unit_tests)
+opbench_test_code(capture_unit_tests)
 catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: ")
 
 set(CHECK_CAPTURE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_capture.py)
