@@ -11,6 +11,16 @@ foreach(binary ccl fsdp)
     COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_user_files.py ${binary}
             ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/user_files_${binary} ${MPIEXEC_EXECUTABLE})
 endforeach()
+# Label `files`: which files a run touches, not memory. The sanitizer run leaves them out (they
+# took 124 of its test-seconds): the refusals and the claims run there in the unit tests of
+# owned_files, and --resume in the kill-and-resume tests.
+foreach(binary gemm attention memops step)
+  set_tests_properties("user files: bench_${binary} leaves files it did not write untouched" PROPERTIES LABELS files)
+endforeach()
+foreach(binary ccl fsdp)
+  set_tests_properties("user files: bench_${binary} leaves files it did not write untouched (mpirun)"
+    PROPERTIES LABELS files)
+endforeach()
 
 # --resume with a smaller plan than the report holds: the tally counts this run's cases, and
 # names the report's other rows apart (it said "2 of 1 cases").
