@@ -50,6 +50,7 @@
 #include "common/cuda/stream_blocker.hpp"
 #include "common/rotation.hpp"
 #include "common/text.hpp"
+#include "gemm/cublas_api.hpp"
 #include "gemm/device_operand_pools.hpp"
 #include "gemm/expert_gemm.hpp"
 #include "gemm/gpu_timing_plan.hpp"
@@ -68,8 +69,9 @@ constexpr std::size_t kMaxBlockedLaunches = 512;
 
 void blas_check(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw run_failure(fmt::format("cuBLAS {} failed: {} ({})", call, cublasGetStatusName(status),
-                                  cublasGetStatusString(status)));
+    throw run_failure(fmt::format("cuBLAS {} failed: {} ({})", call,
+                                  cublas().cublasGetStatusName(status),
+                                  cublas().cublasGetStatusString(status)));
 }
 
 cudaDataType_t storage_type(DType t) {
@@ -163,18 +165,19 @@ class CublasExpertProvider final : public ExpertGemmProvider {
   explicit CublasExpertProvider(int device) : device_(device) {
     OPBENCH_CUDA_CHECK(cudaSetDevice(device));
     info_ = cuda_device_info(device);
-    blas_check(cublasCreate(&handle_), "cublasCreate");
+    blas_check(cublas().cublasCreate(&handle_), "cublasCreate");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    blas_check(cublasSetStream(handle_, stream_), "cublasSetStream");
+    blas_check(cublas().cublasSetStream(handle_, stream_), "cublasSetStream");
     // Our own workspace: cuBLAS then allocates nothing while a sample is queued.
     workspace_ = DeviceBuffer(kWorkspaceBytes);
-    blas_check(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()),
+    blas_check(cublas().cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()),
                "cublasSetWorkspace");
-    blas_check(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    blas_check(cublas().cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST),
+               "cublasSetPointerMode");
   }
   ~CublasExpertProvider() override {
     // cublasDestroy synchronizes the device, so nothing still runs on the stream or the buffers.
-    if (handle_) cublasDestroy(handle_);
+    if (handle_) cublas().cublasDestroy(handle_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -206,9 +209,9 @@ class CublasExpertProvider final : public ExpertGemmProvider {
 
   void describe(Environment& env) const override {
     int major = 0, minor = 0, patch = 0;
-    cublasGetProperty(MAJOR_VERSION, &major);
-    cublasGetProperty(MINOR_VERSION, &minor);
-    cublasGetProperty(PATCH_LEVEL, &patch);
+    cublas().cublasGetProperty(MAJOR_VERSION, &major);
+    cublas().cublasGetProperty(MINOR_VERSION, &minor);
+    cublas().cublasGetProperty(PATCH_LEVEL, &patch);
     env.add_library("cuBLAS", version_from_int(major * 10000LL + minor * 100LL + patch));
     // The dense cuBLASLt provider of the same run may have described this GPU already.
     const nlohmann::json& known = env.json();
@@ -312,7 +315,7 @@ class CublasExpertProvider final : public ExpertGemmProvider {
       switch (impl) {
         case MoeImpl::grouped: {
           void* const* table = tables + static_cast<std::size_t>(set) * 3 * groups;
-          return cublasGemmGroupedBatchedEx(
+          return cublas().cublasGemmGroupedBatchedEx(
               handle_, group.op_a.data(), group.op_b.data(), group.m.data(), group.n.data(),
               group.k.data(), group.alpha.data(), table, ab_type, group.lda.data(), table + groups,
               ab_type, group.ldb.data(), group.beta.data(), table + 2 * groups, c_type,
@@ -321,17 +324,17 @@ class CublasExpertProvider final : public ExpertGemmProvider {
         case MoeImpl::loop:
           for (std::size_t e : gemms) {
             const ColumnMajorGemm g = column_major(problems[e]);
-            const cublasStatus_t status =
-                cublasGemmEx(handle_, g.op_a, g.op_b, g.m, g.n, g.k, alpha, set_in + layout.b_at[e],
-                             ab_type, g.lda, set_in + layout.a_at[e], ab_type, g.ldb, beta,
-                             set_out + layout.c_at[e], c_type, g.ldc, compute, CUBLAS_GEMM_DEFAULT);
+            const cublasStatus_t status = cublas().cublasGemmEx(
+                handle_, g.op_a, g.op_b, g.m, g.n, g.k, alpha, set_in + layout.b_at[e], ab_type,
+                g.lda, set_in + layout.a_at[e], ab_type, g.ldb, beta, set_out + layout.c_at[e],
+                c_type, g.ldc, compute, CUBLAS_GEMM_DEFAULT);
             if (status != CUBLAS_STATUS_SUCCESS) return status;
           }
           return CUBLAS_STATUS_SUCCESS;
         case MoeImpl::padded: {
           const GemmProblem& p = problems[0];
           const ColumnMajorGemm g = column_major(p);
-          return cublasGemmStridedBatchedEx(
+          return cublas().cublasGemmStridedBatchedEx(
               handle_, g.op_a, g.op_b, g.m, g.n, g.k, alpha, set_in + layout.b_at[0], ab_type,
               g.lda, p.b_elements(), set_in + layout.a_at[0], ab_type, g.ldb, p.a_elements(), beta,
               set_out + layout.c_at[0], c_type, g.ldc, p.c_elements(), static_cast<int>(p.batch),
@@ -347,8 +350,9 @@ class CublasExpertProvider final : public ExpertGemmProvider {
     const cublasStatus_t first = launch();
     if (first == CUBLAS_STATUS_NOT_SUPPORTED) {
       OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      return skip(fmt::format("{} returned {} for {} {}", routine, cublasGetStatusName(first),
-                              dtype_name(x.dtype), problems[0].layout()));
+      return skip(fmt::format("{} returned {} for {} {}", routine,
+                              cublas().cublasGetStatusName(first), dtype_name(x.dtype),
+                              problems[0].layout()));
     }
     blas_check(first, routine);
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -22,6 +22,7 @@
 #include "common/rotation.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#include "gemm/cublas_api.hpp"
 #include "gemm/cublaslt_descriptors.hpp"
 #include "gemm/device_operand_pools.hpp"
 #include "gemm/fp8_policy.hpp"
@@ -51,7 +52,7 @@ std::string describe_algo(const cublasLtMatmulAlgo_t& algo, std::size_t candidat
   auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
     std::uint32_t v = 0;
     std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
     return v;
   };
   std::string text = fmt::format(
@@ -68,13 +69,13 @@ class CublasLtProvider final : public GemmProvider {
   explicit CublasLtProvider(int device) : device_(device) {
     OPBENCH_CUDA_CHECK(cudaSetDevice(device));
     info_ = cuda_device_info(device);
-    lt_check(cublasLtCreate(&handle_), "Create");
+    lt_check(cublaslt().cublasLtCreate(&handle_), "Create");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     workspace_ = DeviceBuffer(kWorkspaceBytes);
   }
   ~CublasLtProvider() override {
     if (stream_) cudaStreamDestroy(stream_);
-    if (handle_) cublasLtDestroy(handle_);
+    if (handle_) cublaslt().cublasLtDestroy(handle_);
   }
 
   std::string name() const override { return "cublaslt"; }
@@ -102,7 +103,8 @@ class CublasLtProvider final : public GemmProvider {
   }
 
   void describe(Environment& env) const override {
-    env.add_library("cuBLASLt", version_from_int(static_cast<long long>(cublasLtGetVersion())));
+    env.add_library("cuBLASLt",
+                    version_from_int(static_cast<long long>(cublaslt().cublasLtGetVersion())));
     add_cuda_environment(env, device_);
   }
 
@@ -144,9 +146,9 @@ class CublasLtProvider final : public GemmProvider {
     const void* beta = p.dtype == DType::fp64 ? static_cast<const void*>(&zero_d) : &zero_f;
     auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
       void* c = out + layout.c_offset(set);
-      return cublasLtMatmul(handle_, d.op, alpha, in + layout.b_offset(set), d.a,
-                            in + layout.a_offset(set), d.b, beta, c, d.c, c, d.c, &algo,
-                            workspace_.data(), kWorkspaceBytes, stream_);
+      return cublaslt().cublasLtMatmul(handle_, d.op, alpha, in + layout.b_offset(set), d.a,
+                                       in + layout.a_offset(set), d.b, beta, c, d.c, c, d.c, &algo,
+                                       workspace_.data(), kWorkspaceBytes, stream_);
     };
     // Before each sample (warm-up, trial or timed): the next operand set, or a flush with --cold.
     auto prepare = [&] {
@@ -262,20 +264,20 @@ class CublasLtProvider final : public GemmProvider {
                      Prepare& prepare, std::int64_t sets, const std::string& accumulation) {
     Autotuned out;
     cublasLtMatmulPreference_t pref = nullptr;
-    lt_check(cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
+    lt_check(cublaslt().cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
     std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* x) {
-      cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(x));
+      cublaslt().cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(x));
     });
     std::uint64_t ws = kWorkspaceBytes;
-    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &ws, sizeof(ws)),
+    lt_check(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
              "PREF_MAX_WORKSPACE_BYTES");
     std::vector<cublasLtMatmulHeuristicResult_t> results(
         static_cast<std::size_t>(std::max(1, o.algo_candidates)));
     int returned = 0;
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.a, d.b, d.c, d.c, pref,
-                                       static_cast<int>(results.size()), results.data(), &returned);
+    const cublasStatus_t st = cublaslt().cublasLtMatmulAlgoGetHeuristic(
+        handle_, d.op, d.a, d.b, d.c, d.c, pref, static_cast<int>(results.size()), results.data(),
+        &returned);
     if (st != CUBLAS_STATUS_SUCCESS) {
       out.why_none = "cublasLtMatmulAlgoGetHeuristic returned " + lt_status_text(st);
       return out;
@@ -362,7 +364,7 @@ class CublasLtProvider final : public GemmProvider {
 
 LibraryVersion cublaslt_library_version() {
   return {"cuBLASLt", version_from_int(CUBLAS_VERSION),
-          version_from_int(static_cast<long long>(cublasLtGetVersion()))};
+          version_from_int(static_cast<long long>(cublaslt().cublasLtGetVersion()))};
 }
 
 std::unique_ptr<GemmProvider> make_cublaslt_provider(int device) {

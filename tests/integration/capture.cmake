@@ -78,8 +78,9 @@ if(OPBENCH_HAVE_CUDA)
   add_executable(capture_gpu_calls ${CAPTURE_SRC}/gpu_calls.cpp)
   target_include_directories(capture_gpu_calls SYSTEM PRIVATE
     $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
-  # the stand-in first: its cublasLtMatmul is found before the real one
-  target_link_libraries(capture_gpu_calls PRIVATE capture_gpu_standin CUDA::cublasLt)
+  # the stand-in first: its cublasLtMatmul is found before the real one, by the linked calls and
+  # by those through opbench's loader of cuBLAS (gemm/cublas_api, in opbench_gemm)
+  target_link_libraries(capture_gpu_calls PRIVATE capture_gpu_standin CUDA::cublasLt opbench_gemm)
   opbench_warnings(capture_gpu_standin)
   opbench_warnings(capture_gpu_calls)
   add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"

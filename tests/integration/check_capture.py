@@ -406,10 +406,11 @@ GPU_GEMMS = {
     ("cublasHgemm", "gemm", "fp16", 8, 128, 64, 1, "NT"): 2,
     ("cublasGemmEx", "gemm", "bf16", 128, 256, 64, 1, "NN"): 4,
     ("cublasGemmEx", "gemm", "tf32", 16, 32, 8, 1, "NN"): 1,
+    ("cublasGemmEx", "gemm", "bf16", 32, 64, 16, 1, "NN"): 2,  # through opbench's loader
     ("cublasGemmStridedBatchedEx", "gemm_batched", "fp16", 64, 64, 32, 8, "NT"): 2,
     ("cublasGemmBatchedEx", "gemm_batched", "fp32", 48, 16, 24, 3, "TN"): 1,
     ("cublasGemmGroupedBatchedEx", "gemm_grouped", "bf16", 260, 512, 256, 1, "NT"): 1,
-    ("cublasLtMatmul", "gemm_batched", "bf16", 40, 96, 64, 2, "NT"): 5,
+    ("cublasLtMatmul", "gemm_batched", "bf16", 40, 96, 64, 2, "NT"): 8,  # 3 through opbench's loader
 }
 GPU_COLLS = {
     ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum"): 3,

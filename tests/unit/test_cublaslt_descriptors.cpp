@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "common/cuda/device.hpp"
 #include "common/error.hpp"
+#include "gemm/cublas_api.hpp"
 #include "gemm/cublaslt_descriptors.hpp"
 
 using namespace opbench;
@@ -16,7 +18,7 @@ template <typename T>
 T matmul_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr) {
   T v{};
   std::size_t written = 0;
-  REQUIRE(cublasLtMatmulDescGetAttribute(d, attr, &v, sizeof(v), &written) ==
+  REQUIRE(cublaslt().cublasLtMatmulDescGetAttribute(d, attr, &v, sizeof(v), &written) ==
           CUBLAS_STATUS_SUCCESS);
   return v;
 }
@@ -25,7 +27,7 @@ template <typename T>
 T layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr) {
   T v{};
   std::size_t written = 0;
-  REQUIRE(cublasLtMatrixLayoutGetAttribute(l, attr, &v, sizeof(v), &written) ==
+  REQUIRE(cublaslt().cublasLtMatrixLayoutGetAttribute(l, attr, &v, sizeof(v), &written) ==
           CUBLAS_STATUS_SUCCESS);
   return v;
 }
@@ -101,4 +103,24 @@ TEST_CASE("no GPU, said in plain words: a missing driver is not a driver fault")
   CHECK_THAT(no_gpu_reason(cudaErrorInsufficientDriver, true),
              Catch::StartsWith("the NVIDIA driver is too old for this build's CUDA runtime"));
   CHECK_THAT(no_gpu_reason(cudaErrorNoDevice, true), Catch::StartsWith("no NVIDIA GPU found"));
+}
+
+// cuBLAS is opened on first use, not linked (gemm/cublas_api.hpp): the sonames of the major
+// version compiled against, every listed function found, and a library that is not there a
+// one-line error naming it.
+TEST_CASE("cuBLAS and cuBLASLt are opened by their sonames, every listed function found") {
+  CHECK(cublaslt_library_name() == "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  CHECK(cublas_library_name() == "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR));
+  const CublasLtCalls& lt = cublaslt();
+  CHECK(lt.cublasLtMatmul != nullptr);
+  CHECK(lt.cublasLtMatmulAlgoGetHeuristic != nullptr);
+  CHECK(static_cast<int>(lt.cublasLtGetVersion() / 10000) == CUBLAS_VER_MAJOR);
+  const CublasCalls& blas = cublas();
+  CHECK(blas.cublasGemmGroupedBatchedEx != nullptr);
+  CHECK(blas.cublasGemmStridedBatchedEx != nullptr);
+  CHECK(std::string(blas.cublasGetStatusName(CUBLAS_STATUS_NOT_INITIALIZED)) ==
+        "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK_THROWS_WITH(open_cuda_library("libcublasLt.so.0"),
+                    Catch::StartsWith("cannot load libcublasLt.so.0 (") &&
+                        Catch::Contains("LD_LIBRARY_PATH"));
 }
