@@ -91,10 +91,8 @@ std::vector<AttentionShape> load_attention_shapes(const std::string& path) {
 std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc,
                                                        const std::string& path) {
   constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24, kMaxHeads = 1 << 16, kMaxDim = 1 << 12;
-  const auto& entries = expect_entry_list(doc, path);
   std::vector<AttentionShape> out;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    JsonEntry e(entries[i], entry_where(path, i, entries[i], "model"));
+  for_each_entry(doc, path, "model", [&](JsonEntry& e) {
     AttentionShape s;
     s.model = e.get_string("model");
     s.batch = e.get_int("batch_size", 1, 1 << 20);
@@ -114,7 +112,7 @@ std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc
     e.reject_unknown_keys();
     validate(s, e.where());
     out.push_back(s);
-  }
+  });
   return out;
 }
 

@@ -10,10 +10,8 @@ namespace opbench {
 
 std::vector<DevicePeaks> load_hardware_table(const std::string& path) {
   const auto doc = load_json_file(path);
-  const auto& entries = expect_entry_list(doc, path);
   std::vector<DevicePeaks> table;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    JsonEntry e(entries[i], entry_where(path, i, entries[i], "name"));
+  for_each_entry(doc, path, "name", [&](JsonEntry& e) {
     DevicePeaks d;
     d.name = e.get_string("name");
     d.source = e.get_string("source");
@@ -36,7 +34,7 @@ std::vector<DevicePeaks> load_hardware_table(const std::string& path) {
     if (e.has("memory_gib")) d.memory_gib = e.get_number_above("memory_gib", 0);
     e.reject_unknown_keys();
     table.push_back(std::move(d));
-  }
+  });
   return table;
 }
 

@@ -67,6 +67,18 @@ std::string describe_json(const nlohmann::json& v);
 std::string entry_where(const std::string& path, std::size_t index, const nlohmann::json& entry,
                         const std::string& name_key);
 
+// Each entry of the file's top-level list (expect_entry_list), read through a JsonEntry whose
+// errors name it as entry_where does with `name_key`: f(JsonEntry&) in the file's order.
+template <class F>
+void for_each_entry(const nlohmann::json& doc, const std::string& path, const std::string& name_key,
+                    F&& f) {
+  const auto& entries = expect_entry_list(doc, path);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    JsonEntry e(entries[i], entry_where(path, i, entries[i], name_key));
+    f(e);
+  }
+}
+
 // A path the user gave as configs/NAME that is not there from the current folder (an installed
 // binary run outside the source tree) is the shipped configs/NAME (find_config_file); any other
 // path is returned as it is.

@@ -92,15 +92,13 @@ std::vector<ModelConfig> load_models(const std::string& path) {
 }
 
 std::vector<ModelConfig> models_from_json(const nlohmann::json& doc, const std::string& path) {
-  const auto& entries = expect_entry_list(doc, path);
   std::vector<ModelConfig> models;
   std::set<std::string> names;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    JsonEntry e(entries[i], entry_where(path, i, entries[i], "model"));
+  for_each_entry(doc, path, "model", [&](JsonEntry& e) {
     models.push_back(read_model(e));
     if (!names.insert(models.back().name).second)
       e.fail("model", fmt::format("'{}' appears twice in the file", models.back().name));
-  }
+  });
   return models;
 }
 

@@ -117,10 +117,8 @@ std::vector<GemmCase> shape_file_cases(const std::string& path, const std::vecto
 
 std::vector<GemmCase> shape_cases_from_json(const nlohmann::json& doc, const std::string& path,
                                             const std::vector<DType>& dtypes) {
-  const auto& entries = expect_entry_list(doc, path);
   std::vector<GemmCase> out;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    JsonEntry e(entries[i], entry_where(path, i, entries[i], "name"));
+  for_each_entry(doc, path, "name", [&](JsonEntry& e) {
     GemmCase c;
     c.report = "shapes";
     c.model = "shapes";
@@ -146,7 +144,7 @@ std::vector<GemmCase> shape_cases_from_json(const nlohmann::json& doc, const std
       typed.problem.out_dtype = gemm_output_dtype(dtype);
       out.push_back(std::move(typed));
     }
-  }
+  });
   return out;
 }
 

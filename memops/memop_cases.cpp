@@ -161,11 +161,9 @@ std::vector<MemopCase> memop_shape_file_cases(const std::string& path,
 
 std::vector<MemopCase> memop_cases_from_json(const nlohmann::json& doc, const std::string& path,
                                              const std::vector<DType>& dtypes) {
-  const auto& entries = expect_entry_list(doc, path);
   std::vector<MemopCase> out;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const std::string where = entry_where(path, i, entries[i], "name");
-    JsonEntry e(entries[i], where);
+  for_each_entry(doc, path, "name", [&](JsonEntry& e) {
+    const std::string where = e.where();
     e.get_optional_string("name");
     MemopCase c;
     c.report = "shapes";
@@ -219,7 +217,7 @@ std::vector<MemopCase> memop_cases_from_json(const nlohmann::json& doc, const st
         validate(typed, where);
         out.push_back(std::move(typed));
       }
-  }
+  });
   return out;
 }
 
