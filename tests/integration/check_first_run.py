@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import sys
 
+from report_check import verdict
+
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
@@ -122,11 +124,7 @@ def main() -> int:
     checks = {"reuse": reuse, "noisy": noisy, "nothing": nothing, "units": units, "environment": environment}
     name, args = sys.argv[1], sys.argv[2:]
     problems = checks[name](*args)
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {name}")
-    return 0
+    return verdict(problems, None, f"ok: {name}")
 
 
 if __name__ == "__main__":

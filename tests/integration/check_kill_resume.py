@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from report_check import verdict
+
 
 def rows_of(path):
     with open(path, newline="") as f:
@@ -74,11 +76,7 @@ def main() -> int:
         problems.append(f"after --resume: stderr does not list {expected} rows and the continued ones: {resumed.stderr}")
     if f"of {expected} cases; every finished case is in the reports" not in err:
         problems.append(f"the interrupted run does not say how many of {expected} cases finished: {err}")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: stopped by {sys.argv[1]} with whole rows, --resume completed {expected} cases")
-    return 0
+    return verdict(problems, None, f"ok: stopped by {sys.argv[1]} with whole rows, --resume completed {expected} cases")
 
 
 if __name__ == "__main__":

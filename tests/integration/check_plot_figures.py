@@ -40,6 +40,8 @@ import numpy as np
 from matplotlib.colors import to_hex
 from matplotlib.markers import MarkerStyle
 
+from report_check import verdict
+
 
 def load(script):
     spec = importlib.util.spec_from_file_location("plot_report", script)
@@ -324,11 +326,7 @@ def main() -> int:
     args = parser.parse_args()
     problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast, "series": check_series,
                 "markers": check_markers, "stacks": check_stacks, "bars": check_bars}[args.check](args)
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print("ok")
-    return 0
+    return verdict(problems, None, "ok")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import struct
 import subprocess
 import sys
 
+from report_check import verdict
+
 
 def main() -> int:
     script, out, specs = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -34,11 +36,7 @@ def main() -> int:
             problems.append(f"{png}: too small ({len(data)} bytes, {width}x{height})")
     if len(written) != len(specs):
         problems.append(f"{len(written)} PNGs for {len(specs)} reports")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print("ok:", " ".join(written))
-    return 0
+    return verdict(problems, None, "ok: " + " ".join(written))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import re
 import subprocess
 import sys
 
+from report_check import verdict
+
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 SOURCE = re.compile(r'([a-z0-9_]+)(?: \(([a-z_]+)=([a-z0-9_]+)\))?')
@@ -146,11 +148,7 @@ def main():
         problems += found
         total += checked
         print(f"{prom}: {checked} samples equal their CSV cells")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {len(paths)} files pass promtool, {total} samples checked against the CSVs")
-    return 0
+    return verdict(problems, None, f"ok: {len(paths)} files pass promtool, {total} samples checked against the CSVs")
 
 
 if __name__ == "__main__":

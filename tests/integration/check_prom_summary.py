@@ -13,6 +13,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_prom import check_file  # noqa: E402
 
+from report_check import verdict
+
 
 def main() -> int:
     p = argparse.ArgumentParser()
@@ -27,11 +29,7 @@ def main() -> int:
                     "## Where the time went", "| timed samples |"):
         if section not in summary:
             problems.append(f"{a.summary}: no '{section}'")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {checked} samples equal their CSV cells, summary of {len(rows)} rows")
-    return 0
+    return verdict(problems, None, f"ok: {checked} samples equal their CSV cells, summary of {len(rows)} rows")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from report_check import verdict
+
 # mode: (victim rank, signal, bench_ccl's own flags, the reason the error line gives)
 MODES = {
     "kill": (2, signal.SIGKILL, ["-b", "1M", "-e", "1M", "-n", "2000", "--timeout", "60"], "ended without finishing"),
@@ -93,11 +95,7 @@ def main() -> int:
         last = list(csv.DictReader(open(csv_path, newline="")))[-1:] if os.path.exists(csv_path) else []
         if not last or last[0]["status"] != "failed" or said not in last[0]["note"]:
             problems.append(f"{csv_path}: the last row is not the running case, failed, with the reason: {last}")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: the job ended {elapsed:.1f} s after rank {victim_rank} got {sig.name}, exit {proc.returncode}: {first}")
-    return 0
+    return verdict(problems, None, f"ok: the job ended {elapsed:.1f} s after rank {victim_rank} got {sig.name}, exit {proc.returncode}: {first}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+from report_check import verdict
+
 
 def main() -> int:
     script, work = sys.argv[1], sys.argv[2]
@@ -31,11 +33,7 @@ def main() -> int:
         if got.returncode != 0 or not got.stdout.startswith(f"{want} GPUs visible"):
             problems.append(f"CUDA_VISIBLE_DEVICES={visible!r}: want {want}, got exit {got.returncode}: "
                             f"{got.stdout.strip()} {got.stderr.strip()}")
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print(f"ok: {len(cases)} CUDA_VISIBLE_DEVICES settings counted as CUDA sees them")
-    return 0
+    return verdict(problems, None, f"ok: {len(cases)} CUDA_VISIBLE_DEVICES settings counted as CUDA sees them")
 
 
 if __name__ == "__main__":

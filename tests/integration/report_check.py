@@ -89,9 +89,11 @@ def environment_problems(out_dir):
 
 
 def verdict(problems, cmd, ok_line):
-    """Prints the problems (with the command) or the ok line; the check's exit code."""
+    """Prints the problems (with the command, when there is one) or the ok line; the check's
+    exit code. Every integration check ends with it."""
     if problems:
-        print("command:", " ".join(cmd))
+        if cmd:
+            print("command:", " ".join(cmd))
         print("\n".join(problems))
         return 1
     print(ok_line)

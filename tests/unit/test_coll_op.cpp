@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "coll_call.hpp"
 #include "collectives/ccl_report.hpp"
 #include "collectives/coll_check.hpp"
 #include "collectives/coll_op.hpp"
@@ -10,6 +11,7 @@
 #include "temp_files.hpp"
 
 using namespace opbench;
+using opbench::testing::coll_call;
 
 TEST_CASE("busbw factors for n = 2, 4, 8") {
   // all_reduce 2(n-1)/n: 1, 1.5, 1.75; gather/scatter/all-to-all (n-1)/n: 0.5, 0.75, 0.875
@@ -97,43 +99,22 @@ TEST_CASE("the check pattern keeps sums exact and knows every op's result") {
   CHECK(make_pattern(call, 32).stride == 2);
   CHECK(make_pattern(call, 32).tolerance == 0);
 
-  CollCall ag{CollOp::all_gather,
-              DType::fp32,
-              RedOp::sum,
-              0,
-              coll_counts(CollOp::all_gather, 64, 4, 4),
-              false};
+  CollCall ag = coll_call(CollOp::all_gather, DType::fp32, RedOp::sum, 64, 4);
   auto s = make_pattern(ag, 4);
   // 4 elements per rank: result element 9 is rank 2's element 1
   CHECK(expected_result(ag, s, 0, 4, 9) == pattern_input(s, 2, 1));
-  CollCall a2a{CollOp::all_to_all,
-               DType::fp32,
-               RedOp::sum,
-               0,
-               coll_counts(CollOp::all_to_all, 64, 4, 4),
-               false};
+  CollCall a2a = coll_call(CollOp::all_to_all, DType::fp32, RedOp::sum, 64, 4);
   // on rank 3, block 1 came from rank 1's block 3: element 1·4+2 is rank 1's element 3·4+2
   CHECK(expected_result(a2a, s, 3, 4, 6) == pattern_input(s, 1, 14));
-  CollCall sr{CollOp::send_recv,
-              DType::fp32,
-              RedOp::sum,
-              0,
-              coll_counts(CollOp::send_recv, 64, 4, 4),
-              false};
+  CollCall sr = coll_call(CollOp::send_recv, DType::fp32, RedOp::sum, 64, 4);
   CHECK(expected_result(sr, s, 0, 4, 5) == pattern_input(s, 3, 5));  // rank 0 receives from rank 3
-  CollCall red{CollOp::reduce, DType::fp32, RedOp::sum, 2, coll_counts(CollOp::reduce, 64, 4, 4),
-               false};
+  CollCall red = coll_call(CollOp::reduce, DType::fp32, RedOp::sum, 64, 4, 2);
   CHECK(result_elements(red, 1, 4) == 0);  // only the root has a result
   CHECK(result_elements(red, 2, 4) == 16);
 }
 
 TEST_CASE("integer reductions wrap like the hardware") {
-  CollCall call{CollOp::all_reduce,
-                DType::int8,
-                RedOp::sum,
-                0,
-                coll_counts(CollOp::all_reduce, 64, 1, 200),
-                false};
+  CollCall call = coll_call(CollOp::all_reduce, DType::int8, RedOp::sum, 64, 200);
   auto spec = make_pattern(call, 200);
   long long exact = 0;
   for (int r = 0; r < 200; ++r)

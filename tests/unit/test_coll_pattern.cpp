@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "coll_call.hpp"
 #include "collectives/coll_check.hpp"
 #include "common/dtype.hpp"
 
 using namespace opbench;
+using opbench::testing::coll_call;
 
 namespace {
 
@@ -105,7 +107,7 @@ TEST_CASE(
                                                              RedOp::max, RedOp::avg}
                                         : std::vector<RedOp>{RedOp::sum})
         for (int n : {2, 3, 4, 8, 16, 64, 1024}) {
-          CollCall call{op, t, red, 0, coll_counts(op, 1 << 20, dtype_size(t), n), false};
+          CollCall call = coll_call(op, t, red, 1 << 20, n);
           const PatternSpec s = make_pattern(call, n);
           INFO(coll_op_name(op) << " " << dtype_name(t) << " " << red_op_name(red) << " n " << n);
           if (!s.verifiable) {
@@ -148,12 +150,7 @@ TEST_CASE(
 }
 
 TEST_CASE("integer avg is NCCL's wrapped sum divided by n, truncating toward zero") {
-  CollCall call{CollOp::all_reduce,
-                DType::int32,
-                RedOp::avg,
-                0,
-                coll_counts(CollOp::all_reduce, 64, 4, 3),
-                false};
+  CollCall call = coll_call(CollOp::all_reduce, DType::int32, RedOp::avg, 64, 3);
   const PatternSpec s = make_pattern(call, 3);
   // -7 / 3 is -2 (toward zero), not -3 (floor): the elements must include such a sum.
   bool negative_inexact = false;
@@ -168,12 +165,7 @@ TEST_CASE("integer avg is NCCL's wrapped sum divided by n, truncating toward zer
 }
 
 TEST_CASE("fp8 avg at 8 ranks is exact, and a missing rank's share fails it") {
-  CollCall call{CollOp::all_reduce,
-                DType::fp8_e4m3,
-                RedOp::avg,
-                0,
-                coll_counts(CollOp::all_reduce, 64, 1, 8),
-                false};
+  CollCall call = coll_call(CollOp::all_reduce, DType::fp8_e4m3, RedOp::avg, 64, 8);
   const PatternSpec s = make_pattern(call, 8);
   CHECK(s.tolerance == 0);  // x·2^-3 and its sums are exact in e4m3
   CHECK_FALSE(pattern_matches(s, pattern_reduced(s, 5) + 1.0 / 8, pattern_reduced(s, 5)));

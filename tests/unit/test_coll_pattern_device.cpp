@@ -7,10 +7,12 @@
 
 #include <cmath>
 
+#include "coll_call.hpp"
 #include "collectives/coll_check.hpp"
 #include "collectives/pattern_element.hpp"
 
 using namespace opbench;
+using opbench::testing::coll_call;
 
 namespace {
 
@@ -24,12 +26,7 @@ double nccl_fp64_avg(const PatternSpec& s, long long i) {
 }
 
 CollCall fp64_avg() {
-  return {CollOp::all_reduce,
-          DType::fp64,
-          RedOp::avg,
-          0,
-          coll_counts(CollOp::all_reduce, 64 * 8, 8, 3),
-          false};
+  return coll_call(CollOp::all_reduce, DType::fp64, RedOp::avg, 64 * 8, 3);
 }
 
 }  // namespace
