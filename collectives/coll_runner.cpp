@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "collectives/coll_check.hpp"
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
 #include "common/text.hpp"
@@ -18,17 +19,11 @@
 namespace opbench {
 
 std::string aggregation_name(RankAggregation a) {
-  switch (a) {
-    case RankAggregation::rank0:
-      return "rank0";
-    case RankAggregation::mean:
-      return "mean";
-    case RankAggregation::min:
-      return "min";
-    case RankAggregation::max:
-      return "max";
-  }
-  return "";
+  static constexpr EnumNames<RankAggregation, 4> kNames{{{RankAggregation::rank0, "rank0"},
+                                                         {RankAggregation::mean, "mean"},
+                                                         {RankAggregation::min, "min"},
+                                                         {RankAggregation::max, "max"}}};
+  return std::string(enum_name(kNames, a, ""));
 }
 
 CollRunner::CollRunner(MpiSession& session, CollRunOptions options)

@@ -5,18 +5,14 @@
 #include <cmath>
 #include <limits>
 
+#include "common/enum_names.hpp"
+
 namespace opbench {
 
 std::string_view status_name(Status s) {
-  switch (s) {
-    case Status::ok:
-      return "ok";
-    case Status::skipped:
-      return "skipped";
-    case Status::failed:
-      return "failed";
-  }
-  return "failed";
+  static constexpr EnumNames<Status, 3> kNames{
+      {{Status::ok, "ok"}, {Status::skipped, "skipped"}, {Status::failed, "failed"}}};
+  return enum_name(kNames, s, "failed");
 }
 
 Record& Record::add(std::string name, Value v, FieldKind kind) {

@@ -6,39 +6,28 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
 
+constexpr EnumNames<MoeImpl, 3> kMoeImplNames{
+    {{MoeImpl::grouped, "grouped"}, {MoeImpl::loop, "loop"}, {MoeImpl::padded, "padded"}}};
+
 std::string moe_impl_name(MoeImpl impl) {
-  switch (impl) {
-    case MoeImpl::grouped:
-      return "grouped";
-    case MoeImpl::loop:
-      return "loop";
-    case MoeImpl::padded:
-      return "padded";
-  }
-  return "";
+  return std::string(enum_name(kMoeImplNames, impl, ""));
 }
 
 std::vector<MoeImpl> parse_moe_impls(const std::string& text) {
   std::vector<MoeImpl> out;
   for (const auto& item : split(text, ',')) {
-    const std::string name = to_lower(trim(item));
-    MoeImpl impl;
-    if (name == "grouped")
-      impl = MoeImpl::grouped;
-    else if (name == "loop")
-      impl = MoeImpl::loop;
-    else if (name == "padded")
-      impl = MoeImpl::padded;
-    else
-      throw bad_input(fmt::format(
-          "--moe-impl: unknown implementation '{}' (accepted: grouped, loop, padded)", item));
-    push_once(out, impl, "--moe-impl", item);
+    const auto impl = enum_from_name(kMoeImplNames, item);
+    if (!impl)
+      throw bad_input(fmt::format("--moe-impl: unknown implementation '{}' (accepted: {})", item,
+                                  enum_name_list(kMoeImplNames)));
+    push_once(out, *impl, "--moe-impl", item);
   }
   if (out.empty()) throw bad_input("--moe-impl: empty list");
   return out;

@@ -2,83 +2,61 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
 
+constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+constexpr EnumNames<Sharding, 4> kShardingNames{{{Sharding::ddp, "ddp"},
+                                                 {Sharding::zero1, "zero1"},
+                                                 {Sharding::fsdp, "fsdp"},
+                                                 {Sharding::hsdp, "hsdp"}}};
+constexpr EnumNames<Kernels, 2> kKernelsNames{
+    {{Kernels::fused, "fused"}, {Kernels::eager, "eager"}}};
+constexpr EnumNames<OptimizerImpl, 3> kOptimizerImplNames{{{OptimizerImpl::fused, "fused"},
+                                                           {OptimizerImpl::foreach, "foreach"},
+                                                           {OptimizerImpl::single, "single"}}};
+
+// The value of a flag's word, or bad_input naming the flag and the accepted words.
+template <class E, std::size_t N>
+E parse_flag_word(const EnumNames<E, N>& names, const char* flag, const std::string& text) {
+  if (const auto e = enum_from_name(names, text)) return *e;
+  throw bad_input(fmt::format("{}: '{}' is not one of {}", flag, text, enum_name_list(names)));
+}
+
 std::string recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "?";
+  return std::string(enum_name(kRecomputeNames, r));
 }
 
 Recompute parse_recompute(const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t == "none") return Recompute::none;
-  if (t == "selective") return Recompute::selective;
-  if (t == "full") return Recompute::full;
-  throw bad_input(fmt::format("--recompute: '{}' is not one of none, selective, full", text));
+  return parse_flag_word(kRecomputeNames, "--recompute", text);
 }
 
 std::string sharding_name(Sharding s) {
-  switch (s) {
-    case Sharding::ddp:
-      return "ddp";
-    case Sharding::zero1:
-      return "zero1";
-    case Sharding::fsdp:
-      return "fsdp";
-    case Sharding::hsdp:
-      return "hsdp";
-  }
-  return "?";
+  return std::string(enum_name(kShardingNames, s));
 }
 
 Sharding parse_sharding(const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t == "ddp") return Sharding::ddp;
-  if (t == "zero1") return Sharding::zero1;
-  if (t == "fsdp") return Sharding::fsdp;
-  if (t == "hsdp") return Sharding::hsdp;
-  throw bad_input(fmt::format("--sharding: '{}' is not one of ddp, zero1, fsdp, hsdp", text));
+  return parse_flag_word(kShardingNames, "--sharding", text);
 }
 
 std::string kernels_name(Kernels k) {
-  return k == Kernels::eager ? "eager" : "fused";
+  return std::string(enum_name(kKernelsNames, k));
 }
 
 Kernels parse_kernels(const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t == "fused") return Kernels::fused;
-  if (t == "eager") return Kernels::eager;
-  throw bad_input(fmt::format("--kernels: '{}' is not one of fused, eager", text));
+  return parse_flag_word(kKernelsNames, "--kernels", text);
 }
 
 std::string optimizer_impl_name(OptimizerImpl o) {
-  switch (o) {
-    case OptimizerImpl::fused:
-      return "fused";
-    case OptimizerImpl::foreach:
-      return "foreach";
-    case OptimizerImpl::single:
-      return "single";
-  }
-  return "?";
+  return std::string(enum_name(kOptimizerImplNames, o));
 }
 
 OptimizerImpl parse_optimizer_impl(const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t == "fused") return OptimizerImpl::fused;
-  if (t == "foreach") return OptimizerImpl::foreach;
-  if (t == "single") return OptimizerImpl::single;
-  throw bad_input(fmt::format("--optimizer-impl: '{}' is not one of fused, foreach, single", text));
+  return parse_flag_word(kOptimizerImplNames, "--optimizer-impl", text);
 }
 
 std::int64_t StepConfig::micro_batches() const {

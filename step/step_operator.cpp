@@ -2,42 +2,28 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_names.hpp"
 #include "gemm/model_gemms.hpp"
 
 namespace opbench {
 
 std::string family_name(StepFamily f) {
-  switch (f) {
-    case StepFamily::gemm:
-      return "gemm";
-    case StepFamily::experts:
-      return "experts";
-    case StepFamily::attention:
-      return "attention";
-    case StepFamily::memop:
-      return "memop";
-    case StepFamily::collective:
-      return "collective";
-  }
-  return "?";
+  static constexpr EnumNames<StepFamily, 5> kNames{{{StepFamily::gemm, "gemm"},
+                                                    {StepFamily::experts, "experts"},
+                                                    {StepFamily::attention, "attention"},
+                                                    {StepFamily::memop, "memop"},
+                                                    {StepFamily::collective, "collective"}}};
+  return std::string(enum_name(kNames, f));
 }
 
 std::string phase_name(StepPhase p) {
-  switch (p) {
-    case StepPhase::forward:
-      return "forward";
-    case StepPhase::backward:
-      return "backward";
-    case StepPhase::recompute:
-      return "recompute";
-    case StepPhase::param_gather:
-      return "param_gather";
-    case StepPhase::grad_sync:
-      return "grad_sync";
-    case StepPhase::optimizer:
-      return "optimizer";
-  }
-  return "?";
+  static constexpr EnumNames<StepPhase, 6> kNames{{{StepPhase::forward, "forward"},
+                                                   {StepPhase::backward, "backward"},
+                                                   {StepPhase::recompute, "recompute"},
+                                                   {StepPhase::param_gather, "param_gather"},
+                                                   {StepPhase::grad_sync, "grad_sync"},
+                                                   {StepPhase::optimizer, "optimizer"}}};
+  return std::string(enum_name(kNames, p));
 }
 
 std::string StepOperator::args() const {

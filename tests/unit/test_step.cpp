@@ -246,3 +246,22 @@ TEST_CASE("step: configurations that cannot be built are refused naming the flag
   c.overlap = 1.5;
   CHECK_THROWS_WITH(validate(c), Catch::Contains("--overlap"));
 }
+
+// The flags' words come from one table per enum (common/enum_names.hpp): each name both ways,
+// any case and spaces around, and the error naming the flag and every accepted word.
+TEST_CASE("step: the --recompute, --sharding, --kernels and --optimizer-impl words, both ways",
+          "[step]") {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    CHECK(parse_recompute(recompute_name(r)) == r);
+  for (Sharding s : {Sharding::ddp, Sharding::zero1, Sharding::fsdp, Sharding::hsdp})
+    CHECK(parse_sharding(sharding_name(s)) == s);
+  CHECK(parse_kernels(" Eager ") == Kernels::eager);
+  CHECK(optimizer_impl_name(parse_optimizer_impl("FOREACH")) == "foreach");
+  CHECK(recompute_name(static_cast<Recompute>(9)) == "?");
+  CHECK_THROWS_WITH(parse_sharding("zero3"),
+                    "--sharding: 'zero3' is not one of ddp, zero1, fsdp, hsdp");
+  CHECK_THROWS_WITH(parse_optimizer_impl("apex"),
+                    "--optimizer-impl: 'apex' is not one of fused, foreach, single");
+  CHECK(family_name(StepFamily::collective) == "collective");
+  CHECK(phase_name(StepPhase::param_gather) == "param_gather");
+}
