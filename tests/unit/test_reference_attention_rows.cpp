@@ -32,15 +32,8 @@ std::vector<float> bf16_values(std::int64_t n, std::uint64_t seed) {
 
 AttentionShape shape(std::int64_t b, std::int64_t sq, std::int64_t skv, std::int64_t hq,
                      std::int64_t hkv, std::int64_t dqk, std::int64_t dv, bool causal) {
-  return {.model = "",
-          .batch = b,
-          .seqlen_q = sq,
-          .seqlen_kv = skv,
-          .heads_q = hq,
-          .heads_kv = hkv,
-          .head_dim_qk = dqk,
-          .head_dim_v = dv,
-          .causal = causal};
+  // In AttentionShape's order: model, batch, Sq, Skv, Hq, Hkv, Dqk, Dv, causal.
+  return {"", b, sq, skv, hq, hkv, dqk, dv, causal};
 }
 
 void check_forward_and_backward(const AttentionShape& s) {
