@@ -14,22 +14,21 @@ using namespace opbench;
 
 namespace {
 
-template <typename T>
-T matmul_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr) {
+// One attribute read back through cuBLASLt's getter for its descriptor kind.
+template <typename T, class Getter, class Desc, class Attr>
+T read_attr(Getter get, Desc d, Attr attr) {
   T v{};
   std::size_t written = 0;
-  REQUIRE(cublaslt().cublasLtMatmulDescGetAttribute(d, attr, &v, sizeof(v), &written) ==
-          CUBLAS_STATUS_SUCCESS);
+  REQUIRE(get(d, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS);
   return v;
 }
-
+template <typename T>
+T matmul_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr) {
+  return read_attr<T>(cublaslt().cublasLtMatmulDescGetAttribute, d, attr);
+}
 template <typename T>
 T layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr) {
-  T v{};
-  std::size_t written = 0;
-  REQUIRE(cublaslt().cublasLtMatrixLayoutGetAttribute(l, attr, &v, sizeof(v), &written) ==
-          CUBLAS_STATUS_SUCCESS);
-  return v;
+  return read_attr<T>(cublaslt().cublasLtMatrixLayoutGetAttribute, l, attr);
 }
 
 struct Layout {
@@ -120,7 +119,7 @@ TEST_CASE("cuBLAS and cuBLASLt are opened by their sonames, every listed functio
   CHECK(blas.cublasGemmStridedBatchedEx != nullptr);
   CHECK(std::string(blas.cublasGetStatusName(CUBLAS_STATUS_NOT_INITIALIZED)) ==
         "CUBLAS_STATUS_NOT_INITIALIZED");
-  CHECK_THROWS_WITH(open_cuda_library("libcublasLt.so.0"),
-                    Catch::StartsWith("cannot load libcublasLt.so.0 (") &&
-                        Catch::Contains("LD_LIBRARY_PATH"));
+  CHECK_THROWS_WITH(
+      open_cuda_library("libcublasLt.so.0"),
+      Catch::StartsWith("cannot load libcublasLt.so.0 (") && Catch::Contains("LD_LIBRARY_PATH"));
 }
