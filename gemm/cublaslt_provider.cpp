@@ -362,9 +362,16 @@ class CublasLtProvider final : public GemmProvider {
 
 }  // namespace
 
+// --version on a machine without cuBLAS says so rather than failing: the library is opened on
+// first use (gemm/cublas_api), not at the binary's start.
 LibraryVersion cublaslt_library_version() {
-  return {"cuBLASLt", version_from_int(CUBLAS_VERSION),
-          version_from_int(static_cast<long long>(cublaslt().cublasLtGetVersion()))};
+  std::string runs;
+  try {
+    runs = version_from_int(static_cast<long long>(cublaslt().cublasLtGetVersion()));
+  } catch (const std::exception&) {
+    runs = fmt::format("none ({} not found)", cublaslt_library_name());
+  }
+  return {"cuBLASLt", version_from_int(CUBLAS_VERSION), runs};
 }
 
 std::unique_ptr<GemmProvider> make_cublaslt_provider(int device) {
