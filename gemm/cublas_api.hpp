@@ -1,9 +1,9 @@
 #pragma once
-// cuBLAS and cuBLASLt, opened on first use (dlopen) instead of linked. Linked, they are loaded at
-// every start of bench_gemm and bench_step: cuBLASLt's initialisers take 0.4 s and the two 220 MB
-// of memory, which a CPU run, --help or a bad flag never needs. The functions opbench calls are
-// listed once here; each member has the type of the library's own declaration (decltype), so
-// a signature the headers change fails to compile instead of calling wrongly.
+// cuBLAS and cuBLASLt, opened on first use (dlopen) instead of linked. Linked, they were loaded at
+// every start of bench_gemm and bench_step: cuBLASLt's initialisers take 0.4 s, and the two
+// libraries 215 MB of memory, which a CPU run, --help or a bad flag never needs. The functions
+// opbench calls are listed once here; each member has the type of the library's own declaration
+// (decltype), so a signature the headers change fails to compile instead of calling wrongly.
 //
 // Call sites read cublaslt().cublasLtMatmul(...) and cublas().cublasCreate(...): cublas_v2.h's
 // macros (cublasCreate -> cublasCreate_v2) rename the member and the list's entry alike.
@@ -15,27 +15,22 @@
 
 namespace opbench {
 
-#define OPBENCH_CUBLASLT_CALLS(X)                                                                \
-  X(cublasLtCreate)                                                                              \
-  X(cublasLtDestroy)                                                                             \
-  X(cublasLtGetVersion)                                                                          \
-  X(cublasLtGetStatusName)                                                                       \
-  X(cublasLtGetStatusString) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)                       \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                             \
-          X(cublasLtMatmulDescGetAttribute) X(cublasLtMatrixLayoutCreate)                        \
-              X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                 \
-                  X(cublasLtMatrixLayoutGetAttribute) X(cublasLtMatmulPreferenceCreate)          \
-                      X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
-                          X(cublasLtMatmulAlgoGetHeuristic)                                      \
-                              X(cublasLtMatmulAlgoConfigGetAttribute)
+// clang-format off
+#define OPBENCH_CUBLASLT_CALLS(X)                                                                 \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)             \
+  X(cublasLtGetStatusString) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)                        \
+  X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulDescGetAttribute) \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) \
+  X(cublasLtMatrixLayoutGetAttribute) X(cublasLtMatmulPreferenceCreate)                           \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                      \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoConfigGetAttribute)
 
 // The names the library exports (the _v2 ones behind cublas_v2.h's macros).
 #define OPBENCH_CUBLAS_CALLS(X)                                                                   \
-  X(cublasCreate_v2)                                                                              \
-  X(cublasDestroy_v2)                                                                             \
-  X(cublasSetStream_v2)                                                                           \
-  X(cublasSetWorkspace_v2) X(cublasSetPointerMode_v2) X(cublasGetProperty) X(cublasGetStatusName) \
-      X(cublasGetStatusString) X(cublasGemmGroupedBatchedEx)
+  X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetWorkspace_v2)           \
+  X(cublasSetPointerMode_v2) X(cublasGetProperty) X(cublasGetStatusName)                          \
+  X(cublasGetStatusString) X(cublasGemmGroupedBatchedEx)
+// clang-format on
 // cublas_api.h overloads these in C++ (inline ones taking a cudaDataType compute type, for older
 // code), so decltype cannot name them: CublasCalls spells their C signatures, checked below.
 #define OPBENCH_CUBLAS_OVERLOADED_CALLS(X) X(cublasGemmEx) X(cublasGemmStridedBatchedEx)
