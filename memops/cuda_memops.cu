@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "common/cuda/check.hpp"
@@ -888,9 +889,10 @@ std::string row_text(const char* kernel, const char* type, int vec, std::int64_t
 // A row kernel launched a block per row (striding when rows outnumber the grid), in vectors of
 // the storage's 16 bytes when every row of every operand is aligned (`addresses`: the operands'
 // pointers or'ed), else scalar. launch(S{}, V, grid, threads, cols) makes the launch itself, with
-// V a std::integral_constant of the vector width; `name` and `remark` describe it.
+// V a std::integral_constant of the vector width. `kernel` (a literal: no formatting per launch)
+// names a failed launch; the description reads it without "_kernel", then `remark`.
 template <class F>
-void launch_rows(DType t, const char* op, const char* name, std::uintptr_t addresses,
+void launch_rows(DType t, const char* op, const char* kernel, std::uintptr_t addresses,
                  std::int64_t rows, std::int64_t cols, const Launch& l, const char* remark,
                  F&& launch) {
   const int c = checked_int(cols, "cols", op);
@@ -906,8 +908,12 @@ void launch_rows(DType t, const char* op, const char* name, std::uintptr_t addre
       launch(tag, std::integral_constant<int, kV>{}, grid_of(blocks), threads, c);
     else
       launch(tag, std::integral_constant<int, 1>{}, grid_of(blocks), threads, c);
-    check_launch(pending, fmt::format("{}_kernel", name).c_str());
-    if (l.shape) describe(l, row_text(name, Codec<S>::kName, vec, blocks, threads, rows) + remark);
+    check_launch(pending, kernel);
+    if (l.shape) {
+      const std::string_view k(kernel);
+      const std::string name(k.substr(0, k.rfind("_kernel")));
+      describe(l, row_text(name.c_str(), Codec<S>::kName, vec, blocks, threads, rows) + remark);
+    }
   });
 }
 
@@ -937,7 +943,7 @@ void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers&
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
-  launch_rows(t, "rmsnorm", "rmsnorm_fwd", address_bits(x, w, y), rows, cols, l, "",
+  launch_rows(t, "rmsnorm", "rmsnorm_fwd_kernel", address_bits(x, w, y), rows, cols, l, "",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
                 rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
@@ -1006,7 +1012,7 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
 
 void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
                    float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  launch_rows(t, "layernorm", "layernorm_fwd", address_bits(x, w, b, y), rows, cols, l, "",
+  launch_rows(t, "layernorm", "layernorm_fwd_kernel", address_bits(x, w, b, y), rows, cols, l, "",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
                 layernorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
@@ -1050,7 +1056,7 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
 
 void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_t cols,
                  const Launch& l) {
-  launch_rows(t, "softmax", "softmax_fwd", address_bits(x, y), rows, cols, l,
+  launch_rows(t, "softmax", "softmax_fwd_kernel", address_bits(x, y), rows, cols, l,
               " (online max and sum)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
                 softmax_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
@@ -1060,7 +1066,7 @@ void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_
 
 void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
-  launch_rows(t, "softmax", "softmax_bwd", address_bits(y, dy, dx), rows, cols, l, "",
+  launch_rows(t, "softmax", "softmax_bwd_kernel", address_bits(y, dy, dx), rows, cols, l, "",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
                 softmax_bwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
@@ -1106,8 +1112,8 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
 
 void cross_entropy(DType t, const void* logits, const std::int64_t* targets, void* dlogits,
                    float* loss, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  launch_rows(t, "cross_entropy", "cross_entropy", address_bits(logits, dlogits), rows, cols, l,
-              " (online max and sum, loss and gradient in one kernel)",
+  launch_rows(t, "cross_entropy", "cross_entropy_kernel", address_bits(logits, dlogits), rows, cols,
+              l, " (online max and sum, loss and gradient in one kernel)",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
                 cross_entropy_kernel<decltype(v)::value>
