@@ -2,12 +2,15 @@
 // An enum's names written once, as a table of (value, name) pairs: the name of a value, the value
 // of a name as a user types it (any case, spaces around it), and the accepted names for an error
 // message. Replaces a switch for the name and an if-chain for the parse written per enum.
+#include <fmt/format.h>
+
 #include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "common/error.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
@@ -41,6 +44,13 @@ std::string enum_name_list(const EnumNames<E, N>& names) {
     out += name;
   }
   return out;
+}
+
+// The value of a flag's word, or bad_input: "--sharding: 'zero3' is not one of ddp, zero1, ...".
+template <class E, std::size_t N>
+E enum_from_flag(const EnumNames<E, N>& names, std::string_view flag, std::string_view text) {
+  if (const auto e = enum_from_name(names, text)) return *e;
+  throw bad_input(fmt::format("{}: '{}' is not one of {}", flag, text, enum_name_list(names)));
 }
 
 }  // namespace opbench

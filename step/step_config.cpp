@@ -20,19 +20,12 @@ constexpr EnumNames<OptimizerImpl, 3> kOptimizerImplNames{{{OptimizerImpl::fused
                                                            {OptimizerImpl::foreach, "foreach"},
                                                            {OptimizerImpl::single, "single"}}};
 
-// The value of a flag's word, or bad_input naming the flag and the accepted words.
-template <class E, std::size_t N>
-E parse_flag_word(const EnumNames<E, N>& names, const char* flag, const std::string& text) {
-  if (const auto e = enum_from_name(names, text)) return *e;
-  throw bad_input(fmt::format("{}: '{}' is not one of {}", flag, text, enum_name_list(names)));
-}
-
 std::string recompute_name(Recompute r) {
   return std::string(enum_name(kRecomputeNames, r));
 }
 
 Recompute parse_recompute(const std::string& text) {
-  return parse_flag_word(kRecomputeNames, "--recompute", text);
+  return enum_from_flag(kRecomputeNames, "--recompute", text);
 }
 
 std::string sharding_name(Sharding s) {
@@ -40,7 +33,7 @@ std::string sharding_name(Sharding s) {
 }
 
 Sharding parse_sharding(const std::string& text) {
-  return parse_flag_word(kShardingNames, "--sharding", text);
+  return enum_from_flag(kShardingNames, "--sharding", text);
 }
 
 std::string kernels_name(Kernels k) {
@@ -48,7 +41,7 @@ std::string kernels_name(Kernels k) {
 }
 
 Kernels parse_kernels(const std::string& text) {
-  return parse_flag_word(kKernelsNames, "--kernels", text);
+  return enum_from_flag(kKernelsNames, "--kernels", text);
 }
 
 std::string optimizer_impl_name(OptimizerImpl o) {
@@ -56,7 +49,7 @@ std::string optimizer_impl_name(OptimizerImpl o) {
 }
 
 OptimizerImpl parse_optimizer_impl(const std::string& text) {
-  return parse_flag_word(kOptimizerImplNames, "--optimizer-impl", text);
+  return enum_from_flag(kOptimizerImplNames, "--optimizer-impl", text);
 }
 
 std::int64_t StepConfig::micro_batches() const {
