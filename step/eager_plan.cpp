@@ -239,20 +239,22 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
       {"p -= step*m/den", MemOp::addcdiv_inplace}};
   const std::int64_t shards = optimizer_shards(c) * c.tp;
   const std::string impl = optimizer_impl_name(c.optimizer_impl);
-  // single: once per parameter tensor; foreach: once over the rank's whole shard.
-  std::vector<std::pair<std::int64_t, std::int64_t>> calls;  // elements -> calls
+  // single: once per parameter tensor; foreach: once over the rank's whole shard. Either is
+  // timed in pieces of at most 2^28 elements (parameter_pass).
+  std::vector<std::pair<ParameterPass, std::int64_t>> calls;  // pass -> how many such tensors
   if (c.optimizer_impl == OptimizerImpl::single) {
     for (const auto& [numel, count] : stage_parameter_tensors(c, v.stage))
-      calls.push_back({ceil_div(numel, shards), count});
+      calls.push_back({parameter_pass(ceil_div(numel, shards)), count});
   } else {
-    calls.push_back({ceil_div(stage_parameters(c, v.stage), optimizer_shards(c)), 1});
+    calls.push_back(
+        {parameter_pass(ceil_div(stage_parameters(c, v.stage), optimizer_shards(c))), 1});
   }
   for (const Kernel& kernel : kernels)
-    for (const auto& [n, count] : calls) {
+    for (const auto& [pass, count] : calls) {
       StepOperator op = make_op(StepFamily::memop, StepPhase::optimizer,
-                                fmt::format("adamw {} {}", impl, kernel.name), count,
-                                fmt::format("fp32, {} elements per call", n));
-      MemopCase mc = memop_case(c, kernel.op, MemPass::fwd, 1, n);
+                                fmt::format("adamw {} {}", impl, kernel.name), count * pass.calls,
+                                fmt::format("fp32, {} elements per call", pass.elements));
+      MemopCase mc = memop_case(c, kernel.op, MemPass::fwd, 1, pass.elements);
       mc.dtype = DType::fp32;
       op.memop = mc;
       out.push_back(op);

@@ -157,12 +157,13 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   mc.report = mc.source = c.model.name;
   mc.op = c.dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
   mc.dtype = memop_dtype(mc.op, c.dtype);
+  const ParameterPass pass = parameter_pass(ceil_div(params, shards));
   mc.rows = 1;
-  mc.cols = ceil_div(params, shards);
-  StepOperator op =
-      make_op(StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), 1,
-              fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards",
-                          params, shards));
+  mc.cols = pass.elements;
+  StepOperator op = make_op(
+      StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
+      fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}", params,
+                  shards, parameter_pass_note(pass)));
   op.memop = mc;
   out.push_back(op);
 }
@@ -177,12 +178,14 @@ void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& ou
   mc.report = mc.source = c.model.name;
   mc.op = MemOp::add;
   mc.dtype = c.grad_dtype;
+  const ParameterPass pass = parameter_pass(stage_parameters(c, v.stage));
   mc.rows = 1;
-  mc.cols = stage_parameters(c, v.stage);
-  StepOperator op =
-      make_op(StepFamily::memop, StepPhase::backward, "gradient accumulation add", v.m - 1,
-              "grad += new for every micro-batch after the first (not with "
-              "--fused-grad-accum)");
+  mc.cols = pass.elements;
+  StepOperator op = make_op(StepFamily::memop, StepPhase::backward, "gradient accumulation add",
+                            (v.m - 1) * pass.calls,
+                            fmt::format("grad += new for every micro-batch after the first (not "
+                                        "with --fused-grad-accum){}",
+                                        parameter_pass_note(pass)));
   op.memop = mc;
   out.push_back(op);
 }
@@ -234,6 +237,17 @@ std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
 std::int64_t optimizer_shards(const StepConfig& c) {
   if (c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1) return c.dp;
   return c.sharding == Sharding::hsdp ? c.shard_group : 1;
+}
+
+ParameterPass parameter_pass(std::int64_t elements) {
+  constexpr std::int64_t kMaxElementsPerCall = std::int64_t{1} << 28;
+  const std::int64_t calls = std::max<std::int64_t>(1, ceil_div(elements, kMaxElementsPerCall));
+  return {.elements = ceil_div(elements, calls), .calls = calls};
+}
+
+std::string parameter_pass_note(const ParameterPass& pass) {
+  if (pass.calls == 1) return "";
+  return fmt::format("; in {} calls of {} elements", pass.calls, pass.elements);
 }
 
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {

@@ -265,3 +265,48 @@ TEST_CASE("step: the --recompute, --sharding, --kernels and --optimizer-impl wor
   CHECK(family_name(StepFamily::collective) == "collective");
   CHECK(phase_name(StepPhase::param_gather) == "param_gather");
 }
+
+TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 GB GPU", "[step]") {
+  // ceil(n / 2^28) equal calls, each of ceil(n / calls) elements.
+  CHECK(parameter_pass(5).elements == 5);
+  CHECK(parameter_pass(5).calls == 1);
+  CHECK(parameter_pass(std::int64_t{1} << 28).calls == 1);
+  CHECK(parameter_pass((std::int64_t{1} << 28) + 1).calls == 2);
+  CHECK(parameter_pass((std::int64_t{1} << 28) + 1).elements == (std::int64_t{1} << 27) + 1);
+  // Llama-3.1 8B on one rank: 8,030,261,248 parameters = 30 calls of 267,675,375 (2 over).
+  CHECK(parameter_pass(8030261248).calls == 30);
+  CHECK(parameter_pass(8030261248).elements == 267675375);
+
+  StepConfig c;
+  c.model = configs_model("llama3.1-8b");
+  c.seqlen = 4096;
+  c.grad_accum = 2;  // with the gradient accumulation add
+  REQUIRE(stage_parameters(c, 0) == 8030261248);
+  for (Kernels kernels : {Kernels::fused, Kernels::eager})
+    for (OptimizerImpl impl : {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::single}) {
+      if ((kernels == Kernels::fused) != (impl == OptimizerImpl::fused)) continue;
+      c.kernels = kernels;
+      c.optimizer_impl = impl;
+      CAPTURE(kernels_name(kernels), optimizer_impl_name(impl));
+      std::int64_t largest = 0, adamw_elements = 0, accumulated = 0, accumulation_calls = 0;
+      for (const auto& op : step_operators(c, 0)) {
+        if (op.family != StepFamily::memop) continue;
+        largest = std::max(largest, op.memop.io_bytes());
+        if (op.phase == StepPhase::optimizer && op.memop.op != MemOp::fill &&
+            (op.memop.op == MemOp::adamw_bf16 || op.name.find("p -= step") != std::string::npos))
+          adamw_elements += op.count * op.memop.cols;
+        if (op.name == "gradient accumulation add") {
+          accumulated += op.count * op.memop.cols;
+          accumulation_calls += op.count;
+        }
+      }
+      // Fused AdamW moves 28 bytes per parameter: 7.5 GB a piece, where its one call over every
+      // parameter moved 225 GB (and needed 90 GiB of operands at once).
+      CHECK(largest <= (std::int64_t{8} << 30));
+      // Every parameter updated once; the pieces round up by less than one element a call.
+      CHECK(adamw_elements >= 8030261248);
+      CHECK(adamw_elements < 8030261248 + 300);
+      CHECK(accumulation_calls == 30);
+      CHECK(accumulated == 30 * std::int64_t{267675375});
+    }
+}
