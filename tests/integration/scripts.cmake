@@ -132,6 +132,17 @@ add_test(NAME "peers: memops_vs_peer.sh prints one ratio table against the real 
 set_tests_properties("peers: memops_vs_peer.sh prints one ratio table against the real bench_memops" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\| add \\| fwd \\| 256 \\| 256 \\|.*\\| copy \\| fwd \\|")
 
+# gemm_vs_peer.sh: the model's GEMMs read by column name from bench_gemm --dry-run (an empty
+# impl cell once shifted every column: m was read from batch), and one square against numpy.
+add_test(NAME "peers: gemm_vs_peer.sh reads a model's GEMMs from bench_gemm's dry run by column"
+  COMMAND env LIST=1 bash ${PROJECT_SOURCE_DIR}/bench/peers/gemm_vs_peer.sh numpy tiny "--seq-len 64" 64)
+set_tests_properties("peers: gemm_vs_peer.sh reads a model's GEMMs from bench_gemm's dry run by column" PROPERTIES
+  PASS_REGULAR_EXPRESSION "^square 64 64 64 NN\nattn_qkv/fprop 64 512 256 NT\nattn_qkv/dgrad 64 256 512 NN\n.*\nlm_head/wgrad 1024 256 64 TN\n$")
+add_test(NAME "peers: gemm_vs_peer.sh prints one ratio table against the real bench_gemm"
+  COMMAND env ROUNDS=1 bash ${PROJECT_SOURCE_DIR}/bench/peers/gemm_vs_peer.sh numpy none "" 64)
+set_tests_properties("peers: gemm_vs_peer.sh prints one ratio table against the real bench_gemm" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| square \\| 64 \\| 64 \\| 64 \\| NN \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+
 # bench_step: the stacked bars of a step.csv (two projections of Llama-3.1 70B from the H100
 # fixtures, and one left empty for want of a time, which is named and not drawn), and the
 # projection against real PyTorch training steps on this CPU (a tiny model, one timed step).
