@@ -78,12 +78,17 @@ run_ours() {
   "$bench" --backend "$backend" --m "$m" --n "$n" --k "$k" --layout "$layout" --dtype "$dtype" \
     --report-dir-path "$tmp/ours_$i" --quiet >"$tmp/ours_$i.log" 2>&1 ||
     { echo "error: bench_gemm failed on $name ($m x $n x $k $layout): $(grep -m1 '^error' "$tmp/ours_$i.log")" >&2; exit 1; }
-  ours_list+=("$(/usr/bin/python3 -c 'import csv,sys; print(next(csv.DictReader(open(sys.argv[1])))["time_us"])' "$tmp/ours_$i/gemm_sweep.csv")")
+  local row
+  row=$(/usr/bin/python3 -c 'import csv,sys; r = next(csv.DictReader(open(sys.argv[1]))); print(r["time_us"], r["sm_clock_before_mhz"] or "-", r["sm_clock_after_mhz"] or "-")' "$tmp/ours_$i/gemm_sweep.csv")
+  read -r time before after <<<"$row"
+  ours_list+=("$time")
+  # the GPU's SM clock around the samples (a hot, power-limited GPU runs slower: docs/outputs.md)
+  clock=$([ "$before" = - ] && echo - || printf '%.0f-%.0f' "$before" "$after")
 }
 run_peer() {
   peer_list+=("$("$python" "bench/peers/${peer}_gemm.py" "$m" "$n" "$k" --layout "$layout" --dtype "$dtype" | sed -E 's/.*mean_us=([0-9.]+).*/\1/')")
 }
-printf '| shape | m | n | k | layout | bench_gemm (us) | %s (us) | ratio |\n|---|---:|---:|---:|---|---:|---:|---:|\n' "$peer"
+printf '| shape | m | n | k | layout | bench_gemm (us) | %s (us) | ratio | bench_gemm SM MHz |\n|---|---:|---:|---:|---|---:|---:|---:|---:|\n' "$peer"
 i=0
 for shape in "${shapes[@]}"; do
   read -r name m n k layout <<<"$shape"
@@ -95,8 +100,8 @@ for shape in "${shapes[@]}"; do
   done
   ours=$(median "${ours_list[@]}")
   theirs=$(median "${peer_list[@]}")
-  /usr/bin/python3 -c 'import sys; o, p = float(sys.argv[6]), float(sys.argv[7]); print(f"| {sys.argv[1]} | {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {o:.2f} | {p:.2f} | {o / p:.3f} |")' \
-    "$name" "$m" "$n" "$k" "$layout" "$ours" "$theirs"
+  /usr/bin/python3 -c 'import sys; o, p = float(sys.argv[6]), float(sys.argv[7]); print(f"| {sys.argv[1]} | {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {o:.2f} | {p:.2f} | {o / p:.3f} | {sys.argv[8]} |")' \
+    "$name" "$m" "$n" "$k" "$layout" "$ours" "$theirs" "$clock"
 done
 echo "(ratio = bench_gemm time / $peer time, medians of $rounds alternating runs; under 1: bench_gemm measured less time)"
 [ -z "$left_out_note" ] || echo "$left_out_note"
