@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the GPU-shaped report fixtures bench_step's README example and tests project from.
 
-NOT MEASURED. No GPU has been lent to this project yet; these rows stand in for the reports
+NOT MEASURED. No eight-GPU machine has been lent to this project; these rows stand in for the reports
 bench_gemm, bench_attention, bench_memops and bench_ccl would write on 8 H100 SXM GPUs, so that
 the projection path (bench_step --from-reports) can be shown and tested end to end. Every time
 is made from the operator's own FLOPs or bytes at a rate assumed from public figures:
