@@ -7,11 +7,12 @@ transpose flag, not a copy). Prints one line: numpy m n k layout dtype mean_us g
 
 Usage: bench/peers/numpy_gemm.py M N K [--layout NN|NT|TN|TT] [--dtype fp32|fp64]
 """
-import argparse
 import statistics
 import time
 
 import numpy as np
+
+from peer_common import gemm_arguments, sample_until_precise
 
 
 def operands(m, n, k, layout, dtype):
@@ -22,14 +23,7 @@ def operands(m, n, k, layout, dtype):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("m", type=int)
-    parser.add_argument("n", type=int)
-    parser.add_argument("k", type=int)
-    parser.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
-    parser.add_argument("--dtype", default="fp32", choices=["fp32", "fp64"])
-    parser.add_argument("--max-time", type=float, default=2.0)
-    args = parser.parse_args()
+    args = gemm_arguments(__doc__, ["fp32", "fp64"], max_time=2.0)
     dtype = np.float32 if args.dtype == "fp32" else np.float64
     a, b = operands(args.m, args.n, args.k, args.layout, dtype)
     c = np.empty((args.m, args.n), dtype=dtype)
@@ -40,19 +34,12 @@ def main() -> None:
         np.matmul(a, b, out=c)
         warmups += 1
 
-    samples = []
-    start = time.perf_counter()
-    while True:
+    def one() -> list:
         t0 = time.perf_counter()
         np.matmul(a, b, out=c)
-        samples.append((time.perf_counter() - t0) * 1e6)
-        elapsed = time.perf_counter() - start
-        if len(samples) >= 5 and elapsed >= 0.2:
-            rse = statistics.stdev(samples) / len(samples) ** 0.5 / statistics.mean(samples)
-            if rse < 0.01:
-                break
-        if elapsed >= args.max_time and len(samples) >= 3:
-            break
+        return [(time.perf_counter() - t0) * 1e6]
+
+    samples = sample_until_precise(one, args.max_time, min_samples=5, min_time=0.2)
     mean_us = statistics.mean(samples)
     gflops = 2 * args.m * args.n * args.k / mean_us / 1e3
     print(f"numpy {args.m} {args.n} {args.k} {args.layout} {args.dtype} mean_us={mean_us:.1f} "

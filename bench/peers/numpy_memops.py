@@ -27,10 +27,11 @@ Usage: bench/peers/numpy_memops.py add|copy|cast_to_fp32 ROWS COLS [--repeats R]
 import argparse
 import os
 import statistics
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from peer_common import host_samples_us
 
 OPS = ("add", "copy", "cast_to_fp32")
 
@@ -90,15 +91,7 @@ def main() -> None:
             for f in [pool.submit(run, i, o) for i, o in blocks]:
                 f.result()
 
-    warmups, start = 0, time.perf_counter()
-    while warmups < 3 or time.perf_counter() - start < 1.0:
-        call()
-        warmups += 1
-    samples = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter_ns()
-        call()
-        samples.append((time.perf_counter_ns() - t0) / 1e3)
+    samples = host_samples_us(call, args.repeats)
     mean_us = statistics.mean(samples)
     print(f"numpy {args.op} fwd {args.rows} {args.cols} {dtype} mean_us={mean_us:.1f} "
           f"median_us={statistics.median(samples):.1f} bytes={nbytes} "

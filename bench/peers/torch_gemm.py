@@ -12,23 +12,17 @@ Prints one line: torch m n k layout dtype mean_us tflops samples.
 
 Usage: bench/peers/torch_gemm.py M N K [--layout NT] [--dtype bf16|fp16|fp32] [--warmup-time S]
 """
-import argparse
 import statistics
 import time
 
 import torch
 
+from peer_common import gemm_arguments, sample_until_precise
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("m", type=int)
-    parser.add_argument("n", type=int)
-    parser.add_argument("k", type=int)
-    parser.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
-    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
-    parser.add_argument("--max-time", type=float, default=1.0)
-    parser.add_argument("--warmup-time", type=float, default=0.5)
-    args = parser.parse_args()
+    args = gemm_arguments(__doc__, ["bf16", "fp16", "fp32"], max_time=1.0, extra=lambda p: p.add_argument(
+        "--warmup-time", type=float, default=0.5))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     m, n, k = args.m, args.n, args.k
     a = torch.empty((k, m) if args.layout[0] == "T" else (m, k), dtype=dtype, device="cuda").uniform_(-1, 1)
@@ -52,16 +46,7 @@ def main() -> None:
     begin = time.perf_counter()
     while time.perf_counter() - begin < args.warmup_time:
         back_to_back(20)
-    samples = []
-    begin = time.perf_counter()
-    while True:
-        samples += back_to_back(20)
-        elapsed = time.perf_counter() - begin
-        if len(samples) >= 10 and elapsed >= 0.1:
-            if statistics.stdev(samples) / len(samples) ** 0.5 / statistics.mean(samples) < 0.01:
-                break
-        if elapsed >= args.max_time or len(samples) >= 10000:
-            break
+    samples = sample_until_precise(lambda: back_to_back(20), args.max_time, min_samples=10, min_time=0.1)
     mean_us = statistics.mean(samples)
     print(f"torch {m} {n} {k} {args.layout} {args.dtype} mean_us={mean_us:.2f} "
           f"tflops={2 * m * n * k / mean_us / 1e6:.1f} samples={len(samples)}")

@@ -46,7 +46,8 @@ import inspect
 import os
 import statistics
 import sys
-import time
+
+from peer_common import host_samples_us
 
 BACKWARD = {"layernorm", "softmax"}  # the ops whose bwd this peer times
 OPS = ("layernorm", "softmax", "swiglu", "cross_entropy", "adamw")
@@ -145,15 +146,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     call = make_call(torch, args.op, args.pas, args.rows, args.cols, args.adamw)
     with torch.no_grad() if args.op != "cross_entropy" else torch.enable_grad():
-        warmups, start = 0, time.perf_counter()
-        while warmups < 3 or time.perf_counter() - start < 1.0:
-            call()
-            warmups += 1
-        samples = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter_ns()
-            call()
-            samples.append((time.perf_counter_ns() - t0) / 1e3)
+        samples = host_samples_us(call, args.repeats)
     nbytes = op_bytes(args.op, args.pas, args.rows, args.cols)
     mean_us = statistics.mean(samples)
     print(f"torch {args.op} {args.pas} {args.rows} {args.cols} fp32 mean_us={mean_us:.1f} "

@@ -14,4 +14,14 @@ inline MeasureOptions quick_measure() {
           .max_time_s = 0.5};
 }
 
+// A family's run options (GemmRunOptions, MemopRunOptions, ...) under the quick rule, with
+// --check on: what a unit test of a real provider runs.
+template <class RunOptions>
+RunOptions quick_checked() {
+  RunOptions o;
+  o.measure = quick_measure();
+  o.check = true;
+  return o;
+}
+
 }  // namespace opbench::testing

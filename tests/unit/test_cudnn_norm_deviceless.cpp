@@ -17,19 +17,14 @@
 #include "cudnn/cudnn_engines.hpp"
 #include "cudnn/cudnn_plan_cache.hpp"
 #include "memops/cudnn_norm_graph.hpp"
+#include "tests/unit/memop_case.hpp"
 
 using namespace opbench;
 
 namespace {
 
 MemopCase norm_case(MemOp op, MemPass pass, DType t, std::int64_t rows, std::int64_t cols) {
-  MemopCase c;
-  c.op = op;
-  c.pass = pass;
-  c.dtype = t;
-  c.rows = rows;
-  c.cols = cols;
-  return c;
+  return testing::memop_case(op, pass, t, rows, cols);
 }
 
 std::vector<std::int64_t> sorted(std::vector<std::int64_t> v) {

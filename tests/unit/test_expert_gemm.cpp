@@ -11,17 +11,6 @@
 
 using namespace opbench;
 
-namespace {
-
-GemmRunOptions quick_checked_run() {
-  GemmRunOptions o;
-  o.measure = testing::quick_measure();
-  o.check = true;
-  return o;
-}
-
-}  // namespace
-
 TEST_CASE("expert GEMM shapes per pass, real and padded FLOPs by hand") {
   // Three experts with 5, 0 and 3 tokens; the layer has N = 8 outputs, K = 4 inputs.
   ExpertGemm x{GemmPass::fprop, 8, 4, {5, 0, 3}, DType::fp32};
@@ -78,7 +67,7 @@ TEST_CASE("moe-impl: the implementations are listed once each") {
 TEST_CASE(
     "the CPU runs every implementation, zero-token experts included, and checks each expert") {
   auto provider = make_openblas_expert_provider();
-  const GemmRunOptions o = quick_checked_run();
+  const GemmRunOptions o = testing::quick_checked<GemmRunOptions>();
   for (GemmPass pass : {GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad})
     for (MoeImpl impl : {MoeImpl::grouped, MoeImpl::loop, MoeImpl::padded}) {
       ExpertGemm x{pass, 48, 40, {70, 0, 33, 1, 0}, DType::fp32};
@@ -94,7 +83,7 @@ TEST_CASE(
 
 TEST_CASE("a spoiled expert result fails the check and names the expert") {
   auto provider = make_openblas_expert_provider();
-  GemmRunOptions o = quick_checked_run();
+  GemmRunOptions o = testing::quick_checked<GemmRunOptions>();
   o.corrupt_for_test = true;
   ExpertGemm x{GemmPass::fprop, 32, 24, {10, 40, 0}, DType::fp64};
   for (MoeImpl impl : {MoeImpl::grouped, MoeImpl::loop, MoeImpl::padded}) {

@@ -8,6 +8,7 @@
 #include "memops/memop_cases.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
+#include "tests/unit/memop_case.hpp"
 
 using namespace opbench;
 
@@ -15,13 +16,7 @@ namespace {
 
 // rows = 4, cols = 8: n = 32 elements; fp32 unless given.
 MemopCase make(MemOp op, MemPass pass = MemPass::fwd, DType t = DType::fp32) {
-  MemopCase c;
-  c.op = op;
-  c.pass = pass;
-  c.rows = 4;
-  c.cols = 8;
-  c.dtype = t;
-  return c;
+  return testing::memop_case(op, pass, t, 4, 8);
 }
 
 void check_bytes(const MemopCase& c, std::int64_t read, std::int64_t write) {

@@ -14,6 +14,7 @@
 #include "memops/memop_provider.hpp"
 #include "memops/memop_run.hpp"
 #include "memops/reference_memops.hpp"
+#include "tests/unit/memop_case.hpp"
 #include "tests/unit/quick_measure.hpp"
 
 using namespace opbench;
@@ -272,21 +273,9 @@ TEST_CASE("memops by hand: the embedding's backward adds tokens of the same id")
 
 namespace {
 
-MemopRunOptions quick_options() {
-  MemopRunOptions o;
-  o.measure = testing::quick_measure();
-  o.check = true;
-  return o;
-}
-
 MemopCase make_case(MemOp op, MemPass pass, std::int64_t rows, std::int64_t cols,
                     DType t = DType::fp32) {
-  MemopCase c;
-  c.op = op;
-  c.pass = pass;
-  c.rows = rows;
-  c.cols = cols;
-  c.dtype = t;
+  MemopCase c = testing::memop_case(op, pass, t, rows, cols);
   if (op == MemOp::rope) {
     c.heads = 2;
     c.kv_heads = 1;
@@ -318,7 +307,7 @@ TEST_CASE("the CPU memops provider measures and checks every operator") {
   auto provider = make_cpu_memop_provider();
   CHECK(provider->backend() == "cpu");
   CHECK(provider->name() == "cpu");
-  const MemopRunOptions o = quick_options();
+  const MemopRunOptions o = testing::quick_checked<MemopRunOptions>();
   auto run_all = [&](const std::vector<MemopCase>& cases) {
     for (const MemopCase& c : cases) {
       INFO(memop_name(c.op) << " " << mem_pass_name(c.pass) << " " << c.dims());
@@ -347,7 +336,7 @@ TEST_CASE("the CPU memops provider measures and checks every operator") {
 
 TEST_CASE("the CPU memops provider's check fails on a spoiled output") {
   auto provider = make_cpu_memop_provider();
-  MemopRunOptions o = quick_options();
+  MemopRunOptions o = testing::quick_checked<MemopRunOptions>();
   o.corrupt_for_test = true;
   for (const MemopCase& c : {make_case(MemOp::rmsnorm, MemPass::fwd, 16, 64),
                              make_case(MemOp::fp8_quantize, MemPass::fwd, 16, 64, DType::bf16),
@@ -372,7 +361,7 @@ TEST_CASE("the CPU memops provider says why it cannot run a case") {
   CHECK_THAT(*h2d, Catch::Contains("--backend cuda"));
   CHECK_FALSE(provider->unsupported(make_case(MemOp::copy, MemPass::fwd, 4, 4, DType::fp16)));
   CHECK_FALSE(provider->unsupported(make_case(MemOp::adamw_bf16, MemPass::fwd, 4, 4)));
-  CHECK(run_memop_case(*provider, make_case(MemOp::peer, MemPass::fwd, 4, 4), quick_options())
+  CHECK(run_memop_case(*provider, make_case(MemOp::peer, MemPass::fwd, 4, 4), testing::quick_checked<MemopRunOptions>())
             .status == Status::skipped);
 }
 

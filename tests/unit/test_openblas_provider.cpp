@@ -8,9 +8,7 @@ using namespace opbench;
 TEST_CASE("the OpenBLAS provider measures and verifies an fp32 and an fp64 GEMM") {
   auto provider = make_openblas_provider();
   CHECK(provider->backend() == "cpu");
-  GemmRunOptions o;
-  o.measure = testing::quick_measure();
-  o.check = true;
+  const auto o = testing::quick_checked<GemmRunOptions>();
   for (DType t : {DType::fp32, DType::fp64}) {
     GemmProblem p{96, 80, 112, 2, true, false, t, t, false};
     auto r = provider->run(p, o);

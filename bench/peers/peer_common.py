@@ -1,0 +1,52 @@
+"""What the Python peers share: the GEMM peers' command line, the stop rule they sample under,
+and the memops peers' fixed-count timing on the host clock."""
+import argparse
+import statistics
+import time
+
+
+def gemm_arguments(doc: str, dtypes: list, max_time: float, extra=None) -> argparse.Namespace:
+    """M N K [--layout] [--dtype] [--max-time], the first of `dtypes` the default; `extra` adds
+    a peer's own flags to the parser."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("m", type=int)
+    parser.add_argument("n", type=int)
+    parser.add_argument("k", type=int)
+    parser.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
+    parser.add_argument("--dtype", default=dtypes[0], choices=dtypes)
+    parser.add_argument("--max-time", type=float, default=max_time)
+    if extra:
+        extra(parser)
+    return parser.parse_args()
+
+
+def sample_until_precise(batch, max_time: float, min_samples: int, min_time: float) -> list:
+    """bench_gemm's stop rule: call batch() (it returns a list of sample times) until the
+    relative standard error of the mean is under 1% after min_samples and min_time seconds, or
+    max_time passes (with 3 samples at least) or 10,000 samples are taken."""
+    samples = []
+    begin = time.perf_counter()
+    while True:
+        samples += batch()
+        elapsed = time.perf_counter() - begin
+        if len(samples) >= min_samples and elapsed >= min_time:
+            if statistics.stdev(samples) / len(samples) ** 0.5 / statistics.mean(samples) < 0.01:
+                break
+        if (elapsed >= max_time and len(samples) >= 3) or len(samples) >= 10000:
+            break
+    return samples
+
+
+def host_samples_us(call, repeats: int) -> list:
+    """The memops peers' timing: at least 3 calls and 1 s of warm-up, then `repeats` calls timed
+    one by one on the host clock, in microseconds."""
+    warmups, start = 0, time.perf_counter()
+    while warmups < 3 or time.perf_counter() - start < 1.0:
+        call()
+        warmups += 1
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        call()
+        samples.append((time.perf_counter_ns() - t0) / 1e3)
+    return samples
