@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from report_check import verdict
+
 COMPUTE_CAPABILITY = {"a100": 80, "h100": 90, "h200": 90, "b200": 100}
 HEADLINE = {"batch_size": "1", "seqlen_q": "8192", "seqlen_kv": "8192", "num_head_q": "32",
             "num_head_kv": "8", "head_dim_qk": "128", "head_dim_v": "128", "causal": "true",
@@ -92,18 +94,16 @@ def main() -> int:
     distinct = {}
     for r in rows:
         key = (r["dims"], r["dtype"], r["pass"])
-        verdict = (r["status"], r["engines"], r["note"])
-        if distinct.setdefault(key, verdict) != verdict:
-            problems.append(f"{key}: two verdicts for one graph: {distinct[key]} and {verdict}")
+        judged = (r["status"], r["engines"], r["note"])
+        if distinct.setdefault(key, judged) != judged:
+            problems.append(f"{key}: two verdicts for one graph: {distinct[key]} and {judged}")
     said = re.search(r"graphs on \S+ \((\d+) distinct\)", proc.stderr)
     if not said or int(said.group(1)) != len(distinct):
         problems.append(f"the closing line should count {len(distinct)} distinct graphs: "
                         f"{said.group(0) if said else proc.stderr[-300:]!r}")
     print(f"{profile} (sm{cc}): {len(rows)} graphs ({len(distinct)} distinct), {accepted} accepted, {outside_refused} refused "
           f"(all outside the documented surface), {inside} inside the surface")
-    for p in problems:
-        print("FAIL:", p)
-    return 1 if problems else 0
+    return verdict(problems, None, "ok")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+from report_check import verdict
 
 SKIP_DIRS = {".git", "reports", "node_modules", "third_party", "__pycache__"}
 # Top-level folders of the repository: inline code starting with one of them names a path.
@@ -430,12 +431,7 @@ def main() -> int:
                 if not os.access(getattr(args, flag), os.X_OK):
                     fail_usage(f"--{flag} {getattr(args, flag)}: not an executable file")
         problems = check_run_columns(root, args)
-    for p in problems:
-        print(f"FAIL {p}")
-    if problems:
-        print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}")
-        return 1
-    print("ok")
+    return verdict(problems, None, "ok")
     return 0
 
 

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from report_check import verdict
 
 BINARIES = {"bench_gemm": "gemm/bench_gemm", "bench_attention": "attention/bench_attention",
             "bench_memops": "memops/bench_memops", "bench_ccl": "collectives/bench_ccl",
@@ -76,10 +77,7 @@ def main():
                            "--redop", "sum", "--reduce-op", "avg"], capture_output=True, text=True, timeout=60)
     if both.returncode != 2 or "--redop and --reduce-op are one flag" not in both.stderr:
         problems.append(f"a flag given under both spellings is not refused: {both.stderr[-300:]}")
-    for p in problems:
-        print("FAIL:", p)
-    print(f"{len(CONCEPTS)} concepts over {len(BINARIES)} binaries: {'ok' if not problems else f'{len(problems)} problems'}")
-    return 1 if problems else 0
+    return verdict(problems, None, f"{len(CONCEPTS)} concepts over {len(BINARIES)} binaries: ok")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from report_check import verdict
 
 MODEL = ["--model", "tiny", "--seq-len", "16", "--backend", "cpu"]
 
@@ -107,9 +108,7 @@ def main() -> int:
     if not any(r["micro_batch"] == "2" and r["status"] == "missing" for r in operators) or \
             not any(r["micro_batch"] == "1" and r["status"] == "ok" for r in operators):
         problems.append("step_operators.csv lacks micro-batch 1's timed or micro-batch 2's missing operators")
-    for p in problems:
-        print("FAIL:", p)
-    return 1 if problems else 0
+    return verdict(problems, None, "ok")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from check_step_reports import parse_step_check
+from report_check import verdict
 
 COLUMNS = ["mem_weights_gib", "mem_grads_gib", "mem_optimizer_gib", "mem_activations_gib",
            "mem_peak_gib", "mem_capacity_gib", "fits"]
@@ -68,11 +69,7 @@ def main() -> int:
     unfit = run.stdout.count("DOES NOT FIT")
     if unfit != (a.rows if a.fits == "false" else 0):
         problems.append(f"the console said DOES NOT FIT {unfit} times")
-    for p in problems:
-        print(p)
-    if not problems:
-        print(f"{len(rows)} configurations, memory columns checked: ok")
-    return 1 if problems else 0
+    return verdict(problems, None, f"{len(rows)} configurations, memory columns checked: ok")
 
 
 if __name__ == "__main__":

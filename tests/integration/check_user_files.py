@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from report_check import verdict
 
 USER_FILES = {
     "README.md": "# my project\n",
@@ -247,10 +248,7 @@ def main():
     if name in ("gemm", "attention", "memops"):
         other = Binary("attention" if name == "gemm" else "gemm", build, mpiexec)
         problems += resume_keeps_environment(b, out, other)
-    for p in problems:
-        print("FAIL:", p)
-    print(f"bench_{name}: {'ok' if not problems else f'{len(problems)} problems'}")
-    return 1 if problems else 0
+    return verdict(problems, None, f"bench_{name}: ok")
 
 
 if __name__ == "__main__":

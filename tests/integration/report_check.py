@@ -89,12 +89,14 @@ def environment_problems(out_dir):
 
 
 def verdict(problems, cmd, ok_line):
-    """Prints the problems (with the command, when there is one) or the ok line; the check's
-    exit code. Every integration check ends with it."""
+    """Prints each problem as a FAIL: line and their count (after the command, when there is
+    one), or the ok line; the check's exit code. Every integration check ends with it."""
     if problems:
         if cmd:
             print("command:", " ".join(cmd))
-        print("\n".join(problems))
+        for p in problems:
+            print("FAIL:", p)
+        print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}")
         return 1
     print(ok_line)
     return 0
