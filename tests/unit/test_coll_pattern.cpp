@@ -37,50 +37,20 @@ double wrap_integer(DType t, long long v) {
   return static_cast<double>(u);
 }
 
-// NCCL's result for element i, the ranks taken in `order` (0: 0..n-1, 1: n-1..0).
-double simulate(const CollCall& call, const PatternSpec& s, long long i, int order) {
-  const int n = s.nranks;
-  auto input = [&](int k) { return pattern_input(s, order == 0 ? k : n - 1 - k, i); };
-  if (s.is_integer) {
-    long long acc = static_cast<long long>(input(0));
-    for (int k = 1; k < n; ++k) {
-      const long long v = static_cast<long long>(input(k));
-      switch (s.red) {
-        case PatternRed::sum:
-        case PatternRed::avg:
-          acc = static_cast<long long>(wrap_integer(call.dtype, acc + v));
-          break;
-        case PatternRed::prod:
-          acc = static_cast<long long>(
-              wrap_integer(call.dtype, static_cast<long long>(static_cast<unsigned long long>(acc) *
-                                                              static_cast<unsigned long long>(v))));
-          break;
-        case PatternRed::min:
-          acc = std::min(acc, v);
-          break;
-        case PatternRed::max:
-          acc = std::max(acc, v);
-          break;
-      }
-    }
-    return s.red == PatternRed::avg ? static_cast<double>(acc / n) : static_cast<double>(acc);
-  }
-  const DType t = call.dtype;
-  const double scale = in_dtype(t, 1.0 / n);
-  auto term = [&](int k) {
-    return s.red == PatternRed::avg ? in_dtype(t, in_dtype(t, input(k)) * scale)
-                                    : in_dtype(t, input(k));
-  };
-  double acc = term(0);
+// term(0) combined with term(1) .. term(n - 1) in turn under `red`; add and mul round as the
+// dtype does (NCCL reduces in the element type).
+template <class T, class Term, class Add, class Mul>
+T fold(PatternRed red, int n, Term term, Add add, Mul mul) {
+  T acc = term(0);
   for (int k = 1; k < n; ++k) {
-    const double v = term(k);
-    switch (s.red) {
+    const T v = term(k);
+    switch (red) {
       case PatternRed::sum:
       case PatternRed::avg:
-        acc = in_dtype(t, acc + v);
+        acc = add(acc, v);
         break;
       case PatternRed::prod:
-        acc = in_dtype(t, acc * v);
+        acc = mul(acc, v);
         break;
       case PatternRed::min:
         acc = std::min(acc, v);
@@ -91,6 +61,33 @@ double simulate(const CollCall& call, const PatternSpec& s, long long i, int ord
     }
   }
   return acc;
+}
+
+// NCCL's result for element i, the ranks taken in `order` (0: 0..n-1, 1: n-1..0).
+double simulate(const CollCall& call, const PatternSpec& s, long long i, int order) {
+  const int n = s.nranks;
+  const DType t = call.dtype;
+  auto input = [&](int k) { return pattern_input(s, order == 0 ? k : n - 1 - k, i); };
+  if (s.is_integer) {
+    using ull = unsigned long long;
+    auto wrap = [&](long long v) { return static_cast<long long>(wrap_integer(t, v)); };
+    const long long acc = fold<long long>(
+        s.red, n, [&](int k) { return static_cast<long long>(input(k)); },
+        [&](long long x, long long y) { return wrap(x + y); },
+        [&](long long x, long long y) {
+          return wrap(static_cast<long long>(static_cast<ull>(x) * static_cast<ull>(y)));
+        });
+    return s.red == PatternRed::avg ? static_cast<double>(acc / n) : static_cast<double>(acc);
+  }
+  const double scale = in_dtype(t, 1.0 / n);
+  return fold<double>(
+      s.red, n,
+      [&](int k) {
+        return s.red == PatternRed::avg ? in_dtype(t, in_dtype(t, input(k)) * scale)
+                                        : in_dtype(t, input(k));
+      },
+      [&](double x, double y) { return in_dtype(t, x + y); },
+      [&](double x, double y) { return in_dtype(t, x * y); });
 }
 
 }  // namespace

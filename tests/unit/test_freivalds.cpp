@@ -13,33 +13,38 @@ using namespace opbench;
 
 namespace {
 
+template <class T>
 struct Operands {
-  std::vector<float> a, b, c;
+  std::vector<T> a, b, c;
 };
 
-// Random A and B stored as `p` says, and C = op(A)·op(B) computed in fp64, stored in fp32.
-Operands make(const GemmProblem& p, unsigned seed) {
+// Random A and B in T stored as `p` says, and C = op(A)·op(B) computed by a plain fp64 loop,
+// stored in T (for fp64: exact to fp64 rounding, as OpenBLAS's dgemm gives).
+template <class T>
+Operands<T> make(const GemmProblem& p, unsigned seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Operands o;
-  o.a.resize(p.batch * p.m * p.k);
-  o.b.resize(p.batch * p.k * p.n);
-  o.c.resize(p.batch * p.m * p.n);
+  std::uniform_real_distribution<T> u(-1, 1);
+  Operands<T> o{std::vector<T>(p.batch * p.m * p.k), std::vector<T>(p.batch * p.k * p.n),
+                std::vector<T>(p.batch * p.m * p.n)};
   for (auto& x : o.a)
     x = u(rng);
   for (auto& x : o.b)
     x = u(rng);
-  for (std::int64_t t = 0; t < p.batch; ++t)
+  // Element (i, q) of op(A) and (q, j) of op(B) as strides of the stored matrices.
+  const std::int64_t a_i = p.transa ? 1 : p.k, a_q = p.transa ? p.m : 1;
+  const std::int64_t b_q = p.transb ? 1 : p.n, b_j = p.transb ? p.k : 1;
+  for (std::int64_t t = 0; t < p.batch; ++t) {
+    const T* a = o.a.data() + t * p.m * p.k;
+    const T* b = o.b.data() + t * p.k * p.n;
     for (std::int64_t i = 0; i < p.m; ++i)
       for (std::int64_t j = 0; j < p.n; ++j) {
         double s = 0;
-        for (std::int64_t q = 0; q < p.k; ++q) {
-          double a = p.transa ? o.a[t * p.m * p.k + q * p.m + i] : o.a[t * p.m * p.k + i * p.k + q];
-          double b = p.transb ? o.b[t * p.k * p.n + j * p.k + q] : o.b[t * p.k * p.n + q * p.n + j];
-          s += a * b;
-        }
-        o.c[t * p.m * p.n + i * p.n + j] = static_cast<float>(s);
+        for (std::int64_t q = 0; q < p.k; ++q)
+          s +=
+              static_cast<double>(a[i * a_i + q * a_q]) * static_cast<double>(b[q * b_q + j * b_j]);
+        o.c[t * p.m * p.n + i * p.n + j] = static_cast<T>(s);
       }
+  }
   return o;
 }
 
@@ -51,7 +56,7 @@ TEST_CASE("Freivalds passes a correct GEMM in every layout") {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       GemmProblem p{37, 29, 53, 2, ta, tb, DType::fp32, DType::fp32, false};
-      auto o = make(p, 7);
+      auto o = make<float>(p, 7);
       auto r = freivalds_check(p, o.a.data(), o.b.data(), o.c.data(), kFp32);
       INFO(p.layout() << " " << r.detail);
       CHECK(r.passed);
@@ -61,7 +66,7 @@ TEST_CASE("Freivalds passes a correct GEMM in every layout") {
 
 TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed result and NaN") {
   GemmProblem p{64, 48, 96, 1, false, true, DType::fp32, DType::fp32, false};
-  auto good = make(p, 11);
+  auto good = make<float>(p, 11);
 
   auto one_wrong = good;
   one_wrong.c[5 * 48 + 17] += 1.0f;  // |C| is about sqrt(96)/3 = 3.3 here
@@ -73,7 +78,7 @@ TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed re
   CHECK_FALSE(freivalds_check(p, zeros.a.data(), zeros.b.data(), zeros.c.data(), kFp32).passed);
 
   GemmProblem sq{32, 32, 40, 1, false, false, DType::fp32, DType::fp32, false};
-  auto t = make(sq, 3);
+  auto t = make<float>(sq, 3);
   for (int i = 0; i < 32; ++i)
     for (int j = 0; j < i; ++j)
       std::swap(t.c[i * 32 + j], t.c[j * 32 + i]);
@@ -88,7 +93,7 @@ TEST_CASE("Freivalds catches one wrong element, a zeroed result, a transposed re
 
 TEST_CASE("Freivalds accepts bf16 output rounding but not a bf16 result off by a tile") {
   GemmProblem p{48, 40, 256, 1, false, false, DType::fp32, DType::bf16, false};
-  auto o = make(p, 5);
+  auto o = make<float>(p, 5);
   std::vector<std::uint16_t> c16(o.c.size());
   for (std::size_t i = 0; i < c16.size(); ++i)
     c16[i] = float_to_bf16(o.c[i]);
@@ -100,30 +105,6 @@ TEST_CASE("Freivalds accepts bf16 output rounding but not a bf16 result off by a
 }
 
 namespace {
-
-// fp64 A (m x k) and B (n x k, transb) with C = A·Bᵀ computed by a plain fp64 loop: a result
-// exact to fp64 rounding, as OpenBLAS's dgemm gives.
-struct Fp64Operands {
-  std::vector<double> a, b, c;
-};
-Fp64Operands make_fp64(const GemmProblem& p, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Fp64Operands o{std::vector<double>(p.m * p.k), std::vector<double>(p.n * p.k),
-                 std::vector<double>(p.m * p.n)};
-  for (auto& x : o.a)
-    x = u(rng);
-  for (auto& x : o.b)
-    x = u(rng);
-  for (std::int64_t i = 0; i < p.m; ++i)
-    for (std::int64_t j = 0; j < p.n; ++j) {
-      double s = 0;
-      for (std::int64_t q = 0; q < p.k; ++q)
-        s += o.a[i * p.k + q] * o.b[j * p.k + q];
-      o.c[i * p.n + j] = s;
-    }
-  return o;
-}
 
 const CheckPrecision kFp64{0.0, std::ldexp(1.0, -53)};
 
@@ -137,7 +118,7 @@ TEST_CASE(
   for (auto [m, n, k] :
        {std::tuple<std::int64_t, std::int64_t, std::int64_t>{64, 65536, 128}, {64, 4096, 64}}) {
     GemmProblem p{m, n, k, 1, false, true, DType::fp64, DType::fp64, false};
-    auto o = make_fp64(p, 3);
+    auto o = make<double>(p, 3);
     auto r = freivalds_check(p, o.a.data(), o.b.data(), o.c.data(), kFp64);
     INFO(p.dims() << " " << r.detail);
     CHECK(r.passed);
@@ -150,7 +131,7 @@ TEST_CASE(
     "spoil_element_for_test changes one element by 1000 in every output type, and the check sees "
     "it") {
   GemmProblem p{24, 20, 32, 1, false, false, DType::fp32, DType::fp32, false};
-  auto o = make(p, 9);
+  auto o = make<float>(p, 9);
   for (DType out : {DType::fp32, DType::fp16, DType::bf16, DType::fp64}) {
     p.out_dtype = out;
     std::vector<unsigned char> c(o.c.size() * dtype_size(out));
