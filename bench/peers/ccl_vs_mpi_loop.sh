@@ -11,14 +11,7 @@ rounds=${2:-3}
 iters=${3:-200}
 mkdir -p build/peers
 mpicc -O2 -o build/peers/mpi_allreduce_loop bench/peers/mpi_allreduce_loop.c
-launch=(mpirun -np "$ranks" --oversubscribe)
-[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-for r in $(seq "$rounds"); do
-  "${launch[@]}" build/collectives/bench_ccl --backend mpi --op all_reduce -b 4K -e 1M -f 4 -n "$iters" -w 5 -c 0 \
-    --min-samples 5 --max-samples 5 \
-    --placement out_of_place --report-csv-path "$tmp/ours_$r.csv" --report-dir-path "$tmp/raw_$r" --quiet >/dev/null 2>&1
-  "${launch[@]}" build/peers/mpi_allreduce_loop "$iters" 5 > "$tmp/peer_$r.txt"
-done
-/usr/bin/python3 bench/peers/ratio_table.py "$tmp" "$rounds" "plain MPI_Allreduce loop" "bench_ccl mpi" plain
+source bench/peers/ccl_peer_lib.sh
+compare_rounds "$ranks" "$rounds" "plain MPI_Allreduce loop" "bench_ccl mpi" plain \
+  --backend mpi --op all_reduce -b 4K -e 1M -f 4 -n "$iters" -w 5 -c 0 --min-samples 5 --max-samples 5 \
+  -- build/peers/mpi_allreduce_loop "$iters" 5

@@ -10,14 +10,7 @@ op=${3:-all_reduce}
 rounds=${4:-3}
 peer="$dir/${op}_perf"
 [ -x "$peer" ] || { echo "error: $peer not found (build nccl-tests with MPI=1 first)" >&2; exit 2; }
-launch=(mpirun -np "$ranks" --oversubscribe)
-[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
 args=(-b 8 -e 128M -f 4 -n 20 -w 5 -c 0)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-for r in $(seq "$rounds"); do
-  "${launch[@]}" build/collectives/bench_ccl --backend nccl --op "$op" "${args[@]}" \
-    --placement out_of_place --report-csv-path "$tmp/ours_$r.csv" --report-dir-path "$tmp/raw_$r" --quiet >/dev/null
-  "${launch[@]}" "$peer" "${args[@]}" -g 1 > "$tmp/peer_$r.txt"
-done
-/usr/bin/python3 bench/peers/ratio_table.py "$tmp" "$rounds" "nccl-tests" "bench_ccl nccl" nccl-tests
+source bench/peers/ccl_peer_lib.sh
+compare_rounds "$ranks" "$rounds" "nccl-tests" "bench_ccl nccl" nccl-tests \
+  --backend nccl --op "$op" "${args[@]}" -- "$peer" "${args[@]}" -g 1

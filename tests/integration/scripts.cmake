@@ -143,6 +143,13 @@ add_test(NAME "peers: gemm_vs_peer.sh prints one ratio table against the real be
 set_tests_properties("peers: gemm_vs_peer.sh prints one ratio table against the real bench_gemm" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\| square \\| 64 \\| 64 \\| 64 \\| NN \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
 
+# The collective peers share compare_rounds (ccl_peer_lib.sh); the plain MPI loop is the one
+# peer Debian provides the parts of (mpicc), so its script runs here: 2 ranks, one round.
+add_test(NAME "peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain MPI_Allreduce loop"
+  COMMAND env OMPI_MCA_mpi_yield_when_idle=1 timeout 120 bash ${PROJECT_SOURCE_DIR}/bench/peers/ccl_vs_mpi_loop.sh 2 1 20)
+set_tests_properties("peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain MPI_Allreduce loop" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| 4096 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|.*\\| 1048576 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+
 # bench_step: the stacked bars of a step.csv (two projections of Llama-3.1 70B from the H100
 # fixtures, and one left empty for want of a time, which is named and not drawn), and the
 # projection against real PyTorch training steps on this CPU (a tiny model, one timed step).
