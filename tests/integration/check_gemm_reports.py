@@ -28,7 +28,7 @@ import os
 import sys
 
 from report_check import (check_parser, close, count_problems, environment_problems, exit_problem, expected_files,
-                          parse, run, verdict)
+                          parse, report_verdict, run)
 
 REQUIRED = ("model gemm pass m n k batch transa transb dtype backend device time_us median_us min_us "
             "max_us stddev_us samples flops tflops read_bytes write_bytes io_bytes mem_bw_gbps "
@@ -272,9 +272,7 @@ def main() -> int:
             problems.append(f"environment.json: cpu_threads {env.get('cpu_threads')}, expected {a.cpu_threads}")
         if env.get("cpu_online") != os.cpu_count():
             problems.append(f"environment.json: cpu_online {env.get('cpu_online')}, expected {os.cpu_count()}")
-    if "time_us" not in proc.stdout:
-        problems.append("no table on stdout")
-    return verdict(problems, cmd, f"ok: {' '.join(a.expect)}")
+    return report_verdict(proc, problems, cmd, a.expect)
 
 
 if __name__ == "__main__":

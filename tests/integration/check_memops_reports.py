@@ -13,7 +13,7 @@ Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--che
 import csv
 import sys
 
-from report_check import close, count_problems, expected_files, exit_problem, check_parser, parse, run, verdict
+from report_check import close, count_problems, expected_files, exit_problem, check_parser, parse, report_verdict, run
 
 REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
             "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof impl "
@@ -134,9 +134,7 @@ def main() -> int:
             for p in ("fwd", "bwd") if op in backward else ("fwd",):
                 if (op, p) not in seen:
                     problems.append(f"no ok row for {op} {p}")
-    if "time_us" not in proc.stdout:
-        problems.append("no table on stdout")
-    return verdict(problems, cmd, f"ok: {' '.join(a.expect)}")
+    return report_verdict(proc, problems, cmd, a.expect)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,13 @@ def environment_problems(out_dir):
     return [] if os.path.exists(path) else ["environment.json was not written"]
 
 
+def report_verdict(proc, problems, cmd, expected_files):
+    """The ending of a check of a binary's reports: it printed its table, then the verdict."""
+    if "time_us" not in proc.stdout:
+        problems.append("no table on stdout")
+    return verdict(problems, cmd, f"ok: {' '.join(expected_files)}")
+
+
 def verdict(problems, cmd, ok_line):
     """Prints each problem as a FAIL: line and their count (after the command, when there is
     one), or the ok line; the check's exit code. Every integration check ends with it."""
