@@ -157,12 +157,8 @@ def plot_gemm(rows, title, out, args):
         ax.set_xlim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel("TFLOPS")
-    ax.set_title(f"GEMM roofline: {title}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save(fig, out)
+    return finish(fig, ax, out, f"GEMM roofline: {title}", "arithmetic intensity (FLOP / byte)", "TFLOPS",
+                  grid={"which": "both"}, legend={"fontsize": 8})
 
 
 def ccl_groups(rows, series_of):
@@ -273,12 +269,8 @@ def plot_attention(rows, title, out, args):
         ax.plot(seqs, [sum(by_seq[s]) / len(by_seq[s]) for s in seqs], marker="o", label=name.strip())
     ax.set_xscale("log", base=2)
     label_ticks(ax, sorted({s for by_seq in groups.values() for s in by_seq}), str)
-    ax.set_xlabel("sequence length")
-    ax.set_ylabel("TFLOPS (FlashAttention-3 convention)")
-    ax.set_title(f"Attention: {title}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save(fig, out)
+    return finish(fig, ax, out, f"Attention: {title}", "sequence length", "TFLOPS (FlashAttention-3 convention)",
+                  grid={"which": "both"}, legend={"fontsize": 8})
 
 
 def stacked_bars(ax, units, parts, per_unit):
@@ -327,11 +319,9 @@ def plot_memops(rows, title, out, args):
         ax.axvline(peak, color="black", linestyle="--", linewidth=1, label=f"peak {peak:.4g} GB/s ({source})")
     for i, v in enumerate(gbps):
         ax.text(v, i, f" {v:.4g}" + (f" ({100 * v / peak:.0f}%)" if peak else ""), va="center", fontsize=7)
-    ax.set_xlabel("achieved bandwidth (GB/s: io_bytes / time)" + ("" if peak else "; no peak known: give --peak-bw"))
-    ax.set_title(f"Memory-bound operators against the peak: {title}")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="x", alpha=0.3)
-    return save(fig, out)
+    return finish(fig, ax, out, f"Memory-bound operators against the peak: {title}",
+                  "achieved bandwidth (GB/s: io_bytes / time)" + ("" if peak else "; no peak known: give --peak-bw"),
+                  grid={"axis": "x"}, legend={"fontsize": 8})
 
 
 def plot_fsdp(rows, title, out, args):
@@ -342,11 +332,9 @@ def plot_fsdp(rows, title, out, args):
         if r["status"] == "ok" and t is not None and calls:
             per_unit[r["unit"]][f"{r['op']} {r['phase']}"] += t * calls / 1e3
     stacked_bars(ax, sorted(per_unit), sorted({p for u in per_unit.values() for p in u}), per_unit)
-    ax.set_ylabel("communication per training step (ms, calls x measured time)")
-    ax.set_title(f"FSDP communication per unit: {title}")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    return save(fig, out)
+    return finish(fig, ax, out, f"FSDP communication per unit: {title}",
+                  ylabel="communication per training step (ms, calls x measured time)", grid={"axis": "y"},
+                  legend={"fontsize": 8})
 
 
 STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound", "memop_ms"),
@@ -381,11 +369,8 @@ def plot_step(rows, title, out, args):
         labels.append(label)
         per_config[label] = {name: num(r[column]) or 0.0 for name, column in STEP_PARTS}
     stacked_bars(ax, labels, [name for name, _ in STEP_PARTS], per_config)
-    ax.set_ylabel("projected step time (ms) on the busiest rank")
-    ax.set_title(f"Training step breakdown: {title}")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    return save(fig, out)
+    return finish(fig, ax, out, f"Training step breakdown: {title}",
+                  ylabel="projected step time (ms) on the busiest rank", grid={"axis": "y"}, legend={"fontsize": 8})
 
 
 # Where an operator row of step_operators.csv counts, by its family and phase (None: any), as
@@ -436,12 +421,11 @@ def plot_step_operators(rows, title, out, args):
     parts = sorted({p for sums in per_bar.values() for p in sums}, key=lambda p: (rank.get(p, len(rank)), p))
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(per_bar) + 3) + 3, 6))
     stacked_bars(ax, list(per_bar), parts, per_bar)
-    ax.set_ylabel("operator time per step on the busiest rank (ms, count x time_us)")
-    ax.set_title(f"Step time by operator family: {title}\n"
-                 "(data-parallel communication before overlap; no pipeline bubble)", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
-    ax.grid(True, axis="y", alpha=0.3)
-    return save(fig, out)
+    # the legend beside the bars, never over them
+    return finish(fig, ax, out, f"Step time by operator family: {title}\n"
+                  "(data-parallel communication before overlap; no pipeline bubble)",
+                  ylabel="operator time per step on the busiest rank (ms, count x time_us)", grid={"axis": "y"},
+                  legend={"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.01, 1)}, title_size=10)
 
 
 def plot_fsdp_plan(rows, title, out, args):
@@ -454,13 +438,11 @@ def plot_fsdp_plan(rows, title, out, args):
             per_unit[r["unit"]][f"{r['collective']} {r['phase']}"] += size * calls / 1e6
     # the plan's order: layers, then the root
     stacked_bars(ax, list(per_unit), list(dict.fromkeys(p for u in per_unit.values() for p in u)), per_unit)
-    ax.set_ylabel("message bytes per training step (MB: bytes x calls_per_step)")
     first = rows[0]
-    ax.set_title(f"FSDP{first.get('fsdp_version', '')} plan of {first.get('model', '?')} at world size "
-                 f"{first.get('world_size', '?')}: {title}")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    return save(fig, out)
+    return finish(fig, ax, out, f"FSDP{first.get('fsdp_version', '')} plan of {first.get('model', '?')} at world "
+                  f"size {first.get('world_size', '?')}: {title}",
+                  ylabel="message bytes per training step (MB: bytes x calls_per_step)", grid={"axis": "y"},
+                  legend={"fontsize": 8})
 
 
 def human_size(n: int) -> str:
@@ -503,6 +485,21 @@ def claim(path):
              f"unchanged; name another --out")
     with open(manifest, "a") as f:
         f.write(json.dumps({"file": name, "binary": "plot_report.py"}) + "\n")
+
+
+def finish(fig, ax, out, title, xlabel=None, ylabel=None, grid=None, legend=None, title_size=None):
+    """A chart's ending: its labels and title, the grid (grid: ax.grid's which/axis), the legend
+    (legend: ax.legend's arguments), saved to out."""
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    if grid is not None:
+        ax.grid(True, alpha=0.3, **grid)
+    if legend is not None:
+        ax.legend(**legend)
+    return save(fig, out)
 
 
 def save(fig, path):
