@@ -18,6 +18,7 @@ export ASAN_OPTIONS="abort_on_error=1:strict_string_checks=1"
 # memory (label timing: the peers' comparisons, --timeout's bound) run on the normal build only,
 # and so do the tests of the shell scripts' own behaviour (label scripts: report.sh, run_script.sh),
 # which run binaries whose paths the other tests cover here, and the tests of which files a run
-# touches (label files: its refusals run here in the unit tests, --resume in the kill tests).
+# touches (label files: its refusals run here in the unit tests, --resume in the kill tests), and
+# the checks of the documentation against the code (label docs).
 cd build-asan
-ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE 'multinode|slurm|preload|survey_full|timing|scripts|files'
+ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE 'multinode|slurm|preload|survey_full|timing|scripts|files|docs'
