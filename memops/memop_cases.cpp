@@ -144,14 +144,27 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
         }
       // Mixed precision keeps fp32 master weights and writes the bf16 parameters back.
       const MemOp adam = dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
-      if (wanted(ops, MemOp::adamw) || wanted(ops, MemOp::adamw_bf16))
-        add(adam, 1, ceil_div(model_parameters(m), tp * run.dp), 1,
-            fmt::format("the rank's shard: {} parameters / tp {} / dp {}", model_parameters(m), tp,
-                        run.dp));
+      if (wanted(ops, MemOp::adamw) || wanted(ops, MemOp::adamw_bf16)) {
+        const ParameterPass pass = parameter_pass(ceil_div(model_parameters(m), tp * run.dp));
+        add(adam, 1, pass.elements, pass.calls,
+            fmt::format("the rank's shard: {} parameters / tp {} / dp {}{}", model_parameters(m),
+                        tp, run.dp, parameter_pass_note(pass)));
+      }
       add_passes(MemOp::fp8_quantize, sp_tokens, H, 2 * L,
                  "fp8 training: the inputs of the QKV and gate/up GEMMs");
     }
   return out;
+}
+
+ParameterPass parameter_pass(std::int64_t elements) {
+  constexpr std::int64_t kMaxElementsPerCall = std::int64_t{1} << 28;
+  const std::int64_t calls = std::max<std::int64_t>(1, ceil_div(elements, kMaxElementsPerCall));
+  return {.elements = ceil_div(elements, calls), .calls = calls};
+}
+
+std::string parameter_pass_note(const ParameterPass& pass) {
+  if (pass.calls == 1) return "";
+  return fmt::format("; in {} calls of {} elements", pass.calls, pass.elements);
 }
 
 std::vector<MemopCase> memop_shape_file_cases(const std::string& path,

@@ -29,6 +29,21 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& model, const MemopMo
                                          const std::vector<MemOp>& ops,
                                          const std::vector<MemPass>& passes, DType dtype);
 
+// An elementwise pass over a rank's parameters (AdamW, the gradient accumulation add) as a
+// model's cases time it: `calls` equal calls of `elements` (at most 2^28) that cover them all.
+// No framework runs one kernel over every parameter either (its optimizers loop over tensors or
+// tensor lists); a memory-bound kernel's time is linear in its elements far beyond the L2; and a
+// piece's operands fit any GPU (fused AdamW over an 8B model's fp32 state needs about 90 GiB at
+// once, over one piece 3 GiB), so an 80 GB GPU measures every operator of the step. bench_memops
+// --model and bench_step cut the same pieces, so bench_step --from-reports finds the rows.
+struct ParameterPass {
+  std::int64_t elements = 0;
+  std::int64_t calls = 0;
+};
+ParameterPass parameter_pass(std::int64_t elements);
+// "" for one call, else "; in N calls of E elements" for the operator's note.
+std::string parameter_pass_note(const ParameterPass& pass);
+
 // configs/memop_shapes.json: [{op, rows, cols, pass?, dtype?, heads?, kv_heads?, head_dim?,
 // vocab?, name?}]; an entry without pass runs fwd and, where the operator has one, bwd; without
 // dtype, every dtype of `dtypes` the operator takes.

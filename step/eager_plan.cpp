@@ -4,6 +4,7 @@
 
 #include "common/rotation.hpp"
 
+#include "memops/memop_cases.hpp"
 #include "step/step_operators.hpp"
 
 namespace opbench {

@@ -239,17 +239,6 @@ std::int64_t optimizer_shards(const StepConfig& c) {
   return c.sharding == Sharding::hsdp ? c.shard_group : 1;
 }
 
-ParameterPass parameter_pass(std::int64_t elements) {
-  constexpr std::int64_t kMaxElementsPerCall = std::int64_t{1} << 28;
-  const std::int64_t calls = std::max<std::int64_t>(1, ceil_div(elements, kMaxElementsPerCall));
-  return {.elements = ceil_div(elements, calls), .calls = calls};
-}
-
-std::string parameter_pass_note(const ParameterPass& pass) {
-  if (pass.calls == 1) return "";
-  return fmt::format("; in {} calls of {} elements", pass.calls, pass.elements);
-}
-
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {
   validate(c);
   const StageView v{c, stage, stage_model(c, stage), c.micro_batches()};

@@ -2,7 +2,6 @@
 // Every operator instance of one training step on one rank of a pipeline stage, with its count
 // per step (docs/formulas.md, "Training step projection", lists what is counted and why).
 #include <cstdint>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,19 +35,5 @@ std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const
 // Over how many ranks the optimizer state is sharded: dp with fsdp and zero1, the shard group
 // with hsdp.
 std::int64_t optimizer_shards(const StepConfig& config);
-
-// An elementwise pass over a rank's parameters (the optimizer, gradient accumulation) as the
-// plan times it: `calls` equal calls of `elements` (at most 2^28) that cover them all. No
-// framework runs one kernel over every parameter either (its optimizers loop over tensors or
-// tensor lists); a memory-bound kernel's time is linear in its elements far beyond the L2; and a
-// piece's operands fit any GPU (fused AdamW over an 8B model's fp32 state needs about 90 GiB at
-// once, over one piece 3 GiB), so an 80 GB GPU measures every operator of the step.
-struct ParameterPass {
-  std::int64_t elements = 0;
-  std::int64_t calls = 0;
-};
-ParameterPass parameter_pass(std::int64_t elements);
-// "" for one call, else "; in N calls of E elements" for the operator's note.
-std::string parameter_pass_note(const ParameterPass& pass);
 
 }  // namespace opbench

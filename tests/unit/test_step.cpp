@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "memops/memop_cases.hpp"
 #include "step/megatron_flops.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_operators.hpp"
@@ -309,4 +310,10 @@ TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 G
       CHECK(accumulation_calls == 30);
       CHECK(accumulated == 30 * std::int64_t{267675375});
     }
+  // bench_memops --model cuts its AdamW row the same way: --from-reports finds it.
+  const auto memops_rows =
+      model_memop_cases(c.model, MemopModelRun{}, {MemOp::adamw_bf16}, {MemPass::fwd}, DType::bf16);
+  REQUIRE(memops_rows.size() == 1);
+  CHECK(memops_rows[0].cols == 267675375);
+  CHECK(memops_rows[0].calls_per_step == 30);
 }
