@@ -160,10 +160,10 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const ParameterPass pass = parameter_pass(ceil_div(params, shards));
   mc.rows = 1;
   mc.cols = pass.elements;
-  StepOperator op = make_op(
-      StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
-      fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}", params,
-                  shards, parameter_pass_note(pass)));
+  StepOperator op =
+      make_op(StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
+              fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}",
+                          params, shards, parameter_pass_note(pass)));
   op.memop = mc;
   out.push_back(op);
 }

@@ -7,8 +7,7 @@
 
 namespace opbench::testing {
 
-inline MemopCase memop_case(MemOp op, MemPass pass, DType t, std::int64_t rows,
-                            std::int64_t cols) {
+inline MemopCase memop_case(MemOp op, MemPass pass, DType t, std::int64_t rows, std::int64_t cols) {
   MemopCase c;
   c.op = op;
   c.pass = pass;

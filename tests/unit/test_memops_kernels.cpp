@@ -361,7 +361,8 @@ TEST_CASE("the CPU memops provider says why it cannot run a case") {
   CHECK_THAT(*h2d, Catch::Contains("--backend cuda"));
   CHECK_FALSE(provider->unsupported(make_case(MemOp::copy, MemPass::fwd, 4, 4, DType::fp16)));
   CHECK_FALSE(provider->unsupported(make_case(MemOp::adamw_bf16, MemPass::fwd, 4, 4)));
-  CHECK(run_memop_case(*provider, make_case(MemOp::peer, MemPass::fwd, 4, 4), testing::quick_checked<MemopRunOptions>())
+  CHECK(run_memop_case(*provider, make_case(MemOp::peer, MemPass::fwd, 4, 4),
+                       testing::quick_checked<MemopRunOptions>())
             .status == Status::skipped);
 }
 

@@ -284,7 +284,8 @@ TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 G
   c.grad_accum = 2;  // with the gradient accumulation add
   REQUIRE(stage_parameters(c, 0) == 8030261248);
   for (Kernels kernels : {Kernels::fused, Kernels::eager})
-    for (OptimizerImpl impl : {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::single}) {
+    for (OptimizerImpl impl :
+         {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::single}) {
       if ((kernels == Kernels::fused) != (impl == OptimizerImpl::fused)) continue;
       c.kernels = kernels;
       c.optimizer_impl = impl;
