@@ -294,7 +294,8 @@ TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 G
       for (const auto& op : step_operators(c, 0)) {
         if (op.family != StepFamily::memop) continue;
         largest = std::max(largest, op.memop.io_bytes());
-        if (op.phase == StepPhase::optimizer && op.memop.op != MemOp::fill &&
+        // the fused kernel, or the eager optimizers' last kernel: once per parameter either way
+        if (op.phase == StepPhase::optimizer &&
             (op.memop.op == MemOp::adamw_bf16 || op.name.find("p -= step") != std::string::npos))
           adamw_elements += op.count * op.memop.cols;
         if (op.name == "gradient accumulation add") {
