@@ -28,12 +28,13 @@ struct RoofLoop {
 }  // namespace
 
 CpuMemoryRoof measure_cpu_memory_roof(int repeats) {
-  // Each array at least 4x the last-level cache (STREAM's rule), so every pass streams from
-  // memory; 64 MiB when the cache size is unknown; within 60% of the available memory, as the
-  // operators' rotation is.
-  constexpr std::uint64_t kFallback = std::uint64_t{64} << 20;
-  const std::uint64_t llc = cpu_last_level_cache_bytes();
-  std::uint64_t bytes = std::max(4 * llc, kFallback);
+  // Each array at least 4x the cache the operators' rotation defeats (STREAM's rule), so every
+  // pass streams from memory as their samples do: the last-level cache, or
+  // OPBENCH_CPU_CACHE_BYTES where set (cpu_cache_bytes_to_evict), so that a roof and the rows
+  // measured against it see the same cache; never under 64 MiB; within 60% of the available
+  // memory, as the operators' rotation is.
+  constexpr std::uint64_t kFloor = std::uint64_t{64} << 20;
+  std::uint64_t bytes = std::max(4 * cpu_cache_bytes_to_evict(), kFloor);
   const std::uint64_t budget = host_memory_budget();
   if (budget > 0) bytes = std::min(bytes, budget / 3);
   const auto n = static_cast<std::int64_t>(std::max<std::uint64_t>(bytes / sizeof(double), 1024));
