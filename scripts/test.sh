@@ -28,7 +28,7 @@ phase setup bash scripts/setup.sh
 phase build bash scripts/build.sh
 # The complete cuDNN surveys of A100, H200 and B200 (label survey_full) are sampled in this run;
 # `cd build && ctest -L survey_full` runs them whole.
-suite() { (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE survey_full); }
+suite() { bash scripts/ctest_cores.sh build --output-on-failure --timeout 900 -LE survey_full; }
 phase suite suite
 if [ "${OPBENCH_TESTS:-all}" = all ]; then
   phase "sanitizers (build and suite under ASan + UBSan)" bash scripts/test_sanitizers.sh

@@ -20,5 +20,5 @@ export ASAN_OPTIONS="abort_on_error=1:strict_string_checks=1"
 # which run binaries whose paths the other tests cover here, and the tests of which files a run
 # touches (label files: its refusals run here in the unit tests, --resume in the kill tests), and
 # the checks of the documentation against the code (label docs).
-cd build-asan
-ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE 'multinode|slurm|preload|survey_full|timing|scripts|files|docs'
+bash scripts/ctest_cores.sh build-asan --output-on-failure --timeout 900 \
+  -LE 'multinode|slurm|preload|survey_full|timing|scripts|files|docs'

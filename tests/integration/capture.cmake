@@ -22,7 +22,7 @@ add_executable(capture_unit_tests ${PROJECT_SOURCE_DIR}/tests/unit/test_capture.
 target_link_libraries(capture_unit_tests PRIVATE opbench_capture_core opbench_catch_main)
 opbench_warnings(capture_unit_tests)
 opbench_test_code(capture_unit_tests)
-catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: ")
+catch_discover_tests(capture_unit_tests TEST_PREFIX "capture unit: " PROPERTIES RESOURCE_GROUPS cores:1)
 
 set(CHECK_CAPTURE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_capture.py)
 set(CAPTURE_LIB $<TARGET_FILE:opbench_capture>)

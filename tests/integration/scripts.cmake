@@ -33,9 +33,9 @@ add_test(NAME "compare_reports bad input: an FSDP report against a collectives r
 #   mlp_up    0.100 -> 0.080  -20%  cv 0.06, 0.08 at 4 samples: rse 0.03, 0.04, band 10%   REGRESSION
 #   mlp_down  0.100 -> 0.120  +20%  rse 0.01, 0.01           band 2.8%   better
 #   lm_head   0.100 -> 0.103   +3%  rse 0.001, 0.001         band 0.3%   below the 5% threshold
-add_test(NAME "compare_reports: changes within the rows' noise are not regressions; the table shows the noise"
+add_test(NAME "compare_reports: changes within the rows' noise are not regressions, the table shows the noise"
   COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/compare_noisy_base.csv ${DATA}/compare_noisy_new.csv --threshold 5)
-set_tests_properties("compare_reports: changes within the rows' noise are not regressions; the table shows the noise"
+set_tests_properties("compare_reports: changes within the rows' noise are not regressions, the table shows the noise"
   PROPERTIES PASS_REGULAR_EXPRESSION
   "attn_qkv \\| 0.050 \\| 0.080 \\| 1.600 \\| \\+60.0% \\| within noise \\| ±100.0% noisy \\|.*attn_out \\| 0.100 \\| 0.092 \\| 0.920 \\| -8.0% \\| within noise \\| ±10.0% \\|.*mlp_up \\| 0.100 \\| 0.080 \\| 0.800 \\| -20.0% \\| REGRESSION \\| ±10.0% \\|.*mlp_down \\| 0.100 \\| 0.120 \\| 1.200 \\| \\+20.0% \\| better \\| ±2.8% \\|.*lm_head \\| 0.100 \\| 0.103 \\| 1.030 \\| \\+3.0% \\|  \\| ±0.3% \\|.*5 rows compared on tflops \\(higher is better\\), threshold 5%: 1 regressed, 1 improved, 2 within noise\\.\nexit=1")
 # Two noisy collectives runs (rse 0.30 and 0.40: band 100%): +90% and -50% are within noise.
@@ -73,7 +73,7 @@ add_test(NAME "run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl
           $<TARGET_FILE:bench_ccl>)
 set_tests_properties("run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl's error from the run's log"
   PROPERTIES TIMEOUT 120)
-add_test(NAME "run_script.sh: --mpirun-arg, --launch-agent, --iface and the job limit reach mpirun intact; NCCL_SOCKET_IFNAME only for nccl"
+add_test(NAME "run_script.sh: --mpirun-arg, --launch-agent, --iface and the job limit reach mpirun intact, NCCL_SOCKET_IFNAME only for nccl"
   COMMAND ${CHECK_RUN_SCRIPT} mpirun-args ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_args
           ${DATA}/fake_mpirun.sh)
 add_test(NAME "run_script.sh bad input: a flag without its value"
@@ -95,7 +95,7 @@ set_tests_properties("plot_report: the collectives legend has an entry and colou
 # lines, and the plan's bars: decoder_layer all_gather forward 1,451,008 B x 2 calls = 2.902016 MB,
 # root reduce_scatter backward 1,049,600 B x 1 call = 1.0496 MB.
 set(SWEEP ${CMAKE_CURRENT_BINARY_DIR}/run_script_relative/sweep_rel)
-add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a line per world size; the FSDP plan is drawn"
+add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a line per world size, the FSDP plan is drawn"
   COMMAND bash -c "'$<TARGET_FILE:bench_fsdp>' --model tiny --world-size 4 --dry-run --plan-csv-path \"$0\" > /dev/null \
                    && \"$@\""
           ${CMAKE_CURRENT_BINARY_DIR}/plot_plan.csv ${CHECK_FIGURES} scaling ${CMAKE_CURRENT_BINARY_DIR}/plot_scaling
@@ -103,7 +103,7 @@ add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a lin
           ${CMAKE_CURRENT_BINARY_DIR}/plot_plan.csv
           --chart all_reduce_scaling_ccl.png:4 --chart all_gather_scaling_ccl.png:4 --chart plot_plan_fsdp_plan.png:0
           "--plan-bar=decoder_layer:all_gather forward:2.902016" "--plan-bar=root:reduce_scatter backward:1.0496")
-set_tests_properties("plot_report: a run_script.sh sweep is one chart per op with a line per world size; the FSDP plan is drawn"
+set_tests_properties("plot_report: a run_script.sh sweep is one chart per op with a line per world size, the FSDP plan is drawn"
   PROPERTIES FIXTURES_REQUIRED run_script_sweep)
 add_test(NAME "plot_report bad input: a bad report after a good one fails before anything is drawn"
   COMMAND ${CHECK_FIGURES} fail-fast ${CMAKE_CURRENT_BINARY_DIR}/plots_fail_fast ${DATA}/compare_ccl_noisy_base.csv
