@@ -162,7 +162,7 @@ set_tests_properties("plot_report: bench_step's configurations as stacked bars, 
 # a real PyTorch step. The errors are reported, not judged here (a loaded CI machine's timings).
 add_test(NAME "peers: step_vs_torch.py prints bench_step's projection against real PyTorch steps"
   COMMAND ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/step_vs_torch.py --cases llama-cpu-xs:256
-          --warmup 1 --steps 3 --max-time 0.3 --bench-step $<TARGET_FILE:bench_step> --bench-ccl $<TARGET_FILE:bench_ccl>
+          --warmup 1 --steps 3 --max-time 0.1 --bench-step $<TARGET_FILE:bench_step> --bench-ccl $<TARGET_FILE:bench_ccl>
           --capture-lib $<TARGET_FILE:opbench_capture> --work-dir ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch)
 set_tests_properties("peers: step_vs_torch.py prints bench_step's projection against real PyTorch steps"
   PROPERTIES PASS_REGULAR_EXPRESSION
