@@ -1,5 +1,6 @@
 #include "common/cli.hpp"
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include <cctype>

@@ -1,8 +1,6 @@
 #pragma once
 // Command-line parsing shared by every binary: sizes ("64K", "1G"), integer lists with
 // start:stop:step ranges, and the option groups all binaries have (measurement, reports, peaks).
-#include <cxxopts.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -13,6 +11,13 @@
 
 #include "common/measure.hpp"
 #include "common/report_files.hpp"
+
+// Declared, not included: cxxopts.hpp costs 3 s of compile in each file, and of the 26 that
+// include this one only the 8 that build or read the options (cli.cpp, the *_options.cpp) use it.
+namespace cxxopts {
+class Options;
+class ParseResult;
+}  // namespace cxxopts
 
 namespace opbench {
 

@@ -1,5 +1,6 @@
 #include "fsdp/fsdp_options.hpp"
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include "collectives/backend_select.hpp"

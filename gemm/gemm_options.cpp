@@ -1,5 +1,6 @@
 #include "gemm/gemm_options.hpp"
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include "common/error.hpp"

@@ -1,5 +1,6 @@
 #include "memops/memop_options.hpp"
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include "common/error.hpp"

@@ -1,5 +1,6 @@
 #include "step/step_options.hpp"
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include <cmath>

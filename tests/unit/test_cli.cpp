@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cxxopts.hpp>
 
 #include <string>
 #include <vector>
