@@ -1,7 +1,7 @@
 #include "collectives/ccl_options.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "collectives/backend_select.hpp"
 #include "common/error.hpp"

@@ -1,7 +1,7 @@
 #include "common/cli.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include <cctype>
 #include <charconv>

@@ -1,7 +1,7 @@
 #include "fsdp/fsdp_options.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "collectives/backend_select.hpp"
 #include "common/cli.hpp"

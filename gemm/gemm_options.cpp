@@ -1,7 +1,7 @@
 #include "gemm/gemm_options.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "common/error.hpp"
 #include "common/text.hpp"

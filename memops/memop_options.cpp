@@ -1,7 +1,7 @@
 #include "memops/memop_options.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "common/error.hpp"
 #include "common/list_items.hpp"

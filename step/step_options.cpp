@@ -1,7 +1,7 @@
 #include "step/step_options.hpp"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include <cmath>
 
