@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "common/int_math.hpp"
+
 namespace opbench {
 
 struct RotationPlan {
@@ -54,13 +56,5 @@ std::optional<RotationPlan> plan_or_skip(const OperandRotation& r, Row& row) {
 
 // "1.5 GiB", "512 MiB", "48 KiB", "100 B"
 std::string human_bytes(double bytes);
-
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
-
-constexpr std::int64_t align_up(std::int64_t value, std::int64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
 
 }  // namespace opbench

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 std::vector<ParamTensor> flatten(const std::vector<ModuleParams>& modules) {
   std::vector<ParamTensor> out;

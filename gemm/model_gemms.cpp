@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 #include "common/list_items.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Splits `total` across tp ranks, which must divide it exactly.
 std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp, const char* what) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cpu_parallel.hpp"
+#include "common/int_math.hpp"
 #include "memops/elementwise.hpp"
 
 // The loops live in kernels over a range of elements or rows (the functions marked
@@ -42,10 +43,6 @@ constexpr std::int64_t kChunk = 65536;
 // 8-wide) vectors it can, and they also shorten the dependency chain (and the rounding error
 // grows with n/16 instead of n).
 constexpr int kLanes = 16;
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 std::int64_t cores() {
   return parallel_threads(INT64_MAX);

@@ -1,12 +1,11 @@
 #include "memops/memop_cases.hpp"
 
-#include "memops/memop_operands.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 #include "common/json_reader.hpp"
 #include "common/param_layout.hpp"
 #include "common/text.hpp"
@@ -17,10 +16,6 @@ namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 constexpr std::int64_t kSweepHeadDim = 128;
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 bool wanted(const std::vector<MemOp>& ops, MemOp op) {
   return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();

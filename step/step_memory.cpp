@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/int_math.hpp"
 #include "common/param_layout.hpp"
 #include "common/rotation.hpp"
 #include "fsdp/fsdp_plan.hpp"

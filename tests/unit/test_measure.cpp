@@ -7,6 +7,7 @@
 
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 #include "common/long_case_notice.hpp"
 #include "common/measure.hpp"
 #include "common/rotation.hpp"
@@ -186,6 +187,16 @@ TEST_CASE("OPBENCH_CPU_CACHE_BYTES overrides the cache; a value that is not a si
     CHECK_THROWS_WITH(cpu_cache_bytes_to_evict(),
                       Catch::Contains("OPBENCH_CPU_CACHE_BYTES") && Catch::Contains(bad));
   }
+}
+
+TEST_CASE("integer rounding: ceil_div and align_up") {
+  CHECK(ceil_div(0, 3) == 0);
+  CHECK(ceil_div(7, 2) == 4);
+  CHECK(ceil_div(8, 2) == 4);
+  CHECK(ceil_div(250945664LL * 4, std::int64_t{1} << 28) == 4);  // the AdamW pass of 8B at tp 8
+  CHECK(align_up(5, 4) == 8);
+  CHECK(align_up(8, 4) == 8);
+  CHECK(align_up(0, 256) == 0);
 }
 
 TEST_CASE("rotation covers 4x the cache") {
