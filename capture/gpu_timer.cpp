@@ -4,9 +4,8 @@
 #include <signal.h>
 #include <time.h>
 
-#include <atomic>
+#include <algorithm>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -18,11 +17,12 @@ namespace opbench::capture {
 namespace {
 
 // The driver's types, as cuda.h declares them: results are ints (CUDA_SUCCESS = 0,
-// CUDA_ERROR_NOT_READY = 600), handles are pointers.
+// CUDA_ERROR_NOT_READY = 600), handles are pointers, enums are ints.
 using CUresult = int;
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kNotReady = 600;
-constexpr unsigned kEventDefault = 0;  // CU_EVENT_DEFAULT: timing enabled
+constexpr unsigned kEventDefault = 0;   // CU_EVENT_DEFAULT: timing enabled
+constexpr int kCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 struct Driver {
   CUresult (*ctx_get_current)(void**) = nullptr;
@@ -33,27 +33,29 @@ struct Driver {
   CUresult (*event_elapsed)(float*, void*, void*) = nullptr;
   // cuStreamIsCapturing(stream, &status): status 0 is CU_STREAM_CAPTURE_STATUS_NONE
   CUresult (*stream_is_capturing)(void*, int*) = nullptr;
+  // cuThreadExchangeStreamCaptureMode(&mode): sets this thread's mode, returns the old one
+  CUresult (*exchange_capture_mode)(int*) = nullptr;
   bool ok = false;
 };
+
+template <class Fn>
+void find(Fn& fn, const char* name) {
+  fn = reinterpret_cast<Fn>(resolve_symbol(name));
+}
 
 const Driver& driver() {
   static const Driver d = [] {
     Driver r;
-    r.ctx_get_current =
-        reinterpret_cast<decltype(r.ctx_get_current)>(resolve_symbol("cuCtxGetCurrent"));
-    r.ctx_set_current =
-        reinterpret_cast<decltype(r.ctx_set_current)>(resolve_symbol("cuCtxSetCurrent"));
-    r.event_create = reinterpret_cast<decltype(r.event_create)>(resolve_symbol("cuEventCreate"));
-    r.event_record = reinterpret_cast<decltype(r.event_record)>(resolve_symbol("cuEventRecord"));
-    r.event_query = reinterpret_cast<decltype(r.event_query)>(resolve_symbol("cuEventQuery"));
+    find(r.ctx_get_current, "cuCtxGetCurrent");
+    find(r.ctx_set_current, "cuCtxSetCurrent");
+    find(r.event_create, "cuEventCreate");
+    find(r.event_record, "cuEventRecord");
+    find(r.event_query, "cuEventQuery");
     // cuda.h maps cuEventElapsedTime to the _v2 entry point since CUDA 12.8
-    r.event_elapsed =
-        reinterpret_cast<decltype(r.event_elapsed)>(resolve_symbol("cuEventElapsedTime_v2"));
-    if (r.event_elapsed == nullptr)
-      r.event_elapsed =
-          reinterpret_cast<decltype(r.event_elapsed)>(resolve_symbol("cuEventElapsedTime"));
-    r.stream_is_capturing =
-        reinterpret_cast<decltype(r.stream_is_capturing)>(resolve_symbol("cuStreamIsCapturing"));
+    find(r.event_elapsed, "cuEventElapsedTime_v2");
+    if (r.event_elapsed == nullptr) find(r.event_elapsed, "cuEventElapsedTime");
+    find(r.stream_is_capturing, "cuStreamIsCapturing");
+    find(r.exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     r.ok = r.ctx_get_current && r.ctx_set_current && r.event_create && r.event_record &&
            r.event_query && r.event_elapsed;
     return r;
@@ -61,17 +63,41 @@ const Driver& driver() {
   return d;
 }
 
+// This thread's stream-capture mode set to relaxed for the scope, then restored (the push-pop
+// use the driver's documentation recommends), so that its queries never invalidate the job's
+// own graph capture.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() {
+    if (driver().exchange_capture_mode)
+      changed_ = driver().exchange_capture_mode(&mode_) == kSuccess;
+  }
+  ~RelaxedCaptureMode() {
+    if (changed_) driver().exchange_capture_mode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  int mode_ = kCaptureModeRelaxed;
+  bool changed_ = false;
+};
+
 struct Pending {
   CaptureKey key;
   GpuTiming timing;
 };
 
+// No driver call is made while `mutex` is held: a hooked call takes it only to take events from
+// a pool or hand a timing over, and never waits for the GPU behind it.
 struct Timer {
   std::mutex mutex;
   std::unordered_map<void*, std::vector<void*>> free_events;  // per context
-  std::deque<Pending> pending;
-  std::condition_variable wake;
+  std::vector<Pending> pending;  // handed over, not yet taken by a poll; oldest first
+  std::size_t in_hand = 0;       // taken by a poll that has not handed back what is still running
+  std::condition_variable wake;  // the poller: something is pending
   bool poller_started = false;
+  bool closing = false;  // the exit drain polls alone
 };
 
 Timer& timer() {
@@ -84,12 +110,21 @@ Timer& timer() {
                      new (&c.mutex) std::mutex();
                      new (&c.wake) std::condition_variable();
                      c.pending.clear();
+                     c.in_hand = 0;
+                     c.closing = false;
                      c.free_events.clear();
                      c.poller_started = false;
                    });
     return made;
   }();
   return *t;
+}
+
+void give_back(Timer& t, void* context, void* a, void* b) {
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto& pool = t.free_events[context];
+  if (a) pool.push_back(a);
+  if (b) pool.push_back(b);
 }
 
 void* take_event(Timer& t, void* context) {
@@ -102,41 +137,78 @@ void* take_event(Timer& t, void* context) {
       return e;
     }
   }
+  RelaxedCaptureMode relaxed;  // another thread may be capturing a graph in global mode
   void* e = nullptr;
   if (driver().event_create(&e, kEventDefault) != kSuccess) return nullptr;
   return e;
 }
 
-// Records every pending timing whose end event has completed; the caller holds t.mutex.
-void poll_locked(Timer& t) {
+// One pass over the timings in flight: takes them from the list, queries them outside the lock,
+// records those whose end event has completed and hands the rest back, ahead of any handed over
+// meanwhile. A stream completes its work in order, so once an end event on a stream is not
+// ready, the later ones on it are not queried: a poll costs a query per busy stream, not per
+// call in flight. `give_up` (the end of the exit drain): what is still running is counted so.
+// Returns how many timings are still in flight.
+std::size_t poll_once(Timer& t, bool give_up) {
+  std::vector<Pending> batch;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    batch.swap(t.pending);
+    t.in_hand += batch.size();
+  }
   const Driver& d = driver();
-  for (auto it = t.pending.begin(); it != t.pending.end();) {
-    d.ctx_set_current(it->timing.context);
-    const CUresult q = d.event_query(it->timing.end);
-    if (q == kNotReady) {
-      ++it;
+  std::vector<Pending> running, done;
+  std::vector<std::pair<void*, void*>> busy;  // (context, stream) with work still running
+  for (Pending& p : batch) {
+    const std::pair<void*, void*> where{p.timing.context, p.timing.stream};
+    bool ready = false;
+    float ms = 0;
+    bool timed = false;
+    if (std::find(busy.begin(), busy.end(), where) == busy.end()) {
+      d.ctx_set_current(p.timing.context);
+      const CUresult q = d.event_query(p.timing.end);
+      ready = q != kNotReady;
+      timed = q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
+    }
+    if (ready) {
+      if (timed)
+        record(p.key, static_cast<double>(ms) * 1e6);
+      else
+        record_untimed(p.key, Untimed::no_gpu_events);
+      done.push_back(p);
       continue;
     }
-    float ms = 0;
-    const bool timed =
-        q == kSuccess && d.event_elapsed(&ms, it->timing.start, it->timing.end) == kSuccess;
-    record(it->key, timed ? static_cast<double>(ms) * 1e6 : -1.0);
-    auto& pool = t.free_events[it->timing.context];
-    pool.push_back(it->timing.start);
-    pool.push_back(it->timing.end);
-    it = t.pending.erase(it);
+    busy.push_back(where);
+    if (give_up)  // its events stay out of the pool: the stream may never reach them
+      record_untimed(p.key, Untimed::in_flight_at_exit);
+    else
+      running.push_back(p);
   }
+  std::lock_guard<std::mutex> lock(t.mutex);
+  for (const Pending& p : done) {
+    auto& pool = t.free_events[p.timing.context];
+    pool.push_back(p.timing.start);
+    pool.push_back(p.timing.end);
+  }
+  t.pending.insert(t.pending.begin(), running.begin(), running.end());
+  t.in_hand -= batch.size();
+  return t.pending.size() + t.in_hand;
 }
 
 void poller_loop() {
   Timer& t = timer();
   t_depth = 1;  // the driver calls made here are the capture's own
-  std::unique_lock<std::mutex> lock(t.mutex);
+  RelaxedCaptureMode relaxed;
   for (;;) {
-    // 200 µs between polls while work is in flight: the time of a GPU call does not depend on
-    // when it is read, only the memory held by pending events does
-    t.wake.wait_for(lock, std::chrono::microseconds(200), [&] { return !t.pending.empty(); });
-    poll_locked(t);
+    {
+      std::unique_lock<std::mutex> lock(t.mutex);
+      t.wake.wait(lock, [&] { return !t.pending.empty() && !t.closing; });
+    }
+    poll_once(t, false);
+    // 200 µs between polls, with the lock free: the time of a GPU call does not depend on when
+    // it is read, only the memory held by pending events does
+    struct timespec pause = {0, 200000};
+    nanosleep(&pause, nullptr);
   }
 }
 
@@ -162,24 +234,31 @@ void start_poller(Timer& t) {
 
 GpuTiming gpu_begin(void* stream) {
   GpuTiming g;
+  g.stream = stream;
   const Driver& d = driver();
   if (!d.ok || d.ctx_get_current(&g.context) != kSuccess || g.context == nullptr) return g;
   // A call made while its stream is being captured into a CUDA graph does not run now (it runs
   // at each replay, which no hook sees), and events recorded into the capture would become
   // part of the graph: count it untimed. Seen on an H200: bench_gemm's graph capture of
-  // cublasLtMatmul failed under the capture library until this check.
-  int capturing = 0;
-  if (d.stream_is_capturing && d.stream_is_capturing(stream, &capturing) == kSuccess &&
-      capturing != 0)
-    return g;
+  // cublasLtMatmul failed under the capture library until this check. When the driver cannot
+  // say (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: the legacy stream while another is captured), the
+  // call is not timed either: an event recorded there could join or break a capture.
+  if (d.stream_is_capturing) {
+    int capturing = 0;
+    if (d.stream_is_capturing(stream, &capturing) != kSuccess) {
+      g.why = Untimed::capture_unknown;
+      return g;
+    }
+    if (capturing != 0) {
+      g.why = Untimed::graph_capture;
+      return g;
+    }
+  }
   Timer& t = timer();
   g.start = take_event(t, g.context);
   g.end = take_event(t, g.context);
   if (g.start == nullptr || g.end == nullptr || d.event_record(g.start, stream) != kSuccess) {
-    std::lock_guard<std::mutex> lock(t.mutex);
-    auto& pool = t.free_events[g.context];
-    if (g.start) pool.push_back(g.start);
-    if (g.end) pool.push_back(g.end);
+    give_back(t, g.context, g.start, g.end);
     g.start = g.end = nullptr;
     return g;
   }
@@ -188,18 +267,16 @@ GpuTiming gpu_begin(void* stream) {
 }
 
 void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
-  if (!g.ok || driver().event_record(g.end, stream) != kSuccess) {
-    if (g.ok) {
-      Timer& t = timer();
-      std::lock_guard<std::mutex> lock(t.mutex);
-      auto& pool = t.free_events[g.context];
-      pool.push_back(g.start);
-      pool.push_back(g.end);
-    }
-    record(key, -1.0);
+  if (!g.ok) {
+    record_untimed(key, g.why);
     return;
   }
   Timer& t = timer();
+  if (driver().event_record(g.end, stream) != kSuccess) {
+    give_back(t, g.context, g.start, g.end);
+    record_untimed(key, Untimed::no_gpu_events);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     t.pending.push_back(Pending{key, g});
@@ -209,31 +286,42 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
   t.wake.notify_one();
 }
 
+void gpu_end_untimed(GpuTiming& g, const CaptureKey& key, Untimed why) {
+  record_untimed(key, g.ok ? why : g.why);
+  gpu_cancel(g);
+}
+
 void gpu_cancel(GpuTiming& g) {
   if (!g.ok) return;
-  Timer& t = timer();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  auto& pool = t.free_events[g.context];
-  pool.push_back(g.start);
-  pool.push_back(g.end);
+  give_back(timer(), g.context, g.start, g.end);
   g.ok = false;
 }
 
 void gpu_drain() {
   if (!driver().ok) return;
   // At exit the program has usually synchronized already; timings still in flight get up to a
-  // second, polled like the background thread does (never a synchronizing call), then the
-  // rest is dropped.
+  // second, polled as the background thread polls (never a synchronizing call); then the rest
+  // are counted untimed, so that their calls stay in the table.
+  RelaxedCaptureMode relaxed;
   Timer& t = timer();
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.closing = true;
+  }
+  struct timespec ms = {0, 1000000};
   for (int i = 0; i < 1000; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(t.mutex);
-      poll_locked(t);
-      if (t.pending.empty()) return;
-    }
-    struct timespec ms = {0, 1000000};
+    if (poll_once(t, false) == 0) return;
     nanosleep(&ms, nullptr);
   }
+  // the poller hands back what it holds within microseconds, and takes nothing more
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(t.mutex);
+      if (t.in_hand == 0) break;
+    }
+    nanosleep(&ms, nullptr);
+  }
+  poll_once(t, true);
 }
 
 }  // namespace opbench::capture

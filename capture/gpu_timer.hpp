@@ -14,6 +14,13 @@
 // and needs events created without CU_EVENT_DISABLE_TIMING. An event belongs to the context
 // current when it was created, so the pool is per context and the poller makes the event's
 // context current before querying it.
+//
+// The job must never wait for the capture: a hooked call only takes events from a pool and hands
+// a pair over, under a lock that no driver call is ever made under; the poller queries outside
+// it, every 200 µs while timings are in flight, and sleeps when none are. A CUDA-graph capture
+// in global mode (torch.cuda.graph's default) is invalidated by an event query from any thread
+// whose capture mode is not relaxed (CUDA Driver API, cuThreadExchangeStreamCaptureMode;
+// PyTorch's NCCL watchdog hit it: pytorch#104555), so the poller and the exit drain run relaxed.
 #include "capture/table.hpp"
 
 namespace opbench::capture {
@@ -23,7 +30,9 @@ struct GpuTiming {
   void* start = nullptr;
   void* end = nullptr;
   void* context = nullptr;
-  bool ok = false;  // false: no events (no CUDA context, or the driver is missing): count untimed
+  void* stream = nullptr;
+  bool ok = false;  // false: the call is counted untimed, for `why`
+  Untimed why = Untimed::no_gpu_events;
 };
 
 // Records the start event on `stream` (a cudaStream_t / CUstream); call before the real call.
@@ -31,9 +40,14 @@ GpuTiming gpu_begin(void* stream);
 // Records the end event on `stream` and hands the pair to the poller, which records `key` with
 // the elapsed time once the stream has reached it. Without events, records `key` untimed.
 void gpu_end(GpuTiming& timing, void* stream, const CaptureKey& key);
+// The call succeeded but its GPU work cannot be timed by these events (an NCCL nonblocking
+// communicator's ncclInProgress): hands the events back and records `key` untimed for `why`
+// (or for the reason gpu_begin already had).
+void gpu_end_untimed(GpuTiming& timing, const CaptureKey& key, Untimed why);
 // The call failed: hands the events back without recording anything.
 void gpu_cancel(GpuTiming& timing);
-// Drains the completed timings now, without waiting for the rest (the exit path).
+// The exit path: records the timings that complete within a second, then counts the rest
+// untimed (a kernel that never ends, a hung NCCL peer, must not hold the job's exit).
 void gpu_drain();
 
 }  // namespace opbench::capture

@@ -181,7 +181,7 @@ int posted(Call&& call, MPI_Request* request, Key&& key) {
   std::lock_guard<std::mutex> lock(q.mutex);
   auto [it, inserted] = q.requests.try_emplace(*request, p);
   if (!inserted) {  // the handle was reused: its earlier request completed out of our sight
-    record(it->second.key, -1);
+    record_untimed(it->second.key, Untimed::completion_unseen);
     it->second = p;
   }
   return rc;
@@ -196,7 +196,10 @@ void completed(const MPI_Request* copies, const int* indices, int n_indices, boo
   for (int i = 0; i < n_indices; ++i) {
     auto it = q.requests.find(copies[indices ? indices[i] : i]);
     if (it == q.requests.end()) continue;
-    record(it->second.key, untimed ? -1.0 : static_cast<double>(t1 - it->second.posted_ns));
+    if (untimed)
+      record_untimed(it->second.key, Untimed::completion_unseen);
+    else
+      record(it->second.key, static_cast<double>(t1 - it->second.posted_ns));
     q.requests.erase(it);
   }
 }

@@ -113,6 +113,18 @@ struct Group {
 };
 thread_local Group t_group;
 
+// A nonblocking communicator (ncclConfig_t.blocking = 0) answers ncclInProgress and enqueues the
+// kernel later from NCCL's own thread, after the end event: such a call is counted, untimed.
+template <class Key>
+void end_timing(GpuTiming& timing, cudaStream_t stream, ncclResult_t rc, Key&& key) {
+  if (rc == ncclSuccess)
+    gpu_end(timing, stream, key());
+  else if (rc == ncclInProgress)
+    gpu_end_untimed(timing, key(), Untimed::enqueued_later);
+  else
+    gpu_cancel(timing);
+}
+
 // One operation: inside a group it joins the group's list; outside it is timed on its stream.
 template <class Call, class Key>
 ncclResult_t op_call(cudaStream_t stream, Call&& call, Key&& key) {
@@ -129,11 +141,7 @@ ncclResult_t op_call(cudaStream_t stream, Call&& call, Key&& key) {
   CallScope scope;
   GpuTiming timing = gpu_begin(stream);
   const ncclResult_t rc = call();
-  if (rc == ncclSuccess || rc == ncclInProgress) {
-    gpu_end(timing, stream, key());
-  } else {
-    gpu_cancel(timing);
-  }
+  end_timing(timing, stream, rc, key);
   return rc;
 }
 
@@ -261,10 +269,6 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
   CallScope scope;
   GpuTiming timing = gpu_begin(stream);
   const ncclResult_t rc = real_ncclGroupEnd();
-  if (rc == ncclSuccess || rc == ncclInProgress) {
-    gpu_end(timing, stream, group_key(ops));
-  } else {
-    gpu_cancel(timing);
-  }
+  end_timing(timing, stream, rc, [&] { return group_key(ops); });
   return rc;
 }

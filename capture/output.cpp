@@ -44,13 +44,37 @@ std::string layout(const CaptureKey& k) {
   return std::string{k.transa, k.transb};
 }
 
+// Each reason for a missing time: its name in the JSON lines and the .prom label, and what it
+// means to a reader (table.hpp's Untimed, in order).
+constexpr const char* kUntimedName[kUntimedKinds] = {
+    "completion_unseen", "no_gpu_events",  "graph_capture",
+    "capture_unknown",   "enqueued_later", "in_flight_at_exit",
+};
+constexpr const char* kUntimedWhy[kUntimedKinds] = {
+    "their completion was not seen by a Wait/Test call",
+    "no CUDA context or events to time them",
+    "made during a CUDA-graph capture: they run at each replay of the graph, which no hook sees",
+    "cuStreamIsCapturing failed, so whether they ran at the call is unknown",
+    "an NCCL nonblocking communicator enqueued them later (ncclInProgress)",
+    "still running on the GPU when the process ended",
+};
+
 std::string note(const TableRow& r) {
   if (r.timed_calls == r.calls) return "";
-  const std::string untimed = std::to_string(r.calls - r.timed_calls);
-  if (std::string_view(r.key.api).substr(0, 4) == "MPI_")
-    return untimed + " calls without a time (their completion was not seen by a Wait/Test call)";
-  return untimed +
-         " calls without a GPU time (no CUDA context or events, or still in flight at exit)";
+  const std::uint64_t untimed = r.calls - r.timed_calls;
+  std::string text =
+      std::to_string(untimed) + (untimed == 1 ? " call" : " calls") + " without a time";
+  const char* sep = ": ";
+  for (std::size_t i = 0; i < kUntimedKinds; ++i) {
+    if (r.untimed[i] == 0) continue;
+    text += sep + std::to_string(r.untimed[i]) + " " + kUntimedWhy[i];
+    sep = "; ";
+  }
+  return text;
+}
+
+std::uint64_t graph_capture_calls(const TableRow& r) {
+  return r.untimed[static_cast<std::size_t>(Untimed::graph_capture)];
 }
 
 std::string prom_seconds(double us) {
@@ -74,7 +98,7 @@ std::string shape_label(const CaptureKey& k) {
 
 std::string csv_header() {
   return "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
-         "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+         "calls,timed_calls,graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
 }
 
 std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
@@ -92,7 +116,8 @@ std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
       line += ",,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
               "," + k.redop;
     }
-    line += "," + std::to_string(r.calls) + "," + std::to_string(r.timed_calls) + ",";
+    line += "," + std::to_string(r.calls) + "," + std::to_string(r.timed_calls) + "," +
+            std::to_string(graph_capture_calls(r)) + ",";
     if (timed) {
       line += num(r.total_us) + "," + num(r.avg_us) + "," + num(r.min_us) + "," + num(r.p50_us) +
               "," + num(r.p99_us) + "," + num(r.max_us);
@@ -107,9 +132,11 @@ std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
 
 std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
                        const std::string& written, bool final_write) {
-  nlohmann::json run = {{"host", f.host},       {"rank", f.rank},       {"pid", f.pid},
-                        {"command", f.command}, {"started", f.started}, {"written", written},
-                        {"final", final_write}};
+  nlohmann::json run = {{"host", f.host},       {"rank", f.rank},
+                        {"pid", f.pid},         {"command", f.command},
+                        {"started", f.started}, {"written", written},
+                        {"final", final_write}, {"forked_children", f.forked_children}};
+  if (f.parent_pid != 0) run["parent_pid"] = f.parent_pid;
   std::string out;
   for (const TableRow& r : rows) {
     const CaptureKey& k = r.key;
@@ -127,6 +154,13 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
     }
     row["calls"] = r.calls;
     row["timed_calls"] = r.timed_calls;
+    row["graph_capture_calls"] = graph_capture_calls(r);
+    if (r.timed_calls < r.calls) {
+      nlohmann::json why = nlohmann::json::object();
+      for (std::size_t i = 0; i < kUntimedKinds; ++i)
+        if (r.untimed[i] > 0) why[kUntimedName[i]] = r.untimed[i];
+      row["untimed"] = why;
+    }
     if (r.timed_calls > 0) {
       row["metrics"] = {{"total_us", r.total_us}, {"avg_us", r.avg_us}, {"min_us", r.min_us},
                         {"p50_us", r.p50_us},     {"p99_us", r.p99_us}, {"max_us", r.max_us}};
@@ -140,10 +174,13 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
 
 std::string prom_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
   // Labels identify the series (host, rank, the call and its shape); the pid and the command
-  // change from run to run and live in opbench_capture_info only.
+  // change from run to run and live in opbench_capture_info only. A forked child shares its
+  // parent's host and rank, so its series carry its pid too: each child is a series of its own.
+  const std::string process =
+      "host=\"" + prom_label_value(f.host) + "\",rank=\"" + prom_label_value(f.rank) + "\"" +
+      (f.parent_pid != 0 ? ",pid=\"" + std::to_string(f.pid) + "\"" : std::string());
   auto labels = [&](const CaptureKey& k) {
-    return "host=\"" + prom_label_value(f.host) + "\",rank=\"" + prom_label_value(f.rank) +
-           "\",api=\"" + k.api + "\",kind=\"" + k.kind + "\",op=\"" + k.op + "\",dtype=\"" +
+    return process + ",api=\"" + k.api + "\",kind=\"" + k.kind + "\",op=\"" + k.op + "\",dtype=\"" +
            k.dtype + "\",shape=\"" + prom_label_value(shape_label(k)) + "\"";
   };
   std::string out;
@@ -151,13 +188,23 @@ std::string prom_text(const ProcessFacts& f, const std::vector<TableRow>& rows) 
       "# HELP opbench_capture_info The capturing process: 1, with its pid and command line as "
       "labels.\n# TYPE opbench_capture_info gauge\n";
   out += "opbench_capture_info{host=\"" + prom_label_value(f.host) + "\",rank=\"" +
-         prom_label_value(f.rank) + "\",pid=\"" + std::to_string(f.pid) + "\",command=\"" +
-         prom_label_value(f.command) + "\"} 1\n";
+         prom_label_value(f.rank) + "\",pid=\"" + std::to_string(f.pid) + "\"" +
+         (f.parent_pid != 0 ? ",parent_pid=\"" + std::to_string(f.parent_pid) + "\"" : "") +
+         ",command=\"" + prom_label_value(f.command) + "\"} 1\n";
   out +=
       "# HELP opbench_capture_calls_total Intercepted calls of one API and shape in this "
       "process, timed or not.\n# TYPE opbench_capture_calls_total counter\n";
   for (const TableRow& r : rows)
     out += "opbench_capture_calls_total{" + labels(r.key) + "} " + std::to_string(r.calls) + "\n";
+  out +=
+      "# HELP opbench_capture_untimed_calls_total Intercepted calls of one API and shape without "
+      "a time, by reason (graph_capture: made during a CUDA-graph capture, run at each replay "
+      "unseen).\n# TYPE opbench_capture_untimed_calls_total counter\n";
+  for (const TableRow& r : rows)
+    for (std::size_t i = 0; i < kUntimedKinds; ++i)
+      if (r.untimed[i] > 0)
+        out += "opbench_capture_untimed_calls_total{" + labels(r.key) + ",reason=\"" +
+               kUntimedName[i] + "\"} " + std::to_string(r.untimed[i]) + "\n";
   out +=
       "# HELP opbench_capture_call_duration_seconds Time of one intercepted call inside the job "
       "(host calls: wall time of the call; nonblocking MPI: post to completion); quantile 0 and "

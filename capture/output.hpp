@@ -3,6 +3,7 @@
 // (the same rows and the process's facts) and a Prometheus textfile. Each is written to a
 // temporary file in the same folder and renamed over the old one, so a reader (or a job killed
 // mid-write) sees the previous tables or the new ones, never half a file.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct ProcessFacts {
   long pid = 0;
   std::string command;  // /proc/self/cmdline, spaces between the arguments
   std::string started;  // ISO 8601 UTC
+  long parent_pid = 0;  // a child made by fork(): the capturing parent's pid; 0 otherwise
+  std::uint64_t forked_children = 0;  // fork() calls this process made so far
 };
 
 // The CSV header, the columns every row has.

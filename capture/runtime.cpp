@@ -4,6 +4,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,6 +53,14 @@ struct Runtime {
   std::atomic<bool> writer_started{false};
 
   std::atomic<void (*)()> before_write[4] = {};
+  std::atomic<bool> final_written{false};  // the exit write is done: _exit after exit() skips it
+  std::atomic<std::uint64_t> forks{0};
+
+  // A forked child ended by SIGTERM (multiprocessing's Pool.terminate(), the way `with Pool()`
+  // ends its workers) writes its tables first: the handler only posts `term`, which is safe in
+  // a signal handler; a thread of ours writes, then ends the process by SIGTERM as it would have.
+  sem_t term;
+  std::atomic<bool> term_watch{false};
 
   int http_port = 0;  // OPBENCH_CAPTURE_PORT + the local rank; 0: no endpoint
 };
@@ -118,6 +127,58 @@ void after_fork_parent() {
   Runtime& r = rt();
   r.table.unlock_all();
   r.write_mutex.unlock();
+  r.forks.fetch_add(1);
+}
+
+void on_sigterm(int) {
+  sem_post(&rt().term);
+}
+
+// A thread that takes no signals waits for on_sigterm, writes the tables, and ends the process
+// by SIGTERM with the default action, as the signal would have.
+void start_term_watch() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, nullptr,
+      [](void*) -> void* {
+        Runtime& w = rt();
+        while (sem_wait(&w.term) != 0) {
+        }
+        t_depth = 1;
+        for (auto& fn : w.before_write)
+          if (auto f = fn.load()) f();
+        write_tables(true);
+        w.final_written.store(true);
+        signal(SIGTERM, SIG_DFL);
+        kill(getpid(), SIGTERM);
+        return nullptr;
+      },
+      nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc == 0) {
+    pthread_detach(thread);
+    return;
+  }
+  // no thread to write with: leave SIGTERM as it was
+  signal(SIGTERM, SIG_DFL);
+}
+
+// In a forked child whose SIGTERM still has the default action (a program's own handler is
+// left alone), SIGTERM goes to on_sigterm; the watching thread starts with the child's first
+// recorded call, since a child that records nothing has nothing to write.
+void watch_sigterm_in_child(Runtime& r) {
+  struct sigaction current {};
+  if (sigaction(SIGTERM, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) != 0) return;
+  // a grandchild inherits its parent's on_sigterm but not the thread that answers it
+  if (current.sa_handler == on_sigterm)
+    signal(SIGTERM, SIG_DFL);
+  else if (current.sa_handler != SIG_DFL)
+    return;
+  sem_init(&r.term, 0, 0);
+  r.term_watch.store(true);
 }
 void after_fork_child() {
   // The child starts empty and writes its own files; the writer thread did not survive fork().
@@ -130,9 +191,13 @@ void after_fork_child() {
   r.stop = false;
   r.writer_started.store(false);
   r.http_port = 0;  // the parent serves its port; a forked child does not
+  r.facts.parent_pid = r.facts.pid;
   r.facts.pid = static_cast<long>(getpid());
   r.facts.started = iso_now();
+  r.final_written.store(false);
+  r.forks.store(0);
   name_files(r, true);
+  watch_sigterm_in_child(r);
 }
 
 void at_exit() {
@@ -146,6 +211,7 @@ void at_exit() {
   for (auto& fn : r.before_write)
     if (auto f = fn.load()) f();
   write_tables(true);
+  r.final_written.store(true);
 }
 
 void writer_loop() {
@@ -199,6 +265,14 @@ void start_http(Runtime& r) {
 void start_writer() {
   Runtime& r = rt();
   if (r.writer_started.exchange(true)) return;
+  if (r.term_watch.load()) {
+    struct sigaction action {};
+    action.sa_handler = on_sigterm;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    start_term_watch();
+  }
   // The writer and the endpoint take no signals: they stay with the program's own threads.
   sigset_t all, old;
   sigfillset(&all);
@@ -310,6 +384,13 @@ void record(const CaptureKey& key, double ns) {
   if (!r.writer_started.load(std::memory_order_relaxed)) start_writer();
 }
 
+void record_untimed(const CaptureKey& key, Untimed why) {
+  Runtime& r = rt();
+  if (r.state.load(std::memory_order_relaxed) != kOn) return;
+  r.table.record_untimed(key, why);
+  if (!r.writer_started.load(std::memory_order_relaxed)) start_writer();
+}
+
 std::uint64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -393,6 +474,7 @@ bool write_tables(bool final_write) {
   if (!final_write && generation == r.written_generation) return true;
   const std::vector<TableRow> rows = r.table.snapshot();
   const std::string written = iso_now();
+  r.facts.forked_children = r.forks.load();
   const std::pair<std::string, std::string> files[] = {
       {r.base + ".csv", csv_text(r.facts, rows)},
       {r.base + ".jsonl", jsonl_text(r.facts, rows, written, final_write)},
@@ -417,4 +499,46 @@ bool write_tables(bool final_write) {
 OPBENCH_CAPTURE_EXPORT void opbench_capture_reset() {
   opbench::capture::Runtime& r = opbench::capture::rt();
   if (r.state.load() == opbench::capture::kOn) r.table.clear();
+}
+
+namespace opbench::capture {
+namespace {
+
+// A process that leaves through _exit (a forked child: Python's multiprocessing ends every
+// child with os._exit, so no exit handler runs) writes its tables on the way, once. Not in a
+// vfork child (its pid is not the capture's, it shares its parent's memory) and not after the
+// exit handlers wrote them. The write takes locks and memory, and _exit may be called from a
+// signal handler that interrupted a holder of either: an alarm bounds the wait, so that at
+// worst the tables are lost (as they were without this hook) and the process still ends.
+void write_before_exit() {
+  Runtime& r = rt();
+  if (r.state.load() != kOn || r.final_written.load() || static_cast<long>(getpid()) != r.facts.pid)
+    return;
+  signal(SIGALRM, SIG_DFL);
+  alarm(5);
+  t_depth = 1;
+  for (auto& fn : r.before_write)
+    if (auto f = fn.load()) f();
+  write_tables(true);
+  r.final_written.store(true);
+}
+
+[[noreturn]] void real_exit(std::atomic<void*>& slot, const char* name, int status) {
+  real_function<void (*)(int)>(slot, name)(status);
+  __builtin_unreachable();
+}
+
+}  // namespace
+}  // namespace opbench::capture
+
+OPBENCH_CAPTURE_EXPORT void _exit(int status) {
+  static std::atomic<void*> slot{nullptr};
+  opbench::capture::write_before_exit();
+  opbench::capture::real_exit(slot, "_exit", status);
+}
+
+OPBENCH_CAPTURE_EXPORT void _Exit(int status) {
+  static std::atomic<void*> slot{nullptr};
+  opbench::capture::write_before_exit();
+  opbench::capture::real_exit(slot, "_Exit", status);
 }

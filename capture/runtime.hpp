@@ -33,6 +33,7 @@ inline bool should_record() {
 }
 
 void record(const CaptureKey& key, double ns);
+void record_untimed(const CaptureKey& key, Untimed why);
 std::uint64_t now_ns();
 
 // One `opbench-capture: <message>` line on stderr, for the first failure of the process only.

@@ -80,7 +80,16 @@ void ShapeTable::record(const CaptureKey& key, double ns) {
   std::lock_guard<std::mutex> lock(shard.mutex);
   KeyStats& stats = shard.entries[key];
   ++stats.calls;
-  if (ns >= 0) stats.add_time(ns);
+  stats.add_time(ns);
+  ++shard.changes;
+}
+
+void ShapeTable::record_untimed(const CaptureKey& key, Untimed why) {
+  Shard& shard = shards_[CaptureKeyHash{}(key) % kShards];
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  KeyStats& stats = shard.entries[key];
+  ++stats.calls;
+  ++stats.untimed[static_cast<std::size_t>(why)];
   ++shard.changes;
 }
 
@@ -93,6 +102,7 @@ std::vector<TableRow> ShapeTable::snapshot() const {
       row.key = key;
       row.calls = stats.calls;
       row.timed_calls = stats.timed_calls;
+      row.untimed = stats.untimed;
       if (stats.timed_calls > 0) {
         row.total_us = stats.total_ns / 1e3;
         row.avg_us = row.total_us / static_cast<double>(stats.timed_calls);

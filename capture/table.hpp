@@ -3,6 +3,7 @@
 // (API, dtype and shape), which keeps calls, total, min, max and a LogHistogram of the times.
 // Callers on many threads record at once, so the table is split into shards, each with its own
 // mutex: two threads contend only when their keys hash to the same shard.
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -42,10 +43,26 @@ struct CaptureKeyHash {
   std::size_t operator()(const CaptureKey& k) const;
 };
 
+// Why a call has no time. Each is counted apart, so that the note can say which, and a job whose
+// GPU work is replayed from CUDA graphs is not shown a table that looks complete.
+enum class Untimed : std::uint8_t {
+  completion_unseen,  // nonblocking MPI: no Wait/Test reported its completion
+  no_gpu_events,      // no CUDA driver, context or events to time it with
+  graph_capture,      // made while its stream was captured into a CUDA graph: it runs at each
+                      // replay of the graph, and no hook sees a replay
+  capture_unknown,    // cuStreamIsCapturing failed: whether it runs now is unknown
+  enqueued_later,     // an NCCL nonblocking communicator returned ncclInProgress: NCCL's own
+                      // thread enqueues the kernel later, after the events were recorded
+  in_flight_at_exit,  // its GPU work had not finished when the process ended (bounded wait)
+  kinds
+};
+inline constexpr std::size_t kUntimedKinds = static_cast<std::size_t>(Untimed::kinds);
+using UntimedCounts = std::array<std::uint64_t, kUntimedKinds>;
+
 struct KeyStats {
-  std::uint64_t calls = 0;  // every call of the key
-  std::uint64_t timed_calls =
-      0;  // the calls with a time (nonblocking ones whose completion was seen)
+  std::uint64_t calls = 0;        // every call of the key
+  std::uint64_t timed_calls = 0;  // the calls with a time
+  UntimedCounts untimed{};        // the others, by reason
   double total_ns = 0, min_ns = 0, max_ns = 0;
   LogHistogram histogram;
 
@@ -56,6 +73,7 @@ struct KeyStats {
 struct TableRow {
   CaptureKey key;
   std::uint64_t calls = 0, timed_calls = 0;
+  UntimedCounts untimed{};
   double total_us = 0, avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
 };
 
@@ -63,8 +81,10 @@ class ShapeTable {
  public:
   static constexpr std::size_t kShards = 32;
 
-  // One call of `key` that took `ns` nanoseconds (ns < 0: counted without a time).
+  // One call of `key` that took `ns` nanoseconds.
   void record(const CaptureKey& key, double ns);
+  // One call of `key` without a time, and why.
+  void record_untimed(const CaptureKey& key, Untimed why);
   // Every key's row, largest total time first.
   std::vector<TableRow> snapshot() const;
   // Changes since construction; the periodic writer skips a write when nothing changed.

@@ -1,16 +1,45 @@
-// GPU calls with known shapes, against the stand-in libraries (gpu_standin.cpp) and the REAL
-// cuBLASLt's descriptors, for the capture's GPU test (check_capture.py gpu lists what each must
-// become). Prints "descriptors ok" when the real cuBLASLt built and read back its descriptors.
+// GPU calls against the stand-in libraries (gpu_standin.cpp) and the REAL cuBLASLt's
+// descriptors, for the capture's GPU tests (check_capture.py gpu and gpu-async say what each mode
+// must become):
+//   (no argument)  calls with known shapes; prints "descriptors ok" when the real cuBLASLt built
+//                  and read back its descriptors
+//   async N        N cublasSgemm_v2 calls of 2 ms of device time each, 100 µs of host work
+//                  between them: prints the loop's host time and how far the device runs behind
+//                  the host at its end (the whole queue when nothing made the host wait), and
+//                  how many event queries were made by the time the device caught up
+//   graph          3 calls of 16x16x16 fp32 while a graph capture in global mode is open, with a
+//                  20 ms operation still running from before it, then 2 calls after it; exit 1
+//                  when the capture was invalidated
+//   implicit       2 calls of 8x8x8 fp32 while cuStreamIsCapturing fails
+//   nonblocking    2 all_reduce calls of 512 fp32 on an NCCL nonblocking communicator
+//   hang           an operation that never ends, then a call of 4x4x4 fp32 (behind it), then
+//                  fork(): the child exits 7 at once; prints how long fork and the call took
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
 
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "gemm/cublas_api.hpp"
 
-extern "C" ncclComm_t standin_comm();
+extern "C" {
+ncclComm_t standin_comm();
+ncclComm_t standin_nonblocking_comm();
+void standin_set_op_us(int us);
+double standin_lag_ms();
+long standin_queries();
+void standin_hang();
+void standin_begin_capture(int global_mode);
+int standin_end_capture();
+void standin_capture_status_fails(int fails);
+}
 
 #define CHECK(x)                                                          \
   do {                                                                    \
@@ -20,9 +49,101 @@ extern "C" ncclComm_t standin_comm();
     }                                                                     \
   } while (0)
 
-int main() {
+namespace {
+
+double now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+void host_work_us(double us) {
+  const double until = now_ms() + us / 1e3;
+  while (now_ms() < until) {
+  }
+}
+
+// cublasSgemm_v2 of row-major size x size x size, NN
+int square_sgemm(cublasHandle_t h, int size) {
+  const float one = 1.0f;
+  return cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &one, nullptr, size, nullptr,
+                        size, &one, nullptr, size);
+}
+
+int async_loop(cublasHandle_t h, int calls) {
+  standin_set_op_us(2000);
+  const double t0 = now_ms();
+  for (int i = 0; i < calls; ++i) {
+    CHECK(square_sgemm(h, 32));
+    host_work_us(100);
+  }
+  const double loop_ms = now_ms() - t0;
+  const double lag_ms = standin_lag_ms();
+  // the device catches up; then how many event queries the capture made (none without it)
+  host_work_us(lag_ms * 1e3 + 20000);
+  std::printf("loop_ms %.1f lag_ms %.1f queued_ms %d queries %ld\n", loop_ms, lag_ms, 2 * calls,
+              standin_queries());
+  return 0;
+}
+
+int graph(cublasHandle_t h) {
+  standin_set_op_us(20000);
+  CHECK(square_sgemm(h, 64));  // still running when the capture begins: the poller queries it
+  standin_set_op_us(300);
+  standin_begin_capture(1);
+  for (int i = 0; i < 3; ++i)
+    CHECK(square_sgemm(h, 16));
+  host_work_us(30000);  // the poller's queries fall inside the capture
+  const int rc = standin_end_capture();
+  std::printf("capture %s\n", rc == 0 ? "ok" : "invalidated");
+  for (int i = 0; i < 2; ++i)
+    CHECK(square_sgemm(h, 16));
+  return rc == 0 ? 0 : 1;
+}
+
+int implicit(cublasHandle_t h) {
+  standin_capture_status_fails(1);
+  for (int i = 0; i < 2; ++i)
+    CHECK(square_sgemm(h, 8));
+  return 0;
+}
+
+int nonblocking() {
+  for (int i = 0; i < 2; ++i) {
+    const ncclResult_t rc = ncclAllReduce(nullptr, nullptr, 512, ncclFloat32, ncclSum,
+                                          standin_nonblocking_comm(), nullptr);
+    if (rc != ncclInProgress) return 1;
+  }
+  return 0;
+}
+
+int hang(cublasHandle_t h) {
+  standin_hang();
+  const double t0 = now_ms();
+  CHECK(square_sgemm(h, 4));
+  const double t1 = now_ms();
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) _exit(7);
+  const double t2 = now_ms();
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("call_ms %.1f fork_ms %.1f child_exit %d\n", t1 - t0, t2 - t1,
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   cublasHandle_t h = nullptr;
   CHECK(cublasCreate_v2(&h));
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "async") return async_loop(h, argc > 2 ? std::atoi(argv[2]) : 200);
+  if (mode == "graph") return graph(h);
+  if (mode == "implicit") return implicit(h);
+  if (mode == "nonblocking") return nonblocking();
+  if (mode == "hang") return hang(h);
   const float one = 1.0f;
   // column-major (N, T, 64, 32, 16) x 3: row-major m 32, n 64, k 16, layout TN
   for (int i = 0; i < 3; ++i)

@@ -1,44 +1,125 @@
 // A stand-in for cuBLAS, cuBLASLt's cublasLtMatmul, NCCL and the few CUDA driver calls the
 // capture makes, for testing the capture's GPU hooks on a machine without a GPU (test-only: never
-// built into the product). Every "GPU operation" here runs on the host for kStandinUs
-// microseconds, and its events carry host timestamps, so the capture's event timing reads back
-// at least that much. It exports the real libraries' symbols with their real signatures (the
-// toolkit's headers declare them), which is all the capture sees of them.
+// built into the product). It behaves as a GPU does where the capture depends on it: every "GPU
+// operation" is queued on one device timeline that runs behind the host (kStandinUs microseconds
+// each, or standin_set_op_us's) and the call returns at once; an event completes when the
+// timeline reaches it, and cuEventElapsedTime is the timeline's time between two events. It also
+// has the driver's stream capture (a graph capture in global or relaxed mode, which a query from
+// a thread not in relaxed mode invalidates), a cuStreamIsCapturing that can fail, an NCCL
+// nonblocking communicator (ncclInProgress) and an operation that never ends (a hung kernel).
+// It exports the real libraries' symbols with their real signatures (the toolkit's headers
+// declare them), which is all the capture sees of them.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <limits>
+#include <mutex>
 
 namespace {
-constexpr int kStandinUs = 300;
+constexpr std::int64_t kStandinUs = 300;
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+// the driver's codes (cuda.h)
+constexpr int kNotReady = 600;
+constexpr int kCaptureUnsupported = 900;
+constexpr int kCaptureInvalidated = 901;
+constexpr int kCaptureImplicit = 906;
+constexpr int kModeRelaxed = 2;
 
-double now_ms() {
+std::int64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// The device: one timeline for every stream (enough for the capture, which times each call on
+// its own stream).
+struct Device {
+  std::mutex mutex;
+  std::int64_t busy_until = 0;  // when the queued work ends (kNever: a hung operation)
+  std::int64_t op_ns = kStandinUs * 1000;
+  bool capturing = false;  // a graph capture is open: operations are recorded, not run
+  bool capture_global = false;
+  bool capture_invalidated = false;
+  bool capture_status_fails = false;
+};
+Device& device() {
+  static Device* d = new Device();
+  return *d;
+}
+
+// Queues one operation and returns at once, as a kernel launch does.
 void work() {
-  const double until = now_ms() + kStandinUs / 1e3;
-  while (now_ms() < until) {
-  }
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (d.capturing || d.busy_until == kNever) return;
+  const std::int64_t start = std::max(now_ns(), d.busy_until);
+  d.busy_until = start + d.op_ns;
+}
+
+thread_local int t_capture_mode = 0;  // CU_STREAM_CAPTURE_MODE_GLOBAL, every thread's default
+
+// A potentially unsafe call (an event query) from this thread: under a global-mode capture it is
+// refused and invalidates the capture unless the thread is relaxed (CUDA Driver API,
+// cuThreadExchangeStreamCaptureMode).
+bool unsafe_call_allowed(Device& d) {
+  if (!d.capturing || !d.capture_global || t_capture_mode == kModeRelaxed) return true;
+  d.capture_invalidated = true;
+  return false;
 }
 
 struct FakeEvent {
-  double at_ms = 0;
-  int queries = 0;
+  std::int64_t at = 0;  // when the timeline reaches it
 };
 int fake_context = 1;
 int fake_handle = 2;
 int fake_comm = 3;
+int fake_nonblocking_comm = 4;
 }  // namespace
 
 #define STANDIN extern "C" __attribute__((visibility("default")))
 
-// ---- CUDA driver: events carry host timestamps; the first query of an event says not ready
+// ---- the test program's controls
+STANDIN void standin_set_op_us(int us) {
+  std::lock_guard<std::mutex> lock(device().mutex);
+  device().op_ns = static_cast<std::int64_t>(us) * 1000;
+}
+// How far the device runs behind the host now (ms): near 0 when the host waited for it.
+STANDIN double standin_lag_ms() {
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  return d.busy_until == kNever ? -1.0 : static_cast<double>(d.busy_until - now_ns()) / 1e6;
+}
+// An operation that never ends: everything queued after it waits forever.
+STANDIN void standin_hang() {
+  std::lock_guard<std::mutex> lock(device().mutex);
+  device().busy_until = kNever;
+}
+STANDIN void standin_begin_capture(int global_mode) {
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  d.capturing = true;
+  d.capture_global = global_mode != 0;
+  d.capture_invalidated = false;
+}
+// 0, or CUDA_ERROR_STREAM_CAPTURE_INVALIDATED when an unsafe call broke the capture.
+STANDIN int standin_end_capture() {
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  d.capturing = false;
+  return d.capture_invalidated ? kCaptureInvalidated : 0;
+}
+STANDIN void standin_capture_status_fails(int fails) {
+  std::lock_guard<std::mutex> lock(device().mutex);
+  device().capture_status_fails = fails != 0;
+}
+
+// ---- CUDA driver
 STANDIN int cuCtxGetCurrent(void** ctx) {
   *ctx = &fake_context;
   return 0;
@@ -51,15 +132,43 @@ STANDIN int cuEventCreate(void** e, unsigned) {
   return 0;
 }
 STANDIN int cuEventRecord(void* e, void*) {
-  static_cast<FakeEvent*>(e)->at_ms = now_ms();
-  static_cast<FakeEvent*>(e)->queries = 0;
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  static_cast<FakeEvent*>(e)->at =
+      d.busy_until == kNever ? kNever : std::max(now_ns(), d.busy_until);
   return 0;
 }
+std::atomic<long> g_queries{0};
+STANDIN long standin_queries() {
+  return g_queries.load();
+}
 STANDIN int cuEventQuery(void* e) {
-  return static_cast<FakeEvent*>(e)->queries++ == 0 ? 600 : 0;
+  ++g_queries;
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
+  return now_ns() >= static_cast<FakeEvent*>(e)->at ? 0 : kNotReady;
 }
 STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
-  *ms = static_cast<float>(static_cast<FakeEvent*>(b)->at_ms - static_cast<FakeEvent*>(a)->at_ms);
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
+  const std::int64_t t0 = static_cast<FakeEvent*>(a)->at, t1 = static_cast<FakeEvent*>(b)->at;
+  if (now_ns() < t1) return kNotReady;
+  *ms = static_cast<float>(static_cast<double>(t1 - t0) / 1e6);
+  return 0;
+}
+STANDIN int cuStreamIsCapturing(void*, int* status) {
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (d.capture_status_fails) return kCaptureImplicit;
+  *status = d.capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE : _NONE
+  return 0;
+}
+STANDIN int cuThreadExchangeStreamCaptureMode(int* mode) {
+  const int old = t_capture_mode;
+  t_capture_mode = *mode;
+  *mode = old;
   return 0;
 }
 
@@ -131,10 +240,11 @@ STANDIN ncclResult_t ncclCommCount(const ncclComm_t, int* n) {
   *n = 4;
   return ncclSuccess;
 }
+// A nonblocking communicator's call returns ncclInProgress: NCCL's thread enqueues it later.
 STANDIN ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
-                                   ncclComm_t, cudaStream_t) {
+                                   ncclComm_t comm, cudaStream_t) {
   work();
-  return ncclSuccess;
+  return reinterpret_cast<int*>(comm) == &fake_nonblocking_comm ? ncclInProgress : ncclSuccess;
 }
 STANDIN ncclResult_t ncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                                    cudaStream_t) {
@@ -171,4 +281,7 @@ STANDIN ncclResult_t ncclGroupEnd() {
 }
 STANDIN ncclComm_t standin_comm() {
   return reinterpret_cast<ncclComm_t>(&fake_comm);
+}
+STANDIN ncclComm_t standin_nonblocking_comm() {
+  return reinterpret_cast<ncclComm_t>(&fake_nonblocking_comm);
 }

@@ -41,6 +41,8 @@ add_test(NAME "capture: 4 threads calling BLAS at once"
 add_test(NAME "capture: a forked child starts empty and writes its own file"
   COMMAND ${CHECK_CAPTURE} fork --out ${CAPTURE_OUT}/fork --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
+add_test(NAME "capture: a Python fork pool's and Process children's calls are kept"
+  COMMAND ${CHECK_CAPTURE} pyfork --out ${CAPTURE_OUT}/pyfork --lib ${CAPTURE_LIB})
 add_test(NAME "capture: a job killed with SIGKILL leaves its periodic tables"
   COMMAND ${CHECK_CAPTURE} killed --out ${CAPTURE_OUT}/killed --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
@@ -86,6 +88,9 @@ if(OPBENCH_HAVE_CUDA)
   add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
     COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
             --prog $<TARGET_FILE:capture_gpu_calls>)
+  add_test(NAME "capture: on an asynchronous stand-in GPU the host never waits, graph captures stay intact, a hung kernel holds neither fork nor exit"
+    COMMAND ${CHECK_CAPTURE} gpu-async --out ${CAPTURE_OUT}/gpu_async --lib ${CAPTURE_LIB}
+            --prog $<TARGET_FILE:capture_gpu_calls>)
 endif()
 
 # capture.sh writes only into a new or capture-only folder (issue 31's rule): a user's file there
@@ -112,6 +117,7 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
   "capture: 4 threads calling BLAS at once"
   "capture: a forked child starts empty and writes its own file"
+  "capture: a Python fork pool's and Process children's calls are kept"
   "capture: a job killed with SIGKILL leaves its periodic tables"
   "capture: a call inside an intercepted call counts once"
   "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
@@ -120,6 +126,7 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside")
 if(OPBENCH_HAVE_CUDA)
   list(APPEND CAPTURE_PRELOAD_TESTS
-    "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors")
+    "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
+    "capture: on an asynchronous stand-in GPU the host never waits, graph captures stay intact, a hung kernel holds neither fork nor exit")
 endif()
 set_tests_properties(${CAPTURE_PRELOAD_TESTS} PROPERTIES LABELS preload)

@@ -19,6 +19,12 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
   check_capture.py threads --out DIR --prog BIN
   check_capture.py fork    --out DIR --prog BIN
   check_capture.py killed  --out DIR --prog BIN --lib LIB
+  check_capture.py pyfork  --out DIR
+      a Python job (numpy) with 3 float32 products in the parent, 28 in a fork Pool's two
+      workers (ended by SIGTERM when `with Pool()` closes) and 5 in each of two Process children
+      (ended by os._exit): 41 calls over the processes' files, with OPBENCH_CAPTURE_INTERVAL 0
+      and 1; each child names its parent, each file is a final write, each child's .prom series
+      are its own.
   check_capture.py nested  --out DIR --prog BIN
   check_capture.py baddir  --out DIR --prog BIN --lib LIB
   check_capture.py bench-gemm --out DIR --bench-gemm BIN --lib LIB [--backend B] [--dtype D]
@@ -49,6 +55,18 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       cuBLASLt's descriptors: every call's key as listed there, counted once (cublasGemmEx's
       inner cublasLtMatmul not at all), and every call timed by the stand-in's events at no
       less than the 300 µs each stand-in operation takes.
+  check_capture.py gpu-async --out DIR --prog BIN --lib LIB
+      the same program's other modes, where the stand-in's device runs behind the host as a
+      GPU's does: 200 calls of 2 ms queued with 100 µs of host work between them leave the
+      device more than half the queue behind the host with the capture as without it (a capture
+      that waited for each call would leave it one call behind), each call timed at 2000 µs,
+      and the poller's event queries a few per poll (one per busy stream), not one per call in
+      flight;
+      3 calls inside a global-mode graph capture counted in graph_capture_calls with the job's
+      capture intact although the poller queried an event during it; a failing
+      cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress counted
+      untimed with their reason; after an operation that never ends, the next call, fork() and
+      the exit return (the call counted as still running at exit).
 
 Every mode also runs the program without the capture where it can, and requires the same
 results (checksums) and exit status. Exit 0 when everything holds, 1 otherwise.
@@ -91,8 +109,9 @@ def run(cmd, env=None, timeout=300):
     return p
 
 
-def capture(out, cmd, env=None, interval="0"):
-    p = run(["bash", CAPTURE_SH, "--out", out, "--interval", interval, "--"] + cmd, env=env)
+def capture(out, cmd, env=None, interval="0", timeout=300):
+    p = run(["bash", CAPTURE_SH, "--out", out, "--interval", interval, "--"] + cmd, env=env,
+            timeout=timeout)
     sys.stdout.write(p.stdout)
     sys.stdout.write(p.stderr)
     return p
@@ -337,6 +356,67 @@ def fork_mode(a):
             {(32, 32, 32, "NN"): 4})
 
 
+PYFORK = """
+import multiprocessing as mp, os, sys
+import numpy as np
+a = np.ones((24, 16), dtype=np.float32)
+b = np.ones((16, 8), dtype=np.float32)
+def product(i):
+    return float((a @ b).sum())
+def child(n):
+    for i in range(n):
+        product(i)
+s = sum(product(i) for i in range(3))
+ctx = mp.get_context("fork")
+with ctx.Pool(2) as pool:  # __exit__ is terminate(): the workers end by SIGTERM
+    s += sum(pool.map(product, range(28), chunksize=1))
+kids = [ctx.Process(target=child, args=(5,)) for _ in range(2)]  # they end by os._exit
+for k in kids: k.start()
+for k in kids: k.join()
+print("checksum", s, "children exit", [k.exitcode for k in kids])
+"""
+
+
+def pyfork_mode(a):
+    """3 products in the parent, 28 in a fork pool's workers, 5 in each of two Process
+    children: 41 cblas_sgemm calls of 24x8x16, whatever the interval."""
+    for interval in ("0", "1"):
+        out = fresh(os.path.join(a.out, f"interval{interval}"))
+        p = capture(out, [PY, "-c", PYFORK], interval=interval)
+        check(p.returncode == 0 and "children exit [0, 0]" in p.stdout,
+              f"interval {interval}: exit {p.returncode}: {p.stdout.strip()} {p.stderr.strip()}")
+        runs, calls = {}, {}
+        for path in files(out):
+            with open(path[:-3] + "jsonl") as f:
+                first = json.loads(f.readline())
+            pid = first["run"]["pid"]
+            runs[pid] = first["run"]
+            calls[pid] = sum(c for c in gemm_counts(read_rows(path), "cblas_sgemm").values())
+        parents = [pid for pid, r in runs.items() if "parent_pid" not in r]
+        print(f"interval {interval}: {len(runs)} processes, calls per process "
+              f"{sorted(calls.values(), reverse=True)}, {sum(calls.values())} in all")
+        if not check(len(parents) == 1, f"interval {interval}: {len(parents)} processes without a "
+                                        f"parent: {parents}"):
+            continue
+        parent = parents[0]
+        check(calls[parent] == 3, f"interval {interval}: the parent holds {calls[parent]} calls, not 3")
+        check(sum(calls.values()) == 41, f"interval {interval}: {sum(calls.values())} calls in all, "
+                                         "not 41 (3 + 28 + 2 x 5)")
+        check(all(r.get("parent_pid", parent) == parent for r in runs.values()),
+              f"interval {interval}: a child names another parent: {runs}")
+        check(runs[parent]["forked_children"] >= 4 and all(r["final"] for r in runs.values()),
+              f"interval {interval}: forked_children {runs[parent]['forked_children']}, final "
+              f"{[r['final'] for r in runs.values()]}")
+        # each child is its own Prometheus series: the pid label tells them apart
+        series = set()
+        for path in files(out):
+            with open(path[:-3] + "prom") as f:
+                series |= {line.split(" ")[0] for line in f
+                           if line.startswith("opbench_capture_calls_total{")}
+        check(len(series) == len(runs), f"interval {interval}: {len(series)} distinct series for "
+                                        f"{len(runs)} processes")
+
+
 def nested_mode(a):
     out = fresh(a.out)
     p = capture(out, [a.prog])
@@ -446,6 +526,114 @@ def gpu_mode(a):
               f"{r['api']}: min_us {r['min_us']} below the stand-in's 300 us")
     compare("GPU GEMMs", gemms, GPU_GEMMS)
     compare("NCCL", colls, GPU_COLLS)
+
+
+def figures(text, *names):
+    """The numbers after `name` in a program's output line ("loop_ms 20.1 lag_ms 380.2")."""
+    words = text.split()
+    return [float(words[words.index(n) + 1]) if n in words else None for n in names]
+
+
+def one_table(out):
+    found = files(out)
+    if not check(len(found) == 1, f"{out}: expected one capture file, found {found}"):
+        return []
+    return read_rows(found[0])
+
+
+def square_row(rows, size):
+    return next((r for r in rows if r["kind"] == "gemm" and r["m"] == str(size)
+                 and r["n"] == str(size) and r["k"] == str(size)), None)
+
+
+def expect_untimed(rows, size, calls, timed, graph, why):
+    r = square_row(rows, size)
+    if not check(r is not None, f"no {size}x{size}x{size} row in {rows}"):
+        return
+    print(f"  {size}x{size}x{size}: calls {r['calls']}, timed {r['timed_calls']}, in a graph "
+          f"capture {r['graph_capture_calls']}; note: {r['note']}")
+    check((int(r["calls"]), int(r["timed_calls"]), int(r["graph_capture_calls"])) == (calls, timed, graph),
+          f"{size}x{size}x{size}: expected calls {calls}, timed {timed}, graph {graph}")
+    check(why in r["note"], f"{size}x{size}x{size}: the note does not say '{why}': {r['note']}")
+
+
+def gpu_async_mode(a):
+    """The stand-in's device runs behind the host, as a GPU does."""
+    # 1. the capture never makes the host wait: 200 calls of 2 ms queued with 100 us of host work
+    # between them; the device must still be far behind the host when the loop ends
+    calls = 200
+    plain = run([a.prog, "async", str(calls)])
+    out = fresh(os.path.join(a.out, "async"))
+    p = capture(out, [a.prog, "async", str(calls)])
+    loop0, lag0, queued = figures(plain.stdout, "loop_ms", "lag_ms", "queued_ms")
+    loop1, lag1, queries = figures(p.stdout, "loop_ms", "lag_ms", "queries")
+    print(f"{'':<18}{'loop_ms':>10}{'device behind host at the end (ms)':>38}")
+    print(f"{'without capture':<18}{loop0:>10.1f}{lag0:>38.1f}")
+    print(f"{'with capture':<18}{loop1:>10.1f}{lag1:>38.1f}   ({queued:.0f} ms queued)")
+    check(p.returncode == 0 and plain.returncode == 0, f"exit {p.returncode} / {plain.returncode}")
+    check(lag1 is not None and lag1 > queued / 2,
+          f"with the capture the device is {lag1} ms behind the host after {queued:.0f} ms were "
+          "queued: the hooked calls waited for the device")
+    # a stream completes in order: a poll queries the oldest running call per stream, not
+    # every call in flight (about 2,000 polls of 200 us here; querying all ~100 in flight at
+    # each would be some 200,000 queries)
+    print(f"event queries while {calls} calls ran: {queries:.0f}")
+    check(queries is not None and queries < 20 * calls + 5000,
+          f"{queries} event queries for {calls} calls: the poller queries every call in flight")
+    rows = one_table(out)
+    r = square_row(rows, 32)
+    if check(r is not None, "no 32x32x32 row"):
+        check(int(r["calls"]) == calls and int(r["timed_calls"]) == calls,
+              f"32x32x32: {r['calls']} calls, {r['timed_calls']} timed, expected {calls}")
+        check(abs(float(r["min_us"]) - 2000) < 1 and abs(float(r["max_us"]) - 2000) < 1,
+              f"each call is 2000 us of device time: min {r['min_us']}, max {r['max_us']}")
+
+    # 2. calls inside a global-mode graph capture: counted apart, and the poller's queries
+    # (of a 20 ms operation from before the capture) do not invalidate the job's capture
+    out = fresh(os.path.join(a.out, "graph"))
+    p = capture(out, [a.prog, "graph"])
+    print("graph:", p.stdout.strip().splitlines()[-1:] if p.stdout.strip() else p.stderr.strip())
+    check(p.returncode == 0 and "capture ok" in p.stdout,
+          f"the job's graph capture was invalidated (exit {p.returncode}): {p.stdout.strip()}")
+    rows = one_table(out)
+    expect_untimed(rows, 16, 5, 2, 3, "made during a CUDA-graph capture")
+    r = square_row(rows, 64)
+    check(r is not None and r["timed_calls"] == "1" and abs(float(r["max_us"]) - 20000) < 1,
+          f"the 20 ms call before the capture: {r}")
+
+    # 3. cuStreamIsCapturing fails: not timed, said why
+    out = fresh(os.path.join(a.out, "implicit"))
+    p = capture(out, [a.prog, "implicit"])
+    check(p.returncode == 0, f"implicit: exit {p.returncode}")
+    expect_untimed(one_table(out), 8, 2, 0, 0, "cuStreamIsCapturing failed")
+
+    # 4. an NCCL nonblocking communicator: ncclInProgress, counted untimed
+    out = fresh(os.path.join(a.out, "nonblocking"))
+    p = capture(out, [a.prog, "nonblocking"])
+    check(p.returncode == 0, f"nonblocking: exit {p.returncode}")
+    rows = [r for r in one_table(out) if r["api"] == "ncclAllReduce"]
+    if check(len(rows) == 1, f"nonblocking: rows {rows}"):
+        r = rows[0]
+        print(f"  ncclAllReduce on a nonblocking communicator: calls {r['calls']}, timed "
+              f"{r['timed_calls']}; note: {r['note']}")
+        check((r["calls"], r["timed_calls"], r["count"]) == ("2", "0", "512"), f"nonblocking: {r}")
+        check("ncclInProgress" in r["note"], f"nonblocking: the note says {r['note']}")
+
+    # 5. a kernel that never ends: the next call, fork() and exit do not wait for it
+    out = fresh(os.path.join(a.out, "hang"))
+    t0 = time.time()
+    try:
+        p = capture(out, [a.prog, "hang"], timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, "hang: the program under the capture did not end (a call, fork or exit "
+                     "waited for the operation that never ends)")
+        return
+    took = time.time() - t0
+    call_ms, fork_ms, child = figures(p.stdout, "call_ms", "fork_ms", "child_exit")
+    print(f"hang: the call behind it took {call_ms} ms, fork {fork_ms} ms, the child exited "
+          f"{child}; the job ended {took:.1f} s after it started")
+    check(p.returncode == 0 and child == 7, f"hang: exit {p.returncode}, child {child}")
+    expect_untimed(one_table(out), 4, 1, 0, 0, "still running on the GPU when the process ended")
 
 
 def bench_gemm_mode(a):
@@ -649,7 +837,7 @@ def prometheus_mode(a):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir", "gpu", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
+                                    "nested", "baddir", "gpu", "gpu-async", "pyfork", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")

@@ -47,11 +47,12 @@ TEST_CASE("capture table: calls and times merge per key, p99 of few calls is the
   k.transb = 'T';
   for (double us : {10.0, 20.0, 30.0, 40.0})
     t.record(k, us * 1e3);
-  t.record(k, -1);  // counted, no time
+  t.record_untimed(k, Untimed::graph_capture);  // counted, no time
   const auto rows = t.snapshot();
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].calls == 5);
   CHECK(rows[0].timed_calls == 4);
+  CHECK(rows[0].untimed[static_cast<std::size_t>(Untimed::graph_capture)] == 1);
   CHECK(rows[0].total_us == Approx(100.0));
   CHECK(rows[0].avg_us == Approx(25.0));
   CHECK(rows[0].min_us == Approx(10.0));
