@@ -16,7 +16,13 @@ namespace opbench::capture {
 namespace {
 
 bool is_gemm(const CaptureKey& k) {
-  return k.m > 0 || k.n > 0 || k.k > 0 || k.batch > 0;
+  return std::string_view(k.kind) == "gemm";
+}
+bool is_attention(const CaptureKey& k) {
+  return std::string_view(k.kind) == "attention";
+}
+bool is_collective(const CaptureKey& k) {
+  return std::string_view(k.kind) == "collective" || std::string_view(k.kind) == "p2p";
 }
 
 std::string num(double v) {
@@ -47,8 +53,8 @@ std::string layout(const CaptureKey& k) {
 // Each reason for a missing time: its name in the JSON lines and the .prom label, and what it
 // means to a reader (table.hpp's Untimed, in order).
 constexpr const char* kUntimedName[kUntimedKinds] = {
-    "completion_unseen", "no_gpu_events",  "graph_capture",
-    "capture_unknown",   "enqueued_later", "in_flight_at_exit",
+    "completion_unseen", "no_gpu_events",     "graph_capture", "capture_unknown",
+    "enqueued_later",    "in_flight_at_exit", "not_in_trace",  "no_kernel",
 };
 constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "their completion was not seen by a Wait/Test call",
@@ -57,6 +63,8 @@ constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "cuStreamIsCapturing failed, so whether they ran at the call is unknown",
     "an NCCL nonblocking communicator enqueued them later (ncclInProgress)",
     "still running on the GPU when the process ended",
+    "from an execution trace, which records shapes and counts, not times",
+    "without a GPU kernel in the trace",
 };
 
 std::string note(const TableRow& r) {
@@ -86,6 +94,12 @@ std::string prom_seconds(double us) {
 }  // namespace
 
 std::string shape_label(const CaptureKey& k) {
+  if (is_attention(k))
+    return "b" + std::to_string(k.batch) + " hq" + std::to_string(k.heads_q) + " hkv" +
+           std::to_string(k.heads_kv) + " sq" + std::to_string(k.seq_q) + " skv" +
+           std::to_string(k.seq_kv) + " d" + std::to_string(k.head_dim_qk) + "/" +
+           std::to_string(k.head_dim_v) + (k.causal ? " causal" : "");
+  if (!is_collective(k) && !is_gemm(k)) return "";
   if (is_gemm(k)) {
     std::string dims = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" + std::to_string(k.k);
     if (k.batch != 1) dims = "b" + std::to_string(k.batch) + " " + dims;
@@ -97,25 +111,36 @@ std::string shape_label(const CaptureKey& k) {
 }
 
 std::string csv_header() {
-  return "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
-         "calls,timed_calls,graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+  return "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
+         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,calls,timed_calls,"
+         "graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
 }
+
+namespace {
+// The cells from m to redop: a GEMM's, an attention's or a collective's; empty for the rest.
+std::string shape_cells(const CaptureKey& k) {
+  if (is_gemm(k))
+    return num(k.m) + "," + num(k.n) + "," + num(k.k) + "," + num(k.batch) + "," + layout(k) +
+           ",,,,,,,," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,";
+  if (is_attention(k))
+    return ",,," + num(k.batch) + ",," + num(k.heads_q) + "," + num(k.heads_kv) + "," +
+           num(k.seq_q) + "," + num(k.seq_kv) + "," + num(k.head_dim_qk) + "," + num(k.head_dim_v) +
+           "," + (k.causal ? "true" : "false") + ",,,,,";
+  if (is_collective(k))
+    return ",,,,,,,,,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
+           "," + k.redop;
+  return ",,,,,,,,,,,,,,,,";
+}
+}  // namespace
 
 std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
   std::string out = csv_header();
   for (const TableRow& r : rows) {
     const CaptureKey& k = r.key;
-    const bool gemm = is_gemm(k);
     const bool timed = r.timed_calls > 0;
     std::string line = csv_field(f.host) + "," + f.rank + "," + std::to_string(f.pid) + "," +
-                       k.api + "," + k.kind + "," + k.op + "," + k.dtype + ",";
-    if (gemm) {
-      line += num(k.m) + "," + num(k.n) + "," + num(k.k) + "," + num(k.batch) + "," + layout(k) +
-              "," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,";
-    } else {
-      line += ",,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
-              "," + k.redop;
-    }
+                       f.source + "," + csv_field(k.api) + "," + k.kind + "," + csv_field(k.op) +
+                       "," + k.dtype + "," + shape_cells(k);
     line += "," + std::to_string(r.calls) + "," + std::to_string(r.timed_calls) + "," +
             std::to_string(graph_capture_calls(r)) + ",";
     if (timed) {
@@ -140,15 +165,25 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
   std::string out;
   for (const TableRow& r : rows) {
     const CaptureKey& k = r.key;
-    nlohmann::json row = {{"api", k.api}, {"kind", k.kind}, {"op", k.op}, {"dtype", k.dtype}};
-    if (is_gemm(k)) {
+    nlohmann::json row = {
+        {"source", f.source}, {"api", k.api}, {"kind", k.kind}, {"op", k.op}, {"dtype", k.dtype}};
+    if (is_attention(k)) {
+      row.update({{"batch", k.batch},
+                  {"heads_q", k.heads_q},
+                  {"heads_kv", k.heads_kv},
+                  {"seq_q", k.seq_q},
+                  {"seq_kv", k.seq_kv},
+                  {"head_dim_qk", k.head_dim_qk},
+                  {"head_dim_v", k.head_dim_v},
+                  {"causal", k.causal}});
+    } else if (is_gemm(k)) {
       row.update({{"m", k.m},
                   {"n", k.n},
                   {"k", k.k},
                   {"batch", k.batch},
                   {"layout", layout(k)},
                   {"flops", 2 * k.batch * k.m * k.n * k.k}});
-    } else {
+    } else if (is_collective(k)) {
       row.update({{"bytes", k.bytes}, {"count", k.count}, {"comm_size", k.comm_size}});
       if (*k.redop) row["redop"] = k.redop;
     }

@@ -18,6 +18,9 @@ struct ProcessFacts {
   std::string command;  // /proc/self/cmdline, spaces between the arguments
   std::string started;  // ISO 8601 UTC
   long parent_pid = 0;  // a child made by fork(): the capturing parent's pid; 0 otherwise
+  // Where the rows come from: "capture" (the library), or a converted trace (trace/):
+  // "trace:gpu" (kernel times), "trace:cpu" (operator times), "trace:et" (no times)
+  std::string source = "capture";
   std::uint64_t forked_children = 0;  // fork() calls this process made so far
 };
 
@@ -29,7 +32,8 @@ std::string jsonl_text(const ProcessFacts& facts, const std::vector<TableRow>& r
 std::string prom_text(const ProcessFacts& facts, const std::vector<TableRow>& rows);
 
 // "128x1024x256 NT" (bench_gemm's dims and layout) for a GEMM, "count=N comm_size=n redop=sum"
-// for a collective: the `shape` label of the Prometheus series.
+// for a collective, "b1 hq32 hkv8 sq4096 skv4096 d128/128 causal" for attention: the `shape`
+// label of the Prometheus series.
 std::string shape_label(const CaptureKey& key);
 
 // Writes `text` to dir/name through dir/.name.tmp<pid> and rename(2); false with errno set on

@@ -52,17 +52,22 @@ CaptureKey collective_key(const char* api, const char* kind, const char* op_name
 bool CaptureKey::operator==(const CaptureKey& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && transa == o.transa &&
          transb == o.transb && count == o.count && bytes == o.bytes && comm_size == o.comm_size &&
+         heads_q == o.heads_q && heads_kv == o.heads_kv && seq_q == o.seq_q && seq_kv == o.seq_kv &&
+         head_dim_qk == o.head_dim_qk && head_dim_v == o.head_dim_v && causal == o.causal &&
          same(api, o.api) && same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) &&
          same(redop, o.redop);
 }
 
 std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
   std::size_t h = text_hash(k.api);
-  for (std::int64_t v : {k.m, k.n, k.k, k.batch, k.count, k.bytes})
+  for (std::int64_t v : {k.m, k.n, k.k, k.batch, k.count, k.bytes, k.heads_q, k.heads_kv, k.seq_q,
+                         k.seq_kv, k.head_dim_qk, k.head_dim_v})
     h = mix(h, std::hash<std::int64_t>{}(v));
   h = mix(h, static_cast<std::size_t>(k.comm_size));
   h = mix(h, (static_cast<std::size_t>(k.transa) << 8) | static_cast<unsigned char>(k.transb));
   h = mix(h, text_hash(k.dtype));
+  h = mix(h, text_hash(k.op));
+  h = mix(h, static_cast<std::size_t>(k.causal));
   h = mix(h, text_hash(k.redop));
   return h;
 }

@@ -18,9 +18,11 @@ namespace opbench::capture {
 // What identifies a shape. The text fields point at string literals (API and dtype names are a
 // fixed set), so building a key on every call allocates nothing; they compare by content.
 struct CaptureKey {
-  const char* api = "";   // the intercepted symbol: "sgemm_", "MPI_Allreduce", "cublasLtMatmul"
-  const char* kind = "";  // "gemm", "collective", "p2p"
-  const char* op = "";    // gemm: "gemm", "gemm_batched", "gemm_grouped"; collectives: "all_reduce"
+  const char* api = "";  // the intercepted symbol: "sgemm_", "MPI_Allreduce", "cublasLtMatmul"
+  // "gemm", "collective", "p2p"; a converted trace (trace/) adds "attention" and, for what it
+  // does not replay, "memory_bound", "other" and "idle"
+  const char* kind = "";
+  const char* op = "";  // gemm: "gemm", "gemm_batched", "gemm_grouped"; collectives: "all_reduce"
   const char* dtype = "";  // opbench's dtype names: "fp32", "bf16", ...
   // GEMMs, in bench_gemm's row-major convention (common/blas_layout.hpp); 0 for collectives.
   std::int64_t m = 0, n = 0, k = 0, batch = 0;
@@ -29,6 +31,9 @@ struct CaptureKey {
   std::int64_t count = 0, bytes = 0;
   int comm_size = 0;
   const char* redop = "";  // "sum", ... for reductions; "" otherwise
+  // Attention (from a trace): bench_attention's shape; batch above is the batch size.
+  std::int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
+  bool causal = false;
 
   bool operator==(const CaptureKey& o) const;
 };
@@ -54,6 +59,11 @@ enum class Untimed : std::uint8_t {
   enqueued_later,     // an NCCL nonblocking communicator returned ncclInProgress: NCCL's own
                       // thread enqueues the kernel later, after the events were recorded
   in_flight_at_exit,  // its GPU work had not finished when the process ended (bounded wait)
+  // (converted traces, trace/) an execution trace records shapes and counts, not times
+  not_in_trace,
+  // (converted traces) a GPU trace holds no kernel of this operator (it ran on the CPU, or its
+  // kernels fell outside the trace)
+  no_kernel,
   kinds
 };
 inline constexpr std::size_t kUntimedKinds = static_cast<std::size_t>(Untimed::kinds);

@@ -741,6 +741,8 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             profiled_ms = (time.perf_counter() - t0) * 1e3
         if rank == 0:
             b = breakdown(prof.events(), profiled_ms * 1e3)
+    if args.execution_trace:
+        record_execution_trace(torch, args.execution_trace, rank, lambda: step(tokens()), ddp)
     # the high-water mark before attention_path's own small tensors
     peak_mem = proc_status_bytes("VmHWM") - rss_before
     attn = attention_path(torch, shape) if rank == 0 else None
@@ -787,6 +789,24 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if ddp:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
+
+
+def record_execution_trace(torch, folder: str, rank: int, one_step, ddp: bool) -> None:
+    """One more step (untimed) under PyTorch's execution-trace observer: every operator's input
+    shapes and types, written to FOLDER/rank<r>.et.json (torch 1.13 calls the observer
+    ExecutionGraphObserver, torch >= 2.1 ExecutionTraceObserver)."""
+    import torch.profiler as tp
+    observer_class = getattr(tp, "ExecutionTraceObserver", None) or tp.ExecutionGraphObserver
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"rank{rank}.et.json")
+    observer = observer_class()
+    observer.register_callback(path)
+    if ddp:
+        torch.distributed.barrier()
+    observer.start()
+    one_step()
+    observer.stop()
+    observer.unregister_callback()
 
 
 class _null:
@@ -866,6 +886,9 @@ def parse_args(argv):
                    help="R ranks with DistributedDataParallel over gloo")
     p.add_argument("--profile", action="store_true",
                    help="one more step under torch.profiler, with a breakdown")
+    p.add_argument("--execution-trace", metavar="DIR",
+                   help="one more step under PyTorch's execution-trace observer, written to "
+                   "DIR/rank<r>.et.json (operators' shapes for bench_gemm --trace-path)")
     p.add_argument("--fresh-pages", action="store_true",
                    help="keep glibc's default: large activations are paged in anew each step")
     p.add_argument("--mmap-tensors", action="store_true",

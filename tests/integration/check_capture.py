@@ -83,6 +83,8 @@ import sys
 import time
 from collections import Counter
 
+from torch_step_gemms import linear_gemms, math_attention, model_entry
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 CAPTURE_SH = os.path.join(ROOT, "scripts", "capture.sh")
@@ -150,34 +152,10 @@ def checksum_lines(text):
 
 # ---------------------------------------------------------------- torch
 
-def model_entry(name):
-    with open(os.path.join(ROOT, "configs", "models.json")) as f:
-        return next(m for m in json.load(f) if m["model"] == name)
-
-
-def derived_gemms(bench_gemm, model, seq_len):
-    """bench_gemm's dry-run table: (gemm, pass, m, n, k, layout, calls) per row."""
-    p = run([bench_gemm, "--model", model, "--seq-len", str(seq_len), "--micro-batch", "1",
-             "--backend", "cpu", "--dtype", "fp32", "--dry-run"])
-    if not check(p.returncode == 0, f"bench_gemm --dry-run failed: {p.stderr.strip()}"):
-        return []
-    rows = []
-    for line in p.stdout.splitlines():
-        f = line.split()
-        if len(f) >= 10 and f[0] == model and f[2] in ("fprop", "dgrad", "wgrad"):
-            # model gemm pass [impl] batch m n k layout dtype calls gflop
-            nums = f[3:]
-            if not nums[0].isdigit():
-                nums = nums[1:]
-            batch, m, n, k, layout, _dtype, calls = nums[:7]
-            rows.append((f[1], f[2], int(m), int(n), int(k), layout, int(calls)))
-    return rows
-
-
 def torch_mode(a):
     e = model_entry("tiny")
-    H, Hq, Hkv = e["hidden_size"], e["num_attention_heads"], e["num_key_value_heads"]
-    d, I, L = e.get("head_dim", H // Hq), e["intermediate_size"], e["num_hidden_layers"]
+    Hq = e["num_attention_heads"]
+    d = e.get("head_dim", e["hidden_size"] // Hq)
     S, steps = a.seq_len, a.steps
     out = fresh(a.out)
     p = capture(out, [PY, os.path.join(ROOT, "bench", "peers", "torch_train_step.py"), "--model",
@@ -191,39 +169,21 @@ def torch_mode(a):
     captured = gemm_counts(rows, "sgemm_")
     check(all(r["api"] == "sgemm_" for r in rows), "rows of another API than sgemm_: "
           + ", ".join(sorted({r["api"] for r in rows})))
-
-    # the split torch.nn makes of bench_gemm's fused layers: output widths of the parts
-    split = {"attn_qkv": [Hq * d, Hkv * d, Hkv * d], "mlp_gate_up": [I, I]}
-    expected = Counter()
-    derived = derived_gemms(a.bench_gemm, "tiny", S)
-    check(len(derived) == 15, f"bench_gemm derived {len(derived)} rows for tiny, expected 15")
-    for gemm, pas, m, n, k, layout, calls in derived:
-        for part in split.get(gemm, [None]):
-            mm, nn, kk = m, n, k
-            if part is not None:  # N is n in fprop, k in dgrad, m in wgrad
-                if pas == "fprop":
-                    nn = part
-                elif pas == "dgrad":
-                    kk = part
-                else:
-                    mm = part
-            expected[(mm, nn, kk, layout)] += calls * steps
-    # torch 1.13's math attention: per layer, per head (batch 1), per step
-    per = Hq * L * steps
-    expected[(S, S, d, "NT")] += 2 * per   # S = Q·Kᵀ forward, dP = dO·Vᵀ backward
-    expected[(S, d, S, "NN")] += 2 * per   # O = P·V forward, dQ = dS·K backward
-    expected[(S, d, S, "TN")] += per       # dV = Pᵀ·dO
-    expected[(d, S, S, "TN")] += per       # dKᵀ = Qᵀ·dS
+    expected, derived_rows = linear_gemms(a.bench_gemm, "tiny", S, steps)
+    check(derived_rows == 15, f"bench_gemm derived {derived_rows} rows for tiny, expected 15")
+    linear = sum(expected.values()) // steps
+    # torch 1.13's math attention runs one sgemm_ per bmm batch entry (batch 1 here: Hq each)
+    attention, heads = math_attention("tiny", S, steps)
+    for shape, calls in attention.items():
+        expected[shape] += calls * heads
     # torch_train_step.py's attention-path probe: one forward at sequence 16, Hq heads
     expected[(16, 16, d, "NT")] += Hq
     expected[(16, d, 16, "NN")] += Hq
     # the 2 warm-up steps are not there: the script empties the capture after them
     # (opbench_capture_reset); the probe runs after the timed steps
     compare(f"torch step x {steps} after 2 warm-up steps (tiny, seq {S})", captured, expected)
-    linear = sum(c for (gemm, *_rest, c) in derived)
-    print(f"  per step: {linear} linear-layer GEMMs as bench_gemm derives them "
-          f"({sum(c * len(split.get(g, [0])) for (g, *_r, c) in derived)} sgemm_ calls with "
-          f"q/k/v and gate/up apart) + {6 * Hq * L} attention products")
+    print(f"  per step: {linear} linear-layer sgemm_ calls (q/k/v and gate/up apart) + "
+          f"{sum(attention.values()) * heads // steps} attention products")
 
 
 # ---------------------------------------------------------------- numpy

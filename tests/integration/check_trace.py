@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""Real PyTorch steps recorded as traces and converted (build/trace/trace_convert), checked
+against what bench_gemm derives for the model (tests/integration/torch_step_gemms.py says how).
+
+  check_trace.py et  --out DIR --trace-convert BIN --bench-gemm BIN [--seq-len S]
+      bench/peers/torch_train_step.py --execution-trace (the tiny model, fp32, 1 thread; torch
+      1.13's ExecutionGraphObserver, one step): the converted table's aten::mm rows are exactly
+      bench_gemm's linear-layer GEMMs of one step (fprop NT, dgrad NN, wgrad TN, with their
+      counts), its aten::bmm rows the math attention's six products per layer (batch Hq), every
+      row `trace:et` and untimed, and the operators left out are rows of kind memory_bound or
+      other.
+  check_trace.py ddp --out DIR --trace-convert BIN
+      the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
+      comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
+      count.
+
+Exit 0 when everything holds, 1 otherwise.
+"""
+import argparse
+import csv
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+from torch_step_gemms import linear_gemms, math_attention
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+STEP = os.path.join(ROOT, "bench", "peers", "torch_train_step.py")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+TINY_PARAMS = 1713408  # torch_train_step.py --model tiny's "params"
+problems = []
+
+
+def check(cond, message):
+    if not cond:
+        problems.append(message)
+    return cond
+
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def record_and_convert(out, convert, ranks, seq_len):
+    traces, tables = fresh(os.path.join(out, "traces")), os.path.join(out, "tables")
+    shutil.rmtree(tables, ignore_errors=True)
+    cmd = [PY, STEP, "--model", "tiny", "--seq-len", str(seq_len), "--warmup", "1", "--steps",
+           "1", "--threads", "1", "--execution-trace", traces]
+    if ranks > 1:
+        cmd += ["--ddp", str(ranks)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if not check(p.returncode == 0, f"torch_train_step.py exited {p.returncode}: {p.stderr[-500:]}"):
+        return []
+    p = subprocess.run([convert, "--trace-path", traces, "--out", tables], capture_output=True,
+                       text=True, timeout=120)
+    print(p.stdout.strip())
+    if not check(p.returncode == 0, f"trace_convert exited {p.returncode}: {p.stderr.strip()}"):
+        return []
+    found = sorted(glob.glob(os.path.join(tables, "capture-*.csv")))
+    check(len(found) == ranks, f"expected {ranks} tables, found {found}")
+    out_rows = []
+    for path in found:
+        with open(path, newline="") as f:
+            out_rows.append(list(csv.DictReader(f)))
+    return out_rows
+
+
+def compare(what, got, expected):
+    print(f"{what}: {'m n k layout':<24}{'trace':>8}{'expected':>10}")
+    for key in sorted(set(got) | set(expected)):
+        mark = "" if got.get(key, 0) == expected.get(key, 0) else "   <-- differs"
+        print(f"  {' '.join(map(str, key)):<28}{got.get(key, 0):>8}{expected.get(key, 0):>10}{mark}")
+    check(got == expected, f"{what}: the trace's calls differ from the expected ones (table above)")
+
+
+def et_mode(a):
+    tables = record_and_convert(a.out, a.trace_convert, 1, a.seq_len)
+    if not tables:
+        return
+    rows = tables[0]
+    mm, bmm, batches = Counter(), Counter(), set()
+    for r in rows:
+        check(r["source"] == "trace:et" and r["timed_calls"] == "0",
+              f"{r['api']}: source {r['source']}, {r['timed_calls']} timed")
+        key = (int(r["m"] or 0), int(r["n"] or 0), int(r["k"] or 0), r["layout"])
+        if r["api"] == "aten::mm":
+            mm[key] += int(r["calls"])
+        elif r["api"] == "aten::bmm":
+            bmm[key] += int(r["calls"])
+            batches.add(int(r["batch"]))
+        else:
+            check(r["kind"] in ("memory_bound", "other"), f"{r['api']}: kind {r['kind']}")
+    expected, _ = linear_gemms(a.bench_gemm, "tiny", a.seq_len, 1)
+    compare("aten::mm of one step against bench_gemm's linear layers", mm, expected)
+    attention, heads = math_attention("tiny", a.seq_len, 1)
+    compare("aten::bmm of one step against the math attention's products", bmm, attention)
+    check(batches == {heads}, f"bmm batches {sorted(batches)}, expected {heads} (B x Hq)")
+    left_out = sorted({r["api"] for r in rows if r["kind"] in ("memory_bound", "other")})
+    print(f"not replayed: {len(left_out)} operators, e.g. {', '.join(left_out[:5])}")
+
+
+def ddp_mode(a):
+    tables = record_and_convert(a.out, a.trace_convert, 2, a.seq_len)
+    for rank, rows in enumerate(tables):
+        colls = [r for r in rows if r["kind"] == "collective"]
+        counts = [int(r["count"]) * int(r["calls"]) for r in colls]
+        print(f"rank {rank}: {len(colls)} all-reduce buckets, counts "
+              f"{[int(r['count']) for r in colls]}, {sum(counts)} elements in all")
+        check(sum(counts) == TINY_PARAMS, f"rank {rank}: all-reduced {sum(counts)} elements, the "
+                                          f"model has {TINY_PARAMS} parameters")
+        for r in colls:
+            check((r["api"], r["op"], r["dtype"], r["comm_size"]) ==
+                  ("c10d::allreduce_", "all_reduce", "fp32", "2"), f"rank {rank}: {r}")
+            check(int(r["bytes"]) == 4 * int(r["count"]), f"rank {rank}: bytes of {r}")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mode", choices=["et", "ddp"])
+    p.add_argument("--out", required=True)
+    p.add_argument("--trace-convert", required=True)
+    p.add_argument("--bench-gemm")
+    p.add_argument("--seq-len", type=int, default=32)
+    a = p.parse_args(argv)
+    globals()[a.mode + "_mode"](a)
+    for message in problems:
+        print("FAIL:", message)
+    print("ok" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+// The trace readers (trace/) on the fixtures of tests/data/trace, written to the format PyTorch
+// documents for torch.profiler's Chrome trace: one training step with a linear layer, a flash
+// attention forward, an add_, a copy_ and a bf16 all-reduce of 1 Mi elements on 2 ranks, as a
+// GPU trace (kernels linked by External id or by the launch's correlation) and as a CPU trace.
+// Every figure below is worked out from the fixture's timestamps by hand.
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "common/error.hpp"
+#include "tests/unit/temp_files.hpp"
+#include "trace/op_shapes.hpp"
+#include "trace/trace_reader.hpp"
+
+using namespace opbench;
+using namespace opbench::trace;
+
+namespace {
+
+const std::string kData = std::string(OPBENCH_SOURCE_DIR) + "/tests/data/trace/";
+
+// api -> (kind, calls, timed calls, total µs)
+struct Row {
+  std::string kind;
+  std::uint64_t calls, timed;
+  double total_us;
+};
+std::map<std::string, Row> by_api(const TraceTable& t) {
+  std::map<std::string, Row> out;
+  for (const auto& r : t.rows())
+    out[r.key.api] = {r.key.kind, r.calls, r.timed_calls, r.total_us};
+  return out;
+}
+
+double sum_us(const TraceTable& t) {
+  double total = 0;
+  for (const auto& r : t.rows())
+    total += r.total_us;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("trace: a GPU trace's rows are its kernels' times and sum to the devices' span") {
+  const auto tables = read_traces(kData + "host-a_4242.1700000000000.pt.trace.json");
+  REQUIRE(tables.size() == 1);
+  const TraceTable& t = *tables[0];
+  CHECK(t.facts.source == "trace:gpu");
+  CHECK(t.facts.rank == "1");  // distributedInfo
+  CHECK(t.facts.host == "host-a");
+  CHECK(t.facts.pid == 4242);  // tensorboard_trace_handler's <host>_<pid> name
+  CHECK(t.steps == 1);
+  const auto rows = by_api(t);
+  // aten::mm: its kernel (200 µs, External id 5) and the split-K reduction linked only through
+  // its launch's correlation (20 µs)
+  CHECK(rows.at("aten::mm").total_us == Approx(220.0));
+  // the flash kernel is launched by _flash_attention_forward inside the SDPA call: the call's
+  CHECK(rows.at("aten::_scaled_dot_product_flash_attention").total_us == Approx(300.0));
+  CHECK(rows.count("aten::_flash_attention_forward") == 0);
+  CHECK(rows.at("record_param_comms").total_us == Approx(100.0));  // nccl:all_reduce's kernel
+  CHECK(rows.at("aten::add_").kind == "memory_bound");
+  CHECK(rows.at("aten::add_").total_us == Approx(30.0));
+  CHECK(rows.at("aten::copy_").total_us == Approx(20.0));  // its memcpy
+  CHECK(rows.at("(GPU work without an operator)").total_us == Approx(10.0));
+  // busy [1080, 1650], [1700, 1800], [1850, 1860]: 50 + 50 µs idle
+  CHECK(rows.at("(GPU 0 idle)").kind == "idle");
+  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(100.0));
+  CHECK(sum_us(t) == Approx(1860.0 - 1080.0));
+  for (const auto& r : t.rows()) {
+    const std::string api = r.key.api;
+    if (api == "aten::mm") {  // [1024,1024]·[1024,4096] with B stored column-major
+      CHECK(std::string(r.key.kind) == "gemm");
+      CHECK((r.key.m == 1024 && r.key.n == 4096 && r.key.k == 1024 && r.key.batch == 1));
+      CHECK((r.key.transa == 'N' && r.key.transb == 'T'));
+      CHECK(std::string(r.key.dtype) == "bf16");
+    } else if (api == "aten::_scaled_dot_product_flash_attention") {
+      CHECK((r.key.batch == 2 && r.key.heads_q == 32 && r.key.heads_kv == 8));
+      CHECK((r.key.seq_q == 512 && r.key.seq_kv == 512 && r.key.head_dim_qk == 128 &&
+             r.key.head_dim_v == 128));
+      CHECK(r.key.causal);
+      CHECK(std::string(r.key.op) == "fwd");
+    } else if (api == "record_param_comms") {
+      CHECK(std::string(r.key.op) == "all_reduce");
+      CHECK((r.key.count == 1048576 && r.key.bytes == 2097152 && r.key.comm_size == 2));
+    }
+  }
+}
+
+TEST_CASE("trace: a CPU trace's rows are the operators' own times and sum to the step") {
+  const auto tables = read_traces(kData + "cpu_rank0.pt.trace.json");
+  REQUIRE(tables.size() == 1);
+  const TraceTable& t = *tables[0];
+  CHECK(t.facts.source == "trace:cpu");
+  const auto rows = by_api(t);
+  // replayed calls own their whole duration
+  CHECK(rows.at("aten::mm").total_us == Approx(30.0));
+  CHECK(rows.at("aten::_scaled_dot_product_flash_attention").total_us == Approx(50.0));
+  CHECK(rows.at("record_param_comms").total_us == Approx(30.0));
+  // others their own: linear 50 - t 3 - matmul 40; matmul 40 - mm 30; the composite SDPA 60 - 50
+  CHECK(rows.at("aten::linear").total_us == Approx(7.0));
+  CHECK(rows.at("aten::matmul").total_us == Approx(10.0));
+  CHECK(rows.at("aten::scaled_dot_product_attention").total_us == Approx(10.0));
+  CHECK(rows.at("c10d::allreduce_").total_us == Approx(10.0));
+  // the step less its top-level operators (50 + 15 + 60 + 10 + 40)
+  CHECK(rows.at("ProfilerStep (time between operators)").total_us == Approx(725.0));
+  CHECK(sum_us(t) == Approx(900.0));
+}
+
+TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
+  const std::string dir = test::fresh_temp_dir("trace_gz").string();
+  const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
+  const std::string gz = dir + "/rank0.pt.trace.json.gz";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  const auto tables = read_traces(dir);
+  REQUIRE(tables.size() == 1);
+  CHECK(sum_us(*tables[0]) == Approx(900.0));
+  const std::string whole = test::read_text(gz);
+  std::ofstream(gz, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() / 2);
+  try {
+    read_traces(gz);
+    FAIL("a truncated gzip trace was read");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::bad_input);
+    CHECK_THAT(e.what(), Catch::Contains("of the decompressed text") &&
+                             Catch::Contains("gzip data ends early"));
+  }
+}
+
+TEST_CASE("trace: bad traces are one line naming the file") {
+  const std::string dir = test::fresh_temp_dir("trace_bad").string();
+  auto error_of = [](const std::string& path) {
+    try {
+      read_traces(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_of(kData + "no_shapes.pt.trace.json"), Catch::Contains("record_shapes=True"));
+  const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
+  std::ofstream(dir + "/cut.json") << text.substr(0, 2000);
+  CHECK_THAT(error_of(dir + "/cut.json"),
+             Catch::Contains("cut.json: not a readable JSON trace at byte 2001"));
+  std::ofstream(dir + "/other.json") << "{\"a\": 1}";
+  CHECK_THAT(error_of(dir + "/other.json"), Catch::Contains("neither a PyTorch profiler trace"));
+  CHECK_THAT(error_of(dir + "/none"), Catch::Contains("no such file or folder"));
+}
+
+TEST_CASE("trace: leaf products as bench_gemm GEMMs, layouts from strides") {
+  auto operand = [](std::vector<std::int64_t> dims, std::optional<bool> transposed) {
+    Operand o;
+    o.dims = std::move(dims);
+    o.type = "c10::BFloat16";
+    o.transposed = transposed;
+    return o;
+  };
+  // torch.nn.Linear's weight gradient: gradᵀ[out, T]·x[T, in], gradᵀ a transposed view
+  const auto wgrad = gemm_call("aten::mm", {operand({688, 32}, true), operand({32, 256}, false)});
+  REQUIRE(wgrad);
+  CHECK((wgrad->m == 688 && wgrad->n == 256 && wgrad->k == 32 && wgrad->transa && !wgrad->transb));
+  // addmm's operands are 1 and 2 (0 is the bias)
+  const auto addmm = gemm_call(
+      "aten::addmm", {operand({256}, false), operand({8, 32}, false), operand({32, 256}, true)});
+  REQUIRE(addmm);
+  CHECK((addmm->m == 8 && addmm->n == 256 && addmm->k == 32 && addmm->transb));
+  const auto bmm = gemm_call("aten::bmm", {operand({4, 32, 64}, false), operand({4, 64, 16}, {})});
+  REQUIRE(bmm);
+  CHECK((bmm->batch == 4 && std::string(bmm->op) == "gemm_batched" && !bmm->layout_known));
+  CHECK_FALSE(gemm_call("aten::matmul", {operand({8, 32}, false), operand({32, 4}, false)}));
+  CHECK_FALSE(gemm_call("aten::mm", {operand({8, 32}, false), operand({31, 4}, false)}));
+}
+
+TEST_CASE("trace: PyTorch's communication metadata as nccl-tests counts") {
+  // all_gather: 4 ranks each sending 1000 elements receive 4000; reduce_scatter the reverse
+  const auto ag = comm_call("_allgather_base", 1000, 4000, 4, "BFloat16");
+  REQUIRE(ag);
+  CHECK((ag->op == CollOp::all_gather && ag->count == 1000 && ag->dtype == "bf16"));
+  const auto rs = comm_call("reduce_scatter_tensor_coalesced", 4000, 1000, 4, "Float");
+  REQUIRE(rs);
+  CHECK((rs->op == CollOp::reduce_scatter && rs->count == 1000 && rs->dtype == "fp32"));
+  const auto a2a = comm_call("all_to_allv", 4000, 4000, 4, "Float");
+  CHECK((a2a->op == CollOp::all_to_all && a2a->count == 1000));
+  CHECK_FALSE(comm_call("barrier", 0, 0, 4, "")->replayable);
+}

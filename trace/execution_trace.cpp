@@ -1,0 +1,239 @@
+#include "trace/execution_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace opbench::trace {
+namespace {
+
+using json = nlohmann::json;
+
+std::int64_t integer(const json& v) {
+  return v.is_number() ? v.get<std::int64_t>() : 0;
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+// Elements of a recorded shape: a tensor's [d0, d1, ...], a list's [[...], [...]] (summed).
+std::int64_t numel(const json& shape) {
+  if (!shape.is_array() || shape.empty()) return 0;
+  if (shape.front().is_array()) {
+    std::int64_t n = 0;
+    for (const json& s : shape)
+      n += numel(s);
+    return n;
+  }
+  std::int64_t n = 1;
+  for (const json& d : shape)
+    n *= integer(d);
+  return n;
+}
+
+// Schema 1.0.x keeps inputs, input_shapes and input_types side by side on the node; 1.1 and
+// later nest them: "inputs": {"values", "shapes", "types", "strides"}.
+struct Columns {
+  const json* values = nullptr;
+  const json* shapes = nullptr;
+  const json* types = nullptr;
+  const json* strides = nullptr;
+};
+
+const json* member_of(const json& o, const char* key) {
+  if (!o.is_object()) return nullptr;
+  const auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
+Columns columns(const json& node, const char* side) {
+  Columns c;
+  const json* nested = member_of(node, side);
+  if (nested != nullptr && nested->is_object()) {
+    c.values = member_of(*nested, "values");
+    c.shapes = member_of(*nested, "shapes");
+    c.types = member_of(*nested, "types");
+    c.strides = member_of(*nested, "strides");
+  } else {
+    const std::string s = side == std::string_view("inputs") ? "input" : "output";
+    c.values = nested;
+    c.shapes = member_of(node, (s + "_shapes").c_str());
+    c.types = member_of(node, (s + "_types").c_str());
+    c.strides = member_of(node, (s + "_strides").c_str());
+  }
+  return c;
+}
+
+const json& at(const json* list, std::size_t i) {
+  static const json null;
+  return list != nullptr && list->is_array() && i < list->size() ? (*list)[i] : null;
+}
+
+// A tensor value is [tensor id, storage id, offset, numel, element size, device].
+std::int64_t tensor_id(const json& value) {
+  return value.is_array() && value.size() >= 2 && value[0].is_number() ? integer(value[0]) : -1;
+}
+std::int64_t storage_id(const json& value) {
+  return value.is_array() && value.size() >= 2 && value[1].is_number() ? integer(value[1]) : -1;
+}
+
+// Views that keep their input's storage order; the transposing ones flip it.
+bool keeps_order(std::string_view name) {
+  for (std::string_view v :
+       {"aten::view", "aten::_reshape_alias", "aten::reshape", "aten::expand", "aten::unsqueeze",
+        "aten::squeeze", "aten::select", "aten::slice", "aten::_unsafe_view", "aten::alias",
+        "aten::detach", "aten::contiguous"})
+    if (name == v) return true;
+  return false;
+}
+long whole(const std::string& text) {
+  try {
+    return std::stol(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+bool transposes(std::string_view name, const std::vector<std::string>& scalars, std::size_t rank) {
+  if (name == "aten::t" || name == "aten::numpy_T" || name == "aten::mT" || name == "aten::adjoint")
+    return true;
+  if (name != "aten::transpose" || scalars.size() < 3) return false;
+  // transpose(self, dim0, dim1) swapping the last two dims
+  long d0 = whole(scalars[1]), d1 = whole(scalars[2]);
+  const long r = static_cast<long>(rank);
+  if (d0 < 0) d0 += r;
+  if (d1 < 0) d1 += r;
+  return r >= 2 && ((d0 == r - 1 && d1 == r - 2) || (d0 == r - 2 && d1 == r - 1));
+}
+
+}  // namespace
+
+struct ExecutionTraceReader::State {
+  std::string path;
+  int world = 1;
+  std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
+  std::unordered_set<std::int64_t> roots;           // the thread root nodes
+  std::unordered_set<std::int64_t> holds_replayed;  // nodes with a replayed operator below
+  std::unordered_set<std::int64_t> transposed;      // tensors stored column-major
+  std::uint64_t nodes = 0, with_shapes = 0;
+  bool schema_seen = false;
+
+  void node(const json& n);
+};
+
+ExecutionTraceReader::ExecutionTraceReader(const std::string& path, int world)
+    : s_(std::make_unique<State>()) {
+  s_->path = path;
+  s_->world = world;
+  s_->table->path = path;
+  s_->table->facts.source = "trace:et";
+}
+ExecutionTraceReader::~ExecutionTraceReader() = default;
+
+void ExecutionTraceReader::member(const std::string& key, const nlohmann::json& value) {
+  if (key == "schema") s_->schema_seen = true;
+  if (key == "pid" && value.is_number()) s_->table->facts.pid = static_cast<long>(integer(value));
+  if (key == "time" && value.is_string()) s_->table->facts.started = value.get<std::string>();
+}
+
+void ExecutionTraceReader::node(const nlohmann::json& n) {
+  s_->node(n);
+}
+
+void ExecutionTraceReader::State::node(const json& n) {
+  if (!n.is_object()) return;
+  ++nodes;
+  const std::string name = n.value("name", std::string());
+  const std::int64_t id = integer(n.value("id", json(0)));
+  const std::int64_t parent = integer(n.value("parent", json(0)));
+  if (starts_with(name, "[pytorch|profiler|execution_")) {
+    if (name.find("thread") != std::string::npos) roots.insert(id);
+    return;
+  }
+  const Columns in = columns(n, "inputs");
+  std::vector<Operand> operands;
+  std::vector<std::string> scalars;  // every input's value as text ("" for tensors)
+  const std::size_t count = in.shapes != nullptr && in.shapes->is_array() ? in.shapes->size() : 0;
+  if (count > 0) ++with_shapes;
+  for (std::size_t i = 0; i < count; ++i) {
+    Operand o;
+    const json& shape = at(in.shapes, i);
+    if (shape.is_array() && !shape.empty() && !shape.front().is_array())
+      for (const json& d : shape)
+        o.dims.push_back(integer(d));
+    o.numel = numel(shape);
+    const json& type = at(in.types, i);
+    o.type = type.is_string() ? type.get<std::string>() : "";
+    const json& value = at(in.values, i);
+    if (starts_with(o.type, "Tensor")) {
+      o.transposed = transposed.count(tensor_id(value)) > 0;
+      scalars.emplace_back();
+    } else if (value.is_boolean()) {
+      scalars.push_back(value.get<bool>() ? "True" : "False");
+    } else {
+      scalars.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    operands.push_back(std::move(o));
+  }
+  // the tensors this node makes: stored column-major or not (tensor ids are reused)
+  const Columns out = columns(n, "outputs");
+  if (out.values != nullptr && out.values->is_array())
+    for (std::size_t i = 0; i < out.values->size(); ++i) {
+      const json& value = (*out.values)[i];
+      const std::int64_t tid = tensor_id(value);
+      const json& first = at(in.values, 0);
+      if (tid < 0 || tid == tensor_id(first)) continue;  // resolve_conj, in-place ops: itself
+      const bool from_transposed = !operands.empty() && operands[0].transposed.value_or(false);
+      bool result = false;
+      if (transposes(name, scalars, operands.empty() ? 0 : operands[0].dims.size()))
+        result = !from_transposed;
+      else if (keeps_order(name) && storage_id(value) == storage_id(first))
+        result = from_transposed;
+      if (result)
+        transposed.insert(tid);
+      else
+        transposed.erase(tid);
+    }
+
+  TraceTable& t = *table;
+  bool replayed = true;
+  if (auto g = gemm_call(name, operands)) {
+    t.record_untimed(t.gemm_key(name, *g), capture::Untimed::not_in_trace);
+  } else if (auto a = attention_call(name, operands, scalars, n.value("op_schema", ""))) {
+    t.record_untimed(t.attention_key(name, *a), capture::Untimed::not_in_trace);
+  } else if (auto c = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
+                                                  : std::optional<CommCall>()) {
+    t.record_untimed(t.comm_key(name, *c, world), capture::Untimed::not_in_trace);
+  } else {
+    replayed = false;
+  }
+  // Nodes come after their children: a parent learns it holds a replayed operator before it is
+  // read. A top-level operator that holds none is what the replay leaves out.
+  const bool holds = holds_replayed.erase(id) > 0;
+  if (replayed || holds) {
+    holds_replayed.insert(parent);
+  } else if (roots.count(parent) > 0) {
+    t.record_untimed(t.unreplayed_key(name, unreplayed_kind(name)), capture::Untimed::not_in_trace);
+  }
+}
+
+std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
+  State& s = *s_;
+  if (s.nodes == 0) throw bad_input(fmt::format("{}: an execution trace without nodes", s.path));
+  if (s.with_shapes == 0)
+    throw bad_input(fmt::format("{}: the execution trace records no input shapes", s.path));
+  if (s.world > 1)
+    s.table->notes.push_back(fmt::format(
+        "an execution trace does not record communicator sizes: {} (the ranks' traces read "
+        "together) taken",
+        s.world));
+  return std::move(s.table);
+}
+
+}  // namespace opbench::trace

@@ -1,0 +1,31 @@
+#pragma once
+// PyTorch execution traces (torch.profiler.ExecutionTraceObserver; ExecutionGraphObserver in
+// torch 1.13: the format MLCommons Chakra and PARAM's et_replay build on) into a per-shape
+// table: every operator's input shapes and types, no times. docs/architecture.md#profiler-traces.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "trace/trace_table.hpp"
+
+namespace opbench::trace {
+
+class ExecutionTraceReader {
+ public:
+  // `world`: the number of ranks' traces read together, the communicators' size (an execution
+  // trace does not record it).
+  ExecutionTraceReader(const std::string& path, int world);
+  ~ExecutionTraceReader();
+  ExecutionTraceReader(const ExecutionTraceReader&) = delete;
+  ExecutionTraceReader& operator=(const ExecutionTraceReader&) = delete;
+
+  void member(const std::string& key, const nlohmann::json& value);
+  void node(const nlohmann::json& n);
+  std::unique_ptr<TraceTable> finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace opbench::trace

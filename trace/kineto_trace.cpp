@@ -1,0 +1,360 @@
+#include "trace/kineto_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace opbench::trace {
+namespace {
+
+using json = nlohmann::json;
+
+// One call of an operator that owns time: a replayed case, or an operator no benchmark
+// replays (its self time on the CPU; its kernels' time on the GPU).
+struct Instance {
+  std::uint32_t key = 0;  // into State::keys
+  bool replayed = false;
+  double cpu_ns = 0;  // a replayed call's whole duration; another's own (less its children)
+  double gpu_ns = 0;
+  std::uint32_t kernels = 0;
+};
+
+// An operator still open on its thread (a trace lists a thread's operators by start time).
+struct Open {
+  double end_us = 0;
+  std::uint32_t instance = 0;
+  bool inside_replayed = false;  // it is a replayed call, or inside one: its children belong to it
+  bool owner = false;            // it made its instance (not a call inside a replayed one)
+  double children_us = 0;
+  double dur_us = 0;
+};
+
+struct Kernel {
+  std::int64_t external = 0, correlation = 0;
+  double dur_ns = 0;
+};
+
+std::int64_t integer(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.get<std::int64_t>();
+  if (v.is_number_float()) return static_cast<std::int64_t>(v.get<double>());
+  if (v.is_string()) {
+    try {
+      return std::stoll(v.get<std::string>());
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+double number(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  return 0.0;
+}
+
+const json* find(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string text(const json* v) {
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+// "Input Dims", "Input type" and "Input Strides" into operands.
+std::vector<Operand> operands(const json& args) {
+  std::vector<Operand> out;
+  const json* dims = find(args, "Input Dims");
+  if (dims == nullptr || !dims->is_array()) return out;
+  const json* types = find(args, "Input type");
+  const json* strides = find(args, "Input Strides");
+  out.resize(dims->size());
+  for (std::size_t i = 0; i < dims->size(); ++i) {
+    Operand& o = out[i];
+    const json& d = (*dims)[i];
+    if (d.is_array() &&
+        std::all_of(d.begin(), d.end(), [](const json& x) { return x.is_number(); })) {
+      o.numel = 1;
+      for (const json& x : d) {
+        o.dims.push_back(integer(x));
+        o.numel *= o.dims.back();
+      }
+    }
+    if (types != nullptr && types->is_array() && i < types->size() && (*types)[i].is_string())
+      o.type = (*types)[i].get<std::string>();
+    if (strides != nullptr && strides->is_array() && i < strides->size() && o.dims.size() >= 2) {
+      const json& st = (*strides)[i];
+      if (st.is_array() && st.size() == o.dims.size()) {
+        const std::size_t r = o.dims.size();
+        const std::int64_t rows = o.dims[r - 2], s_row = integer(st[r - 2]),
+                           s_col = integer(st[r - 1]);
+        // column-major storage of the last two dims: a transposed view
+        o.transposed = s_col != 1 && s_row == 1 && rows > 1;
+        if (o.dims[r - 1] == 1) o.transposed = false;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> concrete_inputs(const json& args) {
+  std::vector<std::string> out;
+  if (const json* c = find(args, "Concrete Inputs"); c != nullptr && c->is_array())
+    for (const json& v : *c)
+      out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  return out;
+}
+
+}  // namespace
+
+struct KinetoReader::State {
+  std::string path;
+  int world = 1;
+  std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
+  std::vector<capture::CaptureKey> keys;
+  std::unordered_map<capture::CaptureKey, std::uint32_t, capture::CaptureKeyHash> key_index;
+  std::vector<Instance> instances;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> links;    // External id -> instance
+  std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // correlation -> External id
+  std::vector<Kernel> kernels;
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> busy;  // device -> intervals
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
+  std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
+  std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, unknown_layout = 0,
+                unknown_causal = 0;
+  std::int64_t first_pid = -1;
+  bool rank_from_trace = false;
+
+  std::uint32_t key_of(const capture::CaptureKey& k) {
+    const auto [it, added] = key_index.emplace(k, static_cast<std::uint32_t>(keys.size()));
+    if (added) keys.push_back(k);
+    return it->second;
+  }
+
+  std::uint32_t new_instance(const capture::CaptureKey& k, bool replayed) {
+    instances.push_back({key_of(k), replayed, 0, 0, 0});
+    return static_cast<std::uint32_t>(instances.size() - 1);
+  }
+
+  // A replayed call owns its whole duration (what it calls inside is part of it), another
+  // operator its own time, less its children's.
+  void close(const Open& o) {
+    if (!o.owner) return;
+    Instance& inst = instances[o.instance];
+    inst.cpu_ns += (inst.replayed ? o.dur_us : o.dur_us - o.children_us) * 1e3;
+  }
+
+  // The key of an operator: its case when a benchmark replays it, else its own name.
+  std::pair<capture::CaptureKey, bool> classify(const std::string& name, const json& args) {
+    TraceTable& t = *table;
+    const std::vector<Operand> in = operands(args);
+    if (!in.empty()) ++ops_with_shapes;
+    if (auto g = gemm_call(name, in)) {
+      if (!g->layout_known) ++unknown_layout;
+      return {t.gemm_key(name, *g), true};
+    }
+    if (auto a = attention_call(name, in, concrete_inputs(args))) {
+      if (!a->causal) ++unknown_causal;
+      return {t.attention_key(name, *a), true};
+    }
+    if (const json* coll = find(args, "Collective name"); coll != nullptr && coll->is_string()) {
+      const int group = static_cast<int>(integer(args.value("Group size", json(world))));
+      if (auto c = comm_call(
+              coll->get<std::string>(), integer(args.value("In msg nelems", json(0))),
+              integer(args.value("Out msg nelems", json(0))), group, text(find(args, "dtype"))))
+        return {t.comm_key(name, *c, group), true};
+    }
+    if (is_step_marker(name))
+      return {t.unreplayed_key("ProfilerStep (time between operators)", "other"), false};
+    return {t.unreplayed_key(name, unreplayed_kind(name)), false};
+  }
+
+  void op(const json& e) {
+    const std::string name = text(find(e, "name"));
+    const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
+    const std::pair<std::int64_t, std::int64_t> thread{integer(e.value("pid", json(0))),
+                                                       integer(e.value("tid", json(0)))};
+    if (first_pid < 0) first_pid = thread.first;
+    const json empty = json::object();
+    const json* args_p = find(e, "args");
+    const json& args = args_p != nullptr ? *args_p : empty;
+    ++ops;
+    if (is_step_marker(name)) ++table->steps;
+    auto& stack = threads[thread];
+    double& last = last_start[thread];
+    if (ts < last) ++out_of_order;
+    last = std::max(last, ts);
+    while (!stack.empty() && stack.back().end_us <= ts) {
+      close(stack.back());
+      stack.pop_back();
+    }
+    Open o;
+    o.end_us = ts + dur;
+    o.dur_us = dur;
+    if (!stack.empty()) stack.back().children_us += dur;
+    if (!stack.empty() && stack.back().inside_replayed) {
+      o.instance = stack.back().instance;  // its kernels are the replayed call's
+      o.inside_replayed = true;
+    } else {
+      const auto [key, replayed] = classify(name, args);
+      o.instance = new_instance(key, replayed);
+      o.inside_replayed = replayed;
+      o.owner = true;
+    }
+    if (const json* ext = find(args, "External id")) links.emplace_back(integer(*ext), o.instance);
+    stack.push_back(o);
+  }
+
+  void gpu(const json& e) {
+    const json empty = json::object();
+    const json* args_p = find(e, "args");
+    const json& args = args_p != nullptr ? *args_p : empty;
+    const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
+    Kernel k;
+    k.external = integer(args.value("External id", json(0)));
+    k.correlation = integer(args.value("correlation", json(0)));
+    k.dur_ns = dur * 1e3;
+    kernels.push_back(k);
+    const std::int64_t device = integer(args.value("device", e.value("pid", json(0))));
+    busy[device].emplace_back(ts, ts + dur);
+  }
+
+  std::unique_ptr<TraceTable> finish();
+};
+
+KinetoReader::KinetoReader(const std::string& path, int world) : s_(std::make_unique<State>()) {
+  s_->path = path;
+  s_->world = world;
+  s_->table->path = path;
+}
+KinetoReader::~KinetoReader() = default;
+
+void KinetoReader::member(const std::string& key, const nlohmann::json& value) {
+  if (key == "distributedInfo" && value.is_object()) {
+    if (const json* r = find(value, "rank")) {
+      s_->table->facts.rank = std::to_string(integer(*r));
+      s_->rank_from_trace = true;
+    }
+    if (const json* w = find(value, "world_size"); w != nullptr && integer(*w) > 0)
+      s_->world = static_cast<int>(integer(*w));
+  }
+}
+
+void KinetoReader::event(nlohmann::json& e) {
+  if (!e.is_object() || text(find(e, "ph")) != "X") return;
+  const std::string cat = text(find(e, "cat"));
+  if (cat == "cpu_op" || (cat == "user_annotation" && is_step_marker(text(find(e, "name"))))) {
+    s_->op(e);
+  } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+    s_->gpu(e);
+  } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+    if (const json* a = find(e, "args")) {
+      const std::int64_t ext = integer(a->value("External id", json(0)));
+      const std::int64_t corr = integer(a->value("correlation", json(0)));
+      if (ext != 0 && corr != 0) s_->launches.emplace_back(corr, ext);
+    }
+  }
+}
+
+std::unique_ptr<TraceTable> KinetoReader::finish() {
+  return s_->finish();
+}
+
+std::unique_ptr<TraceTable> KinetoReader::State::finish() {
+  TraceTable& t = *table;
+  for (auto& [thread, stack] : threads)
+    while (!stack.empty()) {
+      close(stack.back());
+      stack.pop_back();
+    }
+  if (ops == 0)
+    throw bad_input(
+        fmt::format("{}: a PyTorch profiler trace without operators (no cpu_op "
+                    "event): profile with activities including ProfilerActivity.CPU",
+                    path));
+  if (ops_with_shapes == 0)
+    throw bad_input(
+        fmt::format("{}: the trace records no operator shapes: profile with "
+                    "torch.profiler.profile(record_shapes=True)",
+                    path));
+  if (first_pid >= 0) t.facts.pid = static_cast<long>(first_pid);
+  const bool on_gpu = !kernels.empty();
+  t.facts.source = on_gpu ? "trace:gpu" : "trace:cpu";
+  if (on_gpu) {
+    std::sort(links.begin(), links.end());
+    std::sort(launches.begin(), launches.end());
+    auto instance_of = [&](std::int64_t external) -> const std::uint32_t* {
+      const auto it =
+          std::lower_bound(links.begin(), links.end(), std::make_pair(external, std::uint32_t{0}));
+      return it != links.end() && it->first == external ? &it->second : nullptr;
+    };
+    double unlinked_ns = 0;
+    std::uint64_t unlinked = 0;
+    for (const Kernel& k : kernels) {
+      std::int64_t external = k.external;
+      if (external == 0 && k.correlation != 0) {  // through the launch that queued it
+        const auto it = std::lower_bound(launches.begin(), launches.end(),
+                                         std::make_pair(k.correlation, std::int64_t{0}));
+        if (it != launches.end() && it->first == k.correlation) external = it->second;
+      }
+      const std::uint32_t* i = external != 0 ? instance_of(external) : nullptr;
+      if (i == nullptr) {
+        unlinked_ns += k.dur_ns;
+        ++unlinked;
+        continue;
+      }
+      instances[*i].gpu_ns += k.dur_ns;
+      ++instances[*i].kernels;
+    }
+    for (const Instance& inst : instances) {
+      if (inst.kernels > 0)
+        t.record(keys[inst.key], inst.gpu_ns);
+      else if (inst.replayed)
+        t.record_untimed(keys[inst.key], capture::Untimed::no_kernel);
+    }
+    if (unlinked > 0) {
+      const auto key = t.unreplayed_key("(GPU work without an operator)", "other");
+      for (std::uint64_t i = 0; i < unlinked; ++i)
+        t.record(key, unlinked_ns / static_cast<double>(unlinked));
+      t.notes.push_back(
+          fmt::format("{} GPU kernels are linked to no operator of the trace", unlinked));
+    }
+    // GPU idle: the time, between a device's first and last kernel, when none ran
+    for (auto& [device, spans] : busy) {
+      std::sort(spans.begin(), spans.end());
+      double idle = 0, reach = spans.front().second;
+      for (const auto& [start, end] : spans) {
+        if (start > reach) idle += start - reach;
+        reach = std::max(reach, end);
+      }
+      t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"), idle * 1e3);
+    }
+  } else {
+    for (const Instance& inst : instances)
+      t.record(keys[inst.key], inst.cpu_ns);
+  }
+  if (out_of_order > 0)
+    t.notes.push_back(
+        fmt::format("{} operators started before an earlier one of their thread: "
+                    "nesting, and so own times, are approximate",
+                    out_of_order));
+  if (unknown_layout > 0)
+    t.notes.push_back(
+        fmt::format("{} GEMM calls without Input Strides: taken as layout NN", unknown_layout));
+  if (unknown_causal > 0)
+    t.notes.push_back(
+        fmt::format("{} attention calls without is_causal's value (no Concrete "
+                    "Inputs): taken as not causal",
+                    unknown_causal));
+  if (!rank_from_trace) t.notes.push_back("no distributedInfo: the rank comes from the file name");
+  return std::move(table);
+}
+
+}  // namespace opbench::trace

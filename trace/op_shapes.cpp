@@ -1,0 +1,292 @@
+#include "trace/op_shapes.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace opbench::trace {
+namespace {
+
+std::string_view strip(std::string_view name, std::string_view prefix) {
+  return name.substr(0, prefix.size()) == prefix ? name.substr(prefix.size()) : name;
+}
+
+bool is_matrix_stack(const Operand& o, std::size_t rank) {
+  return o.dims.size() == rank &&
+         std::all_of(o.dims.begin(), o.dims.end(), [](std::int64_t d) { return d > 0; });
+}
+
+// The argument index of `name` in an ATen schema "aten::op(Tensor query, ..., *, float? scale)".
+std::optional<std::size_t> schema_index(std::string_view schema, std::string_view name) {
+  const auto open = schema.find('('), close = schema.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  std::string_view args = schema.substr(open + 1, close - open - 1);
+  std::size_t index = 0, depth = 0, start = 0;
+  for (std::size_t i = 0; i <= args.size(); ++i) {
+    const char c = i < args.size() ? args[i] : ',';
+    if (c == '(' || c == '[') ++depth;
+    if ((c == ')' || c == ']') && depth > 0) --depth;
+    if (c != ',' || depth > 0) continue;
+    std::string_view arg = args.substr(start, i - start);
+    start = i + 1;
+    while (!arg.empty() && arg.front() == ' ')
+      arg.remove_prefix(1);
+    if (arg == "*") continue;  // keyword-only from here; the trace still lists them in order
+    std::string_view decl = arg.substr(0, arg.find('='));
+    while (!decl.empty() && decl.back() == ' ')
+      decl.remove_suffix(1);
+    const auto space = decl.rfind(' ');
+    if (space != std::string_view::npos && decl.substr(space + 1) == name) return index;
+    ++index;
+  }
+  return std::nullopt;
+}
+
+struct SdpaOp {
+  std::string_view name;
+  const char* pass;
+  std::size_t query;      // the query's index; key and value follow it
+  std::size_t is_causal;  // in ATen's signature (PyTorch 2.1 and later)
+};
+// ATen's signatures: forward (query, key, value, ...), backward (grad_out, query, key, value,
+// ...), is_causal where each puts it.
+constexpr std::array<SdpaOp, 8> kSdpaOps = {{
+    {"_scaled_dot_product_flash_attention", "fwd", 0, 4},
+    {"_scaled_dot_product_flash_attention_for_cpu", "fwd", 0, 4},
+    {"_scaled_dot_product_efficient_attention", "fwd", 0, 6},
+    {"_scaled_dot_product_cudnn_attention", "fwd", 0, 6},
+    {"_scaled_dot_product_flash_attention_backward", "bwd", 1, 11},
+    {"_scaled_dot_product_flash_attention_for_cpu_backward", "bwd", 1, 7},
+    {"_scaled_dot_product_efficient_attention_backward", "bwd", 1, 11},
+    {"_scaled_dot_product_cudnn_attention_backward", "bwd", 1, 14},
+}};
+
+std::optional<bool> truth(const std::string& text) {
+  if (text == "True" || text == "true" || text == "1") return true;
+  if (text == "False" || text == "false" || text == "0") return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> dtype_of(std::string_view type) {
+  // lists and the execution trace's Tensor(...) wrap the element type
+  for (std::string_view wrapper : {"GenericList[", "Tensor(", "Tensor?("}) {
+    const auto at = type.find(wrapper);
+    if (at != std::string_view::npos) {
+      type.remove_prefix(at + wrapper.size());
+      const auto end = type.find_first_of(")]");
+      type = type.substr(0, end);
+    }
+  }
+  type = strip(type, "c10::");
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kNames = {{
+      {"float", "fp32"},
+      {"Float", "fp32"},
+      {"double", "fp64"},
+      {"Double", "fp64"},
+      {"BFloat16", "bf16"},
+      {"Half", "fp16"},
+      {"half", "fp16"},
+      {"Float8_e4m3fn", "fp8_e4m3"},
+      {"Float8_e5m2", "fp8_e5m2"},
+      {"signed char", "int8"},
+      {"Char", "int8"},
+      {"unsigned char", "uint8"},
+      {"Byte", "uint8"},
+      {"int", "int32"},
+      {"Int", "int32"},
+      {"long int", "int64"},
+      {"Long", "int64"},
+      {"int64_t", "int64"},
+  }};
+  for (const auto& [trace_name, ours] : kNames)
+    if (type == trace_name) return std::string(ours);
+  return std::nullopt;
+}
+
+std::size_t dtype_bytes(std::string_view dtype) {
+  if (dtype == "fp64" || dtype == "int64") return 8;
+  if (dtype == "fp32" || dtype == "int32") return 4;
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "fp8_e4m3" || dtype == "fp8_e5m2" || dtype == "int8" || dtype == "uint8") return 1;
+  return 0;
+}
+
+std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in) {
+  name = strip(name, "aten::");
+  std::size_t a = 0, rank = 2;
+  if (name == "mm" || name == "_scaled_mm") {
+  } else if (name == "addmm" || name == "_addmm_activation") {
+    a = 1;
+  } else if (name == "bmm") {
+    rank = 3;
+  } else if (name == "baddbmm") {
+    a = 1, rank = 3;
+  } else {
+    return std::nullopt;
+  }
+  if (in.size() < a + 2) return std::nullopt;
+  const Operand &A = in[a], &B = in[a + 1];
+  if (!is_matrix_stack(A, rank) || !is_matrix_stack(B, rank)) return std::nullopt;
+  const std::int64_t batch = rank == 3 ? A.dims[0] : 1;
+  const std::int64_t m = A.dims[rank - 2], k = A.dims[rank - 1], n = B.dims[rank - 1];
+  if (B.dims[rank - 2] != k || (rank == 3 && B.dims[0] != batch)) return std::nullopt;
+  const auto dtype = dtype_of(A.type);
+  if (!dtype) return std::nullopt;
+  GemmCall g;
+  g.op = rank == 3 ? "gemm_batched" : "gemm";
+  g.dtype = *dtype;
+  g.m = m, g.n = n, g.k = k, g.batch = batch;
+  g.transa = A.transposed.value_or(false);
+  g.transb = B.transposed.value_or(false);
+  g.layout_known = A.transposed.has_value() && B.transposed.has_value();
+  return g;
+}
+
+std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
+                                            const std::vector<std::string>& concrete,
+                                            std::string_view schema) {
+  name = strip(name, "aten::");
+  const auto op = std::find_if(kSdpaOps.begin(), kSdpaOps.end(),
+                               [&](const SdpaOp& o) { return o.name == name; });
+  if (op == kSdpaOps.end() || in.size() < op->query + 3) return std::nullopt;
+  const Operand &q = in[op->query], &k = in[op->query + 1], &v = in[op->query + 2];
+  if (!is_matrix_stack(q, 4) || !is_matrix_stack(k, 4) || !is_matrix_stack(v, 4))
+    return std::nullopt;
+  const auto dtype = dtype_of(q.type);
+  if (!dtype) return std::nullopt;
+  AttentionCall a;
+  a.pass = op->pass;
+  a.dtype = *dtype;
+  a.batch = q.dims[0], a.heads_q = q.dims[1], a.seq_q = q.dims[2], a.head_dim_qk = q.dims[3];
+  a.heads_kv = k.dims[1], a.seq_kv = k.dims[2], a.head_dim_v = v.dims[3];
+  const std::size_t at = schema_index(schema, "is_causal").value_or(op->is_causal);
+  if (at < concrete.size()) a.causal = truth(concrete[at]);
+  return a;
+}
+
+std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_nelems,
+                                  std::int64_t out_nelems, int group_size, std::string_view dtype) {
+  CommCall c;
+  const auto ours = dtype_of(dtype);
+  c.dtype = ours.value_or("other");
+  const std::int64_t n = std::max(group_size, 1);
+  std::string_view name = collective;
+  auto is = [&](std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  if (is({"allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"})) {
+    c.op = CollOp::all_reduce, c.op_name = "all_reduce", c.count = in_nelems;
+  } else if (is({"allgather", "all_gather", "_allgather_base", "all_gather_into_tensor",
+                 "allgather_into_tensor_coalesced", "all_gather_into_tensor_coalesced",
+                 "allgather_coalesced"})) {
+    c.op = CollOp::all_gather, c.op_name = "all_gather";
+    c.count = in_nelems > 0 ? in_nelems : out_nelems / n;
+  } else if (is({"reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+                 "reduce_scatter_tensor_coalesced", "reduce_scatter_coalesced"})) {
+    c.op = CollOp::reduce_scatter, c.op_name = "reduce_scatter";
+    c.count = out_nelems > 0 ? out_nelems : in_nelems / n;
+  } else if (is({"all_to_all", "alltoall", "alltoall_base", "all_to_allv", "alltoallv"})) {
+    c.op = CollOp::all_to_all, c.op_name = "all_to_all", c.count = in_nelems / n;
+  } else if (is({"broadcast"})) {
+    c.op = CollOp::broadcast, c.op_name = "broadcast", c.count = in_nelems;
+  } else if (is({"reduce"})) {
+    c.op = CollOp::reduce, c.op_name = "reduce", c.count = in_nelems;
+  } else if (is({"send", "recv", "recvAnysource"})) {
+    c.op = CollOp::send_recv, c.op_name = name == "send" ? "send" : "recv", c.p2p = true;
+    c.count = in_nelems > 0 ? in_nelems : out_nelems;
+  } else if (is({"barrier"})) {
+    c.op_name = "barrier", c.dtype = "none", c.count = 0, c.replayable = false;
+  } else {
+    c.op_name = "other", c.count = std::max(in_nelems, out_nelems), c.replayable = false;
+  }
+  if (!ours && c.op_name != std::string_view("barrier")) c.replayable = false;
+  return c;
+}
+
+std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Operand>& in,
+                                  int group_size) {
+  name = strip(name, "c10d::");
+  if (!name.empty() && name.back() == '_') name.remove_suffix(1);  // allreduce_, broadcast_
+  if (in.empty()) return std::nullopt;
+  // (operand holding the elements, its role): the schemas put outputs first for the
+  // gathers and scatters of flat tensors
+  std::int64_t in_n = 0, out_n = 0;
+  std::string_view type;
+  if (name == "allreduce" || name == "broadcast" || name == "reduce" || name == "send" ||
+      name == "recv") {
+    in_n = in[0].numel, type = in[0].type;
+  } else if (name == "allgather" && in.size() >= 2) {  // (output lists, inputs)
+    in_n = in[1].numel, type = in[1].type;
+  } else if ((name == "_allgather_base" || name == "alltoall_base") && in.size() >= 2) {
+    in_n = in[1].numel, out_n = in[0].numel, type = in[1].type;  // (output, input)
+  } else if (name == "reduce_scatter" || name == "_reduce_scatter_base") {
+    out_n = in[0].numel, type = in[0].type;  // (output(s), input(s))
+  } else if (name == "barrier") {
+    return comm_call("barrier", 0, 0, group_size, "");
+  } else {
+    return std::nullopt;
+  }
+  const auto dtype = dtype_of(type);
+  return comm_call(name, in_n, out_n, group_size, dtype ? std::string_view(type) : "");
+}
+
+const char* unreplayed_kind(std::string_view name) {
+  name = strip(name, "aten::");
+  static constexpr std::array<std::string_view, 21> kPrefixes = {
+      "_foreach_", "_fused_adam", "add",  "sub",     "mul",      "div",          "neg",
+      "exp",       "log",         "pow",  "rsqrt",   "sqrt",     "sigmoid",      "silu",
+      "gelu",      "relu",        "tanh", "softmax", "_softmax", "_log_softmax", "log_softmax"};
+  static constexpr std::array<std::string_view, 36> kNames = {"layer_norm",
+                                                              "native_layer_norm",
+                                                              "native_layer_norm_backward",
+                                                              "rms_norm",
+                                                              "_fused_rms_norm",
+                                                              "_fused_rms_norm_backward",
+                                                              "embedding",
+                                                              "embedding_dense_backward",
+                                                              "embedding_backward",
+                                                              "cross_entropy_loss",
+                                                              "nll_loss",
+                                                              "nll_loss_forward",
+                                                              "nll_loss_backward",
+                                                              "nll_loss_nd",
+                                                              "copy_",
+                                                              "_to_copy",
+                                                              "to",
+                                                              "clone",
+                                                              "contiguous",
+                                                              "cat",
+                                                              "stack",
+                                                              "index",
+                                                              "index_select",
+                                                              "gather",
+                                                              "scatter",
+                                                              "fill_",
+                                                              "zero_",
+                                                              "zeros",
+                                                              "zeros_like",
+                                                              "ones_like",
+                                                              "sum",
+                                                              "mean",
+                                                              "masked_fill",
+                                                              "where",
+                                                              "addcmul_",
+                                                              "lerp_"};
+  for (std::string_view p : kPrefixes)
+    if (name.substr(0, p.size()) == p) return "memory_bound";
+  for (std::string_view n : kNames)
+    if (name == n) return "memory_bound";
+  if (name.substr(0, 6) == "Memcpy" || name.substr(0, 6) == "Memset" ||
+      name.substr(0, 9) == "threshold")
+    return "memory_bound";
+  return "other";
+}
+
+bool is_step_marker(std::string_view name) {
+  return name.substr(0, 13) == "ProfilerStep#";
+}
+
+}  // namespace opbench::trace

@@ -1,0 +1,136 @@
+#include "trace/trace_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <utility>
+
+#include "common/error.hpp"
+#include "trace/execution_trace.hpp"
+#include "trace/json_stream.hpp"
+#include "trace/kineto_trace.hpp"
+
+namespace opbench::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_trace_name(const std::string& name) {
+  return ends_with(name, ".json") || ends_with(name, ".json.gz");
+}
+
+// The members read before the events tell which kind of trace this is; they wait for it.
+class TraceSink : public JsonSink {
+ public:
+  TraceSink(const std::string& path, int world) : path_(path), world_(world) {}
+
+  void member(const std::string& key, const nlohmann::json& value) override {
+    if (kineto_)
+      kineto_->member(key, value);
+    else if (et_)
+      et_->member(key, value);
+    else
+      early_.emplace_back(key, value);
+  }
+  void element(const std::string& key, nlohmann::json& value) override {
+    if (key == "traceEvents") {
+      if (!kineto_ && !et_) start(std::make_unique<KinetoReader>(path_, world_), kineto_);
+      if (kineto_) kineto_->event(value);
+    } else if (key == "nodes") {
+      if (!kineto_ && !et_) start(std::make_unique<ExecutionTraceReader>(path_, world_), et_);
+      if (et_) et_->node(value);
+    }
+  }
+  std::unique_ptr<TraceTable> finish() {
+    if (kineto_) return kineto_->finish();
+    if (et_) return et_->finish();
+    throw bad_input(
+        fmt::format("{}: neither a PyTorch profiler trace (no traceEvents) nor an "
+                    "execution trace (no nodes)",
+                    path_));
+  }
+
+ private:
+  template <class Reader>
+  void start(std::unique_ptr<Reader> reader, std::unique_ptr<Reader>& slot) {
+    slot = std::move(reader);
+    for (const auto& [key, value] : early_)
+      slot->member(key, value);
+    early_.clear();
+  }
+
+  std::string path_;
+  int world_;
+  std::vector<std::pair<std::string, nlohmann::json>> early_;
+  std::unique_ptr<KinetoReader> kineto_;
+  std::unique_ptr<ExecutionTraceReader> et_;
+};
+
+// "rank3", "rank_3", "rank-3" in a file name.
+std::string rank_in_name(const std::string& name) {
+  for (std::size_t at = name.find("rank"); at != std::string::npos;
+       at = name.find("rank", at + 1)) {
+    std::size_t i = at + 4;
+    if (i < name.size() && (name[i] == '_' || name[i] == '-')) ++i;
+    std::size_t j = i;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])))
+      ++j;
+    if (j > i) return name.substr(i, j - i);
+  }
+  return "";
+}
+
+// tensorboard_trace_handler's <host>_<pid>.<time>.pt.trace.json
+void host_and_pid(const std::string& name, TraceTable& t) {
+  const std::string worker = name.substr(0, name.find('.'));
+  const auto cut = worker.rfind('_');
+  if (cut == std::string::npos || cut + 1 >= worker.size()) return;
+  const std::string pid = worker.substr(cut + 1);
+  if (!std::all_of(pid.begin(), pid.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return;
+  t.facts.host = worker.substr(0, cut);
+  t.facts.pid = std::stol(pid);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::directory_iterator(path, ec))
+      if (entry.is_regular_file() && is_trace_name(entry.path().filename().string()))
+        files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    if (files.empty())
+      throw bad_input(
+          fmt::format("--trace-path {}: no *.json or *.json.gz trace in the folder", path));
+  } else if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    throw bad_input(fmt::format("--trace-path {}: no such file or folder", path));
+  }
+  std::vector<std::unique_ptr<TraceTable>> tables;
+  const int world = static_cast<int>(files.size());
+  for (const std::string& file : files) {
+    TraceSink sink(file, world);
+    stream_json(file, sink);
+    auto table = sink.finish();
+    const std::string name = fs::path(file).filename().string();
+    if (table->facts.host.empty()) table->facts.host = "trace";
+    host_and_pid(name, *table);
+    if (table->facts.rank.empty()) table->facts.rank = rank_in_name(name);
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
+}  // namespace opbench::trace

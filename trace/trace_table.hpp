@@ -1,0 +1,51 @@
+#pragma once
+// One trace file turned into the capture library's per-shape table (capture/table.hpp), keyed
+// and written exactly as a capture is, so that a converted trace is read wherever a capture is
+// (bench_gemm, bench_attention, bench_ccl and bench_step --trace-path, capture_summary.py).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "capture/output.hpp"
+#include "capture/table.hpp"
+#include "trace/op_shapes.hpp"
+
+namespace opbench::trace {
+
+class TraceTable {
+ public:
+  TraceTable();
+
+  capture::ProcessFacts facts;     // host, rank, pid; `source` says where the times come from
+  std::string path;                // the trace file
+  std::uint64_t steps = 0;         // ProfilerStep markers in the trace; 0 when it has none
+  std::vector<std::string> notes;  // what the table cannot say exactly, for the summary
+
+  // A name that lives as long as the table (keys hold plain pointers).
+  const char* name(std::string_view text);
+
+  void record(const capture::CaptureKey& key, double ns) { table_->record(key, ns); }
+  void record_untimed(const capture::CaptureKey& key, capture::Untimed why) {
+    table_->record_untimed(key, why);
+  }
+  std::vector<capture::TableRow> rows() const { return table_->snapshot(); }
+  // The capture library's CSV and JSON-lines text of the table.
+  std::string csv() const;
+  std::string jsonl() const;
+
+  // Keys of each family, their text fields interned here.
+  capture::CaptureKey gemm_key(std::string_view api, const GemmCall& g);
+  capture::CaptureKey attention_key(std::string_view api, const AttentionCall& a);
+  capture::CaptureKey comm_key(std::string_view api, const CommCall& c, int comm_size);
+  // What no benchmark replays: kind "memory_bound", "other" or "idle", keyed by the operator.
+  capture::CaptureKey unreplayed_key(std::string_view api, const char* kind);
+
+ private:
+  std::unordered_set<std::string> names_;
+  std::unique_ptr<capture::ShapeTable> table_;
+};
+
+}  // namespace opbench::trace
