@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libfmt-dev nlohmann-json3-dev libcxxopts-dev catch2
+  libfmt-dev nlohmann-json3-dev libcxxopts-dev catch2 zlib1g-dev
   libopenblas-dev openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-matplotlib python3-torch libjemalloc2
   clang-format clang libclang-rt-14-dev
