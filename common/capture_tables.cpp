@@ -7,32 +7,11 @@
 #include <filesystem>
 #include <map>
 
+#include "common/capture_rows.hpp"
 #include "common/error.hpp"
-#include "common/report.hpp"
 
 namespace opbench {
 namespace {
-
-std::int64_t whole(const std::string& text, const std::string& where) {
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw bad_input(fmt::format("{}: expected a whole number >= 0, got '{}'", where, text));
-}
-
-double number(const std::string& text, const std::string& where) {
-  if (text.empty()) return 0.0;
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw bad_input(fmt::format("{}: expected a number >= 0, got '{}'", where, text));
-}
 
 std::vector<std::string> capture_files(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -60,42 +39,25 @@ std::optional<double> CapturedShape::in_job_us() const {
 }
 
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
-  std::vector<std::string> needed = {"rank", "kind", "calls", "timed_calls", "total_us"};
-  needed.insert(needed.end(), q.key_columns.begin(), q.key_columns.end());
   std::map<std::vector<std::string>, CapturedShape> merged;
   std::vector<std::string> ranks_seen;
   for (const std::string& path : capture_files(q.dir)) {
-    const auto rows = read_csv(path);
-    if (rows.empty()) throw bad_input(fmt::format("{}: empty file", path));
-    std::map<std::string, std::size_t> col;
-    for (std::size_t i = 0; i < rows[0].size(); ++i)
-      col[rows[0][i]] = i;
-    for (const auto& c : needed)
-      if (!col.count(c))
-        throw bad_input(fmt::format("{}: no column '{}': not a capture file", path, c));
-    for (std::size_t r = 1; r < rows.size(); ++r) {
-      const auto& row = rows[r];
-      auto at = [&](const std::string& c) -> std::string {
-        const std::size_t i = col.at(c);
-        return i < row.size() ? row[i] : std::string();
-      };
-      const std::string where = fmt::format("{} row {}", path, r);
-      if (std::find(ranks_seen.begin(), ranks_seen.end(), at("rank")) == ranks_seen.end())
-        ranks_seen.push_back(at("rank"));
-      if (q.rank && at("rank") != std::to_string(*q.rank)) continue;
-      if (std::find(q.kinds.begin(), q.kinds.end(), at("kind")) == q.kinds.end()) continue;
+    // Every row of every file obeys the capture's rules, whatever this query keeps: a broken
+    // file is refused whole (common/capture_rows.hpp).
+    for (const CaptureRow& row : read_capture_file(path)) {
+      const std::string& rank = row.at("rank");
+      if (std::find(ranks_seen.begin(), ranks_seen.end(), rank) == ranks_seen.end())
+        ranks_seen.push_back(rank);
+      if (q.rank && rank != std::to_string(*q.rank)) continue;
+      if (std::find(q.kinds.begin(), q.kinds.end(), row.at("kind")) == q.kinds.end()) continue;
       std::vector<std::string> key;
-      for (const auto& c : q.key_columns) {
-        key.push_back(at(c));
-        if (std::find(q.whole_columns.begin(), q.whole_columns.end(), c) != q.whole_columns.end())
-          whole(key.back(), where + " " + c);
-      }
+      for (const auto& c : q.key_columns)
+        key.push_back(row.at(c));
       CapturedShape& s = merged[key];
       s.key = key;
-      s.calls += whole(at("calls"), where + " calls");
-      const std::int64_t timed = whole(at("timed_calls"), where + " timed_calls");
-      s.timed_calls += timed;
-      s.total_us += number(at("total_us"), where + " total_us");
+      s.calls += std::stoll(row.at("calls"));
+      s.timed_calls += std::stoll(row.at("timed_calls"));
+      if (!row.at("total_us").empty()) s.total_us += std::stod(row.at("total_us"));
     }
   }
   if (q.rank &&

@@ -20,16 +20,16 @@ struct CapturedShape {
 };
 
 struct CaptureQuery {
-  std::string dir;                         // the capture folder (--capture-path)
-  std::optional<int> rank;                 // only that rank's rows (--rank); all when not given
-  std::vector<std::string> kinds;          // rows of these kinds: "gemm", "collective", "p2p"
-  std::vector<std::string> key_columns;    // what makes two rows one shape
-  std::vector<std::string> whole_columns;  // key columns that must be whole numbers >= 0
+  std::string dir;                       // the capture folder (--capture-path)
+  std::optional<int> rank;               // only that rank's rows (--rank); all when not given
+  std::vector<std::string> kinds;        // rows of these kinds: "gemm", "collective", "p2p"
+  std::vector<std::string> key_columns;  // what makes two rows one shape
 };
 
 // The rows of the asked kinds merged by their key (calls, timed calls and total time summed),
 // largest in-job total first. bad_input naming the flag, file, row and column when the folder,
-// its files or their cells are not a capture's, or --rank names a rank no file has.
+// its files or their cells are not a capture's (every row of every file is checked against the
+// rules of common/capture_rows.hpp, whatever the query keeps), or --rank names a rank no file has.
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& query);
 
 }  // namespace opbench

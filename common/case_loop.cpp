@@ -70,7 +70,10 @@ ReportFiles& ReportSets::open(const std::string& key, const Record& like) {
   auto& f = files_[key];
   if (f) return *f;
   const auto base = (std::filesystem::path(dir_) / (prefix_ + "_" + file_safe(key))).string();
-  f = std::make_unique<ReportFiles>(base, report_.formats, run_, metric_prefix_, report_.resume);
+  // The CSV's header at once, from `like`: a run stopped in this report's first case leaves
+  // the header, not an empty file.
+  f = std::make_unique<ReportFiles>(base, report_.formats, run_, metric_prefix_, report_.resume,
+                                    like.names());
   if (report_.resume) {
     auto& earlier = finished_.emplace(key, FinishedCases(base + ".csv")).first->second;
     loop_.carry_earlier(*f, earlier, like);

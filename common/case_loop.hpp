@@ -62,7 +62,8 @@ class ReportSets {
   // Files are DIR/<prefix>_<key>.csv (.jsonl, .prom); `metric_prefix` names the .prom metrics.
   ReportSets(std::string dir, std::string prefix, const ReportOptions& report, nlohmann::json run,
              std::string metric_prefix, CaseLoop& loop);
-  // The files of report `key`; `like` is a row of the binary, to read earlier rows back with.
+  // The files of report `key`; `like` is a row of the binary (its columns make the CSV's
+  // header, written at once), to read earlier rows back with.
   ReportFiles& open(const std::string& key, const Record& like);
   // --resume: report `key`'s (opened) row of the case of `row`, when it holds it already.
   std::optional<Record> earlier(const std::string& key, const Record& row) const;

@@ -18,13 +18,19 @@ namespace fs = std::filesystem;
 namespace opbench {
 namespace {
 
-std::FILE* open_for_writing(const std::string& path, bool append = false) {
+// What a writer checks when it is made, before the run measures anything: the path is not a
+// folder, its folder exists and is writable, and the path is this run's (claim_output). The file
+// itself is created later, with what it holds first (open_claimed).
+void claim_for_writing(const std::string& path, bool append) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw bad_input(fmt::format("{}: is a directory, expected a file path", path));
   auto parent = fs::path(path).parent_path();
   if (!parent.empty()) ensure_directory(parent.string());
   claim_output(path, append ? OutputUse::continued : OutputUse::fresh);
+}
+
+std::FILE* open_claimed(const std::string& path, bool append) {
   std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f) throw bad_input(fmt::format("{}: cannot be written: {}", path, std::strerror(errno)));
   return f;
@@ -93,16 +99,40 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   return rows;
 }
 
-CsvWriter::CsvWriter(std::string path, bool append) : path_(std::move(path)) {
-  std::error_code ec;
+CsvWriter::CsvWriter(std::string path, bool append, std::vector<std::string> columns)
+    : path_(std::move(path)), append_(append) {
   // Refused before it is read when no opbench run wrote it.
-  if (append) claim_output(path_, OutputUse::continued);
-  if (append && std::filesystem::exists(path_, ec) && std::filesystem::file_size(path_, ec) > 0) {
+  claim_for_writing(path_, append);
+  std::error_code ec;
+  if (append && fs::exists(path_, ec) && fs::file_size(path_, ec) > 0) {
     auto existing = read_csv(path_);
     columns_ = existing.front();
     rows_ = existing.size() - 1;
+    file_ = open_claimed(path_, true);
   }
-  file_ = open_for_writing(path_, append);
+  if (columns.empty()) return;
+  if (!file_)
+    start(std::move(columns));
+  else if (columns != columns_)
+    throw columns_differ();
+}
+
+Error CsvWriter::columns_differ() const {
+  return bad_input(
+      fmt::format("{}: its columns differ from this run's (written by another version?); "
+                  "cannot continue it",
+                  path_));
+}
+
+void CsvWriter::start(std::vector<std::string> columns) {
+  columns_ = std::move(columns);
+  file_ = open_claimed(path_, append_);
+  std::string header;
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    if (i) header += ',';
+    header += csv_escape(columns_[i]);
+  }
+  write_line(file_, header, path_);
 }
 
 CsvWriter::~CsvWriter() {
@@ -111,20 +141,10 @@ CsvWriter::~CsvWriter() {
 
 void CsvWriter::write(const Record& row) {
   auto names = row.names();
-  if (columns_.empty()) {
-    columns_ = names;
-    std::string header;
-    for (std::size_t i = 0; i < columns_.size(); ++i) {
-      if (i) header += ',';
-      header += csv_escape(columns_[i]);
-    }
-    write_line(file_, header, path_);
-  } else if (names != columns_) {
-    throw bad_input(
-        fmt::format("{}: its columns differ from this run's (written by another version?); "
-                    "cannot continue it",
-                    path_));
-  }
+  if (!file_)
+    start(std::move(names));
+  else if (names != columns_)
+    throw columns_differ();
   std::string line;
   for (std::size_t i = 0; i < row.fields().size(); ++i) {
     if (i) line += ',';
@@ -155,9 +175,9 @@ nlohmann::json record_to_json(const Record& row) {
 }
 
 JsonlWriter::JsonlWriter(std::string path, nlohmann::json run_metadata, bool append)
-    : path_(std::move(path)),
-      file_(open_for_writing(path_, append)),
-      run_(std::move(run_metadata)) {}
+    : path_(std::move(path)), run_(std::move(run_metadata)), append_(append) {
+  claim_for_writing(path_, append);
+}
 
 JsonlWriter::~JsonlWriter() {
   if (file_) std::fclose(file_);
@@ -166,6 +186,7 @@ JsonlWriter::~JsonlWriter() {
 void JsonlWriter::write(const Record& row) {
   auto j = record_to_json(row);
   j["run"] = run_;
+  if (!file_) file_ = open_claimed(path_, append_);
   write_line(file_, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), path_);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/record.hpp"
 
 namespace opbench {
@@ -17,29 +18,39 @@ std::string csv_escape(const std::string& field);
 // Reads an RFC 4180 CSV file into rows of fields (the header is row 0); bad_input if unreadable.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
 
+// A report holds at least its header, or does not exist: a run interrupted in its first case
+// leaves no 0-byte file that a spreadsheet or compare_reports.py cannot read. So a writer checks
+// its path when it is made (bad_input when it is a folder, cannot be written, or holds a file no
+// opbench run wrote) and creates the file with the first thing it holds.
 class CsvWriter {
  public:
-  // Creates (truncates) the file; throws bad_input when it cannot be written. With `append`, an
-  // existing report is continued: its header fixes the columns and new rows go after its rows.
-  explicit CsvWriter(std::string path, bool append = false);
+  // The file is created (truncated) with its header: at once when the `columns` are known,
+  // else with the first row. With `append`, an existing report is continued: its header fixes
+  // the columns (bad_input when `columns` differ) and new rows go after its rows.
+  explicit CsvWriter(std::string path, bool append = false, std::vector<std::string> columns = {});
   ~CsvWriter();
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;
 
-  // The first row fixes the columns; later rows must have the same field names.
+  // The first row fixes the columns, unless the constructor did; every row must have them.
   void write(const Record& row);
   const std::string& path() const { return path_; }
   std::size_t rows() const { return rows_; }
+  bool created() const { return file_ != nullptr; }
 
  private:
+  void start(std::vector<std::string> columns);  // creates the file with its header
+  Error columns_differ() const;
   std::string path_;
+  bool append_ = false;
   std::FILE* file_ = nullptr;
   std::vector<std::string> columns_;
   std::size_t rows_ = 0;
 };
 
 // One JSON object per line: {"args": {...}, "metrics": {...}, "status": ..., "note": ..., extras,
-// "run": {...}}.
+// "run": {...}}. Created with its first row (a JSON-lines file has no header): a run that
+// writes none leaves none.
 class JsonlWriter {
  public:
   JsonlWriter(std::string path, nlohmann::json run_metadata, bool append = false);
@@ -48,11 +59,13 @@ class JsonlWriter {
   JsonlWriter& operator=(const JsonlWriter&) = delete;
   void write(const Record& row);
   const std::string& path() const { return path_; }
+  bool created() const { return file_ != nullptr; }
 
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
   nlohmann::json run_;
+  bool append_ = false;
 };
 
 nlohmann::json record_to_json(const Record& row);

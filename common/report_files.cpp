@@ -33,13 +33,14 @@ std::set<ReportFormat> parse_report_formats(const std::string& text) {
 }
 
 ReportFiles::ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
-                         std::string prom_prefix, bool append)
+                         std::string prom_prefix, bool append, std::vector<std::string> csv_columns)
     : base_(std::move(base_path)),
       formats_(std::move(formats)),
       prom_prefix_(std::move(prom_prefix)),
       run_(run),
       append_(append) {
-  if (formats_.count(ReportFormat::csv)) csv_ = std::make_unique<CsvWriter>(base_ + ".csv", append);
+  if (formats_.count(ReportFormat::csv))
+    csv_ = std::make_unique<CsvWriter>(base_ + ".csv", append, std::move(csv_columns));
   if (formats_.count(ReportFormat::jsonl))
     jsonl_ = std::make_unique<JsonlWriter>(base_ + ".jsonl", std::move(run), append);
 }
@@ -76,9 +77,9 @@ std::vector<std::string> ReportFiles::listing() const {
 
 std::vector<std::string> ReportFiles::paths() const {
   std::vector<std::string> out;
-  if (csv_) out.push_back(csv_->path());
-  if (jsonl_) out.push_back(jsonl_->path());
-  if (formats_.count(ReportFormat::prom)) out.push_back(base_ + ".prom");
+  std::error_code ec;
+  for (const auto& named : report_outputs("", base_, formats_))
+    if (std::filesystem::exists(named.path, ec)) out.push_back(named.path);
   return out;
 }
 

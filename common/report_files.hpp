@@ -32,16 +32,21 @@ std::vector<NamedOutput> report_outputs(const std::string& flag, const std::stri
 
 class ReportFiles {
  public:
-  // `append`: continue the CSV and JSON lines of an earlier run (--resume).
+  // `append`: continue the CSV and JSON lines of an earlier run (--resume). `csv_columns`, when
+  // the caller knows them, put the CSV's header in at once; else it comes with the first row.
+  // No file is created empty (common/report.hpp): the JSON lines and the .prom come with the
+  // first row.
   ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
-              std::string prom_prefix, bool append = false);
+              std::string prom_prefix, bool append = false,
+              std::vector<std::string> csv_columns = {});
   void write(const Record& row);
   // A row the files already hold from the run being continued (--resume): not written again,
   // but counted and kept in the .prom, so every output covers the whole run.
   void carry(const Record& earlier_row);
   std::size_t rows() const { return rows_; }
-  // "path (N rows)" for each file, for the closing lines.
+  // "path (N rows)" for each file there is, for the closing lines.
   std::vector<std::string> listing() const;
+  // The files there are (a run stopped before its first row has none but a CSV's header).
   std::vector<std::string> paths() const;
 
  private:

@@ -43,7 +43,11 @@ std::string RunTally::line() const {
 
 int finish_run(const RunTally& tally, const RunEnd& end, bool interrupted, int interrupted_code) {
   if (!end.harness.empty()) std::fprintf(stderr, "%s\n", end.harness.c_str());
-  std::fprintf(stderr, "%s. Reports in %s:\n", tally.line().c_str(), end.report_dir.c_str());
+  if (end.files.empty())  // stopped before a row: no report is made empty (common/report.hpp)
+    std::fprintf(stderr, "%s; no report file in %s (each is made with its first row)\n",
+                 tally.line().c_str(), end.report_dir.c_str());
+  else
+    std::fprintf(stderr, "%s. Reports in %s:\n", tally.line().c_str(), end.report_dir.c_str());
   for (const auto& f : end.files)
     std::fprintf(stderr, "  %s\n", f.c_str());
   if (tally.noisy)

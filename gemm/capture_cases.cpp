@@ -11,12 +11,8 @@ namespace opbench {
 
 std::vector<GemmCase> capture_cases(const CaptureSelection& sel,
                                     std::vector<std::string>* left_out) {
-  const std::vector<CapturedShape> shapes =
-      read_capture_shapes({sel.dir,
-                           sel.rank,
-                           {"gemm"},
-                           {"api", "dtype", "m", "n", "k", "batch", "layout"},
-                           {"m", "n", "k", "batch"}});
+  const std::vector<CapturedShape> shapes = read_capture_shapes(
+      {sel.dir, sel.rank, {"gemm"}, {"api", "dtype", "m", "n", "k", "batch", "layout"}});
   std::vector<GemmCase> cases;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string& api = shape.key[0];
@@ -33,10 +29,7 @@ std::vector<GemmCase> capture_cases(const CaptureSelection& sel,
                                         api, mm, nn, kk, layout, dtype_text));
       continue;
     }
-    if (layout.size() != 2 || (layout[0] != 'N' && layout[0] != 'T') ||
-        (layout[1] != 'N' && layout[1] != 'T'))
-      throw bad_input(fmt::format("{}: {} {}x{}x{}: layout '{}' is not NN, NT, TN or TT", sel.dir,
-                                  api, mm, nn, kk, layout));
+    // The layout is NN, NT, TN or TT: the capture's rules refuse any other.
     GemmCase c;
     c.report = "capture";
     c.model = "capture";

@@ -83,27 +83,33 @@ def article(kind: str) -> str:
 
 
 def read(path: str):
-    """The rows of a report and its kind; exits 2 when the file is not an opbench report."""
+    """The rows of a report, its columns and its kind; exits 2 when the file is not an opbench
+    report. A report with its header and no row (a run stopped before its first case finished)
+    is one: its cases are missing."""
     try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            columns = reader.fieldnames
+            rows = list(reader)
     except FileNotFoundError:
         fail(f"{path}: no such file")
     except IsADirectoryError:
         fail(f"{path}: is a directory, expected a CSV report")
     except (UnicodeDecodeError, csv.Error) as e:
         fail(f"{path}: not a CSV report ({e})")
-    if not rows:
-        fail(f"{path}: no rows")
-    if {"unit", "collective", "per_rank_count"} <= set(rows[0]):
+    if not columns:
+        fail(f"{path}: empty: not a report (an opbench report holds at least its header)")
+    if {"unit", "collective", "per_rank_count"} <= set(columns):
         fail(f"{path}: a bench_fsdp plan (--plan-csv-path), not a measured report: compare the CSVs of a replay")
-    if "status" not in rows[0]:
+    if "status" not in columns:
         fail(f"{path}: not an opbench report (no status column)")
-    kind = kind_of(rows[0])
+    kind = kind_of(columns)
     if not kind:
         fail(f"{path}: not an opbench report (the columns of none of bench_gemm, bench_attention, bench_ccl, "
              "bench_fsdp, bench_memops, bench_step)")
-    return rows, kind
+    if not rows:
+        print(f"note: {path}: no rows (its run stopped before a case finished)", file=sys.stderr)
+    return rows, columns, kind
 
 
 def number(text):
@@ -138,15 +144,15 @@ def main() -> int:
     args = parser.parse_args()
     if not args.threshold >= 0:
         fail(f"--threshold: must be a percentage >= 0, got {args.threshold}")
-    (base, base_kind), (new, new_kind) = read(args.base), read(args.new)
+    (base, base_columns, base_kind), (new, new_columns, new_kind) = read(args.base), read(args.new)
     if base_kind != new_kind:  # shared columns (dtype, backend) would match unrelated rows
         fail(f"{args.base} is {article(base_kind)} {base_kind} report and {args.new} is {article(new_kind)} {new_kind} "
              "report: compare reports of the same binary")
-    keys = [c for c in KEY_COLUMNS
-            if (c in base[0] and c in new[0]) or (c in EMPTY_WHEN_ABSENT and (c in base[0] or c in new[0]))]
+    keys = [c for c in KEY_COLUMNS if (c in base_columns and c in new_columns)
+            or (c in EMPTY_WHEN_ABSENT and (c in base_columns or c in new_columns))]
     if not keys:
         fail("the two reports share no argument columns: are they of the same kind?")
-    figure = next(((c, hi) for c, hi in FIGURES if c in base[0] and c in new[0]), None)
+    figure = next(((c, hi) for c, hi in FIGURES if c in base_columns and c in new_columns), None)
     if figure is None:
         fail("the two reports share no figure to compare (tflops, busbw_gbps or time_us)")
     column, higher_better = figure

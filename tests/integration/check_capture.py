@@ -116,6 +116,12 @@ def capture(out, cmd, env=None, interval="0", timeout=300):
             timeout=timeout)
     sys.stdout.write(p.stdout)
     sys.stdout.write(p.stderr)
+    # The summary capture.sh prints must take what the library wrote: its rules are the replays'
+    # (common/capture_rows.cpp), and a rule stricter than the library would refuse a real job.
+    refused = [line for line in p.stderr.splitlines()
+               if line.startswith("error: ") and ".csv" in line and "capture-" in line]
+    check(not refused and "Traceback" not in p.stderr,
+          f"capture_summary.py refused the capture of {cmd[0]}: {refused or p.stderr[-300:]}")
     return p
 
 

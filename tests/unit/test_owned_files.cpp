@@ -118,7 +118,13 @@ TEST_CASE("Every writer claims its path: new files are listed, a user's file is 
   same_user_files(dir);
 
   const std::string mine = (dir / "gemm_mine.csv").string();
-  { CsvWriter w(mine); }
+  {
+    CsvWriter w(mine);
+    CHECK_FALSE(fs::exists(mine));  // claimed when made, created with its first row
+    Record row;
+    row.arg("m", std::int64_t{64});
+    w.write(row);
+  }
   CHECK(written_by_opbench(mine));
   CHECK_FALSE(written_by_opbench(csv));
   claim_output(mine);  // this process wrote it: claiming again changes nothing

@@ -62,6 +62,43 @@ TEST_CASE("CsvWriter writes a header and flushed rows") {
   CHECK(read_file(path) == "name,time_us,note\n\"a,\"\"b\"\"\",12.5,\nc,3,ok\n");
 }
 
+TEST_CASE("A report holds at least its header, or does not exist") {
+  auto dir = temp_dir("csv_header");
+  Record row;
+  row.arg("m", std::int64_t{64}).metric("time_us", 1.5).result("status", std::string("ok"));
+  const std::string header = "m,time_us,status\n";
+  {
+    // Columns known when the writer is made: the header is in the file before any row.
+    CsvWriter known((dir / "known.csv").string(), false, row.names());
+    CHECK(read_file(dir / "known.csv") == header);
+    // Columns from the first row, and a JSON-lines file: nothing before it, not even empty.
+    CsvWriter later((dir / "later.csv").string());
+    JsonlWriter lines((dir / "later.jsonl").string(), nlohmann::json::object());
+    CHECK_FALSE(fs::exists(dir / "later.csv"));
+    CHECK_FALSE(fs::exists(dir / "later.jsonl"));
+    CHECK_FALSE(later.created());
+    later.write(row);
+    lines.write(row);
+    CHECK(read_file(dir / "later.csv") == header + "64,1.5,ok\n");
+    CHECK(fs::exists(dir / "later.jsonl"));
+  }
+  // A run stopped before its first row: the files it lists are the ones there are.
+  ReportFiles files((dir / "r").string(),
+                    {ReportFormat::csv, ReportFormat::jsonl, ReportFormat::prom},
+                    nlohmann::json::object(), "opbench_t", false, row.names());
+  CHECK(files.paths() == std::vector<std::string>{(dir / "r.csv").string()});
+  CHECK(files.listing() == std::vector<std::string>{(dir / "r.csv").string() + " (0 rows)"});
+  // --resume of that header-only report: its rows follow the header; other columns are refused.
+  {
+    CsvWriter resumed((dir / "known.csv").string(), true, row.names());
+    CHECK(resumed.rows() == 0);
+    resumed.write(row);
+  }
+  CHECK(read_file(dir / "known.csv") == header + "64,1.5,ok\n");
+  CHECK_THROWS_WITH(CsvWriter((dir / "known.csv").string(), true, {"m", "tflops", "status"}),
+                    Catch::Contains("its columns differ from this run's"));
+}
+
 TEST_CASE("JSON lines nest args and metrics") {
   Record r;
   r.arg("op", std::string("gemm"))

@@ -1,0 +1,91 @@
+// The rules a capture file's rows obey (common/capture_rows): the bytes a collective's count
+// makes, worked out by hand, and where the count alone does not give them.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "common/capture_rows.hpp"
+#include "common/error.hpp"
+
+using namespace opbench;
+
+namespace {
+
+const std::vector<std::string> kHeader = {
+    "host",   "rank",      "pid",    "api",    "kind",        "op",       "dtype",
+    "m",      "n",         "k",      "batch",  "layout",      "flops",    "bytes",
+    "count",  "comm_size", "redop",  "calls",  "timed_calls", "total_us", "avg_us",
+    "min_us", "p50_us",    "p99_us", "max_us", "note"};
+
+// A timed collective row: 4 calls, 40 µs in all.
+std::vector<std::string> collective(const std::string& api, const std::string& op,
+                                    const std::string& dtype, const std::string& bytes,
+                                    const std::string& count, const std::string& comm_size) {
+  return {"n1", "0",      "7",      api,     "collective", op,       dtype,     "",    "",
+          "",   "",       "",       "",      bytes,        count,    comm_size, "sum", "4",
+          "4",  "40.000", "10.000", "9.000", "10.000",     "11.000", "11.000",  ""};
+}
+
+std::string refusal(const std::vector<std::string>& row) {
+  try {
+    check_capture_table("cap.csv", {kHeader, row});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "A collective row's bytes are its count x the element size of its dtype, x the ranks "
+    "where the count is one rank's share") {
+  // all_reduce: 1024 fp32 = 4096 B; all_gather on 4 ranks: 256 bf16 x 2 B x 4 = 2048 B;
+  // reduce_scatter on 8 ranks: 16 fp64 x 8 B x 8 = 1024 B; a send of 10 int8 = 10 B
+  CHECK(refusal(collective("MPI_Allreduce", "all_reduce", "fp32", "4096", "1024", "2")).empty());
+  CHECK(refusal(collective("ncclAllGather", "all_gather", "bf16", "2048", "256", "4")).empty());
+  CHECK(refusal(collective("ncclReduceScatter", "reduce_scatter", "fp64", "1024", "16", "8"))
+            .empty());
+  CHECK(refusal(collective("MPI_Send", "send", "int8", "10", "10", "2")).empty());
+  CHECK(refusal(collective("ncclAllGather", "all_gather", "bf16", "4096", "256", "4")) ==
+        "cap.csv row 1 bytes: 4096, but count 256 of bf16 (2 B each) on 4 ranks makes 2048 for "
+        "ncclAllGather");
+  // MPI_Alltoallv counts everything the rank sends: 300 fp32 are 1200 B on any number of ranks
+  CHECK(refusal(collective("MPI_Alltoallv", "all_to_all", "fp32", "1200", "300", "4")).empty());
+  CHECK(refusal(collective("MPI_Alltoall", "all_to_all", "fp32", "1200", "300", "4")) ==
+        "cap.csv row 1 bytes: 1200, but count 300 of fp32 (4 B each) on 4 ranks makes 4800 for "
+        "MPI_Alltoall");
+}
+
+TEST_CASE("Where the count alone does not give the bytes, they are not checked") {
+  // MPI_Reduce_scatter's bytes sum every rank's count (3 + 5 fp32 = 32 B; this rank's is 3)
+  CHECK(
+      refusal(collective("MPI_Reduce_scatter", "reduce_scatter", "fp32", "32", "3", "2")).empty());
+  // a group of an fp32 all_reduce of 4 and an fp16 one of 4: 16 + 8 = 24 B for 8 elements
+  CHECK(refusal(collective("ncclGroupEnd", "all_reduce", "fp32", "24", "8", "2")).empty());
+  // MPI's derived types, and types opbench does not name
+  CHECK(refusal(collective("MPI_Allreduce", "all_reduce", "other", "96", "4", "2")).empty());
+  CHECK(refusal(collective("MPI_Allreduce", "all_reduce", "int16", "8", "4", "2")).empty());
+  CHECK(refusal(collective("MPI_Barrier", "barrier", "none", "0", "0", "2")).empty());
+}
+
+TEST_CASE("Counts and times of a capture row") {
+  auto row = collective("MPI_Allreduce", "all_reduce", "fp32", "4096", "1024", "2");
+  row[18] = "5";  // timed_calls above the 4 calls
+  CHECK(refusal(row) == "cap.csv row 1 timed_calls: 5 exceeds calls (4)");
+  row = collective("MPI_Allreduce", "all_reduce", "fp32", "4096", "1024", "2");
+  row[19] = "1e999";  // beyond a double: infinite
+  CHECK(refusal(row) == "cap.csv row 1 total_us: expected a finite number >= 0, got '1e999'");
+  row[19] = "-1";
+  CHECK(refusal(row) == "cap.csv row 1 total_us: expected a finite number >= 0, got '-1'");
+  row[19] = "";  // 4 calls timed, and no time
+  for (std::size_t i = 20; i < 25; ++i)
+    row[i] = "";
+  CHECK(refusal(row) == "cap.csv row 1 total_us: empty, but timed_calls is 4");
+  row[18] = "0";  // none timed: no times is right
+  CHECK(refusal(row).empty());
+  row[17] = "9223372036854775808";  // one above the largest int64
+  CHECK(refusal(row) ==
+        "cap.csv row 1 calls: expected a whole number >= 0, got '9223372036854775808'");
+}
