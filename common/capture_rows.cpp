@@ -50,6 +50,17 @@ bool digit(char c) {
 bool name_char(char c) {
   return digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
+bool text_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x20 && u != 0x7f;
+}
+
+// `source` (absent from files written before it): the capture library's, or a converted trace's
+// (trace/), whose names are PyTorch's operators and whose kinds include what nothing replays.
+constexpr std::array<std::string_view, 4> kSources{"capture", "trace:gpu", "trace:cpu", "trace:et"};
+constexpr std::array<std::string_view, 4> kUnreplayedKinds{"memory_bound", "other", "idle", ""};
+constexpr std::array<std::string_view, 7> kAttentionShape{
+    "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"};
 
 // Plain decimal notation only, as the library writes it ("12.500"; an exponent is allowed): no
 // sign, no inf or nan, no hexadecimal, no spaces, so that Python's float() and strtod agree.
@@ -125,6 +136,12 @@ class RowRules {
     if (!all_of_chars(t, name_char))
       fail(column, fmt::format("expected a name (letters, digits and _), got '{}'", shown(t)));
   }
+  void text(std::string_view column) const {
+    const std::string& t = cell(column);
+    if (!all_of_chars(t, text_char))
+      fail(column, fmt::format("expected text without control characters, got '{}'", shown(t)));
+  }
+  bool has(std::string_view column) const { return row_.count(std::string(column)) > 0; }
   // Empty: no call was timed.
   std::optional<double> time_us(std::string_view column) const {
     const std::string& t = cell(column);
@@ -144,14 +161,37 @@ void check_row(const CaptureRow& row, const std::string& where) {
   const RowRules r(row, where);
   if (!r.cell("rank").empty()) r.whole("rank");
   r.whole("pid");
-  r.name("api");
+  const std::string source = r.has("source") ? r.cell("source") : "capture";
+  if (std::find(kSources.begin(), kSources.end(), source) == kSources.end())
+    r.fail("source", fmt::format("'{}' is not capture, trace:gpu, trace:cpu or trace:et",
+                                 shown(source)));
+  const bool traced = source != "capture";
+  if (traced)
+    r.text("api");
+  else
+    r.name("api");
   const std::string& kind = r.cell("kind");
-  if (kind != "gemm" && kind != "collective" && kind != "p2p")
-    r.fail("kind", fmt::format("'{}' is not gemm, collective or p2p", shown(kind)));
-  r.name("op");
-  r.name("dtype");
+  const bool unreplayed =
+      traced && std::find(kUnreplayedKinds.begin(), kUnreplayedKinds.end(), kind) !=
+                    kUnreplayedKinds.end();
+  if (kind != "gemm" && kind != "collective" && kind != "p2p" && !(traced && kind == "attention") &&
+      !unreplayed)
+    r.fail("kind", traced ? fmt::format("'{}' is not gemm, attention, collective, p2p, "
+                                        "memory_bound, other or idle",
+                                        shown(kind))
+                          : fmt::format("'{}' is not gemm, collective or p2p", shown(kind)));
+  if (!unreplayed) {
+    r.name("op");
+    r.name("dtype");
+  }
   std::int64_t bytes = 0, count = 0, comm_size = 0;
-  if (kind == "gemm") {
+  if (unreplayed) {
+  } else if (kind == "attention") {
+    for (std::string_view c : kAttentionShape)
+      r.whole(c);
+    if (r.cell("causal") != "true" && r.cell("causal") != "false")
+      r.fail("causal", fmt::format("'{}' is not true or false", shown(r.cell("causal"))));
+  } else if (kind == "gemm") {
     for (std::string_view c : {"m", "n", "k", "batch"})
       r.whole(c);
     const std::string& layout = r.cell("layout");
@@ -169,7 +209,13 @@ void check_row(const CaptureRow& row, const std::string& where) {
   if (timed > calls) r.fail("timed_calls", fmt::format("{} exceeds calls ({})", timed, calls));
   if (timed > 0 && r.cell("total_us").empty())
     r.fail("total_us", fmt::format("empty, but timed_calls is {}", timed));
-  if (kind == "gemm") return;
+  if (r.has("graph_capture_calls")) {
+    const std::int64_t graph = r.whole("graph_capture_calls");
+    if (graph > calls - timed)
+      r.fail("graph_capture_calls",
+             fmt::format("{} exceeds the untimed calls ({})", graph, calls - timed));
+  }
+  if (kind != "collective" && kind != "p2p") return;
   const std::string &api = r.cell("api"), &op = r.cell("op"), &dtype = r.cell("dtype");
   const auto rule = bytes_rule(api, op, dtype, comm_size);
   if (!rule) return;

@@ -31,6 +31,10 @@ ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8_e4m
                  "fp8_e5m2": 1, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "uint32": 4,
                  "uint64": 8}
 INT64_MAX = 2**63 - 1
+# `source` (absent from files written before it): the capture library's, or a converted trace's
+SOURCES = ("capture", "trace:gpu", "trace:cpu", "trace:et")
+UNREPLAYED_KINDS = ("memory_bound", "other", "idle", "")
+ATTENTION_SHAPE = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 
 
 class BadCapture(Exception):
@@ -140,6 +144,11 @@ def check_row(row, where):
         if not is_name(row[column]):
             fail(column, f"expected a name (letters, digits and _), got '{shown(row[column])}'")
 
+    def text(column):
+        t = row[column]
+        if t == "" or any(ord(c) < 0x20 or ord(c) == 0x7f for c in t):
+            fail(column, f"expected text without control characters, got '{shown(t)}'")
+
     def time_us(column):
         t = row[column]
         if t == "":
@@ -152,14 +161,32 @@ def check_row(row, where):
     if row["rank"] != "":
         whole("rank")
     whole("pid")
-    name("api")
+    source = row.get("source", "capture")
+    if source not in SOURCES:
+        fail("source", f"'{shown(source)}' is not capture, trace:gpu, trace:cpu or trace:et")
+    traced = source != "capture"
+    if traced:
+        text("api")
+    else:
+        name("api")
     kind = row["kind"]
-    if kind not in ("gemm", "collective", "p2p"):
-        fail("kind", f"'{shown(kind)}' is not gemm, collective or p2p")
-    name("op")
-    name("dtype")
+    unreplayed = traced and kind in UNREPLAYED_KINDS
+    if kind not in ("gemm", "collective", "p2p") and not (traced and kind == "attention") \
+            and not unreplayed:
+        fail("kind", f"'{shown(kind)}' is not gemm, attention, collective, p2p, memory_bound, "
+                     "other or idle" if traced else f"'{shown(kind)}' is not gemm, collective or p2p")
+    if not unreplayed:
+        name("op")
+        name("dtype")
     count = size = comm_size = 0
-    if kind == "gemm":
+    if unreplayed:
+        pass
+    elif kind == "attention":
+        for c in ATTENTION_SHAPE:
+            whole(c)
+        if row["causal"] not in ("true", "false"):
+            fail("causal", f"'{shown(row['causal'])}' is not true or false")
+    elif kind == "gemm":
         for c in ("m", "n", "k", "batch"):
             whole(c)
         if row["layout"] not in ("NN", "NT", "TN", "TT"):
@@ -177,7 +204,11 @@ def check_row(row, where):
         fail("timed_calls", f"{timed} exceeds calls ({calls})")
     if timed > 0 and row["total_us"] == "":
         fail("total_us", f"empty, but timed_calls is {timed}")
-    if kind == "gemm":
+    if "graph_capture_calls" in row:
+        graph = whole("graph_capture_calls")
+        if graph > calls - timed:
+            fail("graph_capture_calls", f"{graph} exceeds the untimed calls ({calls - timed})")
+    if kind not in ("collective", "p2p"):
         return
     rule = bytes_rule(row["api"], row["op"], row["dtype"], comm_size)
     if rule is None:

@@ -7,7 +7,8 @@ and print exactly one 'error:' line that holds the expected text (the file, the 
 column) — the same line from all four, so the two copies of the rules cannot drift apart on
 these files. The element sizes of the bytes rule are checked for every dtype name either copy
 knows (bench_gemm lists C++'s in its --dtype error). The good folder tests/data/capture_replay
-must pass bench_gemm and the summary.
+must pass bench_gemm and the summary, and so must a converted trace's table (trace_convert of
+tests/data/trace's GPU step).
 Prints one line per folder and reader, then the verdict.
 
 Usage: bad_capture_corpus.py BUILD_DIR DATA_DIR SCRATCH_DIR
@@ -39,6 +40,12 @@ CASES = [
     ("garbled_cell", "capture-h-rank0.csv row 2 kind: '??gemm?' is not gemm, collective or p2p"),
     ("binary_garbage", "capture-h-rank0.csv row 2 pid: missing (the row has 2 of the header's 26 fields"),
     ("no_timed_calls_column", "capture-h-rank0.csv: no column 'timed_calls': not a capture file"),
+    # a converted trace's table (trace_convert): its own sources, kinds and attention cells
+    ("trace_source_unknown", "capture-h-rank0.csv row 2 source: 'trace:gpux' is not capture, "
+                             "trace:gpu, trace:cpu or trace:et"),
+    ("trace_kind_unknown", "capture-h-rank0.csv row 4 kind: 'kernel' is not gemm, attention, "
+                           "collective, p2p, memory_bound, other or idle"),
+    ("trace_causal_not_bool", "capture-h-rank0.csv row 1 causal: 'yes' is not true or false"),
 ]
 
 
@@ -103,13 +110,19 @@ def main() -> int:
         if len(set(lines.values())) != 1:
             problems.append(f"{case}: the readers' lines differ: {lines}")
     element_sizes(problems)
-    good = os.path.join(data, "capture_replay")
-    for name, cmd in readers(good, os.path.join(scratch, "good")):
-        if name in ("bench_gemm", "capture_summary.py"):  # one rank cannot run its 2-rank
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)  # collectives
-            print(f"the good capture_replay folder, {name}: exit {p.returncode}")
-            if p.returncode != 0:
-                problems.append(f"capture_replay, {name}: exit {p.returncode}: {p.stderr[-300:]}")
+    # a converted trace (the GPU step of tests/data/trace) is a good capture folder too
+    converted = os.path.join(scratch, "converted_trace")
+    shutil.rmtree(converted, ignore_errors=True)
+    subprocess.run([os.path.join(build, "trace/trace_convert"), "--trace-path",
+                    os.path.join(data, "trace", "host-a_4242.1700000000000.pt.trace.json"),
+                    "--out", converted], capture_output=True, text=True, timeout=60, check=True)
+    for good in (os.path.join(data, "capture_replay"), converted):
+        for name, cmd in readers(good, os.path.join(scratch, "good")):
+            if name in ("bench_gemm", "capture_summary.py"):  # one rank cannot run its 2-rank
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)  # collectives
+                print(f"the good folder {os.path.basename(good)}, {name}: exit {p.returncode}")
+                if p.returncode != 0:
+                    problems.append(f"{good}, {name}: exit {p.returncode}: {p.stderr[-300:]}")
     return verdict(problems, None, f"ok: {len(CASES)} broken folders, each refused alike by "
                                    "bench_gemm, bench_ccl, bench_step and capture_summary.py; "
                                    "the same element size of every dtype")
