@@ -44,6 +44,9 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("engines-per-graph", "with --dry-run: finalize the heuristics' configurations in order until this many accept a graph (each compiles a kernel)", cxxopts::value<int>()->default_value("16"))
     ("device-profile", "with --dry-run: ask cuDNN about a GPU that is not here: a100, h100, h200, b200 (configs/cudnn_devices.json) or a profile file", cxxopts::value<std::string>());
   // clang-format on
+  add_job_shapes_options(options, "Inputs",
+                         "every attention call the job ran (a trace's SDPA operators), with its "
+                         "in-job time");
   add_measure_options(options, {{"CPU", resolve(MeasureProfile::cpu, attention_cpu_measure({}))},
                                 {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "attention");
@@ -62,6 +65,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   if (p.count("shapes-json-path")) o.shapes_path = str("shapes-json-path");
   if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
   if (p.count("model")) o.models = str("model");
+  o.job = read_job_shapes_options(p);
   if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
   o.tp = parse_positive_int(str("tp"), "--tp");
@@ -97,9 +101,11 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   o.measure = read_measure_overrides(p);
   o.report = read_report_options(p);
   o.peaks = read_peak_options(p, {.tflops = true, .bandwidth = false});
-  if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty() && !o.list_models)
+  if (o.shapes_path.empty() && o.models.empty() && o.model_config_path.empty() && !o.list_models &&
+      !o.job.wanted())
     throw bad_input(
-        "nothing to run: give --shapes-json-path, or --model (with --model-config-path)");
+        "nothing to run: give --shapes-json-path, --model (with --model-config-path), "
+        "--capture-path or --trace-path");
   return o;
 }
 

@@ -8,11 +8,13 @@
 #include "attention/attention_shape.hpp"
 #include "common/backend.hpp"
 #include "common/cli.hpp"
+#include "common/job_shapes.hpp"
 
 namespace opbench {
 
 struct AttentionOptions {
   std::string shapes_path, model_config_path, models;
+  JobShapesOptions job;  // --capture-path / --trace-path, --rank: a real job's attention calls
   std::vector<std::int64_t> seqlens, micro_batches{1};
   std::int64_t tp = 1;  // heads of one tensor-parallel rank
   bool list_models = false;

@@ -31,6 +31,8 @@ Record attention_row(const AttentionCase& c, const AttentionProvider& provider,
       .arg("provider", provider.name())
       .arg("device", provider.device());
   add_time_columns(row, r.measurement, measured);
+  if (c.captured)
+    add_in_job_columns(row, *c.captured, measured ? std::optional<double>(st.mean) : std::nullopt);
   const std::int64_t flops = s.flops(c.pass), bytes = s.io_bytes(c.pass);
   std::optional<double> tflops, bw, pct;
   if (measured && st.mean > 0) {

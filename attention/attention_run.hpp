@@ -1,10 +1,12 @@
 #pragma once
 // One attention case run through its provider and written as a row, for bench_attention and
 // bench_step alike.
+#include <optional>
 #include <string>
 
 #include "attention/attention_provider.hpp"
 #include "attention/attention_shape.hpp"
+#include "common/capture_tables.hpp"
 #include "common/hardware.hpp"
 #include "common/record.hpp"
 
@@ -14,6 +16,7 @@ struct AttentionCase {
   AttentionShape shape;
   AttentionPass pass;
   std::string note;
+  std::optional<CapturedCall> captured;  // --capture-path / --trace-path: the job's own call
 };
 
 // Under the stop rule: skipped when the provider cannot run it, failed when it throws; an ok

@@ -8,6 +8,7 @@
 #include "attention/attention_options.hpp"
 #include "attention/attention_provider.hpp"
 #include "attention/attention_run.hpp"
+#include "attention/capture_attention.hpp"
 #include "common/backend.hpp"
 #include "common/case_loop.hpp"
 #include "common/device_profile.hpp"
@@ -27,6 +28,7 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#include "trace/trace_source.hpp"
 #ifdef OPBENCH_HAVE_CUDA
 #include "attention/cudnn_dry_run.hpp"
 #include "common/cuda/check.hpp"
@@ -49,14 +51,12 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
       shapes.insert(shapes.end(), more.begin(), more.end());
     }
   }
-  std::vector<AttentionCase> cases;
-  for (const auto& shape : shapes) {
-    // --dtype gives the dtypes to run; else the shape's own (fp32 on the CPU).
+  // --dtype gives the dtypes to run; else the shape's own, in fp32 on a backend whose providers
+  // compute in fp32 (the CPU's), with a note
+  auto dtypes_of = [&](const AttentionShape& shape, std::string& note) {
     std::vector<DType> dtypes = o.dtypes;
-    std::string note;
     if (dtypes.empty()) {
       dtypes.push_back(shape.dtype);
-      // A backend whose providers compute in fp32 (the CPU's) runs every shape in fp32.
       const BackendTraits& traits = backend_traits(backend);
       if (traits.default_dtype == DType::fp32 && shape.dtype != DType::fp32) {
         note = fmt::format("run in fp32 on the {} (the shape says {})", traits.device_kind,
@@ -64,14 +64,32 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
         dtypes.back() = DType::fp32;
       }
     }
-    for (DType t : dtypes) {
+    return dtypes;
+  };
+  std::vector<AttentionCase> cases;
+  for (const auto& shape : shapes) {
+    std::string note;
+    for (DType t : dtypes_of(shape, note)) {
       AttentionShape s = shape;
       s.dtype = t;
       if (o.causal) s.causal = *o.causal;
       validate(s, s.model);
       for (AttentionPass p : o.passes)
-        cases.push_back({s, p, note});
+        cases.push_back({s, p, note, std::nullopt});
     }
+  }
+  if (o.job.wanted()) {
+    // a job's calls keep their pass and mask; --dtype and the CPU's fp32 apply as above
+    std::vector<std::string> left_out;
+    for (AttentionCase c :
+         capture_attention_cases(trace::job_shape_source(o.job), o.job.rank, &left_out)) {
+      for (DType t : dtypes_of(c.shape, c.note)) {
+        c.shape.dtype = t;
+        cases.push_back(c);
+      }
+    }
+    for (const auto& why : left_out)
+      fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
   }
   return cases;
 }

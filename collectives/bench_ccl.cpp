@@ -32,6 +32,7 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "common/timer.hpp"
+#include "trace/trace_source.hpp"
 
 namespace opbench {
 namespace {
@@ -98,7 +99,7 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
 
 std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lead) {
   std::vector<std::string> left_out;
-  const auto messages = captured_messages(o.capture_path, o.capture_rank, &left_out);
+  const auto messages = captured_messages(trace::job_shape_source(o.job), o.job.rank, &left_out);
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (m.comm_size > world_size || world_size % m.comm_size != 0) {
@@ -118,10 +119,10 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
   }
   if (lead)
     for (const auto& why : left_out)
-      fmt::print(stderr, "warning: --capture-path: left out {}\n", why);
+      fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
   if (cases.empty())
     throw bad_input(
-        fmt::format("--capture-path {}: no collective bench_ccl can run here", o.capture_path));
+        fmt::format("{} {}: no collective bench_ccl can run here", o.job.flag(), o.job.path()));
   return cases;
 }
 

@@ -9,10 +9,10 @@
 
 namespace opbench {
 
-std::vector<CapturedMessage> captured_messages(const std::string& dir, std::optional<int> rank,
+std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::optional<int> rank,
                                                std::vector<std::string>* left_out) {
   const std::vector<CapturedShape> shapes = read_capture_shapes(
-      {dir, rank, {"collective", "p2p"}, {"api", "op", "dtype", "bytes", "comm_size", "redop"}});
+      {source, rank, {"collective", "p2p"}, {"api", "op", "dtype", "bytes", "comm_size", "redop"}});
   std::vector<CapturedMessage> out;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string &api = shape.key[0], &op = shape.key[1], &dtype = shape.key[2];

@@ -1,13 +1,15 @@
 #pragma once
-// bench_ccl --capture-path: the collectives a real job ran, read back from the capture library's
-// CSV files (docs/outputs.md#capture-files-libopbench_captureso), as cases to run alone. The
-// capture counts a collective's bytes as nccl-tests does (common/coll_formulas.hpp, shared with
-// this binary), so its `bytes` is bench_ccl's size as it is.
+// bench_ccl --capture-path / --trace-path: the collectives a real job ran, read back from the
+// capture library's CSV files or a converted profiler trace
+// (docs/outputs.md#capture-files-libopbench_captureso), as cases to run alone. The capture counts a
+// collective's bytes as nccl-tests does (common/coll_formulas.hpp, shared with this binary), so its
+// `bytes` is bench_ccl's size as it is.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "collectives/coll_op.hpp"
+#include "common/capture_tables.hpp"
 #include "common/dtype.hpp"
 
 namespace opbench {
@@ -24,11 +26,11 @@ struct CapturedMessage {
 };
 
 // One message per captured collective key (api, op, dtype, bytes, comm_size, redop) over every
-// capture-*.csv in `dir` (only rank `rank`'s rows when given), largest in-job total first.
+// table of `source` (only rank `rank`'s rows when given), largest in-job total first.
 // Rows bench_ccl cannot run — one-sided send or recv, barrier, an unknown dtype or reduction —
 // are named in `left_out`. bad_input when the folder, its files or their columns are not a
 // capture's, or `rank` has no file.
-std::vector<CapturedMessage> captured_messages(const std::string& dir, std::optional<int> rank,
+std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::optional<int> rank,
                                                std::vector<std::string>* left_out);
 
 }  // namespace opbench

@@ -107,8 +107,6 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   options.add_options("Model messages")
     ("model-config-path", "models.json (default configs/models.json)", cxxopts::value<std::string>())
     ("model", "derive the message sizes of this model's training step", cxxopts::value<std::string>())
-    ("capture-path", "a capture folder (scripts/capture.sh --out): every collective the job ran, with its in-job time", cxxopts::value<std::string>())
-    ("rank", "with --capture-path: only that rank's files (default: every rank's, merged)", cxxopts::value<int>())
     ("tp", "tensor-parallel degree", cxxopts::value<std::string>()->default_value("1"))
     ("ep", "expert-parallel degree", cxxopts::value<std::string>()->default_value("1"))
     ("pp", "pipeline-parallel degree", cxxopts::value<std::string>()->default_value("1"))
@@ -118,6 +116,8 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("list-models", "list the models of the config and exit")
     ("dry-run", "list the cases (with --model: the model's messages, their groups and calls per step) and exit")
     ("world-size", "with --dry-run: plan for this many ranks (default: this launch's)", cxxopts::value<std::string>());
+  add_job_shapes_options(options, "Model messages",
+                         "every collective the job ran, with its in-job time");
   options.add_options("Report")
     ("report-csv-path", "one CSV with every row (besides the per-op reports)", cxxopts::value<std::string>());
   // clang-format on
@@ -251,16 +251,9 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.micro_batch = parse_positive_int(str("micro-batch"), "--micro-batch");
   if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
   o.model_dtype = parse_dtype(str("model-dtype"));
-  if (p.count("capture-path")) o.capture_path = str("capture-path");
+  o.job = read_job_shapes_options(p);
   if (o.wants_capture() && o.wants_model())
-    throw bad_input("--capture-path and --model both say what to run: give one");
-  if (p.count("rank")) {
-    if (!o.wants_capture())
-      throw bad_input("--rank picks a rank's capture files: give --capture-path too");
-    o.capture_rank = p["rank"].as<int>();
-    if (*o.capture_rank < 0)
-      throw bad_input(fmt::format("--rank: must be >= 0, got {}", *o.capture_rank));
-  }
+    throw bad_input(o.job.flag() + " and --model both say what to run: give one");
   if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
   o.report = read_report_options(p);
   o.list_models = p.count("list-models") > 0;

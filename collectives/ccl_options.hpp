@@ -9,6 +9,7 @@
 #include "collectives/coll_runner.hpp"
 #include "common/cli.hpp"
 #include "common/dtype.hpp"
+#include "common/job_shapes.hpp"
 
 namespace opbench {
 
@@ -33,15 +34,14 @@ struct CclOptions {
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   DType model_dtype = DType::bf16;
   // Captured collectives (--capture-path, --rank)
-  std::string capture_path;
-  std::optional<int> capture_rank;
+  JobShapesOptions job;  // --capture-path / --trace-path, --rank
   std::string report_csv_path;
   ReportOptions report;
   bool dry_run = false, list_models = false;
   std::int64_t world_size = 0;  // --dry-run: the world to plan for (0: this launch's)
 
   bool wants_model() const { return !model.empty(); }
-  bool wants_capture() const { return !capture_path.empty(); }
+  bool wants_capture() const { return job.wanted(); }
 };
 
 // nullopt after --help.

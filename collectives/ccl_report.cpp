@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "common/capture_tables.hpp"
+
 namespace opbench {
 
 Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool strided) {
@@ -72,11 +74,8 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.metric("time_us", timed(r.time_us)).metric("min_time_us", timed(r.min_time_us));
   if (c.captured) {
     // the job's own average beside this run's: above 1, the job's calls were slower
-    row.metric("captured_calls", c.captured_calls);
-    row.optional_metric("in_job_us", c.in_job_us);
-    row.optional_metric("in_job_ratio", c.in_job_us && r.status == Status::ok && r.time_us > 0
-                                            ? std::optional<double>(*c.in_job_us / r.time_us)
-                                            : std::nullopt);
+    add_in_job_columns(row, {c.label, c.captured_calls, c.in_job_us},
+                       r.status == Status::ok ? std::optional<double>(r.time_us) : std::nullopt);
   }
   row.metric("max_time_us", timed(r.max_time_us));
   row.optional_metric("algbw_gbps", algbw).optional_metric("busbw_gbps", busbw);

@@ -9,15 +9,16 @@
 
 #include "common/capture_rows.hpp"
 #include "common/error.hpp"
+#include "common/record.hpp"
+#include "common/report.hpp"
 
 namespace opbench {
 namespace {
 
-std::vector<std::string> capture_files(const std::string& dir) {
+std::vector<std::string> capture_files(const std::string& flag, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw bad_input(fmt::format("--capture-path {}: not a folder", dir));
+  if (!fs::is_directory(dir, ec)) throw bad_input(fmt::format("{} {}: not a folder", flag, dir));
   std::vector<std::string> paths;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -27,11 +28,19 @@ std::vector<std::string> capture_files(const std::string& dir) {
   std::sort(paths.begin(), paths.end());
   if (paths.empty())
     throw bad_input(fmt::format(
-        "--capture-path {}: no capture-*.csv files (scripts/capture.sh --out writes them)", dir));
+        "{} {}: no capture-*.csv files (scripts/capture.sh --out writes them)", flag, dir));
   return paths;
 }
 
 }  // namespace
+
+void add_in_job_columns(Record& row, const CapturedCall& job, std::optional<double> measured_us) {
+  row.metric("captured_calls", job.calls);
+  row.optional_metric("in_job_us", job.in_job_us);
+  row.optional_metric("in_job_ratio", job.in_job_us && measured_us && *measured_us > 0
+                                          ? std::optional<double>(*job.in_job_us / *measured_us)
+                                          : std::nullopt);
+}
 
 std::optional<double> CapturedShape::in_job_us() const {
   if (timed_calls <= 0) return std::nullopt;
@@ -41,10 +50,18 @@ std::optional<double> CapturedShape::in_job_us() const {
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
   std::map<std::vector<std::string>, CapturedShape> merged;
   std::vector<std::string> ranks_seen;
-  for (const std::string& path : capture_files(q.dir)) {
-    // Every row of every file obeys the capture's rules, whatever this query keeps: a broken
-    // file is refused whole (common/capture_rows.hpp).
-    for (const CaptureRow& row : read_capture_file(path)) {
+  // Every row of every table obeys the capture's rules, whatever this query keeps: a broken file
+  // is refused whole (common/capture_rows.hpp).
+  std::vector<std::vector<CaptureRow>> tables;
+  if (!q.source.tables.empty()) {
+    for (const auto& [name, text] : q.source.tables)
+      tables.push_back(check_capture_table(name, parse_csv(text)));
+  } else {
+    for (const std::string& path : capture_files(q.source.flag, q.source.path))
+      tables.push_back(read_capture_file(path));
+  }
+  for (const std::vector<CaptureRow>& rows : tables) {
+    for (const CaptureRow& row : rows) {
       const std::string& rank = row.at("rank");
       if (std::find(ranks_seen.begin(), ranks_seen.end(), rank) == ranks_seen.end())
         ranks_seen.push_back(rank);
@@ -62,8 +79,8 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
   }
   if (q.rank &&
       std::find(ranks_seen.begin(), ranks_seen.end(), std::to_string(*q.rank)) == ranks_seen.end())
-    throw bad_input(fmt::format("--rank {}: no capture file of that rank in {} (ranks: {})",
-                                *q.rank, q.dir, fmt::join(ranks_seen, ", ")));
+    throw bad_input(fmt::format("--rank {}: no table of that rank in {} {} (ranks: {})", *q.rank,
+                                q.source.flag, q.source.path, fmt::join(ranks_seen, ", ")));
   std::vector<CapturedShape> out;
   for (auto& [key, shape] : merged)
     out.push_back(std::move(shape));

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace opbench {
+
+class Record;
 
 struct CapturedShape {
   std::vector<std::string> key;  // the cells of the key columns, in the order asked for
@@ -19,8 +22,22 @@ struct CapturedShape {
   std::optional<double> in_job_us() const;
 };
 
+// Where a real job's shapes come from: a capture folder (--capture-path), or a profiler trace
+// converted in memory into the capture's own tables (--trace-path; trace/trace_source.hpp).
+struct ShapeSource {
+  std::string flag = "--capture-path";  // the flag that named it, for messages
+  std::string path;
+  // A converted trace's tables: (name, CSV text); empty for a capture folder, whose files are read
+  std::vector<std::pair<std::string, std::string>> tables;
+
+  static ShapeSource capture_folder(std::string dir) {
+    return {"--capture-path", std::move(dir), {}};
+  }
+  bool empty() const { return path.empty(); }
+};
+
 struct CaptureQuery {
-  std::string dir;                       // the capture folder (--capture-path)
+  ShapeSource source;                    // the capture folder or the converted trace
   std::optional<int> rank;               // only that rank's rows (--rank); all when not given
   std::vector<std::string> kinds;        // rows of these kinds: "gemm", "collective", "p2p"
   std::vector<std::string> key_columns;  // what makes two rows one shape
@@ -31,5 +48,16 @@ struct CaptureQuery {
 // its files or their cells are not a capture's (every row of every file is checked against the
 // rules of common/capture_rows.hpp, whatever the query keeps), or --rank names a rank no file has.
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& query);
+
+// What a replayed case keeps of the job: the API or operator, its calls and in-job average.
+struct CapturedCall {
+  std::string api;                  // sgemm_, cublasLtMatmul, aten::mm, MPI_Allreduce, ...
+  std::int64_t calls = 0;           // over the merged tables
+  std::optional<double> in_job_us;  // Σ total_us / Σ timed_calls; none when no call was timed
+};
+
+// The job's figures beside this run's, on a replayed case's row: captured_calls, in_job_us and
+// in_job_ratio = in_job_us / `measured_us` (above 1, the job's calls were slower than alone).
+void add_in_job_columns(Record& row, const CapturedCall& job, std::optional<double> measured_us);
 
 }  // namespace opbench

@@ -59,25 +59,20 @@ std::string csv_escape(const std::string& text) {
   return out;
 }
 
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) throw bad_input(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows(1);
   std::string field;
-  bool quoted = false, any = false;
-  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) {
-    any = true;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (quoted) {
-      if (c == '"') {
-        int next = std::fgetc(f);
-        if (next == '"') {
-          field += '"';
-        } else {
-          quoted = false;
-          if (next != EOF) std::ungetc(next, f);
-        }
+      if (c != '"') {
+        field += c;
+      } else if (i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
       } else {
-        field += static_cast<char>(c);
+        quoted = false;
       }
     } else if (c == '"') {
       quoted = true;
@@ -89,14 +84,24 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
       field.clear();
       rows.emplace_back();
     } else if (c != '\r') {
-      field += static_cast<char>(c);
+      field += c;
     }
   }
-  std::fclose(f);
   if (!field.empty() || (!rows.back().empty())) rows.back().push_back(std::move(field));
   if (rows.back().empty()) rows.pop_back();
-  if (!any) rows.clear();
+  if (text.empty()) rows.clear();
   return rows;
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) throw bad_input(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  std::string text;
+  char buffer[1 << 16];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+    text.append(buffer, n);
+  std::fclose(f);
+  return parse_csv(text);
 }
 
 CsvWriter::CsvWriter(std::string path, bool append, std::vector<std::string> columns)

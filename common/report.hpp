@@ -17,6 +17,8 @@ std::string csv_escape(const std::string& field);
 
 // Reads an RFC 4180 CSV file into rows of fields (the header is row 0); bad_input if unreadable.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
+// The same rows from CSV text already in memory (a converted trace's table).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text);
 
 // A report holds at least its header, or does not exist: a run interrupted in its first case
 // leaves no 0-byte file that a spreadsheet or compare_reports.py cannot read. So a writer checks

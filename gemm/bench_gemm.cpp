@@ -36,6 +36,7 @@
 #include "gemm/gemm_row.hpp"
 #include "gemm/gemm_run.hpp"
 #include "gemm/provider.hpp"
+#include "trace/trace_source.hpp"
 
 #ifdef OPBENCH_HAVE_CUDA
 #include "common/cuda/device.hpp"
@@ -68,10 +69,10 @@ void keep_layers(std::vector<GemmCase>& cases, const std::vector<std::string>& l
 }
 
 std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>& dtypes) {
-  if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep() && o.capture_path.empty())
+  if (!o.wants_models() && o.shapes_path.empty() && !o.wants_sweep() && !o.job.wanted())
     throw bad_input(
         "nothing to run: give --model-config-path and/or --model, --shapes-json-path, "
-        "--capture-path, or --m/--n/--k");
+        "--capture-path, --trace-path, or --m/--n/--k");
   std::vector<GemmCase> cases;
   if (o.wants_models()) {
     auto path = models_path(o);
@@ -91,12 +92,12 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
     auto more = sweep_cases(o.ms, o.ns, o.ks, o.sweep_batch, o.layout, dtypes);
     cases.insert(cases.end(), more.begin(), more.end());
   }
-  if (!o.capture_path.empty()) {
+  if (o.job.wanted()) {
     // captured shapes keep their own dtype (the job's); one it lacks is a skipped row
     std::vector<std::string> left_out;
-    auto more = capture_cases({o.capture_path, o.capture_rank}, &left_out);
+    auto more = capture_cases({trace::job_shape_source(o.job), o.job.rank}, &left_out);
     for (const auto& why : left_out)
-      fmt::print(stderr, "warning: --capture-path: left out {}\n", why);
+      fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
     cases.insert(cases.end(), more.begin(), more.end());
   }
   return cases;

@@ -12,7 +12,7 @@ namespace opbench {
 std::vector<GemmCase> capture_cases(const CaptureSelection& sel,
                                     std::vector<std::string>* left_out) {
   const std::vector<CapturedShape> shapes = read_capture_shapes(
-      {sel.dir, sel.rank, {"gemm"}, {"api", "dtype", "m", "n", "k", "batch", "layout"}});
+      {sel.source, sel.rank, {"gemm"}, {"api", "dtype", "m", "n", "k", "batch", "layout"}});
   std::vector<GemmCase> cases;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string& api = shape.key[0];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/capture_tables.hpp"
 #include "common/model_config.hpp"
 #include "gemm/expert_gemm.hpp"
 #include "gemm/gemm_problem.hpp"
@@ -33,11 +34,7 @@ struct ExpertCase {
 };
 
 // A GEMM shape a real job ran (bench_gemm --capture-path): what libopbench_capture.so saw of it.
-struct CapturedGemm {
-  std::string api;                  // the intercepted function (sgemm_, cublasLtMatmul, ...)
-  std::int64_t calls = 0;           // over the merged files
-  std::optional<double> in_job_us;  // the captured average: total_us / timed_calls
-};
+using CapturedGemm = CapturedCall;
 
 struct GemmCase {
   std::string report;  // which report file the row goes to: a model's name, "shapes", "sweep",

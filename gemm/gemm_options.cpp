@@ -27,8 +27,6 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("model", "models to run, comma-separated (default: every model in the file)", cxxopts::value<std::string>())
     ("list-models", "list the models of the config and exit")
     ("shapes-json-path", "explicit GEMMs: [{name, m, n, k, batch, transa, transb, dtype}]", cxxopts::value<std::string>())
-    ("capture-path", "a capture folder (scripts/capture.sh --out): every GEMM shape the job ran, with its in-job time", cxxopts::value<std::string>())
-    ("rank", "with --capture-path: only that rank's files (default: every rank's, merged)", cxxopts::value<int>())
     ("m", "sweep: m values, a list and/or start:stop:step ranges", cxxopts::value<std::string>())
     ("n", "sweep: n values", cxxopts::value<std::string>())
     ("k", "sweep: k values", cxxopts::value<std::string>())
@@ -56,6 +54,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("device-profile", "with --dry-run: plan for this GPU (a100, h100, h200, b200 or a profile file): its compute capability sets the fp8 layouts", cxxopts::value<std::string>())
     ("test-corrupt-result", "test only: spoil one element of every result before --check, to prove the check fails");
   // clang-format on
+  add_job_shapes_options(options, "Inputs", "every GEMM shape the job ran, with its in-job time");
   add_measure_options(options, {{"CPU", measure_defaults(MeasureProfile::cpu)},
                                 {"GPU", measure_defaults(MeasureProfile::gpu)}});
   add_report_options(options, "gemm");
@@ -78,14 +77,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
   if (p.count("model")) o.models = str("model");
   if (p.count("shapes-json-path")) o.shapes_path = str("shapes-json-path");
-  if (p.count("capture-path")) o.capture_path = str("capture-path");
-  if (p.count("rank")) {
-    if (o.capture_path.empty())
-      throw bad_input("--rank picks a rank's capture files: give --capture-path too");
-    o.capture_rank = p["rank"].as<int>();
-    if (*o.capture_rank < 0)
-      throw bad_input(fmt::format("--rank: must be >= 0, got {}", *o.capture_rank));
-  }
+  o.job = read_job_shapes_options(p);
   int sweep_flags = static_cast<int>(p.count("m") + p.count("n") + p.count("k"));
   if (sweep_flags > 0 && sweep_flags < 3) throw bad_input("a sweep needs all of --m, --n and --k");
   if (sweep_flags == 3) {

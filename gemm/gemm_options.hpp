@@ -7,6 +7,7 @@
 
 #include "common/cli.hpp"
 #include "common/dtype.hpp"
+#include "common/job_shapes.hpp"
 #include "gemm/fp8_policy.hpp"
 #include "gemm/gemm_cases.hpp"
 #include "gemm/model_gemms.hpp"
@@ -19,8 +20,7 @@ struct GemmOptions {
   std::string model_config_path;  // empty: configs/models.json when --model is given
   std::string models;             // comma-separated names, empty: all
   std::string shapes_path;
-  std::string capture_path;         // --capture-path: a capture folder's GEMMs
-  std::optional<int> capture_rank;  // --rank: only that rank's capture files
+  JobShapesOptions job;  // --capture-path / --trace-path, --rank: a real job's GEMMs
   std::vector<std::int64_t> ms, ns, ks;
   std::int64_t sweep_batch = 1;
   std::string layout = "NN";

@@ -35,12 +35,7 @@ Record gemm_row(const GemmCase& c, const ProviderId& provider, const GemmResult&
   if (c.captured) {
     // The job's own average for this shape beside this run's: the ratio is the slowdown the job
     // suffered (contention, neighbours' memory traffic, overlap with communication).
-    const CapturedGemm& cap = *c.captured;
-    row.metric("captured_calls", cap.calls);
-    row.optional_metric("in_job_us", cap.in_job_us);
-    row.optional_metric("in_job_ratio", cap.in_job_us && measured && s.mean > 0
-                                            ? std::optional<double>(*cap.in_job_us / s.mean)
-                                            : std::nullopt);
+    add_in_job_columns(row, *c.captured, measured ? std::optional<double>(s.mean) : std::nullopt);
   }
 
   const double seconds = s.mean * 1e-6;

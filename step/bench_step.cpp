@@ -26,6 +26,7 @@
 #include "step/step_operators.hpp"
 #include "step/step_options.hpp"
 #include "step/step_rows.hpp"
+#include "trace/trace_source.hpp"
 
 namespace opbench {
 namespace {
@@ -84,8 +85,8 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
                          std::vector<std::string>& measured_files) {
   TimeSources times;
   std::vector<std::string> from;
-  if (!o.capture_path.empty()) {
-    times.capture = CaptureTimes::load(o.capture_path);
+  if (o.job.wanted()) {
+    times.capture = CaptureTimes::load(trace::job_shape_source(o.job));
     from.push_back("captured");
   }
   if (!o.from_reports.empty()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attention/capture_attention.hpp"
 #include "collectives/capture_messages.hpp"
 #include "gemm/capture_cases.hpp"
 
@@ -18,19 +19,28 @@ std::tuple<std::string, std::string, std::uint64_t, int> coll_key(CollOp op, DTy
   return {coll_op_name(op), std::string(dtype_name(dtype)), bytes, ranks};
 }
 
+std::string attention_key(const AttentionShape& s, AttentionPass pass) {
+  return fmt::format("{} {} {}", s.dims(), attention_pass_name(pass), dtype_name(s.dtype));
+}
+
 }  // namespace
 
-CaptureTimes CaptureTimes::load(const std::string& dir) {
+CaptureTimes CaptureTimes::load(const ShapeSource& source) {
   CaptureTimes t;
-  t.dir_ = dir;
+  t.dir_ = source.path;
   CaptureSelection sel;
-  sel.dir = dir;
+  sel.source = source;
   for (const GemmCase& c : capture_cases(sel, nullptr)) {
     if (!c.captured || !c.captured->in_job_us) continue;  // no call timed
     const GemmProblem& p = c.problem;
     t.gemms_[gemm_key(p, p.batch)] = {c.captured->api, c.captured->calls, *c.captured->in_job_us};
   }
-  for (const CapturedMessage& msg : captured_messages(dir, std::nullopt, nullptr)) {
+  for (const AttentionCase& c : capture_attention_cases(source, std::nullopt, nullptr)) {
+    if (!c.captured->in_job_us) continue;
+    t.attention_[attention_key(c.shape, c.pass)] = {c.captured->api, c.captured->calls,
+                                                    *c.captured->in_job_us};
+  }
+  for (const CapturedMessage& msg : captured_messages(source, std::nullopt, nullptr)) {
     if (!msg.in_job_us) continue;
     t.collectives_[coll_key(msg.op, msg.dtype, msg.size_bytes, msg.comm_size)] = {
         msg.api, msg.calls, *msg.in_job_us};
@@ -56,6 +66,14 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
     const auto entry = gemms_.find(gemm_key(p, 1));
     if (p.batch > 1 && entry != gemms_.end())
       return time(entry->second, static_cast<double>(p.batch), dims);
+    return std::nullopt;
+  }
+  if (op.family == StepFamily::attention) {
+    const auto it = attention_.find(attention_key(op.attention, op.attention_pass));
+    if (it != attention_.end())
+      return time(
+          it->second, 1,
+          fmt::format("{} {}", op.attention.dims(), attention_pass_name(op.attention_pass)));
     return std::nullopt;
   }
   if (op.family == StepFamily::collective) {

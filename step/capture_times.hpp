@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/capture_tables.hpp"
 #include "step/operator_times.hpp"
 #include "step/step_operator.hpp"
 
@@ -17,15 +18,16 @@ namespace opbench {
 class CaptureTimes {
  public:
   // Every capture-*.csv of `dir` merged (bad_input naming --capture-path when it holds none).
-  static CaptureTimes load(const std::string& dir);
+  static CaptureTimes load(const ShapeSource& source);
 
   // The in-job average of `op`'s shape (its total time over its timed calls): a GEMM by (m, n, k,
   // layout, dtype) and batch, a batched GEMM also as `batch` calls of one entry (a CPU BLAS runs
-  // torch.bmm entry by entry); a collective by (op, dtype, bytes, ranks). nullopt for the other
+  // torch.bmm entry by entry); an attention call by its shape, mask, pass and dtype (a converted
+  // trace's SDPA operators); a collective by (op, dtype, bytes, ranks). nullopt for the other
   // families and uncaptured shapes.
   std::optional<OperatorTime> find(const StepOperator& op) const;
 
-  std::size_t shapes() const { return gemms_.size() + collectives_.size(); }
+  std::size_t shapes() const { return gemms_.size() + attention_.size() + collectives_.size(); }
 
  private:
   struct Shape {
@@ -36,9 +38,11 @@ class CaptureTimes {
   using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
                              std::string>;  // m n k batch transa transb dtype
   using CollKey = std::tuple<std::string, std::string, std::uint64_t, int>;  // op dtype bytes ranks
+  using AttentionKey = std::string;  // AttentionShape::dims(), the pass and the dtype
   std::string dir_;
   std::map<GemmKey, Shape> gemms_;
   std::map<CollKey, Shape> collectives_;
+  std::map<AttentionKey, Shape> attention_;
 };
 
 }  // namespace opbench

@@ -100,7 +100,7 @@ struct Measuring {
   }
 
   bool attention(const StepOperator& op, const std::string& label) {
-    AttentionCase c{op.attention, op.attention_pass, ""};
+    AttentionCase c{op.attention, op.attention_pass, "", std::nullopt};
     c.shape.model = o.model;
     AttentionProvider& p = providers.attention();
     const Peaks peaks = Peaks::for_device(p.device(), {});

@@ -64,7 +64,6 @@ void add_flags(cxxopts::Options& options) {
   options.add_options("Times")
     ("measure", "measure the operators the reports lack (the default without --from-reports)")
     ("from-reports", "folders of earlier reports (bench_gemm, bench_attention, bench_memops, bench_ccl, bench_fsdp), comma-separated; a later folder wins", cxxopts::value<std::string>())
-    ("capture-path", "a capture folder of the job (scripts/capture.sh --out): its GEMMs' and collectives' in-job average times replace the isolated ones, shape by shape", cxxopts::value<std::string>())
     ("backend", "--measure: auto, cuda or cpu", cxxopts::value<std::string>()->default_value("auto"))
     ("device", "--measure: GPU index", cxxopts::value<int>()->default_value("0"))
     ("threads", "--measure on the CPU: threads the memory-bound and attention operators run with, as the job's framework runs them (torch.set_num_threads; default: the CPUs this process may run on)", cxxopts::value<std::string>())
@@ -73,6 +72,10 @@ void add_flags(cxxopts::Options& options) {
     ("dry-run", "list the operators of the busiest stage with their counts and FLOPs and the memory per rank, write the configurations' CSV (without times) when a report path is given, and exit")
     ("report-csv-path", "the configurations' CSV (default step.csv in --report-dir-path)", cxxopts::value<std::string>())
     ("operators-csv-path", "the operator list (default step_operators.csv beside the CSV)", cxxopts::value<std::string>());
+  add_job_shapes_options(options, "Times",
+                         "its GEMMs', attention's and collectives' in-job average times replace "
+                         "the isolated ones, shape by shape",
+                         false);
   // clang-format on
 }
 
@@ -155,7 +158,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   if (p.count("from-reports"))
     for (const auto& dir : split(str("from-reports"), ','))
       if (!dir.empty()) o.from_reports.push_back(dir);
-  if (p.count("capture-path")) o.capture_path = str("capture-path");
+  o.job = read_job_shapes_options(p, false);
   o.measure = o.from_reports.empty() || p.count("measure") > 0;
   o.backend = str("backend");
   o.device = p["device"].as<int>();

@@ -8,6 +8,7 @@
 
 #include "common/backend.hpp"
 #include "common/cli.hpp"
+#include "common/job_shapes.hpp"
 #include "common/measure.hpp"
 #include "step/step_config.hpp"
 
@@ -27,7 +28,7 @@ struct StepOptions {
   std::optional<DType> dtype;   // default: fp32 when measuring on the CPU, else bf16
   bool measure = true;          // --measure (the default without --from-reports)
   std::vector<std::string> from_reports;
-  std::string capture_path;  // --capture-path: a job's capture folder, whose times win
+  JobShapesOptions job;  // --capture-path / --trace-path: a job's own times, which win
   std::string backend = "auto";
   int device = 0;
   bool check = false, dry_run = false;

@@ -686,7 +686,7 @@ def replay_gemm_mode(a):
           f"plot_report.py wrote {pngs}")
     q = run([a.bench_gemm, "--capture-path", data, "--rank", "7", "--dry-run"])
     print("--rank 7:", q.stderr.strip())
-    check(q.returncode == 2 and "--rank 7: no capture file of that rank" in q.stderr,
+    check(q.returncode == 2 and "--rank 7: no table of that rank in --capture-path" in q.stderr,
           f"--rank 7: exit {q.returncode}, {q.stderr.strip()}")
 
 

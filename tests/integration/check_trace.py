@@ -9,6 +9,12 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       counts), its aten::bmm rows the math attention's six products per layer (batch Hq), every
       row `trace:et` and untimed, and the operators left out are rows of kind memory_bound or
       other.
+      Then bench_gemm --trace-path replays the same traces: one gemm_capture.csv row per
+      distinct product, its captured_calls the table's calls, in_job_us empty (no times).
+  check_trace.py attention --out DIR --bench-attention BIN
+      bench_attention --backend cpu --trace-path on tests/data/trace's GPU step: its one SDPA
+      forward (b2, 32/8 heads, 512 tokens, d 128, causal, bf16 in the job, fp32 here) as one row
+      with captured_calls 1, in_job_us 300 (its kernel) and in_job_ratio = 300 / time_us.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -103,6 +109,51 @@ def et_mode(a):
     check(batches == {heads}, f"bmm batches {sorted(batches)}, expected {heads} (B x Hq)")
     left_out = sorted({r["api"] for r in rows if r["kind"] in ("memory_bound", "other")})
     print(f"not replayed: {len(left_out)} operators, e.g. {', '.join(left_out[:5])}")
+    # the same traces replayed: each product once, with the job's calls
+    report = os.path.join(a.out, "replay")
+    shutil.rmtree(report, ignore_errors=True)
+    p = subprocess.run([a.bench_gemm, "--backend", "cpu", "--trace-path",
+                        os.path.join(a.out, "traces"), "--max-samples", "3", "--min-samples", "3",
+                        "--report-dir-path", report], capture_output=True, text=True, timeout=300)
+    if not check(p.returncode == 0, f"bench_gemm --trace-path exited {p.returncode}: "
+                                    f"{p.stderr.strip()[-400:]}"):
+        return
+    with open(os.path.join(report, "gemm_capture.csv"), newline="") as f:
+        replayed = list(csv.DictReader(f))
+    table = {(r["api"], r["m"], r["n"], r["k"], r["batch"], r["layout"]): int(r["calls"])
+             for r in rows if r["kind"] == "gemm"}
+    ran = {(r["gemm"], r["m"], r["n"], r["k"], r["batch"], r["transa"] + r["transb"]):
+           int(r["captured_calls"]) for r in replayed}
+    print(f"bench_gemm --trace-path: {len(replayed)} rows for {len(table)} products; "
+          f"{sum(r['status'] == 'ok' for r in replayed)} ok")
+    check(ran == table, f"the replay's shapes and calls differ from the table's: {ran} vs {table}")
+    check(all(r["in_job_us"] == "" and r["status"] == "ok" for r in replayed),
+          "an execution trace has no times: in_job_us must be empty, every row ok")
+
+
+def attention_mode(a):
+    report = fresh(os.path.join(a.out, "replay"))
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
+    p = subprocess.run([a.bench_attention, "--backend", "cpu", "--trace-path", fixture,
+                        "--max-samples", "2", "--min-samples", "2", "--report-dir-path", report],
+                       capture_output=True, text=True, timeout=300)
+    if not check(p.returncode == 0, f"bench_attention exited {p.returncode}: {p.stderr[-400:]}"):
+        return
+    with open(os.path.join(report, "attention.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not check(len(rows) == 1, f"expected one row, got {len(rows)}"):
+        return
+    r = rows[0]
+    print(f"bench_attention --trace-path: {r['model']} b{r['batch_size']} s{r['seqlen_q']} "
+          f"h{r['num_head_q']}/{r['num_head_kv']} d{r['head_dim_qk']} causal {r['causal']} "
+          f"{r['pass']} {r['dtype']}: {r['time_us']} us alone, in_job_us {r['in_job_us']}, "
+          f"ratio {r['in_job_ratio']}; note: {r['note']}")
+    check((r["batch_size"], r["seqlen_q"], r["num_head_q"], r["num_head_kv"], r["head_dim_qk"],
+           r["causal"], r["pass"], r["captured_calls"]) ==
+          ("2", "512", "32", "8", "128", "true", "fwd", "1"), f"the row's shape: {r}")
+    check(float(r["in_job_us"]) == 300.0, f"in_job_us {r['in_job_us']}, the kernel took 300 us")
+    check(abs(float(r["in_job_ratio"]) - 300.0 / float(r["time_us"])) < 1e-6 * 300.0 / float(r["time_us"]) + 1e-9,
+          f"in_job_ratio {r['in_job_ratio']} is not 300 / {r['time_us']}")
 
 
 def ddp_mode(a):
@@ -122,10 +173,11 @@ def ddp_mode(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["et", "ddp"])
+    p.add_argument("mode", choices=["et", "ddp", "attention"])
     p.add_argument("--out", required=True)
-    p.add_argument("--trace-convert", required=True)
+    p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")
+    p.add_argument("--bench-attention")
     p.add_argument("--seq-len", type=int, default=32)
     a = p.parse_args(argv)
     globals()[a.mode + "_mode"](a)

@@ -3,12 +3,15 @@
 # (check_trace.py says how). The Kineto reader's fixtures are unit tests (tests/unit/test_trace.cpp).
 set(CHECK_TRACE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_trace.py)
 set(TRACE_OUT ${CMAKE_CURRENT_BINARY_DIR}/trace)
-add_test(NAME "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once"
+add_test(NAME "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   COMMAND ${CHECK_TRACE} et --out ${TRACE_OUT}/et --trace-convert $<TARGET_FILE:trace_convert>
           --bench-gemm $<TARGET_FILE:bench_gemm>)
+add_test(NAME "trace: bench_attention --trace-path replays a GPU trace's flash attention beside its kernel time"
+  COMMAND ${CHECK_TRACE} attention --out ${TRACE_OUT}/attention
+          --bench-attention $<TARGET_FILE:bench_attention>)
 add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   COMMAND ${CHECK_TRACE} ddp --out ${TRACE_OUT}/ddp --trace-convert $<TARGET_FILE:trace_convert>)
 set_tests_properties(
-  "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once"
+  "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   PROPERTIES TIMEOUT 300)

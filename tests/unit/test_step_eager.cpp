@@ -15,6 +15,7 @@
 #include "step/step_operators.hpp"
 #include "step_models.hpp"
 #include "temp_files.hpp"
+#include "trace/trace_source.hpp"
 
 using namespace opbench;
 
@@ -159,7 +160,7 @@ TEST_CASE(
   std::ofstream(dir / "capture-n1-rank1.csv")
       << header
       << "n1,1,2,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,30,30,3000,100,90,120,150,200,\n";
-  const CaptureTimes times = CaptureTimes::load(dir.string());
+  const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
   StepOperator gemm;
   gemm.family = StepFamily::gemm;
   gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
@@ -186,6 +187,41 @@ TEST_CASE(
   CHECK(t->time_us == Approx(100));  // 400 µs over 4 calls
   coll.collective.group_size = 4;
   CHECK_FALSE(times.find(coll));
+}
+
+TEST_CASE("capture times from a converted GPU trace: GEMM, attention and all-reduce kernels",
+          "[step]") {
+  // tests/data/trace's GPU step (test_trace.cpp works its figures out): the mm's two kernels
+  // 220 µs, the flash attention forward 300 µs, the all-reduce 100 µs
+  JobShapesOptions job;
+  job.trace_path =
+      std::string(OPBENCH_SOURCE_DIR) + "/tests/data/trace/host-a_4242.1700000000000.pt.trace.json";
+  const CaptureTimes times = CaptureTimes::load(trace::job_shape_source(job));
+  StepOperator gemm;
+  gemm.family = StepFamily::gemm;
+  gemm.gemm.m = 1024, gemm.gemm.n = 4096, gemm.gemm.k = 1024, gemm.gemm.transb = true;
+  gemm.gemm.dtype = DType::bf16;
+  auto t = times.find(gemm);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(220));
+  StepOperator attention;
+  attention.family = StepFamily::attention;
+  attention.attention = AttentionShape{"llama", 2, 512, 512, 32, 8, 128, 128, true, DType::bf16};
+  attention.attention_pass = AttentionPass::fwd;
+  t = times.find(attention);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(300));
+  attention.attention_pass = AttentionPass::bwd;  // the trace has no backward
+  CHECK_FALSE(times.find(attention));
+  StepOperator coll;
+  coll.family = StepFamily::collective;
+  coll.collective.op = CollOp::all_reduce;
+  coll.collective.dtype = DType::bf16;
+  coll.collective.size_bytes = 2097152;
+  coll.collective.group_size = 2;
+  t = times.find(coll);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(100));
 }
 
 TEST_CASE("limit_cpu_threads caps the CPU providers' threads", "[step]") {
