@@ -1,22 +1,34 @@
 #!/usr/bin/python3
 """Summary of a capture folder (scripts/capture.sh prints it when the command ends).
 
-Reads every capture-*.csv in DIR (one per process) and prints: the processes, the top shapes by
-total time over all processes with their calls, average and p99 (the largest p99 of any process),
-and how the captured time splits between GEMMs and communication (collectives and
-point-to-point). Shares are of the captured time, not of the job's wall time.
+Reads every capture-*.csv in DIR (one per process, or per rank of a converted trace:
+build/trace/trace_convert) and prints: the processes, the top shapes by total time over all
+processes with their kind, calls, average and p99 (the largest p99 of any process), and how the
+time splits by family: GEMM, attention, communication (collectives and point-to-point), and in a
+converted trace what nothing replays (memory-bound operators, other, GPU idle), so that the
+families of a trace sum to its whole traced time. Shares are of the captured (traced) time, not
+of the job's wall time. Notes say where calls may be missing: forked children that left no file,
+files that are a periodic write rather than the exit's, calls made inside CUDA-graph captures.
+
+--replay REPORT_DIR...: the reports of bench_gemm, bench_attention or bench_ccl run with
+--capture-path (or --trace-path) on the same job: each replayed shape's in-job and isolated time
+and their ratio. --plot FILE.png: the time by family, and with --replay the ratios, as a chart.
 
 Every row of every file must obey the capture's rules (the ones bench_gemm, bench_ccl and
 bench_step --capture-path apply, docs/outputs.md#capture-files-libopbench_captureso): a file that
 breaks one is refused with one `error:` line naming the file, the row and the column.
 
-Usage: capture_summary.py [--top N] DIR
+Usage: capture_summary.py [--top N] [--replay REPORT_DIR...] [--plot FILE.png] DIR
 Exit 0; 2 when DIR holds no capture files or one of them breaks a rule.
 """
 import argparse
+import csv
+import glob
+import json
 import math
 import os
 import sys
+from collections import Counter
 
 # ---- The capture's rules: common/capture_rows.cpp's, in the same order and with the same
 # messages. tests/integration/bad_capture_corpus.py gives both the files of
@@ -253,23 +265,136 @@ def read_capture_file(path):
     return check_table(path, read_csv(path))
 
 
+FAMILIES = (("gemm", ("gemm",)), ("attention", ("attention",)),
+            ("communication", ("collective", "p2p")), ("memory-bound", ("memory_bound",)),
+            ("other", ("other",)), ("GPU idle", ("idle",)))
+
+
 def shape_of(row):
-    if row["kind"] == "gemm":
+    kind = row["kind"]
+    if kind == "gemm":
         dims = f'{row["m"]}x{row["n"]}x{row["k"]}'
         if row["batch"] not in ("", "1"):
             dims = f'b{row["batch"]} {dims}'
         return f'{dims} {row["layout"]}'
-    text = f'{row["bytes"]} B (count {row["count"]}, comm {row["comm_size"]}'
-    return text + (f', {row["redop"]})' if row["redop"] else ")")
+    if kind == "attention":
+        return (f'b{row["batch"]} s{row["seq_q"]}/{row["seq_kv"]} h{row["heads_q"]}/'
+                f'{row["heads_kv"]} d{row["head_dim_qk"]}/{row["head_dim_v"]}'
+                + (" causal" if row["causal"] == "true" else ""))
+    if kind in ("collective", "p2p"):
+        text = f'{row["bytes"]} B (count {row["count"]}, comm {row["comm_size"]}'
+        return text + (f', {row["redop"]})' if row["redop"] else ")")
+    return ""
 
 
 def num(text):
     return float(text) if text not in ("", None) else 0.0
 
 
+def run_facts(csv_path):
+    """The process's facts from the .jsonl beside a capture file (empty when it has no rows)."""
+    try:
+        with open(csv_path[:-len(".csv")] + ".jsonl") as f:
+            line = f.readline()
+        return json.loads(line).get("run", {}) if line.strip() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def plural(n, word, words=None):
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+def process_notes(files, tables):
+    """What the processes' files say of the calls they may have lost: forked children that left
+    no file, files that are not their process's exit write."""
+    facts = [run_facts(path) for path in files]
+    notes = []
+    children = Counter(f.get("parent_pid") for f in facts if f.get("parent_pid"))
+    for f in facts:
+        forked = f.get("forked_children", 0)
+        kept = children.get(f.get("pid"), 0)
+        if forked > kept:
+            notes.append(f"pid {f.get('pid')} forked {plural(forked, 'child', 'children')}; {kept} left a file: "
+                         "the others made no intercepted call, exec'd another program, or were "
+                         "killed (SIGKILL) before their first write")
+    unfinished = [os.path.basename(p) for p, f in zip(files, facts)
+                  if f and not f.get("final", True) and not f.get("source", "").startswith("trace")]
+    if unfinished:
+        notes.append(f"{plural(len(unfinished), 'file')} hold a periodic write, not the exit's "
+                     f"({', '.join(unfinished[:3])}{', ...' if len(unfinished) > 3 else ''}): the "
+                     "process still runs, or was killed; calls after that write are missing")
+    graph = sum(int(r.get("graph_capture_calls") or 0) for rows in tables for r in rows)
+    if graph:
+        notes.append(f"{plural(graph, 'GPU call')} were made inside CUDA-graph captures: they run "
+                     "at every replay of their graph, which no hook sees, so the job ran them more "
+                     "often than the table counts")
+    return notes
+
+
+def replay_rows(dirs):
+    """Rows of bench_gemm, bench_attention and bench_ccl reports with an in_job_ratio
+    (--capture-path / --trace-path replays): (family, what, calls, in-job us, alone us, ratio)."""
+    out = []
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
+            with open(path, newline="") as f:
+                for r in csv.DictReader(f):
+                    if not r.get("in_job_ratio"):
+                        continue
+                    if "gemm" in r and "m" in r:
+                        what = (f'{r["gemm"]} {r["m"]}x{r["n"]}x{r["k"]} '
+                                f'{r["transa"]}{r["transb"]} {r["dtype"]}')
+                        family = "gemm"
+                    elif "num_head_q" in r:
+                        what = (f'b{r["batch_size"]} s{r["seqlen_q"]}/{r["seqlen_kv"]} '
+                                f'h{r["num_head_q"]}/{r["num_head_kv"]} d{r["head_dim_qk"]} '
+                                f'{r["pass"]} {r["dtype"]}')
+                        family = "attention"
+                    else:
+                        what = f'{r.get("op", "")} {r.get("size_bytes", "")} B {r.get("dtype", "")}'
+                        family = "communication"
+                    out.append((family, what, int(r["captured_calls"] or 0), float(r["in_job_us"]),
+                                float(r["time_us"]), float(r["in_job_ratio"])))
+    return out
+
+
+def plot(path, families, replays):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = 2 if replays else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels + 2, 4.5), squeeze=False)
+    names = [n for n, _ in families]
+    ax = axes[0][0]
+    bars = ax.barh(names, [ms for _, ms in families], color="tab:blue")
+    ax.bar_label(bars, labels=[f"{ms:.3g} ms" for _, ms in families], padding=3)
+    ax.invert_yaxis()
+    ax.set_xlabel("time in the job (ms)")
+    ax.set_title("Where the job's time went")
+    if replays:
+        ax = axes[0][1]
+        shown = sorted(replays, key=lambda r: -r[3] * r[2])[:15]
+        labels = [f"{r[1]}" for r in shown]
+        bars = ax.barh(labels, [r[5] for r in shown], color="tab:orange")
+        ax.bar_label(bars, labels=[f"{r[5]:.3g}x" for r in shown], padding=3)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.invert_yaxis()
+        ax.set_xlabel("in the job / alone (1 = as fast as alone)")
+        ax.set_title("Each replayed shape: in-job over isolated time")
+        ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--top", type=int, default=10)
+    p.add_argument("--replay", nargs="+", metavar="REPORT_DIR", default=[],
+                   help="report folders of bench_gemm, bench_attention or bench_ccl run with "
+                        "--capture-path or --trace-path on DIR: in-job against isolated per shape")
+    p.add_argument("--plot", metavar="FILE.png", help="the time by family (and the replay's "
+                   "ratios) as a chart")
     p.add_argument("dir")
     args = p.parse_args(argv)
     # the names common/capture_tables.cpp takes (glob would read brackets in DIR as a pattern)
@@ -278,7 +403,8 @@ def main(argv):
                    if n.startswith("capture-") and n.endswith(".csv"))
     if not files:
         print(f"capture: no capture files in {args.dir} (no intercepted call was made, or the "
-              "library could not write there: see the opbench-capture: line above)")
+              "library could not write there: check the program's stderr for an opbench-capture: "
+              "line)")
         return 2
     try:
         tables = [read_capture_file(path) for path in files]
@@ -286,6 +412,7 @@ def main(argv):
         print(f"error: {e}", file=sys.stderr)
         return 2
     merged = {}
+    sources = sorted({row.get("source", "capture") for rows in tables for row in rows})
     for rows in tables:
         for row in rows:
             key = (row["api"], row["op"], row["dtype"], shape_of(row))
@@ -297,22 +424,39 @@ def main(argv):
             entry["p99"] = max(entry["p99"], num(row["p99_us"]))
             entry["procs"] += 1
     total = sum(e["total"] for e in merged.values())
-    gemm = sum(e["total"] for e in merged.values() if e["kind"] == "gemm")
-    comm = total - gemm
-    print(f"capture: {len(files)} process(es), {len(merged)} shapes, "
-          f"{sum(e['calls'] for e in merged.values())} calls, {total / 1e3:.1f} ms captured "
-          f"in {args.dir}")
+    calls = sum(e["calls"] for e in merged.values())
+    print(f"capture: {plural(len(files), 'process', 'processes')}, {plural(len(merged), 'shape')}, "
+          f"{plural(calls, 'call')}, {total / 1e3:.1f} ms {'traced' if sources != ['capture'] else 'captured'} in "
+          f"{args.dir} (source: {', '.join(sources) or 'capture'})")
     rows = sorted(merged.items(), key=lambda kv: -kv[1]["total"])[:args.top]
-    print(f"  {'api':<26}{'op':<15}{'dtype':<7}{'shape':<36}{'calls':>9}{'total_ms':>11}"
-          f"{'avg_us':>11}{'p99_us':>11}{'share':>8}")
+    width = max([len("api")] + [len(api) for (api, _, _, _), _ in rows]) + 2
+    shape_w = max([len("shape")] + [len(shape) for (_, _, _, shape), _ in rows]) + 2
+    print(f"  {'api':<{width}}{'kind':<14}{'op':<15}{'dtype':<7}{'shape':<{shape_w}}{'calls':>9}"
+          f"{'total_ms':>11}{'avg_us':>11}{'p99_us':>11}{'share':>8}")
     for (api, op, dtype, shape), e in rows:
         avg = e["total"] / e["timed"] if e["timed"] else 0.0
         share = 100.0 * e["total"] / total if total else 0.0
-        print(f"  {api:<26}{op:<15}{dtype:<7}{shape:<36}{e['calls']:>9}{e['total'] / 1e3:>11.2f}"
-              f"{avg:>11.1f}{e['p99']:>11.1f}{share:>7.1f}%")
+        print(f"  {api:<{width}}{e['kind']:<14}{op:<15}{dtype:<7}{shape:<{shape_w}}{e['calls']:>9}"
+              f"{e['total'] / 1e3:>11.2f}{avg:>11.1f}{e['p99']:>11.1f}{share:>7.1f}%")
+    families = [(name, sum(e["total"] for e in merged.values() if e["kind"] in kinds) / 1e3)
+                for name, kinds in FAMILIES]
+    families = [(n, ms) for n, ms in families if ms > 0 or n in ("gemm", "communication")]
     if total:
-        print(f"  GEMM {100.0 * gemm / total:.1f}% and communication {100.0 * comm / total:.1f}% "
-              "of the captured time")
+        print("  by family: " + ", ".join(f"{n} {100.0 * ms * 1e3 / total:.1f}%"
+                                          for n, ms in families)
+              + f" of the {'traced' if sources != ['capture'] else 'captured'} time")
+    for note in process_notes(files, tables):
+        print(f"  note: {note}")
+    replays = replay_rows(args.replay)
+    if args.replay:
+        print(f"replayed alone ({plural(len(replays), 'shape')} with a time in the job):")
+        print(f"  {'family':<15}{'shape':<48}{'calls':>8}{'in_job_us':>12}{'alone_us':>12}"
+              f"{'ratio':>8}")
+        for family, what, n, in_job, alone, ratio in sorted(replays, key=lambda r: -r[3] * r[2]):
+            print(f"  {family:<15}{what:<48}{n:>8}{in_job:>12.1f}{alone:>12.1f}{ratio:>8.3g}")
+    if args.plot:
+        plot(args.plot, families, replays)
+        print(f"  chart: {args.plot}")
     return 0
 
 

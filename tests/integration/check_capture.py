@@ -381,6 +381,11 @@ def pyfork_mode(a):
                            if line.startswith("opbench_capture_calls_total{")}
         check(len(series) == len(runs), f"interval {interval}: {len(series)} distinct series for "
                                         f"{len(runs)} processes")
+        # the summary counts the parent's forks against the children's files
+        forked = runs[parent]["forked_children"]
+        said = f"forked {forked} children; {len(runs) - 1} left a file"
+        check(said in p.stdout + p.stderr or forked == len(runs) - 1,
+              f"interval {interval}: the summary does not say '{said}'")
 
 
 def nested_mode(a):
@@ -566,6 +571,8 @@ def gpu_async_mode(a):
     r = square_row(rows, 64)
     check(r is not None and r["timed_calls"] == "1" and abs(float(r["max_us"]) - 20000) < 1,
           f"the 20 ms call before the capture: {r}")
+    check("3 GPU calls were made inside CUDA-graph captures" in p.stdout + p.stderr,
+          "the summary does not say that 3 calls were made inside a graph capture")
 
     # 3. cuStreamIsCapturing fails: not timed, said why
     out = fresh(os.path.join(a.out, "implicit"))

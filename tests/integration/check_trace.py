@@ -11,10 +11,13 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       other.
       Then bench_gemm --trace-path replays the same traces: one gemm_capture.csv row per
       distinct product, its captured_calls the table's calls, in_job_us empty (no times).
-  check_trace.py attention --out DIR --bench-attention BIN
+  check_trace.py attention --out DIR --bench-attention BIN --trace-convert BIN
       bench_attention --backend cpu --trace-path on tests/data/trace's GPU step: its one SDPA
       forward (b2, 32/8 heads, 512 tokens, d 128, causal, bf16 in the job, fp32 here) as one row
-      with captured_calls 1, in_job_us 300 (its kernel) and in_job_ratio = 300 / time_us.
+      with captured_calls 1, in_job_us 300 (its kernel) and in_job_ratio = 300 / time_us; then
+      capture_summary.py on the converted trace with --replay and --plot: each family's share of
+      the 780 us traced (220 GEMM, 300 attention, 100 all-reduce, 30 + 20 memory-bound, 10 other,
+      100 GPU idle) and the replayed shape's line.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -37,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 STEP = os.path.join(ROOT, "bench", "peers", "torch_train_step.py")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+SUMMARY = os.path.join(ROOT, "scripts", "capture_summary.py")
 TINY_PARAMS = 1713408  # torch_train_step.py --model tiny's "params"
 problems = []
 
@@ -154,6 +158,23 @@ def attention_mode(a):
     check(float(r["in_job_us"]) == 300.0, f"in_job_us {r['in_job_us']}, the kernel took 300 us")
     check(abs(float(r["in_job_ratio"]) - 300.0 / float(r["time_us"])) < 1e-6 * 300.0 / float(r["time_us"]) + 1e-9,
           f"in_job_ratio {r['in_job_ratio']} is not 300 / {r['time_us']}")
+    # the summary of the converted trace: every family's share of the traced 780 us (the GPU
+    # step's span), and the replay's ratio
+    table = os.path.join(a.out, "table")
+    shutil.rmtree(table, ignore_errors=True)
+    subprocess.run([a.trace_convert, "--trace-path", fixture, "--out", table], check=True,
+                   capture_output=True, timeout=60)
+    chart = os.path.join(a.out, "summary.png")
+    p = subprocess.run([PY, SUMMARY, table, "--replay", report, "--plot", chart],
+                       capture_output=True, text=True, timeout=120)
+    print(p.stdout)
+    check(p.returncode == 0, f"capture_summary.py exited {p.returncode}: {p.stderr[-300:]}")
+    families = ("by family: gemm 28.2%, attention 38.5%, communication 12.8%, memory-bound 6.4%, "
+                "other 1.3%, GPU idle 12.8% of the traced time")  # 220, 300, 100, 50, 10, 100 of 780
+    check(families in p.stdout, f"the summary's families are not '{families}'")
+    replay = [line.split() for line in p.stdout.splitlines() if line.strip().startswith("attention ")]
+    check(len(replay) == 1 and replay[0][-3] == "300.0", f"the replay's line: {replay}")
+    check(os.path.getsize(chart) > 10000 if os.path.exists(chart) else False, f"no chart {chart}")
 
 
 def ddp_mode(a):
