@@ -118,9 +118,10 @@ struct ExecutionTraceReader::State {
   std::string path;
   int world = 1;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
-  std::unordered_set<std::int64_t> roots;           // the thread root nodes
-  std::unordered_set<std::int64_t> holds_replayed;  // nodes with a replayed operator below
-  std::unordered_set<std::int64_t> transposed;      // tensors stored column-major
+  std::unordered_set<std::int64_t> roots;             // the thread root nodes
+  std::unordered_set<std::int64_t> holds_replayed;    // nodes with a replayed operator below
+  std::unordered_set<std::int64_t> transposed;        // tensors stored column-major
+  std::unordered_map<std::int64_t, ShapeHint> hints;  // rf_id -> the replayed call's case
   std::uint64_t nodes = 0, with_shapes = 0;
   bool schema_seen = false;
 
@@ -202,17 +203,18 @@ void ExecutionTraceReader::State::node(const json& n) {
     }
 
   TraceTable& t = *table;
-  bool replayed = true;
-  if (auto g = gemm_call(name, operands)) {
-    t.record_untimed(t.gemm_key(name, *g), capture::Untimed::not_in_trace);
-  } else if (auto a = attention_call(name, operands, scalars, n.value("op_schema", ""))) {
-    t.record_untimed(t.attention_key(name, *a), capture::Untimed::not_in_trace);
-  } else if (auto c = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
-                                                  : std::optional<CommCall>()) {
-    t.record_untimed(t.comm_key(name, *c, world), capture::Untimed::not_in_trace);
-  } else {
-    replayed = false;
+  ShapeHint hint;
+  if ((hint.gemm = gemm_call(name, operands))) {
+    t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
+  } else if ((hint.attention = attention_call(name, operands, scalars, n.value("op_schema", "")))) {
+    t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
+  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
+                                                      : std::optional<CommCall>())) {
+    hint.comm_size = world;
+    t.record_untimed(t.comm_key(name, *hint.comm, world), capture::Untimed::not_in_trace);
   }
+  const bool replayed = hint.gemm || hint.attention || hint.comm;
+  if (replayed && n.contains("rf_id")) hints.emplace(integer(n["rf_id"]), std::move(hint));
   // Nodes come after their children: a parent learns it holds a replayed operator before it is
   // read. A top-level operator that holds none is what the replay leaves out.
   const bool holds = holds_replayed.erase(id) > 0;
@@ -221,6 +223,10 @@ void ExecutionTraceReader::State::node(const json& n) {
   } else if (roots.count(parent) > 0) {
     t.record_untimed(t.unreplayed_key(name, unreplayed_kind(name)), capture::Untimed::not_in_trace);
   }
+}
+
+std::unordered_map<std::int64_t, ShapeHint> ExecutionTraceReader::take_hints() {
+  return std::move(s_->hints);
 }
 
 std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 
 #include "trace/trace_table.hpp"
 
@@ -22,6 +23,8 @@ class ExecutionTraceReader {
   void member(const std::string& key, const nlohmann::json& value);
   void node(const nlohmann::json& n);
   std::unique_ptr<TraceTable> finish();
+  // Each replayed call's case by its record-function id (valid after finish()).
+  std::unordered_map<std::int64_t, ShapeHint> take_hints();
 
  private:
   struct State;

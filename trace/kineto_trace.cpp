@@ -117,6 +117,8 @@ std::vector<std::string> concrete_inputs(const json& args) {
 struct KinetoReader::State {
   std::string path;
   int world = 1;
+  const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr;
+  std::uint64_t hinted = 0;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
   std::vector<capture::CaptureKey> keys;
   std::unordered_map<capture::CaptureKey, std::uint32_t, capture::CaptureKeyHash> key_index;
@@ -156,6 +158,16 @@ struct KinetoReader::State {
     TraceTable& t = *table;
     const std::vector<Operand> in = operands(args);
     if (!in.empty()) ++ops_with_shapes;
+    if (in.empty() && hints != nullptr) {  // its shapes from the execution trace beside it
+      const json* rf = find(args, "Record function id");
+      const auto h = rf != nullptr ? hints->find(integer(*rf)) : hints->end();
+      if (h != hints->end()) {
+        ++hinted;
+        if (h->second.gemm) return {t.gemm_key(name, *h->second.gemm), true};
+        if (h->second.attention) return {t.attention_key(name, *h->second.attention), true};
+        if (h->second.comm) return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+      }
+    }
     if (auto g = gemm_call(name, in)) {
       if (!g->layout_known) ++unknown_layout;
       return {t.gemm_key(name, *g), true};
@@ -229,9 +241,12 @@ struct KinetoReader::State {
   std::unique_ptr<TraceTable> finish();
 };
 
-KinetoReader::KinetoReader(const std::string& path, int world) : s_(std::make_unique<State>()) {
+KinetoReader::KinetoReader(const std::string& path, int world,
+                           const std::unordered_map<std::int64_t, ShapeHint>* hints)
+    : s_(std::make_unique<State>()) {
   s_->path = path;
   s_->world = world;
+  s_->hints = hints;
   s_->table->path = path;
 }
 KinetoReader::~KinetoReader() = default;
@@ -279,11 +294,17 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         fmt::format("{}: a PyTorch profiler trace without operators (no cpu_op "
                     "event): profile with activities including ProfilerActivity.CPU",
                     path));
-  if (ops_with_shapes == 0)
-    throw bad_input(
-        fmt::format("{}: the trace records no operator shapes: profile with "
-                    "torch.profiler.profile(record_shapes=True)",
-                    path));
+  if (ops_with_shapes == 0 && hinted == 0)
+    throw NoShapes(fmt::format("{}: the trace records no operator shapes: profile with "
+                               "torch.profiler.profile(record_shapes=True), or put the "
+                               "execution trace of the same step beside it",
+                               path),
+                   t.facts.rank);
+  if (hinted > 0)
+    t.notes.push_back(
+        fmt::format("{} calls' shapes from the execution trace beside it (linked "
+                    "by record-function id)",
+                    hinted));
   if (first_pid >= 0) t.facts.pid = static_cast<long>(first_pid);
   const bool on_gpu = !kernels.empty();
   t.facts.source = on_gpu ? "trace:gpu" : "trace:cpu";

@@ -4,17 +4,34 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 
+#include "common/error.hpp"
 #include "trace/trace_table.hpp"
 
 namespace opbench::trace {
+
+// A profiler trace without shapes (record_shapes was off): bad input unless an execution trace of
+// the same step gives them (trace_reader tries that).
+class NoShapes : public Error {
+ public:
+  NoShapes(const std::string& message, std::string rank)
+      : Error(ExitCode::bad_input, message), rank_(std::move(rank)) {}
+  const std::string& rank() const { return rank_; }  // distributedInfo's; "" when none
+
+ private:
+  std::string rank_;
+};
 
 // Reads the events of one Kineto trace, handed over one at a time (json_stream), and builds
 // its table at finish(). `world` is the number of ranks' traces read together (the
 // communicator size when the trace does not say it).
 class KinetoReader {
  public:
-  KinetoReader(const std::string& path, int world);
+  // `hints`: an execution trace of the same step, for a trace recorded without shapes (may be
+  // null; must outlive the reader).
+  KinetoReader(const std::string& path, int world,
+               const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr);
   ~KinetoReader();
   KinetoReader(const KinetoReader&) = delete;
   KinetoReader& operator=(const KinetoReader&) = delete;

@@ -77,6 +77,16 @@ std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_n
 std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Operand>& in,
                                   int group_size);
 
+// What an execution trace knows of one replayed call, for a profiler trace of the same step that
+// recorded no shapes: the record-function id links them (an execution trace's rf_id, a Kineto
+// event's "Record function id").
+struct ShapeHint {
+  std::optional<GemmCall> gemm;
+  std::optional<AttentionCall> attention;
+  std::optional<CommCall> comm;
+  int comm_size = 0;
+};
+
 // The kind of time an operator no benchmark replays stands for: "memory_bound" (elementwise
 // arithmetic, norms, softmax, losses, embeddings, copies, the optimizer's foreach and fused
 // updates) or "other".

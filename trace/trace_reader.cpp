@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.hpp"
@@ -29,7 +30,9 @@ bool is_trace_name(const std::string& name) {
 // The members read before the events tell which kind of trace this is; they wait for it.
 class TraceSink : public JsonSink {
  public:
-  TraceSink(const std::string& path, int world) : path_(path), world_(world) {}
+  TraceSink(const std::string& path, int world,
+            const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr)
+      : path_(path), world_(world), hints_(hints) {}
 
   void member(const std::string& key, const nlohmann::json& value) override {
     if (kineto_)
@@ -41,7 +44,7 @@ class TraceSink : public JsonSink {
   }
   void element(const std::string& key, nlohmann::json& value) override {
     if (key == "traceEvents") {
-      if (!kineto_ && !et_) start(std::make_unique<KinetoReader>(path_, world_), kineto_);
+      if (!kineto_ && !et_) start(std::make_unique<KinetoReader>(path_, world_, hints_), kineto_);
       if (kineto_) kineto_->event(value);
     } else if (key == "nodes") {
       if (!kineto_ && !et_) start(std::make_unique<ExecutionTraceReader>(path_, world_), et_);
@@ -50,7 +53,11 @@ class TraceSink : public JsonSink {
   }
   std::unique_ptr<TraceTable> finish() {
     if (kineto_) return kineto_->finish();
-    if (et_) return et_->finish();
+    if (et_) {
+      auto table = et_->finish();
+      hints_out_ = et_->take_hints();
+      return table;
+    }
     throw bad_input(
         fmt::format("{}: neither a PyTorch profiler trace (no traceEvents) nor an "
                     "execution trace (no nodes)",
@@ -68,9 +75,14 @@ class TraceSink : public JsonSink {
 
   std::string path_;
   int world_;
+  const std::unordered_map<std::int64_t, ShapeHint>* hints_;
   std::vector<std::pair<std::string, nlohmann::json>> early_;
   std::unique_ptr<KinetoReader> kineto_;
   std::unique_ptr<ExecutionTraceReader> et_;
+
+ public:
+  bool execution_trace() const { return et_ != nullptr; }
+  std::unordered_map<std::int64_t, ShapeHint> hints_out_;  // an execution trace's, after finish()
 };
 
 // "rank3", "rank_3", "rank-3" in a file name.
@@ -118,18 +130,56 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   } else {
     throw bad_input(fmt::format("--trace-path {}: no such file or folder", path));
   }
-  std::vector<std::unique_ptr<TraceTable>> tables;
+  // A rank's profiler trace holds its times; an execution trace beside it only gives the shapes a
+  // profiler trace without record_shapes lacks, and is not read as a table of its own.
+  struct Read {
+    std::unique_ptr<TraceTable> table;
+    bool execution_trace = false;
+    std::unordered_map<std::int64_t, ShapeHint> hints;
+  };
+  std::vector<Read> reads;
+  std::vector<std::pair<std::string, NoShapes>> shapeless;  // file, and why
   const int world = static_cast<int>(files.size());
+  auto label = [](TraceTable& t, const std::string& file) {
+    const std::string name = fs::path(file).filename().string();
+    if (t.facts.host.empty()) t.facts.host = "trace";
+    host_and_pid(name, t);
+    if (t.facts.rank.empty()) t.facts.rank = rank_in_name(name);
+  };
   for (const std::string& file : files) {
     TraceSink sink(file, world);
     stream_json(file, sink);
-    auto table = sink.finish();
-    const std::string name = fs::path(file).filename().string();
-    if (table->facts.host.empty()) table->facts.host = "trace";
-    host_and_pid(name, *table);
-    if (table->facts.rank.empty()) table->facts.rank = rank_in_name(name);
-    tables.push_back(std::move(table));
+    try {
+      Read r{sink.finish(), sink.execution_trace(), std::move(sink.hints_out_)};
+      label(*r.table, file);
+      reads.push_back(std::move(r));
+    } catch (const NoShapes& e) {
+      shapeless.emplace_back(file, e);
+    }
   }
+  for (const auto& [file, why] : shapeless) {
+    const std::string rank =
+        why.rank().empty() ? rank_in_name(fs::path(file).filename().string()) : why.rank();
+    const auto et = std::find_if(reads.begin(), reads.end(), [&](const Read& r) {
+      return r.execution_trace && r.table->facts.rank == rank;
+    });
+    if (rank.empty() || et == reads.end()) throw why;
+    TraceSink sink(file, world, &et->hints);
+    stream_json(file, sink);
+    Read r{sink.finish(), false, {}};
+    label(*r.table, file);
+    reads.push_back(std::move(r));
+  }
+  std::vector<std::unique_ptr<TraceTable>> tables;
+  for (Read& r : reads) {
+    const bool timed_elsewhere =
+        r.execution_trace && std::any_of(reads.begin(), reads.end(), [&](const Read& o) {
+          return !o.execution_trace && o.table->facts.rank == r.table->facts.rank;
+        });
+    if (!timed_elsewhere) tables.push_back(std::move(r.table));
+  }
+  std::sort(tables.begin(), tables.end(),
+            [](const auto& a, const auto& b) { return a->path < b->path; });
   return tables;
 }
 

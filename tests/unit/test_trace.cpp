@@ -109,6 +109,25 @@ TEST_CASE("trace: a CPU trace's rows are the operators' own times and sum to the
   CHECK(sum_us(t) == Approx(900.0));
 }
 
+TEST_CASE("trace: a profiler trace without shapes takes them from the execution trace beside it") {
+  // joined/: the CPU step of cpu_rank0 recorded without record_shapes, and an execution trace of
+  // the same step whose aten::mm and flash attention carry the same record-function ids (5, 11)
+  const auto joined = read_traces(kData + "joined");
+  REQUIRE(joined.size() == 1);  // the execution trace gives shapes, not a table of its own
+  const auto alone = read_traces(kData + "cpu_rank0.pt.trace.json");
+  auto cells = [](const TraceTable& t) {
+    std::map<std::string, std::string> out;
+    for (const auto& r : t.rows())
+      out[r.key.api] = capture::shape_label(r.key) + " " + r.key.dtype + " " +
+                       std::to_string(r.calls) + " " + std::to_string(r.total_us);
+    return out;
+  };
+  CHECK(cells(*joined[0]) == cells(*alone[0]));
+  const auto rows = by_api(*joined[0]);
+  CHECK(rows.at("aten::mm").kind == "gemm");  // 1024x4096x1024 NT: the ET's view of the weight
+  CHECK(rows.at("aten::_scaled_dot_product_flash_attention").kind == "attention");
+}
+
 TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
   const std::string dir = test::fresh_temp_dir("trace_gz").string();
   const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
