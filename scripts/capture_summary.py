@@ -450,10 +450,12 @@ def main(argv):
     replays = replay_rows(args.replay)
     if args.replay:
         print(f"replayed alone ({plural(len(replays), 'shape')} with a time in the job):")
-        print(f"  {'family':<15}{'shape':<48}{'calls':>8}{'in_job_us':>12}{'alone_us':>12}"
-              f"{'ratio':>8}")
+        what_w = max([len("shape")] + [len(r[1]) for r in replays])
+        print(f"  {'family':<14} {'shape':<{what_w}} {'calls':>8} {'in_job_us':>12} "
+              f"{'alone_us':>12} {'ratio':>8}")
         for family, what, n, in_job, alone, ratio in sorted(replays, key=lambda r: -r[3] * r[2]):
-            print(f"  {family:<15}{what:<48}{n:>8}{in_job:>12.1f}{alone:>12.1f}{ratio:>8.3g}")
+            print(f"  {family:<14} {what:<{what_w}} {n:>8} {in_job:>12.1f} {alone:>12.1f} "
+                  f"{ratio:>8.3g}")
     if args.plot:
         plot(args.plot, families, replays)
         print(f"  chart: {args.plot}")
