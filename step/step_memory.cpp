@@ -166,17 +166,22 @@ std::int64_t sum_bytes(const std::vector<SavedTensor>& list) {
   return n;
 }
 
-// What a stage saves besides its layers, per micro-batch: the token ids (int64) for the
-// embedding's backward on the first stage; eager rotary's cos and sin tables; on the last the
-// final norm, the LM head's input and the loss's saved probabilities (fused: Megatron's
-// vocab-parallel cross-entropy keeps the fp32 softmax of its [T, V/tp] logits; eager: log_softmax
-// keeps its output).
-std::int64_t stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage) {
+// What a stage saves besides its layers, per micro-batch, by where it lives: eager rotary's cos
+// and sin tables beside every chunk's layers; the token ids (int64) for the embedding's backward
+// in the first stage's first chunk; in the last stage's last chunk the final norm, the LM head's
+// input and the loss's saved probabilities (fused: Megatron's vocab-parallel cross-entropy keeps
+// the fp32 softmax of its [T, V/tp] logits; eager: log_softmax keeps its output).
+struct StageExtras {
+  std::int64_t with_layers = 0, first_chunk = 0, last_chunk = 0;
+};
+
+StageExtras stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage) {
+  StageExtras e;
+  if (stage == 0) e.first_chunk = x.T * 8;  // token ids (int64)
+  if (c.kernels == Kernels::eager && !c.model.learned_position_embeddings && !c.model.mla)
+    e.with_layers = 2 * x.S * x.d * x.b;  // rotary cos and sin tables
   std::vector<SavedTensor> list;
   Lists l{list};
-  if (stage == 0) l.add("token ids (int64)", x.T, 8);
-  if (c.kernels == Kernels::eager && !c.model.learned_position_embeddings && !c.model.mla)
-    l.add("rotary cos and sin tables", 2 * x.S * x.d, x.b);
   if (stage == c.pp - 1) {
     add_norm(l, c, x, "final norm");
     l.add("LM head input (final norm output)", x.rows * x.H, x.b);
@@ -186,7 +191,8 @@ std::int64_t stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage
     else
       l.add("cross-entropy softmax (fp32)", x.T * vocab, kFp32);
   }
-  return sum_bytes(list);
+  e.last_chunk = sum_bytes(list);
+  return e;
 }
 
 // The rank's parameters: the stage's after tp, the routed experts further split over ep.
@@ -268,6 +274,20 @@ std::int64_t kept_bytes(const std::vector<SavedTensor>& layer, Recompute r) {
   return n;
 }
 
+// Under the interleaved schedule a chunk's micro-batches are not all the stage's: the last stage's
+// last chunk (the LM head) runs each micro-batch's backward right after its forward, so one is
+// alive; the first stage's first chunk (the embedding) keeps 2·pp before its first backward comes
+// (Megatron's order: chunk 0 of micro-batches 0..pp−1, and of pp..2pp−1 after every other chunk of
+// the first pp). Without interleaving, a stage's one chunk is its micro-batches.
+static double last_chunk_in_flight(const StepConfig& c, std::int64_t stage) {
+  return c.vpp == 1 ? in_flight_micro_batches(c, stage)
+                    : std::min(1.0, static_cast<double>(c.micro_batches()));
+}
+static double first_chunk_in_flight(const StepConfig& c, std::int64_t stage) {
+  return c.vpp == 1 ? in_flight_micro_batches(c, stage)
+                    : static_cast<double>(std::min(2 * c.pp, c.micro_batches()));
+}
+
 double in_flight_micro_batches(const StepConfig& c, std::int64_t stage) {
   const auto m = static_cast<double>(c.micro_batches());
   if (c.pp == 1) return 1;
@@ -315,9 +335,13 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
     per_mb += kept_bytes(moe, c.recompute) * sm.moe_layers();
     working = std::max(working, recomputed(moe));
   }
-  per_mb += stage_extras(c, x, stage);
+  const StageExtras extras = stage_extras(c, x, stage);
+  per_mb += extras.with_layers;
   r.in_flight = in_flight_micro_batches(c, stage);
-  r.activations = std::llround(r.in_flight * static_cast<double>(per_mb));
+  r.activations =
+      std::llround(r.in_flight * static_cast<double>(per_mb) +
+                   first_chunk_in_flight(c, stage) * static_cast<double>(extras.first_chunk) +
+                   last_chunk_in_flight(c, stage) * static_cast<double>(extras.last_chunk));
 
   // PyTorch's zero_grad(set_to_none=True) frees the gradients after the optimizer step; with one
   // micro-batch the backward allocates them as it frees the activations, so none exist at its

@@ -203,3 +203,36 @@ TEST_CASE("step memory: Llama-3.1 70B with ddp does not fit 8 H100 80GB", "[step
   c.recompute = Recompute::selective;
   CHECK(memory_fits(busiest_memory(c), 80.0) == true);
 }
+
+TEST_CASE("step memory: interleaved pipelines keep one micro-batch of the LM head, 2pp of the ids",
+          "[step][memory]") {
+  // Llama-3.1 70B at tp 8, pp 4 (20 layers a stage), full recompute: a layer keeps its input,
+  // 8192 tokens x 8192 / 8 (sequence parallel) in bf16 = 16 MiB.
+  StepConfig c;
+  c.model = model_from("/configs/models.json", "llama3.1-70b");
+  c.seqlen = 8192;
+  c.tp = 8;
+  c.pp = 4;
+  c.dp = 2;
+  c.dtype = DType::bf16;
+  c.recompute = Recompute::full;
+  const std::int64_t layers = 20 * 16777216LL;
+  CHECK(step_memory(c, 1).activations == layers);  // a middle stage: its layers, 1 micro-batch
+  // The last stage adds the final norm, the LM head's input and the fp32 softmax of the logits
+  // (8192 x 128,256 / 8 columns x 4 B = 0.489 GiB), once per micro-batch of its last chunk.
+  const std::int64_t last_extras = step_memory(c, 3).activations - layers;
+  CHECK(last_extras >= 8192LL * 16032 * 4);
+  // vpp 5, 16 micro-batches: the last stage holds 17 chunks of 4 layers (3.4 micro-batches), and
+  // one micro-batch of the LM head, whose backward follows its forward (not 3.4 of them).
+  c.vpp = 5;
+  c.grad_accum = 16;
+  const StepMemory last = step_memory(c, 3);
+  CHECK(last.in_flight == Approx(3.4));
+  CHECK(last.activations == std::llround(3.4 * layers) + last_extras);
+  CHECK(static_cast<double>(last.activations) / (1 << 30) == Approx(1.58).epsilon(0.01));
+  // The first stage: 23 chunks (4.6 micro-batches) of layers, and the token ids (int64) of the
+  // 2 x pp = 8 micro-batches whose first chunk has run before its first backward.
+  const StepMemory first = step_memory(c, 0);
+  CHECK(first.in_flight == Approx(4.6));
+  CHECK(first.activations == std::llround(4.6 * layers) + 8 * 8192 * 8);
+}
