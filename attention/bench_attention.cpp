@@ -255,10 +255,10 @@ int bench_attention_main(int argc, char** argv) {
   Peaks peaks = Peaks::for_device(provider->device(), o.peaks);
   RunTally tally;
   tally.planned = cases.size();
-  double total = 0;
+  std::vector<double> flops;
   for (const auto& c : cases)
-    total += static_cast<double>(c.shape.flops(c.pass));
-  Progress progress(cases.size(), total, o.report.quiet);
+    flops.push_back(static_cast<double>(c.shape.flops(c.pass)));
+  Progress progress(flops, o.report.quiet);
   progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
                             provider->device(), choice.reason));
   ConsoleTable table({{"model", "", 16},
@@ -277,6 +277,7 @@ int bench_attention_main(int argc, char** argv) {
                       {"max_abs_err", "max_err", 8},
                       {"status", "", 7}});
   const MeasureOptions measure = attention_measure(choice.backend, o.measure);
+  progress.set_stop_bound(stop_bound(measure));
   AttentionRunOptions run{measure, o.check, o.check_heads};
   CaseLoop loop(progress, table, harness, tally, rows);
   // --resume: the earlier run's rows count, and stay in the .prom and the summary.

@@ -53,7 +53,12 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
   progress_.clear();
   table_.print(m.row);
   tally_.add(m.row);
-  progress_.done(work, m.progress);
+  const auto& samples = m.measurement.samples_us;
+  double run_us = 0;
+  for (double us : samples)
+    run_us += us;
+  progress_.done(work, m.progress, m.measurement.warmup_s + m.measurement.sampling_s,
+                 samples.empty() ? -1 : run_us / static_cast<double>(samples.size()) * 1e-6);
   return true;
 }
 

@@ -220,13 +220,13 @@ int bench_gemm_main(int argc, char** argv) {
                         {{"--summary-path", o.report.summary_path}});
   GemmProviders providers{make_gemm_provider(choice.backend, o.device), nullptr};
   GemmProvider* provider = providers.dense.get();
-  double total_flops = 0;
+  std::vector<double> flops;
   for (const auto& c : cases) {
-    total_flops += static_cast<double>(c.flops());
+    flops.push_back(static_cast<double>(c.flops()));
     if (c.experts && !providers.experts)
       providers.experts = make_gemm_expert_provider(choice.backend, o.device);
   }
-  Progress progress(cases.size(), total_flops, o.report.quiet);
+  Progress progress(flops, o.report.quiet);
   progress.note(fmt::format("backend: {} ({} on {}; {})", provider->backend(), provider->name(),
                             provider->device(), choice.reason));
   if (providers.experts && providers.experts->name() != provider->name())
@@ -239,6 +239,7 @@ int bench_gemm_main(int argc, char** argv) {
   progress.note(fmt::format("peaks: {}", peaks.describe()));
 
   const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
+  progress.set_stop_bound(stop_bound(measure));
   GemmRunOptions run_options{measure, o.cold, o.check, o.algo_candidates, o.corrupt_for_test};
   std::vector<Record> rows;
   ConsoleTable table({{"model", "", 14},

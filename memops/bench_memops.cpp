@@ -139,15 +139,12 @@ int bench_memops_main(int argc, char** argv) {
                         {{"--summary-path", o.report.summary_path}});
   auto providers = make_memop_providers(choice.backend, o.providers, o.device);
   MemopProvider& primary = *providers.front();
-  double total_bytes = 0;
-  std::size_t planned = 0;
+  std::vector<double> bytes;  // each planned row's, in the order they run
   for (const auto& c : cases)
     for (std::size_t p = 0; p < providers.size(); ++p)
-      if (p == 0 || !providers[p]->unsupported(c)) {
-        total_bytes += static_cast<double>(c.io_bytes());
-        ++planned;
-      }
-  Progress progress(planned, total_bytes, o.report.quiet);
+      if (p == 0 || !providers[p]->unsupported(c))
+        bytes.push_back(static_cast<double>(c.io_bytes()));
+  Progress progress(bytes, o.report.quiet);
   for (const auto& p : providers)
     progress.note(fmt::format("backend: {} ({} on {}; {})", p->backend(), p->name(), p->device(),
                               choice.reason));
@@ -162,6 +159,7 @@ int bench_memops_main(int argc, char** argv) {
   env.write(report_dir, false);
 
   const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
+  progress.set_stop_bound(stop_bound(measure));
   const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
   ConsoleTable table({{"model", "", 12},
                       {"op", "", 15},  // addcdiv_inplace
@@ -176,7 +174,7 @@ int bench_memops_main(int argc, char** argv) {
                       {"status", "", 7}});
   std::vector<Record> rows;
   RunTally tally;
-  tally.planned = planned;
+  tally.planned = bytes.size();
   CaseLoop loop(progress, table, harness, tally, rows);
   ReportSets reports(report_dir, "memops", o.report, {{"run_id", env.run_id()}}, "opbench_memops",
                      loop);

@@ -32,3 +32,28 @@ TEST_CASE("eta: a sweep that starts small is not taken for hours (issue 30 item 
   // said 1e4 s (2h46m); by count it is 63 s.
   CHECK(eta_seconds({{1e9, 1.0}}, 63, 1e13) == Approx(63.0));
 }
+
+TEST_CASE("eta by case: a case 16 times larger counts as up to the stop bound (issue 44 item 6)") {
+  // 3 cases of 1 GFLOP done, 1 s each: 0.2 s set-up, 0.8 s warm-up and sampling. Left: one of 16
+  // GFLOP. Set-up is fitted by count (one size seen): 0.2 s; sampling grows with the run's work,
+  // 0.8 x 16 = 12.8 s, but the stop rule cuts it at 2.05 s (warm-up 0.05 + --max-time 2).
+  const std::vector<opbench::CaseTime> done = {{1e9, 1.0, 0.8}, {1e9, 1.0, 0.8}, {1e9, 1.0, 0.8}};
+  CHECK(eta_seconds(done, std::vector<double>{16e9}, {2.05, 6}) == Approx(0.2 + 2.05));
+  // The old estimate by count said 1 s: the slowest case seen.
+  CHECK(eta_seconds(done, 1, 16e9) == Approx(1.0));
+  // Without a known bound, at most the longest sampling seen.
+  CHECK(eta_seconds(done, std::vector<double>{16e9}, {}) == Approx(0.2 + 0.8));
+  // A run of 0.1 s at 1 GFLOP: 1.6 s at 16 GFLOP, and the fewest 6 runs (1 warm-up, 5 samples)
+  // take 9.6 s, past the bound: the case takes 9.6 s (its sampling fitted by work: 12.8 s).
+  const std::vector<opbench::CaseTime> runs = {
+      {1e9, 1.0, 0.8, 0.1}, {1e9, 1.0, 0.8, 0.1}, {1e9, 1.0, 0.8, 0.1}};
+  CHECK(eta_seconds(runs, std::vector<double>{16e9}, {2.05, 6}) == Approx(0.2 + 9.6));
+}
+
+TEST_CASE("eta by case: a --check that grows with the case is fitted apart from the sampling") {
+  // bench_memops --check: set-up and check 0.1 s per MB (1, 2 and 4 MB: 0.1, 0.2, 0.4 s), the
+  // sampling 1 s each (the stop rule's min time). Left: 8 MB and 16 MB: set-up 0.8 + 1.6 s, and
+  // sampling fitted flat at 1 s a case: 4.4 s in all.
+  const std::vector<opbench::CaseTime> done = {{1e6, 1.1, 1.0}, {2e6, 1.2, 1.0}, {4e6, 1.4, 1.0}};
+  CHECK(eta_seconds(done, std::vector<double>{8e6, 16e6}, {2.05, 6}) == Approx(0.8 + 1.6 + 2.0));
+}
