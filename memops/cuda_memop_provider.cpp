@@ -1,4 +1,4 @@
-// The memory-bound operators on the GPU: our kernels (memops/cuda_memops.cu) and the copies
+// The memory-bound operators on the GPU: our kernels (memops/cuda_memops_*.cu) and the copies
 // (cudaMemcpyAsync between device memory, pinned and pageable host memory; cudaMemcpyPeerAsync
 // between GPUs), timed with CUDA events under the shared stop rule on operand sets rotated over
 // 4x the L2 cache (or after an L2 flush with --cold). --check runs the operator once more on

@@ -18,7 +18,7 @@
 //     loops over 16-byte vectors (a single 128-bit load or store per access, CUDA C++
 //     Programming Guide, "Device Memory Accesses": an access compiles to one instruction only
 //     for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through __stwb to keep them
-//     whole, see cuda_memops.cu), the tail of fewer than a vector, and every access when an
+//     whole, see cuda_memops_launch.cuh), the tail of fewer than a vector, and every access when an
 //     operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
 //   embedding: a block per token copying its table row; the backward zeroes the table's gradient

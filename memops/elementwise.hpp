@@ -3,9 +3,9 @@
 // functor: the residual add, the activations (swiglu, gelu, silu) and the pointwise kernels a
 // framework runs one by one in eager mode (PyTorch's mul, mul_, add_, addcdiv_, sqrt, zero_ ...;
 // bench_step --kernels eager times its plan with them). One loop template runs them on the CPU
-// (memops/cpu_memops.cpp), one kernel template on CUDA (memops/cuda_memops.cu), one binding gives
-// both their pointers (memop_operands.hpp) and one check compares them with the fp64 reference
-// (reference_memops::elementwise), which is written apart from these.
+// (memops/cpu_memops.cpp), one kernel template on CUDA (memops/cuda_memops_elementwise.cu), one
+// binding gives both their pointers (memop_operands.hpp) and one check compares them with the fp64
+// reference (reference_memops::elementwise), which is written apart from these.
 //
 // A kernel reads kIn values and writes kOut. In an in-place kernel (kInPlace) the first input is
 // the operand it updates (its `state` operand, memops/memop_operands.cpp) and the first output is
