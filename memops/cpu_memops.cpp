@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "common/cpu_parallel.hpp"
+#include "common/dtype.hpp"
 #include "common/int_math.hpp"
 #include "memops/elementwise.hpp"
+#include "memops/memop_inputs.hpp"
 
 // The loops live in kernels over a range of elements or rows (the functions marked
 // OPBENCH_CPU_CLONES below), which the public functions hand to parallel_for in chunks.
@@ -603,6 +605,122 @@ void copy(const void* src, void* dst, std::size_t bytes) {
     std::memcpy(static_cast<unsigned char*>(dst) + begin,
                 static_cast<const unsigned char*>(src) + begin, std::min(kBytes, bytes - begin));
   });
+}
+
+// ---- the dispatch ----------------------------------------------------------------------------
+
+namespace {
+
+using Run = void (*)(const MemopCase& c, const OperandAddresses& a);
+
+struct Dispatch {
+  MemOp op;
+  MemPass pass;
+  Run run;
+};
+
+constexpr MemPass kFwd = MemPass::fwd, kBwd = MemPass::bwd;
+constexpr auto kAdamW = memop_inputs::kAdamW;
+
+// Each operator's loop and the operands it binds, by name (memop_operands' lists).
+const Dispatch kDispatch[] = {
+    {MemOp::rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rmsnorm_fwd(a.as<float>("x"), a.as<float>("w"), a.as<float>("y"), a.as<float>("rstd"),
+                   c.rows, c.cols);
+     }},
+    {MemOp::rmsnorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rmsnorm_bwd(a.as<float>("dy"), a.as<float>("x"), a.as<float>("w"), a.as<float>("rstd"),
+                   a.as<float>("dx"), a.as<float>("dw"), a.as<float>("workspace"), c.rows, c.cols);
+     }},
+    {MemOp::layernorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       layernorm_fwd(a.as<float>("x"), a.as<float>("w"), a.as<float>("b"), a.as<float>("y"),
+                     a.as<float>("mean"), a.as<float>("rstd"), c.rows, c.cols);
+     }},
+    {MemOp::layernorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       layernorm_bwd(a.as<float>("dy"), a.as<float>("x"), a.as<float>("w"), a.as<float>("mean"),
+                     a.as<float>("rstd"), a.as<float>("dx"), a.as<float>("dw"), a.as<float>("db"),
+                     a.as<float>("workspace"), c.rows, c.cols);
+     }},
+    {MemOp::softmax, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       softmax_fwd(a.as<float>("x"), a.as<float>("y"), c.rows, c.cols);
+     }},
+    {MemOp::softmax, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       softmax_bwd(a.as<float>("y"), a.as<float>("dy"), a.as<float>("dx"), c.rows, c.cols);
+     }},
+    {MemOp::rope, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rope(a.as<float>("x"), a.as<float>("cos"), a.as<float>("sin"), a.as<float>("y"), c.rows,
+            c.heads + c.kv_heads, c.head_dim, false);
+     }},
+    {MemOp::rope, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rope(a.as<float>("dy"), a.as<float>("cos"), a.as<float>("sin"), a.as<float>("dx"), c.rows,
+            c.heads + c.kv_heads, c.head_dim, true);
+     }},
+    {MemOp::cross_entropy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cross_entropy(a.as<float>("logits"), a.as<std::int64_t>("targets"), a.as<float>("dlogits"),
+                     a.as<float>("loss"), c.rows, c.cols);
+     }},
+    {MemOp::embedding, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       embedding_fwd(a.as<float>("table"), a.as<std::int64_t>("ids"), a.as<float>("y"), c.rows,
+                     c.cols);
+     }},
+    {MemOp::embedding, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       embedding_bwd(a.as<float>("dy"), a.as<std::int64_t>("ids"), a.as<float>("dtable"), c.rows,
+                     c.cols, c.vocab);
+     }},
+    {MemOp::adamw, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       adamw(a.as<float>("param"), a.as<float>("grad"), a.as<float>("m"), a.as<float>("v"),
+             c.elements(), kAdamW);
+     }},
+    {MemOp::adamw_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       adamw_bf16(a.as<float>("param"), a.as<std::uint16_t>("grad"), a.as<float>("m"),
+                  a.as<float>("v"), a.as<std::uint16_t>("param_bf16"), c.elements(), kAdamW);
+     }},
+    {MemOp::cast_to_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cast_to_bf16(a.as<float>("x"), a.as<std::uint16_t>("y"), c.elements());
+     }},
+    {MemOp::cast_to_fp32, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cast_to_fp32(a.as<std::uint16_t>("x"), a.as<float>("y"), c.elements());
+     }},
+    {MemOp::fp8_quantize, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       fp8_quantize(a.as<std::uint16_t>("x"), a.as<float>("scale"), a.as<std::uint8_t>("y"),
+                    a.as<float>("amax"), c.elements());
+     }},
+    {MemOp::copy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       copy(a("src"), a("dst"), static_cast<std::size_t>(c.elements()) * dtype_size(c.dtype));
+     }},
+};
+
+}  // namespace
+
+void run(const MemopCase& c, const OperandAddresses& a) {
+  const bool elementwise = elementwise::visit_elementwise(c.op, c.pass, [&](auto kernel) {
+    using F = decltype(kernel);
+    run_elementwise(c.op, c.pass,
+                    elementwise::bind_elementwise<F, ElementwisePointers>(
+                        [&](const char* name) { return a(name); }),
+                    c.elements());
+  });
+  if (elementwise) return;
+  for (const Dispatch& d : kDispatch)
+    if (d.op == c.op && d.pass == c.pass) return d.run(c, a);
+  throw std::logic_error("memops: the CPU provider has no " + memop_name(c.op));
 }
 
 }  // namespace opbench::cpu_memops

@@ -11,12 +11,18 @@
 
 #include "memops/memop.hpp"
 #include "memops/memop_math.hpp"
+#include "memops/memop_operands.hpp"
 
 namespace opbench::cpu_memops {
 
+// The case's operator on one set of its operands (host addresses, by memop_operands' names, and
+// the norms' backward workspace of norm_bwd_workspace_floats): the CPU's one dispatch, a row for
+// each operator and pass beside the loops below.
+void run(const MemopCase& c, const OperandAddresses& operands);
+
 // The pointers of an elementwise operator (memops/elementwise.hpp): `out[0]` is also the first
 // value an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the
-// order of memop_operands. Unused entries stay null.
+// order the kernel names them. Unused entries stay null.
 struct ElementwisePointers {
   const float* in[3] = {};
   float* out[2] = {};

@@ -43,13 +43,11 @@
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
-#include "memops/reference_memops.hpp"
+#include "memops/memop_spec.hpp"
 
 namespace opbench {
 namespace {
 
-namespace mm = memop_math;
-namespace ref = reference_memops;
 namespace cm = cuda_memops;
 
 using namespace memop_inputs;  // the same inputs as the CPU provider
@@ -169,25 +167,11 @@ class CaseOperands {
   std::vector<Operand>& all() { return ops_; }
   std::int64_t sets() const { return sets_; }
 
-  // The bytes one set holds; those it touches (with the rows of the shared table its ids look
-  // up); the bytes of the shared operands.
-  std::int64_t set_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (!o.shared) bytes += o.padded();
-    return bytes;
-  }
-  std::int64_t touched_set_bytes() const {
-    if (c_.op == MemOp::embedding && c_.pass == MemPass::fwd)
-      return set_bytes() + c_.elements() * static_cast<std::int64_t>(dtype_size(c_.dtype));
-    return set_bytes();
-  }
-  std::int64_t shared_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (o.shared) bytes += o.padded();
-    return bytes;
-  }
+  // Set s's operands by name, for the dispatch (enqueue).
+  SetAddresses<std::vector<Operand>> addresses(std::int64_t s) const { return {ops_, s}; }
+
+  // The bytes of one set, of what it touches, and of the shared operands.
+  OperandFootprint footprint() const { return operand_footprint(ops_); }
 
   void allocate(std::int64_t sets) {
     sets_ = sets;
@@ -290,66 +274,110 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An elementwise operator's pointers on set s.
-cm::ElementwisePointers elementwise_pointers(CaseOperands& d, std::int64_t s) {
-  const ElementwiseBinding b = elementwise_binding(d.all());
-  cm::ElementwisePointers p;
-  for (int k = 0; k < 3; ++k)
-    if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].raw(s);
-  for (int k = 0; k < 2; ++k)
-    if (b.out[k] >= 0) p.out[k] = d.all()[static_cast<std::size_t>(b.out[k])].raw(s);
-  return p;
-}
+using Run = void (*)(const MemopCase& c, const OperandAddresses& a, const cm::Launch& l);
+
+struct Dispatch {
+  MemOp op;
+  MemPass pass;
+  Run run;
+};
+
+constexpr MemPass kFwd = MemPass::fwd, kBwd = MemPass::bwd;
+
+// Each operator's kernel and the operands it binds, by name (memop_operands' lists and our
+// kernels' workspaces): the CUDA backend's one dispatch.
+const Dispatch kDispatch[] = {
+    {MemOp::rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rmsnorm_fwd(c.dtype, a("x"), a("w"), a("y"), a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
+    {MemOp::rmsnorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rmsnorm_bwd(c.dtype, a("dy"), a("x"), a("w"), a.as<float>("rstd"), a("dx"), a("dw"),
+                       a.as<float>("workspace"), c.rows, c.cols, l);
+     }},
+    {MemOp::layernorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::layernorm_fwd(c.dtype, a("x"), a("w"), a("b"), a("y"), a.as<float>("mean"),
+                         a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
+    {MemOp::layernorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::layernorm_bwd(c.dtype, a("dy"), a("x"), a("w"), a.as<float>("mean"), a.as<float>("rstd"),
+                         a("dx"), a("dw"), a("db"), a.as<float>("workspace"), c.rows, c.cols, l);
+     }},
+    {MemOp::softmax, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::softmax_fwd(c.dtype, a("x"), a("y"), c.rows, c.cols, l);
+     }},
+    {MemOp::softmax, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::softmax_bwd(c.dtype, a("y"), a("dy"), a("dx"), c.rows, c.cols, l);
+     }},
+    {MemOp::rope, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rope(c.dtype, a("x"), a.as<float>("cos"), a.as<float>("sin"), a("y"), c.rows,
+                c.heads + c.kv_heads, c.head_dim, false, l);
+     }},
+    {MemOp::rope, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rope(c.dtype, a("dy"), a.as<float>("cos"), a.as<float>("sin"), a("dx"), c.rows,
+                c.heads + c.kv_heads, c.head_dim, true, l);
+     }},
+    {MemOp::cross_entropy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cross_entropy(c.dtype, a("logits"), a.as<std::int64_t>("targets"), a("dlogits"),
+                         a.as<float>("loss"), c.rows, c.cols, l);
+     }},
+    {MemOp::embedding, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::embedding_fwd(c.dtype, a("table"), a.as<std::int64_t>("ids"), a("y"), c.rows, c.cols,
+                         c.vocab, l);
+     }},
+    {MemOp::embedding, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::embedding_bwd(c.dtype, a("dy"), a.as<std::int64_t>("ids"), a("dtable"),
+                         a.find("workspace"), c.rows, c.cols, c.vocab, l);
+     }},
+    {MemOp::adamw, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::adamw(a.as<float>("param"), a.as<float>("grad"), a.as<float>("m"), a.as<float>("v"),
+                 c.elements(), kAdamW, l);
+     }},
+    {MemOp::adamw_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::adamw_bf16(a.as<float>("param"), a.as<std::uint16_t>("grad"), a.as<float>("m"),
+                      a.as<float>("v"), a.as<std::uint16_t>("param_bf16"), c.elements(), kAdamW, l);
+     }},
+    {MemOp::cast_to_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cast_to_bf16(a.as<float>("x"), a.as<std::uint16_t>("y"), c.elements(), l);
+     }},
+    {MemOp::cast_to_fp32, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cast_to_fp32(a.as<std::uint16_t>("x"), a.as<float>("y"), c.elements(), l);
+     }},
+    {MemOp::fp8_quantize, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::fp8_quantize(a.as<std::uint16_t>("x"), a.as<float>("scale"), a.as<std::uint8_t>("y"),
+                        a.as<float>("amax"), c.elements(), l);
+     }},
+};
 
 // Enqueues the case's operator on set `s`.
 void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Launch& l) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const DType t = c.dtype;
-  const bool fwd = c.pass == MemPass::fwd;
-  auto p = [&](const char* name) -> void* { return d.get(name).raw(s); };
-  auto f = [&](const char* name) { return d.at<float>(name, s); };
-  auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
-  auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
-  if (elementwise::is_elementwise(c.op))
-    return cm::run_elementwise(t, c.op, c.pass, elementwise_pointers(d, s), n, l);
-  switch (c.op) {
-    case MemOp::rmsnorm:
-      if (fwd) return cm::rmsnorm_fwd(t, p("x"), p("w"), p("y"), f("rstd"), rows, cols, l);
-      return cm::rmsnorm_bwd(t, p("dy"), p("x"), p("w"), f("rstd"), p("dx"), p("dw"),
-                             f("workspace"), rows, cols, l);
-    case MemOp::layernorm:
-      if (fwd)
-        return cm::layernorm_fwd(t, p("x"), p("w"), p("b"), p("y"), f("mean"), f("rstd"), rows,
-                                 cols, l);
-      return cm::layernorm_bwd(t, p("dy"), p("x"), p("w"), f("mean"), f("rstd"), p("dx"), p("dw"),
-                               p("db"), f("workspace"), rows, cols, l);
-    case MemOp::softmax:
-      if (fwd) return cm::softmax_fwd(t, p("x"), p("y"), rows, cols, l);
-      return cm::softmax_bwd(t, p("y"), p("dy"), p("dx"), rows, cols, l);
-    case MemOp::rope:
-      return cm::rope(t, p(fwd ? "x" : "dy"), f("cos"), f("sin"), p(fwd ? "y" : "dx"), rows,
-                      c.heads + c.kv_heads, c.head_dim, !fwd, l);
-    case MemOp::cross_entropy:
-      return cm::cross_entropy(t, p("logits"), ids("targets"), p("dlogits"), f("loss"), rows, cols,
-                               l);
-    case MemOp::embedding:
-      if (fwd) return cm::embedding_fwd(t, p("table"), ids("ids"), p("y"), rows, cols, c.vocab, l);
-      return cm::embedding_bwd(t, p("dy"), ids("ids"), p("dtable"),
-                               d.has("workspace") ? p("workspace") : nullptr, rows, cols, c.vocab,
-                               l);
-    case MemOp::adamw:
-      return cm::adamw(f("param"), f("grad"), f("m"), f("v"), n, kAdamW, l);
-    case MemOp::adamw_bf16:
-      return cm::adamw_bf16(f("param"), bf("grad"), f("m"), f("v"), bf("param_bf16"), n, kAdamW, l);
-    case MemOp::cast_to_bf16:
-      return cm::cast_to_bf16(f("x"), bf("y"), n, l);
-    case MemOp::cast_to_fp32:
-      return cm::cast_to_fp32(bf("x"), f("y"), n, l);
-    case MemOp::fp8_quantize:
-      return cm::fp8_quantize(bf("x"), f("scale"), d.at<std::uint8_t>("y", s), f("amax"), n, l);
-    default:
-      throw std::logic_error("memops: the CUDA provider has no kernel for " + memop_name(c.op));
-  }
+  const auto a = d.addresses(s);
+  const bool elementwise = elementwise::visit_elementwise(c.op, c.pass, [&](auto kernel) {
+    using F = decltype(kernel);
+    cm::run_elementwise(c.dtype, c.op, c.pass,
+                        elementwise::bind_elementwise<F, cm::ElementwisePointers>(
+                            [&](const char* name) { return a(name); }),
+                        c.elements(), l);
+  });
+  if (elementwise) return;
+  for (const Dispatch& k : kDispatch)
+    if (k.op == c.op && k.pass == c.pass) return k.run(c, a, l);
+  throw std::logic_error("memops: the CUDA provider has no kernel for " + memop_name(c.op));
 }
 
 // ---- check ---------------------------------------------------------------------------------
@@ -484,10 +512,8 @@ class CudaMemopProvider final : public MemopProvider {
       }
     }
     if (is_copy(c.op)) return std::nullopt;
-    const bool row_op = c.op == MemOp::rmsnorm || c.op == MemOp::layernorm ||
-                        c.op == MemOp::softmax || c.op == MemOp::cross_entropy ||
-                        c.op == MemOp::embedding || c.op == MemOp::rope;
-    if (row_op && c.cols > std::numeric_limits<int>::max())
+    const MemopSpec* spec = memop_spec(c.op);
+    if (spec && spec->rows && c.cols > std::numeric_limits<int>::max())
       return fmt::format("{}: rows of {} elements exceed our kernels' 2^31 - 1", memop_name(c.op),
                          c.cols);
     if (const auto problem = memop_shape_problem(c)) return problem->why;
@@ -501,19 +527,9 @@ class CudaMemopProvider final : public MemopProvider {
     MemopResult r;
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
-    switch (c.op) {
-      case MemOp::copy:
-      case MemOp::h2d:
-      case MemOp::d2h:
-      case MemOp::h2d_pageable:
-      case MemOp::d2h_pageable:
-        return run_local_copy(c, o);
-      case MemOp::peer:
-      case MemOp::peer_all:
-        return run_peer(c, o);
-      default:
-        return run_kernel(c, o);
-    }
+    if (c.op == MemOp::peer || c.op == MemOp::peer_all) return run_peer(c, o);
+    if (is_copy(c.op)) return run_local_copy(c, o);
+    return run_kernel(c, o);
   }
 
  private:
@@ -563,10 +579,10 @@ class CudaMemopProvider final : public MemopProvider {
   MemopResult run_kernel(const MemopCase& c, const MemopRunOptions& o) {
     MemopResult r;
     CaseOperands d(c, operands_of(c, info_.sm_count), info_.sm_count);
-    const std::int64_t shared = d.shared_bytes();
+    const OperandFootprint bytes = d.footprint();
     const std::int64_t flush = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
-    const auto plan = plan_sets(d.set_bytes(), d.touched_set_bytes(),
-                                device_budget(device_) - shared - flush, o, r);
+    const auto plan =
+        plan_sets(bytes.set, bytes.touched, device_budget(device_) - bytes.shared - flush, o, r);
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     if (!plan) return r;
     d.allocate(plan->sets);
