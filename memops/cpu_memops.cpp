@@ -155,6 +155,27 @@ OPBENCH_CPU_CLONES void rmsnorm_fwd_rows(const float* __restrict x, const float*
   }
 }
 
+OPBENCH_CPU_CLONES void add_rmsnorm_fwd_rows(const float* __restrict x,
+                                             const float* __restrict residual,
+                                             const float* __restrict w, float* __restrict y,
+                                             float* __restrict h, float* __restrict rstd,
+                                             std::int64_t r0, std::int64_t r1, std::int64_t cols) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* __restrict xr = x + r * cols;
+    const float* __restrict rr = residual + r * cols;
+    float* __restrict hr = h + r * cols;
+    float* __restrict yr = y + r * cols;
+    // h goes to memory once, and is read back from cache for the sum and the output.
+    for (std::int64_t j = 0; j < cols; ++j)
+      hr[j] = residual_add(xr[j], rr[j]);
+    const float rs =
+        rms_rstd(lane_sum(cols, [hr](std::int64_t i) { return hr[i] * hr[i]; }), cols, kRmsNormEps);
+    rstd[r] = rs;
+    for (std::int64_t j = 0; j < cols; ++j)
+      yr[j] = rms_scale(hr[j], rs, w[j]);
+  }
+}
+
 // The norms' backward sums dw (and db) over rows: each task sums its rows into its own partial
 // row of the workspace (no two tasks write the same memory, and the result does not depend on
 // which thread ran what), then the partials are added column by column. Few tasks, so the
@@ -460,6 +481,13 @@ void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int
   });
 }
 
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, float* y, float* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols) {
+  for_row_chunks(rows, cols, [=](std::int64_t r0, std::int64_t r1) {
+    add_rmsnorm_fwd_rows(x, residual, w, y, h, rstd, r0, r1, cols);
+  });
+}
+
 std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols) {
   return 2 * norm_bwd_tasks(rows, cols) * cols;
 }
@@ -633,6 +661,12 @@ const Dispatch kDispatch[] = {
      [](const MemopCase& c, const OperandAddresses& a) {
        rmsnorm_bwd(a.as<float>("dy"), a.as<float>("x"), a.as<float>("w"), a.as<float>("rstd"),
                    a.as<float>("dx"), a.as<float>("dw"), a.as<float>("workspace"), c.rows, c.cols);
+     }},
+    {MemOp::add_rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       add_rmsnorm_fwd(a.as<float>("x"), a.as<float>("residual"), a.as<float>("w"),
+                       a.as<float>("y"), a.as<float>("residual_out"), a.as<float>("rstd"), c.rows,
+                       c.cols);
      }},
     {MemOp::layernorm, kFwd,
      [](const MemopCase& c, const OperandAddresses& a) {

@@ -39,6 +39,11 @@ void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
                  float* dw, float* workspace, std::int64_t rows, std::int64_t cols);
 
+// The residual add fused before RMSNorm: h = x + residual (written), y = h rstd w with
+// rstd = 1/sqrt(mean(h^2) + kRmsNormEps) per row (written).
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, float* y, float* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols);
+
 // y = (x - mean) rstd w + b, the biased variance, kLayerNormEps.
 void layernorm_fwd(const float* x, const float* w, const float* b, float* y, float* mean,
                    float* rstd, std::int64_t rows, std::int64_t cols);

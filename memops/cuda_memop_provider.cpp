@@ -296,6 +296,11 @@ const Dispatch kDispatch[] = {
        cm::rmsnorm_bwd(c.dtype, a("dy"), a("x"), a("w"), a.as<float>("rstd"), a("dx"), a("dw"),
                        a.as<float>("workspace"), c.rows, c.cols, l);
      }},
+    {MemOp::add_rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::add_rmsnorm_fwd(c.dtype, a("x"), a("residual"), a("w"), a("y"), a("residual_out"),
+                           a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
     {MemOp::layernorm, kFwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
        cm::layernorm_fwd(c.dtype, a("x"), a("w"), a("b"), a("y"), a.as<float>("mean"),

@@ -1,5 +1,5 @@
-// CUDA kernels of bench_memops: RMSNorm and LayerNorm, forward and backward, one block per row
-// (memops/cuda_memops.cuh).
+// CUDA kernels of bench_memops: RMSNorm and LayerNorm, forward and backward, and the residual
+// add fused before RMSNorm, one block per row (memops/cuda_memops.cuh).
 #include "memops/cuda_memops_launch.cuh"
 
 namespace opbench::cuda_memops {
@@ -31,6 +31,39 @@ __global__ void __launch_bounds__(kRowMaxThreads)
 #pragma unroll
       for (int j = 0; j < V; ++j)
         a[j] = a[j] * rs * g[j];  // HF's order, as the CPU loop: (x rstd) w
+      store<V>(y, base + c * V, a);
+    }
+  }
+}
+
+// h = x + residual, stored as the residual out, and its row's sum of squares in one pass; then y
+// = (h rstd) w, h recomputed from x and residual (read again, from L1/L2) in fp32.
+template <int V, class S>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    add_rmsnorm_fwd_kernel(const S* x, const S* residual, const S* w, S* y, S* h, float* rstd,
+                           std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t base = row * cols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], r[V];
+      load<V>(x, base + c * V, a);
+      load<V>(residual, base + c * V, r);
+      ss += residual_add_squares(a, r);
+      store<V>(h, base + c * V, a);
+    }
+    ss = block_all_reduce(ss, AddFloat{}, 0.0f);
+    const float rs = rms_rstd(ss, cols, kRmsNormEps);
+    if (threadIdx.x == 0) rstd[row] = rs;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], r[V], g[V];
+      load<V>(x, base + c * V, a);
+      load<V>(residual, base + c * V, r);
+      load<V>(w, c * V, g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = rms_scale(residual_add(a[j], r[j]), rs, g[j]);
       store<V>(y, base + c * V, a);
     }
   }
@@ -207,6 +240,18 @@ void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, st
                     static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y), rstd,
                     rows, c);
               });
+}
+
+void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
+  launch_rows(
+      t, "add_rmsnorm", "add_rmsnorm_fwd_kernel", address_bits(x, residual, w, y, h), rows, cols, l,
+      " (the residual add fused)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
+        using S = decltype(tag);
+        add_rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+            static_cast<const S*>(x), static_cast<const S*>(residual), static_cast<const S*>(w),
+            static_cast<S*>(y), static_cast<S*>(h), rstd, rows, c);
+      });
 }
 
 std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count) {

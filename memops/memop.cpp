@@ -31,6 +31,8 @@ const std::vector<OpInfo>& op_table() {
       {MemOp::add, "add"},
       {MemOp::rmsnorm, "rmsnorm", true},
       {MemOp::layernorm, "layernorm", true},
+      // The forward that TransformerEngine, Apex and Liger fuse: the residual add before a norm.
+      {MemOp::add_rmsnorm, "add_rmsnorm"},
       {MemOp::softmax, "softmax", true},
       {MemOp::swiglu, "swiglu", true},
       {MemOp::gelu, "gelu", true},

@@ -20,6 +20,7 @@ enum class MemOp {
   add,            // residual add: z = x + y
   rmsnorm,        // y = x / rms(x) * w, rstd kept for backward
   layernorm,      // y = (x - mean) * rstd * w + b
+  add_rmsnorm,    // h = x + residual, y = rmsnorm(h) * w; h written too (the residual stream)
   softmax,        // rows of length L
   swiglu,         // y = silu(g) * u
   gelu,           // tanh approximation

@@ -30,11 +30,11 @@ using RuleFn = std::string(const MemopCase& c, const std::string& rounding);
 // A shape it cannot take, with the field concerned (memop_shape_problem).
 using ShapeRuleFn = std::optional<ShapeProblem>(const MemopCase& c);
 
-OperandsFn norm_operands, softmax_operands, cross_entropy_operands, rope_operands,
-    embedding_operands, adamw_operands, cast_operands, fp8_operands;
-CheckFn check_norm, check_softmax, check_cross_entropy, check_rope, check_embedding, check_adamw,
-    check_cast, check_fp8;
-RuleFn norm_rule, row_rule, rope_rule, embedding_rule, adamw_rule, exact_rule;
+OperandsFn norm_operands, add_rmsnorm_operands, softmax_operands, cross_entropy_operands,
+    rope_operands, embedding_operands, adamw_operands, cast_operands, fp8_operands;
+CheckFn check_norm, check_add_rmsnorm, check_softmax, check_cross_entropy, check_rope,
+    check_embedding, check_adamw, check_cast, check_fp8;
+RuleFn norm_rule, add_rmsnorm_rule, row_rule, rope_rule, embedding_rule, adamw_rule, exact_rule;
 ShapeRuleFn rope_shape_problem, embedding_shape_problem;
 }  // namespace memop_specs
 
@@ -56,6 +56,7 @@ namespace memop_specs {
 inline const MemopSpec kAll[] = {
     {MemOp::rmsnorm, kRowOperator, norm_operands, check_norm, norm_rule},
     {MemOp::layernorm, kRowOperator, norm_operands, check_norm, norm_rule},
+    {MemOp::add_rmsnorm, kRowOperator, add_rmsnorm_operands, check_add_rmsnorm, add_rmsnorm_rule},
     {MemOp::softmax, kRowOperator, softmax_operands, check_softmax, row_rule},
     {MemOp::cross_entropy, kRowOperator, cross_entropy_operands, check_cross_entropy, row_rule},
     {MemOp::rope, kRowOperator, rope_operands, check_rope, rope_rule, rope_shape_problem},

@@ -1,4 +1,5 @@
-// The norms (memops/memop_spec.hpp): RMSNorm and LayerNorm, forward and backward.
+// The norms (memops/memop_spec.hpp): RMSNorm and LayerNorm, forward and backward, and the
+// residual add fused before RMSNorm.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,6 +95,44 @@ void check_norm_bwd(ReferenceCheck& k) {
 
 void check_norm(ReferenceCheck& k) {
   k.c.pass == MemPass::fwd ? check_norm_fwd(k) : check_norm_bwd(k);
+}
+
+// The residual add fused before RMSNorm, forward: x, residual, w -> y, the sum h = x + residual
+// (the residual stream's next value, which the frameworks return beside y) and rstd.
+void add_rmsnorm_operands(const MemopCase& c, OperandList& list) {
+  const DType t = c.dtype;
+  const std::int64_t n = c.elements();
+  list.in("x", n, t)
+      .in("residual", n, t)
+      .in("w", c.cols, t)
+      .out("y", n, t)
+      .out("residual_out", n, t)
+      .out("rstd", c.rows, DType::fp32);
+}
+
+// y and rstd are a row's reduction; residual_out is one rounding of the sum.
+void check_add_rmsnorm(ReferenceCheck& k) {
+  const MemopCase& c = k.c;
+  const std::int64_t cols = c.cols;
+  const auto w = k.get("w", 0, cols);
+  const double tol = reduction_tolerance(cols);
+  auto& y = k.add("y", stored_in(c.dtype, tol), cols);
+  auto& sum = k.add("residual_out", stored_in(c.dtype, kElementwiseTolerance), cols);
+  auto& rstd = k.add("rstd", tol);
+  std::vector<double> a, b, e;
+  row_blocks(c.rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+    const std::int64_t n = r1 - r0, at = r0 * cols;
+    ref::add_rmsnorm_fwd(k.get("x", at, n * cols).data(), k.get("residual", at, n * cols).data(),
+                         w.data(), n, cols, memop_math::kRmsNormEps, zeroed(a, n * cols),
+                         zeroed(e, n * cols), zeroed(b, n));
+    k.compare(y, k.get("y", at, n * cols), a.data(), at);
+    k.compare(sum, k.get("residual_out", at, n * cols), e.data(), at);
+    k.compare(rstd, k.get("rstd", r0, n), b.data(), r0);
+  });
+}
+
+std::string add_rmsnorm_rule(const MemopCase& c, const std::string& rounding) {
+  return reduction_rule(c.cols, "a row", rounding) + "; residual_out 8u" + rounding;
 }
 
 std::string norm_rule(const MemopCase& c, const std::string& rounding) {

@@ -56,6 +56,8 @@ TEST_CASE("memops bytes by hand: elementwise and row operators, fp32, 4 rows of 
   check_bytes(make(MemOp::rmsnorm), 128 + 32, 128 + 16);
   // bwd reads dy, x, w, rstd; writes dx and dw.
   check_bytes(make(MemOp::rmsnorm, MemPass::bwd), 256 + 32 + 16, 128 + 32);
+  // add_rmsnorm reads x, residual and w; writes y, the sum x + residual and rstd.
+  check_bytes(make(MemOp::add_rmsnorm), 256 + 32, 256 + 16);
   check_bytes(make(MemOp::layernorm), 128 + 64, 128 + 32);                     // + bias; mean
   check_bytes(make(MemOp::layernorm, MemPass::bwd), 256 + 32 + 32, 128 + 64);  // dw, db
   check_bytes(make(MemOp::softmax), 128, 128);
