@@ -769,19 +769,20 @@ class CudaMemopProvider final : public MemopProvider {
     }
   }
 
-  MemopResult run_peer(const MemopCase& c, const MemopRunOptions& o) {
-    MemopResult r;
-    const bool all = c.op == MemOp::peer_all;
-    // The pairs: gpu i sends to gpu (i + 1) % devices at once, or the one pair.
-    std::vector<std::pair<int, int>> pairs;
-    if (all)
-      for (int i = 0; i < c.devices; ++i)
-        pairs.emplace_back(i, (i + 1) % c.devices);
-    else
-      pairs.emplace_back(c.src_device, c.dst_device);
-    const std::int64_t bytes = c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype));
-    const std::int64_t padded = align_up(bytes, kAlign);
-    // Every GPU holds a source (and receives a destination) per set: the sets fit the tightest.
+  using GpuPairs = std::vector<std::pair<int, int>>;  // {source, destination}
+
+  // The pairs of a case: gpu i sends to gpu (i + 1) % devices at once (peer_all), or the one pair.
+  static GpuPairs peer_pairs(const MemopCase& c) {
+    if (c.op != MemOp::peer_all) return {{c.src_device, c.dst_device}};
+    GpuPairs pairs;
+    for (int i = 0; i < c.devices; ++i)
+      pairs.emplace_back(i, (i + 1) % c.devices);
+    return pairs;
+  }
+
+  // Every GPU holds a source (and receives a destination) per set of each pair it is in: the
+  // sets fit the tightest, less the flush with --cold.
+  std::int64_t peer_budget(const GpuPairs& pairs, bool cold) const {
     std::int64_t budget = std::numeric_limits<std::int64_t>::max();
     std::map<int, int> buffers_on;
     for (const auto& [src, dst] : pairs) {
@@ -790,94 +791,153 @@ class CudaMemopProvider final : public MemopProvider {
     }
     for (const auto& [dev, count] : buffers_on)
       budget = std::min(budget, device_budget(dev) / count);
-    if (o.cold) budget -= static_cast<std::int64_t>(2 * info_.l2_bytes);
-    const auto plan = plan_sets(padded, padded, budget, o, r);
-    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
-    if (!plan) return r;
-    if (all) r.working_set_bytes *= c.devices;
-    const std::int64_t sets = plan->sets;
-    for (const auto& [src, dst] : pairs)
-      enable_peer(src, dst, r.note);
+    if (cold) budget -= static_cast<std::int64_t>(2 * info_.l2_bytes);
+    return budget;
+  }
 
-    std::vector<GpuBuffer> sources, destinations;
-    for (const auto& [src, dst] : pairs) {
-      sources.emplace_back(src, static_cast<std::size_t>(sets * padded));
-      destinations.emplace_back(dst, static_cast<std::size_t>(sets * padded));
-      DeviceScope on(src);
-      const cudaStream_t s = stream_on(src);
-      fill_uniform(sources.back().data(), static_cast<std::size_t>(c.elements()), c.dtype,
-                   kSeed + static_cast<std::uint64_t>(src), s);
-      for (std::int64_t k = 1; k < sets; ++k)
-        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sources.back().data() + k * padded,
-                                           sources.back().data(), static_cast<std::size_t>(bytes),
-                                           cudaMemcpyDeviceToDevice, s));
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+  // The copies of every pair, `sets` sets of `bytes` (`padded` apart), the sources filled. peer:
+  // the source GPU's stream is the timed one. peer_all: the provider's GPU forks every pair's
+  // stream off its own (cudaStreamWaitEvent waits across GPUs; an event and the stream it is
+  // recorded on must share a GPU, and so must the two events cudaEventElapsedTime compares: CUDA
+  // C++ Programming Guide, "Stream and Event Behavior") and joins them back, so its events span
+  // the first copy's start to the last one's end.
+  class PeerCopies {
+   public:
+    PeerCopies(CudaMemopProvider& gpu, const MemopCase& c, GpuPairs pairs, std::int64_t sets,
+               std::int64_t padded)
+        : gpu_(gpu),
+          pairs_(std::move(pairs)),
+          all_(c.op == MemOp::peer_all),
+          bytes_(c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype))),
+          padded_(padded),
+          timed_device_(all_ ? gpu.device_ : pairs_.front().first) {
+      for (const auto& [src, dst] : pairs_) {
+        sources_.emplace_back(src, static_cast<std::size_t>(sets * padded));
+        destinations_.emplace_back(dst, static_cast<std::size_t>(sets * padded));
+        DeviceScope on(src);
+        const cudaStream_t s = gpu_.stream_on(src);
+        fill_uniform(sources_.back().data(), static_cast<std::size_t>(c.elements()), c.dtype,
+                     kSeed + static_cast<std::uint64_t>(src), s);
+        for (std::int64_t k = 1; k < sets; ++k)
+          OPBENCH_CUDA_CHECK(
+              cudaMemcpyAsync(sources_.back().data() + k * padded, sources_.back().data(),
+                              static_cast<std::size_t>(bytes_), cudaMemcpyDeviceToDevice, s));
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+      }
+      DeviceScope on(timed_device_);
+      timed_ = gpu_.stream_on(timed_device_);
+      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&events_.fork, cudaEventDisableTiming));
+      events_.joins.assign(pairs_.size(), nullptr);
+      for (std::size_t p = 0; p < pairs_.size() && all_; ++p) {
+        DeviceScope at(pairs_[p].first);
+        OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&events_.joins[p], cudaEventDisableTiming));
+      }
+    }
+    PeerCopies(const PeerCopies&) = delete;
+    PeerCopies& operator=(const PeerCopies&) = delete;
+
+    int timed_device() const { return timed_device_; }
+    cudaStream_t timed_stream() const { return timed_; }
+
+    // Every pair's copy of set k, on the timed stream's timeline.
+    void enqueue(std::int64_t k) {
+      if (!all_) return copy_pair(0, k);
+      OPBENCH_CUDA_CHECK(cudaEventRecord(events_.fork, timed_));
+      for (std::size_t p = 0; p < pairs_.size(); ++p) {
+        const int src = pairs_[p].first;
+        DeviceScope at(src);
+        const cudaStream_t s = gpu_.stream_on(src);
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(s, events_.fork, 0));
+        copy_pair(p, k);
+        OPBENCH_CUDA_CHECK(cudaEventRecord(events_.joins[p], s));
+      }
+      for (std::size_t p = 0; p < pairs_.size(); ++p)
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(timed_, events_.joins[p], 0));
     }
 
+    void sync_all() {
+      for (const auto& [src, dst] : pairs_) {
+        DeviceScope at(src);
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream_on(src)));
+      }
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(timed_));
+    }
+
+    // Set 0 of every pair compared byte for byte (with --test-corrupt-result the first pair's
+    // result spoiled first).
+    std::deque<OutputCheck> checks(const MemopCase& c, bool corrupt) {
+      std::deque<OutputCheck> out;
+      const auto n = static_cast<std::size_t>(bytes_);
+      for (std::size_t p = 0; p < pairs_.size(); ++p) {
+        const auto want = device_bytes(sources_[p].data(), pairs_[p].first, n);
+        auto got = device_bytes(destinations_[p].data(), pairs_[p].second, n);
+        if (corrupt && p == 0) spoil_bytes(got, c.dtype);
+        out.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs_[p].first, pairs_[p].second),
+                                    want.data(), got.data(), n, c.dtype, c.cols));
+      }
+      return out;
+    }
+
+   private:
     // One copy of pair p, set k, on the source GPU's stream.
-    auto copy_pair = [&](std::size_t p, std::int64_t k) {
-      const auto [src, dst] = pairs[p];
+    void copy_pair(std::size_t p, std::int64_t k) {
+      const auto [src, dst] = pairs_[p];
       DeviceScope on(src);
-      OPBENCH_CUDA_CHECK(cudaMemcpyPeerAsync(destinations[p].data() + k * padded, dst,
-                                             sources[p].data() + k * padded, src,
-                                             static_cast<std::size_t>(bytes), stream_on(src)));
-    };
-    // peer: the source GPU's stream is the timed one. peer_all: the provider's GPU forks every
-    // pair's stream off its own (cudaStreamWaitEvent waits across GPUs; an event and the stream it
-    // is recorded on must share a GPU, and so must the two events cudaEventElapsedTime compares:
-    // CUDA C++ Programming Guide, "Stream and Event Behavior") and joins them back, so its events
-    // span the first copy's start to the last one's end.
-    const int timed_device = all ? device_ : pairs.front().first;
-    DeviceScope on(timed_device);
-    const cudaStream_t timed = stream_on(timed_device);
-    cudaEvent_t fork = nullptr;
-    std::vector<cudaEvent_t> joins(pairs.size(), nullptr);
-    // The guard comes first: when creating a later event throws, the ones made so far are
-    // destroyed too.
+      OPBENCH_CUDA_CHECK(cudaMemcpyPeerAsync(
+          destinations_[p].data() + k * padded_, dst, sources_[p].data() + k * padded_, src,
+          static_cast<std::size_t>(bytes_), gpu_.stream_on(src)));
+    }
+
+    // The fork and join events, destroyed with the copies (or as the constructor fails: the ones
+    // made so far).
     struct Events {
-      cudaEvent_t& fork;
-      std::vector<cudaEvent_t>& joins;
+      cudaEvent_t fork = nullptr;
+      std::vector<cudaEvent_t> joins;
+      Events() = default;
+      Events(const Events&) = delete;
+      Events& operator=(const Events&) = delete;
       ~Events() {
         for (auto e : joins)
           if (e) cudaEventDestroy(e);
         if (fork) cudaEventDestroy(fork);
       }
-    } events{fork, joins};
-    OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    for (std::size_t p = 0; p < pairs.size() && all; ++p) {
-      DeviceScope at(pairs[p].first);
-      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&joins[p], cudaEventDisableTiming));
-    }
+    };
+
+    CudaMemopProvider& gpu_;
+    GpuPairs pairs_;
+    bool all_;
+    std::int64_t bytes_, padded_;
+    int timed_device_;
+    cudaStream_t timed_ = nullptr;
+    std::vector<GpuBuffer> sources_, destinations_;
+    Events events_;
+  };
+
+  MemopResult run_peer(const MemopCase& c, const MemopRunOptions& o) {
+    MemopResult r;
+    const bool all = c.op == MemOp::peer_all;
+    GpuPairs pairs = peer_pairs(c);
+    const std::int64_t bytes = c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype));
+    const std::int64_t padded = align_up(bytes, kAlign);
+    const auto plan = plan_sets(padded, padded, peer_budget(pairs, o.cold), o, r);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (!plan) return r;
+    if (all) r.working_set_bytes *= c.devices;
+    for (const auto& [src, dst] : pairs)
+      enable_peer(src, dst, r.note);
+
+    PeerCopies copies(*this, c, std::move(pairs), plan->sets, padded);
+    DeviceScope on(copies.timed_device());
     std::int64_t set = 0;
-    auto enqueue = [&] {
-      if (!all) return copy_pair(0, set);
-      OPBENCH_CUDA_CHECK(cudaEventRecord(fork, timed));
-      for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const int src = pairs[p].first;
-        DeviceScope at(src);
-        const cudaStream_t s = stream_on(src);
-        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(s, fork, 0));
-        copy_pair(p, set);
-        OPBENCH_CUDA_CHECK(cudaEventRecord(joins[p], s));
-      }
-      for (std::size_t p = 0; p < pairs.size(); ++p)
-        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(timed, joins[p], 0));
-    };
-    auto sync_all = [&] {
-      for (const auto& [src, dst] : pairs) {
-        DeviceScope at(src);
-        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_on(src)));
-      }
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(timed));
-    };
-    enqueue();  // connects the GPUs, untimed
-    sync_all();
+    copies.enqueue(set);  // connects the GPUs, untimed
+    copies.sync_all();
     auto prepare = [&] {
-      set = (set + 1) % sets;
-      if (o.cold && timed_device == device_) flusher_->flush(timed);
+      set = (set + 1) % plan->sets;
+      if (o.cold && copies.timed_device() == device_) flusher_->flush(copies.timed_stream());
     };
-    r.measurement = measure_on(timed, o, enqueue, prepare);
-    sync_all();
+    r.measurement = measure_on(
+        copies.timed_stream(), o, [&] { copies.enqueue(set); }, prepare);
+    copies.sync_all();
     r.impl =
         all ? fmt::format(
                   "cudaMemcpyPeerAsync on {} streams at once, gpu i -> gpu (i + 1) % "
@@ -886,23 +946,13 @@ class CudaMemopProvider final : public MemopProvider {
                   c.devices, c.devices, human_bytes(static_cast<double>(bytes)), device_)
             : fmt::format("cudaMemcpyPeerAsync gpu{} -> gpu{}, {} on gpu{}'s stream", c.src_device,
                           c.dst_device, human_bytes(static_cast<double>(bytes)), c.src_device);
-    if (o.cold && timed_device != device_)
+    if (o.cold && copies.timed_device() != device_)
       append_note(r.note, fmt::format("--cold flushes gpu{}'s L2 only", device_));
     finish(r);
     if (o.check) {
-      set = 0;
-      enqueue();
-      sync_all();
-      std::deque<OutputCheck> checks;
-      for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const auto n = static_cast<std::size_t>(bytes);
-        const auto want = device_bytes(sources[p].data(), pairs[p].first, n);
-        auto got = device_bytes(destinations[p].data(), pairs[p].second, n);
-        if (o.corrupt_for_test && p == 0) spoil_bytes(got, c.dtype);
-        checks.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs[p].first, pairs[p].second),
-                                       want.data(), got.data(), n, c.dtype, c.cols));
-      }
-      summarize_checks(checks, "byte for byte", r);
+      copies.enqueue(0);
+      copies.sync_all();
+      summarize_checks(copies.checks(c, o.corrupt_for_test), "byte for byte", r);
     }
     return r;
   }
