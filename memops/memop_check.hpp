@@ -74,8 +74,9 @@ class OperandReader {
 // and our CUDA kernels run the same memop_math functions; only the order of the sums differs.
 //   exact        0: gathers, copies, casts and fp8 round once, to the same value (fp8's x scale
 //                is exact in fp32: bf16's 8 significant bits times 112 = 7 x 16's 3).
-//   elementwise  8u: a few roundings (add 1; rope 3; AdamW 3 for each of param, m and v, whose
-//                update term m / (sqrt(v) + eps) is lr-sized next to the parameter).
+//   elementwise  8u: a few roundings (add and add_rmsnorm's residual_out 1; rope 3; AdamW 3 for
+//                each of param, m and v, whose update term m / (sqrt(v) + eps) is lr-sized next
+//                to the parameter).
 //   activations  64u: the activations and their gradients (Accuracy::exponential in
 //                memops/elementwise.hpp): exp_approx within 2 ulp, then up to ten roundings;
 //                measured up to 19u (gelu's gradient).
