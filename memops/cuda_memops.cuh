@@ -8,9 +8,10 @@
 // Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them):
 //   row operators (rmsnorm, add_rmsnorm, layernorm, softmax, cross_entropy): one block per row
 //     with a block reduction (warp shuffles, then one value per warp through shared memory); a
-//     grid of more rows than CUDA allows blocks strides over them. The row is read once for the statistics
-//     and once more to write the result, the second read expected to hit L1/L2 while the block
-//     works on the row (PyTorch's and Apex's layer norms read the row twice the same way).
+//     grid of more rows than CUDA allows blocks strides over them. The row is read once for the
+//     statistics and once more to write the result, the second read expected to hit L1/L2 while
+//     the block works on the row (PyTorch's and Apex's layer norms read the row twice the same
+//     way).
 //   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
 //     fp32 workspace, then a column reduction over the partials (Apex's
 //     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
