@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -173,36 +174,11 @@ class CublasLtProvider final : public GemmProvider {
     const Tuned& best = cached->second;
     r.algo = best.description;
 
-    // Launch-bound: one sample replays a graph that walks the operand sets (and lasts at least
-    // kGraphTargetUs), so every launch still finds its inputs out of cache. With --cold each
-    // launch needs its own flush, so it stays a single launch and the row says so.
-    std::unique_ptr<LaunchGraph> graph;
-    if (best.us < kLaunchBoundUs && !o.cold) {
-      const GraphLaunchPlan launches =
-          plan_graph_launches(best.us, plan.sets, kGraphTargetUs, kMaxGraphLaunches);
-      try {
-        graph = std::make_unique<LaunchGraph>(stream_, launches.launches, [&](int) {
+    const std::unique_ptr<LaunchGraph> graph =
+        launch_graph(best.us, plan.sets, layout.set_bytes(), o.cold, r, [&] {
           set = (set + 1) % plan.sets;
           lt_check(launch(best.algo), "Matmul (graph capture)");
         });
-        r.launches_per_sample = launches.launches;
-        r.note = fmt::format("CUDA graph of {} launches per sample (one launch takes {:.1f} us)",
-                             launches.launches, best.us);
-        if (launches.sets_walked < plan.sets) {
-          r.working_set_bytes = launches.sets_walked * layout.set_bytes();
-          append_note(r.note, fmt::format("the graph walks {} of {} operand sets: working set "
-                                          "{}, under 4x the {} L2",
-                                          launches.sets_walked, plan.sets,
-                                          human_bytes(static_cast<double>(r.working_set_bytes)),
-                                          human_bytes(static_cast<double>(info_.l2_bytes))));
-        }
-      } catch (const Error& e) {
-        r.note = fmt::format("launch-bound ({:.1f} us per launch); graph capture failed: {}",
-                             best.us, e.what());
-      }
-    } else if (best.us < kLaunchBoundUs) {
-      r.note = fmt::format("launch-bound ({:.1f} us per launch) and flushed before each", best.us);
-    }
 
     CudaEventTimer timer;
     auto sample = [&] {
@@ -221,30 +197,66 @@ class CublasLtProvider final : public GemmProvider {
     append_note(r.note, throttle_note(r.measurement, info_.max_sm_clock_khz / 1e3));
     if (sampler_.fell_back()) append_note(r.note, GpuSampler::fallback_note());
 
-    if (o.check) {
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      auto a = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.a_offset(set)),
-                                             static_cast<std::size_t>(layout.a_bytes));
-      auto b = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.b_offset(set)),
-                                             static_cast<std::size_t>(layout.b_bytes));
-      auto c = pools_.output_buffer().to_host(static_cast<std::size_t>(layout.c_offset(set)),
-                                              static_cast<std::size_t>(layout.c_bytes));
-      if (o.corrupt_for_test)
-        spoil_element_for_test(c.data(), p.out_dtype,
-                               static_cast<std::size_t>(p.batch * p.c_elements() / 2));
-      CheckPrecision precision;
-      precision.input_roundoff = p.dtype == DType::tf32 ? unit_roundoff(DType::tf32) : 0.0;
-      // fp64 accumulates in fp64; Hopper's fp8 tensor cores keep about 14 bits while accumulating
-      // fast (a split accumulator promotes to fp32 every few k-steps: the same bound covers it).
-      precision.accumulate_roundoff = p.dtype == DType::fp64       ? unit_roundoff(DType::fp64)
-                                      : p.dtype == DType::fp8_e4m3 ? std::ldexp(1.0, -14)
-                                                                   : unit_roundoff(DType::fp32);
-      r.check = freivalds_check(p, a.data(), b.data(), c.data(), precision);
-    }
+    if (o.check) r.check = check_set(p, layout, set, o.corrupt_for_test);
     return r;
   }
 
  private:
+  // Launch-bound (a launch under kLaunchBoundUs): one sample replays a graph of launches that
+  // walks the operand sets (launch_next: the next set's launch) and lasts at least
+  // kGraphTargetUs, so every launch still finds its inputs out of cache; `r` says so. With
+  // --cold each launch needs its own flush, so it stays a single launch and the row says so.
+  // nullptr: single launches.
+  std::unique_ptr<LaunchGraph> launch_graph(double launch_us, std::int64_t sets,
+                                            std::int64_t set_bytes, bool cold, GemmResult& r,
+                                            const std::function<void()>& launch_next) {
+    if (launch_us >= kLaunchBoundUs) return nullptr;
+    if (cold) {
+      r.note =
+          fmt::format("launch-bound ({:.1f} us per launch) and flushed before each", launch_us);
+      return nullptr;
+    }
+    const GraphLaunchPlan launches =
+        plan_graph_launches(launch_us, sets, kGraphTargetUs, kMaxGraphLaunches);
+    try {
+      auto graph =
+          std::make_unique<LaunchGraph>(stream_, launches.launches, [&](int) { launch_next(); });
+      r.launches_per_sample = launches.launches;
+      r.note = fmt::format("CUDA graph of {} launches per sample (one launch takes {:.1f} us)",
+                           launches.launches, launch_us);
+      if (launches.sets_walked < sets) {
+        r.working_set_bytes = launches.sets_walked * set_bytes;
+        append_note(r.note, fmt::format("the graph walks {} of {} operand sets: working set "
+                                        "{}, under 4x the {} L2",
+                                        launches.sets_walked, sets,
+                                        human_bytes(static_cast<double>(r.working_set_bytes)),
+                                        human_bytes(static_cast<double>(info_.l2_bytes))));
+      }
+      return graph;
+    } catch (const Error& e) {
+      r.note = fmt::format("launch-bound ({:.1f} us per launch); graph capture failed: {}",
+                           launch_us, e.what());
+      return nullptr;
+    }
+  }
+
+  // Freivalds' test of set `set`'s result, read back (its middle element spoiled first with
+  // --test-corrupt-result).
+  CheckResult check_set(const GemmProblem& p, const OperandLayout& layout, std::int64_t set,
+                        bool corrupt) {
+    OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    auto a = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.a_offset(set)),
+                                           static_cast<std::size_t>(layout.a_bytes));
+    auto b = pools_.input_buffer().to_host(static_cast<std::size_t>(layout.b_offset(set)),
+                                           static_cast<std::size_t>(layout.b_bytes));
+    auto c = pools_.output_buffer().to_host(static_cast<std::size_t>(layout.c_offset(set)),
+                                            static_cast<std::size_t>(layout.c_bytes));
+    if (corrupt)
+      spoil_element_for_test(c.data(), p.out_dtype,
+                             static_cast<std::size_t>(p.batch * p.c_elements() / 2));
+    return freivalds_check(p, a.data(), b.data(), c.data(), gemm_check_precision(p.dtype));
+  }
+
   struct Tuned {
     cublasLtMatmulAlgo_t algo;
     std::string description;

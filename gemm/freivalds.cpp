@@ -182,4 +182,13 @@ void spoil_element_for_test(void* c, DType t, std::size_t index) {
   store_from_double(c, t, index, v + 1000.0);
 }
 
+CheckPrecision gemm_check_precision(DType t) {
+  CheckPrecision p;
+  p.input_roundoff = t == DType::tf32 ? unit_roundoff(DType::tf32) : 0.0;
+  p.accumulate_roundoff = t == DType::fp64       ? unit_roundoff(DType::fp64)
+                          : t == DType::fp8_e4m3 ? std::ldexp(1.0, -14)
+                                                 : unit_roundoff(DType::fp32);
+  return p;
+}
+
 }  // namespace opbench

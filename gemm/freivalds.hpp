@@ -27,6 +27,12 @@ struct CheckPrecision {
   double accumulate_roundoff = 0;  // of the accumulator (fp32: 2^-24)
 };
 
+// The precision a GPU GEMM of `t` inputs is held to: tf32 rounds its inputs to 11 bits; fp64
+// accumulates in fp64; Hopper's fp8 tensor cores keep about 14 bits while accumulating fast (a
+// split accumulator promotes to fp32 every few k-steps: the same bound covers it); the others
+// accumulate in fp32.
+CheckPrecision gemm_check_precision(DType t);
+
 // a, b, c: host copies of every batch entry, stored as `problem` describes (row-major,
 // transposes, batch-strided), of types problem.dtype (a, b) and problem.out_dtype (c).
 CheckResult freivalds_check(const GemmProblem& problem, const void* a, const void* b, const void* c,

@@ -25,6 +25,7 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "memops/memop_cases.hpp"
+#include "memops/memop_operands.hpp"
 #include "memops/memop_options.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/memop_row.hpp"
@@ -85,11 +86,11 @@ int dry_run(const std::vector<MemopCase>& cases) {
     r.arg("model", c.source).arg("op", memop_name(c.op)).arg("pass", mem_pass_name(c.pass));
     r.arg("rows", c.rows).arg("cols", c.cols).arg("dtype", std::string(dtype_name(c.dtype)));
     r.arg("calls_per_step", c.calls_per_step);
-    r.metric("read_mib", static_cast<double>(c.read_bytes()) / (1 << 20));
-    r.metric("write_mib", static_cast<double>(c.write_bytes()) / (1 << 20));
+    r.metric("read_mib", static_cast<double>(memop_read_bytes(c)) / (1 << 20));
+    r.metric("write_mib", static_cast<double>(memop_write_bytes(c)) / (1 << 20));
     r.result("note", c.note);
     table.print(r);
-    total += static_cast<double>(c.io_bytes());
+    total += static_cast<double>(memop_io_bytes(c));
   }
   std::printf("%zu cases, %s moved in all (one run of each)\n", cases.size(),
               human_bytes(total).c_str());
@@ -143,7 +144,7 @@ int bench_memops_main(int argc, char** argv) {
   for (const auto& c : cases)
     for (std::size_t p = 0; p < providers.size(); ++p)
       if (p == 0 || !providers[p]->unsupported(c))
-        bytes.push_back(static_cast<double>(c.io_bytes()));
+        bytes.push_back(static_cast<double>(memop_io_bytes(c)));
   Progress progress(bytes, o.report.quiet);
   for (const auto& p : providers)
     progress.note(fmt::format("backend: {} ({} on {}; {})", p->backend(), p->name(), p->device(),
@@ -192,7 +193,7 @@ int bench_memops_main(int argc, char** argv) {
       const std::optional<Record> done =
           reports.earlier(c.report, memop_row(c, provider, MemopResult{}, roof));
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
-      went_on = loop.run(label, static_cast<double>(c.io_bytes()), f, done, [&] {
+      went_on = loop.run(label, static_cast<double>(memop_io_bytes(c)), f, done, [&] {
         MemopResult r = run_memop_case(provider, c, run);
         Record row = memop_row(c, provider, r, roof);
         std::string line = memop_progress_line(label, row, r);

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "common/cpu_parallel.hpp"
+#include "common/dtype.hpp"
 #include "common/int_math.hpp"
 #include "memops/elementwise.hpp"
+#include "memops/memop_inputs.hpp"
 
 // The loops live in kernels over a range of elements or rows (the functions marked
 // OPBENCH_CPU_CLONES below), which the public functions hand to parallel_for in chunks.
@@ -150,6 +152,27 @@ OPBENCH_CPU_CLONES void rmsnorm_fwd_rows(const float* __restrict x, const float*
     rstd[r] = rs;
     for (std::int64_t j = 0; j < cols; ++j)
       yr[j] = xr[j] * rs * w[j];  // HF's order: (x rstd) w
+  }
+}
+
+OPBENCH_CPU_CLONES void add_rmsnorm_fwd_rows(const float* __restrict x,
+                                             const float* __restrict residual,
+                                             const float* __restrict w, float* __restrict y,
+                                             float* __restrict h, float* __restrict rstd,
+                                             std::int64_t r0, std::int64_t r1, std::int64_t cols) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* __restrict xr = x + r * cols;
+    const float* __restrict rr = residual + r * cols;
+    float* __restrict hr = h + r * cols;
+    float* __restrict yr = y + r * cols;
+    // h goes to memory once, and is read back from cache for the sum and the output.
+    for (std::int64_t j = 0; j < cols; ++j)
+      hr[j] = residual_add(xr[j], rr[j]);
+    const float rs =
+        rms_rstd(lane_sum(cols, [hr](std::int64_t i) { return hr[i] * hr[i]; }), cols, kRmsNormEps);
+    rstd[r] = rs;
+    for (std::int64_t j = 0; j < cols; ++j)
+      yr[j] = rms_scale(hr[j], rs, w[j]);
   }
 }
 
@@ -458,6 +481,13 @@ void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int
   });
 }
 
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, float* y, float* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols) {
+  for_row_chunks(rows, cols, [=](std::int64_t r0, std::int64_t r1) {
+    add_rmsnorm_fwd_rows(x, residual, w, y, h, rstd, r0, r1, cols);
+  });
+}
+
 std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols) {
   return 2 * norm_bwd_tasks(rows, cols) * cols;
 }
@@ -603,6 +633,128 @@ void copy(const void* src, void* dst, std::size_t bytes) {
     std::memcpy(static_cast<unsigned char*>(dst) + begin,
                 static_cast<const unsigned char*>(src) + begin, std::min(kBytes, bytes - begin));
   });
+}
+
+// ---- the dispatch ----------------------------------------------------------------------------
+
+namespace {
+
+using Run = void (*)(const MemopCase& c, const OperandAddresses& a);
+
+struct Dispatch {
+  MemOp op;
+  MemPass pass;
+  Run run;
+};
+
+constexpr MemPass kFwd = MemPass::fwd, kBwd = MemPass::bwd;
+constexpr auto kAdamW = memop_inputs::kAdamW;
+
+// Each operator's loop and the operands it binds, by name (memop_operands' lists).
+const Dispatch kDispatch[] = {
+    {MemOp::rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rmsnorm_fwd(a.as<float>("x"), a.as<float>("w"), a.as<float>("y"), a.as<float>("rstd"),
+                   c.rows, c.cols);
+     }},
+    {MemOp::rmsnorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rmsnorm_bwd(a.as<float>("dy"), a.as<float>("x"), a.as<float>("w"), a.as<float>("rstd"),
+                   a.as<float>("dx"), a.as<float>("dw"), a.as<float>("workspace"), c.rows, c.cols);
+     }},
+    {MemOp::add_rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       add_rmsnorm_fwd(a.as<float>("x"), a.as<float>("residual"), a.as<float>("w"),
+                       a.as<float>("y"), a.as<float>("residual_out"), a.as<float>("rstd"), c.rows,
+                       c.cols);
+     }},
+    {MemOp::layernorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       layernorm_fwd(a.as<float>("x"), a.as<float>("w"), a.as<float>("b"), a.as<float>("y"),
+                     a.as<float>("mean"), a.as<float>("rstd"), c.rows, c.cols);
+     }},
+    {MemOp::layernorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       layernorm_bwd(a.as<float>("dy"), a.as<float>("x"), a.as<float>("w"), a.as<float>("mean"),
+                     a.as<float>("rstd"), a.as<float>("dx"), a.as<float>("dw"), a.as<float>("db"),
+                     a.as<float>("workspace"), c.rows, c.cols);
+     }},
+    {MemOp::softmax, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       softmax_fwd(a.as<float>("x"), a.as<float>("y"), c.rows, c.cols);
+     }},
+    {MemOp::softmax, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       softmax_bwd(a.as<float>("y"), a.as<float>("dy"), a.as<float>("dx"), c.rows, c.cols);
+     }},
+    {MemOp::rope, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rope(a.as<float>("x"), a.as<float>("cos"), a.as<float>("sin"), a.as<float>("y"), c.rows,
+            c.heads + c.kv_heads, c.head_dim, false);
+     }},
+    {MemOp::rope, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       rope(a.as<float>("dy"), a.as<float>("cos"), a.as<float>("sin"), a.as<float>("dx"), c.rows,
+            c.heads + c.kv_heads, c.head_dim, true);
+     }},
+    {MemOp::cross_entropy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cross_entropy(a.as<float>("logits"), a.as<std::int64_t>("targets"), a.as<float>("dlogits"),
+                     a.as<float>("loss"), c.rows, c.cols);
+     }},
+    {MemOp::embedding, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       embedding_fwd(a.as<float>("table"), a.as<std::int64_t>("ids"), a.as<float>("y"), c.rows,
+                     c.cols);
+     }},
+    {MemOp::embedding, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       embedding_bwd(a.as<float>("dy"), a.as<std::int64_t>("ids"), a.as<float>("dtable"), c.rows,
+                     c.cols, c.vocab);
+     }},
+    {MemOp::adamw, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       adamw(a.as<float>("param"), a.as<float>("grad"), a.as<float>("m"), a.as<float>("v"),
+             c.elements(), kAdamW);
+     }},
+    {MemOp::adamw_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       adamw_bf16(a.as<float>("param"), a.as<std::uint16_t>("grad"), a.as<float>("m"),
+                  a.as<float>("v"), a.as<std::uint16_t>("param_bf16"), c.elements(), kAdamW);
+     }},
+    {MemOp::cast_to_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cast_to_bf16(a.as<float>("x"), a.as<std::uint16_t>("y"), c.elements());
+     }},
+    {MemOp::cast_to_fp32, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       cast_to_fp32(a.as<std::uint16_t>("x"), a.as<float>("y"), c.elements());
+     }},
+    {MemOp::fp8_quantize, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       fp8_quantize(a.as<std::uint16_t>("x"), a.as<float>("scale"), a.as<std::uint8_t>("y"),
+                    a.as<float>("amax"), c.elements());
+     }},
+    {MemOp::copy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a) {
+       copy(a("src"), a("dst"), static_cast<std::size_t>(c.elements()) * dtype_size(c.dtype));
+     }},
+};
+
+}  // namespace
+
+void run(const MemopCase& c, const OperandAddresses& a) {
+  const bool elementwise = elementwise::visit_elementwise(c.op, c.pass, [&](auto kernel) {
+    using F = decltype(kernel);
+    run_elementwise(c.op, c.pass,
+                    elementwise::bind_elementwise<F, ElementwisePointers>(
+                        [&](const char* name) { return a(name); }),
+                    c.elements());
+  });
+  if (elementwise) return;
+  for (const Dispatch& d : kDispatch)
+    if (d.op == c.op && d.pass == c.pass) return d.run(c, a);
+  throw std::logic_error("memops: the CPU provider has no " + memop_name(c.op));
 }
 
 }  // namespace opbench::cpu_memops

@@ -11,12 +11,18 @@
 
 #include "memops/memop.hpp"
 #include "memops/memop_math.hpp"
+#include "memops/memop_operands.hpp"
 
 namespace opbench::cpu_memops {
 
+// The case's operator on one set of its operands (host addresses, by memop_operands' names, and
+// the norms' backward workspace of norm_bwd_workspace_floats): the CPU's one dispatch, a row for
+// each operator and pass beside the loops below.
+void run(const MemopCase& c, const OperandAddresses& operands);
+
 // The pointers of an elementwise operator (memops/elementwise.hpp): `out[0]` is also the first
 // value an in-place kernel reads (the operand it updates); `in` holds the other inputs, in the
-// order of memop_operands. Unused entries stay null.
+// order the kernel names them. Unused entries stay null.
 struct ElementwisePointers {
   const float* in[3] = {};
   float* out[2] = {};
@@ -32,6 +38,11 @@ void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, std::int
 // norm_bwd_workspace_floats(rows, cols) floats (the per-chunk partial sums of dw, and db).
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
                  float* dw, float* workspace, std::int64_t rows, std::int64_t cols);
+
+// The residual add fused before RMSNorm: h = x + residual (written), y = h rstd w with
+// rstd = 1/sqrt(mean(h^2) + kRmsNormEps) per row (written).
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, float* y, float* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols);
 
 // y = (x - mean) rstd w + b, the biased variance, kLayerNormEps.
 void layernorm_fwd(const float* x, const float* w, const float* b, float* y, float* mean,

@@ -16,18 +16,14 @@
 #include "common/rotation.hpp"
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
-#include "memops/elementwise.hpp"
 #include "memops/memop_check.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
-#include "memops/reference_memops.hpp"
 
 namespace opbench {
 namespace {
 
-namespace mm = memop_math;
-namespace ref = reference_memops;
 using namespace memop_inputs;
 
 // ---- operands ------------------------------------------------------------------------------
@@ -90,27 +86,13 @@ class CaseOperands {
   }
   std::vector<Operand>& all() { return ops_; }
 
-  // The bytes one set holds, and those it touches (with the rows of the shared table its ids
-  // look up), and the bytes of the shared operands.
-  std::int64_t set_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (!o.shared) bytes += align_up(o.bytes(), kAlign);
-    return bytes;
-  }
-  std::int64_t touched_set_bytes() const {
-    if (c_.op == MemOp::embedding && c_.pass == MemPass::fwd)
-      return set_bytes() + c_.elements() * static_cast<std::int64_t>(sizeof(float));
-    return set_bytes();
-  }
-  std::int64_t shared_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (o.shared) bytes += align_up(o.bytes(), kAlign);
-    return bytes;
-  }
+  // Set s's operands by name, for the dispatch (cpu_memops::run).
+  SetAddresses<std::vector<Operand>> addresses(std::int64_t s) const { return {ops_, s}; }
 
-  // Lays the operands out in `pool` (shared_bytes() + sets x set_bytes() bytes): each operand's
+  // The bytes of one set, of what it touches, and of the shared operands.
+  OperandFootprint footprint() const { return operand_footprint(ops_); }
+
+  // Lays the operands out in `pool` (footprint's shared + sets x set bytes): each operand's
   // copies for every set side by side.
   void place(std::int64_t sets, unsigned char* pool) {
     sets_ = sets;
@@ -212,65 +194,9 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An elementwise operator's pointers on set s.
-cpu_memops::ElementwisePointers elementwise_pointers(CaseOperands& d, std::int64_t s) {
-  const ElementwiseBinding b = elementwise_binding(d.all());
-  cpu_memops::ElementwisePointers p;
-  for (int k = 0; k < 3; ++k)
-    if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].at<float>(s);
-  for (int k = 0; k < 2; ++k)
-    if (b.out[k] >= 0) p.out[k] = d.all()[static_cast<std::size_t>(b.out[k])].at<float>(s);
-  return p;
-}
-
 // Runs the case's operator on one set.
 void run_op(const MemopCase& c, CaseOperands& d, std::int64_t s) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  auto f = [&](const char* name) { return d.at<float>(name, s); };
-  auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
-  auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
-  const bool fwd = c.pass == MemPass::fwd;
-  namespace cm = cpu_memops;
-  if (elementwise::is_elementwise(c.op))
-    return cm::run_elementwise(c.op, c.pass, elementwise_pointers(d, s), n);
-  switch (c.op) {
-    case MemOp::rmsnorm:
-      if (fwd) return cm::rmsnorm_fwd(f("x"), f("w"), f("y"), f("rstd"), rows, cols);
-      return cm::rmsnorm_bwd(f("dy"), f("x"), f("w"), f("rstd"), f("dx"), f("dw"), f("workspace"),
-                             rows, cols);
-    case MemOp::layernorm:
-      if (fwd)
-        return cm::layernorm_fwd(f("x"), f("w"), f("b"), f("y"), f("mean"), f("rstd"), rows, cols);
-      return cm::layernorm_bwd(f("dy"), f("x"), f("w"), f("mean"), f("rstd"), f("dx"), f("dw"),
-                               f("db"), f("workspace"), rows, cols);
-    case MemOp::softmax:
-      if (fwd) return cm::softmax_fwd(f("x"), f("y"), rows, cols);
-      return cm::softmax_bwd(f("y"), f("dy"), f("dx"), rows, cols);
-    case MemOp::rope:
-      return cm::rope(f(fwd ? "x" : "dy"), f("cos"), f("sin"), f(fwd ? "y" : "dx"), rows,
-                      c.heads + c.kv_heads, c.head_dim, !fwd);
-    case MemOp::cross_entropy:
-      return cm::cross_entropy(f("logits"), ids("targets"), f("dlogits"), f("loss"), rows, cols);
-    case MemOp::embedding:
-      if (fwd) return cm::embedding_fwd(f("table"), ids("ids"), f("y"), rows, cols);
-      return cm::embedding_bwd(f("dy"), ids("ids"), f("dtable"), rows, cols, c.vocab);
-    case MemOp::adamw:
-      return cm::adamw(f("param"), f("grad"), f("m"), f("v"), n, kAdamW);
-    case MemOp::adamw_bf16:
-      return cm::adamw_bf16(f("param"), bf("grad"), f("m"), f("v"), bf("param_bf16"), n, kAdamW);
-    case MemOp::cast_to_bf16:
-      return cm::cast_to_bf16(f("x"), bf("y"), n);
-    case MemOp::cast_to_fp32:
-      return cm::cast_to_fp32(bf("x"), f("y"), n);
-    case MemOp::fp8_quantize:
-      return cm::fp8_quantize(bf("x"), f("scale"), d.at<std::uint8_t>("y", s), f("amax"), n);
-    case MemOp::copy: {
-      const Operand& src = d.get("src");
-      return cm::copy(src.raw(s), d.get("dst").raw(s), static_cast<std::size_t>(src.bytes()));
-    }
-    default:
-      throw std::logic_error("memops: the CPU provider has no " + memop_name(c.op));
-  }
+  cpu_memops::run(c, d.addresses(s));
 }
 
 // ---- check ---------------------------------------------------------------------------------
@@ -363,14 +289,14 @@ class CpuMemopProvider final : public MemopProvider {
     // The pool this provider holds counts in the budget (it is reused).
     const auto budget = static_cast<std::int64_t>(
         std::min<std::uint64_t>(host_memory_budget(pool_.bytes()), INT64_MAX));
-    const std::int64_t shared = d.shared_bytes();
+    const OperandFootprint bytes = d.footprint();
     const std::optional<RotationPlan> rotation =
-        plan_or_skip(plan_operand_rotation(d.set_bytes(), d.touched_set_bytes(), o.cold, llc_bytes_,
-                                           budget - shared, "host memory"),
+        plan_or_skip(plan_operand_rotation(bytes.set, bytes.touched, o.cold, llc_bytes_,
+                                           budget - bytes.shared, "host memory"),
                      r);
     if (!rotation) return r;
     const RotationPlan& plan = *rotation;
-    const auto pool_bytes = static_cast<std::size_t>(shared + plan.sets * d.set_bytes());
+    const auto pool_bytes = static_cast<std::size_t>(bytes.shared + plan.sets * bytes.set);
     if (pool_.bytes() < pool_bytes) {
       pool_ = HostBuffer();  // free before allocating the larger pool
       pool_ = HostBuffer(pool_bytes);
@@ -379,7 +305,7 @@ class CpuMemopProvider final : public MemopProvider {
     d.fill_all();
     std::int64_t set = 0;
     r.measurement = sampler_.time(
-        o.measure, o.cold, plan.sets, static_cast<double>(c.io_bytes()), 0,
+        o.measure, o.cold, plan.sets, static_cast<double>(memop_io_bytes(c)), 0,
         [&](std::int64_t s) { run_op(c, d, s); }, set);
     r.impl = c.op == MemOp::copy ? fmt::format("memcpy, {} threads", threads())
                                  : fmt::format("vectorised loops, {} threads", threads());

@@ -1,4 +1,4 @@
-// The memory-bound operators on the GPU: our kernels (memops/cuda_memops.cu) and the copies
+// The memory-bound operators on the GPU: our kernels (memops/cuda_memops_*.cu) and the copies
 // (cudaMemcpyAsync between device memory, pinned and pageable host memory; cudaMemcpyPeerAsync
 // between GPUs), timed with CUDA events under the shared stop rule on operand sets rotated over
 // 4x the L2 cache (or after an L2 flush with --cold). --check runs the operator once more on
@@ -43,13 +43,11 @@
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "memops/memop_provider.hpp"
-#include "memops/reference_memops.hpp"
+#include "memops/memop_spec.hpp"
 
 namespace opbench {
 namespace {
 
-namespace mm = memop_math;
-namespace ref = reference_memops;
 namespace cm = cuda_memops;
 
 using namespace memop_inputs;  // the same inputs as the CPU provider
@@ -169,25 +167,11 @@ class CaseOperands {
   std::vector<Operand>& all() { return ops_; }
   std::int64_t sets() const { return sets_; }
 
-  // The bytes one set holds; those it touches (with the rows of the shared table its ids look
-  // up); the bytes of the shared operands.
-  std::int64_t set_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (!o.shared) bytes += o.padded();
-    return bytes;
-  }
-  std::int64_t touched_set_bytes() const {
-    if (c_.op == MemOp::embedding && c_.pass == MemPass::fwd)
-      return set_bytes() + c_.elements() * static_cast<std::int64_t>(dtype_size(c_.dtype));
-    return set_bytes();
-  }
-  std::int64_t shared_bytes() const {
-    std::int64_t bytes = 0;
-    for (const auto& o : ops_)
-      if (o.shared) bytes += o.padded();
-    return bytes;
-  }
+  // Set s's operands by name, for the dispatch (enqueue).
+  SetAddresses<std::vector<Operand>> addresses(std::int64_t s) const { return {ops_, s}; }
+
+  // The bytes of one set, of what it touches, and of the shared operands.
+  OperandFootprint footprint() const { return operand_footprint(ops_); }
 
   void allocate(std::int64_t sets) {
     sets_ = sets;
@@ -290,66 +274,115 @@ class CaseOperands {
   std::int64_t sets_ = 1;
 };
 
-// An elementwise operator's pointers on set s.
-cm::ElementwisePointers elementwise_pointers(CaseOperands& d, std::int64_t s) {
-  const ElementwiseBinding b = elementwise_binding(d.all());
-  cm::ElementwisePointers p;
-  for (int k = 0; k < 3; ++k)
-    if (b.in[k] >= 0) p.in[k] = d.all()[static_cast<std::size_t>(b.in[k])].raw(s);
-  for (int k = 0; k < 2; ++k)
-    if (b.out[k] >= 0) p.out[k] = d.all()[static_cast<std::size_t>(b.out[k])].raw(s);
-  return p;
-}
+using Run = void (*)(const MemopCase& c, const OperandAddresses& a, const cm::Launch& l);
+
+struct Dispatch {
+  MemOp op;
+  MemPass pass;
+  Run run;
+};
+
+constexpr MemPass kFwd = MemPass::fwd, kBwd = MemPass::bwd;
+
+// Each operator's kernel and the operands it binds, by name (memop_operands' lists and our
+// kernels' workspaces): the CUDA backend's one dispatch.
+const Dispatch kDispatch[] = {
+    {MemOp::rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rmsnorm_fwd(c.dtype, a("x"), a("w"), a("y"), a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
+    {MemOp::rmsnorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rmsnorm_bwd(c.dtype, a("dy"), a("x"), a("w"), a.as<float>("rstd"), a("dx"), a("dw"),
+                       a.as<float>("workspace"), c.rows, c.cols, l);
+     }},
+    {MemOp::add_rmsnorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::add_rmsnorm_fwd(c.dtype, a("x"), a("residual"), a("w"), a("y"), a("residual_out"),
+                           a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
+    {MemOp::layernorm, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::layernorm_fwd(c.dtype, a("x"), a("w"), a("b"), a("y"), a.as<float>("mean"),
+                         a.as<float>("rstd"), c.rows, c.cols, l);
+     }},
+    {MemOp::layernorm, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::layernorm_bwd(c.dtype, a("dy"), a("x"), a("w"), a.as<float>("mean"), a.as<float>("rstd"),
+                         a("dx"), a("dw"), a("db"), a.as<float>("workspace"), c.rows, c.cols, l);
+     }},
+    {MemOp::softmax, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::softmax_fwd(c.dtype, a("x"), a("y"), c.rows, c.cols, l);
+     }},
+    {MemOp::softmax, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::softmax_bwd(c.dtype, a("y"), a("dy"), a("dx"), c.rows, c.cols, l);
+     }},
+    {MemOp::rope, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rope(c.dtype, a("x"), a.as<float>("cos"), a.as<float>("sin"), a("y"), c.rows,
+                c.heads + c.kv_heads, c.head_dim, false, l);
+     }},
+    {MemOp::rope, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::rope(c.dtype, a("dy"), a.as<float>("cos"), a.as<float>("sin"), a("dx"), c.rows,
+                c.heads + c.kv_heads, c.head_dim, true, l);
+     }},
+    {MemOp::cross_entropy, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cross_entropy(c.dtype, a("logits"), a.as<std::int64_t>("targets"), a("dlogits"),
+                         a.as<float>("loss"), c.rows, c.cols, l);
+     }},
+    {MemOp::embedding, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::embedding_fwd(c.dtype, a("table"), a.as<std::int64_t>("ids"), a("y"), c.rows, c.cols,
+                         c.vocab, l);
+     }},
+    {MemOp::embedding, kBwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::embedding_bwd(c.dtype, a("dy"), a.as<std::int64_t>("ids"), a("dtable"),
+                         a.find("workspace"), c.rows, c.cols, c.vocab, l);
+     }},
+    {MemOp::adamw, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::adamw(a.as<float>("param"), a.as<float>("grad"), a.as<float>("m"), a.as<float>("v"),
+                 c.elements(), kAdamW, l);
+     }},
+    {MemOp::adamw_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::adamw_bf16(a.as<float>("param"), a.as<std::uint16_t>("grad"), a.as<float>("m"),
+                      a.as<float>("v"), a.as<std::uint16_t>("param_bf16"), c.elements(), kAdamW, l);
+     }},
+    {MemOp::cast_to_bf16, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cast_to_bf16(a.as<float>("x"), a.as<std::uint16_t>("y"), c.elements(), l);
+     }},
+    {MemOp::cast_to_fp32, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::cast_to_fp32(a.as<std::uint16_t>("x"), a.as<float>("y"), c.elements(), l);
+     }},
+    {MemOp::fp8_quantize, kFwd,
+     [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
+       cm::fp8_quantize(a.as<std::uint16_t>("x"), a.as<float>("scale"), a.as<std::uint8_t>("y"),
+                        a.as<float>("amax"), c.elements(), l);
+     }},
+};
 
 // Enqueues the case's operator on set `s`.
 void enqueue(const MemopCase& c, CaseOperands& d, std::int64_t s, const cm::Launch& l) {
-  const std::int64_t n = c.elements(), rows = c.rows, cols = c.cols;
-  const DType t = c.dtype;
-  const bool fwd = c.pass == MemPass::fwd;
-  auto p = [&](const char* name) -> void* { return d.get(name).raw(s); };
-  auto f = [&](const char* name) { return d.at<float>(name, s); };
-  auto bf = [&](const char* name) { return d.at<std::uint16_t>(name, s); };
-  auto ids = [&](const char* name) { return d.at<std::int64_t>(name, s); };
-  if (elementwise::is_elementwise(c.op))
-    return cm::run_elementwise(t, c.op, c.pass, elementwise_pointers(d, s), n, l);
-  switch (c.op) {
-    case MemOp::rmsnorm:
-      if (fwd) return cm::rmsnorm_fwd(t, p("x"), p("w"), p("y"), f("rstd"), rows, cols, l);
-      return cm::rmsnorm_bwd(t, p("dy"), p("x"), p("w"), f("rstd"), p("dx"), p("dw"),
-                             f("workspace"), rows, cols, l);
-    case MemOp::layernorm:
-      if (fwd)
-        return cm::layernorm_fwd(t, p("x"), p("w"), p("b"), p("y"), f("mean"), f("rstd"), rows,
-                                 cols, l);
-      return cm::layernorm_bwd(t, p("dy"), p("x"), p("w"), f("mean"), f("rstd"), p("dx"), p("dw"),
-                               p("db"), f("workspace"), rows, cols, l);
-    case MemOp::softmax:
-      if (fwd) return cm::softmax_fwd(t, p("x"), p("y"), rows, cols, l);
-      return cm::softmax_bwd(t, p("y"), p("dy"), p("dx"), rows, cols, l);
-    case MemOp::rope:
-      return cm::rope(t, p(fwd ? "x" : "dy"), f("cos"), f("sin"), p(fwd ? "y" : "dx"), rows,
-                      c.heads + c.kv_heads, c.head_dim, !fwd, l);
-    case MemOp::cross_entropy:
-      return cm::cross_entropy(t, p("logits"), ids("targets"), p("dlogits"), f("loss"), rows, cols,
-                               l);
-    case MemOp::embedding:
-      if (fwd) return cm::embedding_fwd(t, p("table"), ids("ids"), p("y"), rows, cols, c.vocab, l);
-      return cm::embedding_bwd(t, p("dy"), ids("ids"), p("dtable"),
-                               d.has("workspace") ? p("workspace") : nullptr, rows, cols, c.vocab,
-                               l);
-    case MemOp::adamw:
-      return cm::adamw(f("param"), f("grad"), f("m"), f("v"), n, kAdamW, l);
-    case MemOp::adamw_bf16:
-      return cm::adamw_bf16(f("param"), bf("grad"), f("m"), f("v"), bf("param_bf16"), n, kAdamW, l);
-    case MemOp::cast_to_bf16:
-      return cm::cast_to_bf16(f("x"), bf("y"), n, l);
-    case MemOp::cast_to_fp32:
-      return cm::cast_to_fp32(bf("x"), f("y"), n, l);
-    case MemOp::fp8_quantize:
-      return cm::fp8_quantize(bf("x"), f("scale"), d.at<std::uint8_t>("y", s), f("amax"), n, l);
-    default:
-      throw std::logic_error("memops: the CUDA provider has no kernel for " + memop_name(c.op));
-  }
+  const auto a = d.addresses(s);
+  const bool elementwise = elementwise::visit_elementwise(c.op, c.pass, [&](auto kernel) {
+    using F = decltype(kernel);
+    cm::run_elementwise(c.dtype, c.op, c.pass,
+                        elementwise::bind_elementwise<F, cm::ElementwisePointers>(
+                            [&](const char* name) { return a(name); }),
+                        c.elements(), l);
+  });
+  if (elementwise) return;
+  for (const Dispatch& k : kDispatch)
+    if (k.op == c.op && k.pass == c.pass) return k.run(c, a, l);
+  throw std::logic_error("memops: the CUDA provider has no kernel for " + memop_name(c.op));
 }
 
 // ---- check ---------------------------------------------------------------------------------
@@ -484,10 +517,8 @@ class CudaMemopProvider final : public MemopProvider {
       }
     }
     if (is_copy(c.op)) return std::nullopt;
-    const bool row_op = c.op == MemOp::rmsnorm || c.op == MemOp::layernorm ||
-                        c.op == MemOp::softmax || c.op == MemOp::cross_entropy ||
-                        c.op == MemOp::embedding || c.op == MemOp::rope;
-    if (row_op && c.cols > std::numeric_limits<int>::max())
+    const MemopSpec* spec = memop_spec(c.op);
+    if (spec && spec->rows && c.cols > std::numeric_limits<int>::max())
       return fmt::format("{}: rows of {} elements exceed our kernels' 2^31 - 1", memop_name(c.op),
                          c.cols);
     if (const auto problem = memop_shape_problem(c)) return problem->why;
@@ -501,19 +532,9 @@ class CudaMemopProvider final : public MemopProvider {
     MemopResult r;
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     if (o.cold && !flusher_) flusher_ = std::make_unique<L2Flusher>(info_.l2_bytes);
-    switch (c.op) {
-      case MemOp::copy:
-      case MemOp::h2d:
-      case MemOp::d2h:
-      case MemOp::h2d_pageable:
-      case MemOp::d2h_pageable:
-        return run_local_copy(c, o);
-      case MemOp::peer:
-      case MemOp::peer_all:
-        return run_peer(c, o);
-      default:
-        return run_kernel(c, o);
-    }
+    if (c.op == MemOp::peer || c.op == MemOp::peer_all) return run_peer(c, o);
+    if (is_copy(c.op)) return run_local_copy(c, o);
+    return run_kernel(c, o);
   }
 
  private:
@@ -563,10 +584,10 @@ class CudaMemopProvider final : public MemopProvider {
   MemopResult run_kernel(const MemopCase& c, const MemopRunOptions& o) {
     MemopResult r;
     CaseOperands d(c, operands_of(c, info_.sm_count), info_.sm_count);
-    const std::int64_t shared = d.shared_bytes();
+    const OperandFootprint bytes = d.footprint();
     const std::int64_t flush = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
-    const auto plan = plan_sets(d.set_bytes(), d.touched_set_bytes(),
-                                device_budget(device_) - shared - flush, o, r);
+    const auto plan =
+        plan_sets(bytes.set, bytes.touched, device_budget(device_) - bytes.shared - flush, o, r);
     OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
     if (!plan) return r;
     d.allocate(plan->sets);
@@ -748,19 +769,20 @@ class CudaMemopProvider final : public MemopProvider {
     }
   }
 
-  MemopResult run_peer(const MemopCase& c, const MemopRunOptions& o) {
-    MemopResult r;
-    const bool all = c.op == MemOp::peer_all;
-    // The pairs: gpu i sends to gpu (i + 1) % devices at once, or the one pair.
-    std::vector<std::pair<int, int>> pairs;
-    if (all)
-      for (int i = 0; i < c.devices; ++i)
-        pairs.emplace_back(i, (i + 1) % c.devices);
-    else
-      pairs.emplace_back(c.src_device, c.dst_device);
-    const std::int64_t bytes = c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype));
-    const std::int64_t padded = align_up(bytes, kAlign);
-    // Every GPU holds a source (and receives a destination) per set: the sets fit the tightest.
+  using GpuPairs = std::vector<std::pair<int, int>>;  // {source, destination}
+
+  // The pairs of a case: gpu i sends to gpu (i + 1) % devices at once (peer_all), or the one pair.
+  static GpuPairs peer_pairs(const MemopCase& c) {
+    if (c.op != MemOp::peer_all) return {{c.src_device, c.dst_device}};
+    GpuPairs pairs;
+    for (int i = 0; i < c.devices; ++i)
+      pairs.emplace_back(i, (i + 1) % c.devices);
+    return pairs;
+  }
+
+  // Every GPU holds a source (and receives a destination) per set of each pair it is in: the
+  // sets fit the tightest, less the flush with --cold.
+  std::int64_t peer_budget(const GpuPairs& pairs, bool cold) const {
     std::int64_t budget = std::numeric_limits<std::int64_t>::max();
     std::map<int, int> buffers_on;
     for (const auto& [src, dst] : pairs) {
@@ -769,94 +791,153 @@ class CudaMemopProvider final : public MemopProvider {
     }
     for (const auto& [dev, count] : buffers_on)
       budget = std::min(budget, device_budget(dev) / count);
-    if (o.cold) budget -= static_cast<std::int64_t>(2 * info_.l2_bytes);
-    const auto plan = plan_sets(padded, padded, budget, o, r);
-    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
-    if (!plan) return r;
-    if (all) r.working_set_bytes *= c.devices;
-    const std::int64_t sets = plan->sets;
-    for (const auto& [src, dst] : pairs)
-      enable_peer(src, dst, r.note);
+    if (cold) budget -= static_cast<std::int64_t>(2 * info_.l2_bytes);
+    return budget;
+  }
 
-    std::vector<GpuBuffer> sources, destinations;
-    for (const auto& [src, dst] : pairs) {
-      sources.emplace_back(src, static_cast<std::size_t>(sets * padded));
-      destinations.emplace_back(dst, static_cast<std::size_t>(sets * padded));
-      DeviceScope on(src);
-      const cudaStream_t s = stream_on(src);
-      fill_uniform(sources.back().data(), static_cast<std::size_t>(c.elements()), c.dtype,
-                   kSeed + static_cast<std::uint64_t>(src), s);
-      for (std::int64_t k = 1; k < sets; ++k)
-        OPBENCH_CUDA_CHECK(cudaMemcpyAsync(sources.back().data() + k * padded,
-                                           sources.back().data(), static_cast<std::size_t>(bytes),
-                                           cudaMemcpyDeviceToDevice, s));
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+  // The copies of every pair, `sets` sets of `bytes` (`padded` apart), the sources filled. peer:
+  // the source GPU's stream is the timed one. peer_all: the provider's GPU forks every pair's
+  // stream off its own (cudaStreamWaitEvent waits across GPUs; an event and the stream it is
+  // recorded on must share a GPU, and so must the two events cudaEventElapsedTime compares: CUDA
+  // C++ Programming Guide, "Stream and Event Behavior") and joins them back, so its events span
+  // the first copy's start to the last one's end.
+  class PeerCopies {
+   public:
+    PeerCopies(CudaMemopProvider& gpu, const MemopCase& c, GpuPairs pairs, std::int64_t sets,
+               std::int64_t padded)
+        : gpu_(gpu),
+          pairs_(std::move(pairs)),
+          all_(c.op == MemOp::peer_all),
+          bytes_(c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype))),
+          padded_(padded),
+          timed_device_(all_ ? gpu.device_ : pairs_.front().first) {
+      for (const auto& [src, dst] : pairs_) {
+        sources_.emplace_back(src, static_cast<std::size_t>(sets * padded));
+        destinations_.emplace_back(dst, static_cast<std::size_t>(sets * padded));
+        DeviceScope on(src);
+        const cudaStream_t s = gpu_.stream_on(src);
+        fill_uniform(sources_.back().data(), static_cast<std::size_t>(c.elements()), c.dtype,
+                     kSeed + static_cast<std::uint64_t>(src), s);
+        for (std::int64_t k = 1; k < sets; ++k)
+          OPBENCH_CUDA_CHECK(
+              cudaMemcpyAsync(sources_.back().data() + k * padded, sources_.back().data(),
+                              static_cast<std::size_t>(bytes_), cudaMemcpyDeviceToDevice, s));
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+      }
+      DeviceScope on(timed_device_);
+      timed_ = gpu_.stream_on(timed_device_);
+      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&events_.fork, cudaEventDisableTiming));
+      events_.joins.assign(pairs_.size(), nullptr);
+      for (std::size_t p = 0; p < pairs_.size() && all_; ++p) {
+        DeviceScope at(pairs_[p].first);
+        OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&events_.joins[p], cudaEventDisableTiming));
+      }
+    }
+    PeerCopies(const PeerCopies&) = delete;
+    PeerCopies& operator=(const PeerCopies&) = delete;
+
+    int timed_device() const { return timed_device_; }
+    cudaStream_t timed_stream() const { return timed_; }
+
+    // Every pair's copy of set k, on the timed stream's timeline.
+    void enqueue(std::int64_t k) {
+      if (!all_) return copy_pair(0, k);
+      OPBENCH_CUDA_CHECK(cudaEventRecord(events_.fork, timed_));
+      for (std::size_t p = 0; p < pairs_.size(); ++p) {
+        const int src = pairs_[p].first;
+        DeviceScope at(src);
+        const cudaStream_t s = gpu_.stream_on(src);
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(s, events_.fork, 0));
+        copy_pair(p, k);
+        OPBENCH_CUDA_CHECK(cudaEventRecord(events_.joins[p], s));
+      }
+      for (std::size_t p = 0; p < pairs_.size(); ++p)
+        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(timed_, events_.joins[p], 0));
     }
 
+    void sync_all() {
+      for (const auto& [src, dst] : pairs_) {
+        DeviceScope at(src);
+        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(gpu_.stream_on(src)));
+      }
+      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(timed_));
+    }
+
+    // Set 0 of every pair compared byte for byte (with --test-corrupt-result the first pair's
+    // result spoiled first).
+    std::deque<OutputCheck> checks(const MemopCase& c, bool corrupt) {
+      std::deque<OutputCheck> out;
+      const auto n = static_cast<std::size_t>(bytes_);
+      for (std::size_t p = 0; p < pairs_.size(); ++p) {
+        const auto want = device_bytes(sources_[p].data(), pairs_[p].first, n);
+        auto got = device_bytes(destinations_[p].data(), pairs_[p].second, n);
+        if (corrupt && p == 0) spoil_bytes(got, c.dtype);
+        out.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs_[p].first, pairs_[p].second),
+                                    want.data(), got.data(), n, c.dtype, c.cols));
+      }
+      return out;
+    }
+
+   private:
     // One copy of pair p, set k, on the source GPU's stream.
-    auto copy_pair = [&](std::size_t p, std::int64_t k) {
-      const auto [src, dst] = pairs[p];
+    void copy_pair(std::size_t p, std::int64_t k) {
+      const auto [src, dst] = pairs_[p];
       DeviceScope on(src);
-      OPBENCH_CUDA_CHECK(cudaMemcpyPeerAsync(destinations[p].data() + k * padded, dst,
-                                             sources[p].data() + k * padded, src,
-                                             static_cast<std::size_t>(bytes), stream_on(src)));
-    };
-    // peer: the source GPU's stream is the timed one. peer_all: the provider's GPU forks every
-    // pair's stream off its own (cudaStreamWaitEvent waits across GPUs; an event and the stream it
-    // is recorded on must share a GPU, and so must the two events cudaEventElapsedTime compares:
-    // CUDA C++ Programming Guide, "Stream and Event Behavior") and joins them back, so its events
-    // span the first copy's start to the last one's end.
-    const int timed_device = all ? device_ : pairs.front().first;
-    DeviceScope on(timed_device);
-    const cudaStream_t timed = stream_on(timed_device);
-    cudaEvent_t fork = nullptr;
-    std::vector<cudaEvent_t> joins(pairs.size(), nullptr);
-    // The guard comes first: when creating a later event throws, the ones made so far are
-    // destroyed too.
+      OPBENCH_CUDA_CHECK(cudaMemcpyPeerAsync(
+          destinations_[p].data() + k * padded_, dst, sources_[p].data() + k * padded_, src,
+          static_cast<std::size_t>(bytes_), gpu_.stream_on(src)));
+    }
+
+    // The fork and join events, destroyed with the copies (or as the constructor fails: the ones
+    // made so far).
     struct Events {
-      cudaEvent_t& fork;
-      std::vector<cudaEvent_t>& joins;
+      cudaEvent_t fork = nullptr;
+      std::vector<cudaEvent_t> joins;
+      Events() = default;
+      Events(const Events&) = delete;
+      Events& operator=(const Events&) = delete;
       ~Events() {
         for (auto e : joins)
           if (e) cudaEventDestroy(e);
         if (fork) cudaEventDestroy(fork);
       }
-    } events{fork, joins};
-    OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    for (std::size_t p = 0; p < pairs.size() && all; ++p) {
-      DeviceScope at(pairs[p].first);
-      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&joins[p], cudaEventDisableTiming));
-    }
+    };
+
+    CudaMemopProvider& gpu_;
+    GpuPairs pairs_;
+    bool all_;
+    std::int64_t bytes_, padded_;
+    int timed_device_;
+    cudaStream_t timed_ = nullptr;
+    std::vector<GpuBuffer> sources_, destinations_;
+    Events events_;
+  };
+
+  MemopResult run_peer(const MemopCase& c, const MemopRunOptions& o) {
+    MemopResult r;
+    const bool all = c.op == MemOp::peer_all;
+    GpuPairs pairs = peer_pairs(c);
+    const std::int64_t bytes = c.elements() * static_cast<std::int64_t>(dtype_size(c.dtype));
+    const std::int64_t padded = align_up(bytes, kAlign);
+    const auto plan = plan_sets(padded, padded, peer_budget(pairs, o.cold), o, r);
+    OPBENCH_CUDA_CHECK(cudaSetDevice(device_));
+    if (!plan) return r;
+    if (all) r.working_set_bytes *= c.devices;
+    for (const auto& [src, dst] : pairs)
+      enable_peer(src, dst, r.note);
+
+    PeerCopies copies(*this, c, std::move(pairs), plan->sets, padded);
+    DeviceScope on(copies.timed_device());
     std::int64_t set = 0;
-    auto enqueue = [&] {
-      if (!all) return copy_pair(0, set);
-      OPBENCH_CUDA_CHECK(cudaEventRecord(fork, timed));
-      for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const int src = pairs[p].first;
-        DeviceScope at(src);
-        const cudaStream_t s = stream_on(src);
-        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(s, fork, 0));
-        copy_pair(p, set);
-        OPBENCH_CUDA_CHECK(cudaEventRecord(joins[p], s));
-      }
-      for (std::size_t p = 0; p < pairs.size(); ++p)
-        OPBENCH_CUDA_CHECK(cudaStreamWaitEvent(timed, joins[p], 0));
-    };
-    auto sync_all = [&] {
-      for (const auto& [src, dst] : pairs) {
-        DeviceScope at(src);
-        OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_on(src)));
-      }
-      OPBENCH_CUDA_CHECK(cudaStreamSynchronize(timed));
-    };
-    enqueue();  // connects the GPUs, untimed
-    sync_all();
+    copies.enqueue(set);  // connects the GPUs, untimed
+    copies.sync_all();
     auto prepare = [&] {
-      set = (set + 1) % sets;
-      if (o.cold && timed_device == device_) flusher_->flush(timed);
+      set = (set + 1) % plan->sets;
+      if (o.cold && copies.timed_device() == device_) flusher_->flush(copies.timed_stream());
     };
-    r.measurement = measure_on(timed, o, enqueue, prepare);
-    sync_all();
+    r.measurement = measure_on(
+        copies.timed_stream(), o, [&] { copies.enqueue(set); }, prepare);
+    copies.sync_all();
     r.impl =
         all ? fmt::format(
                   "cudaMemcpyPeerAsync on {} streams at once, gpu i -> gpu (i + 1) % "
@@ -865,23 +946,13 @@ class CudaMemopProvider final : public MemopProvider {
                   c.devices, c.devices, human_bytes(static_cast<double>(bytes)), device_)
             : fmt::format("cudaMemcpyPeerAsync gpu{} -> gpu{}, {} on gpu{}'s stream", c.src_device,
                           c.dst_device, human_bytes(static_cast<double>(bytes)), c.src_device);
-    if (o.cold && timed_device != device_)
+    if (o.cold && copies.timed_device() != device_)
       append_note(r.note, fmt::format("--cold flushes gpu{}'s L2 only", device_));
     finish(r);
     if (o.check) {
-      set = 0;
-      enqueue();
-      sync_all();
-      std::deque<OutputCheck> checks;
-      for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const auto n = static_cast<std::size_t>(bytes);
-        const auto want = device_bytes(sources[p].data(), pairs[p].first, n);
-        auto got = device_bytes(destinations[p].data(), pairs[p].second, n);
-        if (o.corrupt_for_test && p == 0) spoil_bytes(got, c.dtype);
-        checks.push_back(compare_bytes(fmt::format("gpu{}->gpu{}", pairs[p].first, pairs[p].second),
-                                       want.data(), got.data(), n, c.dtype, c.cols));
-      }
-      summarize_checks(checks, "byte for byte", r);
+      copies.enqueue(0);
+      copies.sync_all();
+      summarize_checks(copies.checks(c, o.corrupt_for_test), "byte for byte", r);
     }
     return r;
   }

@@ -6,11 +6,12 @@
 // which the host tests cover too.
 //
 // Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them):
-//   row operators (rmsnorm, layernorm, softmax, cross_entropy): one block per row with a block
-//     reduction (warp shuffles, then one value per warp through shared memory); a grid of more
-//     rows than CUDA allows blocks strides over them. The row is read once for the statistics
-//     and once more to write the result, the second read expected to hit L1/L2 while the block
-//     works on the row (PyTorch's and Apex's layer norms read the row twice the same way).
+//   row operators (rmsnorm, add_rmsnorm, layernorm, softmax, cross_entropy): one block per row
+//     with a block reduction (warp shuffles, then one value per warp through shared memory); a
+//     grid of more rows than CUDA allows blocks strides over them. The row is read once for the
+//     statistics and once more to write the result, the second read expected to hit L1/L2 while
+//     the block works on the row (PyTorch's and Apex's layer norms read the row twice the same
+//     way).
 //   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
 //     fp32 workspace, then a column reduction over the partials (Apex's
 //     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
@@ -18,7 +19,7 @@
 //     loops over 16-byte vectors (a single 128-bit load or store per access, CUDA C++
 //     Programming Guide, "Device Memory Accesses": an access compiles to one instruction only
 //     for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through __stwb to keep them
-//     whole, see cuda_memops.cu), the tail of fewer than a vector, and every access when an
+//     whole, see cuda_memops_launch.cuh), the tail of fewer than a vector, and every access when an
 //     operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
 //   embedding: a block per token copying its table row; the backward zeroes the table's gradient
@@ -157,6 +158,20 @@ OPBENCH_HD inline memop_math::Welford welford_of(const float (&x)[N]) {
   return {static_cast<float>(N), mean, m2};
 }
 
+// The first pass of the fused residual add + RMSNorm over N elements (a vector a thread loaded):
+// x becomes h = x + r, which the kernel stores as the residual out, and the sum of h^2 is the
+// thread's share of the row's sum of squares (the second pass recomputes h from x and r, in fp32,
+// rather than reading back its rounding to the stored dtype).
+template <int N>
+OPBENCH_HD inline float residual_add_squares(float (&x)[N], const float (&r)[N]) {
+  float squares = 0.0f;
+  for (int j = 0; j < N; ++j) {
+    x[j] = memop_math::residual_add(x[j], r[j]);
+    squares += x[j] * x[j];
+  }
+  return squares;
+}
+
 // ---- launches -------------------------------------------------------------------------------
 
 // Where a launch goes. `shape`, when set, receives what was launched ("rmsnorm_fwd<bf16> x8:
@@ -185,6 +200,9 @@ void run_elementwise(DType t, MemOp op, MemPass pass, const ElementwisePointers&
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l);
+// h = x + residual (written), y = rmsnorm(h) w, rstd (memop_math::residual_add, rms_scale).
+void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l);
 // The fp32 workspace of rmsnorm_bwd and layernorm_bwd: a partial dw and db per block.
 std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count);
 void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,

@@ -4,51 +4,62 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/text.hpp"
-#include "memops/memop_operands.hpp"
 
 namespace opbench {
 namespace {
 
+// An operator's row: its name, whether training runs its backward, the one dtype it takes where
+// it fixes one (none: fp32, bf16 or fp16), and whether it copies between memories.
 struct OpInfo {
+  OpInfo(MemOp op, const char* name, bool backward = false,
+         std::optional<DType> dtype = std::nullopt, bool copy = false)
+      : op(op), name(name), backward(backward), dtype(dtype), copy(copy) {}
   MemOp op;
   const char* name;
   bool backward;
+  std::optional<DType> dtype;
+  bool copy;
 };
 
 const std::vector<OpInfo>& op_table() {
+  constexpr auto fp32 = DType::fp32, bf16 = DType::bf16;
   static const std::vector<OpInfo> table{
-      {MemOp::add, "add", false},
+      {MemOp::add, "add"},
       {MemOp::rmsnorm, "rmsnorm", true},
       {MemOp::layernorm, "layernorm", true},
+      // The forward that TransformerEngine, Apex and Liger fuse: the residual add before a norm.
+      {MemOp::add_rmsnorm, "add_rmsnorm"},
       {MemOp::softmax, "softmax", true},
       {MemOp::swiglu, "swiglu", true},
       {MemOp::gelu, "gelu", true},
       {MemOp::rope, "rope", true},
-      {MemOp::cross_entropy, "cross_entropy", false},
+      {MemOp::cross_entropy, "cross_entropy"},
       {MemOp::embedding, "embedding", true},
-      {MemOp::adamw, "adamw", false},
-      {MemOp::adamw_bf16, "adamw_bf16", false},
-      {MemOp::cast_to_bf16, "cast_to_bf16", false},
-      {MemOp::cast_to_fp32, "cast_to_fp32", false},
-      {MemOp::fp8_quantize, "fp8_quantize", false},
-      {MemOp::mul, "mul", false},
-      {MemOp::scale, "scale", false},
-      {MemOp::sqrt, "sqrt", false},
+      // The optimizer state is fp32 whatever the model trains in.
+      {MemOp::adamw, "adamw", false, fp32},
+      {MemOp::adamw_bf16, "adamw_bf16", false, fp32},
+      {MemOp::cast_to_bf16, "cast_to_bf16", false, fp32},
+      {MemOp::cast_to_fp32, "cast_to_fp32", false, bf16},
+      {MemOp::fp8_quantize, "fp8_quantize", false, bf16},
+      {MemOp::mul, "mul"},
+      {MemOp::scale, "scale"},
+      {MemOp::sqrt, "sqrt"},
       {MemOp::silu, "silu", true},
-      {MemOp::fill, "fill", false},
-      {MemOp::scale_inplace, "scale_inplace", false},
-      {MemOp::axpy_inplace, "axpy_inplace", false},
-      {MemOp::addcdiv_inplace, "addcdiv_inplace", false},
-      {MemOp::copy, "copy", false},
-      {MemOp::h2d, "h2d", false},
-      {MemOp::d2h, "d2h", false},
-      {MemOp::h2d_pageable, "h2d_pageable", false},
-      {MemOp::d2h_pageable, "d2h_pageable", false},
-      {MemOp::peer, "peer", false},
-      {MemOp::peer_all, "peer_all", false},
+      {MemOp::fill, "fill"},
+      {MemOp::scale_inplace, "scale_inplace"},
+      {MemOp::axpy_inplace, "axpy_inplace"},
+      {MemOp::addcdiv_inplace, "addcdiv_inplace"},
+      {MemOp::copy, "copy", false, std::nullopt, true},
+      {MemOp::h2d, "h2d", false, std::nullopt, true},
+      {MemOp::d2h, "d2h", false, std::nullopt, true},
+      {MemOp::h2d_pageable, "h2d_pageable", false, std::nullopt, true},
+      {MemOp::d2h_pageable, "d2h_pageable", false, std::nullopt, true},
+      {MemOp::peer, "peer", false, std::nullopt, true},
+      {MemOp::peer_all, "peer_all", false, std::nullopt, true},
   };
   return table;
 }
@@ -104,50 +115,16 @@ bool has_backward(MemOp op) {
 }
 
 bool is_copy(MemOp op) {
-  switch (op) {
-    case MemOp::copy:
-    case MemOp::h2d:
-    case MemOp::d2h:
-    case MemOp::h2d_pageable:
-    case MemOp::d2h_pageable:
-    case MemOp::peer:
-    case MemOp::peer_all:
-      return true;
-    default:
-      return false;
-  }
+  return info(op).copy;
 }
 
 bool memop_accepts(MemOp op, DType t) {
-  switch (op) {
-    case MemOp::adamw:
-    case MemOp::adamw_bf16:  // the optimizer state is fp32 whatever the model trains in
-    case MemOp::cast_to_bf16:
-      return t == DType::fp32;
-    case MemOp::cast_to_fp32:
-    case MemOp::fp8_quantize:
-      return t == DType::bf16;
-    default:
-      return t == DType::fp32 || t == DType::bf16 || t == DType::fp16;
-  }
+  if (const auto fixed = info(op).dtype) return t == *fixed;
+  return t == DType::fp32 || t == DType::bf16 || t == DType::fp16;
 }
 
-// Sums over the operator's operands (memop_operands.cpp): what it must read and write at least
-// once. Copies between memories move copied_bytes() each way.
-std::int64_t MemopCase::read_bytes() const {
-  if (is_copy(op)) return copied_bytes();
-  std::int64_t bytes = 0;
-  for (const auto& o : memop_operands(*this))
-    if (o.read()) bytes += o.touched_bytes();
-  return bytes;
-}
-
-std::int64_t MemopCase::write_bytes() const {
-  if (is_copy(op)) return copied_bytes();
-  std::int64_t bytes = 0;
-  for (const auto& o : memop_operands(*this))
-    if (o.written()) bytes += o.touched_bytes();
-  return bytes;
+DType memop_dtype(MemOp op, DType wanted) {
+  return info(op).dtype.value_or(wanted);
 }
 
 std::int64_t MemopCase::copied_bytes() const {
@@ -163,17 +140,6 @@ std::string MemopCase::dims() const {
     return fmt::format("{}x{} gpu{}->gpu{}", rows, cols, src_device, dst_device);
   if (op == MemOp::peer_all) return fmt::format("{}x{} on {} gpus", rows, cols, devices);
   return fmt::format("{}x{}", rows, cols);
-}
-
-void validate(const MemopCase& c, const std::string& where) {
-  auto fail = [&](const std::string& what) { throw bad_input(fmt::format("{}: {}", where, what)); };
-  if (c.rows < 1) fail(fmt::format("rows must be at least 1, got {}", c.rows));
-  if (c.cols < 1) fail(fmt::format("cols must be at least 1, got {}", c.cols));
-  if (!memop_accepts(c.op, c.dtype))
-    fail(fmt::format("{} does not take dtype {}", memop_name(c.op), dtype_name(c.dtype)));
-  if (c.pass == MemPass::bwd && !has_backward(c.op))
-    fail(fmt::format("{} has no backward pass", memop_name(c.op)));
-  if (const auto problem = memop_shape_problem(c)) fail(problem->why);
 }
 
 }  // namespace opbench

@@ -1,6 +1,8 @@
 #pragma once
-// The memory-bound operators of a training step, and the bytes each must move at least once
-// (docs/formulas.md, "Memory-bound operators"): a figure of GB/s is these bytes over the time.
+// The memory-bound operators of a training step: their names, passes and dtypes, and the case a
+// run measures. What each reads and writes, and so its bytes (docs/formulas.md, "Memory-bound
+// operators": a figure of GB/s is these bytes over the time), is memops/memop_operands' one
+// layer up, which stands on this one.
 //
 // Shapes: a row operator works on `rows` rows of `cols` elements (norms over hidden, softmax over
 // a row of length L, cross-entropy over the vocabulary); an elementwise operator on
@@ -18,6 +20,7 @@ enum class MemOp {
   add,            // residual add: z = x + y
   rmsnorm,        // y = x / rms(x) * w, rstd kept for backward
   layernorm,      // y = (x - mean) * rstd * w + b
+  add_rmsnorm,    // h = x + residual, y = rmsnorm(h) * w; h written too (the residual stream)
   softmax,        // rows of length L
   swiglu,         // y = silu(g) * u
   gelu,           // tanh approximation
@@ -65,8 +68,12 @@ bool has_backward(MemOp op);
 // Copies between memories: their bytes are what crosses the link, and no --check compares them
 // with a reference computation (the copy is compared byte for byte).
 bool is_copy(MemOp op);
-// The dtypes an operator takes: casts, fp8 quantize and adamw_bf16 fix theirs.
+// The dtypes an operator takes: casts, fp8 quantize and AdamW fix theirs; the others take fp32,
+// bf16 and fp16.
 bool memop_accepts(MemOp op, DType t);
+// The dtype an operator runs in when `wanted` is asked for: its own fixed one (adamw: fp32,
+// fp8_quantize: bf16 input, the casts) or `wanted`.
+DType memop_dtype(MemOp op, DType wanted);
 
 struct MemopCase {
   std::string report;  // which report the row goes to: the model, the shapes file, or "sweep"
@@ -85,19 +92,12 @@ struct MemopCase {
   std::string note;
 
   std::int64_t elements() const { return rows * cols; }
-  // Bytes the operator must read and write at least once.
-  std::int64_t read_bytes() const;
-  std::int64_t write_bytes() const;
-  std::int64_t io_bytes() const { return read_bytes() + write_bytes(); }
   // Copies: the bytes that cross from one memory to the other (per GPU pair, times the GPUs for
-  // peer_all); 0 for the other operators.
+  // peer_all); 0 for the other operators. The bytes every operator reads and writes are
+  // memop_operands.hpp's memop_read_bytes and memop_write_bytes.
   std::int64_t copied_bytes() const;
   // "4096x8192", "t4096 h32/8 d128" (rope), "4096x4096 of 128256" (embedding)
   std::string dims() const;
 };
-
-// Throws bad_input naming `where` for a case that cannot be run (a zero size, a dtype the
-// operator does not take, rope without heads, an embedding without a vocabulary).
-void validate(const MemopCase& c, const std::string& where);
 
 }  // namespace opbench

@@ -44,18 +44,15 @@ std::int64_t model_parameters(const ModelConfig& m) {
 
 }  // namespace
 
-DType memop_dtype(MemOp op, DType wanted_dtype) {
-  switch (op) {
-    case MemOp::adamw:
-    case MemOp::adamw_bf16:
-    case MemOp::cast_to_bf16:
-      return DType::fp32;
-    case MemOp::cast_to_fp32:
-    case MemOp::fp8_quantize:
-      return DType::bf16;
-    default:
-      return wanted_dtype;
-  }
+void validate(const MemopCase& c, const std::string& where) {
+  auto fail = [&](const std::string& what) { throw bad_input(fmt::format("{}: {}", where, what)); };
+  if (c.rows < 1) fail(fmt::format("rows must be at least 1, got {}", c.rows));
+  if (c.cols < 1) fail(fmt::format("cols must be at least 1, got {}", c.cols));
+  if (!memop_accepts(c.op, c.dtype))
+    fail(fmt::format("{} does not take dtype {}", memop_name(c.op), dtype_name(c.dtype)));
+  if (c.pass == MemPass::bwd && !has_backward(c.op))
+    fail(fmt::format("{} has no backward pass", memop_name(c.op)));
+  if (const auto problem = memop_shape_problem(c)) fail(problem->why);
 }
 
 std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelRun& run,

@@ -59,8 +59,8 @@ std::vector<MemopCase> memop_sweep_cases(const std::vector<MemOp>& ops,
                                          const std::vector<std::int64_t>& sizes, std::int64_t cols,
                                          std::int64_t vocab, const std::vector<DType>& dtypes);
 
-// The dtype an operator runs in when `wanted` is asked for: its own fixed one (adamw: fp32,
-// fp8_quantize: bf16 input, the casts) or `wanted`.
-DType memop_dtype(MemOp op, DType wanted);
+// Throws bad_input naming `where` for a case that cannot be run (a zero size, a dtype the
+// operator does not take, rope without heads, an embedding without a vocabulary).
+void validate(const MemopCase& c, const std::string& where);
 
 }  // namespace opbench

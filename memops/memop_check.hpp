@@ -4,6 +4,7 @@
 // Providers give only an OperandReader: a slice of host memory (the CPU) or a fetch from the
 // device (CUDA). max_abs_err has one meaning in every row: the largest |got - want| of the worst
 // output relative to that output's largest |want|, held to `tolerance` (docs/outputs.md).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -65,6 +66,103 @@ class OperandReader {
   virtual std::vector<std::uint16_t> bits16(const std::string& name, std::int64_t first,
                                             std::int64_t count) = 0;
 };
+
+// ---- what an operator's check works with (its spec's check, memops/memop_spec.hpp) ----
+
+// Tolerances, on the error relative to the output's largest magnitude (results computed in fp32
+// against an fp64 reference of the same inputs; u = 2^-24, fp32's unit roundoff). The CPU loops
+// and our CUDA kernels run the same memop_math functions; only the order of the sums differs.
+//   exact        0: gathers, copies, casts and fp8 round once, to the same value (fp8's x scale
+//                is exact in fp32: bf16's 8 significant bits times 112 = 7 x 16's 3).
+//   elementwise  8u: a few roundings (add and add_rmsnorm's residual_out 1; rope 3; AdamW 3 for
+//                each of param, m and v, whose update term m / (sqrt(v) + eps) is lr-sized next
+//                to the parameter).
+//   activations  64u: the activations and their gradients (Accuracy::exponential in
+//                memops/elementwise.hpp): exp_approx within 2 ulp, then up to ten roundings;
+//                measured up to 19u (gelu's gradient).
+//   reductions   u (16 + 2 sqrt(K)) for reductions of K terms (norms, softmax, cross-entropy,
+//                dw and db over the rows, tokens sharing an embedding row): the rounding errors
+//                of the 16 lane sums have random signs and grow as sqrt(K) (measured: 5e-7 at
+//                K = 8192, bound 1.2e-5). The worst case, K/16 u, would be too loose to see a
+//                dropped term of a sum of squares, whose effect is 1/K.
+//   rope tables  u (8 + 4 max position), absolute: HF's fp32 angle p inv_freq is off by about
+//                2u p (the product's and inv_freq's roundings); the reference's is exact.
+//   bf16 param   2^-8 + 8u: AdamW's bf16 parameter against the exact reference is within half a
+//                bf16 ulp (2^-8 relative at worst); it must also equal the bf16 rounding of the
+//                fp32 result, exactly.
+// An output stored in bf16 or fp16 is rounded once more, to nearest: |rn(y') - y| <= u_t |y'| +
+// |y' - y|, so u_t more (2^-8 for bf16, 2^-11 for fp16), relative to the scale.
+inline constexpr double kU = 0x1p-24;  // fp32's unit roundoff
+inline constexpr double kElementwiseTolerance = 8 * kU;
+inline constexpr double kActivationTolerance = 64 * kU;
+inline double reduction_tolerance(std::int64_t k) {
+  return kU * (16.0 + 2.0 * std::sqrt(static_cast<double>(k)));
+}
+// An fp32 bound for an output stored in `t`.
+inline double stored_in(DType t, double fp32_tolerance) {
+  return fp32_tolerance + (t == DType::fp32 ? 0.0 : unit_roundoff(t));
+}
+
+// The rule of a reduction over K terms (`terms` says which), in words.
+inline std::string reduction_rule(std::int64_t k, const char* terms, const std::string& rounding) {
+  return fmt::format("u(16 + 2 sqrt(K)), K = {} ({}){}", k, terms, rounding);
+}
+
+// The reference runs on blocks of about a million elements, read block by block:
+// body(first_row, end_row) over whole rows, body(first, end) over elements.
+inline constexpr std::int64_t kCheckBlock = 1 << 20;
+template <class Body>
+void row_blocks(std::int64_t rows, std::int64_t cols, Body&& body) {
+  const std::int64_t per = std::max<std::int64_t>(1, kCheckBlock / std::max<std::int64_t>(1, cols));
+  for (std::int64_t r0 = 0; r0 < rows; r0 += per)
+    body(r0, std::min(rows, r0 + per));
+}
+template <class Body>
+void element_blocks(std::int64_t n, Body&& body) {
+  for (std::int64_t i0 = 0; i0 < n; i0 += kCheckBlock)
+    body(i0, std::min(n, i0 + kCheckBlock));
+}
+
+// One case's check: the case, the reads of its operands, the values of its in-place operands
+// before the run (`saved`, in memop_operands' order: AdamW's param, m, v), and the outputs it has
+// compared so far (a deque: add() hands out references that stay valid).
+class ReferenceCheck {
+ public:
+  ReferenceCheck(const MemopCase& c, OperandReader& read,
+                 const std::vector<std::vector<float>>& saved)
+      : c(c), read(read), saved(saved) {}
+
+  const MemopCase& c;
+  OperandReader& read;
+  const std::vector<std::vector<float>>& saved;
+
+  // A new output compared at the given bound (its elements named [row, col] in rows of `cols`).
+  OutputCheck& add(std::string name, double tolerance, std::int64_t cols = 0) {
+    checks_.push_back(OutputCheck{std::move(name), tolerance, cols});
+    return checks_.back();
+  }
+  std::vector<float> get(const std::string& name, std::int64_t first, std::int64_t count) {
+    return read.floats(name, first, count);
+  }
+  // got[i] against want[i], the elements first, first + 1, ... of `check`'s output.
+  static void compare(OutputCheck& check, const std::vector<float>& got, const double* want,
+                      std::int64_t first) {
+    for (std::size_t i = 0; i < got.size(); ++i)
+      check.add(first + static_cast<std::int64_t>(i), got[i], want[i]);
+  }
+  std::deque<OutputCheck> take() { return std::move(checks_); }
+
+ private:
+  std::deque<OutputCheck> checks_;
+};
+
+// `v` holding `count` zeros, as the reference's output.
+inline double* zeroed(std::vector<double>& v, std::int64_t count) {
+  v.assign(static_cast<std::size_t>(count), 0.0);
+  return v.data();
+}
+
+// ---- the check of a case ----
 
 // Every output of `c` against the reference. `saved`: the in-place operands' values before the
 // run, in memop_operands' order (AdamW's param, m, v). Not for copies (compare_bytes).

@@ -237,6 +237,18 @@ OPBENCH_HD inline float rms_rstd(float sum_of_squares, std::int64_t n, float eps
   return 1.0f / ::sqrtf(sum_of_squares / static_cast<float>(n) + eps);
 }
 
+// Fused residual add + RMSNorm (TransformerEngine, Apex and Liger fuse them in a Llama block):
+// h = x + r continues the residual stream (it is written out too) and is normalised,
+// y = (h rstd) w with rstd = rms_rstd of the row's sum of h^2. The norm reads h as computed in
+// fp32, not as rounded to the stored dtype.
+OPBENCH_HD inline float residual_add(float x, float r) {
+  return x + r;
+}
+// (h rstd) w: Hugging Face's order, as rmsnorm's.
+OPBENCH_HD inline float rms_scale(float h, float rstd, float w) {
+  return h * rstd * w;
+}
+
 struct RowStats {
   float mean, rstd;
 };

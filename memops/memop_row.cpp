@@ -4,6 +4,7 @@
 
 #include "common/measured_columns.hpp"
 #include "common/text.hpp"
+#include "memops/memop_operands.hpp"
 
 namespace opbench {
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
@@ -34,7 +35,7 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
   const double seconds = s.mean * 1e-6;
   std::optional<double> bw, copy_bw, pct;
   if (measured && seconds > 0) {
-    bw = static_cast<double>(c.io_bytes()) / seconds / 1e9;
+    bw = static_cast<double>(memop_io_bytes(c)) / seconds / 1e9;
     if (is_copy(c.op)) copy_bw = static_cast<double>(c.copied_bytes()) / seconds / 1e9;
   }
   // Link copies (host <-> device, peer) are held to no memory roof: the link is slower.
@@ -50,9 +51,9 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
                                   *bw, *roof.gbps));
     pct = 100.0;
   }
-  row.metric("read_bytes", c.read_bytes())
-      .metric("write_bytes", c.write_bytes())
-      .metric("io_bytes", c.io_bytes());
+  row.metric("read_bytes", memop_read_bytes(c))
+      .metric("write_bytes", memop_write_bytes(c))
+      .metric("io_bytes", memop_io_bytes(c));
   row.optional_metric("mem_bw_gbps", bw);
   row.metric("copied_bytes", number_or_empty(c.copied_bytes()))
       .optional_metric("copy_gbps", copy_bw);

@@ -128,6 +128,22 @@ void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* r
   }
 }
 
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, std::int64_t rows,
+                     std::int64_t cols, double eps, double* y, double* h, double* rstd) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double squares = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double sum = static_cast<double>(x[r * cols + j]) + residual[r * cols + j];
+      h[r * cols + j] = sum;
+      squares += sum * sum;
+    }
+    const double rs = 1.0 / std::sqrt(squares / static_cast<double>(cols) + eps);
+    rstd[r] = rs;
+    for (std::int64_t j = 0; j < cols; ++j)
+      y[r * cols + j] = h[r * cols + j] * rs * w[j];
+  }
+}
+
 void layernorm_fwd(const float* x, const float* w, const float* b, std::int64_t rows,
                    std::int64_t cols, double eps, double* y, double* mean, double* rstd) {
   for (std::int64_t r = 0; r < rows; ++r) {

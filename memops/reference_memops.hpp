@@ -26,6 +26,10 @@ void rmsnorm_fwd(const float* x, const float* w, std::int64_t rows, std::int64_t
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd,
                  std::int64_t rows, std::int64_t cols, double* dx, double* dw);
 
+// h = x + residual in double, then y = h / sqrt(mean(h^2) + eps) * w and rstd.
+void add_rmsnorm_fwd(const float* x, const float* residual, const float* w, std::int64_t rows,
+                     std::int64_t cols, double eps, double* y, double* h, double* rstd);
+
 // y = (x - mean) rstd w + b, biased variance.
 void layernorm_fwd(const float* x, const float* w, const float* b, std::int64_t rows,
                    std::int64_t cols, double eps, double* y, double* mean, double* rstd);

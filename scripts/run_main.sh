@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: sets everything up, builds, and runs bench_gemm.
+# The main job: sets everything up, builds bench_gemm (only it: the tests and the other binaries
+# follow with scripts/test.sh or scripts/build.sh, in the same tree), and runs it.
 #   scripts/run_main.sh                 # defaults for the hardware present (below)
 #   scripts/run_main.sh ARGS...         # bench_gemm with your arguments
 # Defaults: on a GPU, Llama-3.1 8B and 70B (tp 8) in bf16 with --check; without one, the tiny
@@ -7,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh --target bench_gemm
 if [ $# -gt 0 ]; then
   exec ./build/gemm/bench_gemm "$@"
 fi

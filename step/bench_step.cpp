@@ -233,6 +233,135 @@ Record with_note(const Record& row, const std::string& note) {
   return out;
 }
 
+// --fits-only before anything is measured, where the capacity is known without the times: the
+// configurations that do not fit are left out, and said so. False when none is left.
+bool keep_fitting_early(const StepOptions& o, std::vector<StepConfig>& configs,
+                        bool measured_on_cpu) {
+  if (!o.fits_only) return true;
+  const Capacity early = memory_capacity(o, "", measured_on_cpu);
+  if (early.gib) {
+    print_left_out(keep_fitting(configs, *early.gib), early);
+    if (configs.empty()) {
+      fmt::print(stderr, "--fits-only: no configuration fits; nothing to project\n");
+      return false;
+    }
+  } else if (o.dry_run) {
+    throw bad_input(
+        "--fits-only: the device's memory is unknown in a dry run; give "
+        "--memory-capacity-gib");
+  }
+  return true;
+}
+
+// Where the reports go: the folder, and the base paths of step.csv and step_operators.csv (the
+// earlier run's files there set aside).
+struct StepReportPaths {
+  std::string dir, base, operators_base;
+};
+
+StepReportPaths step_report_paths(const StepOptions& o) {
+  StepReportPaths paths;
+  paths.dir = resolve_report_dir(o.report.report_dir, o.report_csv_path, "step");
+  paths.base = report_base(o.report_csv_path.empty()
+                               ? (std::filesystem::path(paths.dir) / "step.csv").string()
+                               : o.report_csv_path);
+  paths.operators_base =
+      o.operators_csv_path.empty() ? paths.base + "_operators" : report_base(o.operators_csv_path);
+  std::vector<NamedOutput> named =
+      report_outputs("--report-csv-path", paths.base, o.report.formats);
+  for (auto& out : report_outputs("--operators-csv-path", paths.operators_base, o.report.formats))
+    named.push_back(std::move(out));
+  named.push_back({"--summary-path", o.report.summary_path});
+  set_aside_earlier_reports(paths.dir, named);
+  return paths;
+}
+
+// The step rows of a run, as they were projected and written.
+struct Projections {
+  std::vector<Record> rows;
+  std::vector<StepProjection> projected;
+  std::string text;  // the console's projections, for --summary-path
+  bool complete = true;
+  std::size_t whole = 0, not_fitting = 0, late_left_out = 0;
+  Capacity late_capacity;
+};
+
+// Every configuration's step from its operators' times: its row in step.csv, its busiest stage's
+// operators in step_operators.csv, its projection and memory on the console.
+Projections project_steps(const StepOptions& o, const std::vector<StepConfig>& configs,
+                          const std::vector<Plan>& plans, const TimeSources& times,
+                          const std::string& times_from, bool measured_on_cpu,
+                          ReportFiles& step_files, ReportFiles& operator_files) {
+  // Interrupted while measuring: the step rows are still written from the times there are (a
+  // configuration whose operators all have one is whole), then the run exits 130 or 143.
+  const bool cut_short = interrupted();
+  Projections out;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const StepConfig& c = configs[i];
+    const auto stages = timed(plans[i], &times);
+    // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
+    std::string device = times_device(stages.back());
+    const Peaks peaks = Peaks::for_device(device, o.peaks);
+    const std::optional<double> peak = peaks.tflops(c.dtype);
+    const StepMemory memory = busiest_memory(c);
+    const Capacity capacity = memory_capacity(o, device, measured_on_cpu);
+    const std::optional<bool> fits = memory_fits(memory, capacity.gib);
+    if (o.fits_only && fits == false) {  // the capacity came with the times
+      ++out.late_left_out;
+      out.late_capacity = capacity;
+      continue;
+    }
+    if (fits == false) ++out.not_fitting;
+    StepProjection p = compose_step(c, stages, peak);
+    out.projected.push_back(p);
+    out.complete = out.complete && p.step_ms.has_value();
+    out.whole += p.step_ms.has_value();
+    out.rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak,
+                                memory, capacity.gib));
+    Record& row = out.rows.back();
+    if (cut_short && !p.step_ms) {
+      const Value* note = row.find("note");
+      const std::string* missing = note ? std::get_if<std::string>(note) : nullptr;
+      row = with_note(row, fmt::format("interrupted ({}) before every operator was "
+                                       "measured; {}",
+                                       interrupted_signal_name(), missing ? *missing : ""));
+    }
+    step_files.write(row);
+    for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
+      operator_files.write(operator_row(c, t, p));
+    print_projection(c, stages, p, stdout);
+    print_memory(memory, capacity.gib, capacity.source, stdout);
+    if (!o.report.summary_path.empty()) out.text += projection_text(c, stages, p);
+  }
+  return out;
+}
+
+// What a finished run says on stderr, and its exit code: the reports written, the
+// configurations left out or not fitting, an interrupt, operators without a time.
+int report_end(const Projections& p, std::size_t configs,
+               const std::vector<std::vector<std::string>>& listings) {
+  std::fflush(stdout);
+  for (const auto& files : listings)
+    for (const auto& line : files)
+      fmt::print(stderr, "  {}\n", line);
+  print_left_out(p.late_left_out, p.late_capacity);
+  if (p.not_fitting > 0)
+    fmt::print(stderr, "{} configuration{} do{} not fit the device's memory (fits=false)\n",
+               p.not_fitting, p.not_fitting == 1 ? "" : "s", p.not_fitting == 1 ? "es" : "");
+  if (interrupted()) {
+    fmt::print(stderr,
+               "interrupted ({}): {} of {} configurations have a step time; every operator "
+               "measured before it is in the reports above\n",
+               interrupted_signal_name(), p.whole, configs);
+    return interrupted_exit_code();
+  }
+  if (!p.complete)
+    fmt::print(stderr,
+               "error: some configurations have operators without a time (listed "
+               "above); their step time is left empty\n");
+  return p.complete ? 0 : static_cast<int>(ExitCode::run_failed);
+}
+
 }  // namespace
 
 int bench_step_main(int argc, char** argv) {
@@ -253,101 +382,30 @@ int bench_step_main(int argc, char** argv) {
   const DType dtype = o.dtype.value_or(backend_traits(device).default_dtype);
   std::vector<StepConfig> configs = step_configurations(o, model, dtype, device);
   const bool measured_on_cpu = measuring && device == Backend::cpu;
-  // --fits-only before anything is measured, where the capacity is known without the times.
-  std::size_t left_out = 0;
-  if (o.fits_only) {
-    const Capacity early = memory_capacity(o, "", measured_on_cpu);
-    if (early.gib) {
-      left_out = keep_fitting(configs, *early.gib);
-      print_left_out(left_out, early);
-      if (configs.empty()) {
-        fmt::print(stderr, "--fits-only: no configuration fits; nothing to project\n");
-        return 0;
-      }
-    } else if (o.dry_run) {
-      throw bad_input(
-          "--fits-only: the device's memory is unknown in a dry run; give "
-          "--memory-capacity-gib");
-    }
-  }
+  if (!keep_fitting_early(o, configs, measured_on_cpu)) return 0;
   std::vector<Plan> plans;
   for (const auto& c : configs)
     plans.push_back(plan_of(c));
   if (o.dry_run) return dry_run(o, configs, plans);
 
-  const std::string report_dir = resolve_report_dir(o.report.report_dir, o.report_csv_path, "step");
-  const std::string base = report_base(
-      o.report_csv_path.empty() ? (std::filesystem::path(report_dir) / "step.csv").string()
-                                : o.report_csv_path);
-  const std::string operators_base =
-      o.operators_csv_path.empty() ? base + "_operators" : report_base(o.operators_csv_path);
-  std::vector<NamedOutput> named = report_outputs("--report-csv-path", base, o.report.formats);
-  for (auto& out : report_outputs("--operators-csv-path", operators_base, o.report.formats))
-    named.push_back(std::move(out));
-  named.push_back({"--summary-path", o.report.summary_path});
-  set_aside_earlier_reports(report_dir, named);
+  const StepReportPaths paths = step_report_paths(o);
   Environment env(argc, argv, "bench_step");
-  env.write(report_dir, false);
+  env.write(paths.dir, false);
   install_interrupt_handlers();
 
   std::string times_from;
   std::vector<std::string> measured_files;
-  const TimeSources times = gather_times(o, plans, report_dir, env, times_from, measured_files);
-  // Interrupted while measuring: the step rows are still written from the times there are (a
-  // configuration whose operators all have one is whole), then the run exits 130 or 143.
-  const bool cut_short = interrupted();
+  const TimeSources times = gather_times(o, plans, paths.dir, env, times_from, measured_files);
   const nlohmann::json run{{"run_id", env.run_id()}};
-  ReportFiles step_files(base, o.report.formats, run, "opbench_step");
-  ReportFiles operator_files(operators_base, o.report.formats, run, "opbench_step_operator");
-  bool complete = true;
-  std::size_t whole = 0;
-  std::size_t not_fitting = 0, late_left_out = 0;
-  Capacity late_capacity;
-  std::vector<Record> rows;
-  std::string projections;  // the console's projections, for --summary-path
-  std::vector<StepProjection> projected;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const StepConfig& c = configs[i];
-    const auto stages = timed(plans[i], &times);
-    // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
-    std::string device = times_device(stages.back());
-    const Peaks peaks = Peaks::for_device(device, o.peaks);
-    const std::optional<double> peak = peaks.tflops(c.dtype);
-    const StepMemory memory = busiest_memory(c);
-    const Capacity capacity = memory_capacity(o, device, measured_on_cpu);
-    const std::optional<bool> fits = memory_fits(memory, capacity.gib);
-    if (o.fits_only && fits == false) {  // the capacity came with the times
-      ++late_left_out;
-      late_capacity = capacity;
-      continue;
-    }
-    if (fits == false) ++not_fitting;
-    StepProjection p = compose_step(c, stages, peak);
-    projected.push_back(p);
-    complete = complete && p.step_ms.has_value();
-    whole += p.step_ms.has_value();
-    rows.push_back(step_row(c, p, times_from.empty() ? "none" : times_from, device, peak, memory,
-                            capacity.gib));
-    if (cut_short && !p.step_ms) {
-      const Value* note = rows.back().find("note");
-      const std::string* missing = note ? std::get_if<std::string>(note) : nullptr;
-      rows.back() =
-          with_note(rows.back(), fmt::format("interrupted ({}) before every operator was "
-                                             "measured; {}",
-                                             interrupted_signal_name(), missing ? *missing : ""));
-    }
-    step_files.write(rows.back());
-    for (const auto& t : stages[static_cast<std::size_t>(p.stage)])
-      operator_files.write(operator_row(c, t, p));
-    print_projection(c, stages, p, stdout);
-    print_memory(memory, capacity.gib, capacity.source, stdout);
-    if (!o.report.summary_path.empty()) projections += projection_text(c, stages, p);
-  }
-  const std::string fusion = fusion_text(configs, projected);
+  ReportFiles step_files(paths.base, o.report.formats, run, "opbench_step");
+  ReportFiles operator_files(paths.operators_base, o.report.formats, run, "opbench_step_operator");
+  const Projections p = project_steps(o, configs, plans, times, times_from, measured_on_cpu,
+                                      step_files, operator_files);
+  const std::string fusion = fusion_text(configs, p.projected);
   fmt::print("{}", fusion);
-  env.write(report_dir, true);
+  env.write(paths.dir, true);
   if (!o.report.summary_path.empty())
-    write_summary(o.report.summary_path, env, rows,
+    write_summary(o.report.summary_path, env, p.rows,
                   {fmt::format("bench_step: {}, times from {}", o.model,
                                times_from.empty() ? "none" : times_from),
                    "tokens_per_s",
@@ -355,28 +413,10 @@ int bench_step_main(int argc, char** argv) {
                    {"model", "world_size", "tp", "pp", "dp", "micro_batch", "seqlen", "dtype",
                     "kernels", "step_time_ms", "tokens_per_s", "mfu", "times_from"},
                    15,
-                   {"## Where the step's time goes\n\n```\n" + projections + fusion + "```" +
+                   {"## Where the step's time goes\n\n```\n" + p.text + fusion + "```" +
                     (times.threading.empty() ? "" : "\n\n" + times.threading + ".")}});
-  std::fflush(stdout);
-  for (const auto& files : {measured_files, step_files.listing(), operator_files.listing()})
-    for (const auto& line : files)
-      fmt::print(stderr, "  {}\n", line);
-  print_left_out(late_left_out, late_capacity);
-  if (not_fitting > 0)
-    fmt::print(stderr, "{} configuration{} do{} not fit the device's memory (fits=false)\n",
-               not_fitting, not_fitting == 1 ? "" : "s", not_fitting == 1 ? "es" : "");
-  if (interrupted()) {
-    fmt::print(stderr,
-               "interrupted ({}): {} of {} configurations have a step time; every operator "
-               "measured before it is in the reports above\n",
-               interrupted_signal_name(), whole, configs.size());
-    return interrupted_exit_code();
-  }
-  if (!complete)
-    fmt::print(stderr,
-               "error: some configurations have operators without a time (listed "
-               "above); their step time is left empty\n");
-  return complete ? 0 : static_cast<int>(ExitCode::run_failed);
+  return report_end(p, configs.size(),
+                    {measured_files, step_files.listing(), operator_files.listing()});
 }
 
 }  // namespace opbench

@@ -17,6 +17,7 @@
 #include "common/text.hpp"
 #include "gemm/gemm_row.hpp"
 #include "gemm/gemm_run.hpp"
+#include "memops/memop_operands.hpp"
 #include "memops/memop_row.hpp"
 #include "memops/memop_run.hpp"
 
@@ -123,7 +124,7 @@ struct Measuring {
     MemopProvider& p = providers.memop();
     ReportFiles& f = memop_reports.open(kReport, memop_row(c, p, MemopResult{}, {}));
     const MemopRunOptions run{measure, o.check, false, false};
-    return loop.run(label, static_cast<double>(c.io_bytes()), f, std::nullopt, [&] {
+    return loop.run(label, static_cast<double>(memop_io_bytes(c)), f, std::nullopt, [&] {
       MemopResult r = run_memop_case(p, c, run);
       Record row = memop_row(c, p, r, {});
       std::string line = memop_progress_line(label, row, r);

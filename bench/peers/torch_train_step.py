@@ -653,6 +653,40 @@ def print_breakdown(b: dict, profiled_ms: float, median_ms: float) -> dict:
 
 # ---------------------------------------------------------------- the run
 
+def timed_steps(torch, args, ddp: bool, step, tokens) -> tuple:
+    """--warmup steps, then --steps timed ones: (their times in ms, the slowest rank's under DDP;
+    the last loss; whether the capture was reset; the % of the machine's CPU time other processes
+    and the hypervisor (steal) took meanwhile)."""
+    if ddp:
+        torch.distributed.barrier()
+    for _ in range(args.warmup):
+        step(tokens())
+    times, loss = [], float("nan")
+    if ddp:
+        torch.distributed.barrier()
+    capture_reset = reset_capture()
+    before = cpu_sample()
+    for _ in range(args.steps):
+        batch = tokens()
+        t0 = time.perf_counter()
+        loss = step(batch)
+        times.append((time.perf_counter() - t0) * 1e3)
+    after = cpu_sample()
+    own = after[3] - before[3]
+    if ddp:
+        t = torch.tensor(times, dtype=torch.float64)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        times = t.tolist()
+        o = torch.tensor([own], dtype=torch.float64)
+        torch.distributed.all_reduce(o)  # every rank's CPU time
+        own = o.item()
+    # how much of the machine other processes (and the hypervisor: steal) took meanwhile
+    capacity = (after[0] - before[0]) * (os.cpu_count() or 1)
+    other_pct = max(after[1] - before[1] - own, 0.0) / capacity * 100 if capacity else 0.0
+    steal_pct = (after[2] - before[2]) / capacity * 100 if capacity else 0.0
+    return times, loss, capture_reset, other_pct, steal_pct
+
+
 def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if args.mmap_tensors:
         mmap_large_blocks()
@@ -700,34 +734,8 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         opt.zero_grad(set_to_none=True)
         return total
 
-    if ddp:
-        torch.distributed.barrier()
-    for _ in range(args.warmup):
-        step(tokens())
-    times, loss = [], float("nan")
-    if ddp:
-        torch.distributed.barrier()
-    capture_reset = reset_capture()
-    before = cpu_sample()
-    for _ in range(args.steps):
-        batch = tokens()
-        t0 = time.perf_counter()
-        loss = step(batch)
-        times.append((time.perf_counter() - t0) * 1e3)
-    after = cpu_sample()
-    own = after[3] - before[3]
-    if ddp:
-        t = torch.tensor(times, dtype=torch.float64)
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        times = t.tolist()
-        o = torch.tensor([own], dtype=torch.float64)
-        torch.distributed.all_reduce(o)  # every rank's CPU time
-        own = o.item()
+    times, loss, capture_reset, other_pct, steal_pct = timed_steps(torch, args, ddp, step, tokens)
     median = statistics.median(times)
-    # how much of the machine other processes (and the hypervisor: steal) took meanwhile
-    capacity = (after[0] - before[0]) * (os.cpu_count() or 1)
-    other_pct = max(after[1] - before[1] - own, 0.0) / capacity * 100 if capacity else 0.0
-    steal_pct = (after[2] - before[2]) / capacity * 100 if capacity else 0.0
 
     profile_pct = None
     if args.profile:

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "memops/memop_cases.hpp"
+#include "memops/memop_operands.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -13,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto doc = opbench::parse_json_text(text, "fuzz.json");
     for (const auto& c : opbench::memop_cases_from_json(
              doc, "fuzz.json", {opbench::DType::fp32, opbench::DType::bf16})) {
-      c.io_bytes();
+      opbench::memop_io_bytes(c);
       c.copied_bytes();
       c.dims();
     }

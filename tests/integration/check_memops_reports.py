@@ -25,7 +25,7 @@ COPIES = {"copy", "h2d", "d2h", "h2d_pageable", "d2h_pageable", "peer", "peer_al
 # writes its updated operand): docs/formulas.md, "Memory-bound operators".
 EAGER = {"mul": (2, 1), "scale": (1, 1), "sqrt": (1, 1), "fill": (0, 1), "scale_inplace": (1, 1),
          "axpy_inplace": (2, 1), "addcdiv_inplace": (3, 1)}
-NON_COPY = ("add rmsnorm layernorm softmax swiglu gelu rope cross_entropy embedding adamw adamw_bf16 "
+NON_COPY = ("add rmsnorm add_rmsnorm layernorm softmax swiglu gelu rope cross_entropy embedding adamw adamw_bf16 "
             "cast_to_bf16 cast_to_fp32 fp8_quantize silu").split() + list(EAGER)
 
 
@@ -38,6 +38,8 @@ def expected_bytes(r: dict) -> tuple:
         return 2 * n * s, n * s
     if op == "rmsnorm":
         return (n * s + cols * s, n * s + rows * F32) if fwd else (2 * n * s + cols * s + rows * F32, n * s + cols * s)
+    if op == "add_rmsnorm":  # x, residual, w -> y, residual_out, rstd
+        return 2 * n * s + cols * s, 2 * n * s + rows * F32
     if op == "layernorm":
         return (n * s + 2 * cols * s, n * s + 2 * rows * F32) if fwd else (2 * n * s + cols * s + 2 * rows * F32, n * s + 2 * cols * s)
     if op in EAGER:

@@ -1,6 +1,7 @@
 // The host-side decisions of our CUDA memory-bound kernels (memops/cuda_memops.cuh): the vector
 // width for a size and alignment, the launch shapes, and a thread's share of the row reductions
-// (the online softmax normaliser, Welford per vector), run here as the kernels run them.
+// (the online softmax normaliser, Welford per vector, the fused residual add's squares), run
+// here as the kernels run them.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/uniform_value.hpp"
+#include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
 
 using namespace opbench;
@@ -131,6 +133,40 @@ TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes
   CHECK(merged.count == pushed.count);
   CHECK(merged.mean == pushed.mean);
   CHECK(merged.m2 == pushed.m2);
+}
+
+TEST_CASE("the fused residual add + RMSNorm, as a block runs it, gives the CPU loop's row") {
+  // 3 rows of 1024: the kernel's two passes (h and its squares per vector of 8, summed over 128
+  // threads; then rms_scale of h recomputed) against cpu_memops::add_rmsnorm_fwd.
+  const std::int64_t rows = 3, cols = 1024;
+  const auto x = logits(rows * cols, 21), r = logits(rows * cols, 22), w = logits(cols, 23);
+  std::vector<float> y(x.size()), h(x.size()), rstd(rows);
+  cpu_memops::add_rmsnorm_fwd(x.data(), r.data(), w.data(), y.data(), h.data(), rstd.data(), rows,
+                              cols);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::vector<float> thread_sums(128, 0.0f);
+    for (std::int64_t v = 0; v < cols / 8; ++v) {
+      float a[8], b[8];
+      for (int j = 0; j < 8; ++j) {
+        a[j] = x[static_cast<std::size_t>(row * cols + v * 8 + j)];
+        b[j] = r[static_cast<std::size_t>(row * cols + v * 8 + j)];
+      }
+      thread_sums[static_cast<std::size_t>(v % 128)] += residual_add_squares(a, b);
+      for (int j = 0; j < 8; ++j)  // the stored sum is the CPU's, to the bit
+        CHECK(a[j] == h[static_cast<std::size_t>(row * cols + v * 8 + j)]);
+    }
+    float squares = 0.0f;
+    for (float t : thread_sums)
+      squares += t;
+    const float rs = memop_math::rms_rstd(squares, cols, memop_math::kRmsNormEps);
+    CHECK(rs == Approx(rstd[static_cast<std::size_t>(row)]).epsilon(1e-6));
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto at = static_cast<std::size_t>(row * cols + j);
+      const float got = memop_math::rms_scale(memop_math::residual_add(x[at], r[at]), rs,
+                                              w[static_cast<std::size_t>(j)]);
+      CHECK(got == Approx(y[at]).epsilon(1e-5).margin(1e-6));
+    }
+  }
 }
 
 TEST_CASE("token ids and targets fall in their range, the same for a set every time") {

@@ -145,3 +145,12 @@ TEST_CASE(
     CHECK_FALSE(freivalds_check(p, o.a.data(), o.b.data(), c.data(), kFp32).passed);
   }
 }
+
+TEST_CASE("a GPU GEMM is held to its inputs' rounding and its accumulator's") {
+  CHECK(gemm_check_precision(DType::tf32).input_roundoff == 0x1p-11);  // tf32: 10 stored bits
+  CHECK(gemm_check_precision(DType::tf32).accumulate_roundoff == 0x1p-24);
+  CHECK(gemm_check_precision(DType::bf16).input_roundoff == 0.0);  // products exact in fp32
+  CHECK(gemm_check_precision(DType::bf16).accumulate_roundoff == 0x1p-24);
+  CHECK(gemm_check_precision(DType::fp64).accumulate_roundoff == 0x1p-53);
+  CHECK(gemm_check_precision(DType::fp8_e4m3).accumulate_roundoff == 0x1p-14);
+}

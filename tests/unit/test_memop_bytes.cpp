@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/model_config.hpp"
+#include "memops/elementwise.hpp"
 #include "memops/memop.hpp"
 #include "memops/memop_cases.hpp"
 #include "memops/memop_inputs.hpp"
@@ -19,10 +20,32 @@ MemopCase make(MemOp op, MemPass pass = MemPass::fwd, DType t = DType::fp32) {
   return testing::memop_case(op, pass, t, 4, 8);
 }
 
+// Kernel F's pointers bound to c's operands (elementwise::bind_elementwise), as the positions of
+// the operands in memop_operands(c): in[0..2] then out[0..1], -1 where unbound.
+template <class F>
+std::vector<int> bound(const MemopCase& c) {
+  const std::vector<OperandSpec> operands = memop_operands(c);
+  static float slots[8];
+  struct Pointers {
+    const float* in[3];
+    float* out[2];
+  };
+  const Pointers p = elementwise::bind_elementwise<F, Pointers>([&](const char* name) -> void* {
+    for (std::size_t i = 0; i < operands.size(); ++i)
+      if (operands[i].name == name) return &slots[i];
+    return nullptr;
+  });
+  std::vector<int> at;
+  for (const float* q : {p.in[0], p.in[1], p.in[2], static_cast<const float*>(p.out[0]),
+                         static_cast<const float*>(p.out[1])})
+    at.push_back(q ? static_cast<int>(q - slots) : -1);
+  return at;
+}
+
 void check_bytes(const MemopCase& c, std::int64_t read, std::int64_t write) {
   INFO(memop_name(c.op) << " " << mem_pass_name(c.pass));
-  CHECK(c.read_bytes() == read);
-  CHECK(c.write_bytes() == write);
+  CHECK(memop_read_bytes(c) == read);
+  CHECK(memop_write_bytes(c) == write);
 }
 
 }  // namespace
@@ -33,6 +56,8 @@ TEST_CASE("memops bytes by hand: elementwise and row operators, fp32, 4 rows of 
   check_bytes(make(MemOp::rmsnorm), 128 + 32, 128 + 16);
   // bwd reads dy, x, w, rstd; writes dx and dw.
   check_bytes(make(MemOp::rmsnorm, MemPass::bwd), 256 + 32 + 16, 128 + 32);
+  // add_rmsnorm reads x, residual and w; writes y, the sum x + residual and rstd.
+  check_bytes(make(MemOp::add_rmsnorm), 256 + 32, 256 + 16);
   check_bytes(make(MemOp::layernorm), 128 + 64, 128 + 32);                     // + bias; mean
   check_bytes(make(MemOp::layernorm, MemPass::bwd), 256 + 32 + 32, 128 + 64);  // dw, db
   check_bytes(make(MemOp::softmax), 128, 128);
@@ -57,24 +82,14 @@ TEST_CASE("memops bytes by hand: the eager kernels, 4 rows of 8") {
   check_bytes(make(MemOp::axpy_inplace), 256, 128);        // y, x -> y
   check_bytes(make(MemOp::addcdiv_inplace), 384, 128);     // p, m, d -> p
   check_bytes(make(MemOp::addcdiv_inplace, MemPass::fwd, DType::bf16), 192, 64);
-  // The pointers every provider binds: p (updated, read first), then m and d; z after x and y.
-  const ElementwiseBinding addcdiv =
-      elementwise_binding(memop_operands(make(MemOp::addcdiv_inplace)));
-  CHECK(addcdiv.out[0] == 0);
-  CHECK(addcdiv.in[0] == 1);
-  CHECK(addcdiv.in[1] == 2);
-  CHECK(addcdiv.in[2] == -1);
-  const ElementwiseBinding mul = elementwise_binding(memop_operands(make(MemOp::mul)));
-  CHECK(mul.in[0] == 0);
-  CHECK(mul.in[1] == 1);
-  CHECK(mul.out[0] == 2);
-  CHECK(elementwise_binding(memop_operands(make(MemOp::fill))).in[0] == -1);
-  // swiglu's backward: g, u, dy in, dg and du out.
-  const ElementwiseBinding swiglu_bwd =
-      elementwise_binding(memop_operands(make(MemOp::swiglu, MemPass::bwd)));
-  CHECK(swiglu_bwd.in[2] == 2);
-  CHECK(swiglu_bwd.out[0] == 3);
-  CHECK(swiglu_bwd.out[1] == 4);
+  // The pointers every provider binds, by the names the kernel gives its operands: p (updated,
+  // read first), then m and d; z after x and y; swiglu's backward g, u, dy in, dg and du out.
+  CHECK(bound<elementwise::AddcdivInPlace>(make(MemOp::addcdiv_inplace)) ==
+        std::vector<int>{1, 2, -1, 0, -1});
+  CHECK(bound<elementwise::Mul>(make(MemOp::mul)) == std::vector<int>{0, 1, -1, 2, -1});
+  CHECK(bound<elementwise::Fill>(make(MemOp::fill)) == std::vector<int>{-1, -1, -1, 0, -1});
+  CHECK(bound<elementwise::SwigluGrad>(make(MemOp::swiglu, MemPass::bwd)) ==
+        std::vector<int>{0, 1, 2, 3, 4});
 }
 
 TEST_CASE("memops bytes by hand: rope, embedding, optimizer, casts and copies") {
@@ -185,7 +200,7 @@ TEST_CASE("the operand catalogue: one list every provider binds, the bytes are i
   CHECK(emb[0].shared);
   CHECK(emb[0].bytes() == 1000 * 8 * 4);
   CHECK(emb[0].touched_bytes() == 32 * 4);
-  CHECK(e.read_bytes() == 32 * 4 + 4 * 8);  // the rows looked up, and the int64 ids
+  CHECK(memop_read_bytes(e) == 32 * 4 + 4 * 8);  // the rows looked up, and the int64 ids
 
   // the read and written bytes are the operands' sums: rmsnorm bwd reads dy, x, w, rstd
   std::int64_t read = 0, written = 0;
@@ -195,7 +210,7 @@ TEST_CASE("the operand catalogue: one list every provider binds, the bytes are i
   }
   CHECK(read == 32 * 4 + 32 * 4 + 8 * 4 + 4 * 4);
   CHECK(written == 32 * 4 + 8 * 4);
-  CHECK(make(MemOp::rmsnorm, MemPass::bwd).read_bytes() == read);
+  CHECK(memop_read_bytes(make(MemOp::rmsnorm, MemPass::bwd)) == read);
 
   // copies between memories have no operands: the providers move the bytes themselves
   CHECK(memop_operands(make(MemOp::h2d)).empty());

@@ -37,6 +37,24 @@ TEST_CASE("memops by hand: rmsnorm of [3, 4] with w = 1") {
   CHECK(yr[1] == Approx(1.131370849898476).epsilon(1e-12));
 }
 
+TEST_CASE("memops by hand: the residual add fused before rmsnorm is rmsnorm of the sum") {
+  // [1, 2] + [2, 2] = [3, 4], the row above: rstd = 1/sqrt(12.5), y = h rstd w, w = [1, 0.5].
+  const std::vector<float> x{1, 2}, residual{2, 2}, w{1, 0.5f}, sum{3, 4};
+  std::vector<float> y(2), h(2), rstd(1), unfused_y(2), unfused_rstd(1);
+  cm::add_rmsnorm_fwd(x.data(), residual.data(), w.data(), y.data(), h.data(), rstd.data(), 1, 2);
+  cm::rmsnorm_fwd(sum.data(), w.data(), unfused_y.data(), unfused_rstd.data(), 1, 2);
+  CHECK(h == sum);
+  CHECK(rstd[0] == Approx(unfused_rstd[0]).epsilon(1e-7));
+  for (std::size_t j = 0; j < 2; ++j)
+    CHECK(y[j] == Approx(unfused_y[j]).epsilon(1e-7));
+  CHECK(y[1] == Approx(0.56568542).epsilon(1e-6));
+  std::vector<double> ref_y(2), ref_h(2), ref_rstd(1);
+  ref::add_rmsnorm_fwd(x.data(), residual.data(), w.data(), 1, 2, 0.0, ref_y.data(), ref_h.data(),
+                       ref_rstd.data());
+  CHECK(ref_h == std::vector<double>{3, 4});
+  CHECK(ref_y[1] == Approx(0.565685424949238).epsilon(1e-12));
+}
+
 TEST_CASE("memops by hand: layernorm of [1, 3] and Welford's statistics") {
   // mean 2, biased variance 1, so rstd ~ 1 and y = [-1, 1] w + b.
   const std::vector<float> x{1, 3}, w{2, 2}, b{0.5f, 0.5f};

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "memops/memop_cases.hpp"
+#include "memops/memop_operands.hpp"
 #include "step/megatron_flops.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_operators.hpp"
@@ -293,7 +294,7 @@ TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 G
       std::int64_t largest = 0, adamw_elements = 0, accumulated = 0, accumulation_calls = 0;
       for (const auto& op : step_operators(c, 0)) {
         if (op.family != StepFamily::memop) continue;
-        largest = std::max(largest, op.memop.io_bytes());
+        largest = std::max(largest, memop_io_bytes(op.memop));
         // the fused kernel, or the eager optimizers' last kernel: once per parameter either way
         if (op.phase == StepPhase::optimizer &&
             (op.memop.op == MemOp::adamw_bf16 || op.name.find("p -= step") != std::string::npos))

@@ -10,6 +10,7 @@
 #include <cblas.h>
 
 #include "common/cpu_parallel.hpp"
+#include "memops/memop_operands.hpp"
 #include "step/capture_times.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_operators.hpp"
@@ -80,8 +81,8 @@ TEST_CASE(
   REQUIRE(fill);
   CHECK(fill->memop.op == MemOp::fill);
   CHECK(fill->memop.elements() == 16384);
-  CHECK(fill->memop.read_bytes() == 0);
-  CHECK(fill->memop.write_bytes() == 65536);
+  CHECK(memop_read_bytes(fill->memop) == 0);
+  CHECK(memop_write_bytes(fill->memop) == 65536);
   CHECK(fill->count == 3);
   // SwiGLU as two kernels each way: silu and its gradient (bench_memops's silu), the muls.
   const StepOperator* silu = named(ops, "mlp silu bwd (eager)");
@@ -89,7 +90,7 @@ TEST_CASE(
   CHECK(silu->memop.op == MemOp::silu);
   CHECK(silu->memop.pass == MemPass::bwd);
   // 2 x 32 tokens x the small model's intermediate size, x and dy read, dx written.
-  CHECK(silu->memop.io_bytes() == 3 * 4 * silu->memop.elements());
+  CHECK(memop_io_bytes(silu->memop) == 3 * 4 * silu->memop.elements());
 }
 
 TEST_CASE("eager plan: attention's kernels count as attention, selective recompute reruns them",
@@ -131,7 +132,7 @@ TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[s
     std::int64_t moved = 0, calls = 0, updates = 0;
     for (const auto& op : step_operators(c, 0))
       if (op.phase == StepPhase::optimizer) {
-        moved += op.count * op.memop.io_bytes() / 4;
+        moved += op.count * memop_io_bytes(op.memop) / 4;
         calls += op.count;
         if (op.memop.op == MemOp::addcdiv_inplace) updates += op.count * op.memop.elements();
         CHECK(op.memop.dtype == DType::fp32);

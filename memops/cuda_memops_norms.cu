@@ -1,0 +1,359 @@
+// CUDA kernels of bench_memops: RMSNorm and LayerNorm, forward and backward, and the residual
+// add fused before RMSNorm, one block per row (memops/cuda_memops.cuh).
+#include "memops/cuda_memops_launch.cuh"
+
+namespace opbench::cuda_memops {
+namespace {
+
+// ---- row operators: one block per row ---------------------------------------------------------
+
+template <int V, class S>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    rmsnorm_fwd_kernel(const S* x, const S* w, S* y, float* rstd, std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t base = row * cols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V];
+      load<V>(x, base + c * V, a);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ss += a[j] * a[j];
+    }
+    ss = block_all_reduce(ss, AddFloat{}, 0.0f);
+    const float rs = rms_rstd(ss, cols, kRmsNormEps);
+    if (threadIdx.x == 0) rstd[row] = rs;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], g[V];
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = a[j] * rs * g[j];  // HF's order, as the CPU loop: (x rstd) w
+      store<V>(y, base + c * V, a);
+    }
+  }
+}
+
+// h = x + residual, stored as the residual out, and its row's sum of squares in one pass; then y
+// = (h rstd) w, h recomputed from x and residual (read again, from L1/L2) in fp32.
+template <int V, class S>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    add_rmsnorm_fwd_kernel(const S* x, const S* residual, const S* w, S* y, S* h, float* rstd,
+                           std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t base = row * cols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], r[V];
+      load<V>(x, base + c * V, a);
+      load<V>(residual, base + c * V, r);
+      ss += residual_add_squares(a, r);
+      store<V>(h, base + c * V, a);
+    }
+    ss = block_all_reduce(ss, AddFloat{}, 0.0f);
+    const float rs = rms_rstd(ss, cols, kRmsNormEps);
+    if (threadIdx.x == 0) rstd[row] = rs;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], r[V], g[V];
+      load<V>(x, base + c * V, a);
+      load<V>(residual, base + c * V, r);
+      load<V>(w, c * V, g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = rms_scale(residual_add(a[j], r[j]), rs, g[j]);
+      store<V>(y, base + c * V, a);
+    }
+  }
+}
+
+// dx = rstd (w dy - x rstd^2 mean(w dy x)); the block's share of dw = sum dy x rstd goes to its
+// partial row (each column always by the same thread: no race, no atomics).
+template <int V, class S>
+__global__ void __launch_bounds__(kNormBwdMaxThreads)
+    rmsnorm_bwd_kernel(const S* dy, const S* x, const S* w, const float* rstd, S* dx,
+                       float* partial_w, std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  float* pw = partial_w + static_cast<std::int64_t>(blockIdx.x) * cols;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const bool first = row == blockIdx.x;
+    const std::int64_t base = row * cols;
+    float dot = 0.0f;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float d[V], a[V], g[V];
+      load<V>(dy, base + c * V, d);
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        dot += d[j] * g[j] * a[j];
+    }
+    dot = block_all_reduce(dot, AddFloat{}, 0.0f);
+    const float rs = rstd[row];
+    const float k = rs * rs * dot / static_cast<float>(cols);
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float d[V], a[V], g[V], p[V];
+      load<V>(dy, base + c * V, d);
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+      if (first) {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          p[j] = 0.0f;
+      } else {
+        load<V>(pw, c * V, p);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        p[j] += d[j] * a[j] * rs;
+        d[j] = rs * (d[j] * g[j] - a[j] * k);
+      }
+      store<V>(dx, base + c * V, d);
+      store<V>(pw, c * V, p);
+    }
+  }
+}
+
+// y = (x - mean) rstd w + b from Welford's statistics: each 16-byte vector's own mean and M2 in
+// registers (welford_of), merged into the thread's (Chan et al.), then across the block.
+template <int V, class S>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    layernorm_fwd_kernel(const S* x, const S* w, const S* b, S* y, float* mean, float* rstd,
+                         std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t base = row * cols;
+    Welford acc{};
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V];
+      load<V>(x, base + c * V, a);
+      acc = welford_merge(acc, welford_of(a));
+    }
+    acc = block_all_reduce(acc, MergeWelford{}, Welford{});
+    const RowStats st = welford_stats(acc, kLayerNormEps);
+    if (threadIdx.x == 0) {
+      mean[row] = st.mean;
+      rstd[row] = st.rstd;
+    }
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float a[V], g[V], h[V];
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+      load<V>(b, c * V, h);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = (a[j] - st.mean) * st.rstd * g[j] + h[j];
+      store<V>(y, base + c * V, a);
+    }
+  }
+}
+
+// With xhat = (x - mean) rstd and g = w dy: dx = rstd (g - mean(g) - xhat mean(g xhat)); the
+// block's shares of dw = sum dy xhat and db = sum dy go to its partial rows.
+template <int V, class S>
+__global__ void __launch_bounds__(kNormBwdMaxThreads)
+    layernorm_bwd_kernel(const S* dy, const S* x, const S* w, const float* mean, const float* rstd,
+                         S* dx, float* partial_w, float* partial_b, std::int64_t rows, int cols) {
+  const int vectors = cols / V;
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  float* pw = partial_w + static_cast<std::int64_t>(blockIdx.x) * cols;
+  float* pb = partial_b + static_cast<std::int64_t>(blockIdx.x) * cols;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const bool first = row == blockIdx.x;
+    const std::int64_t base = row * cols;
+    const float mu = mean[row], rs = rstd[row];
+    SumPair sums{0.0f, 0.0f};  // sum g, sum g xhat
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float d[V], a[V], g[V];
+      load<V>(dy, base + c * V, d);
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float gj = d[j] * g[j];
+        sums.a += gj;
+        sums.b += gj * ((a[j] - mu) * rs);
+      }
+    }
+    sums = block_all_reduce(sums, AddPairs{}, SumPair{0.0f, 0.0f});
+    const float mean_g = sums.a * inv_cols, mean_gx = sums.b * inv_cols;
+    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
+      float d[V], a[V], g[V], p[V], q[V];
+      load<V>(dy, base + c * V, d);
+      load<V>(x, base + c * V, a);
+      load<V>(w, c * V, g);
+      if (first) {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          p[j] = q[j] = 0.0f;
+      } else {
+        load<V>(pw, c * V, p);
+        load<V>(pb, c * V, q);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float xhat = (a[j] - mu) * rs;
+        p[j] += d[j] * xhat;
+        q[j] += d[j];
+        d[j] = rs * (d[j] * g[j] - mean_g - xhat * mean_gx);
+      }
+      store<V>(dx, base + c * V, d);
+      store<V>(pw, c * V, p);
+      store<V>(pb, c * V, q);
+    }
+  }
+}
+
+// out[j] = the sum over `count` partial rows of column j, in S. Blocks of 32 columns x 8 lanes
+// of partial rows (coalesced 128-byte rows per warp); the 8 lane sums meet in shared memory.
+constexpr int kPartialCols = 32, kPartialLanes = 8;
+
+template <class S>
+__global__ void __launch_bounds__(kPartialCols* kPartialLanes)
+    sum_partials_kernel(const float* partials, int count, int cols, S* out) {
+  __shared__ float lane_sums[kPartialLanes][kPartialCols + 1];
+  const int j = static_cast<int>(blockIdx.x) * kPartialCols + static_cast<int>(threadIdx.x);
+  float s = 0.0f;
+  if (j < cols)
+    for (int p = threadIdx.y; p < count; p += kPartialLanes)
+      s += partials[static_cast<std::int64_t>(p) * cols + j];
+  lane_sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < cols) {
+    float t[1] = {lane_sums[0][threadIdx.x]};
+    for (int l = 1; l < kPartialLanes; ++l)
+      t[0] += lane_sums[l][threadIdx.x];
+    store<1>(out, j, t);
+  }
+}
+
+}  // namespace
+
+void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
+                 std::int64_t cols, const Launch& l) {
+  launch_rows(t, "rmsnorm", "rmsnorm_fwd_kernel", address_bits(x, w, y), rows, cols, l, "",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y), rstd,
+                    rows, c);
+              });
+}
+
+void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
+                     float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
+  launch_rows(
+      t, "add_rmsnorm", "add_rmsnorm_fwd_kernel", address_bits(x, residual, w, y, h), rows, cols, l,
+      " (the residual add fused)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
+        using S = decltype(tag);
+        add_rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+            static_cast<const S*>(x), static_cast<const S*>(residual), static_cast<const S*>(w),
+            static_cast<S*>(y), static_cast<S*>(h), rstd, rows, c);
+      });
+}
+
+std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count) {
+  return 2 * norm_bwd_blocks(rows, sm_count) * cols;
+}
+
+namespace {
+
+template <class S>
+void launch_sum_partials(const float* partials, std::int64_t count, int cols, void* out,
+                         cudaStream_t stream) {
+  const dim3 block(kPartialCols, kPartialLanes);
+  const auto blocks = static_cast<unsigned>((cols + kPartialCols - 1) / kPartialCols);
+  const cudaError_t pending = take_pending_cuda_error();
+  sum_partials_kernel<S>
+      <<<blocks, block, 0, stream>>>(partials, static_cast<int>(count), cols, static_cast<S*>(out));
+  check_launch(pending, "sum_partials_kernel");
+}
+
+std::string norm_bwd_text(const char* kernel, const char* type, int vec, std::int64_t blocks,
+                          int threads, std::int64_t rows, int cols, int reductions) {
+  return fmt::format(
+      "{}<{}> x{}: {} blocks x {} threads (a block per row at a time, {} rows each, partial "
+      "sums of {} in fp32{}), then {} x sum_partials: {} blocks x {} threads",
+      kernel, type, vec, blocks, threads, (rows + blocks - 1) / blocks,
+      reductions == 1 ? "dw" : "dw and db", vec == 1 ? "; scalar: rows not 16-byte aligned" : "",
+      reductions, (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes);
+}
+
+}  // namespace
+
+void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,
+                 void* dw, float* workspace, std::int64_t rows, std::int64_t cols,
+                 const Launch& l) {
+  const int c = checked_int(cols, "cols", "rmsnorm");
+  if (rows <= 0) return;
+  with_storage(t, "rmsnorm", [&](auto tag) {
+    using S = decltype(tag);
+    constexpr int kV = vec_of<S>();
+    const int vec =
+        row_vector_elements(kVectorBytes / kV, address_bits(dy, x, w, dx, workspace), cols);
+    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
+    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
+    const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
+               *ws = static_cast<const S*>(w);
+    auto* dxs = static_cast<S*>(dx);
+    const cudaError_t pending = take_pending_cuda_error();
+    if (vec == kV)
+      rmsnorm_bwd_kernel<kV>
+          <<<grid_of(blocks), threads, 0, l.stream>>>(dys, xs, ws, rstd, dxs, workspace, rows, c);
+    else
+      rmsnorm_bwd_kernel<1>
+          <<<grid_of(blocks), threads, 0, l.stream>>>(dys, xs, ws, rstd, dxs, workspace, rows, c);
+    check_launch(pending, "rmsnorm_bwd_kernel");
+    launch_sum_partials<S>(workspace, blocks, c, dw, l.stream);
+    if (l.shape)
+      describe(l, norm_bwd_text("rmsnorm_bwd", Codec<S>::kName, vec, blocks, threads, rows, c, 1));
+  });
+}
+
+void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
+                   float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
+  launch_rows(t, "layernorm", "layernorm_fwd_kernel", address_bits(x, w, b, y), rows, cols, l, "",
+              [&](auto tag, auto v, unsigned grid, int threads, int c) {
+                using S = decltype(tag);
+                layernorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<const S*>(b),
+                    static_cast<S*>(y), mean, rstd, rows, c);
+              });
+}
+
+void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* mean,
+                   const float* rstd, void* dx, void* dw, void* db, float* workspace,
+                   std::int64_t rows, std::int64_t cols, const Launch& l) {
+  const int c = checked_int(cols, "cols", "layernorm");
+  if (rows <= 0) return;
+  with_storage(t, "layernorm", [&](auto tag) {
+    using S = decltype(tag);
+    constexpr int kV = vec_of<S>();
+    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
+    float* partial_w = workspace;
+    float* partial_b = workspace + blocks * cols;
+    const int vec = row_vector_elements(kVectorBytes / kV,
+                                        address_bits(dy, x, w, dx, partial_w, partial_b), cols);
+    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
+    const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
+               *ws = static_cast<const S*>(w);
+    auto* dxs = static_cast<S*>(dx);
+    const cudaError_t pending = take_pending_cuda_error();
+    if (vec == kV)
+      layernorm_bwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(
+          dys, xs, ws, mean, rstd, dxs, partial_w, partial_b, rows, c);
+    else
+      layernorm_bwd_kernel<1><<<grid_of(blocks), threads, 0, l.stream>>>(
+          dys, xs, ws, mean, rstd, dxs, partial_w, partial_b, rows, c);
+    check_launch(pending, "layernorm_bwd_kernel");
+    launch_sum_partials<S>(partial_w, blocks, c, dw, l.stream);
+    launch_sum_partials<S>(partial_b, blocks, c, db, l.stream);
+    if (l.shape)
+      describe(l,
+               norm_bwd_text("layernorm_bwd", Codec<S>::kName, vec, blocks, threads, rows, c, 2));
+  });
+}
+
+}  // namespace opbench::cuda_memops
