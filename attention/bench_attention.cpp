@@ -90,6 +90,11 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
     }
     for (const auto& why : left_out)
       fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
+    if (cases.empty() && left_out.empty())
+      throw bad_input(fmt::format(
+          "{} {}: no attention call in the job's tables (the capture library records none; a "
+          "trace's SDPA operators are attention): nothing for bench_attention to run",
+          o.job.flag(), o.job.path()));
   }
   return cases;
 }
@@ -106,7 +111,7 @@ void list_cases(const std::vector<AttentionCase>& cases) {
         .metric("gflop", static_cast<double>(c.shape.flops(c.pass)) / 1e9);
     table.print(r);
   }
-  std::printf("%zu cases\n", cases.size());
+  std::printf("%s\n", counted(cases.size(), "case").c_str());
 }
 
 #ifdef OPBENCH_HAVE_CUDA
@@ -197,7 +202,7 @@ int engine_dry_run(const AttentionOptions& o, const std::vector<AttentionCase>& 
                "Reports:\n",
                cases.size(), device_name.c_str(), judged.size(), accepted, cases.size() - accepted);
   for (const auto& path : files.paths())
-    std::fprintf(stderr, "  %s (%zu rows)\n", path.c_str(), files.rows());
+    std::fprintf(stderr, "  %s (%s)\n", path.c_str(), counted(files.rows(), "row").c_str());
   return 0;
 }
 #endif

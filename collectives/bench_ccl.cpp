@@ -146,7 +146,7 @@ class CclReports {
   const std::vector<Record>& rows() const { return rows_; }
   std::vector<std::string> listing() const {
     std::vector<std::string> out;
-    if (all_) out.push_back(fmt::format("{} ({} rows)", all_->path(), all_->rows()));
+    if (all_) out.push_back(fmt::format("{} ({})", all_->path(), counted(all_->rows(), "row")));
     for (const auto& [op, f] : per_op_)
       for (const auto& line : f->listing())
         out.push_back(line);

@@ -77,10 +77,17 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       if (!row.at("total_us").empty()) s.total_us += std::stod(row.at("total_us"));
     }
   }
-  if (q.rank &&
-      std::find(ranks_seen.begin(), ranks_seen.end(), std::to_string(*q.rank)) == ranks_seen.end())
+  if (q.rank && std::find(ranks_seen.begin(), ranks_seen.end(), std::to_string(*q.rank)) ==
+                    ranks_seen.end()) {
+    ranks_seen.erase(std::remove(ranks_seen.begin(), ranks_seen.end(), ""), ranks_seen.end());
+    if (ranks_seen.empty())
+      throw bad_input(fmt::format(
+          "--rank {}: the tables of {} {} name no rank (a process without a launcher's rank "
+          "variable writes pid-named files): leave --rank out",
+          *q.rank, q.source.flag, q.source.path));
     throw bad_input(fmt::format("--rank {}: no table of that rank in {} {} (ranks: {})", *q.rank,
                                 q.source.flag, q.source.path, fmt::join(ranks_seen, ", ")));
+  }
   std::vector<CapturedShape> out;
   for (auto& [key, shape] : merged)
     out.push_back(std::move(shape));

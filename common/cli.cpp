@@ -189,6 +189,7 @@ ReportOptions read_report_options(const cxxopts::ParseResult& p) {
   ReportOptions r;
   r.quiet = p.count("quiet") > 0;
   r.formats = parse_report_formats(p["format"].as<std::string>());
+  r.formats_given = p.count("format") > 0;
   if (p.count("summary-path")) r.summary_path = p["summary-path"].as<std::string>();
   r.resume = p.count("resume") > 0;
   if (p.count("report-dir-path")) {

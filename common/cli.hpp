@@ -37,8 +37,9 @@ struct ReportOptions {
   std::string report_dir;  // where CSV, JSON lines and environment.json go
   bool quiet = false;      // no progress on stderr
   std::set<ReportFormat> formats{ReportFormat::csv, ReportFormat::jsonl};
-  std::string summary_path;  // Markdown summary, when asked for
-  bool resume = false;       // continue the reports in report_dir, skipping the cases they hold
+  bool formats_given = false;  // --format was on the command line (not its default)
+  std::string summary_path;    // Markdown summary, when asked for
+  bool resume = false;         // continue the reports in report_dir, skipping the cases they hold
 };
 
 struct PeakOverrides {

@@ -201,6 +201,13 @@ ConsoleTable::ConsoleTable(std::vector<Column> columns, std::FILE* out)
     if (c.header.empty()) c.header = c.field;
 }
 
+void ConsoleTable::fit(const std::string& field, const std::vector<std::string>& values) {
+  for (auto& c : columns_)
+    if (c.field == field)
+      for (const auto& v : values)
+        c.width = std::max(c.width, static_cast<int>(v.size()));
+}
+
 void ConsoleTable::print_header() {
   std::string line, rule;
   for (const auto& c : columns_) {

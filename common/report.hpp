@@ -82,6 +82,10 @@ class ConsoleTable {
     int width;
   };
   explicit ConsoleTable(std::vector<Column> columns, std::FILE* out = stdout);
+  // Widens `field`'s column to its longest value, before the header is printed: a long shape
+  // name (a shapes file's "llama3.1-70b_tp8_mlp_down_dgrad") would push every later column of
+  // its row out of line.
+  void fit(const std::string& field, const std::vector<std::string>& values);
   void print_header();
   void print(const Record& row);
 

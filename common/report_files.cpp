@@ -71,7 +71,7 @@ void ReportFiles::carry(const Record& earlier_row) {
 std::vector<std::string> ReportFiles::listing() const {
   std::vector<std::string> out;
   for (const auto& path : paths())
-    out.push_back(fmt::format("{} ({} rows)", path, rows_));
+    out.push_back(fmt::format("{} ({})", path, counted(rows_, "row")));
   return out;
 }
 

@@ -77,10 +77,10 @@ std::string summary_markdown(const Environment& env, const std::vector<Record>& 
   md += fmt::format("\n## Results\n\n{}.\n", tally.line());
   if (tally.noisy)
     md += fmt::format(
-        "\n{} of the ok rows are noisy: sampling stopped at --max-time before the relative "
+        "\n{} of the ok rows {} noisy: sampling stopped at --max-time before the relative "
         "standard error of the mean (rse) fell below --max-noise; their figures are marked "
         "(noisy) and are less certain than the others.\n",
-        tally.noisy);
+        tally.noisy, tally.noisy == 1 ? "is" : "are");
   std::sort(measured.begin(), measured.end(), [&](const Record* a, const Record* b) {
     return spec.higher_is_better ? number(*a, spec.headline) > number(*b, spec.headline)
                                  : number(*a, spec.headline) < number(*b, spec.headline);

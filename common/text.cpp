@@ -34,6 +34,11 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
+std::string counted(std::size_t n, std::string_view noun, std::string_view plural) {
+  if (n == 1) return "1 " + std::string(noun);
+  return std::to_string(n) + " " + (plural.empty() ? std::string(noun) + "s" : std::string(plural));
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -11,6 +11,9 @@ std::string to_lower(std::string_view s);
 // Splits on `sep`, trims each item and drops empty items ("a, b,,c" -> a b c).
 std::vector<std::string> split(std::string_view s, char sep);
 std::string join(const std::vector<std::string>& items, std::string_view sep);
+// "1 row", "2 rows", "1 process", "3 processes": a count and its noun in the number it takes
+// (`plural` when it is not the noun and an s).
+std::string counted(std::size_t n, std::string_view noun, std::string_view plural = {});
 // Adds a clause to a row's note: "a" + "b" -> "a; b"; an empty clause adds nothing.
 void append_note(std::string& note, std::string_view clause);
 // Plain ASCII for CSV cells (a spreadsheet reads a CSV without a BOM in a legacy code page, so

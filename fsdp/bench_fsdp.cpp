@@ -26,6 +26,7 @@
 #include "common/report_files.hpp"
 #include "common/run_tally.hpp"
 #include "common/summary.hpp"
+#include "common/text.hpp"
 #include "fsdp/fsdp_options.hpp"
 #include "fsdp/fsdp_plan.hpp"
 #include "fsdp/fsdp_report.hpp"
@@ -235,7 +236,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   summary.first_are = "longest";
   RunEnd end{"", dir, {}, false};
   for (const auto& [op, path] : csv_path)
-    end.files.push_back(csv.count(op) ? fmt::format("{} ({} rows)", path, csv[op]->rows())
+    end.files.push_back(csv.count(op) ? fmt::format("{} ({})", path, counted(csv[op]->rows(), "row"))
                                       : fmt::format("{} (not written: the plan has no {})", path,
                                                     coll_op_name(op)));
   if (files)

@@ -98,6 +98,11 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
     auto more = capture_cases({trace::job_shape_source(o.job), o.job.rank}, &left_out);
     for (const auto& why : left_out)
       fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
+    if (more.empty() && left_out.empty() && cases.empty())
+      throw bad_input(fmt::format(
+          "{} {}: no GEMM in the job's tables (a job of collectives only, or tables without "
+          "rows): nothing for bench_gemm to run",
+          o.job.flag(), o.job.path()));
     cases.insert(cases.end(), more.begin(), more.end());
   }
   return cases;
@@ -188,7 +193,8 @@ int dry_run(std::vector<GemmCase> cases, const DryRunTarget& target, Fp8Accumula
     table.print(r);
     total += static_cast<double>(c.flops());
   }
-  std::printf("%zu cases, %.1f GFLOP in all (one run of each)\n", cases.size(), total / 1e9);
+  std::printf("%s, %.1f GFLOP in all (one run of each)\n", counted(cases.size(), "case").c_str(),
+              total / 1e9);
   print_expert_counts(cases);
   return 0;
 }
@@ -254,6 +260,13 @@ int bench_gemm_main(int argc, char** argv) {
                       {"tflops", "", 7},
                       {"pct_peak_flops", "%peak", 5},
                       {"status", "", 7}});
+  std::vector<std::string> models, gemms;
+  for (const auto& c : cases) {
+    models.push_back(c.model);
+    gemms.push_back(c.gemm);
+  }
+  table.fit("model", models);
+  table.fit("gemm", gemms);
   RunTally tally;
   tally.planned = cases.size();
   CaseLoop loop(progress, table, harness, tally, rows);

@@ -92,7 +92,7 @@ int dry_run(const std::vector<MemopCase>& cases) {
     table.print(r);
     total += static_cast<double>(memop_io_bytes(c));
   }
-  std::printf("%zu cases, %s moved in all (one run of each)\n", cases.size(),
+  std::printf("%s, %s moved in all (one run of each)\n", counted(cases.size(), "case").c_str(),
               human_bytes(total).c_str());
   return 0;
 }

@@ -19,6 +19,7 @@
 #include "common/report.hpp"
 #include "common/report_files.hpp"
 #include "common/summary.hpp"
+#include "common/text.hpp"
 #include "step/capture_times.hpp"
 #include "step/step_console.hpp"
 #include "step/step_measure.hpp"
@@ -183,6 +184,16 @@ int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
             ? (std::filesystem::path(o.report.report_dir) / "step.csv").string()
             : o.report_csv_path);
   const Capacity capacity = memory_capacity(o, "", false);
+  // What a measured run would read is read now, so that a bad path or table fails here too.
+  if (o.job.wanted()) {
+    const CaptureTimes job = CaptureTimes::load(trace::job_shape_source(o.job));
+    fmt::print(stderr, "{} {}: {} with the job's own times would replace the isolated ones\n",
+               o.job.flag(), o.job.path(), counted(job.shapes(), "shape"));
+  }
+  if (o.report.formats_given && o.report.formats != std::set<ReportFormat>{ReportFormat::csv})
+    fmt::print(stderr,
+               "note: --dry-run writes CSV only (step.csv, step_operators.csv); the other "
+               "--format files come from a measured run\n");
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const auto stages = timed(plans[i], nullptr);
     print_operator_list(configs[i], stages, stdout);
@@ -206,8 +217,9 @@ int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
         csv->write(operator_row(configs[i], t, at_stage));
     }
   }
-  if (csv) fmt::print(stderr, "operator list: {} ({} rows)\n", csv->path(), csv->rows());
-  if (steps) fmt::print(stderr, "configurations: {} ({} rows)\n", steps->path(), steps->rows());
+  if (csv) fmt::print(stderr, "operator list: {} ({})\n", csv->path(), counted(csv->rows(), "row"));
+  if (steps)
+    fmt::print(stderr, "configurations: {} ({})\n", steps->path(), counted(steps->rows(), "row"));
   return 0;
 }
 

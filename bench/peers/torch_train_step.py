@@ -909,6 +909,15 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def require_torch() -> None:
+    """One line, not a traceback, when this python has no PyTorch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail(f"this script needs PyTorch, which {sys.executable} cannot import: on Debian, "
+             "python3-torch (scripts/setup.sh installs it) with /usr/bin/python3")
+
+
 def main(argv) -> int:
     args = parse_args(argv)
     if sum((args.mmap_tensors, args.fresh_pages, args.jemalloc)) > 1:
@@ -923,6 +932,7 @@ def main(argv) -> int:
             kind = moe_or_mla(m)
             print(m["model"] + ("  (not dense: refused here)" if kind else ""))
         return 0
+    require_torch()
     if args.model is None:
         if len(models) != 1:
             fail(f"--model is required ({path} has {', '.join(names)})")

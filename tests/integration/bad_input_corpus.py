@@ -131,6 +131,15 @@ CASES = [
     ("step both world size and dp", step + ["--model", "tiny", "--world-size", "8", "--dp", "2", "--dry-run"], "--world-size and --dp: give one of them"),
     ("step fp8 dtype", step + ["--model", "tiny", "--dtype", "fp8", "--dry-run"], "--dtype: fp8_e4m3 is not a training dtype"),
     ("fsdp garbage models file", fsdp + ["--model", "tiny", "--world-size", "8", "--model-config-path", f"{bad}/garbage.json", "--dry-run"], "garbage.json:1:1: JSON syntax error"),
+    # A job's tables with nothing of the binary's family in them, and --rank on pid-named files
+    # (issue 44 item 4: "0 of 0 cases", "(ranks: )")
+    ("a capture without GEMMs", gemm + ["--capture-path", f"{data}/capture_no_gemm"], "capture_no_gemm: no GEMM in the job's tables"),
+    ("--rank on pid-named capture files", gemm + ["--capture-path", f"{data}/capture_no_gemm", "--rank", "0"], "--rank 0: the tables of --capture-path"),
+    ("a capture without attention", attention + ["--capture-path", f"{data}/capture_no_gemm"], "no attention call in the job's tables"),
+    ("a trace that is not there", gemm + ["--trace-path", f"{bad}/no_such_trace.json"], "--trace-path"),
+    ("both job paths", gemm + ["--capture-path", f"{data}/capture_no_gemm", "--trace-path", f"{data}/trace"], "--capture-path and --trace-path both give the job's shapes"),
+    ("a dry run's capture that is not there", step + ["--model", "tiny", "--capture-path", f"{bad}/no_such_capture", "--dry-run"], "no_such_capture: not a folder"),
+    ("the PyTorch step without PyTorch", ["/usr/bin/python3", "-S", os.path.join(data, "..", "..", "bench", "peers", "torch_train_step.py"), "--model", "tiny"], "this script needs PyTorch"),
 ]
 
 
