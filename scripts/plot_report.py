@@ -2,12 +2,15 @@
 """Plots opbench CSV reports as PNGs, recognising which binary wrote each one from its columns:
 
   bench_gemm       roofline: TFLOPS against arithmetic intensity (log-log), with the device's peak
-                   compute and memory-bandwidth lines (configs/hardware.json, or --peak-tflops/--peak-bw);
+                   compute and memory-bandwidth lines (configs/hardware.json, or --peak-tflops/--peak-bw;
+                   without either, the best TFLOPS the run measured and the roof of a bench_memops
+                   report drawn with it), each point labelled with its GEMM and pass;
                    a colour per pass and dtype, dense GEMMs as dots, MoE expert rows (the impl column)
                    as a marker per implementation: grouped diamonds, loop triangles, padded squares
-  bench_ccl        bus bandwidth against message size, one line per collective and placement (log x):
-                   a colour per collective, its out-of-place line solid with dots and its in-place
-                   line dashed with hollow squares in a lighter shade. Reports of more than one
+  bench_ccl        bus bandwidth against message size (log x), a panel per collective and in it one
+                   line per dtype (root, reduction) and placement: a colour per series, its
+                   out-of-place line solid with dots and its in-place line dashed with hollow
+                   squares in a lighter shade. Reports of more than one
                    world size (scripts/run_script.sh's OUT/<op>_np<N>.csv) are overlaid instead:
                    one chart per collective, one line per world size and placement
   bench_attention  TFLOPS against sequence length, one line per head dim and pass
@@ -142,21 +145,35 @@ def plot_gemm(rows, title, out, args):
     if xs:
         device, dtype = ok[0]["device"], ok[0]["dtype"]
         peak_tflops, peak_bw = device_peaks(device, dtype)
+        compute_label = f"peak {args.peak_tflops or peak_tflops:g} TFLOPS" if (args.peak_tflops or peak_tflops) else ""
         peak_tflops = args.peak_tflops or peak_tflops
+        memory_label = f"memory {args.peak_bw or peak_bw:g} GB/s" if (args.peak_bw or peak_bw) else ""
         peak_bw = args.peak_bw or peak_bw
+        # Without a datasheet (a CPU): the roofs the run knows, said as such: the best TFLOPS it
+        # measured, and the memory roof of a bench_memops report drawn with it (its best loop).
+        if not peak_tflops:
+            peak_tflops = max(num(r["tflops"]) for r in ok)
+            compute_label = f"best measured {peak_tflops:.3g} TFLOPS (no peak known)"
+        if not peak_bw and args.memops_roof:
+            peak_bw, source = args.memops_roof
+            memory_label = f"memory {peak_bw:.4g} GB/s (bench_memops' roof: {source})"
         lo, hi = min(xs) / 2, max(xs) * 2
         if peak_tflops and peak_bw:  # show the ridge point, where memory stops limiting
             ridge = peak_tflops * 1e3 / peak_bw
             lo, hi = min(lo, ridge / 8), max(hi, ridge * 8)
-        if peak_tflops:
-            ax.axhline(peak_tflops, color="black", linestyle="--", linewidth=1, label=f"peak {peak_tflops:g} TFLOPS")
+        ax.axhline(peak_tflops, color="black", linestyle="--", linewidth=1, label=compute_label)
         if peak_bw:
             grid = [lo * (hi / lo) ** (i / 50) for i in range(51)]
             roof = [min(x * peak_bw / 1e3, peak_tflops or float("inf")) for x in grid]
-            ax.plot(grid, roof, color="grey", linewidth=1, label=f"memory {peak_bw:g} GB/s")
+            ax.plot(grid, roof, color="grey", linewidth=1, label=memory_label)
         ax.set_xlim(lo, hi)
+        if len(ok) <= 40:  # which GEMM each point is
+            for r in ok:
+                ax.annotate(f"{r['gemm']} {r['pass']}".strip(), (num(r["arith_intensity"]), num(r["tflops"])),
+                            fontsize=6, xytext=(3, 3), textcoords="offset points", alpha=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_ticks(ax)
     return finish(fig, ax, out, f"GEMM roofline: {title}", "arithmetic intensity (FLOP / byte)", "TFLOPS",
                   grid={"which": "both"}, legend={"fontsize": 8})
 
@@ -208,27 +225,36 @@ def draw_ccl_lines(ax, groups, label):
 
 
 def plot_ccl(rows, title, out, args):
-    fig, ax = plt.subplots(figsize=(9, 6))
-    # One series per op, dtype, root and reduction (and placement): rows of different roots or
-    # reductions are different measurements, never one line. A root or reduction is named in the
-    # legend only where the report holds that op with more than one of it.
+    # A panel per collective, so that no line hides another (fourteen series on one axis did),
+    # and in it one series per dtype, root and reduction (and placement): rows of different roots
+    # or reductions are different measurements, never one line. A root or reduction is named in
+    # the legend only where the report holds that op with more than one of it.
     roots, redops = defaultdict(set), defaultdict(set)
     for r in rows:
         roots[r["op"]].add(r.get("root", ""))
         redops[r["op"]].add(r.get("redop", ""))
     groups = ccl_groups(rows, lambda r: (r["op"], r["dtype"], r.get("root", ""), r.get("redop", "")))
+    ops = sorted({s[0] for s, _ in groups}) or sorted({r["op"] for r in rows})
+    cols = 1 if len(ops) == 1 else 2
+    rows_of_panels = math.ceil(len(ops) / cols)
+    fig, axes = plt.subplots(rows_of_panels, cols, figsize=(8 * cols, 5 * rows_of_panels), squeeze=False)
 
     def label(s, placement):
         op, dtype, root, redop = s
-        parts = [op, dtype]
+        parts = [dtype]
         if len(roots[op]) > 1:
             parts.append(f"root {root}")
         if len(redops[op]) > 1:
             parts.append(redop)
         return " ".join(parts + [placement])
-    draw_ccl_lines(ax, groups, label)
+    for i, op in enumerate(ops):
+        ax = axes[i // cols][i % cols]
+        draw_ccl_lines(ax, {k: v for k, v in groups.items() if k[0][0] == op}, label)
+        ax.set_title(op)
+    for i in range(len(ops), rows_of_panels * cols):
+        axes[i // cols][i % cols].set_visible(False)
     world = rows[0].get("world_size", "?")
-    ax.set_title(f"Collectives, {world} ranks, {rows[0].get('backend', '')}: {title}")
+    fig.suptitle(f"Collectives, {world} ranks, {rows[0].get('backend', '')}: {title}")
     return save(fig, out)
 
 
@@ -269,16 +295,31 @@ def plot_attention(rows, title, out, args):
         ax.plot(seqs, [sum(by_seq[s]) / len(by_seq[s]) for s in seqs], marker="o", label=name.strip())
     ax.set_xscale("log", base=2)
     label_ticks(ax, sorted({s for by_seq in groups.values() for s in by_seq}), str)
+    ax.set_ylim(bottom=0)  # from zero: a small difference must not look large
     return finish(fig, ax, out, f"Attention: {title}", "sequence length", "TFLOPS (FlashAttention-3 convention)",
                   grid={"which": "both"}, legend={"fontsize": 8})
 
 
+# One colour per part of a step, the same in every chart that stacks them (step.csv's and
+# step_operators.csv's): communication is red wherever it shows, the optimizer purple.
+PART_COLOURS = {"GEMM": "tab:blue", "MoE expert GEMMs": "tab:cyan", "attention": "tab:orange",
+                "memory-bound": "tab:green", "exposed communication": "tab:red",
+                "communication (tp, ep, pp)": "tab:red",
+                "data-parallel communication (before overlap)": "lightcoral",
+                "pipeline bubble": "tab:gray", "optimizer": "tab:purple"}
+
+
 def stacked_bars(ax, units, parts, per_unit):
-    """One bar per unit, stacked by part (collective and phase), per_unit[unit][part] high."""
+    """One bar per unit, stacked by part (collective and phase), per_unit[unit][part] high. A part
+    that is zero in every bar is not drawn, nor listed in the legend; a part of a step keeps its
+    colour of PART_COLOURS."""
     bottom = [0.0] * len(units)
     for part in parts:
         values = [per_unit[u].get(part, 0.0) for u in units]
-        ax.bar(units, values, bottom=bottom, label=part)
+        if not any(values):
+            continue
+        ax.bar(units, values, bottom=bottom, label=part,
+               **({"color": PART_COLOURS[part]} if part in PART_COLOURS else {}))
         bottom = [b + v for b, v in zip(bottom, values)]
 
 
@@ -317,8 +358,11 @@ def plot_memops(rows, title, out, args):
     peak, source = memory_roof(ok, args)
     if peak:
         ax.axvline(peak, color="black", linestyle="--", linewidth=1, label=f"peak {peak:.4g} GB/s ({source})")
-    for i, v in enumerate(gbps):
-        ax.text(v, i, f" {v:.4g}" + (f" ({100 * v / peak:.0f}%)" if peak else ""), va="center", fontsize=7)
+    for i, (r, v) in enumerate(zip(ok, gbps)):
+        # the report's own share of the roof (pct_peak_bw: capped at 100% with a note, empty for
+        # a copy over a link) where it has one, so that the chart and the CSV never disagree
+        pct = num(r.get("pct_peak_bw")) if "pct_peak_bw" in r else (100 * v / peak if peak else None)
+        ax.text(v, i, f" {v:.4g}" + (f" ({pct:.0f}%)" if pct is not None else ""), va="center", fontsize=7)
     return finish(fig, ax, out, f"Memory-bound operators against the peak: {title}",
                   "achieved bandwidth (GB/s: io_bytes / time)" + ("" if peak else "; no peak known: give --peak-bw"),
                   grid={"axis": "x"}, legend={"fontsize": 8})
@@ -368,9 +412,12 @@ def plot_step(rows, title, out, args):
         label += f"\nMFU {100 * mfu:.1f}%" if mfu is not None else ""
         labels.append(label)
         per_config[label] = {name: num(r[column]) or 0.0 for name, column in STEP_PARTS}
+    fig.set_figwidth(fig.get_figwidth() + 3)
     stacked_bars(ax, labels, [name for name, _ in STEP_PARTS], per_config)
+    # the legend beside the bars, never over them
     return finish(fig, ax, out, f"Training step breakdown: {title}",
-                  ylabel="projected step time (ms) on the busiest rank", grid={"axis": "y"}, legend={"fontsize": 8})
+                  ylabel="projected step time (ms) on the busiest rank", grid={"axis": "y"},
+                  legend={"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.01, 1)})
 
 
 # Where an operator row of step_operators.csv counts, by its family and phase (None: any), as
@@ -443,6 +490,15 @@ def plot_fsdp_plan(rows, title, out, args):
                   f"size {first.get('world_size', '?')}: {title}",
                   ylabel="message bytes per training step (MB: bytes x calls_per_step)", grid={"axis": "y"},
                   legend={"fontsize": 8})
+
+
+def plain_log_ticks(ax):
+    """A log axis's ticks as numbers people read ("0.16", "20"), not "1.6x10^-1"."""
+    from matplotlib.ticker import FuncFormatter
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def human_size(n: int) -> str:
@@ -596,6 +652,11 @@ def main() -> int:
              "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)")
     # Read and recognise every input first: a bad one fails before any chart is drawn.
     reports = [(path, *read_report(path)) for path in args.reports]
+    # a bench_memops report's own roof (roof_gbps, the CPU's best loop) is the memory roof of a
+    # GEMM roofline drawn with it where no datasheet is known
+    args.memops_roof = next(((num(r["roof_gbps"]), r.get("roof") or "roof_gbps")
+                             for _, rows, kind in reports if kind == "memops"
+                             for r in rows if num(r.get("roof_gbps"))), None)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:

@@ -116,7 +116,8 @@ step_status=0
 
 step "plots -> $out/plots"
 /usr/bin/python3 "$here/plot_report.py" "$out"/gemm/gemm_*.csv "$out"/attention/attention.csv "$out"/memops/memops_*.csv \
-  "$out"/ccl/ccl_all.csv "$out"/fsdp/fsdp.csv "$out"/fsdp/plan.csv "$out"/step/step_operators.csv --out "$out/plots" > /dev/null
+  "$out"/ccl/ccl_all.csv "$out"/fsdp/fsdp.csv "$out"/fsdp/plan.csv "$out"/step/step.csv "$out"/step/step_operators.csv \
+  --out "$out/plots" > /dev/null
 {
   echo "# opbench report, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo

@@ -10,11 +10,16 @@ Usage:
   check_plot_figures.py PLOT_SCRIPT scaling OUT REPORT.csv... --chart NAME:LINES... [--plan-bar UNIT:PART:MB]...
       run_script.sh output (and a bench_fsdp plan): exactly the charts named, the collectives ones
       with LINES legend entries each, no per-report collectives chart, and the plan's bar heights
+  check_plot_figures.py PLOT_SCRIPT looks OUT DATA_DIR
+      what readers took wrong (issue 44): a memops bar's text is its CSV's share of the roof; one
+      colour per step part across both step charts, no zero part, the legend beside the bars; a
+      CPU roofline's own roofs, point labels and plain ticks; attention's axis from 0
   check_plot_figures.py PLOT_SCRIPT fail-fast OUT GOOD.csv BAD.csv
       a bad input after a good one: exit 2 naming BAD.csv, and nothing drawn into OUT
   check_plot_figures.py PLOT_SCRIPT series OUT REPORT.csv --chart NAME --line "LABEL:POINTS"...
-      exactly these lines on chart NAME, each with its legend LABEL and POINTS points: no two
-      shapes, roots or reductions merged into one line
+      exactly these lines on chart NAME, each with its legend LABEL (after its panel's title, on a
+      chart of several panels: the collectives' operation) and POINTS points: no two shapes, roots
+      or reductions merged into one line
   check_plot_figures.py PLOT_SCRIPT markers OUT GEMM.csv --series "LABEL:MARKER"...
       the GEMM roofline: exactly these point series, each in the legend under LABEL and drawn
       (and shown in the legend) with MARKER (matplotlib's code: o dot, D diamond, ^ triangle,
@@ -76,21 +81,28 @@ def run_plots(script, out, reports, extra=()):
 
 
 def legend_entries(fig):
-    """[(label, colour as #rrggbb, line style)] of the first Axes' legend."""
-    legend = fig.axes[0].get_legend()
-    handles = getattr(legend, "legend_handles", None) or legend.legendHandles  # renamed in matplotlib 3.7
-    return [(text.get_text(), to_hex(h.get_color()), h.get_linestyle())
-            for text, h in zip(legend.get_texts(), handles)]
+    """[(label, colour as #rrggbb, line style, panel)] of every panel's legend (the collectives
+    chart has a panel per operation; the others one)."""
+    entries = []
+    for panel, ax in enumerate(a for a in fig.axes if a.get_visible()):
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        handles = getattr(legend, "legend_handles", None) or legend.legendHandles  # renamed in matplotlib 3.7
+        entries += [(text.get_text(), to_hex(h.get_color()), h.get_linestyle(), panel)
+                    for text, h in zip(legend.get_texts(), handles)]
+    return entries
 
 
 def line_problems(name, entries, count):
     problems = []
     if len(entries) != count:
         problems.append(f"{name}: {len(entries)} legend entries, expected {count}: {[e[0] for e in entries]}")
-    colours = [colour for _, colour, _ in entries]
-    if len(set(colours)) != len(colours):
-        problems.append(f"{name}: legend entries share colours: {entries}")
-    for label, colour, style in entries:
+    for panel in {p for *_, p in entries}:  # every line of a panel in a colour of its own
+        colours = [colour for _, colour, _, p in entries if p == panel]
+        if len(set(colours)) != len(colours):
+            problems.append(f"{name}: legend entries of panel {panel} share colours: {entries}")
+    for label, colour, style, _ in entries:
         want = "--" if label.endswith(" in_place") else "-" if label.endswith(" out_of_place") else None
         if want is None:
             problems.append(f"{name}: legend entry {label!r} does not name its placement")
@@ -107,8 +119,8 @@ def check_legend(args):
     if name not in figures:
         return [f"no {name} among {sorted(figures)}"]
     entries = legend_entries(figures[name])
-    for label, colour, style in entries:
-        print(f"{label:40} {colour} {style}")
+    for label, colour, style, panel in entries:
+        print(f"{panel} {label:40} {colour} {style}")
     return line_problems(name, entries, args.entries)
 
 
@@ -123,7 +135,7 @@ def check_scaling(args):
     for name, lines in expected.items():
         if name.endswith("_ccl.png") and name in figures:
             entries = legend_entries(figures[name])
-            print(name, [label for label, _, _ in entries])
+            print(name, [label for label, *_ in entries])
             problems += line_problems(name, entries, int(lines))
     for spec in args.plan_bar:
         unit, part, megabytes = spec.split(":")
@@ -261,12 +273,78 @@ def check_series(args):
         return [f"plot_report exit {code}: {stderr}"]
     if args.chart not in figures:
         return [f"no {args.chart} among {sorted(figures)}"]
-    drawn = {line.get_label(): len(line.get_xdata()) for line in figures[args.chart].axes[0].get_lines()
-             if not line.get_label().startswith("_")}
+    # a panel's title (the collectives chart's operation) leads its lines' labels
+    panels = [ax for ax in figures[args.chart].axes if ax.get_visible()]
+    drawn = {(f"{ax.get_title()} " if len(panels) > 1 else "") + line.get_label(): len(line.get_xdata())
+             for ax in panels for line in ax.get_lines() if not line.get_label().startswith("_")}
     for label, points in sorted(drawn.items()):
         print(f"{label:50} {points} points")
     expected = {label: int(points) for label, points in (spec.rsplit(":", 1) for spec in args.line)}
     return [] if drawn == expected else [f"{args.chart}: lines {drawn}, expected {expected}"]
+
+
+def check_looks(args):
+    """What a reader took wrong in the charts (issue 44 item 3), on the fixtures of DATA:
+    a bench_memops bar shows the report's own share of the roof (the capped 100%, not 125%); the
+    step's two stacked charts give a part one colour in both, list no part that is zero, and keep
+    the legend beside the bars; a CPU GEMM roofline without peaks has the run's own roofs (the best
+    measured TFLOPS, the roof of the bench_memops report drawn with it), a label on every point and
+    plain tick labels; the attention chart's throughput axis starts at 0."""
+    data = args.data
+    reports = [os.path.join(data, n) for n in ("plot_memops_sweep.csv", "step_small.csv",
+                                              "plot_step_operators.csv", "gemm_moe_experts.csv",
+                                              "plot_attention_shapes.csv")]
+    code, stderr, figures = run_plots(args.script, args.out, reports)
+    if code != 0:
+        return [f"plot_report exit {code}: {stderr}"]
+    problems = []
+    memops = figures.get("plot_memops_sweep_memops.png")
+    texts = [t.get_text().strip() for t in memops.axes[0].texts] if memops else []
+    print("memops bar texts:", texts)
+    if "50 (100%)" not in texts or any("125%" in t for t in texts):
+        problems.append(f"memops: the capped row's text is not '50 (100%)', as its CSV says: {texts}")
+    colours = {}
+    for name in ("step_small_step.png", "plot_step_operators_step_operators.png"):
+        fig = figures.get(name)
+        if fig is None:
+            problems.append(f"no {name} among {sorted(figures)}")
+            continue
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        labels = [t.get_text() for t in legend.get_texts()]
+        for c in ax.containers:
+            colours.setdefault(c.get_label(), set()).add(to_hex(c.patches[0].get_facecolor()))
+            if not any(p.get_height() for p in c.patches):
+                problems.append(f"{name}: part {c.get_label()} is zero in every bar but drawn")
+        fig.canvas.draw()
+        box, frame = legend.get_window_extent(), ax.get_window_extent()
+        if box.x0 < frame.x1:
+            problems.append(f"{name}: the legend overlaps the bars (x0 {box.x0:.0f} < {frame.x1:.0f})")
+        print(name, "parts:", labels)
+    print("colours by part:", {k: sorted(v) for k, v in colours.items()})
+    problems += [f"part {part} has colours {sorted(c)} across the charts" for part, c in colours.items() if len(c) > 1]
+    if colours.get("optimizer") and colours.get("exposed communication") and \
+            colours["optimizer"] & colours["exposed communication"]:
+        problems.append("the optimizer shares the communication colour")
+    gemm = figures.get("gemm_moe_experts_gemm.png")
+    if gemm:
+        ax = gemm.axes[0]
+        lines = [line.get_label() for line in ax.get_lines()]
+        print("roofline lines:", lines)
+        if not any(label.startswith("best measured") for label in lines):
+            problems.append(f"roofline: no compute roof without a peak: {lines}")
+        if not any("bench_memops' roof" in label for label in lines):
+            problems.append(f"roofline: no memory roof from the bench_memops report: {lines}")
+        points = sum(len(c.get_offsets()) for c in ax.collections)
+        if len(ax.texts) != points:
+            problems.append(f"roofline: {len(ax.texts)} point labels for {points} points")
+        ticks = [t.get_text() for t in ax.get_yticklabels() + ax.get_xticklabels()]
+        if any("times" in t or "^" in t for t in ticks):
+            problems.append(f"roofline: tick labels in powers of ten: {ticks}")
+    attention = figures.get("plot_attention_shapes_attention.png")
+    if attention and attention.axes[0].get_ylim()[0] != 0:
+        problems.append(f"attention: the throughput axis starts at {attention.axes[0].get_ylim()[0]}")
+    return problems
 
 
 def check_fail_fast(args):
@@ -316,6 +394,9 @@ def main() -> int:
     stacks.add_argument("--chart", required=True)
     stacks.add_argument("--stack", action="append", required=True, help="UNIT:PART:VALUE")
     stacks.add_argument("--stderr", action="append", default=[], help="a line of plot_report's stderr holds TEXT")
+    looks = sub.add_parser("looks")
+    looks.add_argument("out")
+    looks.add_argument("data", help="tests/data")
     bars = sub.add_parser("bars")
     bars.add_argument("out")
     bars.add_argument("report")
@@ -325,7 +406,8 @@ def main() -> int:
     bars.add_argument("--peak-bw", help="passed to plot_report")
     args = parser.parse_args()
     problems = {"legend": check_legend, "scaling": check_scaling, "fail-fast": check_fail_fast, "series": check_series,
-                "markers": check_markers, "stacks": check_stacks, "bars": check_bars}[args.check](args)
+                "markers": check_markers, "stacks": check_stacks, "bars": check_bars,
+                "looks": check_looks}[args.check](args)
     return verdict(problems, None, "ok")
 
 
