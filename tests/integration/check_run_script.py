@@ -116,9 +116,9 @@ def check_report(script, work, build):
         problems.append(f"{suite}/summary.md: missing")
     plots = sorted(f for f in os.listdir(os.path.join(suite, "plots")) if f.endswith(".png")) if os.path.isdir(os.path.join(suite, "plots")) else []
     print("plots:", plots)
-    if len(plots) != 7:
-        problems.append(f"{len(plots)} PNGs in {suite}/plots, expected 7 (gemm, attention, memops, ccl, fsdp, "
-                        "the FSDP plan, the step's operators)")
+    if len(plots) != 8:
+        problems.append(f"{len(plots)} PNGs in {suite}/plots, expected 8 (gemm, attention, memops, ccl, fsdp, "
+                        "the FSDP plan, the step, the step's operators)")
     beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(script))), "rel_suite")
     if os.path.exists(beside):
         problems.append(f"{beside}: written beside the script")
