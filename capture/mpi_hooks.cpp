@@ -123,6 +123,13 @@ CaptureKey p2p_key(const char* api, const char* op_name, MPI_Datatype t, std::in
   return coll_key(api, "p2p", op_name, CollOp::send_recv, t, count, comm, "");
 }
 
+// Where the result goes: in the send buffer (MPI_IN_PLACE) or another; bench_ccl replays each
+// placement with the job's own time for it.
+CaptureKey placed(CaptureKey key, bool in_place) {
+  key.placement = in_place ? "in_place" : "out_of_place";
+  return key;
+}
+
 std::int64_t sum(const int* counts, int n) {
   std::int64_t s = 0;
   for (int i = 0; i < n; ++i)
@@ -217,7 +224,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Allreduce(const void* s, void* r, int count, MPI_
   OPBENCH_PMPI(MPI_Allreduce, int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm));
   return timed(
       [&] { return PMPI_Allreduce(s, r, count, t, op, comm); },
-      [&] { return coll_key("MPI_Allreduce", CollOp::all_reduce, t, count, comm, redop_of(op)); });
+      [&] { return placed(coll_key("MPI_Allreduce", CollOp::all_reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Allgather(const void* s, int scount, MPI_Datatype st, void* r,
@@ -228,8 +235,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Allgather(const void* s, int scount, MPI_Datatype
   const bool in_place = s == MPI_IN_PLACE;
   return timed([&] { return PMPI_Allgather(s, scount, st, r, rcount, rt, comm); },
                [&] {
-                 return coll_key("MPI_Allgather", CollOp::all_gather, in_place ? rt : st,
-                                 in_place ? rcount : scount, comm);
+                 return placed(coll_key("MPI_Allgather", CollOp::all_gather, in_place ? rt : st,
+                                 in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
                });
 }
 
@@ -239,8 +246,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Reduce_scatter_block(const void* s, void* r, int 
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm));
   return timed([&] { return PMPI_Reduce_scatter_block(s, r, rcount, t, op, comm); },
                [&] {
-                 return coll_key("MPI_Reduce_scatter_block", CollOp::reduce_scatter, t, rcount,
-                                 comm, redop_of(op));
+                 return placed(coll_key("MPI_Reduce_scatter_block", CollOp::reduce_scatter, t, rcount,
+                                 comm, redop_of(op)), s == MPI_IN_PLACE);
                });
 }
 
@@ -255,7 +262,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Reduce_scatter(const void* s, void* r, const int 
                  CaptureKey key = coll_key("MPI_Reduce_scatter", CollOp::reduce_scatter, t,
                                            rcounts[comm_rank(comm)], comm, redop_of(op));
                  key.bytes = sum(rcounts, key.comm_size) * type_size(t);
-                 return key;
+                 return placed(key, s == MPI_IN_PLACE);
                });
 }
 
@@ -266,8 +273,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Alltoall(const void* s, int scount, MPI_Datatype 
   const bool in_place = s == MPI_IN_PLACE;
   return timed([&] { return PMPI_Alltoall(s, scount, st, r, rcount, rt, comm); },
                [&] {
-                 return coll_key("MPI_Alltoall", CollOp::all_to_all, in_place ? rt : st,
-                                 in_place ? rcount : scount, comm);
+                 return placed(coll_key("MPI_Alltoall", CollOp::all_to_all, in_place ? rt : st,
+                                 in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
                });
 }
 
@@ -302,7 +309,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Reduce(const void* s, void* r, int count, MPI_Dat
   OPBENCH_PMPI(MPI_Reduce, int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm));
   return timed(
       [&] { return PMPI_Reduce(s, r, count, t, op, root, comm); },
-      [&] { return coll_key("MPI_Reduce", CollOp::reduce, t, count, comm, redop_of(op)); });
+      [&] { return placed(coll_key("MPI_Reduce", CollOp::reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Barrier(MPI_Comm comm) {
@@ -372,7 +379,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Iallreduce(const void* s, void* r, int count, MPI
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*));
   return posted(
       [&] { return PMPI_Iallreduce(s, r, count, t, op, comm, req); }, req,
-      [&] { return coll_key("MPI_Iallreduce", CollOp::all_reduce, t, count, comm, redop_of(op)); });
+      [&] { return placed(coll_key("MPI_Iallreduce", CollOp::all_reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Iallgather(const void* s, int scount, MPI_Datatype st, void* r,
@@ -383,8 +390,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Iallgather(const void* s, int scount, MPI_Datatyp
   const bool in_place = s == MPI_IN_PLACE;
   return posted([&] { return PMPI_Iallgather(s, scount, st, r, rcount, rt, comm, req); }, req,
                 [&] {
-                  return coll_key("MPI_Iallgather", CollOp::all_gather, in_place ? rt : st,
-                                  in_place ? rcount : scount, comm);
+                  return placed(coll_key("MPI_Iallgather", CollOp::all_gather, in_place ? rt : st,
+                                  in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
                 });
 }
 
@@ -395,8 +402,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ireduce_scatter_block(const void* s, void* r, int
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*));
   return posted([&] { return PMPI_Ireduce_scatter_block(s, r, rcount, t, op, comm, req); }, req,
                 [&] {
-                  return coll_key("MPI_Ireduce_scatter_block", CollOp::reduce_scatter, t, rcount,
-                                  comm, redop_of(op));
+                  return placed(coll_key("MPI_Ireduce_scatter_block", CollOp::reduce_scatter, t, rcount,
+                                  comm, redop_of(op)), s == MPI_IN_PLACE);
                 });
 }
 
@@ -408,8 +415,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ialltoall(const void* s, int scount, MPI_Datatype
   const bool in_place = s == MPI_IN_PLACE;
   return posted([&] { return PMPI_Ialltoall(s, scount, st, r, rcount, rt, comm, req); }, req,
                 [&] {
-                  return coll_key("MPI_Ialltoall", CollOp::all_to_all, in_place ? rt : st,
-                                  in_place ? rcount : scount, comm);
+                  return placed(coll_key("MPI_Ialltoall", CollOp::all_to_all, in_place ? rt : st,
+                                  in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
                 });
 }
 
@@ -426,7 +433,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ireduce(const void* s, void* r, int count, MPI_Da
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request*));
   return posted(
       [&] { return PMPI_Ireduce(s, r, count, t, op, root, comm, req); }, req,
-      [&] { return coll_key("MPI_Ireduce", CollOp::reduce, t, count, comm, redop_of(op)); });
+      [&] { return placed(coll_key("MPI_Ireduce", CollOp::reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
 }
 
 // ---- completion: the requests are copied before the call, which may null them

@@ -93,6 +93,29 @@ int comm_count(ncclComm_t comm) {
   return n;
 }
 
+int comm_rank(ncclComm_t comm) {
+  static std::atomic<void*> slot{nullptr};
+  int rank = 0;
+  real_function<ncclResult_t (*)(const ncclComm_t, int*)>(slot, "ncclCommUserRank")(comm, &rank);
+  return rank;
+}
+
+// In place: the result written over the input (NCCL's docs, "In-place Operations": all_gather's
+// sendbuff at the rank's offset in recvbuff, reduce_scatter's recvbuff at the rank's offset in
+// sendbuff, the others sendbuff == recvbuff).
+CaptureKey placed(CaptureKey key, CollOp op, const void* s, const void* r, ncclDataType_t t,
+                  std::size_t count, ncclComm_t comm) {
+  const auto* send = static_cast<const char*>(s);
+  const auto* recv = static_cast<const char*>(r);
+  bool in_place = send == recv;
+  if (op == CollOp::all_gather || op == CollOp::reduce_scatter) {
+    const std::size_t offset = static_cast<std::size_t>(comm_rank(comm)) * count * type_size(t);
+    in_place = op == CollOp::all_gather ? send == recv + offset : send + offset == recv;
+  }
+  key.placement = in_place ? "in_place" : "out_of_place";
+  return key;
+}
+
 CaptureKey nccl_key(const char* api, const char* kind, const char* op_name, CollOp op,
                     ncclDataType_t t, std::size_t count, ncclComm_t comm, const char* redop) {
   return collective_key(api, kind, op_name, op, dtype_of(t), type_size(t),
@@ -179,7 +202,10 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t
                                               ncclRedOp_t, ncclComm_t, cudaStream_t));
   return op_call(
       stream, [&] { return real_ncclAllReduce(s, r, count, t, op, comm, stream); },
-      [&] { return coll("ncclAllReduce", CollOp::all_reduce, t, count, comm, redop_of(op)); });
+      [&] {
+        return placed(coll("ncclAllReduce", CollOp::all_reduce, t, count, comm, redop_of(op)),
+                      CollOp::all_reduce, s, r, t, count, comm);
+      });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t sendcount,
@@ -189,7 +215,10 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t
                                               ncclComm_t, cudaStream_t));
   return op_call(
       stream, [&] { return real_ncclAllGather(s, r, sendcount, t, comm, stream); },
-      [&] { return coll("ncclAllGather", CollOp::all_gather, t, sendcount, comm); });
+      [&] {
+        return placed(coll("ncclAllGather", CollOp::all_gather, t, sendcount, comm),
+                      CollOp::all_gather, s, r, t, sendcount, comm);
+      });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, size_t recvcount,
@@ -200,7 +229,9 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, si
   return op_call(
       stream, [&] { return real_ncclReduceScatter(s, r, recvcount, t, op, comm, stream); },
       [&] {
-        return coll("ncclReduceScatter", CollOp::reduce_scatter, t, recvcount, comm, redop_of(op));
+        return placed(
+            coll("ncclReduceScatter", CollOp::reduce_scatter, t, recvcount, comm, redop_of(op)),
+            CollOp::reduce_scatter, s, r, t, recvcount, comm);
       });
 }
 
@@ -211,7 +242,10 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t 
                                              cudaStream_t));
   return op_call(
       stream, [&] { return real_ncclAlltoAll(s, r, count, t, comm, stream); },
-      [&] { return coll("ncclAlltoAll", CollOp::all_to_all, t, count, comm); });
+      [&] {
+        return placed(coll("ncclAlltoAll", CollOp::all_to_all, t, count, comm), CollOp::all_to_all,
+                      s, r, t, count, comm);
+      });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t count,
@@ -221,7 +255,10 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t
                                               ncclComm_t, cudaStream_t));
   return op_call(
       stream, [&] { return real_ncclBroadcast(s, r, count, t, root, comm, stream); },
-      [&] { return coll("ncclBroadcast", CollOp::broadcast, t, count, comm); });
+      [&] {
+        return placed(coll("ncclBroadcast", CollOp::broadcast, t, count, comm), CollOp::broadcast,
+                      s, r, t, count, comm);
+      });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t count,
@@ -231,7 +268,10 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t co
                                            int, ncclComm_t, cudaStream_t));
   return op_call(
       stream, [&] { return real_ncclReduce(s, r, count, t, op, root, comm, stream); },
-      [&] { return coll("ncclReduce", CollOp::reduce, t, count, comm, redop_of(op)); });
+      [&] {
+        return placed(coll("ncclReduce", CollOp::reduce, t, count, comm, redop_of(op)),
+                      CollOp::reduce, s, r, t, count, comm);
+      });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t t,

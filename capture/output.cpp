@@ -107,29 +107,31 @@ std::string shape_label(const CaptureKey& k) {
   }
   std::string s = "count=" + std::to_string(k.count) + " comm_size=" + std::to_string(k.comm_size);
   if (*k.redop) s += std::string(" redop=") + k.redop;
+  if (std::string_view(k.placement) == "in_place") s += " in_place";
   return s;
 }
 
 std::string csv_header() {
   return "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
-         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,calls,timed_calls,"
+         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,placement,calls,"
+         "timed_calls,"
          "graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
 }
 
 namespace {
-// The cells from m to redop: a GEMM's, an attention's or a collective's; empty for the rest.
+// The cells from m to placement: a GEMM's, an attention's or a collective's; empty for the rest.
 std::string shape_cells(const CaptureKey& k) {
   if (is_gemm(k))
     return num(k.m) + "," + num(k.n) + "," + num(k.k) + "," + num(k.batch) + "," + layout(k) +
-           ",,,,,,,," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,";
+           ",,,,,,,," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,,";
   if (is_attention(k))
     return ",,," + num(k.batch) + ",," + num(k.heads_q) + "," + num(k.heads_kv) + "," +
            num(k.seq_q) + "," + num(k.seq_kv) + "," + num(k.head_dim_qk) + "," + num(k.head_dim_v) +
-           "," + (k.causal ? "true" : "false") + ",,,,,";
+           "," + (k.causal ? "true" : "false") + ",,,,,,";
   if (is_collective(k))
     return ",,,,,,,,,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
-           "," + k.redop;
-  return ",,,,,,,,,,,,,,,,";
+           "," + k.redop + "," + k.placement;
+  return ",,,,,,,,,,,,,,,,,";
 }
 }  // namespace
 
@@ -186,6 +188,7 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
     } else if (is_collective(k)) {
       row.update({{"bytes", k.bytes}, {"count", k.count}, {"comm_size", k.comm_size}});
       if (*k.redop) row["redop"] = k.redop;
+      if (*k.placement) row["placement"] = k.placement;
     }
     row["calls"] = r.calls;
     row["timed_calls"] = r.timed_calls;

@@ -55,7 +55,7 @@ bool CaptureKey::operator==(const CaptureKey& o) const {
          heads_q == o.heads_q && heads_kv == o.heads_kv && seq_q == o.seq_q && seq_kv == o.seq_kv &&
          head_dim_qk == o.head_dim_qk && head_dim_v == o.head_dim_v && causal == o.causal &&
          same(api, o.api) && same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) &&
-         same(redop, o.redop);
+         same(redop, o.redop) && same(placement, o.placement);
 }
 
 std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
@@ -69,6 +69,7 @@ std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
   h = mix(h, text_hash(k.op));
   h = mix(h, static_cast<std::size_t>(k.causal));
   h = mix(h, text_hash(k.redop));
+  h = mix(h, text_hash(k.placement));
   return h;
 }
 

@@ -31,6 +31,9 @@ struct CaptureKey {
   std::int64_t count = 0, bytes = 0;
   int comm_size = 0;
   const char* redop = "";  // "sum", ... for reductions; "" otherwise
+  // Collectives: "in_place" (the send buffer is the result's: MPI_IN_PLACE, NCCL's sendbuff at
+  // the rank's offset in recvbuff) or "out_of_place"; "" where a call has no such choice.
+  const char* placement = "";
   // Attention (from a trace): bench_attention's shape; batch above is the batch size.
   std::int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
   bool causal = false;

@@ -110,6 +110,8 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
       continue;
     }
     for (Placement placement : o.placements) {
+      // the placement the job called, with the job's time for it (both where the tables do not say)
+      if (!m.placement.empty() && m.placement != placement_name(placement)) continue;
       CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
       c.captured = true;
       c.captured_calls = m.calls;

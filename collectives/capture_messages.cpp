@@ -12,7 +12,10 @@ namespace opbench {
 std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::optional<int> rank,
                                                std::vector<std::string>* left_out) {
   const std::vector<CapturedShape> shapes = read_capture_shapes(
-      {source, rank, {"collective", "p2p"}, {"api", "op", "dtype", "bytes", "comm_size", "redop"}});
+      {source,
+       rank,
+       {"collective", "p2p"},
+       {"api", "op", "dtype", "bytes", "comm_size", "redop", "placement"}});
   std::vector<CapturedMessage> out;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string &api = shape.key[0], &op = shape.key[1], &dtype = shape.key[2];
@@ -41,7 +44,9 @@ std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::o
     }
     msg.size_bytes = static_cast<std::uint64_t>(bytes);
     msg.comm_size = static_cast<int>(comm_size);
-    msg.calls = shape.calls;
+    // per rank, as in_job_us is: every rank of a communicator makes the same calls
+    msg.calls = (shape.calls + shape.tables / 2) / std::max<std::int64_t>(1, shape.tables);
+    msg.placement = shape.key[6];
     msg.in_job_us = shape.in_job_us();
     out.push_back(std::move(msg));
   }

@@ -202,6 +202,11 @@ void check_row(const CaptureRow& row, const std::string& where) {
     count = r.whole("count");
     comm_size = r.whole("comm_size");
     if (!r.cell("redop").empty()) r.name("redop");
+    if (r.has("placement")) {
+      const std::string& p = r.cell("placement");
+      if (!p.empty() && p != "in_place" && p != "out_of_place")
+        r.fail("placement", fmt::format("'{}' is not in_place or out_of_place", shown(p)));
+    }
   }
   const std::int64_t calls = r.whole("calls"), timed = r.whole("timed_calls");
   for (std::string_view c : kTimes)

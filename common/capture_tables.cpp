@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "common/capture_rows.hpp"
 #include "common/error.hpp"
@@ -61,16 +62,18 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       tables.push_back(read_capture_file(path));
   }
   for (const std::vector<CaptureRow>& rows : tables) {
+    std::set<std::vector<std::string>> in_this_table;  // keys counted in `tables` already
     for (const CaptureRow& row : rows) {
       const std::string& rank = row.at("rank");
       if (std::find(ranks_seen.begin(), ranks_seen.end(), rank) == ranks_seen.end())
         ranks_seen.push_back(rank);
       if (q.rank && rank != std::to_string(*q.rank)) continue;
       if (std::find(q.kinds.begin(), q.kinds.end(), row.at("kind")) == q.kinds.end()) continue;
-      std::vector<std::string> key;
+      std::vector<std::string> key;  // a column older files lack (placement) reads as empty
       for (const auto& c : q.key_columns)
-        key.push_back(row.at(c));
+        key.push_back(row.count(c) ? row.at(c) : std::string());
       CapturedShape& s = merged[key];
+      if (in_this_table.insert(key).second) ++s.tables;
       s.key = key;
       s.calls += std::stoll(row.at("calls"));
       s.timed_calls += std::stoll(row.at("timed_calls"));

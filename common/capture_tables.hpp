@@ -18,6 +18,7 @@ struct CapturedShape {
   std::int64_t calls = 0;        // summed over the files
   std::int64_t timed_calls = 0;
   double total_us = 0;
+  std::int64_t tables = 0;  // the tables (processes, ranks) that made these calls
   // The job's average time of one call: total over the timed calls (nullopt when none was timed).
   std::optional<double> in_job_us() const;
 };

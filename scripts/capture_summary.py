@@ -209,6 +209,8 @@ def check_row(row, where):
         comm_size = whole("comm_size")
         if row["redop"] != "":
             name("redop")
+        if row.get("placement", "") not in ("", "in_place", "out_of_place"):
+            fail("placement", f"'{shown(row['placement'])}' is not in_place or out_of_place")
     calls, timed = whole("calls"), whole("timed_calls")
     for c in TIMES:
         time_us(c)

@@ -221,17 +221,21 @@ int main(int argc, char** argv) {
     CHECK(opbench::cublas().cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 32, 16, &one, nullptr,
                                          CUDA_R_16BF, 64, nullptr, CUDA_R_16BF, 16, &one, nullptr,
                                          CUDA_R_16BF, 64, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  // NCCL on 4 ranks: all_reduce 1024 fp32 sum x 3 (4096 B), all_gather 256 bf16 x 2
-  // (4 x 256 x 2 = 2048 B), reduce_scatter 128 fp16 max x 1 (4 x 128 x 2 = 1024 B), broadcast
-  // 100 fp64 x 1 (800 B), and 2 groups of a send and a recv of 64 fp32 (one send_recv row of
-  // count 128, 512 B, 2 calls)
+  // NCCL on 4 ranks, this one rank 1: all_reduce 1024 fp32 sum x 3 (4096 B; 2 in place, 1 out),
+  // all_gather 256 bf16 x 2 (4 x 256 x 2 = 2048 B; in place: the send buffer at this rank's
+  // 512-byte offset of the receive buffer), reduce_scatter 128 fp16 max x 1 (4 x 128 x 2 = 1024
+  // B, out of place), broadcast 100 fp64 x 1 (800 B, in place), and 2 groups of a send and a recv
+  // of 64 fp32 (one send_recv row of count 128, 512 B, 2 calls). The stand-in reads no buffer:
+  // these only name addresses.
+  static char a[4096], b[4096];
   ncclComm_t comm = standin_comm();
-  for (int i = 0; i < 3; ++i)
-    CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, comm, nullptr));
   for (int i = 0; i < 2; ++i)
-    CHECK(ncclAllGather(nullptr, nullptr, 256, ncclBfloat16, comm, nullptr));
-  CHECK(ncclReduceScatter(nullptr, nullptr, 128, ncclFloat16, ncclMax, comm, nullptr));
-  CHECK(ncclBroadcast(nullptr, nullptr, 100, ncclFloat64, 0, comm, nullptr));
+    CHECK(ncclAllReduce(a, a, 1024, ncclFloat32, ncclSum, comm, nullptr));
+  CHECK(ncclAllReduce(a, b, 1024, ncclFloat32, ncclSum, comm, nullptr));
+  for (int i = 0; i < 2; ++i)
+    CHECK(ncclAllGather(b + 512, b, 256, ncclBfloat16, comm, nullptr));
+  CHECK(ncclReduceScatter(a, b, 128, ncclFloat16, ncclMax, comm, nullptr));
+  CHECK(ncclBroadcast(a, a, 100, ncclFloat64, 0, comm, nullptr));
   for (int i = 0; i < 2; ++i) {
     CHECK(ncclGroupStart());
     CHECK(ncclSend(nullptr, 64, ncclFloat32, 1, comm, nullptr));

@@ -240,6 +240,10 @@ STANDIN ncclResult_t ncclCommCount(const ncclComm_t, int* n) {
   *n = 4;
   return ncclSuccess;
 }
+STANDIN ncclResult_t ncclCommUserRank(const ncclComm_t, int* rank) {
+  *rank = 1;
+  return ncclSuccess;
+}
 // A nonblocking communicator's call returns ncclInProgress: NCCL's thread enqueues it later.
 STANDIN ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
                                    ncclComm_t comm, cudaStream_t) {

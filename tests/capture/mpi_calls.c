@@ -18,9 +18,11 @@ int main(int argc, char** argv) {
   double checksum = 0;
   for (int i = 0; i < 4096; ++i)
     f[i] = (float)(rank + 1);
-  /* all_reduce: 5 x 1024 floats (4096 bytes), 3 x 16 floats (64 bytes), 2 x 8 doubles max */
+  /* all_reduce: 5 x 1024 floats (4096 bytes) in place and 1 out of place, 3 x 16 floats (64
+   * bytes), 2 x 8 doubles max */
   for (int i = 0; i < 5; ++i)
     MPI_Allreduce(MPI_IN_PLACE, f, 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(f, g, 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   for (int i = 0; i < 3; ++i)
     MPI_Allreduce(MPI_IN_PLACE, f, 16, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   for (int i = 0; i < 2; ++i)

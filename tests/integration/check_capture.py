@@ -42,7 +42,8 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
   check_capture.py replay-ccl --out DIR --bench-ccl BIN --mpiexec MPIEXEC
       mpirun -np 2 bench_ccl --backend mpi --capture-path tests/data/capture_replay, merged and
       --rank 1: the MPI_Allreduce fp32 4096-byte message (count 1024, comm 2) in and out of
-      place, captured_calls 5 + 5 = 10 (rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
+      place (the capture predates the placement column: both are run), captured_calls 5 per rank
+      (5 and 5 over 2 ranks; rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
       in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's.
   check_capture.py prometheus --out DIR --prog BIN --lib LIB
       the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
@@ -239,20 +240,22 @@ def numpy_mode(a):
 # ---------------------------------------------------------------- MPI
 
 # (api, op, dtype, count, bytes, redop) -> calls on every rank of 2 (tests/capture/mpi_calls.c)
+# (and placement: MPI_IN_PLACE or not, "" where a call has no such choice)
 MPI_EXPECTED = {
-    ("MPI_Allreduce", "all_reduce", "fp32", 1024, 4096, "sum"): 5,
-    ("MPI_Allreduce", "all_reduce", "fp32", 16, 64, "sum"): 3,
-    ("MPI_Allreduce", "all_reduce", "fp64", 8, 64, "max"): 2,
-    ("MPI_Allgather", "all_gather", "int32", 256, 2 * 256 * 4, ""): 2,
-    ("MPI_Reduce_scatter_block", "reduce_scatter", "fp32", 512, 2 * 512 * 4, "sum"): 4,
-    ("MPI_Bcast", "broadcast", "fp64", 100, 800, ""): 4,
-    ("MPI_Reduce", "reduce", "fp32", 64, 256, "sum"): 1,
-    ("MPI_Alltoall", "all_to_all", "fp32", 128, 2 * 128 * 4, ""): 3,
-    ("MPI_Irecv", "recv", "fp32", 200, 800, ""): 6,
-    ("MPI_Isend", "send", "fp32", 200, 800, ""): 6,
-    ("MPI_Sendrecv", "send_recv", "fp64", 50, 400, ""): 2,
-    ("MPI_Iallreduce", "all_reduce", "fp32", 2048, 8192, "sum"): 3,
-    ("MPI_Barrier", "barrier", "none", 0, 0, ""): 2,
+    ("MPI_Allreduce", "all_reduce", "fp32", 1024, 4096, "sum", "in_place"): 5,
+    ("MPI_Allreduce", "all_reduce", "fp32", 1024, 4096, "sum", "out_of_place"): 1,
+    ("MPI_Allreduce", "all_reduce", "fp32", 16, 64, "sum", "in_place"): 3,
+    ("MPI_Allreduce", "all_reduce", "fp64", 8, 64, "max", "in_place"): 2,
+    ("MPI_Allgather", "all_gather", "int32", 256, 2 * 256 * 4, "", "out_of_place"): 2,
+    ("MPI_Reduce_scatter_block", "reduce_scatter", "fp32", 512, 2 * 512 * 4, "sum", "out_of_place"): 4,
+    ("MPI_Bcast", "broadcast", "fp64", 100, 800, "", ""): 4,
+    ("MPI_Reduce", "reduce", "fp32", 64, 256, "sum", "out_of_place"): 1,
+    ("MPI_Alltoall", "all_to_all", "fp32", 128, 2 * 128 * 4, "", "out_of_place"): 3,
+    ("MPI_Irecv", "recv", "fp32", 200, 800, "", ""): 6,
+    ("MPI_Isend", "send", "fp32", 200, 800, "", ""): 6,
+    ("MPI_Sendrecv", "send_recv", "fp64", 50, 400, "", ""): 2,
+    ("MPI_Iallreduce", "all_reduce", "fp32", 2048, 8192, "sum", "in_place"): 3,
+    ("MPI_Barrier", "barrier", "none", 0, 0, "", ""): 2,
 }
 
 
@@ -272,7 +275,7 @@ def mpi_mode(a):
         got = {}
         for r in rows:
             key = (r["api"], r["op"], r["dtype"], int(r["count"] or 0), int(r["bytes"] or 0),
-                   r["redop"])
+                   r["redop"], r["placement"])
             got[key] = got.get(key, 0) + int(r["calls"])
             check(r["comm_size"] == "2", f"{os.path.basename(path)}: comm_size of {key}")
             check(r["timed_calls"] == r["calls"], f"{os.path.basename(path)}: {key} has "
@@ -464,11 +467,12 @@ GPU_GEMMS = {
     ("cublasLtMatmul", "gemm_batched", "bf16", 40, 96, 64, 2, "NT"): 8,  # 3 through opbench's loader
 }
 GPU_COLLS = {
-    ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum"): 3,
-    ("ncclAllGather", "all_gather", "bf16", 256, 2048, ""): 2,
-    ("ncclReduceScatter", "reduce_scatter", "fp16", 128, 1024, "max"): 1,
-    ("ncclBroadcast", "broadcast", "fp64", 100, 800, ""): 1,
-    ("ncclGroupEnd", "send_recv", "fp32", 128, 512, ""): 2,
+    ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum", "in_place"): 2,
+    ("ncclAllReduce", "all_reduce", "fp32", 1024, 4096, "sum", "out_of_place"): 1,
+    ("ncclAllGather", "all_gather", "bf16", 256, 2048, "", "in_place"): 2,
+    ("ncclReduceScatter", "reduce_scatter", "fp16", 128, 1024, "max", "out_of_place"): 1,
+    ("ncclBroadcast", "broadcast", "fp64", 100, 800, "", "in_place"): 1,
+    ("ncclGroupEnd", "send_recv", "fp32", 128, 512, "", ""): 2,
 }
 
 
@@ -490,7 +494,7 @@ def gpu_mode(a):
                   f"flops of {r['api']}")
         else:
             colls[(r["api"], r["op"], r["dtype"], int(r["count"]), int(r["bytes"]),
-                   r["redop"])] += int(r["calls"])
+                   r["redop"], r["placement"])] += int(r["calls"])
             check(r["comm_size"] == "4", f"comm_size of {r['api']}: {r['comm_size']}")
         check(r["timed_calls"] == r["calls"], f"{r['api']}: {r['timed_calls']} of {r['calls']} timed")
         check(r["min_us"] != "" and float(r["min_us"]) >= 300.0,
@@ -700,7 +704,9 @@ def replay_gemm_mode(a):
 def replay_ccl_mode(a):
     out = fresh(a.out)
     data = os.path.join(ROOT, "tests", "data", "capture_replay")
-    for extra, (calls, in_job) in (([], (10, 11.0)), (["--rank", "1"], (5, 12.0))):
+    # captured_calls per rank, as in_job_us: 5 on each of the 2 ranks (issue 44: the merged run
+    # said 10, the ranks' calls summed)
+    for extra, (calls, in_job) in (([], (5, 11.0)), (["--rank", "1"], (5, 12.0))):
         report = os.path.join(out, "rank" + (extra[1] if extra else "all"))
         p = run([a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.bench_ccl,
                  "--backend", "mpi", "--capture-path", data, "--report-dir-path", report,
@@ -724,6 +730,20 @@ def replay_ccl_mode(a):
             ratio = in_job / float(r["time_us"])
             check(abs(float(r["in_job_ratio"]) - ratio) <= 1e-3 * ratio,
                   f"in_job_ratio {r['in_job_ratio']}, in_job_us / time_us = {ratio}")
+    # A capture that says each call's placement: each runs as the job called it, with its own
+    # calls and time (tests/data/capture_placed: 5 in place at 10 us, 1 out of place at 30 us,
+    # per rank); an MPI_IN_PLACE call was keyed with the out-of-place one before
+    report = os.path.join(out, "placed")
+    p = run([a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.bench_ccl,
+             "--backend", "mpi", "--capture-path", os.path.join(ROOT, "tests", "data", "capture_placed"),
+             "--report-dir-path", report, "-n", "5", "-w", "1", "-c", "1"])
+    check(p.returncode == 0, f"bench_ccl --capture-path capture_placed exited {p.returncode}")
+    path = os.path.join(report, "ccl_all_reduce.csv")
+    if check(os.path.exists(path), f"no {path}"):
+        got = {r["placement"]: (int(r["captured_calls"]), float(r["in_job_us"])) for r in read_rows(path)}
+        print("  placed:", got)
+        check(got == {"in_place": (5, 10.0), "out_of_place": (1, 30.0)},
+              f"{path}: {got}, expected in_place (5, 10 us) and out_of_place (1, 30 us)")
 
 
 def free_port():
