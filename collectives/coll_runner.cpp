@@ -82,6 +82,17 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   } disarm{watchdog_};
   session_.arrival_check(label, options_.timeout_s);
   const std::string where = session_.where(session_.world_rank());
+  {
+    std::lock_guard lock(comm_mutex_);
+    comm_ = &comm;
+  }
+  struct Forget {  // the guard may abandon the communicator only while its case runs
+    CollRunner& runner;
+    ~Forget() {
+      std::lock_guard lock(runner.comm_mutex_);
+      runner.comm_ = nullptr;
+    }
+  } forget{*this};
   label_ = label;
   case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;  // nothing measured yet in this case
@@ -150,7 +161,7 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   }
   // -G: the capture (and the graph's first replay) is a first-call cost, outside every sample.
   if (options_.graph_replays > 0) {
-    arm_phase("the CUDA graph's capture", options_.iters);
+    arm_phase("the CUDA graph's capture", options_.iters, options_.iters);
     comm.replay_graph(call, options_.iters, 1);
   }
   session_.barrier(session_.world());
@@ -185,8 +196,9 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     CpuTimer loop;
     do {
       const int calls_in_sample = options_.iters * std::max(1, options_.graph_replays);
+      // -G marks progress once a replay of the -n calls.
       arm_phase(fmt::format("sample {} ({} calls)", r.samples_us.size() + 1, calls_in_sample),
-                calls_in_sample);
+                calls_in_sample, options_.graph_replays > 0 ? options_.iters : 0);
       session_.barrier(session_.world());
       CpuTimer timer;
       int calls = options_.iters;
@@ -224,30 +236,35 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   r.max_time_us = *std::max_element(t.begin(), t.end());
 }
 
-void CollRunner::arm_phase(const std::string& phase, int calls) {
-  // A phase may take --timeout plus kSlack times its calls at the slowest time per call seen
-  // in this case: a healthy sample of many slow calls fits, a hang is caught within about
-  // --timeout of the point where it would have finished.
-  constexpr double kSlack = 4;
-  const double limit = options_.timeout_s + calls * per_call_s_ * kSlack;
-  std::string why = per_call_s_ > 0 ? fmt::format("--timeout {:g} s + {} calls x {:.3g} s x {:g}",
-                                                  options_.timeout_s, calls, per_call_s_, kSlack)
-                                    : fmt::format("--timeout {:g} s", options_.timeout_s);
-  // Every rank's watchdog ends its own process, saying which phase of which case outlived its
-  // limit. It never touches the communicator (NCCL allows one thread at a time, and the main
-  // thread may be inside it): the process is ending, and the driver and mpirun clean up.
-  //
-  // Whichever rank's deadline expires first names the culprits before it ends the job: rank 0
-  // asks every rank over the liveness channel, another rank asks rank 0 to, and those that do
-  // not answer are stopped or cut off (rank 0 itself, when it does not reply). Rank 0 is meant
-  // to speak first: the other ranks wait kGrace seconds longer, so their lines follow rank 0's,
-  // and still end the job should rank 0 be the one lost.
+void CollRunner::arm_phase(const std::string& phase, int calls, int calls_per_mark) {
+  // No call of the phase may go --timeout plus the expected time of the calls between two
+  // progress marks without completing (collectives/stall_detector.hpp): a healthy sample of
+  // thousands of slow calls goes on as long as calls complete, and a hang is caught --timeout
+  // after the last call that completed, whatever -n is. The expected time is the slowest time
+  // per call seen so far in the case; before the first call is timed, --timeout alone.
+  if (calls_per_mark <= 0) calls_per_mark = comm_->calls_per_mark();
+  const double gap_s = calls_per_mark * per_call_s_;
+  // Rank 0 is meant to speak first: the other ranks wait kGrace seconds longer, so their lines
+  // follow rank 0's, and still end the job should rank 0 be the one lost.
   constexpr double kGrace = 10;
   const bool lead = session_.world_rank() == options_.lead_rank;
+  std::string why = fmt::format("--timeout {:g} s", options_.timeout_s);
+  if (per_call_s_ > 0)
+    why += fmt::format(" + {} call{} x {:.3g} s", calls_per_mark, calls_per_mark == 1 ? "" : "s",
+                       per_call_s_);
+  if (!lead) why += fmt::format(" + {:g} s for rank 0 to speak first", kGrace);
+  // Every rank's watchdog ends its own process, saying which phase of which case stopped
+  // completing calls. It touches the communicator only through abandon(), which never waits on
+  // a main thread stuck inside it: the process is ending, and the driver and mpirun clean up.
+  //
+  // Whichever rank's guard acts first names the culprits before it ends the job: rank 0 asks
+  // every rank over the liveness channel, another rank asks rank 0 to, and those that do not
+  // answer are stopped or cut off (rank 0 itself, when it does not reply).
   watchdog_.arm(
-      options_.timeout_s > 0 ? limit + (lead ? 0 : kGrace) : 0,
-      [this, where = session_.where(session_.world_rank()), label = label_, phase, limit, why,
-       start = case_start_] {
+      options_.timeout_s > 0 ? options_.timeout_s + (lead ? 0 : kGrace) : 0, gap_s,
+      [comm = comm_] { return comm->completed_calls(); },
+      [this, where = session_.where(session_.world_rank()), label = label_, phase, calls, why,
+       start = case_start_](const Watchdog::Stall& stall) {
         const double ran_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
@@ -258,13 +275,20 @@ void CollRunner::arm_phase(const std::string& phase, int calls) {
                   "the operation, or the library or the network hangs"
                 : *silent;
         const std::string reason = fmt::format(
-            "timeout: {}: {}: {} did not finish within {:.3g} s ({}): {}; the case had run "
-            "{:.1f} s",
-            where, label, phase, limit, why, culprits, ran_s);
+            "timeout: {}: {}: {}: no call completed for {:.1f} s ({}; {} of {} call{} done): {}; "
+            "the case had run {:.1f} s",
+            where, label, phase, stall.quiet_s, why, stall.done, calls, calls == 1 ? "" : "s",
+            culprits, ran_s);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
+        abandon_communicator();
         MpiSession::exit_now(1);
       });
+}
+
+void CollRunner::abandon_communicator() {
+  std::lock_guard lock(comm_mutex_);
+  if (comm_) comm_->abandon();
 }
 
 void CollRunner::watch_interrupt(const std::string& label) {
