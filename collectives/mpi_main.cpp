@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/host_allocator.hpp"
 
 namespace opbench {
 namespace {
@@ -18,6 +19,7 @@ bool asks_for_help(int argc, char** argv) {
 }  // namespace
 
 int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int, char**)>& body) {
+  keep_host_pages();  // before MPI allocates anything (common/host_allocator.hpp)
   MpiSession session(&argc, &argv);
   const bool lead = session.world_rank() == 0;
   if (!lead && asks_for_help(argc, argv)) return 0;  // one help text is enough
