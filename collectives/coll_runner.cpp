@@ -294,13 +294,18 @@ void CollRunner::abandon_communicator() {
 void CollRunner::watch_interrupt(const std::string& label) {
   // The case loops stop at a signal between cases; a case that is running when it comes has
   // kGraceS to end and keep its real row. One that does not (a large -n, a slow call, a hang) is
-  // ended here with a failed row, before a SIGKILL can leave none. The SIGKILL that comes
-  // soonest is Open MPI's: mpirun, given SIGTERM or SIGINT (by Slurm at a time limit, which
-  // signals every process of the job, or by a Ctrl-C), signals the ranks 1 s later and kills them
-  // 1 s after that (odls_base_sigkill_timeout, measured with Open MPI 4.1), so the grace must be
-  // well under 1 s; Slurm's own KillWait (30 s by default) and a user are patient enough for it.
-  // The price: a case the signal catches with more than 0.5 s to go is written as interrupted
-  // rather than measured (the default stop rule samples a case for up to about a second).
+  // ended here with a failed row and the run closed (summary, end time, closing lines), before a
+  // SIGKILL can leave none. The SIGKILL that comes soonest is Open MPI's: mpirun, given SIGTERM or
+  // SIGINT (by `timeout`, by Slurm at a time limit, which signals every process of the job, or by
+  // a Ctrl-C), sends the ranks SIGCONT at once, SIGTERM 1 s later and SIGKILL 1 s after that
+  // (odls_base_sigkill_timeout, measured with Open MPI 4.1.4), so a rank hears SIGTERM whichever
+  // signal mpirun got, and the grace and the writing must fit well within 1 s. mpirun signalled
+  // twice (`timeout` signals mpirun and then its process group) exits at once instead, and its
+  // ranks are SIGKILLed about 1 s later without a signal before: the end of the launcher counts as
+  // the interrupt then (common/interrupt's watch_launcher), seen within this thread's 0.1 s look.
+  // Slurm's own KillWait (30 s by default) and a user are patient enough for the grace. The
+  // price: a case the signal catches with more than 0.5 s to go is written as interrupted rather
+  // than measured (the default stop rule samples a case for up to about a second).
   constexpr double kGraceS = 0.5;
   // The other ranks wait a little longer, so that rank 0 writes the row with its own reason and
   // ends the job first; one still here then tells rank 0 why (report_abort) and ends too.
@@ -312,12 +317,15 @@ void CollRunner::watch_interrupt(const std::string& label) {
        start = std::chrono::steady_clock::now()](double signal_age_s) {
         const double in_case_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // Said so that it fits whoever stopped the job: mpirun passing on a Ctrl-C or its own
+        // SIGTERM (`timeout`, a batch script's end) as SIGTERM, mpirun ending at once, or a
+        // scheduler's time limit.
         const std::string reason = fmt::format(
             "interrupted: {} came {:.1f} s into the case, which had not ended {:.1f} s later "
-            "({:.1f} s in all; {}: {}); the run ends here with this row, as a Slurm time limit "
-            "sends SIGTERM, then SIGKILL after KillWait (30 s by default), which would leave none",
-            interrupted_signal_name(), in_case_s - signal_age_s, signal_age_s, in_case_s, where,
-            label);
+            "({:.1f} s in all; {}: {}); the run ends here with this row, before the SIGKILL that "
+            "follows a stop leaves none (from mpirun about 1 s after it passes the stop on or "
+            "ends, from a scheduler's time limit after its grace, Slurm's KillWait)",
+            interruption(), in_case_s - signal_age_s, signal_age_s, in_case_s, where, label);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         MpiSession::exit_now(interrupted_exit_code());

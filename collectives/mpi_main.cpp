@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/host_allocator.hpp"
+#include "common/interrupt.hpp"
 
 namespace opbench {
 namespace {
@@ -21,6 +22,7 @@ bool asks_for_help(int argc, char** argv) {
 int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int, char**)>& body) {
   keep_host_pages();  // before MPI allocates anything (common/host_allocator.hpp)
   MpiSession session(&argc, &argv);
+  if (session.world_size() > 1) watch_launcher();  // under mpirun or srun (common/interrupt)
   const bool lead = session.world_rank() == 0;
   if (!lead && asks_for_help(argc, argv)) return 0;  // one help text is enough
   try {

@@ -246,6 +246,16 @@ void MpiSession::wait_for_exit(double limit_s) {
   exit_now(1);
 }
 
+void close_ended_run(const std::function<void()>& close) {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: closing the run: %s\n", e.what());
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+}
+
 // How often a case being watched looks for a signal and for progress: a handler may only set a
 // flag, never wake a condition variable, and a completed call is a relaxed store (or a CUDA
 // event) that wakes nobody, so the watchdog looks. Ten looks a second cost nothing a

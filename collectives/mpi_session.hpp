@@ -118,6 +118,12 @@ class AbortHookScope {
   MpiSession& session_;
 };
 
+// An abort hook's last step on rank 0, after the running case's row: `close` ends the run as its
+// last case would (environment.json's end_time, the summary, the closing lines), so that a job
+// ended inside a case — a timeout, a lost rank, SIGINT/SIGTERM — still leaves them. Called on the
+// thread that ends the process: what `close` throws is printed, never let out.
+void close_ended_run(const std::function<void()>& close);
+
 // Ends the job when a case stops making progress, or goes on too long after SIGINT/SIGTERM:
 // arm() before each phase of a case and watch_interrupt() before the case, disarm() after it.
 // Each callback is called from the watchdog's own thread, and must print and end the process

@@ -135,6 +135,7 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"run_id", fmt::format("{}-{}-{}", binary, now_compact(), getpid())},
       {"start_time", now_iso8601()},
       {"end_time", nullptr},
+      {"outcome", nullptr},
       {"host", host},
       {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
       {"cpu", cpu_model_name()},
