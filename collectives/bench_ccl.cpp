@@ -291,6 +291,21 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   install_interrupt_handlers();
   bool stopped = false;
   HarnessCost harness;
+  // Rank 0's end of the run: the nccl-tests footer, environment.json's end_time, the summary and
+  // the closing lines. After the last case, or from the thread ending the job inside a case.
+  auto close = [&](bool stopped_now) {
+    table.finish();
+    return close_run(env, dir, o.report.summary_path, reports->rows(),
+                     {fmt::format("bench_ccl: {} ranks, {} backend", world, backend.name),
+                      "busbw_gbps",
+                      true,
+                      {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
+                       "algbw_gbps", "busbw_gbps", "wrong"},
+                      15,
+                      {harness.markdown()}},
+                     tally, {harness.text(), dir, reports->listing(), false}, stopped_now,
+                     interrupted() ? interrupted_exit_code() : 128 + 15);
+  };
   for (const auto& c : cases) {
     // mpirun passes SIGINT/SIGTERM to every rank, maybe not at once: stop together, between
     // cases. A case the signal catches running has a few seconds to end (CollRunner's watchdog
@@ -312,16 +327,23 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
                                     call.counts.size_bytes(dtype_size(c.dtype)),
                                     dtype_name(c.dtype), placement_name(c.placement));
     progress.start(label);
-    // Should a timeout, an interrupt or a lost rank end the job inside this case, its row says so;
+    // Should a timeout, an interrupt or a lost rank end the job inside this case, its row says so
+    // and the run is closed as after its last case (the main thread is stuck inside the case);
     // the scope's end then waits for that end rather than write the case's own row too.
     CollResult r;
     CpuTimer case_clock;
     {
       AbortHookScope hook(session, [&](const std::string& reason) {
+        if (!reports) return;
         CollResult aborted;
         aborted.status = Status::failed;
         aborted.note = reason;
-        if (reports) reports->write(c.op, ccl_row(c, call, aborted, ctx));
+        const Record row = ccl_row(c, call, aborted, ctx);
+        reports->write(c.op, row);
+        tally.add(row);
+        progress.clear();
+        table.add(c, call, aborted, row);
+        close_ended_run([&] { close(interrupted()); });
       });
       r = runner.run(*comm, call, label);
     }
@@ -346,19 +368,7 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
             : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
     progress.done(1, result);
   }
-  if (lead) {
-    table.finish();
-    return close_run(env, dir, o.report.summary_path, reports->rows(),
-                     {fmt::format("bench_ccl: {} ranks, {} backend", world, backend.name),
-                      "busbw_gbps",
-                      true,
-                      {"op", "dtype", "redop", "placement", "group_size", "size_bytes", "time_us",
-                       "algbw_gbps", "busbw_gbps", "wrong"},
-                      15,
-                      {harness.markdown()}},
-                     tally, {harness.text(), dir, reports->listing(), false}, stopped,
-                     interrupted() ? interrupted_exit_code() : 128 + 15);
-  }
+  if (lead) return close(stopped);
   if (stopped) return interrupted() ? interrupted_exit_code() : 128 + 15;
   return failed ? static_cast<int>(ExitCode::run_failed) : 0;
 }

@@ -82,6 +82,17 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   } disarm{watchdog_};
   session_.arrival_check(label, options_.timeout_s);
   const std::string where = session_.where(session_.world_rank());
+  {
+    std::lock_guard lock(comm_mutex_);
+    comm_ = &comm;
+  }
+  struct Forget {  // the guard may abandon the communicator only while its case runs
+    CollRunner& runner;
+    ~Forget() {
+      std::lock_guard lock(runner.comm_mutex_);
+      runner.comm_ = nullptr;
+    }
+  } forget{*this};
   label_ = label;
   case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;  // nothing measured yet in this case
@@ -150,7 +161,7 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   }
   // -G: the capture (and the graph's first replay) is a first-call cost, outside every sample.
   if (options_.graph_replays > 0) {
-    arm_phase("the CUDA graph's capture", options_.iters);
+    arm_phase("the CUDA graph's capture", options_.iters, options_.iters);
     comm.replay_graph(call, options_.iters, 1);
   }
   session_.barrier(session_.world());
@@ -185,8 +196,9 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     CpuTimer loop;
     do {
       const int calls_in_sample = options_.iters * std::max(1, options_.graph_replays);
+      // -G marks progress once a replay of the -n calls.
       arm_phase(fmt::format("sample {} ({} calls)", r.samples_us.size() + 1, calls_in_sample),
-                calls_in_sample);
+                calls_in_sample, options_.graph_replays > 0 ? options_.iters : 0);
       session_.barrier(session_.world());
       CpuTimer timer;
       int calls = options_.iters;
@@ -224,30 +236,35 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   r.max_time_us = *std::max_element(t.begin(), t.end());
 }
 
-void CollRunner::arm_phase(const std::string& phase, int calls) {
-  // A phase may take --timeout plus kSlack times its calls at the slowest time per call seen
-  // in this case: a healthy sample of many slow calls fits, a hang is caught within about
-  // --timeout of the point where it would have finished.
-  constexpr double kSlack = 4;
-  const double limit = options_.timeout_s + calls * per_call_s_ * kSlack;
-  std::string why = per_call_s_ > 0 ? fmt::format("--timeout {:g} s + {} calls x {:.3g} s x {:g}",
-                                                  options_.timeout_s, calls, per_call_s_, kSlack)
-                                    : fmt::format("--timeout {:g} s", options_.timeout_s);
-  // Every rank's watchdog ends its own process, saying which phase of which case outlived its
-  // limit. It never touches the communicator (NCCL allows one thread at a time, and the main
-  // thread may be inside it): the process is ending, and the driver and mpirun clean up.
-  //
-  // Whichever rank's deadline expires first names the culprits before it ends the job: rank 0
-  // asks every rank over the liveness channel, another rank asks rank 0 to, and those that do
-  // not answer are stopped or cut off (rank 0 itself, when it does not reply). Rank 0 is meant
-  // to speak first: the other ranks wait kGrace seconds longer, so their lines follow rank 0's,
-  // and still end the job should rank 0 be the one lost.
+void CollRunner::arm_phase(const std::string& phase, int calls, int calls_per_mark) {
+  // No call of the phase may go --timeout plus the expected time of the calls between two
+  // progress marks without completing (collectives/stall_detector.hpp): a healthy sample of
+  // thousands of slow calls goes on as long as calls complete, and a hang is caught --timeout
+  // after the last call that completed, whatever -n is. The expected time is the slowest time
+  // per call seen so far in the case; before the first call is timed, --timeout alone.
+  if (calls_per_mark <= 0) calls_per_mark = comm_->calls_per_mark();
+  const double gap_s = calls_per_mark * per_call_s_;
+  // Rank 0 is meant to speak first: the other ranks wait kGrace seconds longer, so their lines
+  // follow rank 0's, and still end the job should rank 0 be the one lost.
   constexpr double kGrace = 10;
   const bool lead = session_.world_rank() == options_.lead_rank;
+  std::string why = fmt::format("--timeout {:g} s", options_.timeout_s);
+  if (per_call_s_ > 0)
+    why += fmt::format(" + {} call{} x {:.3g} s", calls_per_mark, calls_per_mark == 1 ? "" : "s",
+                       per_call_s_);
+  if (!lead) why += fmt::format(" + {:g} s for rank 0 to speak first", kGrace);
+  // Every rank's watchdog ends its own process, saying which phase of which case stopped
+  // completing calls. It touches the communicator only through abandon(), which never waits on
+  // a main thread stuck inside it: the process is ending, and the driver and mpirun clean up.
+  //
+  // Whichever rank's guard acts first names the culprits before it ends the job: rank 0 asks
+  // every rank over the liveness channel, another rank asks rank 0 to, and those that do not
+  // answer are stopped or cut off (rank 0 itself, when it does not reply).
   watchdog_.arm(
-      options_.timeout_s > 0 ? limit + (lead ? 0 : kGrace) : 0,
-      [this, where = session_.where(session_.world_rank()), label = label_, phase, limit, why,
-       start = case_start_] {
+      options_.timeout_s > 0 ? options_.timeout_s + (lead ? 0 : kGrace) : 0, gap_s,
+      [comm = comm_] { return comm->completed_calls(); },
+      [this, where = session_.where(session_.world_rank()), label = label_, phase, calls, why,
+       start = case_start_](const Watchdog::Stall& stall) {
         const double ran_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
@@ -258,25 +275,37 @@ void CollRunner::arm_phase(const std::string& phase, int calls) {
                   "the operation, or the library or the network hangs"
                 : *silent;
         const std::string reason = fmt::format(
-            "timeout: {}: {}: {} did not finish within {:.3g} s ({}): {}; the case had run "
-            "{:.1f} s",
-            where, label, phase, limit, why, culprits, ran_s);
+            "timeout: {}: {}: {}: no call completed for {:.1f} s ({}; {} of {} call{} done): {}; "
+            "the case had run {:.1f} s",
+            where, label, phase, stall.quiet_s, why, stall.done, calls, calls == 1 ? "" : "s",
+            culprits, ran_s);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
+        abandon_communicator();
         MpiSession::exit_now(1);
       });
+}
+
+void CollRunner::abandon_communicator() {
+  std::lock_guard lock(comm_mutex_);
+  if (comm_) comm_->abandon();
 }
 
 void CollRunner::watch_interrupt(const std::string& label) {
   // The case loops stop at a signal between cases; a case that is running when it comes has
   // kGraceS to end and keep its real row. One that does not (a large -n, a slow call, a hang) is
-  // ended here with a failed row, before a SIGKILL can leave none. The SIGKILL that comes
-  // soonest is Open MPI's: mpirun, given SIGTERM or SIGINT (by Slurm at a time limit, which
-  // signals every process of the job, or by a Ctrl-C), signals the ranks 1 s later and kills them
-  // 1 s after that (odls_base_sigkill_timeout, measured with Open MPI 4.1), so the grace must be
-  // well under 1 s; Slurm's own KillWait (30 s by default) and a user are patient enough for it.
-  // The price: a case the signal catches with more than 0.5 s to go is written as interrupted
-  // rather than measured (the default stop rule samples a case for up to about a second).
+  // ended here with a failed row and the run closed (summary, end time, closing lines), before a
+  // SIGKILL can leave none. The SIGKILL that comes soonest is Open MPI's: mpirun, given SIGTERM or
+  // SIGINT (by `timeout`, by Slurm at a time limit, which signals every process of the job, or by
+  // a Ctrl-C), sends the ranks SIGCONT at once, SIGTERM 1 s later and SIGKILL 1 s after that
+  // (odls_base_sigkill_timeout, measured with Open MPI 4.1.4), so a rank hears SIGTERM whichever
+  // signal mpirun got, and the grace and the writing must fit well within 1 s. mpirun signalled
+  // twice (`timeout` signals mpirun and then its process group) exits at once instead, and its
+  // ranks are SIGKILLed about 1 s later without a signal before: the end of the launcher counts as
+  // the interrupt then (common/interrupt's watch_launcher), seen within this thread's 0.1 s look.
+  // Slurm's own KillWait (30 s by default) and a user are patient enough for the grace. The
+  // price: a case the signal catches with more than 0.5 s to go is written as interrupted rather
+  // than measured (the default stop rule samples a case for up to about a second).
   constexpr double kGraceS = 0.5;
   // The other ranks wait a little longer, so that rank 0 writes the row with its own reason and
   // ends the job first; one still here then tells rank 0 why (report_abort) and ends too.
@@ -288,12 +317,15 @@ void CollRunner::watch_interrupt(const std::string& label) {
        start = std::chrono::steady_clock::now()](double signal_age_s) {
         const double in_case_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // Said so that it fits whoever stopped the job: mpirun passing on a Ctrl-C or its own
+        // SIGTERM (`timeout`, a batch script's end) as SIGTERM, mpirun ending at once, or a
+        // scheduler's time limit.
         const std::string reason = fmt::format(
             "interrupted: {} came {:.1f} s into the case, which had not ended {:.1f} s later "
-            "({:.1f} s in all; {}: {}); the run ends here with this row, as a Slurm time limit "
-            "sends SIGTERM, then SIGKILL after KillWait (30 s by default), which would leave none",
-            interrupted_signal_name(), in_case_s - signal_age_s, signal_age_s, in_case_s, where,
-            label);
+            "({:.1f} s in all; {}: {}); the run ends here with this row, before the SIGKILL that "
+            "follows a stop leaves none (from mpirun about 1 s after it passes the stop on or "
+            "ends, from a scheduler's time limit after its grace, Slurm's KillWait)",
+            interruption(), in_case_s - signal_age_s, signal_age_s, in_case_s, where, label);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         MpiSession::exit_now(interrupted_exit_code());

@@ -6,6 +6,7 @@
 // samples, so all reach the same decision without another message. bench_fsdp runs here too.
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,10 +29,10 @@ struct CollRunOptions {
   MeasureOptions measure = measure_defaults(MeasureProfile::collective);
   int check_passes = 1;  // -c: verified calls after timing (0: none)
   RankAggregation aggregation = RankAggregation::mean;
-  double timeout_s = 300;     // per phase of a case, plus its calls' time (arm_phase); <= 0: none
-  int corrupt_rank = -1;      // test only: this world rank spoils one result element
-  int stall_rank = -1;        // test only: this world rank arrives late ...
-  double stall_s = 0;         // ... by this much, at the first case ...
+  double timeout_s = 300;  // no call completing for this long ends the job (arm_phase); <= 0: none
+  int corrupt_rank = -1;   // test only: this world rank spoils one result element
+  int stall_rank = -1;     // test only: this world rank arrives late ...
+  double stall_s = 0;      // ... by this much, at the first case ...
   bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
   int fail_rank = -1;         // test only: this world rank's first call is refused (-2: every rank)
   int lead_rank = 0;          // whose watchdog speaks first (the others wait a grace); test: any
@@ -63,9 +64,13 @@ class CollRunner {
   // Time and check the call; they throw what the library throws (run() handles it).
   void measure(Communicator& comm, const CollCall& call, CollResult& r);
   void verify(Communicator& comm, const CollCall& call, CollResult& r);
-  // --timeout bounds each phase of a case, not the case: a phase of `calls` calls may take
-  // --timeout + 4 x calls x the slowest time per call seen so far in the case.
-  void arm_phase(const std::string& phase, int calls);
+  // The guard of a phase of `calls` calls: the job ends when none of its calls has completed
+  // for --timeout + `calls_per_mark` x the slowest time per call seen so far in the case
+  // (0: as many as the communicator's progress marks lag, Communicator::calls_per_mark).
+  void arm_phase(const std::string& phase, int calls, int calls_per_mark = 0);
+  // The guard's thread, about to end the process on a hang: the running case's communicator
+  // stops its device work (Communicator::abandon), if a case is running.
+  void abandon_communicator();
   // SIGINT/SIGTERM while the case runs: it has a few seconds to end, then the watchdog writes it
   // as a failed `interrupted:` row (rank 0) and ends the process with the interrupt's status.
   void watch_interrupt(const std::string& label);
@@ -77,7 +82,9 @@ class CollRunner {
   bool stalled_ = false, failed_for_test_ = false;
   std::string label_;  // the case running now, for the watchdog's message
   std::chrono::steady_clock::time_point case_start_;  // when it started, likewise
-  double per_call_s_ = 0;  // the slowest time per call seen in this case (0: none yet)
+  double per_call_s_ = 0;         // the slowest time per call seen in this case (0: none yet)
+  std::mutex comm_mutex_;         // the main thread sets comm_ for a case; the guard may abandon it
+  Communicator* comm_ = nullptr;  // the running case's communicator
 };
 
 }  // namespace opbench

@@ -55,6 +55,19 @@ class Communicator {
   virtual void abort() = 0;
   // Whether abort() was called: the next case needs a new communicator.
   virtual bool aborted() const = 0;
+
+  // The calls this communicator has completed since it was made, as another thread can tell
+  // while the main thread is inside a call: the runner's guard reads it to tell a slow case from
+  // a hung one (collectives/stall_detector.hpp). Any thread.
+  virtual std::int64_t completed_calls() = 0;
+  // At most how many calls complete between two steps of completed_calls(): 1 where each call
+  // is counted as it returns (MPI), a few where the stream is marked every few calls (NCCL).
+  virtual int calls_per_mark() const { return 1; }
+  // From the guard's thread, when a hang is about to end the process: stops the device's work
+  // and drops the peers' connections (NCCL: ncclCommAbort), so that peers see the end at once and
+  // no kernel spins on. Bounded: it gives up after a few seconds rather than wait for a main
+  // thread stuck inside the library. Nothing to do for MPI: ending the process ends the job.
+  virtual void abandon() {}
 };
 
 }  // namespace opbench

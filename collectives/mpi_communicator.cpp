@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 
@@ -165,6 +166,9 @@ class MpiCommunicator final : public Communicator {
         break;
       }
     }
+    // The call has completed: the guard's thread sees progress (a relaxed store: the count is
+    // all it reads, and only this thread writes it).
+    completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING] = {};
       int len = 0;
@@ -205,6 +209,7 @@ class MpiCommunicator final : public Communicator {
   // Nothing to tear down (ending the process ends the job); the next case gets a new one.
   void abort() override { aborted_ = true; }
   bool aborted() const override { return aborted_; }
+  std::int64_t completed_calls() override { return completed_.load(std::memory_order_relaxed); }
 
  private:
   // Input pattern into the send data (or where in-place ops read it), and a poison value in
@@ -263,6 +268,7 @@ class MpiCommunicator final : public Communicator {
   HostBuffer send_, recv_;
   std::map<std::pair<DType, RedOp>, MPI_Op> user_ops_;
   bool aborted_ = false;
+  std::atomic<std::int64_t> completed_{0};  // calls returned; read by the runner's guard
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/host_allocator.hpp"
+#include "common/interrupt.hpp"
 
 namespace opbench {
 namespace {
@@ -18,7 +20,9 @@ bool asks_for_help(int argc, char** argv) {
 }  // namespace
 
 int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int, char**)>& body) {
+  keep_host_pages();  // before MPI allocates anything (common/host_allocator.hpp)
   MpiSession session(&argc, &argv);
+  if (session.world_size() > 1) watch_launcher();  // under mpirun or srun (common/interrupt)
   const bool lead = session.world_rank() == 0;
   if (!lead && asks_for_help(argc, argv)) return 0;  // one help text is enough
   try {

@@ -4,6 +4,8 @@
 // reported by rank 0 and all ranks wait for that line before exiting 2 (mpirun stops the job as
 // soon as one rank exits with an error, which could cut the line off); a failure on one rank is
 // reported by that rank, which then takes the job down so no other rank waits forever.
+// Before MPI starts, the process's allocator is made to keep its pages
+// (common/host_allocator.hpp), so that no collective is timed with page faults of its own.
 #include <functional>
 
 #include "collectives/mpi_session.hpp"

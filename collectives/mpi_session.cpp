@@ -246,7 +246,24 @@ void MpiSession::wait_for_exit(double limit_s) {
   exit_now(1);
 }
 
-Watchdog::Watchdog() : thread_([this] { loop(); }) {}
+void close_ended_run(const std::function<void()>& close) {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: closing the run: %s\n", e.what());
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+}
+
+// How often a case being watched looks for a signal and for progress: a handler may only set a
+// flag, never wake a condition variable, and a completed call is a relaxed store (or a CUDA
+// event) that wakes nobody, so the watchdog looks. Ten looks a second cost nothing a
+// collective's timing could show, add at most 0.1 s to the grace, and let a hang be seen at most
+// 0.2 s after --timeout plus a call's time (a look by the reader, then one by the watchdog).
+constexpr auto kWatchPoll = std::chrono::milliseconds(100);
+
+Watchdog::Watchdog() : thread_([this] { loop(); }), reader_([this] { read_progress(); }) {}
 
 Watchdog::~Watchdog() {
   {
@@ -255,17 +272,28 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   thread_.join();
+  {
+    std::lock_guard lock(read_mutex_);
+    read_stop_ = true;
+  }
+  read_wake_.notify_all();
+  reader_.join();
 }
 
-void Watchdog::arm(double timeout_s, std::function<void()> on_timeout) {
+void Watchdog::arm(double timeout_s, double gap_s, std::function<std::int64_t()> completed,
+                   std::function<void(const Stall&)> on_stall) {
   if (timeout_s <= 0) return;
+  const std::int64_t at_start = completed ? completed() : 0;
+  {
+    std::lock_guard lock(read_mutex_);  // after the reader's look in flight, if any
+    seen_.store(at_start, std::memory_order_relaxed);
+    read_ = std::move(completed);
+  }
+  read_wake_.notify_all();
   {
     std::lock_guard lock(mutex_);
-    on_timeout_ = std::move(on_timeout);
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(timeout_s));
-    armed_ = true;
+    on_stall_ = std::move(on_stall);
+    stall_.emplace(timeout_s, gap_s, now_s(), at_start);
   }
   wake_.notify_all();
 }
@@ -284,25 +312,38 @@ void Watchdog::watch_interrupt(double grace_s,
 }
 
 void Watchdog::disarm() {
+  {
+    // Waits for a look in flight: what it reads (the case's communicator) may go after this.
+    std::lock_guard lock(read_mutex_);
+    read_ = nullptr;
+  }
   std::lock_guard lock(mutex_);
-  armed_ = false;
+  stall_.reset();
   watching_ = false;
 }
 
+void Watchdog::read_progress() {
+  std::unique_lock lock(read_mutex_);
+  while (!read_stop_) {
+    if (read_) seen_.store(read_(), std::memory_order_relaxed);
+    if (read_)
+      read_wake_.wait_for(lock, kWatchPoll);
+    else
+      read_wake_.wait(lock);
+  }
+}
+
 void Watchdog::loop() {
-  // How often a case being watched looks for a signal: a handler may only set a flag, never
-  // wake a condition variable, so this thread looks. Ten looks a second cost nothing a
-  // collective's timing could show, and add at most 0.1 s to the grace.
-  constexpr auto kSignalPoll = std::chrono::milliseconds(100);
   using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
   while (!stop_) {
     const auto now = Clock::now();
     if (watching_ && !signal_seen_ && interrupted()) signal_seen_ = now;
     std::function<void()> fire;
-    if (armed_ && now >= deadline_) {
-      armed_ = false;
-      fire = on_timeout_;
+    const double t = now_s();
+    if (stall_ && stall_->stalled(seen_.load(std::memory_order_relaxed), t)) {
+      fire = [f = on_stall_, seen = Stall{stall_->quiet_s(t), stall_->done()}] { f(seen); };
+      stall_.reset();
     } else if (watching_ && signal_seen_ && now >= *signal_seen_ + grace_) {
       watching_ = false;
       fire = [f = on_interrupt_, age = std::chrono::duration<double>(now - *signal_seen_).count()] {
@@ -315,12 +356,12 @@ void Watchdog::loop() {
       lock.lock();
       continue;
     }
-    // Sleep until the deadline, the end of the grace, or the next look for a signal; arm(),
+    // Sleep until the next look for progress or a signal, or the end of the grace; arm(),
     // watch_interrupt() and the destructor wake it sooner.
     auto until = Clock::time_point::max();
-    if (armed_) until = deadline_;
+    if (stall_) until = now + kWatchPoll;
     if (watching_)
-      until = std::min(until, signal_seen_ ? *signal_seen_ + grace_ : now + kSignalPoll);
+      until = std::min(until, signal_seen_ ? *signal_seen_ + grace_ : now + kWatchPoll);
     if (until == Clock::time_point::max())
       wake_.wait(lock);
     else

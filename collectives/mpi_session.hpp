@@ -2,7 +2,7 @@
 // MPI as launcher and bootstrap: the world, this rank's place on its node, the sub-communicators
 // of --group-size, small world-wide reductions for the runner, and the two guards against
 // hangs — an arrival check before each case that names the ranks that did not come, and a
-// watchdog that aborts the job when a case outlives --timeout.
+// watchdog that aborts the job when no call of a case has completed for --timeout.
 #include <mpi.h>
 
 #include <atomic>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collectives/abort_once.hpp"
+#include "collectives/stall_detector.hpp"
 
 namespace opbench {
 
@@ -117,34 +118,58 @@ class AbortHookScope {
   MpiSession& session_;
 };
 
-// Ends the job when a case runs past its deadline, or goes on too long after SIGINT/SIGTERM:
+// An abort hook's last step on rank 0, after the running case's row: `close` ends the run as its
+// last case would (environment.json's end_time, the summary, the closing lines), so that a job
+// ended inside a case — a timeout, a lost rank, SIGINT/SIGTERM — still leaves them. Called on the
+// thread that ends the process: what `close` throws is printed, never let out.
+void close_ended_run(const std::function<void()>& close);
+
+// Ends the job when a case stops making progress, or goes on too long after SIGINT/SIGTERM:
 // arm() before each phase of a case and watch_interrupt() before the case, disarm() after it.
 // Each callback is called from the watchdog's own thread, and must print and end the process
 // without MPI (MpiSession::report_abort, then MpiSession::exit_now): the main thread is stuck
 // inside an MPI or NCCL call.
 class Watchdog {
  public:
+  // What the watchdog saw when it acted on a stall.
+  struct Stall {
+    double quiet_s = 0;     // seconds since a call last completed (or the phase began)
+    std::int64_t done = 0;  // calls completed in the phase
+  };
   Watchdog();
   ~Watchdog();
-  void arm(double timeout_s, std::function<void()> on_timeout);  // timeout_s <= 0: no deadline
+  // Watches a phase: every 0.1 s a reader thread calls `completed` (the calls completed so far;
+  // disarm() never returns while it runs) and the watchdog calls `on_stall` once the count has
+  // not moved for timeout_s + gap_s (collectives/stall_detector.hpp). The reader is a thread of
+  // its own so that the watchdog never waits inside a library: a CUDA query can block behind a
+  // main thread stuck in a launch, and a reader that blocks just shows no progress.
+  // timeout_s <= 0: no guard.
+  void arm(double timeout_s, double gap_s, std::function<std::int64_t()> completed,
+           std::function<void(const Stall&)> on_stall);
   // Once SIGINT or SIGTERM has come (common/interrupt) and the case has not ended `grace_s`
   // after this thread saw it, calls `on_interrupt` with the seconds since then. A signal that
   // came before the call counts from the call.
   void watch_interrupt(double grace_s, std::function<void(double signal_age_s)> on_interrupt);
-  void disarm();  // the deadline and the interrupt watch both
+  void disarm();  // the guard and the interrupt watch both
 
  private:
   void loop();
+  void read_progress();  // the reader thread
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::function<void()> on_timeout_;
-  std::chrono::steady_clock::time_point deadline_;
-  bool armed_ = false, stop_ = false;
+  std::function<void(const Stall&)> on_stall_;
+  std::optional<StallDetector> stall_;  // set while armed
+  bool stop_ = false;
   std::function<void(double)> on_interrupt_;
   std::chrono::steady_clock::duration grace_{};
   std::optional<std::chrono::steady_clock::time_point> signal_seen_;  // by this thread
   bool watching_ = false;
-  std::thread thread_;
+  std::mutex read_mutex_;  // held by the reader while it calls read_
+  std::condition_variable read_wake_;
+  std::function<std::int64_t()> read_;  // the armed phase's count of completed calls
+  bool read_stop_ = false;
+  std::atomic<std::int64_t> seen_{0};  // the reader's last look
+  std::thread thread_, reader_;
 };
 
 }  // namespace opbench

@@ -7,11 +7,17 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "collectives/coll_check.hpp"
 #include "collectives/nccl_pattern.hpp"
 #include "collectives/nccl_policy.hpp"
+#include "collectives/progress_marks.hpp"
 #include "common/cuda/buffer.hpp"
 #include "common/cuda/check.hpp"
 #include "common/cuda/device.hpp"
@@ -21,6 +27,15 @@
 
 namespace opbench {
 namespace {
+
+// Progress the runner's guard can see (collectives/progress_marks.hpp): an event on the stream
+// every kMarkEvery calls, in a ring of kMarkSlots (a host 2048 calls ahead of its device skips
+// marks until the device catches up).
+constexpr int kMarkEvery = 8;
+constexpr std::size_t kMarkSlots = 256;
+// abandon(): how long the guard waits for the main thread to leave NCCL, then for ncclCommAbort.
+constexpr auto kAbandonLock = std::chrono::seconds(1);
+constexpr auto kAbortWait = std::chrono::seconds(5);
 
 void nccl_check(ncclResult_t r, const char* call) {
   if (r != ncclSuccess && r != ncclInProgress)
@@ -104,6 +119,9 @@ class NcclCommunicator final : public Communicator {
     nccl_check(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "CommInitRankConfig");
     OPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     timer_ = std::make_unique<CudaEventTimer>();  // events belong to the device current now
+    mark_events_.assign(kMarkSlots, nullptr);
+    for (auto& e : mark_events_)
+      OPBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
   // Never throws: the teardown's errors are ignored (the process is ending or the case failed).
   ~NcclCommunicator() override {
@@ -112,6 +130,8 @@ class NcclCommunicator final : public Communicator {
       nccl_teardown(steps, NcclTeardown::destroy);
     }
     graph_.reset();  // normally already released, by the teardown or by abort()
+    for (auto e : mark_events_)
+      if (e) cudaEventDestroy(e);  // one still pending is released when the device passes it
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -152,6 +172,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void launch(const CollCall& c) override {
+    const auto held = hold();
     const auto type = nccl_type(c.dtype);
     const std::size_t ts = dtype_size(c.dtype);
     // Each call takes the next slice of the buffers, as nccl-tests does (startColl's shift).
@@ -201,18 +222,26 @@ class NcclCommunicator final : public Communicator {
         nccl_check(ncclGroupEnd(), "GroupEnd");
         break;
     }
+    if (!capturing_) mark(1);  // a captured call is marked by the graph's replays
   }
 
   // Polls the stream, and NCCL's asynchronous errors while it waits (a peer that died shows up
-  // here instead of as a hang).
+  // here instead of as a hang). The hold is taken for one look at a time, so that the guard can
+  // abandon a communicator whose stream never finishes.
   void wait() override {
     while (true) {
-      cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) OPBENCH_CUDA_CHECK(e);
-      ncclResult_t async = ncclSuccess;
-      nccl_check(ncclCommGetAsyncError(comm_, &async), "CommGetAsyncError");
-      nccl_check(async, "asynchronous error");
+      {
+        const auto held = hold();
+        cudaError_t e = cudaStreamQuery(stream_);
+        if (e == cudaSuccess) {
+          marks_.all_done();
+          return;
+        }
+        if (e != cudaErrorNotReady) OPBENCH_CUDA_CHECK(e);
+        ncclResult_t async = ncclSuccess;
+        nccl_check(ncclCommGetAsyncError(comm_, &async), "CommGetAsyncError");
+        nccl_check(async, "asynchronous error");
+      }
       std::this_thread::yield();
     }
   }
@@ -250,13 +279,23 @@ class NcclCommunicator final : public Communicator {
     const std::string key =
         fmt::format("{} {} {} {} {} {}", static_cast<int>(c.op), dtype_name(c.dtype),
                     static_cast<int>(c.redop), c.root, c.counts.count, c.in_place);
-    if (!graph_ || graph_key_ != key || graph_->count() != calls) {
-      graph_.reset();
-      graph_ = std::make_unique<LaunchGraph>(stream_, calls, [&](int) { launch(c); });
-      graph_key_ = key;
+    {
+      auto held = hold();  // recursive: the captured launch() takes it again
+      if (!graph_ || graph_key_ != key || graph_->count() != calls) {
+        graph_.reset();
+        capturing_ = true;
+        struct Captured {
+          bool& flag;
+          ~Captured() { flag = false; }
+        } captured{capturing_};
+        graph_ = std::make_unique<LaunchGraph>(stream_, calls, [&](int) { launch(c); });
+        graph_key_ = key;
+      }
+      for (int r = 0; r < replays; ++r) {
+        graph_->launch(stream_);
+        mark(calls);
+      }
     }
-    for (int r = 0; r < replays; ++r)
-      graph_->launch(stream_);
     wait();
   }
 
@@ -275,6 +314,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void abort() override {
+    const auto held = hold();
     if (comm_ && !aborted_) {
       aborted_ = true;
       Teardown steps{*this};
@@ -283,6 +323,39 @@ class NcclCommunicator final : public Communicator {
   }
   bool aborted() const override {
     return aborted_;
+  }
+
+  // The watchdog's reader thread, every 0.1 s while a case runs. Queries the marks' events (any
+  // thread may; they belong to this device, made current here for that thread).
+  std::int64_t completed_calls() override {
+    cudaSetDevice(device_);
+    return marks_.completed(
+        [&](std::size_t slot) { return cudaEventQuery(mark_events_[slot]) == cudaSuccess; });
+  }
+  int calls_per_mark() const override {
+    return kMarkEvery;
+  }
+
+  // The guard's thread, on a hang, before the process ends. NCCL allows one thread at a time in
+  // a communicator (its user guide, "Thread Safety"), so the guard waits for the main thread to
+  // step out of it between two looks at the stream (wait() holds it one look at a time); a main
+  // thread stuck inside a launch (a full queue behind a hung kernel) keeps it, and the process
+  // then ends without the abort. ncclCommAbort itself has been seen to hang (NCCL issue 829):
+  // it runs on a thread of its own, waited for kAbortWait at most. Either way the main thread,
+  // once it takes the hold again, finds the communicator abandoned and waits for the end.
+  void abandon() override {
+    std::unique_lock lock(use_, std::defer_lock);
+    if (!lock.try_lock_for(kAbandonLock) || abandoned_ || aborted_ || !comm_) return;
+    abandoned_ = aborted_ = true;
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    std::thread([this, done] {
+      cudaSetDevice(device_);
+      Teardown steps{*this};  // the graph first, then ncclCommAbort (nccl_policy.hpp)
+      nccl_teardown(steps, NcclTeardown::abort);
+      done->set_value();
+    }).detach();
+    finished.wait_for(kAbortWait);
   }
 
  private:
@@ -308,6 +381,27 @@ class NcclCommunicator final : public Communicator {
     }
   };
 
+  // The main thread's hold on the communicator while it calls NCCL, taken and released around
+  // each call or look at the stream. After the guard has abandoned the communicator the main
+  // thread must not touch it again: it waits there for the guard to end the process.
+  std::unique_lock<std::recursive_timed_mutex> hold() {
+    std::unique_lock lock(use_);
+    if (abandoned_) {
+      lock.unlock();
+      MpiSession::wait_for_exit();
+    }
+    return lock;
+  }
+
+  // `calls` more calls issued: every kMarkEvery-th gets an event after it on the stream.
+  void mark(std::int64_t calls) {
+    marks_.issued(calls, [&](std::size_t slot) {
+      if (cudaEventRecord(mark_events_[slot], stream_) == cudaSuccess) return true;
+      cudaGetLastError();  // an event not recorded is no mark; the next call's may be
+      return false;
+    });
+  }
+
   // The input pattern where the op reads it, and poison where its result goes.
   void fill(const CollCall& c) {
     const PatternSpec spec = make_pattern(c, size_);
@@ -331,6 +425,11 @@ class NcclCommunicator final : public Communicator {
   long iteration_ = 0;       // calls since prepare(): picks the buffer slice
   std::unique_ptr<LaunchGraph> graph_;  // -G: the captured calls of the current case
   std::string graph_key_;
+  ProgressMarks marks_{kMarkSlots, kMarkEvery};  // what the runner's guard reads
+  std::vector<cudaEvent_t> mark_events_;         // by slot of marks_
+  bool capturing_ = false;                       // a graph is being captured: no marks
+  std::recursive_timed_mutex use_;               // see hold() and abandon()
+  bool abandoned_ = false;                       // under use_
 };
 
 }  // namespace

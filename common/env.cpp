@@ -15,6 +15,7 @@
 
 #include "common/cpu_parallel.hpp"
 #include "common/error.hpp"
+#include "common/host_allocator.hpp"
 #include "common/owned_files.hpp"
 #include "common/report.hpp"
 #include "common/text.hpp"
@@ -134,6 +135,7 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"run_id", fmt::format("{}-{}-{}", binary, now_compact(), getpid())},
       {"start_time", now_iso8601()},
       {"end_time", nullptr},
+      {"outcome", nullptr},
       {"host", host},
       {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
       {"cpu", cpu_model_name()},
@@ -146,6 +148,7 @@ Environment::Environment(int argc, char** argv, std::string binary) {
       {"memory_available_bytes", available_host_memory_bytes()},
       {"libraries", {{"OpenBLAS", openblas_version()}}},
       {"devices", nlohmann::json::array()},
+      {"host_allocator", host_allocator_record()},
       {"env", run_environment_variables()},
       {"launcher", launcher_command_line()},
   };
@@ -154,8 +157,9 @@ Environment::Environment(int argc, char** argv, std::string binary) {
 
 nlohmann::json run_environment_variables() {
   static constexpr std::string_view kPrefixes[] = {
-      "NCCL_",     "CUDA_", "CUBLAS", "CUDNN_",  "OMP_",   "UCX_",     "OMPI_", "SLURM_",
-      "OPENBLAS_", "GOTO_", "MKL_",   "NVIDIA_", "TORCH_", "OPBENCH_", "FI_",   "HCOLL_"};
+      "NCCL_",  "CUDA_",    "CUBLAS",    "CUDNN_", "OMP_",    "UCX_",
+      "OMPI_",  "SLURM_",   "OPENBLAS_", "GOTO_",  "MKL_",    "NVIDIA_",
+      "TORCH_", "OPBENCH_", "FI_",       "HCOLL_", "MALLOC_", "GLIBC_TUNABLES"};
   nlohmann::json out = nlohmann::json::object();
   for (char** e = environ; e && *e; ++e) {
     const std::string_view entry(*e);

@@ -15,8 +15,18 @@ namespace opbench {
 struct CaseInterrupted {};
 
 void install_interrupt_handlers();
-bool interrupted();
-int interrupted_exit_code();            // 130 for SIGINT, 143 for SIGTERM
+// In a process a launcher started (a rank under mpirun, its node daemon or srun): the launcher's
+// end counts as an interrupt too. mpirun given a second SIGINT or SIGTERM within 5 s — `timeout`
+// sends one to mpirun and another to its process group — exits at once without passing a signal
+// on, and the ranks are SIGKILLed about a second later: a rank learns of it only by its parent's
+// end, which interrupted() looks for. Also ignores SIGPIPE, so that writing to the stderr the
+// launcher no longer reads fails instead of killing the process before it writes its reports.
+void watch_launcher();
+bool interrupted();                     // a signal came, or the watched launcher ended
+int interrupted_exit_code();            // 130 for SIGINT, 143 for SIGTERM or the launcher's end
 const char* interrupted_signal_name();  // "SIGINT", "SIGTERM"; "" before any signal
+// What interrupted the run: "SIGINT", "SIGTERM", or "the end of its launcher (mpirun, pid 812)";
+// "" before anything did.
+const char* interruption();
 
 }  // namespace opbench

@@ -41,6 +41,14 @@ std::string RunTally::line() const {
               : std::string());
 }
 
+std::string run_outcome(const RunTally& tally, bool interrupted) {
+  const char* how = interrupted     ? "interrupted"
+                    : tally.failed  ? "failed"
+                    : tally.ok == 0 ? "nothing ran"
+                                    : "ok";
+  return fmt::format("{}: {}", how, tally.line());
+}
+
 int finish_run(const RunTally& tally, const RunEnd& end, bool interrupted, int interrupted_code) {
   if (!end.harness.empty()) std::fprintf(stderr, "%s\n", end.harness.c_str());
   if (end.files.empty())  // stopped before a row: no report is made empty (common/report.hpp)

@@ -39,6 +39,11 @@ struct RunEnd {
   bool resumable = false;          // the binary offers --resume
 };
 
+// How the run ended, in one line, for environment.json's "outcome" (where the closing lines may
+// reach nobody: a launcher gone): "interrupted: 5 of 8 cases: ...", "failed: ...",
+// "nothing ran: ...", "ok: ...", each with RunTally::line().
+std::string run_outcome(const RunTally& tally, bool interrupted);
+
 // Prints the closing lines on stderr — the harness cost, the tally with where the reports are,
 // the files, and last the verdict when it is not plain success (interrupted, nothing ran,
 // failed) — and returns the exit code.

@@ -128,6 +128,7 @@ void write_summary(const std::string& path, const Environment& env, const std::v
 int close_run(Environment& env, const std::string& report_dir, const std::string& summary_path,
               const std::vector<Record>& rows, SummarySpec summary, const RunTally& tally,
               const RunEnd& end, bool stopped, int stopped_code) {
+  env.set("outcome", run_outcome(tally, stopped));
   env.write(report_dir, true);
   if (!summary_path.empty()) {
     summary.tally = &tally;

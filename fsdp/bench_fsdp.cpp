@@ -163,6 +163,42 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     if (files) files->write(row);
     return row;
   };
+  // Rank 0's end of the run: the estimate per step, environment.json's end_time, the summary and
+  // the closing lines. After the last entry, or from the thread ending the job inside a collective.
+  auto close = [&](bool stopped_now) {
+    std::string estimate =
+        "## Estimated communication per training step\n\n(sum of calls x measured time, no "
+        "overlap)\n\n"
+        "| collective | ms per step |\n|---|---:|\n";
+    std::printf(
+        "# Estimated communication per training step (sum of calls x measured time, no "
+        "overlap):\n");
+    for (const auto& [what, us] : step_us) {
+      std::printf("#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
+      estimate += fmt::format("| {} | {:.3f} |\n", what, us / 1000);
+    }
+    std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
+    estimate += fmt::format("| **total** | **{:.3f}** |\n", total_us / 1000);
+    SummarySpec summary{fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model,
+                                    session.world_size(), o.fsdp.version),
+                        "time_us",
+                        true,
+                        {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us",
+                         "busbw_gbps", "calls_per_step"},
+                        15,
+                        {estimate}};
+    summary.first_are = "longest";
+    RunEnd end{"", dir, {}, false};
+    for (const auto& [op, path] : csv_path)
+      end.files.push_back(csv.count(op) ? fmt::format("{} ({})", path, counted(csv[op]->rows(), "row"))
+                                        : fmt::format("{} (not written: the plan has no {})", path,
+                                                      coll_op_name(op)));
+    if (files)
+      for (const auto& line : files->listing())
+        end.files.push_back(line);
+    return close_run(env, dir, o.report.summary_path, rows, summary, tally, end, stopped_now,
+                     interrupted() ? interrupted_exit_code() : 128 + 15);
+  };
   install_interrupt_handlers();
   for (const auto& e : plan) {
     const Signature sig = signature(e);
@@ -189,13 +225,18 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                                       dtype_name(dtype));
       progress.start(label);
       // Should a timeout, an interrupt or a lost rank end the job inside this collective, the
-      // entry's row says so; the scope's end then waits for that end rather than go on.
+      // entry's row says so and the run is closed as after its last entry (the main thread is
+      // stuck inside the collective); the scope's end then waits for that end rather than go on.
       {
         AbortHookScope hook(session, [&](const std::string& reason) {
+          if (!lead) return;
           CollResult aborted;
           aborted.status = Status::failed;
           aborted.note = reason;
-          write_row(e, slot.first, aborted);
+          rows.push_back(write_row(e, slot.first, aborted));
+          tally.add(rows.back());
+          progress.clear();
+          close_ended_run([&] { close(interrupted()); });
         });
         slot.second = runner.run(*comm, slot.first, label);
       }
@@ -213,37 +254,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
     total_us += us;
   }
   if (!lead) return stopped ? (interrupted() ? interrupted_exit_code() : 128 + 15) : 0;
-  std::string estimate =
-      "## Estimated communication per training step\n\n(sum of calls x measured time, no "
-      "overlap)\n\n"
-      "| collective | ms per step |\n|---|---:|\n";
-  std::printf(
-      "# Estimated communication per training step (sum of calls x measured time, no overlap):\n");
-  for (const auto& [what, us] : step_us) {
-    std::printf("#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
-    estimate += fmt::format("| {} | {:.3f} |\n", what, us / 1000);
-  }
-  std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
-  estimate += fmt::format("| **total** | **{:.3f}** |\n", total_us / 1000);
-  SummarySpec summary{fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model,
-                                  session.world_size(), o.fsdp.version),
-                      "time_us",
-                      true,
-                      {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us",
-                       "busbw_gbps", "calls_per_step"},
-                      15,
-                      {estimate}};
-  summary.first_are = "longest";
-  RunEnd end{"", dir, {}, false};
-  for (const auto& [op, path] : csv_path)
-    end.files.push_back(csv.count(op) ? fmt::format("{} ({})", path, counted(csv[op]->rows(), "row"))
-                                      : fmt::format("{} (not written: the plan has no {})", path,
-                                                    coll_op_name(op)));
-  if (files)
-    for (const auto& line : files->listing())
-      end.files.push_back(line);
-  return close_run(env, dir, o.report.summary_path, rows, summary, tally, end, stopped,
-                   interrupted() ? interrupted_exit_code() : 128 + 15);
+  return close(stopped);
 }
 
 int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {

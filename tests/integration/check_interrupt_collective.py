@@ -6,9 +6,19 @@ report.
 Where the signal goes (`to`):
 - `ranks`: to every rank, as Slurm delivers it to the tasks of an srun step. The job must end
   with 128 + the signal number (mpirun passes on the first non-zero status of a rank).
-- `mpirun`: to mpirun alone. Open MPI 4.1's mpirun does not pass the signal on: it signals the
-  ranks 1 s later (odls_base_sigkill_timeout) and kills them 1 s after that, and exits 1 itself,
-  so only a non-zero status is asked for.
+- `mpirun`: to mpirun alone. Open MPI 4.1's mpirun sends the ranks SIGCONT at once, SIGTERM 1 s
+  later (odls_base_sigkill_timeout) and SIGKILL 1 s after that (SIGTERM whatever signal it got),
+  and exits 1 itself, so only a non-zero status is asked for.
+- `mpirun-twice`: to mpirun, and again 0.2 s later: a second signal within 5 s makes mpirun exit
+  at once, passing nothing on, and the ranks are SIGKILLed about 1 s later; the ranks must take
+  their launcher's end for the interrupt (its stderr is gone: the files must tell).
+- `timeout`: the job under `timeout -s SIGNAL 8` (the README's `timeout 60 mpirun ...`), which
+  signals mpirun and then its process group, so either of the two above may happen.
+
+Every run must be closed whichever way it ends (issue 42 item 5): environment.json has its
+end_time and an `outcome` starting `interrupted`, and --summary-path's page is written; where
+mpirun still forwards the ranks' stderr (`ranks`, `mpirun`), the closing `interrupted after` line
+is there too. The files are read once every rank has ended.
 
 What runs (`mode`):
 - `long`: one case of 100,000,000 calls per sample, which would run for hours. It does not end
@@ -19,11 +29,12 @@ What runs (`mode`):
   grace: every row is a whole, ok row (none `interrupted:`, no case twice), and the run stops
   between cases, as before the grace existed.
 
-Usage: check_interrupt_collective.py MPIEXEC BENCH OUT_DIR ccl|fsdp long|short ranks|mpirun
-       [SIGTERM|SIGINT]
+Usage: check_interrupt_collective.py MPIEXEC BENCH OUT_DIR ccl|fsdp long|short
+       ranks|mpirun|mpirun-twice|timeout [SIGTERM|SIGINT]
 """
 import csv
 import glob
+import json
 import os
 import re
 import shutil
@@ -33,12 +44,14 @@ import sys
 import time
 
 SIGNAL_AFTER = 3  # seconds after the rank table, well inside the first (long) case
+TIMEOUT_AFTER = 8  # `timeout` mode: seconds after the start (the rank table comes in 1-3 s)
 EXIT_WITHIN = 15  # seconds after the signal: the grace, rank 0's row, mpirun's teardown
+RANKS_END_WITHIN = 5  # seconds after mpirun: ranks whose launcher ended at once are killed in ~1
 
 
 def command(mpiexec, bench, out, tool, mode):
     cmd = [mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", bench, "--backend", "mpi",
-           "--quiet", "--report-dir-path", out]
+           "--quiet", "--report-dir-path", out, "--summary-path", os.path.join(out, "summary.md")]
     if tool == "fsdp":  # the tiny model's first all-gather, 100 M calls per sample
         return cmd + ["--model", "tiny", "-n", "100000000"]
     if mode == "long":
@@ -60,13 +73,41 @@ def rows_of(out):
     return found
 
 
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def closing_problems(out, err, to):
+    """What the run's close left out: environment.json's end_time and outcome, the summary page,
+    and the closing line where mpirun still forwarded stderr."""
+    problems = []
+    env_path = os.path.join(out, "environment.json")
+    env = json.load(open(env_path)) if os.path.exists(env_path) else {}
+    if not env.get("end_time"):
+        problems.append(f"{env_path}: no end_time: {env.get('end_time')!r}")
+    if not str(env.get("outcome")).startswith("interrupted"):
+        problems.append(f"{env_path}: outcome {env.get('outcome')!r}, expected 'interrupted: ...'")
+    if not os.path.exists(os.path.join(out, "summary.md")):
+        problems.append("no summary.md (--summary-path)")
+    if to in ("ranks", "mpirun") and "interrupted after" not in err:
+        problems.append("no closing 'interrupted after ... cases' line on stderr")
+    return problems
+
+
 def main() -> int:
     mpiexec, bench, out, tool, mode, to = sys.argv[1:7]
     sig = getattr(signal, sys.argv[7] if len(sys.argv) > 7 else "SIGTERM")
     shutil.rmtree(out, ignore_errors=True)
     cmd = command(mpiexec, bench, out, tool, mode)
+    if to == "timeout":
+        cmd = ["timeout", "-s", sig.name, str(TIMEOUT_AFTER)] + cmd
     print("$ " + " ".join(cmd), flush=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     pids = []
     for line in proc.stdout:  # rank 0 prints the rank table, with pids, once every rank is up
@@ -75,10 +116,16 @@ def main() -> int:
             pids.append(int(m.group(2)))
         if len(pids) == 2:
             break
-    time.sleep(SIGNAL_AFTER)
-    if to == "mpirun":
-        proc.send_signal(sig)
+    if to == "timeout":
+        time.sleep(max(0.0, TIMEOUT_AFTER - (time.monotonic() - started)))
     else:
+        time.sleep(SIGNAL_AFTER)
+    if to in ("mpirun", "mpirun-twice"):
+        proc.send_signal(sig)
+        if to == "mpirun-twice":
+            time.sleep(0.2)
+            proc.send_signal(sig)
+    elif to == "ranks":
         for pid in pids:
             os.kill(pid, sig)
     struck = time.monotonic()
@@ -93,8 +140,12 @@ def main() -> int:
     print(f"exit {proc.returncode} {took:.1f} s after {sig.name} to {to}")
     for line in err.splitlines()[-8:]:
         print("  | " + line)
+    # A rank whose mpirun ended at once still writes its files until it is killed.
+    deadline = time.monotonic() + RANKS_END_WITHIN
+    while any(os.path.exists(f"/proc/{pid}") and not zombie(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
-    problems = []
+    problems = closing_problems(out, err, to)
     if proc.returncode == 0:
         problems.append(f"exit 0 after {sig.name}")
     if to == "ranks" and proc.returncode != 128 + sig:
@@ -109,7 +160,12 @@ def main() -> int:
             print(f"{f}: status {r['status']}: {note}")
             if r["status"] != "failed":
                 problems.append(f"{f}: the interrupted row's status is {r['status']!r}, not failed")
-            for needed in (sig.name, "s into the case", "Slurm", "SIGKILL"):
+            # mpirun passes on SIGTERM whatever it got; ended at once, it passes nothing on
+            causes = {"ranks": [sig.name], "mpirun": ["SIGTERM"], "mpirun-twice": ["the end of its launcher"],
+                      "timeout": ["SIGTERM", "the end of its launcher"]}[to]
+            if not any(note.startswith(f"interrupted: {c}") for c in causes):
+                problems.append(f"{f}: the note does not start with 'interrupted: ' and one of {causes}")
+            for needed in ("s into the case", "mpirun", "scheduler", "Slurm", "SIGKILL"):
                 if needed not in note:
                     problems.append(f"{f}: the note lacks {needed!r}")
         if tool == "ccl" and len(rows) != 1:

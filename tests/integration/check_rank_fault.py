@@ -6,6 +6,9 @@ inside the operation or a link failed":
 
   kill:  rank 2 is killed; rank 0 says "ended without finishing" at once, over the liveness channel.
   stop:  rank 2 is stopped; when --timeout fires, rank 0 names it: "does not answer rank 0".
+  stop_long: the same inside a sample of 100,000 calls (minutes of work): the guard acts on
+         progress, so the job must end within --timeout + the probe + 10 s of the stop, not once
+         the sample's time has passed (issue 42 item 1: 554 s with -n 3000).
   relay: rank 2 is stopped and rank 1's watchdog expires first (--test-lead-rank 1, as happens in
          a real job when one long sample's deadlines differ between ranks): rank 1 asks rank 0 to
          probe, and its line names rank 2 ("does not answer rank 0") and how long the case had run.
@@ -14,7 +17,7 @@ inside the operation or a link failed":
 
 Except with rank0 stopped, the report's last row is the running case, failed, with the reason.
 
-Usage: check_rank_fault.py MPIEXEC BENCH_CCL OUT_DIR kill|stop|relay|rank0
+Usage: check_rank_fault.py MPIEXEC BENCH_CCL OUT_DIR kill|stop|stop_long|relay|rank0
 """
 import csv
 import os
@@ -26,10 +29,14 @@ import time
 
 from report_check import verdict
 
+LONG_SAMPLE_BOUND = 16  # stop_long: --timeout 3 s, the liveness probe's 3 s, 10 s for mpirun and a loaded machine
+
 # mode: (victim rank, signal, bench_ccl's own flags, the reason the error line gives)
 MODES = {
     "kill": (2, signal.SIGKILL, ["-b", "1M", "-e", "1M", "-n", "2000", "--timeout", "60"], "ended without finishing"),
     "stop": (2, signal.SIGSTOP, ["-b", "1M", "-e", "1M", "-n", "100", "--timeout", "3"], "does not answer rank 0"),
+    "stop_long": (2, signal.SIGSTOP, ["-b", "1M", "-e", "1M", "-n", "100000", "--timeout", "3"],
+                  "does not answer rank 0"),
     "relay": (2, signal.SIGSTOP, ["-b", "64K", "-e", "64K", "-n", "20", "--timeout", "2", "--test-lead-rank", "1"],
               "does not answer rank 0"),
     "rank0": (0, signal.SIGSTOP, ["-b", "64K", "-e", "64K", "-n", "20", "--timeout", "2", "--test-lead-rank", "1"],
@@ -81,6 +88,9 @@ def main() -> int:
             pass
     elapsed = time.time() - struck
     problems = []
+    if mode == "stop_long" and elapsed > LONG_SAMPLE_BOUND:
+        problems.append(f"the job ended {elapsed:.1f} s after the stop, more than {LONG_SAMPLE_BOUND} s "
+                        "(--timeout 3 + the probe's 3 + 10): the guard waited for the sample, not for progress")
     if proc.returncode == 0:
         problems.append(f"the job exited 0 although rank {victim_rank} got {sig.name}")
     first = error_line(mode, err, victim_rank, said)

@@ -365,9 +365,12 @@ def check_time_limit(cluster, bench, out):
         # waits would take the other core from the tests running beside this one.
         "--mpi=pmix", "-n", "1", f"--time={TIME_LIMIT_MIN}", f"--job-name={name}"] +
         # It only has to be inside its case when the limit comes: at the lowest priority its
-        # minute of sampling leaves the cores to the tests running beside this one.
+        # minute of sampling leaves the cores to the tests running beside this one. Samples of
+        # 10,000 calls: with -n 20 a minute stored millions of samples (hundreds of MB, kept by
+        # the MPI binaries' allocator, common/host_allocator), and a process that large took
+        # longer to exit at nice 19 on a loaded machine than this cluster's KillWait of 2 s.
         lowest_command([
-            bench, "--backend", "mpi", "--op", "all_reduce", "-b", "1K", "-e", "1K",
+            bench, "--backend", "mpi", "--op", "all_reduce", "-b", "1K", "-e", "1K", "-n", "10000",
             "--min-time", "600", "--max-time", "600", "--max-samples", "100000000", "--timeout", "0",
             "--report-dir-path", report, "--quiet"]), TIME_LIMIT_KILL)
     since_start = time.monotonic() - cluster.started

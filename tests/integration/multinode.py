@@ -44,17 +44,24 @@ from collections import Counter
 
 from lowest_priority import lowest_priority
 
-PREFIX = "opbn-"
-SUBNET = "10.77.0"
-CIDR = f"{SUBNET}.0/24"
-ROOT_IP = f"{SUBNET}.254"
-BRIDGE = PREFIX + "br"
-NODES = [  # name (namespace and host name), address, veth end on the bridge, veth end in the node
-    {"name": f"{PREFIX}node{i}", "ip": f"{SUBNET}.{i}", "outer": f"{PREFIX}h{i}", "inner": f"{PREFIX}c{i}"}
-    for i in (1, 2, 3)
-]
 RANKS_PER_NODE = 2
-WORLD = RANKS_PER_NODE * len(NODES)
+
+
+def configure(prefix, subnet, nodes):
+    """The nodes' layout: namespaces and links named PREFIXnode<i>, PREFIXh<i> (the veth end on
+    the bridge), PREFIXc<i> (the end in the node), addresses SUBNET.<i>, mpirun at SUBNET.254 on
+    the bridge PREFIXbr; RANKS_PER_NODE ranks on each of `nodes` nodes. This test uses opbn- and
+    10.77.0 for three nodes; a run beside it (multinode_hang_table.py) takes another prefix and
+    subnet, so that neither's cleanup removes the other's namespaces."""
+    global PREFIX, SUBNET, CIDR, ROOT_IP, BRIDGE, NODES, WORLD
+    PREFIX, SUBNET = prefix, subnet
+    CIDR, ROOT_IP, BRIDGE = f"{SUBNET}.0/24", f"{SUBNET}.254", PREFIX + "br"
+    NODES = [{"name": f"{PREFIX}node{i}", "ip": f"{SUBNET}.{i}", "outer": f"{PREFIX}h{i}", "inner": f"{PREFIX}c{i}"}
+             for i in range(1, nodes + 1)]
+    WORLD = RANKS_PER_NODE * len(NODES)
+
+
+configure("opbn-", "10.77.0", 3)
 SKIP = 77
 LOCK_NAME = b"\0opbn-multinode"  # an abstract socket: released when the process ends, leaves no file
 

@@ -166,6 +166,13 @@ add_test(NAME "peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain 
 set_tests_properties("peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain MPI_Allreduce loop" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\| 4096 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|.*\\| 1048576 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
 
+# The peer of the host allocator's sizes (issue 42 item 6) at its two smallest: the table's op
+# and reference columns, both loops built from mpi_collective_loop.c.
+add_test(NAME "peers: ccl_vs_mpi_loop_large.sh prints the ops' ratio table with glibc's defaults beside"
+  COMMAND env OMPI_MCA_mpi_yield_when_idle=1 timeout 120 bash ${PROJECT_SOURCE_DIR}/bench/peers/ccl_vs_mpi_loop_large.sh 2 1 2 1048576 2097152)
+set_tests_properties("peers: ccl_vs_mpi_loop_large.sh prints the ops' ratio table with glibc's defaults beside" PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| all_gather \\| 2097152 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|.*\\| reduce_scatter \\| 1048576 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+
 # bench_step: the stacked bars of a step.csv (two projections of Llama-3.1 70B from the H100
 # fixtures, and one left empty for want of a time, which is named and not drawn), and the
 # projection against real PyTorch training steps on this CPU (a tiny model, one timed step).

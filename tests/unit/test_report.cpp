@@ -196,13 +196,20 @@ TEST_CASE("One tally for the closing lines, the summary and the exit code") {
   RunEnd end{"", "dir", {}, true};
   CHECK(finish_run(t, end, false, 0) == 0);
   CHECK(finish_run(t, end, true, 130) == 130);
+  // environment.json's outcome says what the exit code and the closing lines say.
+  CHECK(run_outcome(t, false) ==
+        "ok: 3 of 8 cases: 2 ok (1 noisy), 1 skipped, 0 failed, 1 of them from the run continued "
+        "(--resume)");
+  CHECK(run_outcome(t, true).rfind("interrupted: 3 of 8 cases: ", 0) == 0);
   RunTally skipped;
   skipped.planned = 2;
   skipped.add(row("skipped", "x"));
   skipped.add(row("skipped", "x"));
   CHECK(finish_run(skipped, end, false, 0) == kExitNothingRan);
+  CHECK(run_outcome(skipped, false) == "nothing ran: 2 of 2 cases: 0 ok, 2 skipped, 0 failed");
   skipped.add(row("failed", "wrong result"));
   CHECK(finish_run(skipped, end, false, 0) == 1);
+  CHECK(run_outcome(skipped, false) == "failed: 3 of 2 cases: 0 ok, 2 skipped, 1 failed");
 }
 
 TEST_CASE("Counts stay exact: integers in 64 bits, digits beyond") {
