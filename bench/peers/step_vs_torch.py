@@ -172,13 +172,15 @@ CUDA_CASES = "llama3.2-1b:4096,llama3.2-3b:2048"
 CUDA_TARGETS = (("matched", 0.10), ("calibrated", 0.05), ("memory", 0.10))
 
 
-def torch_step_cuda(a, model, seq, impl, trace_dir):
-    """One torch_train_step.py run on the GPU: timed steps, the peak, then one profiled step."""
+def torch_step_cuda(a, model, seq, impl, trace_dir=None):
+    """One torch_train_step.py run on the GPU: timed steps, the peak, then (with a trace folder)
+    one profiled step."""
     cmd = [a.python, os.path.join(ROOT, "bench/peers/torch_train_step.py"), "--model-config-path",
            a.model_config_path, "--model", model, "--device", "cuda", "--precision", a.precision,
            "--optimizer-impl", impl, "--micro-batch", str(a.micro_batch), "--grad-accum",
-           str(a.grad_accum), "--warmup", str(a.warmup), "--steps", str(a.steps),
-           "--kineto-trace", trace_dir]
+           str(a.grad_accum), "--warmup", str(a.warmup), "--steps", str(a.steps)]
+    if trace_dir:
+        cmd += ["--kineto-trace", trace_dir]
     if seq:
         cmd += ["--seq-len", str(seq)]
     lines = [l for l in run(cmd).splitlines() if l.startswith("{")]
@@ -223,21 +225,32 @@ def cuda_cases(a, cases, work):
     notes, misses = [], []
     impls = [i for i in a.optimizer_impl.split(",") if i]
     for model, seq in cases:
+        # The first AdamW's run records the trace (the GEMMs and attention the calibration reads
+        # are the same whatever the optimizer), and its operators' reports serve the next ones,
+        # which measure only their optimizer's kernels.
+        first = trace = None
         for impl in impls:
             name = f"{model}-{seq or 'model'}-{impl}"
-            trace = os.path.join(work, "trace-" + name)
-            if os.path.isdir(trace):
-                shutil.rmtree(trace)
-            measured = torch_step_cuda(a, model, seq, impl, trace)
+            if trace is None:
+                trace = os.path.join(work, "trace-" + name)
+                if os.path.isdir(trace):
+                    shutil.rmtree(trace)
+                measured = torch_step_cuda(a, model, seq, impl, trace)
+            else:
+                measured = torch_step_cuda(a, model, seq, impl)
             ms = measured["median_ms"]
             plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl]
+            if first:
+                plan += ["--from-reports", first, "--measure"]
             rows = bench_step_cuda(a, model, seq, os.path.join(work, name), plan)
+            reports = ",".join(dict.fromkeys(filter(None, (first, os.path.join(work, name)))))
+            first = first or os.path.join(work, name)
             matched = next(r for r in rows if r["kernels"] == "eager")
             fused = next(r for r in rows if r["kernels"] == "fused")
             calibrated = bench_step_cuda(a, model, seq, os.path.join(work, name + "-calibrated"),
                                          ["--kernels", "eager", "--attention-kernels", "fused",
                                           "--optimizer-impl", impl, "--trace-path", trace,
-                                          "--from-reports", os.path.join(work, name), "--measure"])[0]
+                                          "--from-reports", reports, "--measure"])[0]
             tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
             errors = {"matched": error(step_ms(matched), ms), "calibrated": error(step_ms(calibrated), ms),
                       "fused": error(step_ms(fused), ms)}

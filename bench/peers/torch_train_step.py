@@ -712,7 +712,10 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if cuda:
         torch.cuda.reset_peak_memory_stats()
         gpu_before = torch.cuda.memory_allocated()
-    model = build_model(torch, shape)
+    # on the GPU the parameters are made and initialised there (the CPU's normal_ over billions
+    # of elements takes longer than the steps)
+    with (torch.device(args.device) if cuda else _null()):
+        model = build_model(torch, shape)
     params = sum(p.numel() for p in model.parameters())
     if params != shape.params() and rank == 0:
         warn(f"built {params:,} parameters, the formula says {shape.params():,}")
