@@ -50,3 +50,22 @@ def host_samples_us(call, repeats: int) -> list:
         call()
         samples.append((time.perf_counter_ns() - t0) / 1e3)
     return samples
+
+
+def gpu_samples_us(torch, calls: list, repeats: int) -> list:
+    """The memops peers' timing on a GPU, as bench_memops times a GPU operator: `calls` (one per
+    operand set, together past the L2) in turn, at least 3 calls and 0.2 s of warm-up, then
+    `repeats` calls each between two CUDA events on the current stream, in microseconds."""
+    warmups, start = 0, time.perf_counter()
+    while warmups < 3 or time.perf_counter() - start < 0.2:
+        calls[warmups % len(calls)]()
+        warmups += 1
+        torch.cuda.synchronize()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(repeats)]
+    for i, (begin, end) in enumerate(pairs):
+        begin.record()
+        calls[i % len(calls)]()
+        end.record()
+    torch.cuda.synchronize()
+    return [begin.elapsed_time(end) * 1e3 for begin, end in pairs]
