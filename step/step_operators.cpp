@@ -60,12 +60,18 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
 // Megatron's model FLOPs; bench_attention's own flops column halves a causal mask's.
 void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  const AttentionShape s =
+  AttentionShape s =
       model_attention_shapes(v.model, {c.seq()}, {c.micro_batch}, c.dtype, c.tp).front();
+  // Eager code around the fused kernel repeats k and v to every query head first (Hugging
+  // Face's repeat_kv, the peer's model; the eager plan lists the copy): the kernel runs MHA.
+  const bool repeated_kv = c.kernels == Kernels::eager && s.heads_kv != s.heads_q;
+  if (repeated_kv) s.heads_kv = s.heads_q;
   const std::int64_t fwd_flops =
       2 * s.batch * s.heads_q * s.seqlen_q * s.seqlen_kv * (s.head_dim_qk + s.head_dim_v);
   const std::int64_t calls = v.model.num_hidden_layers * v.m;
-  StepOperator fwd = make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls, "");
+  StepOperator fwd =
+      make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls,
+              repeated_kv ? "k and v repeated to the query heads before the kernel" : "");
   fwd.attention = s;
   fwd.attention_pass = AttentionPass::fwd;
   fwd.model_flops = fwd.hardware_flops = fwd_flops;

@@ -144,6 +144,10 @@ TEST_CASE(
   CHECK(fwd->count == 12);
   CHECK(bwd->count == 12);
   CHECK(fwd->family == StepFamily::attention);
+  // k and v were repeated to the 4 query heads before the kernel: it runs 4 KV heads, not 2.
+  CHECK(fwd->attention.heads_q == 4);
+  CHECK(fwd->attention.heads_kv == 4);
+  CHECK(named(step_operators(fused, 0), "attention fwd")->attention.heads_kv == 2);
   CHECK(named(ops, "attn_q fprop"));
   CHECK(named(ops, "input rmsnorm pow (eager)"));
   // GQA's repeat and the output's transpose copies run outside the kernel, as the peer does.
