@@ -58,6 +58,18 @@ for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnc
   say "$lib from $found"
   case ":$cuda_path:" in *":$found:"*) ;; *) cuda_path="${cuda_path:+$cuda_path:}$found" ;; esac
 done
+# The driver's libcuda.so.1: where the loader finds it already, or in the driver's own folder.
+if ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
+  say "libcuda.so.1 (the driver's) from the loader's cache"
+else
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    if [ -e "$d/libcuda.so.1" ]; then
+      say "libcuda.so.1 (the driver's) from $d"
+      cuda_path="${cuda_path:+$cuda_path:}$d"
+      break
+    fi
+  done
+fi
 export LD_LIBRARY_PATH="$root/lib${cuda_path:+:$cuda_path}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 ompi="$root/ompi"
