@@ -26,27 +26,15 @@ import csv
 import glob
 import json
 import os
-import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 
+from peer_common import ChildFailed
+from peer_common import run_child as run
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("OPBENCH_BUILD_DIR", os.path.join(ROOT, "build"))
-
-
-class ChildFailed(Exception):
-    pass
-
-
-def run(cmd, env=None):
-    print("$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    if r.returncode != 0:
-        tail = "\n".join(r.stdout.strip().splitlines()[-8:])
-        raise ChildFailed(f"{os.path.basename(cmd[0])} exited {r.returncode}:\n{tail}")
-    return r.stdout
 
 
 def torch_step(a, capture_dir=None):

@@ -1,8 +1,27 @@
 """What the Python peers share: the GEMM peers' command line, the stop rule they sample under,
-and the memops peers' fixed-count timing on the host clock."""
+the memops peers' fixed-count timing on the host clock (and with CUDA events on a GPU), and the
+step comparisons' way of running a child."""
 import argparse
+import os
+import shlex
 import statistics
+import subprocess
+import sys
 import time
+
+
+class ChildFailed(Exception):
+    """A child the comparison depends on exited non-zero; the message holds its last lines."""
+
+
+def run_child(cmd, env=None) -> str:
+    """Runs cmd (echoed on stderr), stdout and stderr together; its output, or ChildFailed."""
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if r.returncode != 0:
+        tail = "\n".join(r.stdout.strip().splitlines()[-8:])
+        raise ChildFailed(f"{os.path.basename(cmd[0])} exited {r.returncode}:\n{tail}")
+    return r.stdout
 
 
 def gemm_arguments(doc: str, dtypes: list, max_time: float, extra=None) -> argparse.Namespace:

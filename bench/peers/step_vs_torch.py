@@ -62,29 +62,17 @@ import argparse
 import csv
 import json
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from peer_common import ChildFailed
+from peer_common import run_child as run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PARTS = (("GEMM", "gemm_ms", "matmul/linear"), ("attention", "attention_ms", "attention"),
          ("memory-bound", "memop_ms", "memory-bound"), ("optimizer", "optimizer_ms", "optimizer"),
          ("communication", "exposed_comm_ms", "communication"))
-
-
-class ChildFailed(Exception):
-    pass
-
-
-def run(cmd, env=None):
-    print("$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    if r.returncode != 0:
-        tail = "\n".join(r.stdout.strip().splitlines()[-8:])
-        raise ChildFailed(f"{os.path.basename(cmd[0])} exited {r.returncode}:\n{tail}")
-    return r.stdout
 
 
 def torch_step(a, model, seq, ranks, capture_dir=None, memory=False):
