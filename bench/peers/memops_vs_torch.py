@@ -134,8 +134,10 @@ def main() -> int:
               f"| {', '.join(verdict) or 'ok'} |")
         compared += 1
     print(f"\n({compared} rows compared; ratio = bench_memops time / torch {torch.__version__} time "
-          f"({a.device}); GB/s from bench_memops's io_bytes; copy rate: "
-          f"{rows[0].get('copy_rate_gbps') or '-'} GB/s)")
+          f"({a.device}); GB/s from bench_memops's io_bytes; the runs' copy rates: "
+          + (", ".join(f"{float(v):.1f}" for v in sorted({r["copy_rate_gbps"] for r in rows
+                                                          if r.get("copy_rate_gbps")})) or "-")
+          + " GB/s)")
     if skipped:
         print("not compared (no PyTorch kernel here): "
               + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items())))
