@@ -6,8 +6,10 @@
 #   .gpu/run COMMAND [ARGS...]     e.g. .gpu/run scripts/gpu_validate.sh --out "$OUT/v"
 #   .gpu/run                       only print what it found
 #
-# On the first call it unpacks bundle.tar.xz beside it into root/ (again when the archive is
-# newer). Then it sets, for COMMAND and everything it starts:
+# On the first call it unpacks bundle.tar.xz beside it into ROOT = $TMPDIR (default /tmp)
+# /opbench-gpu-<uid>/<the archive's size and time>/root, outside the bundle folder so that the
+# folder a device call carries stays the archive's size (set OPBENCH_GPU_ROOT for another place).
+# Then it sets, for COMMAND and everything it starts:
 #   LD_LIBRARY_PATH    root/lib (fmt, OpenBLAS and gfortran, Open MPI, hwloc, libevent), then
 #                      the directories holding CUDA's libraries — cuDNN, NCCL, cuBLAS(Lt) and the
 #                      runtime from PyTorch's pip wheels (site-packages/nvidia/*/lib of `python3`
@@ -26,13 +28,14 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$(cd "$here/.." && pwd)"
-root="$here/root"
 say() { echo "gpu_run: $*" >&2; }
 [ -n "${PATH:-}" ] || export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-if [ ! -f "$root/.unpacked" ] || [ "$here/bundle.tar.xz" -nt "$root/.unpacked" ]; then
-  [ -f "$here/bundle.tar.xz" ] || { say "error: $here/bundle.tar.xz is missing (scripts/gpu_bundle.sh makes it)"; exit 2; }
+[ -f "$here/bundle.tar.xz" ] || { say "error: $here/bundle.tar.xz is missing (scripts/gpu_bundle.sh makes it)"; exit 2; }
+root="${OPBENCH_GPU_ROOT:-${TMPDIR:-/tmp}/opbench-gpu-$(id -u)/$(stat -c '%s-%Y' "$here/bundle.tar.xz")/root}"
+if [ ! -f "$root/.unpacked" ]; then
   rm -rf "$root"
-  tar -C "$here" -xJf "$here/bundle.tar.xz" || { say "error: cannot unpack $here/bundle.tar.xz"; exit 2; }
+  mkdir -p "$root" && tar -C "$root" --strip-components=1 -xJf "$here/bundle.tar.xz" ||
+    { say "error: cannot unpack $here/bundle.tar.xz into $root"; exit 2; }
   touch "$root/.unpacked"
 fi
 

@@ -5,7 +5,8 @@ bundle's libraries, in a clean environment, with the machine's own copies out of
   check_gpu_bundle.py --build BUILD --out DIR
 
 Packs BUILD into DIR/.gpu (xz at its fastest: the test's time is not the bundle's size), then,
-under `env -i DIR/.gpu/run`:
+under `env -i DIR/.gpu/run` (unpacking into DIR/unpacked: OPBENCH_GPU_ROOT; the bundle folder
+stays under 40 MiB after it):
   - ldd of bench_gemm and bench_ccl resolves fmt, OpenBLAS and Open MPI into the bundle's lib/;
   - bench_gemm --backend cpu on one 64^3 fp32 GEMM writes one ok row;
   - trace_convert converts tests/data/trace's GPU step (7 shapes);
@@ -38,9 +39,9 @@ def check(cond, message):
     return cond
 
 
-def runs(bundle, out, tag):
+def runs(root, out, tag):
     """The three runs under `env -i run`, as one shell script (so a namespace can wrap it)."""
-    b = os.path.join(bundle, "root", "build")
+    b = os.path.join(root, "build")
     d = os.path.join(out, tag)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -57,7 +58,7 @@ echo "bench_ccl $?"
     return d, script
 
 
-def judge(d, output, bundle, tag):
+def judge(d, output, root, tag):
     print(f"[{tag}]\n{output.strip()}")
     lines = dict(line.split(" ", 1) for line in output.strip().splitlines() if " " in line)
     for what in ("bench_gemm", "trace_convert", "bench_ccl"):
@@ -65,7 +66,7 @@ def judge(d, output, bundle, tag):
             log = {"bench_gemm": "gemm.log", "trace_convert": "tc.log", "bench_ccl": "ccl.log"}[what]
             with open(os.path.join(d, log), errors="replace") as f:
                 print(f"{what}'s log:\n" + f.read()[-1500:])
-    check(lines.get("mpirun", "").startswith(os.path.join(bundle, "root", "ompi", "bin")),
+    check(lines.get("mpirun", "").startswith(os.path.join(root, "ompi", "bin")),
           f"{tag}: mpirun is {lines.get('mpirun')}, not the bundle's")
     for path, want in ((os.path.join(d, "gemm", "gemm_sweep.csv"), 1),
                        (os.path.join(d, "ccl", "ccl_all_reduce.csv"), 4)):
@@ -133,25 +134,35 @@ def main() -> int:
                  "lib/libmpi.so.40", "ompi/bin/mpirun"):
         check(want in packed, f"MANIFEST lacks {want}")
     run = os.path.join(bundle, "run")
-    p = subprocess.run(["env", "-i", run, "ldd", os.path.join(bundle, "root", "build", "gemm", "bench_gemm"),
-                        os.path.join(bundle, "root", "build", "collectives", "bench_ccl")],
+    # the wrapper unpacks outside the bundle folder (what a device call carries stays small)
+    unpacked = os.path.join(out, "unpacked")
+    p = subprocess.run(["env", "-i", f"OPBENCH_GPU_ROOT={unpacked}", run, "printenv", "OPBENCH_BUILD_DIR"],
                        capture_output=True, text=True, timeout=120)
-    lib = os.path.join(bundle, "root", "lib")
+    check(p.stdout.strip() == os.path.join(unpacked, "build"),
+          f"OPBENCH_BUILD_DIR under run: {p.stdout.strip()!r} ({p.stderr[-300:]})")
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(bundle) for f in fs)
+    check(size < 40 << 20, f"the bundle folder holds {size} bytes after a run, 40 MiB at most")
+    root = unpacked
+    run = f"OPBENCH_GPU_ROOT={shlex.quote(unpacked)} {shlex.quote(run)}"
+    p = subprocess.run(f"env -i {run} ldd {root}/build/gemm/bench_gemm {root}/build/collectives/bench_ccl",
+                       shell=True, capture_output=True, text=True, timeout=120)
+    lib = os.path.join(root, "lib")
     for name in ("libfmt.so.9", "libopenblas.so.0", "libmpi.so.40"):
         where = [l.split("=>")[1].split()[0] for l in p.stdout.splitlines() if l.strip().startswith(name + " ")]
         check(where and all(w.startswith(lib) for w in where), f"under run, {name} resolves to {where}")
 
-    d, script = runs(bundle, out, "env -i")
-    p = subprocess.run(["env", "-i", run, "bash", "-c", script], capture_output=True, text=True, timeout=300)
-    judge(d, p.stdout, bundle, "env -i")
+    d, script = runs(root, out, "env -i")
+    p = subprocess.run(f"env -i {run} bash -c {shlex.quote(script)}", shell=True, capture_output=True,
+                       text=True, timeout=300)
+    judge(d, p.stdout, root, "env -i")
     if can_unshare():
-        d, script = runs(bundle, out, "hidden")
+        d, script = runs(root, out, "hidden")
         inner = "set -e\n" + "\n".join(hide_commands(bundle)) + "\nset +e\n" + \
-            f"exec env -i {shlex.quote(run)} bash -c {shlex.quote(script)}\n"
+            f"exec env -i {run} bash -c {shlex.quote(script)}\n"
         p = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c", inner],
                            capture_output=True, text=True, timeout=300)
         check(p.returncode == 0, f"the hidden run exited {p.returncode}: {p.stderr[-400:]}")
-        judge(d, p.stdout, bundle, "system copies hidden")
+        judge(d, p.stdout, root, "system copies hidden")
     else:
         print("(no mount namespace here: the runs with the system's copies hidden were not made)")
     return report()
