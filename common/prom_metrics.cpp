@@ -52,6 +52,8 @@ constexpr ColumnRow kColumns[] = {
     {"roof_gbps", "roof_bandwidth_bytes_per_second", kGiga, "", ""},
     {"copied_bytes", "copied_bytes", 1, "", ""},
     {"copy_gbps", "copy_bandwidth_bytes_per_second", kGiga, "", ""},
+    {"copy_rate_gbps", "copy_rate_bytes_per_second", kGiga, "", ""},
+    {"pct_of_copy", "copy_rate_ratio", kPercent, "", ""},
     // MoE expert rows
     {"efficiency", "expert_efficiency_ratio", 1, "", ""},
     {"tokens_min", "expert_tokens", 1, "stat", "min"},
@@ -133,6 +135,9 @@ constexpr HelpRow kHelp[] = {
     {"roof_bandwidth_bytes_per_second", "The device's bandwidth roof the ratio is taken against"},
     {"copied_bytes", "Copies: the bytes that cross from one memory to the other"},
     {"copy_bandwidth_bytes_per_second", "Copies: copied bytes / time"},
+    {"copy_rate_bytes_per_second",
+     "The device copy rate of the same run, read and written bytes / time"},
+    {"copy_rate_ratio", "Achieved bandwidth as a fraction of the same run's device copy rate"},
     {"expert_efficiency_ratio", "Share of the padded expert work that is real: flops / padded"},
     {"expert_tokens", "Tokens of the most loaded expert-parallel rank's experts, by statistic"},
     {"sm_clock_hertz", "GPU SM clock just before the first and after the last sample"},

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -97,22 +98,60 @@ int dry_run(const std::vector<MemopCase>& cases) {
   return 0;
 }
 
+BandwidthRoof make_roof(std::optional<double> gbps, std::string source, bool measured = false) {
+  BandwidthRoof roof;
+  roof.gbps = gbps;
+  roof.source = std::move(source);
+  roof.measured = measured;
+  return roof;
+}
+
 // The bandwidth roof of the run's device.
 BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provider,
                              Progress& progress) {
-  if (o.peaks.peak_bw_gbps) return {o.peaks.peak_bw_gbps, "--peak-bw"};
+  if (o.peaks.peak_bw_gbps) return make_roof(o.peaks.peak_bw_gbps, "--peak-bw");
   const Peaks peaks = Peaks::for_device(provider.device(), o.peaks);
-  if (auto gbps = peaks.bandwidth_gbps()) return {gbps, "hardware.json"};
+  if (auto gbps = peaks.bandwidth_gbps()) return make_roof(gbps, "hardware.json");
   if (provider.backend() != "cpu") return {};
   progress.note(
       "measuring the CPU's memory roof (copy, scale, add, triad, read and update loops over every "
       "core; --peak-bw skips it)");
   const CpuMemoryRoof cpu = measure_cpu_memory_roof();
   std::vector<std::string> loops;
-  for (const auto& [name, gbps] : cpu.loops)
+  BandwidthRoof roof = make_roof(cpu.gbps, "best loop: " + cpu.best, true);
+  for (const auto& [name, gbps] : cpu.loops) {
     loops.push_back(fmt::format("{} {:.1f}", name, gbps));
+    if (name == "copy") {
+      roof.copy_gbps = gbps;
+      roof.copy_source = "the memory roof's copy loop";
+    }
+  }
   progress.note(fmt::format("memory loops (GB/s): {}", join(loops, ", ")));
-  return {cpu.gbps, "best loop: " + cpu.best, true};
+  return roof;
+}
+
+// The run's copy rate (pct_of_copy) where the roof's loops gave none: bench_memops's own device
+// copy, measured here by the first provider as the operators are (rotated past the cache), on
+// 2^28 elements (512 MiB each way in bf16) on a GPU and 2^23 (32 MiB each way in fp32) on the
+// CPU. Skipped when no case is read against device memory (only link copies).
+void add_copy_rate(BandwidthRoof& roof, const std::vector<MemopCase>& cases,
+                   MemopProvider& provider, const MemopRunOptions& run, DType dtype,
+                   Progress& progress) {
+  if (roof.copy_gbps || std::none_of(cases.begin(), cases.end(), against_device_memory)) return;
+  const std::int64_t elements = std::int64_t{1} << (provider.backend() == "cpu" ? 23 : 28);
+  const MemopCase copy =
+      memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {elements}, 4096, 32768, {dtype}).front();
+  MemopRunOptions quiet = run;
+  quiet.check = false;
+  quiet.corrupt_for_test = false;
+  const MemopResult r = run_memop_case(provider, copy, quiet);
+  const double mean_us = r.measurement.stats.mean;
+  if (r.status != Status::ok || !(mean_us > 0)) {
+    progress.note(fmt::format("copy rate: not measured ({}); pct_of_copy stays empty", r.note));
+    return;
+  }
+  roof.copy_gbps = static_cast<double>(memop_io_bytes(copy)) / (mean_us * 1e-6) / 1e9;
+  roof.copy_source = fmt::format("copy of {} {} elements", elements, dtype_name(copy.dtype));
 }
 
 }  // namespace
@@ -152,16 +191,22 @@ int bench_memops_main(int argc, char** argv) {
   Environment env(argc, argv, "bench_memops");
   for (const auto& p : providers)
     p->describe(env);
-  const BandwidthRoof roof = bandwidth_roof(o, primary, progress);
+  BandwidthRoof roof = bandwidth_roof(o, primary, progress);
   if (roof.gbps) {
     progress.note(fmt::format("memory roof: {} ({})", bandwidth_text(*roof.gbps), roof.source));
     env.set("memory_roof", {{"gbps", *roof.gbps}, {"source", roof.source}});
   }
-  env.write(report_dir, false);
-
   const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
   progress.set_stop_bound(stop_bound(measure));
   const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
+  add_copy_rate(roof, cases, primary, run, dtypes.front(), progress);
+  if (roof.copy_gbps) {
+    progress.note(fmt::format("copy rate: {} ({}; pct_of_copy is each row's GB/s against it)",
+                              bandwidth_text(*roof.copy_gbps), roof.copy_source));
+    env.set("copy_rate", {{"gbps", *roof.copy_gbps}, {"source", roof.copy_source}});
+  }
+  env.write(report_dir, false);
+
   ConsoleTable table({{"model", "", 12},
                       {"op", "", 15},  // addcdiv_inplace
                       {"pass", "", 4},
@@ -172,6 +217,7 @@ int bench_memops_main(int argc, char** argv) {
                       {"time_us", "", 10},
                       {"mem_bw_gbps", "GB/s", 7},
                       {"pct_peak_bw", "%roof", 5},
+                      {"pct_of_copy", "%copy", 5},
                       {"status", "", 7}});
   std::vector<Record> rows;
   RunTally tally;
@@ -207,7 +253,7 @@ int bench_memops_main(int argc, char** argv) {
                     "mem_bw_gbps",
                     true,
                     {"model", "op", "pass", "rows", "cols", "dtype", "provider", "time_us",
-                     "mem_bw_gbps", "pct_peak_bw", "cv"},
+                     "mem_bw_gbps", "pct_peak_bw", "pct_of_copy", "cv"},
                     15,
                     {harness.markdown()}},
                    tally, {harness.text(), report_dir, reports.listing(), true}, interrupted(),

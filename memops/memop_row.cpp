@@ -7,6 +7,11 @@
 #include "memops/memop_operands.hpp"
 
 namespace opbench {
+
+bool against_device_memory(const MemopCase& c) {
+  return !is_copy(c.op) || c.op == MemOp::copy;
+}
+
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
                  const BandwidthRoof& roof) {
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
@@ -39,7 +44,7 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
     if (is_copy(c.op)) copy_bw = static_cast<double>(c.copied_bytes()) / seconds / 1e9;
   }
   // Link copies (host <-> device, peer) are held to no memory roof: the link is slower.
-  const bool memory_roof = !is_copy(c.op) || c.op == MemOp::copy;
+  const bool memory_roof = against_device_memory(c);
   std::string note = r.note;
   if (bw && roof.gbps && memory_roof) pct = 100.0 * *bw / *roof.gbps;
   // A measured roof is the best a simple loop reached on this machine; an operator that streams
@@ -60,6 +65,13 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
   row.optional_metric("pct_peak_bw", pct);
   row.optional_metric("roof_gbps", memory_roof ? roof.gbps : std::nullopt);
   row.result("roof", memory_roof ? text_or_empty(roof.source) : Value{});
+  // Against the run's own copy rate: no cap at 100 (an operator that reads more than it writes
+  // can stream faster than a copy), and nothing for link copies.
+  const bool by_copy = memory_roof && roof.copy_gbps && *roof.copy_gbps > 0;
+  row.optional_metric("copy_rate_gbps", by_copy ? roof.copy_gbps : std::nullopt);
+  row.optional_metric("pct_of_copy", by_copy && bw
+                                         ? std::optional<double>(100.0 * *bw / *roof.copy_gbps)
+                                         : std::nullopt);
 
   row.result("impl", text_or_empty(r.impl)).result("cache", text_or_empty(r.cache));
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));

@@ -128,6 +128,29 @@ void add_rope(EagerKernels& k, const std::string& what, std::int64_t n, std::int
   k.kernel(kBwd, s + "bwd sum of the two paths", MemOp::add, f, n, calls);
 }
 
+// PyTorch's unfused attention core over `batch` (sequence, head) pairs of S x S scores: q
+// scaled, the per-head GEMMs, the causal mask built and added, the softmax, and their backward.
+void add_eager_attention_core(EagerKernels& k, const StepConfig& c, std::int64_t nq,
+                              std::int64_t batch, std::int64_t scores, std::int64_t L) {
+  const std::int64_t S = c.seq(), d = c.model.head_dim;
+  constexpr MemPass f = MemPass::fwd;
+  k.kernel(kFwd, "attention q scale", MemOp::scale, f, nq, L, true);
+  k.bmm(kFwd, "attn_qk fprop", S, S, d, false, true, batch, L);
+  k.bytes(kFwd, "attention causal mask (S x S: ones, tril, fill)", 3 * 2 * S * S, L, true);
+  // the mask (S x S) broadcast over the sequences and heads stays in cache: a scale's traffic
+  k.kernel(kFwd, "attention mask add", MemOp::scale, f, scores, L, true);
+  k.memop(kFwd, "attention softmax fwd", memop_case(c, MemOp::softmax, MemPass::fwd, batch * S, S),
+          L, true);
+  k.bmm(kFwd, "attn_pv fprop", S, d, S, false, false, batch, L);
+  k.bmm(kBwd, "attn_pv bwd_dp", S, S, d, false, true, batch, L);
+  k.bmm(kBwd, "attn_pv bwd_dv", S, d, S, true, false, batch, L);
+  k.memop(kBwd, "attention softmax bwd", memop_case(c, MemOp::softmax, MemPass::bwd, batch * S, S),
+          L, true);
+  k.bmm(kBwd, "attn_qk bwd_dq", S, d, S, false, false, batch, L);
+  k.bmm(kBwd, "attn_qk bwd_dk", d, S, S, true, false, batch, L);
+  k.kernel(kBwd, "attention q scale bwd", MemOp::scale, f, nq, L, true);
+}
+
 }  // namespace
 
 void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out) {
@@ -161,24 +184,12 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     }
     // PyTorch's math attention (torch 1.13's only CPU path; any torch's without a fused
     // kernel): q scaled, scores = q·kᵀ per head, the causal mask built and added, softmax,
-    // out = p·v, then the heads transposed back into the hidden layout.
-    k.kernel(kFwd, "attention q scale", MemOp::scale, f, nq, L, true);
-    k.bmm(kFwd, "attn_qk fprop", S, S, d, false, true, batch, L);
-    k.bytes(kFwd, "attention causal mask (S x S: ones, tril, fill)", 3 * 2 * S * S, L, true);
-    // the mask (S x S) broadcast over the sequences and heads stays in cache: a scale's traffic
-    k.kernel(kFwd, "attention mask add", MemOp::scale, f, scores, L, true);
-    k.memop(kFwd, "attention softmax fwd",
-            memop_case(c, MemOp::softmax, MemPass::fwd, batch * S, S), L, true);
-    k.bmm(kFwd, "attn_pv fprop", S, d, S, false, false, batch, L);
+    // out = p·v, then the heads transposed back into the hidden layout. With a fused core
+    // (--attention-kernels fused: scaled_dot_product_attention's flash kernel, listed by
+    // step_operators) only the transposes around it stay.
+    if (c.attention() == Kernels::eager) add_eager_attention_core(k, c, nq, batch, scores, L);
     k.kernel(kFwd, "attention output transpose copy", MemOp::copy, f, nq, L, true);
     k.kernel(kBwd, "attention output transpose copy bwd", MemOp::copy, f, nq, L, true);
-    k.bmm(kBwd, "attn_pv bwd_dp", S, S, d, false, true, batch, L);
-    k.bmm(kBwd, "attn_pv bwd_dv", S, d, S, true, false, batch, L);
-    k.memop(kBwd, "attention softmax bwd",
-            memop_case(c, MemOp::softmax, MemPass::bwd, batch * S, S), L, true);
-    k.bmm(kBwd, "attn_qk bwd_dq", S, d, S, false, false, batch, L);
-    k.bmm(kBwd, "attn_qk bwd_dk", d, S, S, true, false, batch, L);
-    k.kernel(kBwd, "attention q scale bwd", MemOp::scale, f, nq, L, true);
     const std::int64_t I = m.intermediate_size / c.tp, nI = T * I;
     if (m.dense_mlp_layers() > 0) {
       const std::int64_t dense = m.dense_mlp_layers();
@@ -252,11 +263,12 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   }
   for (const Kernel& kernel : kernels)
     for (const auto& [pass, count] : calls) {
-      StepOperator op = make_op(StepFamily::memop, StepPhase::optimizer,
-                                fmt::format("adamw {} {}", impl, kernel.name), count * pass.calls,
-                                fmt::format("fp32, {} elements per call", pass.elements));
+      StepOperator op = make_op(
+          StepFamily::memop, StepPhase::optimizer, fmt::format("adamw {} {}", impl, kernel.name),
+          count * pass.calls,
+          fmt::format("{}, {} elements per call", dtype_name(c.optimizer_dtype), pass.elements));
       MemopCase mc = memop_case(c, kernel.op, MemPass::fwd, 1, pass.elements);
-      mc.dtype = DType::fp32;
+      mc.dtype = c.optimizer_dtype;
       op.memop = mc;
       out.push_back(op);
     }

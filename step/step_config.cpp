@@ -44,6 +44,10 @@ Kernels parse_kernels(const std::string& text) {
   return enum_from_flag(kKernelsNames, "--kernels", text);
 }
 
+Kernels parse_attention_kernels(const std::string& text) {
+  return enum_from_flag(kKernelsNames, "--attention-kernels", text);
+}
+
 std::string optimizer_impl_name(OptimizerImpl o) {
   return std::string(enum_name(kOptimizerImplNames, o));
 }
@@ -141,6 +145,14 @@ void validate(const StepConfig& c) {
     throw bad_input(
         fmt::format("--overlap {}: must be none, full or a fraction in [0, 1]", c.overlap));
   require_positive(c.bucket_bytes, "--bucket-mb");
+  if (c.kernels == Kernels::fused && c.attention() == Kernels::eager)
+    throw bad_input(
+        "--attention-kernels eager: only with --kernels eager (the fused plan's attention is "
+        "one fused kernel)");
+  if (c.optimizer_dtype != DType::fp32 && c.optimizer_dtype != c.dtype)
+    throw bad_input(
+        fmt::format("--optimizer-dtype {}: AdamW's moments are fp32 or the model's own dtype ({})",
+                    dtype_name(c.optimizer_dtype), dtype_name(c.dtype)));
 }
 
 }  // namespace opbench

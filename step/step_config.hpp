@@ -4,6 +4,7 @@
 // step processes global_batch sequences, micro_batch at a time, so each data-parallel replica
 // runs m = global_batch / (micro_batch · dp) micro-batches per step (gradient accumulation).
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/dtype.hpp"
@@ -40,6 +41,9 @@ Sharding parse_sharding(const std::string& text);  // bad_input naming --shardin
 enum class Kernels { fused, eager };
 std::string kernels_name(Kernels k);
 Kernels parse_kernels(const std::string& text);  // bad_input naming --kernels
+// --attention-kernels: the attention core's plan when it differs from the rest (PyTorch eager
+// with scaled_dot_product_attention: eager norms and activations around one fused kernel).
+Kernels parse_attention_kernels(const std::string& text);  // bad_input naming the flag
 
 // How AdamW runs: fused (one kernel reads and writes every state once), foreach (PyTorch's
 // multi-tensor kernels: one call per elementary operation over all parameters), single (PyTorch's
@@ -68,7 +72,18 @@ struct StepConfig {
   RoutingSpec routing;                     // MoE: how tokens reach experts
   MoeImpl moe_impl = MoeImpl::grouped;
   Kernels kernels = Kernels::fused;
+  // The attention core's kernels when they are not `kernels`' (--attention-kernels): fused with
+  // eager kernels is PyTorch eager calling scaled_dot_product_attention (a flash kernel on the
+  // GPU). Eager attention inside the fused plan is refused by validate().
+  std::optional<Kernels> attention_kernels;
   OptimizerImpl optimizer_impl = OptimizerImpl::fused;
+  // AdamW's moments: fp32 (with fp32 master weights when dtype is below fp32: Megatron, Apex,
+  // torchtitan, autocast's fp32 parameters), or dtype itself (pure bf16 training, torchtune's
+  // dtype bf16: no master copy, the parameters are updated in place). --optimizer-dtype.
+  DType optimizer_dtype = DType::fp32;
+
+  Kernels attention() const { return attention_kernels.value_or(kernels); }
+  bool master_weights() const { return optimizer_dtype == DType::fp32 && dtype != DType::fp32; }
 
   std::int64_t tokens_per_micro_batch() const { return micro_batch * seq(); }
   std::int64_t seq() const { return seqlen > 0 ? seqlen : model.seqlen; }

@@ -13,9 +13,17 @@ namespace opbench {
 namespace {
 
 std::string kernels_text(const StepConfig& c) {
-  if (c.kernels == Kernels::fused && c.optimizer_impl == OptimizerImpl::fused) return "";
-  return fmt::format(", {} kernels, adamw {}", kernels_name(c.kernels),
-                     optimizer_impl_name(c.optimizer_impl));
+  std::string text;
+  if (c.kernels != Kernels::fused || c.optimizer_impl != OptimizerImpl::fused)
+    text = fmt::format(", {} kernels", kernels_name(c.kernels));
+  if (c.attention() != c.kernels)
+    text +=
+        fmt::format("{} {} attention", text.empty() ? "," : " with", kernels_name(c.attention()));
+  if (c.kernels != Kernels::fused || c.optimizer_impl != OptimizerImpl::fused)
+    text += fmt::format(", adamw {}", optimizer_impl_name(c.optimizer_impl));
+  if (c.optimizer_dtype != DType::fp32)
+    text += fmt::format(", {} optimizer state", dtype_name(c.optimizer_dtype));
+  return text;
 }
 
 std::string config_line(const StepConfig& c) {
@@ -170,6 +178,7 @@ std::string fusion_text(const std::vector<StepConfig>& configs,
   std::string out;
   auto base = [](StepConfig c) {  // the configuration but its kernels
     c.kernels = Kernels::fused;
+    c.attention_kernels.reset();
     c.optimizer_impl = OptimizerImpl::fused;
     return config_line(c);
   };

@@ -73,6 +73,22 @@ void add_norm(Lists& l, const StepConfig& c, const Dims& x, const std::string& w
 void add_attention(Lists& l, const StepConfig& c, const Dims& x, const ActivationModel& am) {
   const ModelConfig& m = c.model;
   const std::int64_t scores = x.B * x.q * x.S * x.S;
+  if (c.kernels == Kernels::eager && c.attention() == Kernels::fused) {
+    // The peer's attention around scaled_dot_product_attention's flash kernel (PyTorch on the
+    // GPU): separate projections of the norm's output, RoPE (its products keep only cos and
+    // sin), k and v expanded to the query heads by a copy (GQA), then the kernel keeps q, the
+    // expanded k and v, its output and the log-sum-exp of each query row (fp32); the output's
+    // transpose-reshape is a copy the o projection keeps.
+    const std::int64_t heads = x.T * x.q * x.d;
+    l.add("q, k, v projection input (norm 1 output)", x.rows * x.H, x.b);
+    l.add("q after rotary", heads, x.b);
+    l.add("k after rotary, expanded to the query heads", heads, x.b);
+    l.add("v expanded to the query heads", heads, x.b);
+    l.add("attention output (kept by the fused kernel)", heads, x.b, true);
+    l.add("softmax log-sum-exp (fp32)", x.B * x.q * x.S, kFp32, true);
+    l.add("o projection input (transposed copy of the output)", heads, x.b);
+    return;
+  }
   if (c.kernels == Kernels::eager) {
     // The peer's attention: separate q, k, v projections of the norm's output, RoPE as
     // q * cos + rotate_half(q) * sin (the products keep only cos and sin), k and v expanded to
@@ -250,7 +266,7 @@ std::vector<SavedTensor> layer_saved_tensors(const StepConfig& c, bool moe_layer
                                              const ActivationModel& am) {
   const Dims x(c);
   ActivationModel model = am;
-  if (!model.flash) model.flash = c.kernels == Kernels::fused;
+  if (!model.flash) model.flash = c.attention() == Kernels::fused;
   std::vector<SavedTensor> out;
   Lists l{out};
   add_norm(l, c, x, "norm 1");
@@ -311,8 +327,10 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // FSDP with several micro-batches accumulates unsharded gradients (gradient sync off until
   // the last micro-batch, as step_collectives times it).
   r.grads = (ws > 1 && m > 1 ? params : ceil_div(params, ws)) * gb;
-  // AdamW's m and v in fp32, and fp32 master weights when the model computes in 16 bits.
-  const std::int64_t state_bytes = 2 * kFp32 + (c.dtype == DType::fp32 ? 0 : kFp32);
+  // AdamW's m and v (fp32, or the model's dtype in pure 16-bit training), and fp32 master
+  // weights when the model computes in 16 bits with fp32 moments.
+  const auto ob = static_cast<std::int64_t>(dtype_size(c.optimizer_dtype));
+  const std::int64_t state_bytes = 2 * ob + (c.master_weights() ? kFp32 : 0);
   r.optimizer = ceil_div(params, os) * state_bytes;
 
   // Activations: the stage's layers (dense and MoE) under the recompute mode, its extras, for
@@ -354,7 +372,7 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // saved fp32 softmax. Eager: the logits the caller holds, log_softmax's gradient and the
   // logits' gradient, at once when log_softmax's backward runs.
   r.backward_transient += c.kernels == Kernels::eager ? 3 * logits : logits;
-  // The optimizer step's temporaries, in fp32: single-tensor AdamW computes
+  // The optimizer step's temporaries, in the moments' dtype: single-tensor AdamW computes
   // (exp_avg_sq.sqrt() / bias_correction2_sqrt) tensor by tensor, two temporaries of the largest
   // tensor at once; foreach one list the size of every parameter (torch._foreach_sqrt, then in
   // place); fused none.
@@ -362,10 +380,10 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
     case OptimizerImpl::fused:
       break;
     case OptimizerImpl::single:
-      r.optimizer_transient = 2 * ceil_div(largest_tensor(c), os) * kFp32;
+      r.optimizer_transient = 2 * ceil_div(largest_tensor(c), os) * ob;
       break;
     case OptimizerImpl::foreach:
-      r.optimizer_transient = ceil_div(params, os) * kFp32;
+      r.optimizer_transient = ceil_div(params, os) * ob;
       break;
   }
   // An eager training loop (logits = model(x); loss.backward(); opt.step()) still holds the last

@@ -60,12 +60,18 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
 // Megatron's model FLOPs; bench_attention's own flops column halves a causal mask's.
 void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  const AttentionShape s =
+  AttentionShape s =
       model_attention_shapes(v.model, {c.seq()}, {c.micro_batch}, c.dtype, c.tp).front();
+  // Eager code around the fused kernel repeats k and v to every query head first (Hugging
+  // Face's repeat_kv, the peer's model; the eager plan lists the copy): the kernel runs MHA.
+  const bool repeated_kv = c.kernels == Kernels::eager && s.heads_kv != s.heads_q;
+  if (repeated_kv) s.heads_kv = s.heads_q;
   const std::int64_t fwd_flops =
       2 * s.batch * s.heads_q * s.seqlen_q * s.seqlen_kv * (s.head_dim_qk + s.head_dim_v);
   const std::int64_t calls = v.model.num_hidden_layers * v.m;
-  StepOperator fwd = make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls, "");
+  StepOperator fwd =
+      make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls,
+              repeated_kv ? "k and v repeated to the query heads before the kernel" : "");
   fwd.attention = s;
   fwd.attention_pass = AttentionPass::fwd;
   fwd.model_flops = fwd.hardware_flops = fwd_flops;
@@ -149,21 +155,33 @@ void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) 
 
 // AdamW over the rank's shard of the stage's parameters, once per step: fp32 throughout for an
 // fp32 model, else fp32 master weights and moments with the low-precision parameters written back.
+// Moments in the model's 16-bit dtype (pure bf16 training) move half an fp32 AdamW's bytes per
+// parameter; bench_memops has no such kernel, so it is timed as fp32 AdamW over half the
+// parameters: the same bytes.
 void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   const std::int64_t shards = optimizer_shards(c);
   const std::int64_t params = stage_parameters(c, v.stage);
   MemopCase mc;
   mc.report = mc.source = c.model.name;
-  mc.op = c.dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
+  const bool low_state = c.optimizer_dtype != DType::fp32;
+  mc.op = c.dtype == DType::fp32 || low_state ? MemOp::adamw : MemOp::adamw_bf16;
   mc.dtype = memop_dtype(mc.op, c.dtype);
-  const ParameterPass pass = parameter_pass(ceil_div(params, shards));
+  std::int64_t elements = ceil_div(params, shards);
+  if (low_state)
+    elements = ceil_div(elements * static_cast<std::int64_t>(dtype_size(c.optimizer_dtype)),
+                        static_cast<std::int64_t>(dtype_size(DType::fp32)));
+  const ParameterPass pass = parameter_pass(elements);
   mc.rows = 1;
   mc.cols = pass.elements;
-  StepOperator op =
-      make_op(StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
-              fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}",
-                          params, shards, parameter_pass_note(pass)));
+  StepOperator op = make_op(
+      StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
+      fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}{}", params,
+                  shards, parameter_pass_note(pass),
+                  low_state ? fmt::format("; {} moments and parameters: timed as fp32 AdamW over "
+                                          "the same bytes",
+                                          dtype_name(c.optimizer_dtype))
+                            : ""));
   op.memop = mc;
   out.push_back(op);
 }
@@ -245,7 +263,8 @@ std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage
   std::vector<StepOperator> out;
   add_gemms(v, out);
   if (c.kernels == Kernels::eager) {
-    add_eager_layer_kernels(v, out);
+    add_eager_layer_kernels(v, out);  // the attention core too unless it is fused
+    if (c.attention() == Kernels::fused && v.model.num_hidden_layers > 0) add_attention(v, out);
   } else {
     add_attention(v, out);
     add_memops(v, out);

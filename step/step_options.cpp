@@ -50,9 +50,11 @@ void add_flags(cxxopts::Options& options) {
   options.add_options("Training")
     ("recompute", "none, selective or full (list)", cxxopts::value<std::string>()->default_value("none"))
     ("kernels", "the kernels that run the model: fused (flash attention, fused norms, loss and optimizer) or eager (PyTorch eager's, one kernel per operation) (list)", cxxopts::value<std::string>()->default_value("fused"))
+    ("attention-kernels", "the attention core's kernels when they differ from --kernels: fused with --kernels eager is PyTorch eager calling scaled_dot_product_attention (default: as --kernels)", cxxopts::value<std::string>())
     ("optimizer-impl", "AdamW as fused (one kernel), foreach (PyTorch's multi-tensor kernels) or single (PyTorch's per-tensor loop); default fused with --kernels fused, else PyTorch's choice on the device (single on the CPU, foreach on CUDA)", cxxopts::value<std::string>())
     ("dtype", "compute dtype: bf16, fp16 or fp32 (default fp32 when measuring on the CPU, else bf16)", cxxopts::value<std::string>())
     ("grad-dtype", "dtype of the gradients as reduced", cxxopts::value<std::string>()->default_value("fp32"))
+    ("optimizer-dtype", "dtype of AdamW's moments: fp32 (with fp32 master weights below fp32) or --dtype's own (pure bf16 training: no master weights)", cxxopts::value<std::string>()->default_value("fp32"))
     ("overlap", "share of the data-parallel communication hidden under compute: none, full or a fraction", cxxopts::value<std::string>()->default_value("none"))
     ("fused-grad-accum", "the wgrad GEMMs accumulate into the gradients (Megatron's gradient_accumulation_fusion): no gradient accumulation add")
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
@@ -132,6 +134,8 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   o.kernels.clear();
   for (const auto& k : split(str("kernels"), ','))
     push_once(o.kernels, parse_kernels(k), "--kernels", k);
+  if (p.count("attention-kernels"))
+    c.attention_kernels = parse_attention_kernels(str("attention-kernels"));
   if (p.count("optimizer-impl")) o.optimizer_impl = parse_optimizer_impl(str("optimizer-impl"));
   if (p.count("threads")) o.threads = static_cast<unsigned>(one_int(p, "threads"));
   o.blas_threads = o.threads;
@@ -148,6 +152,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
                       dtype_name(*o.dtype)));
   }
   c.grad_dtype = parse_dtype(str("grad-dtype"));
+  c.optimizer_dtype = parse_dtype(str("optimizer-dtype"));
   c.overlap = parse_overlap(str("overlap"));
   c.fused_grad_accum = p.count("fused-grad-accum") > 0;
   c.bucket_bytes = one_int(p, "bucket-mb") << 20;

@@ -11,9 +11,27 @@
 # not ok shows its status and makes the script exit 1 after the table; a missing binary, peer
 # script or module exits 2 with one error: line.
 # Usage: [ROUNDS=3] bench/peers/memops_vs_peer.sh numpy|torch [SIZE=16M] [COLS=4096]
+#
+# GPU mode: bench/peers/memops_vs_peer.sh torch-cuda [MODELS=llama3.1-8b] [DTYPES=bf16,fp32]
+# runs bench_memops --backend cuda once over the models' operators (with pct_of_copy, against the
+# run's own device copy), then bench/peers/memops_vs_torch.py times PyTorch's own kernel for every
+# row it has one for (F.rms_norm, softmax, cross_entropy, embedding backward, silu, fused AdamW,
+# ...), as bench_memops times a GPU operator, in one process: one table with the ratio (PYTHON=:
+# the Python with CUDA torch, default python3; the binaries from OPBENCH_BUILD_DIR, default build/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-peer=${1:?usage: $0 numpy|torch [SIZE] [COLS]}
+peer=${1:?usage: $0 numpy|torch|torch-cuda [SIZE|MODELS] [COLS|DTYPES]}
+if [ "$peer" = torch-cuda ]; then
+  bench=${OPBENCH_BUILD_DIR:-build}/memops/bench_memops
+  [ -x "$bench" ] || { echo "error: $bench not built (bash scripts/build.sh)" >&2; exit 2; }
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$bench" --backend cuda --model "${2:-llama3.1-8b}" --dtype "${3:-bf16,fp32}" --max-time 0.2 \
+    --quiet --report-dir-path "$tmp/memops" >"$tmp/memops.log" 2>&1 ||
+    { echo "error: bench_memops failed:" >&2; tail -n 5 "$tmp/memops.log" >&2; exit 1; }
+  "${PYTHON:-python3}" bench/peers/memops_vs_torch.py "$tmp/memops" --device cuda
+  exit
+fi
 size=${2:-16M}
 cols=${3:-4096}
 rounds=${ROUNDS:-3}

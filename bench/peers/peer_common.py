@@ -1,8 +1,27 @@
 """What the Python peers share: the GEMM peers' command line, the stop rule they sample under,
-and the memops peers' fixed-count timing on the host clock."""
+the memops peers' fixed-count timing on the host clock (and with CUDA events on a GPU), and the
+step comparisons' way of running a child."""
 import argparse
+import os
+import shlex
 import statistics
+import subprocess
+import sys
 import time
+
+
+class ChildFailed(Exception):
+    """A child the comparison depends on exited non-zero; the message holds its last lines."""
+
+
+def run_child(cmd, env=None) -> str:
+    """Runs cmd (echoed on stderr), stdout and stderr together; its output, or ChildFailed."""
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if r.returncode != 0:
+        tail = "\n".join(r.stdout.strip().splitlines()[-8:])
+        raise ChildFailed(f"{os.path.basename(cmd[0])} exited {r.returncode}:\n{tail}")
+    return r.stdout
 
 
 def gemm_arguments(doc: str, dtypes: list, max_time: float, extra=None) -> argparse.Namespace:
@@ -50,3 +69,22 @@ def host_samples_us(call, repeats: int) -> list:
         call()
         samples.append((time.perf_counter_ns() - t0) / 1e3)
     return samples
+
+
+def gpu_samples_us(torch, calls: list, repeats: int) -> list:
+    """The memops peers' timing on a GPU, as bench_memops times a GPU operator: `calls` (one per
+    operand set, together past the L2) in turn, at least 3 calls and 0.2 s of warm-up, then
+    `repeats` calls each between two CUDA events on the current stream, in microseconds."""
+    warmups, start = 0, time.perf_counter()
+    while warmups < 3 or time.perf_counter() - start < 0.2:
+        calls[warmups % len(calls)]()
+        warmups += 1
+        torch.cuda.synchronize()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(repeats)]
+    for i, (begin, end) in enumerate(pairs):
+        begin.record()
+        calls[i % len(calls)]()
+        end.record()
+    torch.cuda.synchronize()
+    return [begin.elapsed_time(end) * 1e3 for begin, end in pairs]

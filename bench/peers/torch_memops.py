@@ -36,8 +36,21 @@ a caching allocator. --fresh-pages keeps glibc's default and times the page faul
 Prints one line: torch OP PASS ROWS COLS fp32 mean_us= median_us= bytes= gbps= samples= threads=
 alloc=heap|fresh (gbps: bytes / mean).
 
-Usage: bench/peers/torch_memops.py layernorm|softmax|swiglu|cross_entropy|adamw ROWS COLS
-         [--pass fwd|bwd] [--repeats R] [--threads T] [--fresh-pages] [--adamw foreach|single]
+On a GPU (--device cuda, --dtype bf16|fp32; PyTorch with CUDA) more operators are covered, each
+as PyTorch's own kernel for what bench_memops's operator computes (GPU_OPS below: rmsnorm is
+F.rms_norm and its autograd backward, silu's backward aten::silu_backward, embedding's backward
+aten::embedding_dense_backward over a table of --vocab rows, adamw torch.optim.AdamW(fused=True)
+on fp32 state, the casts Tensor.to, the eager kernels their in-place or out= calls). Timing
+there as bench_memops times a GPU operator: inputs rotate over as many sets as make 4 times the
+device's L2 at least, a warm-up of at least 3 calls and 0.2 s, then REPEATS calls each timed by
+a pair of CUDA events on the current stream (gpu_samples_us). The line adds device=cuda.
+
+Usage: bench/peers/torch_memops.py OP ROWS COLS [--pass fwd|bwd] [--repeats R] [--threads T]
+         [--fresh-pages] [--adamw foreach|single|fused] [--device cpu|cuda] [--dtype fp32|bf16]
+         [--vocab V]
+  OP on the CPU: layernorm, softmax, swiglu, cross_entropy, adamw; on cuda also rmsnorm,
+  silu, gelu, embedding, add, mul, scale, sqrt, fill, copy, cast_to_bf16, cast_to_fp32,
+  scale_inplace, axpy_inplace, addcdiv_inplace
 """
 import argparse
 import ctypes
@@ -47,11 +60,18 @@ import os
 import statistics
 import sys
 
-from peer_common import host_samples_us
+from peer_common import gpu_samples_us, host_samples_us
 
 BACKWARD = {"layernorm", "softmax"}  # the ops whose bwd this peer times
 OPS = ("layernorm", "softmax", "swiglu", "cross_entropy", "adamw")
+GPU_OPS = OPS + ("rmsnorm", "silu", "gelu", "embedding", "add", "mul", "scale", "sqrt", "fill",
+                 "copy", "cast_to_bf16", "cast_to_fp32", "scale_inplace", "axpy_inplace",
+                 "addcdiv_inplace")
+GPU_BACKWARD = BACKWARD | {"rmsnorm", "silu", "gelu", "swiglu", "embedding"}
 F32, ID = 4, 8  # fp32 statistics and state; int64 targets
+EAGER = {"mul": (2, 1), "scale": (1, 1), "sqrt": (1, 1), "fill": (0, 1), "copy": (1, 1),
+         "scale_inplace": (1, 1), "axpy_inplace": (2, 1), "addcdiv_inplace": (3, 1),
+         "add": (2, 1)}  # elements read and written per element
 
 
 def keep_freed_memory() -> bool:
@@ -64,10 +84,24 @@ def keep_freed_memory() -> bool:
         return False
 
 
-def op_bytes(op, pas, rows, cols):
-    """Read + write bytes of the operator in fp32 (memops/memop.cpp's formulas)."""
-    n, s = rows * cols, 4
+def op_bytes(op, pas, rows, cols, s=4, vocab=0):
+    """Read + write bytes of the operator with s-byte elements (memops/memop.cpp's formulas)."""
+    n = rows * cols
     fwd = pas == "fwd"
+    if op in EAGER:
+        return sum(EAGER[op]) * n * s
+    if op == "rmsnorm":
+        if fwd:
+            return n * s + cols * s + n * s + rows * F32
+        return 2 * n * s + cols * s + rows * F32 + n * s + cols * s
+    if op in ("silu", "gelu"):
+        return 2 * n * s if fwd else 3 * n * s
+    if op == "embedding":
+        return rows * ID + n * s + (n * s if fwd else vocab * cols * s)
+    if op == "cast_to_bf16":
+        return 6 * n
+    if op == "cast_to_fp32":
+        return 6 * n
     if op == "layernorm":
         if fwd:
             return n * s + 2 * cols * s + n * s + 2 * rows * F32
@@ -75,7 +109,7 @@ def op_bytes(op, pas, rows, cols):
     if op == "softmax":
         return 2 * n * s if fwd else 3 * n * s
     if op == "swiglu":
-        return 3 * n * s
+        return 3 * n * s if fwd else 5 * n * s
     if op == "cross_entropy":
         return n * s + rows * ID + n * s + rows * F32
     return 16 * n + 12 * n  # adamw
@@ -121,9 +155,130 @@ def make_call(torch, op, pas, rows, cols, adamw_impl):
         dy, x, [cols], mean, rstd, w, b, [True, True, True])
 
 
+def make_gpu_call(torch, op, pas, rows, cols, dtype, vocab, seed):
+    """One operand set on the GPU and PyTorch's call for the operator on it."""
+    import torch.nn.functional as F
+
+    dev = "cuda"
+    g = torch.Generator(device=dev).manual_seed(seed)
+
+    def randn(*shape, dt=dtype):
+        return torch.randn(*shape, generator=g, device=dev, dtype=dt)
+
+    fwd = pas == "fwd"
+    n = rows * cols
+    if op == "adamw":  # fp32 state, as bench_memops's adamw; one fused multi-tensor kernel
+        p = torch.nn.Parameter(randn(n, dt=torch.float32))
+        p.grad = randn(n, dt=torch.float32) * 1e-3
+        opt = torch.optim.AdamW([p], lr=1e-3, weight_decay=0.1, fused=True)
+        opt.step()  # creates the moments
+        return opt.step
+    if op == "cross_entropy":
+        logits = randn(rows, cols).requires_grad_(True)
+        targets = torch.randint(0, cols, (rows,), generator=g, device=dev)
+        return lambda: torch.autograd.grad(F.cross_entropy(logits, targets), logits)
+    if op == "embedding":
+        table = randn(vocab, cols)
+        ids = torch.randint(0, vocab, (rows,), generator=g, device=dev)
+        if fwd:
+            return lambda: F.embedding(ids, table)
+        dy = randn(rows, cols)
+        return lambda: torch.ops.aten.embedding_dense_backward(dy, ids, vocab, -1, False)
+    if op == "cast_to_bf16":
+        x = randn(rows, cols, dt=torch.float32)
+        return lambda: x.to(torch.bfloat16)
+    if op == "cast_to_fp32":
+        x = randn(rows, cols, dt=torch.bfloat16)
+        return lambda: x.to(torch.float32)
+    x = randn(rows, cols)
+    if op == "layernorm" and not fwd:  # the kernel NativeLayerNormBackward0 runs, as on the CPU
+        w, b = randn(cols), randn(cols)
+        _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5)
+        dy = randn(rows, cols)
+        return lambda: torch.ops.aten.native_layer_norm_backward(
+            dy, x, [cols], mean, rstd, w, b, [True, True, True])
+    if op in ("rmsnorm", "silu", "gelu", "swiglu") and not fwd:
+        # autograd's backward kernels for the forward's saved tensors: torch.autograd.grad with
+        # the graph kept, as a training step runs them
+        w = randn(cols).requires_grad_(op == "rmsnorm")
+        xg = x.requires_grad_(True)
+        if op == "rmsnorm":
+            y, inputs = F.rms_norm(xg, (cols,), w, eps=1e-5), (xg, w)
+        elif op == "swiglu":
+            u = randn(rows, cols).requires_grad_(True)
+            y, inputs = F.silu(xg) * u, (xg, u)
+        else:
+            y = F.silu(xg) if op == "silu" else F.gelu(xg, approximate="tanh")
+            inputs = (xg,)
+        dy = randn(rows, cols)
+        if op == "silu":  # the one kernel autograd's SiluBackward0 runs
+            return lambda: torch.ops.aten.silu_backward(dy, x)
+        return lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True)
+    if op == "rmsnorm":
+        w = randn(cols)
+        return lambda: F.rms_norm(x, (cols,), w, eps=1e-5)
+    if op == "layernorm":
+        w, b = randn(cols), randn(cols)
+        return lambda: F.layer_norm(x, (cols,), w, b, eps=1e-5)
+    if op == "softmax":
+        if fwd:
+            return lambda: F.softmax(x, dim=-1)
+        y, dy = F.softmax(x, dim=-1), randn(rows, cols)
+        return lambda: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype)
+    if op == "silu":
+        return lambda: F.silu(x)
+    if op == "gelu":
+        return lambda: F.gelu(x, approximate="tanh")
+    if op == "swiglu":
+        u = randn(rows, cols)
+        return lambda: F.silu(x) * u
+    y, z = randn(rows, cols), randn(rows, cols).abs() + 1.0
+    out = torch.empty_like(x)
+    calls = {"add": lambda: torch.add(x, y, out=out), "mul": lambda: torch.mul(x, y, out=out),
+             "scale": lambda: torch.mul(x, 0.5, out=out), "sqrt": lambda: torch.sqrt(z, out=out),
+             "fill": lambda: out.zero_(), "copy": lambda: out.copy_(x),
+             "scale_inplace": lambda: x.mul_(0.999), "axpy_inplace": lambda: x.add_(y, alpha=1e-3),
+             "addcdiv_inplace": lambda: x.addcdiv_(y, z, value=-1e-3)}
+    return calls[op]
+
+
+def set_bytes(op, rows, cols, s, vocab):
+    """Bytes of one operand set, for how many sets rotate past the L2."""
+    if op == "adamw":
+        return 16 * rows * cols
+    return max(op_bytes(op, "bwd" if op in GPU_BACKWARD else "fwd", rows, cols, s, vocab), 1)
+
+
+def run_gpu(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print(f"error: --device cuda: this PyTorch ({torch.__version__}) has no usable CUDA device",
+              file=sys.stderr)
+        return 2
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    s = 4 if args.dtype == "fp32" else 2
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+    sets = max(1, min(64, -(-4 * l2 // set_bytes(args.op, args.rows, args.cols, s, args.vocab))))
+    calls = [make_gpu_call(torch, args.op, args.pas, args.rows, args.cols, dtype, args.vocab, i + 1)
+             for i in range(sets)]
+    with torch.no_grad() if args.op not in ("cross_entropy",) and not (
+            args.pas == "bwd" and args.op in GPU_BACKWARD) else torch.enable_grad():
+        samples = gpu_samples_us(torch, calls, args.repeats)
+    nbytes = op_bytes(args.op, args.pas, args.rows, args.cols, s, args.vocab)
+    if args.op == "adamw":
+        nbytes = 28 * args.rows * args.cols
+    mean_us = statistics.mean(samples)
+    print(f"torch {args.op} {args.pas} {args.rows} {args.cols} {args.dtype} mean_us={mean_us:.2f} "
+          f"median_us={statistics.median(samples):.2f} bytes={nbytes} "
+          f"gbps={nbytes / mean_us / 1e3:.2f} samples={len(samples)} sets={sets} device=cuda "
+          f"gpu={torch.cuda.get_device_name().replace(' ', '_')} torch={torch.__version__}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("op", choices=OPS)
+    parser.add_argument("op", choices=GPU_OPS)
     parser.add_argument("rows", type=int)
     parser.add_argument("cols", type=int)
     parser.add_argument("--pass", dest="pas", default="fwd", choices=["fwd", "bwd"])
@@ -132,7 +287,21 @@ def main() -> int:
     parser.add_argument("--fresh-pages", action="store_true",
                         help="keep glibc's default: every large output is paged in anew")
     parser.add_argument("--adamw", default="foreach", choices=["foreach", "single"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                        help="cuda: the operands' dtype (the CPU times fp32)")
+    parser.add_argument("--vocab", type=int, default=32768, help="embedding: the table's rows")
     args = parser.parse_args()
+    if args.device == "cuda":
+        if args.pas == "bwd" and args.op not in GPU_BACKWARD:
+            print(f"error: {args.op} bwd is not covered (bwd: {', '.join(sorted(GPU_BACKWARD))})",
+                  file=sys.stderr)
+            return 2
+        return run_gpu(args)
+    if args.op not in OPS or args.dtype != "fp32":
+        print(f"error: on the CPU this peer times {', '.join(OPS)} in fp32 ({args.op} "
+              f"{args.dtype}: --device cuda)", file=sys.stderr)
+        return 2
     if args.rows < 1 or args.cols < 1 or args.repeats < 1 or args.threads < 1:
         parser.error("ROWS, COLS, --repeats and --threads must be at least 1")
     if args.pas == "bwd" and args.op not in BACKWARD:

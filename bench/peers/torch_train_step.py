@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times real training steps of a dense configs/models.json model in PyTorch, fp32 on the CPU.
+"""Times real training steps of a dense configs/models.json model in PyTorch, on the CPU or a GPU.
 
 The reality a step-time prediction (bench_step) is checked against: the model is built in
 torch.nn from the entry's keys (random init, fixed seed, no dropout) and trained on random token
@@ -23,6 +23,31 @@ Model (Llama style, every choice from the entry's keys):
                   biases with mlp_bias
   LM head         [V, H] without bias; tie_word_embeddings shares the embedding's tensor
 MoE and MLA models are refused (dense models only).
+
+On a GPU (--device cuda; PyTorch 2.x with CUDA, one device): --precision bf16 (the default
+there) puts the parameters in bf16, so their gradients and AdamW's moments are bf16 too and no
+fp32 master copy exists: pure bf16 training, as torchtune's full fine-tuning recipes run with
+dtype bf16 (what bench_step projects with --dtype bf16 --grad-dtype bf16 --optimizer-dtype
+bf16). --precision autocast keeps fp32 parameters (the master weights, gradients and moments in
+fp32) and runs the forward and the loss under torch.autocast(bf16), as Hugging Face's Trainer
+with bf16=True and Lightning's "bf16-mixed" do: the embedding's output, the residual stream, the
+norms and the loss stay fp32 there, the linear layers and attention run in bf16 on cast copies.
+Attention is F.scaled_dot_product_attention(is_causal=True), a fused kernel on the GPU (flash
+attention or cuDNN's; the summary says which). AdamW: --optimizer-impl fused
+(torch.optim.AdamW(fused=True), one multi-tensor kernel), foreach (its multi-tensor elementwise
+kernels, PyTorch's default for CUDA parameters) or single (a loop over the tensors). A step is
+timed from torch.cuda.synchronize() to torch.cuda.synchronize(); its peak memory is
+torch.cuda.max_memory_allocated() over the whole run (reset before the model is built, less what
+was allocated before it): every tensor the job held at once, weights, gradients, AdamW's state,
+activations and the cuBLAS and attention workspaces the caching allocator serves
+("peak_mem_gib"; "peak_reserved_gib" is what the allocator reserved from the device).
+Without a usable CUDA device --device cuda is one error line (exit 2).
+
+--kineto-trace DIR: after the timed steps, one step the profiler discards and --kineto-steps
+(default 1) recorded under torch.profiler with the CPU and CUDA activities and
+record_shapes=True, each marked ProfilerStep#N, written to DIR/rank<r>.pt.trace.json.gz: what
+build/trace/trace_convert and bench_gemm / bench_attention --trace-path read. A PyTorch without
+Kineto (Debian 12's 1.13) is one error line.
 
 Allocation: PyTorch on the CPU has no caching allocator, and glibc serves blocks over 32 MiB with
 mmap and unmaps them at free, so every large activation would be paged in anew each step (a cost
@@ -104,7 +129,9 @@ stderr, exit 2.
 Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
          [--micro-batch B] [--seq-len S] [--grad-accum G] [--warmup W] [--steps N]
          [--threads T] [--ddp R] [--profile] [--fresh-pages | --mmap-tensors | --jemalloc]
-         [--seed N]
+         [--device cpu|cuda] [--precision fp32|bf16|autocast]
+         [--optimizer-impl fused|foreach|single] [--kineto-trace DIR [--kineto-steps N]]
+         [--execution-trace DIR] [--seed N]
          [--list-models]
 """
 import argparse
@@ -493,16 +520,19 @@ def build_model(torch, shape: Shape):
                 self.lm_head.weight = self.embed.weight
 
         def forward(self, ids):
-            S = ids.shape[1]
+            S, dev = ids.shape[1], ids.device
             x = self.embed(ids)
             cos = sin = None
             if shape.learned_pos:
-                x = x + self.pos_embed(torch.arange(S))
+                x = x + self.pos_embed(torch.arange(S, device=dev))
             else:  # the tables are inputs, not parameters; they cost a few kernels per step
-                inv = 1.0 / 10000.0 ** (torch.arange(0, shape.d, 2, dtype=torch.float32) / shape.d)
-                freqs = torch.outer(torch.arange(S, dtype=torch.float32), inv)
+                inv = 1.0 / 10000.0 ** (torch.arange(0, shape.d, 2, dtype=torch.float32,
+                                                     device=dev) / shape.d)
+                freqs = torch.outer(torch.arange(S, dtype=torch.float32, device=dev), inv)
                 emb = torch.cat((freqs, freqs), dim=-1)
-                cos, sin = emb.cos(), emb.sin()
+                # in the residual stream's dtype, as Hugging Face's rotary embedding returns them
+                # (bf16 parameters: bf16; fp32, and autocast's fp32 embedding output: fp32)
+                cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
             for layer in self.layers:
                 x = layer(x, cos, sin)
             return self.lm_head(self.norm(x))
@@ -517,10 +547,13 @@ def build_model(torch, shape: Shape):
     return model
 
 
-def attention_path(torch, shape: Shape) -> str:
-    """Which kernel scaled_dot_product_attention runs here: a tiny call under the profiler."""
+def attention_path(torch, shape: Shape, device: str = "cpu", dtype=None) -> str:
+    """Which kernel scaled_dot_product_attention runs here, for the step's device and dtype: a
+    small call under the profiler (the operator's name says the backend)."""
     F = torch.nn.functional
-    q = torch.randn(1, shape.Hq, 16, shape.d)
+    # 16 tokens on the CPU (its GEMMs are in the capture tests' expected counts), 128 on a GPU
+    tokens = 16 if device == "cpu" else 128
+    q = torch.randn(1, shape.Hq, tokens, shape.d, device=device, dtype=dtype or torch.float32)
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         if hasattr(F, "scaled_dot_product_attention"):
@@ -528,6 +561,8 @@ def attention_path(torch, shape: Shape) -> str:
         else:
             F._scaled_dot_product_attention(q, q, q, None, 0.0, False, True)
     names = " ".join(e.name for e in prof.events())
+    if "cudnn_attention" in names:
+        return "cudnn (fused)"
     if "flash" in names:
         return "flash (fused)"
     if "efficient" in names:
@@ -653,7 +688,7 @@ def print_breakdown(b: dict, profiled_ms: float, median_ms: float) -> dict:
 
 # ---------------------------------------------------------------- the run
 
-def timed_steps(torch, args, ddp: bool, step, tokens) -> tuple:
+def timed_steps(torch, args, ddp: bool, step, tokens, sync_device) -> tuple:
     """--warmup steps, then --steps timed ones: (their times in ms, the slowest rank's under DDP;
     the last loss; whether the capture was reset; the % of the machine's CPU time other processes
     and the hypervisor (steal) took meanwhile)."""
@@ -668,8 +703,10 @@ def timed_steps(torch, args, ddp: bool, step, tokens) -> tuple:
     before = cpu_sample()
     for _ in range(args.steps):
         batch = tokens()
+        sync_device()
         t0 = time.perf_counter()
         loss = step(batch)
+        sync_device()
         times.append((time.perf_counter() - t0) * 1e3)
     after = cpu_sample()
     own = after[3] - before[3]
@@ -705,20 +742,47 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         dist.init_process_group("gloo", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(minutes=10))
 
+    cuda = args.device == "cuda"
     torch.manual_seed(args.seed)
-    rss_before = proc_status_bytes("VmRSS")  # peak_mem_gib counts from here
-    model = build_model(torch, shape)
+    rss_before = proc_status_bytes("VmRSS")  # peak_mem_gib counts from here (the CPU)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        gpu_before = torch.cuda.memory_allocated()
+    # on the GPU the parameters are made and initialised there (the CPU's normal_ over billions
+    # of elements takes longer than the steps)
+    with (torch.device(args.device) if cuda else _null()):
+        model = build_model(torch, shape)
     params = sum(p.numel() for p in model.parameters())
     if params != shape.params() and rank == 0:
         warn(f"built {params:,} parameters, the formula says {shape.params():,}")
+    # bf16: parameters (so gradients and AdamW's moments) in bf16; autocast: fp32 parameters,
+    # the forward and the loss under torch.autocast(bf16); fp32: fp32 throughout
+    model = model.to(device=args.device,
+                     dtype=torch.bfloat16 if args.precision == "bf16" else torch.float32)
     if ddp:
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    opt_kwargs = {}
+    if args.optimizer_impl == "fused":
+        opt_kwargs["fused"] = True
+    elif args.optimizer_impl is not None:
+        opt_kwargs["foreach"] = args.optimizer_impl == "foreach"
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, **opt_kwargs)
+    adamw = optimizer_impl_used(opt)
     B, S, G, V = args.micro_batch, args.seq_len, args.grad_accum, shape.V
     gen = torch.Generator().manual_seed(args.seed + 1 + rank)
 
     def tokens():  # fresh random ids for each step's micro-batches, made outside the timing
-        return torch.randint(0, V, (G, B, S + 1), generator=gen)
+        ids = torch.randint(0, V, (G, B, S + 1), generator=gen)
+        return ids.to(args.device) if cuda else ids
+
+    def forward_ctx():
+        if args.precision == "autocast":
+            return torch.autocast(device_type=args.device, dtype=torch.bfloat16)
+        return _null()
+
+    def sync_device():  # a step's time ends when its kernels have, not when they were queued
+        if cuda:
+            torch.cuda.synchronize()
 
     def step(batch):
         total = 0.0
@@ -726,15 +790,20 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             sync = not ddp or i == G - 1  # DDP all-reduces on the last micro-batch only
             ctx = model.no_sync() if not sync else _null()
             with ctx:
-                logits = model(ids[:, :-1])
-                loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+                with forward_ctx():
+                    logits = model(ids[:, :-1])
+                    loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
                 loss.backward()
             total += loss.item()
         opt.step()
         opt.zero_grad(set_to_none=True)
         return total
 
-    times, loss, capture_reset, other_pct, steal_pct = timed_steps(torch, args, ddp, step, tokens)
+    times, loss, capture_reset, other_pct, steal_pct = timed_steps(torch, args, ddp, step, tokens,
+                                                                   sync_device)
+    if cuda:  # every tensor of the job: weights, gradients, AdamW's state, activations
+        peak_gpu = torch.cuda.max_memory_allocated() - gpu_before
+        reserved_gpu = torch.cuda.max_memory_reserved()
     median = statistics.median(times)
 
     profile_pct = None
@@ -744,22 +813,30 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             torch.distributed.barrier()
         batch = tokens()
         with profile(activities=[ProfilerActivity.CPU]) as prof:
+            sync_device()
             t0 = time.perf_counter()
             step(batch)
+            sync_device()
             profiled_ms = (time.perf_counter() - t0) * 1e3
         if rank == 0:
             b = breakdown(prof.events(), profiled_ms * 1e3)
     if args.execution_trace:
         record_execution_trace(torch, args.execution_trace, rank, lambda: step(tokens()), ddp)
+    if args.kineto_trace:
+        record_kineto_trace(torch, args.kineto_trace, rank, lambda: step(tokens()),
+                            args.kineto_steps, cuda, ddp)
     # the high-water mark before attention_path's own small tensors
-    peak_mem = proc_status_bytes("VmHWM") - rss_before
-    attn = attention_path(torch, shape) if rank == 0 else None
+    peak_mem = peak_gpu if cuda else proc_status_bytes("VmHWM") - rss_before
+    attn = attention_path(torch, shape, args.device, torch.float32 if args.precision == "fp32"
+                          else torch.bfloat16) if rank == 0 else None
 
     if rank == 0:
         n_tokens = world * B * G * S
         print(f"model {shape.name}: {shape.summary()}; {params:,} params")
-        print(f"fp32 on the CPU, torch {torch.__version__}, attention {attn}, "
-              f"alloc {alloc_mode(args)}")
+        where = (f"on {torch.cuda.get_device_name()}" if cuda else
+                 f"on the CPU, alloc {alloc_mode(args)}")
+        print(f"{PRECISIONS[args.precision]} {where}, torch {torch.__version__}, attention "
+              f"{attn}, adamw {adamw}")
         print(f"step: world {world} x micro_batch {B} x grad_accum {G} x seq_len {S} = "
               f"{n_tokens} tokens; {args.threads} threads per rank")
         print(f"{args.warmup} warm-up steps, {args.steps} timed (ms"
@@ -768,8 +845,13 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         spread = (max(times) - min(times)) / median * 100 if median else 0.0
         print(f"median step time: {median:.1f} ms ({n_tokens / median * 1e3:,.0f} tokens/s; "
               f"max-min {spread:.1f}% of the median); last loss {loss:.3f}")
-        print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (VmHWM less VmRSS before the model was "
-              f"built{', rank 0' if world > 1 else ''})")
+        if cuda:
+            print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (torch.cuda.max_memory_allocated "
+                  f"less what was allocated before the model; the caching allocator reserved "
+                  f"{reserved_gpu / 2 ** 30:.3f} GiB at most)")
+        else:
+            print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (VmHWM less VmRSS before the model "
+                  f"was built{', rank 0' if world > 1 else ''})")
         if other_pct + steal_pct > 10:  # even with a core to spare, a step ran up to 2x slower
             warn(f"other processes used {other_pct:.0f}% of the machine's CPU time during the "
                  f"timed steps (steal {steal_pct:.0f}%): these are not a quiet machine's times"
@@ -784,12 +866,19 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             "step_times_ms": [round(t, 3) for t in times],
             "median_ms": round(median, 3),
             "tokens_per_s": round(n_tokens / median * 1e3, 1),
-            "warmup": args.warmup, "loss": round(loss, 4), "dtype": "fp32",
+            "warmup": args.warmup, "loss": round(loss, 4),
+            "dtype": "fp32" if args.precision == "fp32" else "bf16",
+            "device": args.device, "precision": args.precision, "optimizer_impl": adamw,
             "attention": attn, "alloc": alloc_mode(args), "capture_reset": capture_reset,
             "torch": torch.__version__,
             "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
             "peak_mem_gib": round(peak_mem / 2 ** 30, 4),
         }
+        if cuda:
+            summary["gpu"] = torch.cuda.get_device_name()
+            summary["peak_reserved_gib"] = round(reserved_gpu / 2 ** 30, 4)
+        if args.kineto_trace:
+            summary["kineto_trace"] = os.path.join(args.kineto_trace, f"rank{rank}.pt.trace.json.gz")
         if profile_pct is not None:
             summary["profile_pct"] = profile_pct
             summary["profiled_step_ms"] = round(profiled_ms, 3)
@@ -797,6 +886,54 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if ddp:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
+
+
+PRECISIONS = {"fp32": "fp32", "bf16": "bf16 parameters, gradients and AdamW state",
+              "autocast": "fp32 parameters under bf16 autocast"}
+
+
+def optimizer_impl_used(opt) -> str:
+    """The AdamW implementation the optimizer will run: fused, foreach, or single (the
+    per-tensor loop), as torch.optim decides from its defaults and the parameters' device."""
+    group = opt.param_groups[0]
+    if group.get("fused"):
+        return "fused"
+    foreach = group.get("foreach")
+    if foreach is None:  # torch >= 2.0 picks foreach for CUDA tensors, the loop on the CPU
+        try:
+            from torch.optim.optimizer import _default_to_fused_or_foreach
+            params = [p for g in opt.param_groups for p in g["params"]]
+            _, foreach = _default_to_fused_or_foreach(params, False, False)
+        except (ImportError, TypeError):
+            foreach = False
+    return "foreach" if foreach else "single"
+
+
+def record_kineto_trace(torch, folder: str, rank: int, one_step, steps: int, cuda: bool,
+                        ddp: bool) -> None:
+    """More steps (untimed) under torch.profiler with the CPU and (on the GPU) CUDA activities
+    and record_shapes=True: one warm-up step the profiler discards, then `steps` recorded, each
+    marked ProfilerStep#N, written gzip-compressed to FOLDER/rank<r>.pt.trace.json.gz (what
+    trace_convert and bench_gemm --trace-path read)."""
+    import gzip
+    import shutil
+    from torch.profiler import profile, schedule, ProfilerActivity
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"rank{rank}.pt.trace.json")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    if ddp:
+        torch.distributed.barrier()
+    with profile(activities=activities, record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for _ in range(steps + 1):
+            one_step()
+            if cuda:
+                torch.cuda.synchronize()
+            prof.step()
+    with open(path, "rb") as src, gzip.open(path + ".gz", "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(path)
 
 
 def record_execution_trace(torch, folder: str, rank: int, one_step, ddp: bool) -> None:
@@ -874,6 +1011,33 @@ def available_bytes() -> int:
     return 0
 
 
+def check_torch(args) -> None:
+    """One error line when this PyTorch cannot do what the flags ask."""
+    try:
+        import torch
+    except ImportError as e:
+        fail(f"cannot import torch ({e})")
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            fail(f"--device cuda: this PyTorch ({torch.__version__}, {sys.executable}) has no "
+                 "usable CUDA device (torch.cuda.is_available() is False)")
+        if args.ddp is not None:
+            fail("--ddp: with --device cpu only (gloo ranks on this machine's cores)")
+    if args.kineto_trace and not (hasattr(torch.autograd, "kineto_available")
+                                  and torch.autograd.kineto_available()):
+        fail(f"--kineto-trace: this PyTorch ({torch.__version__}) was built without the Kineto "
+             "profiler (torch.autograd.kineto_available() is False); --execution-trace records "
+             "the shapes without it")
+    if args.optimizer_impl == "fused":
+        import inspect
+        if "fused" not in inspect.signature(torch.optim.AdamW).parameters:
+            fail(f"--optimizer-impl fused: torch.optim.AdamW of PyTorch {torch.__version__} has no "
+                 "fused implementation")
+        if args.device != "cuda" and tuple(int(x) for x in torch.__version__.split(".")[:2]
+                                           if x.isdigit()) < (2, 4):
+            fail(f"--optimizer-impl fused: PyTorch {torch.__version__} fuses AdamW on CUDA only")
+
+
 def parse_args(argv):
     p = Parser(description=__doc__.splitlines()[0], add_help=True)
     p.add_argument("--model", help="a model of the file (case-insensitive); default: the file's "
@@ -894,6 +1058,20 @@ def parse_args(argv):
                    help="R ranks with DistributedDataParallel over gloo")
     p.add_argument("--profile", action="store_true",
                    help="one more step under torch.profiler, with a breakdown")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the step runs (default cpu; cuda: the current GPU)")
+    p.add_argument("--precision", choices=tuple(PRECISIONS),
+                   help="fp32; bf16: bf16 parameters, gradients and AdamW state; autocast: fp32 "
+                   "parameters, forward and loss under torch.autocast(bf16) (default: fp32 on the "
+                   "CPU, bf16 on cuda)")
+    p.add_argument("--optimizer-impl", choices=("fused", "foreach", "single"),
+                   help="torch.optim.AdamW(fused=True), (foreach=True) or (foreach=False); "
+                   "default: torch's own choice (foreach on CUDA, the loop on the CPU)")
+    p.add_argument("--kineto-trace", metavar="DIR",
+                   help="more steps under torch.profiler (CPU and CUDA activities, "
+                   "record_shapes=True) written to DIR/rank<r>.pt.trace.json.gz")
+    p.add_argument("--kineto-steps", type=int_at_least(1), default=1,
+                   help="--kineto-trace: recorded steps after its one warm-up (default 1)")
     p.add_argument("--execution-trace", metavar="DIR",
                    help="one more step under PyTorch's execution-trace observer, written to "
                    "DIR/rank<r>.et.json (operators' shapes for bench_gemm --trace-path)")
@@ -922,6 +1100,10 @@ def main(argv) -> int:
     args = parse_args(argv)
     if sum((args.mmap_tensors, args.fresh_pages, args.jemalloc)) > 1:
         fail("--mmap-tensors, --fresh-pages and --jemalloc: give one allocation mode, not several")
+    if args.precision is None:
+        args.precision = "bf16" if args.device == "cuda" else "fp32"
+    if args.device == "cuda" or args.kineto_trace or args.optimizer_impl:
+        check_torch(args)
     if args.jemalloc:
         preload_jemalloc(argv)
     path = args.model_config_path or default_models_path()
@@ -968,8 +1150,19 @@ def main(argv) -> int:
     if world * args.threads > cores:
         warn(f"{world} rank(s) x {args.threads} threads oversubscribe the {cores} cores")
 
-    # refuse what cannot fit: fp32 weights, gradients and AdamW's two moments, per rank
+    # refuse what cannot fit: weights, gradients and AdamW's two moments, per rank (fp32: 16
+    # bytes a parameter, bf16: 8; autocast adds the bf16 copies of the weights, 2)
     n = shape.params()
+    per_param = {"fp32": 16, "bf16": 8, "autocast": 18}[args.precision]
+    if args.device == "cuda":
+        import torch
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        if per_param * n > total:
+            fail(f"model '{shape.name}' ({n:,} params) needs {per_param * n / 2 ** 30:.1f} GiB for "
+                 f"weights, gradients and AdamW state in {args.precision}; the GPU has "
+                 f"{total / 2 ** 30:.1f} GiB (--layers or --precision bf16 shrink it)")
+        run(0, 1, args, shape, 0)
+        return 0
     state = 16 * n * world
     B, S, G = args.micro_batch, args.seq_len, args.grad_accum
     # rough activations kept for backward, per rank: a few [B,S,H]- and [B,S,I]-sized tensors a

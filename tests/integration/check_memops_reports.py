@@ -4,7 +4,8 @@
 Checks every CSV it is told about: the required columns, the row count, and for each row the
 bytes recomputed here from the operator's own formula (docs/formulas.md, "Memory-bound
 operators") — written out again independently of the C++ — then io = read + write,
-mem_bw_gbps = io / time, copy_gbps = copied / time and pct_peak_bw = mem_bw / roof_gbps. With
+mem_bw_gbps = io / time, copy_gbps = copied / time, pct_peak_bw = mem_bw / roof_gbps and
+pct_of_copy = mem_bw / copy_rate_gbps, one copy rate for every row of a run but the link copies'. With
 --checked every ok row must say check=passed.
 
 Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--checked]
@@ -16,7 +17,8 @@ import sys
 from report_check import close, count_problems, expected_files, exit_problem, check_parser, parse, report_verdict, run
 
 REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
-            "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof impl "
+            "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof copy_rate_gbps "
+            "pct_of_copy impl "
             "check max_abs_err tolerance status note").split()
 SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
 F32, ID = 4, 8
@@ -81,6 +83,7 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
         problems.append(f"{path}: missing columns {missing}")
         return problems
     problems += count_problems(path, rows, rows_expected, ok_expected, lambda r: f"{r['op']} {r['pass']}")
+    copy_rates = set()
     for i, r in enumerate(rows):
         where = f"{path} row {i + 2} ({r['op']} {r['pass']} {r['rows']}x{r['cols']} {r['dtype']})"
         read, write = expected_bytes(r)
@@ -88,9 +91,20 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
             problems.append(f"{where}: read/write {r['read_bytes']}/{r['write_bytes']}, recomputed {read}/{write}")
         if int(r["io_bytes"]) != read + write:
             problems.append(f"{where}: io_bytes {r['io_bytes']} != read + write")
+        link = r["op"] in COPIES and r["op"] != "copy"
+        if link and (r["copy_rate_gbps"] or r["pct_of_copy"]):
+            problems.append(f"{where}: a copy over a link has copy_rate_gbps/pct_of_copy")
+        if not link and not (r["copy_rate_gbps"] and float(r["copy_rate_gbps"]) > 0):
+            problems.append(f"{where}: no copy rate (copy_rate_gbps {r['copy_rate_gbps']!r})")
+        elif not link:
+            copy_rates.add(r["copy_rate_gbps"])
         if r["status"] != "ok":
             continue
         t = float(r["time_us"])
+        if not link and r["copy_rate_gbps"]:
+            want = 100 * (read + write) / t / 1e3 / float(r["copy_rate_gbps"])
+            if not close(float(r["pct_of_copy"] or "nan"), want, 1e-3):
+                problems.append(f"{where}: pct_of_copy {r['pct_of_copy']} != 100 mem_bw / copy rate {want}")
         if not close(float(r["mem_bw_gbps"]), (read + write) / t / 1e3, 1e-4):
             problems.append(f"{where}: mem_bw_gbps {r['mem_bw_gbps']} != io / time {(read + write) / t / 1e3}")
         if r["op"] in COPIES:
@@ -113,6 +127,8 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
             problems.append(f"{where}: check is {r['check']!r}, expected passed")
         if checked and r["op"] not in COPIES and not (float(r["max_abs_err"]) <= float(r["tolerance"])):
             problems.append(f"{where}: max_abs_err {r['max_abs_err']} above tolerance {r['tolerance']}")
+    if len(copy_rates) > 1:
+        problems.append(f"{path}: {len(copy_rates)} copy rates in one run: {sorted(copy_rates)}")
     return problems
 
 

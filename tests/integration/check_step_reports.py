@@ -144,7 +144,7 @@ def main() -> int:
             continue
         f = {k: num(s[k]) for k in s if k not in ("model", "sp", "sharding", "recompute", "dtype", "times_from",
                                                   "device", "status", "note", "kernels",
-                                                  "optimizer_impl", "fits")}
+                                                  "attention_kernels", "optimizer_impl", "optimizer_dtype", "fits")}
         for part, column in (("gemm", "gemm_ms"), ("attention", "attention_ms"), ("memop", "memop_ms"),
                              ("optimizer", "optimizer_ms")):
             if not close(sums[part], f[column], rel=1e-5):

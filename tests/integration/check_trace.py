@@ -18,6 +18,13 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       capture_summary.py on the converted trace with --replay and --plot: each family's share of
       the 780 us traced (220 GEMM, 300 attention, 100 all-reduce, 30 + 20 memory-bound, 10 other,
       100 GPU idle) and the replayed shape's line.
+  check_trace.py trim --out DIR --trace-convert BIN
+      scripts/trim_trace.py on that GPU step with --max-events 15: the step marker and the first
+      two top-level operators whole (linear with its mm and 2 launches, copy_ with its launch),
+      12 events, and the 3 GPU events they launched (the GEMM's 200 us kernel and 20 us split-K
+      reduction, the 1 us host-to-device copy) with their launches; trace_convert then gives
+      the aten::mm row the full trace gives it (1 call, 220 us of kernels). Without a limit every
+      event but the kernel no launch queued (25 of 26).
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -177,6 +184,45 @@ def attention_mode(a):
     check(os.path.getsize(chart) > 10000 if os.path.exists(chart) else False, f"no chart {chart}")
 
 
+def trim_mode(a):
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
+    trim = os.path.join(ROOT, "scripts", "trim_trace.py")
+    fresh(a.out)
+    cut = os.path.join(a.out, "rank0.pt.trace.json.gz")
+    p = subprocess.run([PY, trim, fixture, cut, "--max-events", "15"], capture_output=True,
+                       text=True, timeout=60)
+    print(p.stdout.strip())
+    if not check(p.returncode == 0, f"trim_trace.py exited {p.returncode}: {p.stderr[-300:]}"):
+        return
+    import gzip
+    import json
+    with gzip.open(cut, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    check(len(events) == 12, f"{len(events)} events kept, expected 12")
+    launches = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime"}
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy")]
+    check(sorted(e["args"]["correlation"] for e in gpu) == [101, 102, 103],
+          f"GPU events kept: {[(e['name'], e['args'].get('correlation')) for e in gpu]}")
+    check(launches == {101, 102, 103}, f"launches kept: {sorted(launches)}")
+    table = os.path.join(a.out, "table")
+    p = subprocess.run([a.trace_convert, "--trace-path", cut, "--out", table], capture_output=True,
+                       text=True, timeout=60)
+    if not check(p.returncode == 0, f"trace_convert exited {p.returncode}: {p.stderr[-300:]}"):
+        return
+    rows = []
+    for path in glob.glob(os.path.join(table, "capture-*.csv")):
+        with open(path, newline="") as f:
+            rows += list(csv.DictReader(f))
+    mm = [r for r in rows if r["api"] == "aten::mm"]
+    check(len(mm) == 1 and mm[0]["calls"] == "1" and float(mm[0]["total_us"]) == 220.0,
+          f"aten::mm rows of the trimmed trace: {mm}")
+    whole = os.path.join(a.out, "whole.json")
+    p = subprocess.run([PY, trim, fixture, whole, "--max-events", "1000"], capture_output=True,
+                       text=True, timeout=60)
+    with open(whole) as f:
+        check(len(json.load(f)["traceEvents"]) == 25, "the untrimmed cut does not keep 25 events")
+
+
 def ddp_mode(a):
     tables = record_and_convert(a.out, a.trace_convert, 2, a.seq_len)
     for rank, rows in enumerate(tables):
@@ -194,7 +240,7 @@ def ddp_mode(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["et", "ddp", "attention"])
+    p.add_argument("mode", choices=["et", "ddp", "attention", "trim"])
     p.add_argument("--out", required=True)
     p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")

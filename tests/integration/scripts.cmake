@@ -271,3 +271,13 @@ set_tests_properties("compare_reports: a bench_step report against itself" PROPE
 # each figure must show.
 add_test(NAME "plot_report: charts agree with their CSVs, one colour per step part, the CPU roofline's own roofs, attention from 0"
   COMMAND ${CHECK_FIGURES} looks ${CMAKE_CURRENT_BINARY_DIR}/plot_looks ${DATA})
+
+# scripts/gpu_bundle.sh (issue 41): the binaries and the libraries the GPU machine lacks, packed;
+# under `env -i .gpu/run` bench_gemm, trace_convert and 2 MPI ranks of bench_ccl load fmt,
+# OpenBLAS and Open MPI from the bundle, also with the system's copies hidden where a mount
+# namespace can be made (check_gpu_bundle.py says how).
+add_test(NAME "gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_gpu_bundle.py --build ${PROJECT_BINARY_DIR}
+          --out ${CMAKE_CURRENT_BINARY_DIR}/gpu_bundle)
+set_tests_properties("gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
+  PROPERTIES TIMEOUT 300 LABELS scripts)

@@ -9,6 +9,8 @@ add_test(NAME "trace: a PyTorch step's execution trace holds bench_gemm's linear
 add_test(NAME "trace: bench_attention --trace-path replays a GPU trace's flash attention beside its kernel time, and the summary accounts for the traced time"
   COMMAND ${CHECK_TRACE} attention --out ${TRACE_OUT}/attention
           --bench-attention $<TARGET_FILE:bench_attention> --trace-convert $<TARGET_FILE:trace_convert>)
+add_test(NAME "trace: trim_trace.py cuts a GPU step to whole operators with their kernels and launches, and trace_convert reads the cut alike"
+  COMMAND ${CHECK_TRACE} trim --out ${TRACE_OUT}/trim --trace-convert $<TARGET_FILE:trace_convert>)
 add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   COMMAND ${CHECK_TRACE} ddp --out ${TRACE_OUT}/ddp --trace-convert $<TARGET_FILE:trace_convert>)
 set_tests_properties(

@@ -19,7 +19,7 @@ std::string one_model(const std::string& extra) {
 TEST_CASE("the shipped models.json loads and has the models the issue names") {
   auto models = load_models(test::repo_config("models.json"));
   for (const char* name :
-       {"tiny", "llama2-7b", "llama2-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b",
+       {"tiny", "llama2-7b", "llama2-70b", "llama3.2-1b", "llama3.2-3b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b",
         "mixtral-8x7b", "mixtral-8x22b", "deepseek-v2-lite", "deepseek-v3", "qwen2.5-72b",
         "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt3-175b"})
     CHECK(select_models(models, name, "models.json").size() == 1);

@@ -122,6 +122,40 @@ TEST_CASE("eager plan: attention's kernels count as attention, selective recompu
   CHECK(p.parts.attention_ms == Approx(static_cast<double>(attention_calls)));
 }
 
+TEST_CASE(
+    "eager plan with fused attention (PyTorch eager calling scaled_dot_product_attention): the "
+    "fused attention operators in place of the attention core, the rest eager",
+    "[step]") {
+  StepConfig c = small_config(Kernels::eager);
+  c.attention_kernels = Kernels::fused;
+  const StepConfig fused = small_config(Kernels::fused);
+  // The attention FLOPs move from six per-head GEMMs into the fused kernel's two operators:
+  // the same model FLOPs as both whole-step plans.
+  CHECK(total_model_flops(c, stages_of(c)) == total_model_flops(fused, stages_of(fused)));
+  const auto ops = step_operators(c, 0);
+  for (const char* gone :
+       {"attn_qk fprop", "attn_pv bwd_dv", "attention softmax fwd (eager)",
+        "attention softmax bwd (eager)", "attention q scale (eager)", "attention mask add (eager)"})
+    CHECK(named(ops, gone) == nullptr);
+  // 4 layers x 3 micro-batches, each way; the projections stay separate, the norms eager.
+  const StepOperator* fwd = named(ops, "attention fwd");
+  const StepOperator* bwd = named(ops, "attention bwd");
+  REQUIRE(fwd);
+  REQUIRE(bwd);
+  CHECK(fwd->count == 12);
+  CHECK(bwd->count == 12);
+  CHECK(fwd->family == StepFamily::attention);
+  // k and v were repeated to the 4 query heads before the kernel: it runs 4 KV heads, not 2.
+  CHECK(fwd->attention.heads_q == 4);
+  CHECK(fwd->attention.heads_kv == 4);
+  CHECK(named(step_operators(fused, 0), "attention fwd")->attention.heads_kv == 2);
+  CHECK(named(ops, "attn_q fprop"));
+  CHECK(named(ops, "input rmsnorm pow (eager)"));
+  // GQA's repeat and the output's transpose copies run outside the kernel, as the peer does.
+  CHECK(named(ops, "GQA repeat of k and v (eager)"));
+  CHECK(named(ops, "attention output transpose copy (eager)"));
+}
+
 TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[step]") {
   // p *= ..(2) m *= ..(2) m += ..(3) v *= ..(2) v += ..(3) sqrt(2) /=(2) +=(2) p -= ..(4): 22,
   // each kernel bench_memops's in-place one of that traffic (scale_inplace, axpy_inplace,
@@ -143,6 +177,21 @@ TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[s
     // embedding, the final norm and the LM head = 39 tensors; foreach: once.
     CHECK(calls == 9 * (impl == OptimizerImpl::single ? 39 : 1));
   }
+  // Pure bf16 training: the same kernels on bf16 moments; the fused step, which bench_memops
+  // has no bf16-state kernel for, as fp32 AdamW over the same bytes: 180,800 / 2 elements.
+  StepConfig c = small_config(Kernels::eager);
+  c.dtype = c.grad_dtype = c.optimizer_dtype = DType::bf16;
+  c.optimizer_impl = OptimizerImpl::foreach;
+  for (const auto& op : step_operators(c, 0))
+    if (op.phase == StepPhase::optimizer) CHECK(op.memop.dtype == DType::bf16);
+  c.optimizer_impl = OptimizerImpl::fused;
+  const auto ops = step_operators(c, 0);
+  const StepOperator* adamw = named(ops, "adamw");
+  REQUIRE(adamw);
+  CHECK(adamw->memop.op == MemOp::adamw);
+  CHECK(adamw->memop.dtype == DType::fp32);
+  CHECK(adamw->memop.elements() == 90400);
+  CHECK(adamw->count == 1);
 }
 
 TEST_CASE(

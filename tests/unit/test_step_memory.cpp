@@ -236,3 +236,48 @@ TEST_CASE("step memory: interleaved pipelines keep one micro-batch of the LM hea
   CHECK(first.in_flight == Approx(4.6));
   CHECK(first.activations == std::llround(4.6 * layers) + 8 * 8192 * 8);
 }
+
+TEST_CASE("step memory: eager kernels around a fused attention kernel, and pure bf16 AdamW state",
+          "[step][memory]") {
+  // test::small_model, micro-batch 2 x 32 tokens (T = 64), fp32: 4 query heads of 16.
+  StepConfig c;
+  c.model = small_model();
+  c.micro_batch = 2;
+  c.dtype = DType::fp32;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::foreach;
+  const std::int64_t eager = sum(layer_saved_tensors(c, false));
+  c.attention_kernels = Kernels::fused;
+  const std::int64_t mixed = sum(layer_saved_tensors(c, false));
+  // Eager attention keeps 4 [T, Hq·d] tensors (q and kᵀ scaled, v expanded, the transposed
+  // output) and the scores [2 · 4, 32, 32]: 4 · 4,096 · 4 + 8,192 · 4 = 98,304 B. Around the
+  // fused kernel: 5 [T, Hq·d] (q, k and v expanded, its output, the transposed copy) and the
+  // fp32 log-sum-exp 2 · 4 · 32: 81,920 + 1,024 = 82,944 B. 15,360 B less a layer.
+  CHECK(eager - mixed == 15360);
+
+  // Pure bf16 training: weights, gradients and both moments in bf16, no master copy.
+  c = StepConfig{};
+  c.model = small_model();
+  c.dtype = DType::bf16;
+  c.grad_dtype = DType::bf16;
+  c.optimizer_dtype = DType::bf16;
+  c.optimizer_impl = OptimizerImpl::foreach;
+  StepMemory m = step_memory(c, 0);
+  CHECK(m.weights == 180800 * 2);
+  CHECK(m.grads == 180800 * 2);
+  CHECK(m.optimizer == 180800 * 4);
+  CHECK(m.optimizer_transient == 180800 * 2);  // foreach's list of sqrt(v), in bf16
+  c.optimizer_dtype = DType::fp32;
+  CHECK(step_memory(c, 0).optimizer == 180800 * 12);
+  // The moments are fp32 or the model's dtype.
+  c.dtype = DType::fp32;
+  c.optimizer_dtype = DType::bf16;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--optimizer-dtype bf16") &&
+                                     Catch::Contains("fp32 or the model's own dtype (fp32)"));
+  // Eager attention inside the fused plan has no meaning.
+  c = StepConfig{};
+  c.model = small_model();
+  c.attention_kernels = Kernels::eager;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--attention-kernels eager: only with --kernels "
+                                                 "eager"));
+}
