@@ -215,19 +215,7 @@ void poller_loop() {
 void start_poller(Timer& t) {
   if (t.poller_started) return;
   t.poller_started = true;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t thread;
-  const int rc = pthread_create(
-      &thread, nullptr,
-      [](void*) -> void* {
-        poller_loop();
-        return nullptr;
-      },
-      nullptr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc == 0) pthread_detach(thread);
+  start_quiet_thread(poller_loop);
 }
 
 }  // namespace

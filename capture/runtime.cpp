@@ -137,31 +137,19 @@ void on_sigterm(int) {
 // A thread that takes no signals waits for on_sigterm, writes the tables, and ends the process
 // by SIGTERM with the default action, as the signal would have.
 void start_term_watch() {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t thread;
-  const int rc = pthread_create(
-      &thread, nullptr,
-      [](void*) -> void* {
-        Runtime& w = rt();
-        while (sem_wait(&w.term) != 0) {
-        }
-        t_depth = 1;
-        for (auto& fn : w.before_write)
-          if (auto f = fn.load()) f();
-        write_tables(true);
-        w.final_written.store(true);
-        signal(SIGTERM, SIG_DFL);
-        kill(getpid(), SIGTERM);
-        return nullptr;
-      },
-      nullptr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc == 0) {
-    pthread_detach(thread);
-    return;
-  }
+  const int rc = start_quiet_thread([] {
+    Runtime& w = rt();
+    while (sem_wait(&w.term) != 0) {
+    }
+    t_depth = 1;
+    for (auto& fn : w.before_write)
+      if (auto f = fn.load()) f();
+    write_tables(true);
+    w.final_written.store(true);
+    signal(SIGTERM, SIG_DFL);
+    kill(getpid(), SIGTERM);
+  });
+  if (rc == 0) return;
   // no thread to write with: leave SIGTERM as it was
   signal(SIGTERM, SIG_DFL);
 }
@@ -273,31 +261,19 @@ void start_writer() {
     sigaction(SIGTERM, &action, nullptr);
     start_term_watch();
   }
-  // The writer and the endpoint take no signals: they stay with the program's own threads.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (r.http_port > 0) start_http(r);
-  if (r.interval_s <= 0) {
+  if (r.http_port > 0) {  // the endpoint's thread takes no signals either
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    start_http(r);
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return;
   }
-  pthread_t thread;
-  const int rc = pthread_create(
-      &thread, nullptr,
-      [](void*) -> void* {
-        writer_loop();
-        return nullptr;
-      },
-      nullptr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) {
+  if (r.interval_s <= 0) return;
+  if (const int rc = start_quiet_thread(writer_loop); rc != 0)
     say_once(std::string("cannot start the periodic writer (") + std::strerror(rc) +
              "); tables are written at exit only");
-    return;
-  }
-  pthread_detach(thread);
 }
+
 
 bool initialise(Runtime& r) {
   r.facts.host = short_host();
@@ -353,6 +329,23 @@ __attribute__((constructor)) void load_time_init() {
 }
 
 }  // namespace
+
+int start_quiet_thread(void (*body)()) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, nullptr,
+      [](void* fn) -> void* {
+        reinterpret_cast<void (*)()>(fn)();
+        return nullptr;
+      },
+      reinterpret_cast<void*>(body));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc == 0) pthread_detach(thread);
+  return rc;
+}
 
 bool enabled() {
   Runtime& r = rt();

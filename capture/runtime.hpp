@@ -67,6 +67,10 @@ void at_exit_before_write(void (*fn)());
 // Writes the tables now (the tests and the exit path); false when writing failed.
 bool write_tables(bool final_write);
 
+// Runs `body` on a detached thread that takes no signals (they stay with the program's own
+// threads); 0, or pthread_create's error.
+int start_quiet_thread(void (*body)());
+
 }  // namespace opbench::capture
 
 // Exported hooks need default visibility; everything else in the library is hidden.

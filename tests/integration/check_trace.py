@@ -41,27 +41,14 @@ import subprocess
 import sys
 from collections import Counter
 
+from check_capture import PY, check, fresh, problems  # one list of problems, one verdict
 from torch_step_gemms import linear_gemms, math_attention
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 STEP = os.path.join(ROOT, "bench", "peers", "torch_train_step.py")
-PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 SUMMARY = os.path.join(ROOT, "scripts", "capture_summary.py")
 TINY_PARAMS = 1713408  # torch_train_step.py --model tiny's "params"
-problems = []
-
-
-def check(cond, message):
-    if not cond:
-        problems.append(message)
-    return cond
-
-
-def fresh(path):
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 def record_and_convert(out, convert, ranks, seq_len):
