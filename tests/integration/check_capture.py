@@ -144,13 +144,15 @@ def gemm_counts(rows, api):
     return c
 
 
-def compare(what, captured, expected):
-    print(f"{what}: {'shape (m n k layout)':<28}{'captured':>10}{'expected':>10}")
-    for key in sorted(set(captured) | set(expected)):
-        mark = "" if captured.get(key, 0) == expected.get(key, 0) else "   <-- differs"
-        print(f"  {' '.join(map(str, key)):<36}{captured.get(key, 0):>10}{expected.get(key, 0):>10}{mark}")
-    check(captured == expected, f"{what}: captured calls differ from the expected ones (table above)")
-    print(f"  total: captured {sum(captured.values())} calls, expected {sum(expected.values())}")
+def compare(what, got, expected, source="captured"):
+    """Calls per GEMM shape, as the capture (or a converted trace: source) counted them, against
+    the expected ones, printed side by side."""
+    print(f"{what}: {'shape (m n k layout)':<28}{source:>10}{'expected':>10}")
+    for key in sorted(set(got) | set(expected)):
+        mark = "" if got.get(key, 0) == expected.get(key, 0) else "   <-- differs"
+        print(f"  {' '.join(map(str, key)):<36}{got.get(key, 0):>10}{expected.get(key, 0):>10}{mark}")
+    check(got == expected, f"{what}: {source} calls differ from the expected ones (table above)")
+    print(f"  total: {source} {sum(got.values())} calls, expected {sum(expected.values())}")
 
 
 def checksum_lines(text):

@@ -41,7 +41,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from check_capture import PY, check, fresh, problems  # one list of problems, one verdict
+from check_capture import PY, check, compare, fresh, problems  # one list of problems, one verdict
 from torch_step_gemms import linear_gemms, math_attention
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,14 +75,6 @@ def record_and_convert(out, convert, ranks, seq_len):
     return out_rows
 
 
-def compare(what, got, expected):
-    print(f"{what}: {'m n k layout':<24}{'trace':>8}{'expected':>10}")
-    for key in sorted(set(got) | set(expected)):
-        mark = "" if got.get(key, 0) == expected.get(key, 0) else "   <-- differs"
-        print(f"  {' '.join(map(str, key)):<28}{got.get(key, 0):>8}{expected.get(key, 0):>10}{mark}")
-    check(got == expected, f"{what}: the trace's calls differ from the expected ones (table above)")
-
-
 def et_mode(a):
     tables = record_and_convert(a.out, a.trace_convert, 1, a.seq_len)
     if not tables:
@@ -101,9 +93,9 @@ def et_mode(a):
         else:
             check(r["kind"] in ("memory_bound", "other"), f"{r['api']}: kind {r['kind']}")
     expected, _ = linear_gemms(a.bench_gemm, "tiny", a.seq_len, 1)
-    compare("aten::mm of one step against bench_gemm's linear layers", mm, expected)
+    compare("aten::mm of one step against bench_gemm's linear layers", mm, expected, "trace")
     attention, heads = math_attention("tiny", a.seq_len, 1)
-    compare("aten::bmm of one step against the math attention's products", bmm, attention)
+    compare("aten::bmm of one step against the math attention's products", bmm, attention, "trace")
     check(batches == {heads}, f"bmm batches {sorted(batches)}, expected {heads} (B x Hq)")
     left_out = sorted({r["api"] for r in rows if r["kind"] in ("memory_bound", "other")})
     print(f"not replayed: {len(left_out)} operators, e.g. {', '.join(left_out[:5])}")
