@@ -109,20 +109,36 @@ constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
 
 // The online softmax normaliser of a part of a row: its max and the sum of e^(x - max), merged
 // by rescaling to the larger max (Milakov and Gimelshein, "Online normalizer calculation for
-// softmax", 2018): softmax and cross-entropy read the row once for both.
+// softmax", 2018). Our kernels for rows whose operands are not 16-byte aligned alike read the row
+// once for both with it.
+//
+// -inf is a masked logit, as torch.softmax takes it: its term is exactly 0 (exp_approx(-inf) =
+// 0), and a row of nothing but -inf has the max -inf and a sum of 0, whose softmax e^(x - max) /
+// sum is NaN in every element (-inf - -inf is NaN), as torch.softmax gives. A part that has seen
+// nothing but -inf yet must add 0 to the row, not NaN: its terms are taken against a max of 0
+// then (shift_of), and a rescaling by e^(max - max) is 1 without the subtraction.
 struct MaxSum {
   float max, sum;
 };
 
-// Nothing seen yet: the lowest finite max (not -inf, whose difference with itself is NaN) and an
-// empty sum, which every rescaling keeps 0.
 OPBENCH_HD inline MaxSum empty_max_sum() {
-  return {-FLT_MAX, 0.0f};
+  return {-INFINITY, 0.0f};
+}
+
+// The max a part's terms are taken against: its own, or 0 while it is -inf (every term then is
+// e^-inf = 0).
+OPBENCH_HD inline float shift_of(float max) {
+  return max == -INFINITY ? 0.0f : max;
+}
+
+// e^(from - to) for from <= to, 1 when they are equal (-inf included).
+OPBENCH_HD inline float rescale(float from, float to) {
+  return from == to ? 1.0f : memop_math::exp_approx(from - to);
 }
 
 OPBENCH_HD inline MaxSum max_sum_merge(MaxSum a, MaxSum b) {
   const float m = ::fmaxf(a.max, b.max);
-  return {m, a.sum * memop_math::exp_approx(a.max - m) + b.sum * memop_math::exp_approx(b.max - m)};
+  return {m, a.sum * rescale(a.max, m) + b.sum * rescale(b.max, m)};
 }
 
 // N more elements of the row (a vector a thread loaded): the running sum is rescaled once if
@@ -133,11 +149,12 @@ OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
   for (int j = 1; j < N; ++j)
     vm = ::fmaxf(vm, x[j]);
   if (vm > acc.max) {
-    acc.sum *= memop_math::exp_approx(acc.max - vm);
+    acc.sum *= rescale(acc.max, vm);
     acc.max = vm;
   }
+  const float shift = shift_of(acc.max);
   for (int j = 0; j < N; ++j)
-    acc.sum += memop_math::exp_approx(x[j] - acc.max);
+    acc.sum += memop_math::exp_approx(x[j] - shift);
   return acc;
 }
 

@@ -72,14 +72,18 @@ OPBENCH_HD inline float select(bool c, float a, float b) {
 
 // ---- exp and sqrt, vectorisable ----------------------------------------------------------------
 
-// e^x within 2 ulp for x in [-87, 88]. Outside, x is clamped: e^-87 ~ 1.6e-38 stands in for the
-// underflow to 0 and e^88 ~ 1.7e38 for the overflow to infinity, harmless where it is used
-// (softmax terms next to a sum of at least 1, sigmoid's 1 / (1 + e^-x)). NaN stays NaN.
+// e^x within 2 ulp for x in [ln 2^-126, 88] = [-87.34, 88]. Below, where e^x is less than the
+// smallest normal float, the result is 0, as a flush-to-zero exp gives (and as e^-inf must be: a
+// masked logit's probability is exactly 0 in torch.softmax, not e^-87); above, x is clamped: e^88 ~
+// 1.7e38 stands in for the overflow to infinity, harmless where it is used (sigmoid's
+// 1 / (1 + e^-x)). NaN stays NaN.
 // x = n ln2 + r with n an integer and |r| <= ln2/2, then e^x = 2^n e^r: e^r by its Taylor
 // polynomial of degree 7 (the remainder, |r|^8/8! e^|r| < 7.2e-9, is under 0.13 ulp) and 2^n
 // written straight into the exponent field.
+inline constexpr float kExpUnderflow = -87.33654475f;  // ln(2^-126), rounded to float
 OPBENCH_HD inline float exp_approx(float x) {
-  x = select(x < -87.0f, -87.0f, x);  // NaN fails both tests and stays NaN
+  const bool under = x < kExpUnderflow;  // NaN fails both tests and stays NaN
+  x = select(under, kExpUnderflow, x);
   x = select(x > 88.0f, 88.0f, x);
   // Adding and subtracting 1.5 * 2^23 rounds to an integer (to nearest, ties to even): no
   // rintf, which needs SSE4.1 to vectorise.
@@ -97,11 +101,11 @@ OPBENCH_HD inline float exp_approx(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  // n is in [-126, 127] after the clamp: a normal exponent field from 1 to 254. A NaN x leaves n
+  // n is in [-126, 127] after the clamps: a normal exponent field from 1 to 254. A NaN x leaves n
   // NaN, whose conversion to int is undefined: 0 stands in (p is NaN, and so is the result).
   const float whole_n = select(n == n, n, 0.0f);
   const std::uint32_t two_n = static_cast<std::uint32_t>(static_cast<int>(whole_n) + 127) << 23;
-  return p * bits_float(two_n);
+  return select(under, 0.0f, p * bits_float(two_n));
 }
 
 // 1/sqrt(x) within 2 ulp for normal x >= 2^-126 (0 gives a large finite value, so that

@@ -97,12 +97,37 @@ TEST_CASE("the online softmax normaliser matches the max and the sum of two pass
       CHECK(got.max == max);  // the max is exact
       CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
     }
-  // Merging nothing with nothing stays empty (no NaN from the lowest max minus itself).
+  // Merging nothing with nothing stays empty (no NaN from -inf minus itself).
   const MaxSum none = max_sum_merge(empty_max_sum(), empty_max_sum());
   CHECK(none.sum == 0.0f);
+  CHECK(none.max == -INFINITY);
   const MaxSum one = max_sum_merge(empty_max_sum(), MaxSum{2.0f, 1.5f});
   CHECK(one.max == 2.0f);
   CHECK(one.sum == 1.5f);
+}
+
+TEST_CASE("the online normaliser gives masked logits 0 and a fully masked row NaN") {
+  // A row of 4096 with every other vector of 8 masked (-inf), read by 32 threads: the masked
+  // places add nothing, and the threads that saw only -inf merge as empty (not NaN).
+  auto x = logits(4096, 5);
+  for (std::size_t v = 0; v < 512; v += 2)
+    for (std::size_t j = 0; j < 8; ++j)
+      x[v * 8 + j] = -INFINITY;
+  double max = -INFINITY, sum = 0;
+  for (float v : x)
+    max = std::max(max, static_cast<double>(v));
+  for (float v : x)
+    sum += std::exp(static_cast<double>(v) - max);
+  const MaxSum got = block_max_sum(x, 32);
+  CHECK(got.max == max);
+  CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
+  CHECK(memop_math::exp_approx(-INFINITY - got.max) / got.sum == 0.0f);  // a masked place's y
+  // Every element -inf: max -inf, sum 0, and y = e^(x - max) / sum NaN, as torch.softmax.
+  const std::vector<float> masked(64, -INFINITY);
+  const MaxSum none = block_max_sum(masked, 32);
+  CHECK(none.max == -INFINITY);
+  CHECK(none.sum == 0.0f);
+  CHECK(std::isnan(memop_math::exp_approx(masked[0] - none.max) / none.sum));
 }
 
 TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes") {
