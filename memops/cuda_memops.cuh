@@ -45,6 +45,7 @@ namespace opbench::cuda_memops {
 inline constexpr int kVectorBytes = 16;  // one 128-bit load or store
 inline constexpr int kElementwiseThreads = 256;
 inline constexpr int kElementwiseBlocksPerSm = 8;  // 2048 resident threads per SM on sm_80..sm_100
+inline constexpr int kElementwiseUnroll = 2;       // 16-byte vectors a thread loads at a time
 inline constexpr int kRowMaxThreads = 1024;
 inline constexpr int kRowVectorsPerThread = 4;  // vectors a thread of a row block takes, at least
 inline constexpr int kNormBwdBlocksPerSm = 2;   // blocks (and partial rows) of a norm's backward
@@ -93,12 +94,13 @@ struct Grid {
   int threads = kElementwiseThreads;
 };
 
-// A grid-stride elementwise kernel over n elements in vectors of `vec`: one thread per vector up
-// to kElementwiseBlocksPerSm blocks per SM, after which threads loop. At least one block (the
-// tail of n % vec elements is taken by the first threads).
-constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
+// A grid-stride elementwise kernel over n elements in vectors of `vec`, `unroll` vectors a thread
+// at a time: a thread per `unroll` vectors up to kElementwiseBlocksPerSm blocks per SM, after which
+// threads loop. At least one block (the tail of n % vec elements is taken by the first threads).
+constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count, int unroll = 1) {
   const std::int64_t vectors = n / vec;
-  const std::int64_t wanted = (vectors + kElementwiseThreads - 1) / kElementwiseThreads;
+  const std::int64_t per_block = static_cast<std::int64_t>(kElementwiseThreads) * unroll;
+  const std::int64_t wanted = (vectors + per_block - 1) / per_block;
   const std::int64_t cap =
       static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kElementwiseBlocksPerSm;
   const std::int64_t blocks = wanted < cap ? wanted : cap;
@@ -112,7 +114,7 @@ constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
 // softmax", 2018). Our kernels for rows whose operands are not 16-byte aligned alike read the row
 // once for both with it.
 //
-// -inf is a masked logit, as torch.softmax takes it: its term is exactly 0 (exp_approx(-inf) =
+// -inf is a masked logit, as torch.softmax takes it: its term is exactly 0 (exp_or_zero(-inf) =
 // 0), and a row of nothing but -inf has the max -inf and a sum of 0, whose softmax e^(x - max) /
 // sum is NaN in every element (-inf - -inf is NaN), as torch.softmax gives. A part that has seen
 // nothing but -inf yet must add 0 to the row, not NaN: its terms are taken against a max of 0
@@ -133,7 +135,7 @@ OPBENCH_HD inline float shift_of(float max) {
 
 // e^(from - to) for from <= to, 1 when they are equal (-inf included).
 OPBENCH_HD inline float rescale(float from, float to) {
-  return from == to ? 1.0f : memop_math::exp_approx(from - to);
+  return from == to ? 1.0f : memop_math::exp_or_zero(from - to);
 }
 
 OPBENCH_HD inline MaxSum max_sum_merge(MaxSum a, MaxSum b) {
@@ -154,7 +156,7 @@ OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
   }
   const float shift = shift_of(acc.max);
   for (int j = 0; j < N; ++j)
-    acc.sum += memop_math::exp_approx(x[j] - shift);
+    acc.sum += memop_math::exp_or_zero(x[j] - shift);
   return acc;
 }
 

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       load<V>(x, base + c * V, a);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        a[j] = exp_approx(a[j] - ms.max) * inv;
+        a[j] = exp_or_zero(a[j] - ms.max) * inv;
       store<V>(y, base + c * V, a);
     }
   }
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       load<V>(x, base + c * V, a);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        a[j] = exp_approx(a[j] - ms.max) * scale;
+        a[j] = exp_or_zero(a[j] - ms.max) * scale;
         if (c * V + j == at) a[j] -= inv_rows;
       }
       store<V>(dx, base + c * V, a);

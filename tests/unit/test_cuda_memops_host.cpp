@@ -43,7 +43,8 @@ TEST_CASE("row blocks take about four vectors a thread, whole warps, 32 to the c
   CHECK(norm_bwd_blocks(32768, 0) == 2);
 }
 
-TEST_CASE("elementwise grids: a thread per vector up to eight blocks an SM, at least one") {
+TEST_CASE(
+    "elementwise grids: a thread per vector (or two) up to eight blocks an SM, at least one") {
   const Grid small = elementwise_grid(1000, 8, 132);  // 125 vectors
   CHECK(small.blocks == 1);
   CHECK(small.threads == kElementwiseThreads);
@@ -51,6 +52,11 @@ TEST_CASE("elementwise grids: a thread per vector up to eight blocks an SM, at l
   CHECK(elementwise_grid(0, 8, 132).blocks == 1);
   CHECK(elementwise_grid(std::int64_t{1} << 20, 8, 132).blocks == 512);
   CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132).blocks == 132 * kElementwiseBlocksPerSm);
+  // Two vectors a thread at a time: half the blocks, up to the same cap.
+  CHECK(elementwise_grid(std::int64_t{1} << 20, 8, 132, kElementwiseUnroll).blocks == 256);
+  CHECK(elementwise_grid(1000, 8, 132, kElementwiseUnroll).blocks == 1);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, kElementwiseUnroll).blocks ==
+        132 * kElementwiseBlocksPerSm);
 }
 
 namespace {
@@ -121,13 +127,13 @@ TEST_CASE("the online normaliser gives masked logits 0 and a fully masked row Na
   const MaxSum got = block_max_sum(x, 32);
   CHECK(got.max == max);
   CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
-  CHECK(memop_math::exp_approx(-INFINITY - got.max) / got.sum == 0.0f);  // a masked place's y
+  CHECK(memop_math::exp_or_zero(-INFINITY - got.max) / got.sum == 0.0f);  // a masked place's y
   // Every element -inf: max -inf, sum 0, and y = e^(x - max) / sum NaN, as torch.softmax.
   const std::vector<float> masked(64, -INFINITY);
   const MaxSum none = block_max_sum(masked, 32);
   CHECK(none.max == -INFINITY);
   CHECK(none.sum == 0.0f);
-  CHECK(std::isnan(memop_math::exp_approx(masked[0] - none.max) / none.sum));
+  CHECK(std::isnan(memop_math::exp_or_zero(masked[0] - none.max) / none.sum));
 }
 
 TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes") {
