@@ -5,22 +5,29 @@
 // run, so the host tests cover it; the launch shapes are decided by the pure functions below,
 // which the host tests cover too.
 //
-// Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them):
-//   row operators (rmsnorm, add_rmsnorm, layernorm, softmax, cross_entropy): one block per row
-//     with a block reduction (warp shuffles, then one value per warp through shared memory); a
-//     grid of more rows than CUDA allows blocks strides over them. The row is read once for the
-//     statistics and once more to write the result, the second read expected to hit L1/L2 while
-//     the block works on the row (PyTorch's and Apex's layer norms read the row twice the same
-//     way).
+// Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them; the
+// exponentials are the GPU's ex2.approx and rcp.approx, memops/fast_math.hpp; none has run on a
+// GPU in this form yet, see each file's header):
+//   softmax (both passes) and cross_entropy: the row read once and held in registers between its
+//     reductions and its write (memops/cuda_memops_rows.cuh): a block per row, a thread block
+//     cluster per row on sm_90 and later for rows past one block (vocabularies of 128,256 and
+//     256,000), or chunks of a block whose statistics a second kernel combines (longer rows, or
+//     no clusters); rows whose length is not a multiple of the vector read in 16-byte vectors
+//     between an unaligned head and tail (row_split).
+//   rmsnorm, add_rmsnorm, layernorm: one block per row with a block reduction (warp shuffles,
+//     then one value per warp through shared memory); a grid of more rows than CUDA allows
+//     blocks strides over them. The row is read once for the statistics and once more to write
+//     the result, the second read expected to hit L1/L2 while the block works on the row
+//     (PyTorch's and Apex's layer norms read the row twice the same way).
 //   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
 //     fp32 workspace, then a column reduction over the partials (Apex's
 //     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
 //   elementwise (memops/elementwise.hpp's kernels, adamw, casts, fp8 quantize): grid-stride
-//     loops over 16-byte vectors (a single 128-bit load or store per access, CUDA C++
-//     Programming Guide, "Device Memory Accesses": an access compiles to one instruction only
-//     for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through __stwb to keep them
-//     whole, see cuda_memops_launch.cuh), the tail of fewer than a vector, and every access when an
-//     operand is not 16-byte aligned, element by element.
+//     loops over 16-byte vectors, two a thread at a time (a single 128-bit load or store per
+//     access, CUDA C++ Programming Guide, "Device Memory Accesses": an access compiles to one
+//     instruction only for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through
+//     __stwb to keep them whole, see cuda_memops_launch.cuh), the tail of fewer than a vector,
+//     and every access when an operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
 //   embedding: a block per token copying its table row; the backward zeroes the table's gradient
 //     and scatter-adds with atomicAdd in fp32 (see embedding_bwd for bf16 and fp16 tables).
@@ -34,6 +41,7 @@
 #include "common/dtype.hpp"
 #include "common/host_device.hpp"
 #include "common/uniform_value.hpp"
+#include "memops/fast_math.hpp"
 #include "memops/memop.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_math.hpp"
@@ -87,6 +95,97 @@ constexpr std::int64_t norm_bwd_blocks(std::int64_t rows, int sm_count) {
   const std::int64_t wave =
       static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kNormBwdBlocksPerSm;
   return rows < wave ? rows : wave;
+}
+
+// ---- a row held in registers (softmax, cross-entropy; memops/cuda_memops_rows.cuh) -------------
+
+// A row of `cols` elements of `elem_bytes` starting at `row_address`, as its kernels read it:
+// `head` elements up to the first 16-byte boundary, `vectors` whole 16-byte vectors, then `tail`
+// elements. A row of bf16 whose length is not a multiple of 8 (GPT-2's vocabulary, 50,257) starts
+// at another boundary every row: its head and tail (at most 7 elements each) are read one by one
+// and the rest in vectors, where a split by alignment alone read the whole row element by element.
+// row_address must be a multiple of elem_bytes.
+struct RowSplit {
+  int head = 0;
+  std::int64_t vectors = 0;
+  int tail = 0;
+};
+OPBENCH_HD constexpr RowSplit row_split(std::uintptr_t row_address, std::int64_t cols,
+                                        int elem_bytes) {
+  const int vec = kVectorBytes / elem_bytes;
+  const std::int64_t to_boundary =
+      static_cast<std::int64_t>((kVectorBytes - row_address % kVectorBytes) % kVectorBytes) /
+      elem_bytes;
+  const std::int64_t head = to_boundary < cols ? to_boundary : cols;
+  const std::int64_t vectors = (cols - head) / vec;
+  return {static_cast<int>(head), vectors, static_cast<int>(cols - head - vectors * vec)};
+}
+
+// Which of a row's elements a block's thread holds (memops/cuda_memops_rows.cuh): block `block`
+// of the row's blocks (each `per_block` vectors) holds vectors [first, end) of the row's split;
+// its thread t of `threads` holds the vectors first + t + i threads for i < items (a warp's
+// loads of one i are contiguous), and the row's first block's thread e < head + tail the head
+// or tail element e.
+struct BlockVectors {
+  int first = 0, end = 0;
+};
+OPBENCH_HD constexpr BlockVectors block_vectors(RowSplit s, std::int64_t block,
+                                                std::int64_t per_block) {
+  const std::int64_t first = block * per_block, end = first + per_block;
+  return {static_cast<int>(first < s.vectors ? first : s.vectors),
+          static_cast<int>(end < s.vectors ? end : s.vectors)};
+}
+OPBENCH_HD constexpr int item_vector(int first, int thread, int threads, int item) {
+  return first + thread + item * threads;
+}
+OPBENCH_HD constexpr int edge_column(RowSplit s, int vec, int e) {
+  return e < s.head ? e : s.head + static_cast<int>(s.vectors) * vec + (e - s.head);
+}
+
+// Whether two operands' rows split alike: their addresses agree modulo 16 (the rows of both are
+// `cols` elements of the same size apart).
+constexpr bool same_phase(std::uintptr_t a, std::uintptr_t b) {
+  return a % kVectorBytes == b % kVectorBytes;
+}
+
+// How a kernel holds a row in registers: `threads` a block, each with `items` 16-byte vectors of
+// each of `held` operands (and one head or tail element), `cluster` blocks a row (a thread block
+// cluster, sm_90 and later: the blocks exchange their partial max and sum through distributed
+// shared memory). A row too long for a cluster of kMaxClusterBlocks (or any row longer than a
+// block where there are no clusters) is split: `chunks` blocks of `chunk_vectors` vectors each
+// write their part's statistics to memory, and a second kernel combines them and writes the row
+// (reading it again). Fewest blocks a row first, within 512 threads a block (two or more blocks
+// an SM, whose reductions then overlap the other's loads), then within 1024.
+struct RegisterRowPlan {
+  int threads = 32;
+  int items = 1;
+  int cluster = 1;
+  std::int64_t chunks = 0;  // > 0: the two-kernel split
+  std::int64_t chunk_vectors = 0;
+};
+inline constexpr int kRowRegisterFloats = 32;  // a thread's share of the row, in floats, at most
+inline constexpr int kMaxClusterBlocks = 8;    // the portable cluster size (CUDA C++ Guide)
+inline constexpr int kSplitThreads = 512;
+
+// The largest `items` for `held` operands of `vec`-element vectors (a power of two).
+constexpr int max_row_items(int vec, int held) {
+  const int items = kRowRegisterFloats / (vec * held);
+  return items >= 8 ? 8 : items >= 4 ? 4 : items >= 2 ? 2 : 1;
+}
+
+constexpr RegisterRowPlan register_row_plan(std::int64_t vectors, int vec, int held,
+                                            bool clusters) {
+  const int most = max_row_items(vec, held);
+  for (int cap : {512, kRowMaxThreads})
+    for (int cluster = 1; cluster <= (clusters ? kMaxClusterBlocks : 1); cluster *= 2)
+      for (int items = 1; items <= most; items *= 2) {
+        const std::int64_t per_block = (vectors + cluster - 1) / cluster;
+        const std::int64_t wanted = (per_block + items - 1) / items;
+        const std::int64_t threads = wanted <= 32 ? 32 : (wanted + 31) / 32 * 32;
+        if (threads <= cap) return {static_cast<int>(threads), items, cluster, 0, 0};
+      }
+  const std::int64_t chunk = static_cast<std::int64_t>(kSplitThreads) * most;
+  return {kSplitThreads, most, 1, (vectors + chunk - 1) / chunk, chunk};
 }
 
 struct Grid {
@@ -160,6 +259,16 @@ OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
   return acc;
 }
 
+// The same merge with the GPU's exp (fast_math::rescale over primitives P): the row kernels'
+// split combines its chunks' statistics with it, each chunk's sum taken against its own max
+// (fast_math::exp_shifted), the row's written against the merged max.
+OPBENCH_HD_TEMPLATE
+template <class P>
+OPBENCH_HD inline MaxSum fast_max_sum_merge(MaxSum a, MaxSum b) {
+  const float m = ::fmaxf(a.max, b.max);
+  return {m, a.sum * fast_math::rescale<P>(a.max, m) + b.sum * fast_math::rescale<P>(b.max, m)};
+}
+
 // Welford's statistics of N elements (a vector a thread loaded) from registers, two-pass: the
 // kernels merge them into the thread's running statistics (Chan et al.) once per vector, not an
 // update with a division per element. N = 1 is Welford's push.
@@ -199,6 +308,7 @@ struct Launch {
   cudaStream_t stream = nullptr;
   int sm_count = 1;
   std::string* shape = nullptr;
+  int cc_major = 0;  // the device's compute capability: thread block clusters from 9
 };
 
 // Every pointer is a device address; `t` is the storage type of the activations (fp32, bf16 or
@@ -233,10 +343,16 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
                    const float* rstd, void* dx, void* dw, void* db, float* workspace,
                    std::int64_t rows, std::int64_t cols, const Launch& l);
 
-void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_t cols,
-                 const Launch& l);
-void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
+// The workspace softmax (either pass) and cross-entropy need for rows split over blocks that
+// combine their statistics through memory (register_row_plan's split, as planned without
+// clusters: a cluster launch that cannot be scheduled falls back to it); 0 when no row is split.
+std::int64_t row_stats_workspace_bytes(DType t, MemOp op, MemPass pass, std::int64_t rows,
+                                       std::int64_t cols);
+
+void softmax_fwd(DType t, const void* x, void* y, void* workspace, std::int64_t rows,
                  std::int64_t cols, const Launch& l);
+void softmax_bwd(DType t, const void* y, const void* dy, void* dx, void* workspace,
+                 std::int64_t rows, std::int64_t cols, const Launch& l);
 
 // `vectors` heads of head_dim per row (q's then k's), the row's index its position; cos and sin
 // are [rows, head_dim/2] (cpu_memops::rope_tables). backward: rotate by -theta.
@@ -246,7 +362,8 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
 // loss[r] = logsumexp(x_r) - x_r[target_r]; dlogits = (softmax(x) - onehot) / rows. A target
 // outside [0, cols) gives a NaN loss (and no onehot) rather than a read out of bounds.
 void cross_entropy(DType t, const void* logits, const std::int64_t* targets, void* dlogits,
-                   float* loss, std::int64_t rows, std::int64_t cols, const Launch& l);
+                   float* loss, void* workspace, std::int64_t rows, std::int64_t cols,
+                   const Launch& l);
 
 // y[r] = table[ids[r]]; an id outside [0, vocab) leaves its row unwritten.
 void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y, std::int64_t rows,

@@ -4,6 +4,7 @@
 // here as the kernels run them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
+#include "memops/memop_check.hpp"
+#include "tests/unit/fast_math_models.hpp"
 
 using namespace opbench;
 using namespace opbench::cuda_memops;
@@ -41,6 +44,108 @@ TEST_CASE("row blocks take about four vectors a thread, whole warps, 32 to the c
   CHECK(norm_bwd_blocks(100, 132) == 100);
   CHECK(norm_bwd_blocks(32768, 132) == 264);
   CHECK(norm_bwd_blocks(32768, 0) == 2);
+}
+
+TEST_CASE("a row splits into an unaligned head, 16-byte vectors and a tail, for any length") {
+  // Every length to 300 and GPT-2's and Llama 3's vocabularies, at every element-aligned
+  // address modulo 16, for 2- and 4-byte elements: head and tail under a vector, the head ends
+  // on a 16-byte boundary (when vectors follow), and the three cover the row exactly.
+  std::vector<std::int64_t> lengths{50257, 128256, 256000};
+  for (std::int64_t n = 1; n <= 300; ++n)
+    lengths.push_back(n);
+  for (int bytes : {2, 4})
+    for (std::int64_t cols : lengths)
+      for (std::uintptr_t at = 0x1000; at < 0x1010; at += static_cast<std::uintptr_t>(bytes)) {
+        const int vec = 16 / bytes;
+        const RowSplit s = row_split(at, cols, bytes);
+        INFO(cols << " elements of " << bytes << " bytes at " << at % 16);
+        REQUIRE(s.head >= 0);
+        REQUIRE(s.tail >= 0);
+        CHECK(s.head + s.vectors * vec + s.tail == cols);
+        CHECK(s.head < vec);
+        CHECK(s.tail < vec);
+        if (s.vectors > 0) CHECK((at + static_cast<std::uintptr_t>(s.head * bytes)) % 16 == 0);
+        if (at % 16 == 0) CHECK(s.head == 0);
+      }
+  // GPT-2's vocabulary in bf16: row 1 starts 2 bytes past a boundary (50257 x 2 = 100514 = 16 x
+  // 6282 + 2): 7 elements of head, 6281 vectors, a tail of 2.
+  const RowSplit r1 = row_split(0x1000 + 50257 * 2, 50257, 2);
+  CHECK(r1.head == 7);
+  CHECK(r1.vectors == 6281);
+  CHECK(r1.tail == 2);
+  CHECK(same_phase(0x1000 + 2, 0x2000 + 2));
+  CHECK_FALSE(same_phase(0x1000, 0x2008));
+}
+
+TEST_CASE("the blocks, threads and items of a row's plan hold each element once") {
+  // As the row kernels read a row (cuda_memops_rows.cuh's RowPart): block b of the plan's blocks
+  // holds its vectors, each thread its items, the first block's first threads the head and the
+  // tail. Every column exactly once, for rows of many lengths and alignments, split or not.
+  for (int bytes : {2, 4})
+    for (int held : {1, 2})
+      for (std::int64_t cols : {1, 7, 8, 9, 100, 4095, 4096, 8192, 50257, 128256, 256000})
+        for (bool clusters : {false, true})
+          for (std::uintptr_t at : {0x1000u, 0x1002u, 0x100Cu}) {
+            if (at % static_cast<std::uintptr_t>(bytes) != 0) continue;
+            const int vec = 16 / bytes;
+            const RegisterRowPlan plan = register_row_plan(cols / vec, vec, held, clusters);
+            const RowSplit s = row_split(at, cols, bytes);
+            const std::int64_t blocks = plan.chunks > 0 ? plan.chunks : plan.cluster;
+            const std::int64_t per_block = plan.chunks > 0
+                                               ? plan.chunk_vectors
+                                               : (cols / vec + plan.cluster - 1) / plan.cluster;
+            INFO(cols << " x " << bytes << " bytes at " << at % 16 << ", held " << held
+                      << (clusters ? ", clusters" : ""));
+            REQUIRE(plan.threads >= s.head + s.tail);
+            std::vector<int> seen(static_cast<std::size_t>(cols), 0);
+            for (std::int64_t b = 0; b < blocks; ++b) {
+              const BlockVectors mine = block_vectors(s, b, per_block);
+              for (int t = 0; t < plan.threads; ++t) {
+                for (int i = 0; i < plan.items; ++i) {
+                  const int v = item_vector(mine.first, t, plan.threads, i);
+                  if (v >= mine.end) continue;
+                  for (int j = 0; j < vec; ++j)
+                    ++seen[static_cast<std::size_t>(s.head + v * vec + j)];
+                }
+                if (b == 0 && t < s.head + s.tail)
+                  ++seen[static_cast<std::size_t>(edge_column(s, vec, t))];
+              }
+            }
+            CHECK(std::count(seen.begin(), seen.end(), 1) == cols);
+          }
+}
+
+namespace {
+
+// A plan as {threads, items, cluster, chunks}, to compare at once.
+std::vector<std::int64_t> plan_of(std::int64_t cols, int bytes, int held, bool clusters) {
+  const int vec = 16 / bytes;
+  const RegisterRowPlan p = register_row_plan(cols / vec, vec, held, clusters);
+  return {p.threads, p.items, p.cluster, p.chunks};
+}
+
+}  // namespace
+
+TEST_CASE("row plans: fewest blocks a row within 512 threads, then 1024, clusters, the split") {
+  using P = std::vector<std::int64_t>;
+  // Llama 3's softmax rows (8192) in bf16: one block of 512 threads, 2 vectors a thread; with
+  // y and dy held (the backward) the same.
+  CHECK(plan_of(8192, 2, 1, true) == P{512, 2, 1, 0});
+  CHECK(plan_of(8192, 2, 2, true) == P{512, 2, 1, 0});
+  // Its vocabulary (128,256) in bf16 with clusters: 8 blocks of 512 threads, 4 vectors each.
+  CHECK(plan_of(128256, 2, 1, true) == P{512, 4, 8, 0});
+  // 256,000 in bf16: 8 blocks of 1024; in fp32 8 of 1024 with 8 vectors (32 floats) a thread.
+  CHECK(plan_of(256000, 2, 1, true) == P{1024, 4, 8, 0});
+  CHECK(plan_of(256000, 4, 1, true) == P{1024, 8, 8, 0});
+  // Without clusters (sm_80) 128,256 is split: 8 chunks of 512 x 4 vectors.
+  CHECK(plan_of(128256, 2, 1, false) == P{kSplitThreads, 4, 1, 8});
+  CHECK(register_row_plan(16032, 8, 1, false).chunk_vectors == 2048);
+  // Two operands held (softmax's backward): half the vectors a thread.
+  CHECK(max_row_items(8, 2) == 2);
+  CHECK(max_row_items(4, 1) == 8);
+  // Short rows: one warp. Past 8 blocks of 1024 x 4 vectors: the split even with clusters.
+  CHECK(plan_of(7, 2, 1, true) == P{32, 1, 1, 0});
+  CHECK(register_row_plan(1 << 20, 8, 1, true).chunks > 0);
 }
 
 TEST_CASE(
@@ -134,6 +239,56 @@ TEST_CASE("the online normaliser gives masked logits 0 and a fully masked row Na
   CHECK(none.max == -INFINITY);
   CHECK(none.sum == 0.0f);
   CHECK(std::isnan(memop_math::exp_or_zero(masked[0] - none.max) / none.sum));
+}
+
+TEST_CASE("the split row's chunk statistics, merged with the GPU's exp, give the row's softmax") {
+  // A row of 128,256 logits in [-4, 4) cut into 8 chunks, the third all masked: each chunk's max
+  // and its sum of exp_shifted against it, merged in chunk order (fast_max_sum_merge), then y =
+  // exp_shifted against the merged max / the merged sum, with ex2 at its documented worst, against
+  // the exact softmax; as the row kernels' split runs it.
+  using opbench::testing::for_each_model;
+  const std::int64_t cols = 128256, chunk = 16032;
+  auto x = logits(static_cast<std::size_t>(cols), 3);
+  for (std::int64_t j = 2 * chunk; j < 3 * chunk; ++j)
+    x[static_cast<std::size_t>(j)] = -INFINITY;
+  std::vector<double> want(x.size());
+  double max = -INFINITY, sum = 0;
+  for (float v : x)
+    max = std::max(max, static_cast<double>(v));
+  for (float v : x)
+    sum += std::exp(v - max);
+  for (std::size_t j = 0; j < x.size(); ++j)
+    want[j] = std::exp(x[j] - max) / sum;
+  for_each_model([&](auto model) {
+    using P = decltype(model);
+    MaxSum total = empty_max_sum();
+    for (std::int64_t c0 = 0; c0 < cols; c0 += chunk) {
+      float m = -INFINITY, s = 0;
+      for (std::int64_t j = c0; j < c0 + chunk; ++j)
+        m = std::max(m, x[static_cast<std::size_t>(j)]);
+      for (std::int64_t j = c0; j < c0 + chunk; ++j)
+        s += fast_math::exp_shifted<P>(x[static_cast<std::size_t>(j)], fast_math::scaled_shift(m));
+      if (c0 == 2 * chunk) CHECK(s == 0.0f);  // the masked chunk adds nothing
+      total = fast_max_sum_merge<P>(total, MaxSum{m, s});
+    }
+    CHECK(total.max == max);
+    const float shift = fast_math::scaled_shift(total.max), inv = 1.0f / total.sum;
+    double worst = 0, scale = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const float y = fast_math::exp_shifted<P>(x[j], shift) * inv;
+      worst = std::max(worst, std::fabs(y - want[j]));
+      scale = std::max(scale, want[j]);
+    }
+    CHECK(worst / scale <= kFastExpAllowance + reduction_tolerance(cols));
+  });
+  // Every chunk masked: max -inf, sum 0, and the row NaN (0 x 1/0).
+  const MaxSum none =
+      fast_max_sum_merge<opbench::testing::Model<2, 1>>(empty_max_sum(), MaxSum{-INFINITY, 0.0f});
+  CHECK(none.max == -INFINITY);
+  CHECK(none.sum == 0.0f);
+  CHECK(std::isnan(fast_math::exp_shifted<opbench::testing::Model<2, 1>>(
+                       -INFINITY, fast_math::scaled_shift(none.max)) *
+                   (1.0f / none.sum)));
 }
 
 TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes") {
