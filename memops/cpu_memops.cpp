@@ -198,10 +198,10 @@ OPBENCH_CPU_CLONES void rmsnorm_bwd_rows(const float* __restrict dy, const float
     float* __restrict dxr = dx + r * cols;
     const float rs = rstd[r];
     const float dot = lane_sum(cols, [=](std::int64_t i) { return dyr[i] * w[i] * xr[i]; });
-    const float c = rs * rs * dot * inv_cols;
+    const float c = rms_bwd_c(rs, dot, inv_cols);
     for (std::int64_t j = 0; j < cols; ++j) {
-      dxr[j] = rs * (dyr[j] * w[j] - xr[j] * c);
-      part_w[j] += dyr[j] * xr[j] * rs;
+      dxr[j] = rms_bwd_dx(dyr[j], xr[j], w[j], rs, c);
+      part_w[j] += rms_bwd_dw(dyr[j], xr[j], rs);
     }
   }
 }

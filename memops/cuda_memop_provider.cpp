@@ -139,7 +139,8 @@ std::vector<Operand> operands_of(const MemopCase& c, int sm_count) {
     v.emplace_back(std::move(spec));
   const bool bwd = c.pass == MemPass::bwd;
   if (bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm))
-    v.emplace_back(workspace_operand(cm::norm_bwd_workspace_floats(c.rows, c.cols, sm_count) * 4));
+    v.emplace_back(
+        workspace_operand(cm::norm_bwd_workspace_floats(c.dtype, c.rows, c.cols, sm_count) * 4));
   if (bwd && c.op == MemOp::embedding)
     if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(c.dtype, c.rows, c.cols, c.vocab))
       v.emplace_back(workspace_operand(ws));

@@ -137,6 +137,28 @@ __device__ __forceinline__ void load(const S* p, std::int64_t i, float (&out)[V]
   }
 }
 
+// One 16-byte vector of p at element i as it is in memory (vec_of<S>() elements; p + i 16-byte
+// aligned), for a kernel that loads ahead and decodes when it uses the values (decode).
+template <class S>
+__device__ __forceinline__ uint4 load_raw(const S* p, std::int64_t i) {
+  return *reinterpret_cast<const uint4*>(reinterpret_cast<const typename Codec<S>::Bits*>(p) + i);
+}
+
+// A vector load_raw took, as its V floats (V x sizeof(S) = 16).
+template <int V, class S>
+__device__ __forceinline__ void decode(uint4 w, float (&out)[V]) {
+  using C = Codec<S>;
+  using Bits = typename C::Bits;
+  static_assert(V * sizeof(Bits) == kVectorBytes, "one 16-byte vector");
+  constexpr int kPerWord = 4 / sizeof(Bits);
+  const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < kPerWord; ++e)
+      out[j * kPerWord + e] = C::decode(static_cast<Bits>(words[j] >> (8 * sizeof(Bits) * e)));
+}
+
 // V floats encoded into S at element i of p, with the same vectors as load (CUDA C++ Programming
 // Guide, "Store Functions Using Cache Hints", for __stwb).
 template <int V, class S>

@@ -283,6 +283,19 @@ OPBENCH_HD inline float rms_scale(float h, float rstd, float w) {
   return h * rstd * w;
 }
 
+// RMSNorm's backward, y = x rstd w: with c = rstd^2 mean(dy w x) (rms_bwd_c, from the row's
+// dot product sum dy w x and 1/cols), dx = rstd (dy w - x c), and the row's term of dw is
+// dy x rstd.
+OPBENCH_HD inline float rms_bwd_c(float rstd, float dot, float inv_cols) {
+  return rstd * rstd * dot * inv_cols;
+}
+OPBENCH_HD inline float rms_bwd_dx(float dy, float x, float w, float rstd, float c) {
+  return rstd * (dy * w - x * c);
+}
+OPBENCH_HD inline float rms_bwd_dw(float dy, float x, float rstd) {
+  return dy * x * rstd;
+}
+
 struct RowStats {
   float mean, rstd;
 };

@@ -368,3 +368,70 @@ TEST_CASE("token ids and targets fall in their range, the same for a set every t
     differs = differs || uniform_index(42, 3, i, 128256) != uniform_index(42, 4, i, 128256);
   CHECK(differs);
 }
+
+TEST_CASE("RMSNorm's backward plan: a wave of persistent blocks, w and dw in registers") {
+  // {threads, items, blocks, rows a block} on an H100's 132 SMs, 8192 tokens.
+  auto plan = [](std::int64_t rows, std::int64_t cols, int vec) {
+    const NormBwdPlan p = rms_bwd_plan(rows, cols, vec, 132);
+    return std::vector<std::int64_t>{p.threads, p.items, p.blocks, p.rows_per_block};
+  };
+  using P = std::vector<std::int64_t>;
+  // Llama 3.1 8B (4096) in bf16: 512 threads (a vector each), two blocks an SM.
+  CHECK(plan(8192, 4096, 8) == P{512, 1, 264, 32});
+  // 70B (8192) in bf16: 1024 threads, a block an SM; in fp32 two vectors a thread.
+  CHECK(plan(8192, 8192, 8) == P{1024, 1, 132, 63});
+  CHECK(plan(8192, 8192, 4) == P{1024, 2, 132, 63});
+  // 405B (16384) in bf16: beyond 8 elements a thread of 1024; the block-per-row kernel's.
+  CHECK(plan(8192, 16384, 8)[0] == 0);
+  // Fewer rows than a wave: a block a row. Small rows: at most 8 blocks an SM.
+  CHECK(plan(5, 4096, 8)[2] == 5);
+  CHECK(plan(100000, 256, 8)[2] == 132 * kNormBwdMostBlocksPerSm);
+  // The workspace holds the persistent blocks' partial rows or the block-per-row kernel's.
+  CHECK(norm_bwd_workspace_floats(DType::bf16, 8192, 4096, 132) == 2 * 264 * 4096);
+  CHECK(norm_bwd_workspace_floats(DType::bf16, 8192, 16384, 132) ==
+        2 * norm_bwd_blocks(8192, 132) * 16384);
+}
+
+TEST_CASE("RMSNorm's backward as the persistent blocks run it gives the CPU loop's dx and dw") {
+  // 37 rows of 64 on 2 SMs: 16 blocks of 3 rows (the last three own none and write zero
+  // partials); each block's dw from memop_math's rms_bwd_dw in registers, dx from the block's dot
+  // product; then the partial rows added column by column. Against cpu_memops::rmsnorm_bwd.
+  const std::int64_t rows = 37, cols = 64;
+  const auto dy = logits(rows * cols, 31), x = logits(rows * cols, 32), w = logits(cols, 33);
+  std::vector<float> rstd(rows), y(x.size());
+  cpu_memops::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), rows, cols);
+  std::vector<float> dx(x.size()), dw(cols),
+      ws(static_cast<std::size_t>(cpu_memops::norm_bwd_workspace_floats(rows, cols)));
+  cpu_memops::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(),
+                          ws.data(), rows, cols);
+  const NormBwdPlan p = rms_bwd_plan(rows, cols, 8, 2);
+  REQUIRE(p.blocks == 16);
+  REQUIRE(p.rows_per_block == 3);
+  std::vector<float> partial(static_cast<std::size_t>(p.blocks * cols), 0.0f);
+  std::vector<int> rows_seen(rows, 0);
+  for (std::int64_t b = 0; b < p.blocks; ++b)
+    for (std::int64_t r = b * p.rows_per_block; r < std::min(rows, (b + 1) * p.rows_per_block);
+         ++r) {
+      ++rows_seen[static_cast<std::size_t>(r)];
+      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
+      float dot = 0.0f;
+      for (std::int64_t j = 0; j < cols; ++j)
+        dot += dy[at(j)] * w[static_cast<std::size_t>(j)] * x[at(j)];
+      const float rs = rstd[static_cast<std::size_t>(r)];
+      const float c = memop_math::rms_bwd_c(rs, dot, 1.0f / static_cast<float>(cols));
+      for (std::int64_t j = 0; j < cols; ++j) {
+        partial[static_cast<std::size_t>(b * cols + j)] +=
+            memop_math::rms_bwd_dw(dy[at(j)], x[at(j)], rs);
+        const float got =
+            memop_math::rms_bwd_dx(dy[at(j)], x[at(j)], w[static_cast<std::size_t>(j)], rs, c);
+        CHECK(got == Approx(dx[at(j)]).epsilon(1e-5).margin(1e-6));
+      }
+    }
+  CHECK(std::count(rows_seen.begin(), rows_seen.end(), 1) == rows);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < p.blocks; ++b)
+      sum += partial[static_cast<std::size_t>(b * cols + j)];
+    CHECK(sum == Approx(dw[static_cast<std::size_t>(j)]).margin(1e-5));  // 37 terms of about 1
+  }
+}
