@@ -29,8 +29,8 @@
 //     __stwb to keep them whole, see cuda_memops_launch.cuh), the tail of fewer than a vector,
 //     and every access when an operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
-//   embedding: a block per token copying its table row; the backward zeroes the table's gradient
-//     and scatter-adds with atomicAdd in fp32 (see embedding_bwd for bf16 and fp16 tables).
+//   embedding: a block per token copying its table row; the backward sorts the token ids and
+//     sums each vocabulary row's tokens in a warp, writing every row of the gradient once.
 #include <cuda_runtime_api.h>
 #include <float.h>
 #include <math.h>
@@ -224,6 +224,67 @@ constexpr NormBwdPlan rms_bwd_plan(std::int64_t rows, std::int64_t cols, int vec
   return {};
 }
 
+// ---- the embedding's backward (memops/cuda_memops_embedding.cu) -------------------------------
+
+// A token's sort key: its id, or `vocab` for an id outside [0, vocab) (sorted after every row's
+// tokens and in no row's segment).
+OPBENCH_HD constexpr std::uint32_t embedding_sort_key(std::int64_t id, std::int64_t vocab) {
+  return static_cast<std::uint32_t>(id >= 0 && id < vocab ? id : vocab);
+}
+
+// The key bits the radix sort looks at: enough for 0 .. vocab (the sentinel): 17 for 128,256.
+constexpr int embedding_key_bits(std::int64_t vocab) {
+  int bits = 1;
+  while (bits < 32 && (std::int64_t{1} << bits) <= vocab)
+    ++bits;
+  return bits;
+}
+
+// The first of the n sorted keys not below v (lower bound): row v's tokens are the sorted
+// positions [segment_begin(v), segment_begin(v + 1)).
+OPBENCH_HD constexpr std::uint32_t segment_begin(const std::uint32_t* keys, std::uint32_t n,
+                                                 std::uint32_t v) {
+  std::uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// The columns a warp writes of one vocabulary row: 32 lanes x kEmbeddingUnroll vectors of `vec`.
+inline constexpr int kEmbeddingUnroll = 2;
+OPBENCH_HD constexpr std::int64_t embedding_slice_cols(int vec) {
+  return 32 * kEmbeddingUnroll * vec;
+}
+constexpr std::int64_t embedding_slices(std::int64_t cols, int vec) {
+  return (cols + embedding_slice_cols(vec) - 1) / embedding_slice_cols(vec);
+}
+
+// Where each part of the embedding backward's workspace starts, in bytes, each 256-aligned:
+// the keys and positions before and after the sort (rows each), the segment starts (vocab + 1),
+// then the sort's temporary storage (`sort_bytes`, CUB's).
+struct EmbeddingSortLayout {
+  std::int64_t keys_in = 0, positions_in = 0, keys = 0, positions = 0, starts = 0, temp = 0;
+  std::int64_t total = 0;
+};
+constexpr EmbeddingSortLayout embedding_sort_layout(std::int64_t rows, std::int64_t vocab,
+                                                    std::int64_t sort_bytes) {
+  auto up = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  EmbeddingSortLayout l;
+  const std::int64_t tokens = up(rows * 4);
+  l.positions_in = tokens;
+  l.keys = 2 * tokens;
+  l.positions = 3 * tokens;
+  l.starts = 4 * tokens;
+  l.temp = l.starts + up((vocab + 1) * 4);
+  l.total = l.temp + up(sort_bytes);
+  return l;
+}
+
 struct Grid {
   std::int64_t blocks = 1;
   int threads = kElementwiseThreads;
@@ -405,15 +466,18 @@ void cross_entropy(DType t, const void* logits, const std::int64_t* targets, voi
 // y[r] = table[ids[r]]; an id outside [0, vocab) leaves its row unwritten.
 void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y, std::int64_t rows,
                    std::int64_t cols, std::int64_t vocab, const Launch& l);
-// The workspace embedding_bwd needs: none for fp32; for bf16 and fp16 an owner slot per
-// vocabulary row and an fp32 row per token (see embedding_bwd).
+// The workspace embedding_bwd needs, set up once per case: the tokens' sort keys and positions,
+// sorted, the vocabulary rows' segment starts, and cub::DeviceRadixSort's temporary storage
+// (EmbeddingSortLayout). Asks CUB, so only where a GPU is.
 std::int64_t embedding_bwd_workspace_bytes(DType t, std::int64_t rows, std::int64_t cols,
                                            std::int64_t vocab);
-// dtable = 0, then dtable[ids[r]] += dy[r]. fp32: atomicAdd straight into the table. bf16 and
-// fp16, whose atomic adds would round every partial sum to 8 or 11 bits: tokens sharing an id
-// elect an owner (the lowest token index, by atomicMin over a per-vocab-row slot), every token
-// atomicAdds its row in fp32 into its owner's row of an fp32 scratch [rows, cols], and each owner
-// rounds its sum once into the table. Tokens with ids outside [0, vocab) are skipped.
+// dtable[v] = the sum of dy[r] over the tokens r with ids[r] = v, 0 for the rows no token
+// points to, as PyTorch's embedding_dense_backward: the tokens sorted by id (a stable radix sort
+// of (id, position) pairs), each row's segment of them found, and a warp per (vocabulary row,
+// slice of columns) sums its tokens' dy in fp32, in token order, and writes the row once:
+// deterministic, every row of the table written once, no memset and no atomics. Tokens with ids
+// outside [0, vocab) are skipped. The sort is part of the operator (PyTorch's sorts too) and of
+// its time.
 void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtable, void* workspace,
                    std::int64_t rows, std::int64_t cols, std::int64_t vocab, const Launch& l);
 

@@ -435,3 +435,68 @@ TEST_CASE("RMSNorm's backward as the persistent blocks run it gives the CPU loop
     CHECK(sum == Approx(dw[static_cast<std::size_t>(j)]).margin(1e-5));  // 37 terms of about 1
   }
 }
+
+TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a warp per row slice") {
+  // 300 tokens over a vocabulary of 50 (most ids shared, some rows untouched, two ids out of
+  // range) and rows of 24: the keys (out-of-range ids sort last), a stable sort of (key,
+  // position) pairs as CUB's radix sort is, every row's segment by segment_begin, and each row
+  // summed in fp32 in sorted order: the CPU loop's gradient to the bit (the same order), zeros
+  // included, every element of the table written once.
+  const std::int64_t rows = 300, cols = 24, vocab = 50;
+  std::vector<std::int64_t> ids(rows);
+  for (std::int64_t r = 0; r < rows; ++r)
+    ids[static_cast<std::size_t>(r)] = uniform_index(9, 0, r, 40);  // rows 40..49 untouched
+  ids[7] = -1;
+  ids[8] = vocab;
+  const auto dy = logits(rows * cols, 41);
+  std::vector<float> want(static_cast<std::size_t>(vocab * cols));  // skips ids out of range too
+  cpu_memops::embedding_bwd(dy.data(), ids.data(), want.data(), rows, cols, vocab);
+
+  CHECK(embedding_key_bits(vocab) == 6);  // 0 .. 50
+  CHECK(embedding_key_bits(128256) == 17);
+  CHECK(embedding_sort_key(-1, vocab) == vocab);
+  CHECK(embedding_sort_key(49, vocab) == 49);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  for (std::int64_t r = 0; r < rows; ++r)
+    pairs.emplace_back(embedding_sort_key(ids[static_cast<std::size_t>(r)], vocab), r);
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::uint32_t> keys, positions;
+  for (const auto& [k, p] : pairs) {
+    keys.push_back(k);
+    positions.push_back(p);
+  }
+  std::vector<std::uint32_t> starts(vocab + 1);
+  for (std::int64_t v = 0; v <= vocab; ++v)
+    starts[static_cast<std::size_t>(v)] =
+        segment_begin(keys.data(), rows, static_cast<std::uint32_t>(v));
+  CHECK(starts[vocab] == rows - 2);  // the two out-of-range tokens sort last
+  CHECK(starts[40] == starts[49]);   // untouched rows: empty segments
+  std::vector<float> got(want.size(), -7.0f);
+  std::vector<int> written(want.size(), 0);
+  const int vec = 8;
+  const std::int64_t slices = embedding_slices(cols, vec);
+  for (std::int64_t v = 0; v < vocab; ++v)
+    for (std::int64_t slice = 0; slice < slices; ++slice)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int u = 0; u < kEmbeddingUnroll; ++u) {
+          const std::int64_t col = slice * embedding_slice_cols(vec) + (u * 32 + lane) * vec;
+          if (col + vec > cols) continue;
+          for (int j = 0; j < vec; ++j) {
+            float acc = 0.0f;
+            for (std::uint32_t p = starts[static_cast<std::size_t>(v)];
+                 p < starts[static_cast<std::size_t>(v + 1)]; ++p)
+              acc += dy[static_cast<std::size_t>(positions[p] * cols + col + j)];
+            got[static_cast<std::size_t>(v * cols + col + j)] = acc;
+            ++written[static_cast<std::size_t>(v * cols + col + j)];
+          }
+        }
+  CHECK(std::count(written.begin(), written.end(), 1) == vocab * cols);
+  CHECK(got == want);
+  // The workspace's parts do not overlap and the temporary storage comes last.
+  const EmbeddingSortLayout at = embedding_sort_layout(8192, 128256, 1000);
+  CHECK(at.positions_in == 32768);
+  CHECK(at.starts == 4 * 32768);
+  CHECK(at.temp == at.starts + (128257 * 4 + 255) / 256 * 256);
+  CHECK(at.total == at.temp + 1024);
+}
