@@ -291,14 +291,19 @@ struct Grid {
 };
 
 // A grid-stride elementwise kernel over n elements in vectors of `vec`, `unroll` vectors a thread
-// at a time: a thread per `unroll` vectors up to kElementwiseBlocksPerSm blocks per SM, after which
-// threads loop. At least one block (the tail of n % vec elements is taken by the first threads).
-constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count, int unroll = 1) {
+// at a time: a thread per `unroll` vectors up to `blocks_per_sm` blocks per SM (at most
+// kElementwiseBlocksPerSm: what the kernel's registers let an SM hold at once, so that the grid
+// is one wave and no SM runs a last, part-filled one), after which threads loop. At least one
+// block (the tail of n % vec elements is taken by the first threads).
+constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count, int unroll = 1,
+                                int blocks_per_sm = kElementwiseBlocksPerSm) {
   const std::int64_t vectors = n / vec;
   const std::int64_t per_block = static_cast<std::int64_t>(kElementwiseThreads) * unroll;
   const std::int64_t wanted = (vectors + per_block - 1) / per_block;
-  const std::int64_t cap =
-      static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kElementwiseBlocksPerSm;
+  const int per_sm = blocks_per_sm < 1                         ? 1
+                     : blocks_per_sm > kElementwiseBlocksPerSm ? kElementwiseBlocksPerSm
+                                                               : blocks_per_sm;
+  const std::int64_t cap = static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * per_sm;
   const std::int64_t blocks = wanted < cap ? wanted : cap;
   return {blocks < 1 ? 1 : blocks, kElementwiseThreads};
 }

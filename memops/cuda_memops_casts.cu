@@ -104,11 +104,13 @@ void fp8_quantize(const std::uint16_t* x, const float* scale, std::uint8_t* y, f
   if (n <= 0) return;
   constexpr int kV = 16;  // 16 e4m3 codes per 16-byte store, from two 16-byte loads of bf16
   const int vec = vector_elements(1, address_bits(x, y)) == 1 ? 1 : kV;
-  const Grid g = elementwise_grid(n, vec, l.sm_count, 2);
+  const cudaError_t pending = take_pending_cuda_error();
+  static const int resident_v = resident_blocks(fp8_quantize_kernel<kV>);
+  static const int resident_1 = resident_blocks(fp8_quantize_kernel<1>);
+  const Grid g = elementwise_grid(n, vec, l.sm_count, 2, vec == kV ? resident_v : resident_1);
   const auto* xs = reinterpret_cast<const Bf16*>(x);
   auto* ys = reinterpret_cast<Fp8E4m3*>(y);
   auto* bits = reinterpret_cast<unsigned*>(amax);
-  const cudaError_t pending = take_pending_cuda_error();
   if (vec == kV)
     fp8_quantize_kernel<kV><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(xs, scale, ys, bits, n);
   else

@@ -190,16 +190,19 @@ void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtabl
   with_storage(t, "embedding", [&](auto tag) {
     using S = decltype(tag);
     constexpr int kV = vec_of<S>();
+    cudaError_t pending = take_pending_cuda_error();
     const EmbeddingSort sort = embedding_sort_of(workspace, rows, vocab);
     const int bits = embedding_key_bits(vocab);
     const Grid g = elementwise_grid(rows, 1, l.sm_count);
     const Grid starts = elementwise_grid(vocab + 1, 1, l.sm_count);
     const int vec = row_vector_elements(kVectorBytes / kV, address_bits(dy, dtable), cols);
     const std::int64_t slices = embedding_slices(cols, vec);
-    const Grid warps = elementwise_grid(vocab * slices * kWarp, 1, l.sm_count);
+    static const int resident_v = resident_blocks(embedding_rows_kernel<kV, S>);
+    static const int resident_1 = resident_blocks(embedding_rows_kernel<1, S>);
+    const Grid warps = elementwise_grid(vocab * slices * kWarp, 1, l.sm_count, 1,
+                                        vec == kV ? resident_v : resident_1);
     const auto* dys = static_cast<const S*>(dy);
     auto* dt = static_cast<S*>(dtable);
-    cudaError_t pending = take_pending_cuda_error();
     if (rows > 0) {
       embedding_keys_kernel<<<grid_of(g.blocks), g.threads, 0, l.stream>>>(
           ids, sort.keys_in, sort.positions_in, rows, vocab);

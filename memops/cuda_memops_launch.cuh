@@ -362,6 +362,20 @@ void with_storage(DType t, const char* op, F&& f) {
   }
 }
 
+// Blocks of kElementwiseThreads that an SM holds at once running `kernel` (its registers decide:
+// AdamW with a bf16 gradient takes 80 a thread, 3 blocks); kElementwiseBlocksPerSm where the
+// runtime cannot say.
+template <class Kernel>
+int resident_blocks(Kernel kernel) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kElementwiseThreads, 0) !=
+      cudaSuccess) {
+    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
+    return kElementwiseBlocksPerSm;
+  }
+  return blocks;
+}
+
 // An elementwise operator: vectors of V elements when every operand is 16-byte aligned, U of
 // them a thread at a time (kElementwiseUnroll for the operators; 1 for the untimed preparation).
 template <int V, int U = kElementwiseUnroll, class Op>
@@ -369,8 +383,11 @@ void launch_elementwise(const char* kernel, const char* type, const Op& op, std:
                         std::uintptr_t addresses, const Launch& l) {
   if (n <= 0) return;
   const int vec = vector_elements(kVectorBytes / V, addresses) == 1 ? 1 : V;
-  const Grid g = elementwise_grid(n, vec, l.sm_count, U);
   const cudaError_t pending = take_pending_cuda_error();
+  // Asked once per kernel (the runtime's occupancy calculator, from its registers).
+  static const int resident_v = resident_blocks(elementwise_kernel<V, U, Op>);
+  static const int resident_1 = resident_blocks(elementwise_kernel<1, U, Op>);
+  const Grid g = elementwise_grid(n, vec, l.sm_count, U, vec == V ? resident_v : resident_1);
   if (vec == V)
     elementwise_kernel<V, U><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
   else

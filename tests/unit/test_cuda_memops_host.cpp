@@ -162,6 +162,11 @@ TEST_CASE(
   CHECK(elementwise_grid(1000, 8, 132, kElementwiseUnroll).blocks == 1);
   CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, kElementwiseUnroll).blocks ==
         132 * kElementwiseBlocksPerSm);
+  // One wave of what an SM holds at once (AdamW with a bf16 gradient: 80 registers, 3 blocks),
+  // never more than 8 blocks an SM nor fewer than 1.
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 3).blocks == 132 * 3);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 16).blocks == 132 * 8);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 0).blocks == 132);
 }
 
 namespace {
