@@ -198,10 +198,10 @@ OPBENCH_CPU_CLONES void rmsnorm_bwd_rows(const float* __restrict dy, const float
     float* __restrict dxr = dx + r * cols;
     const float rs = rstd[r];
     const float dot = lane_sum(cols, [=](std::int64_t i) { return dyr[i] * w[i] * xr[i]; });
-    const float c = rs * rs * dot * inv_cols;
+    const float c = rms_bwd_c(rs, dot, inv_cols);
     for (std::int64_t j = 0; j < cols; ++j) {
-      dxr[j] = rs * (dyr[j] * w[j] - xr[j] * c);
-      part_w[j] += dyr[j] * xr[j] * rs;
+      dxr[j] = rms_bwd_dx(dyr[j], xr[j], w[j], rs, c);
+      part_w[j] += rms_bwd_dw(dyr[j], xr[j], rs);
     }
   }
 }
@@ -280,7 +280,7 @@ OPBENCH_CPU_CLONES void softmax_fwd_rows(const float* __restrict x, float* __res
     // The row is in cache after the max: writing e^(x - m) and summing it in a second loop
     // costs no memory traffic and keeps each loop simple enough to vectorise.
     for (std::int64_t j = 0; j < cols; ++j)
-      yr[j] = exp_approx(xr[j] - m);
+      yr[j] = exp_or_zero(xr[j] - m);
     const float inv = 1.0f / lane_sum(cols, [yr](std::int64_t i) { return yr[i]; });
     for (std::int64_t j = 0; j < cols; ++j)
       yr[j] *= inv;
@@ -342,7 +342,7 @@ OPBENCH_CPU_CLONES void cross_entropy_rows(const float* __restrict logits,
     // e^(x - m) goes straight into the gradient's row (in cache), is summed, then scaled: the
     // logits are read from memory once after the max, and the gradient written once.
     for (std::int64_t j = 0; j < cols; ++j)
-      gr[j] = exp_approx(xr[j] - m);
+      gr[j] = exp_or_zero(xr[j] - m);
     const float sum = lane_sum(cols, [gr](std::int64_t i) { return gr[i]; });
     loss[r] = m + ::logf(sum) - xr[target];
     const float scale = inv_rows / sum;  // softmax, times d(mean loss)/d(loss) = 1/rows

@@ -139,18 +139,21 @@ std::vector<Operand> operands_of(const MemopCase& c, int sm_count) {
     v.emplace_back(std::move(spec));
   const bool bwd = c.pass == MemPass::bwd;
   if (bwd && (c.op == MemOp::rmsnorm || c.op == MemOp::layernorm))
-    v.emplace_back(workspace_operand(cm::norm_bwd_workspace_floats(c.rows, c.cols, sm_count) * 4));
+    v.emplace_back(
+        workspace_operand(cm::norm_bwd_workspace_floats(c.dtype, c.rows, c.cols, sm_count) * 4));
   if (bwd && c.op == MemOp::embedding)
     if (const std::int64_t ws = cm::embedding_bwd_workspace_bytes(c.dtype, c.rows, c.cols, c.vocab))
       v.emplace_back(workspace_operand(ws));
+  if (const std::int64_t ws = cm::row_stats_workspace_bytes(c.dtype, c.op, c.pass, c.rows, c.cols))
+    v.emplace_back(workspace_operand(ws));
   return v;
 }
 
 // A case's operands on the device: every set's copies, filled on the device.
 class CaseOperands {
  public:
-  CaseOperands(const MemopCase& c, std::vector<Operand> operands, int sm_count)
-      : c_(c), ops_(std::move(operands)), sm_count_(sm_count) {}
+  CaseOperands(const MemopCase& c, std::vector<Operand> operands, const cm::Launch& device)
+      : c_(c), ops_(std::move(operands)), device_(device) {}
 
   Operand& get(const std::string& name) {
     for (auto& o : ops_)
@@ -237,7 +240,7 @@ class CaseOperands {
   void derive(std::int64_t set, cudaStream_t stream) {
     const std::int64_t rows = c_.rows, cols = c_.cols;
     const DType t = c_.dtype;
-    const cm::Launch l{stream, sm_count_, nullptr};
+    const cm::Launch l{stream, device_.sm_count, nullptr, device_.cc_major};
     if (c_.op == MemOp::adamw || c_.op == MemOp::adamw_bf16) {
       cm::derive_second_moment(at<float>("m", set), at<float>("v", set), c_.elements(), stream);
     } else if (c_.op == MemOp::rope) {
@@ -264,13 +267,16 @@ class CaseOperands {
       void* logits = get("dx").raw(set);
       fill_uniform(logits, static_cast<std::size_t>(c_.elements()), t, kSeed - 1, stream);
       cm::scale_elements(t, logits, c_.elements(), 4.0f, stream);
-      cm::softmax_fwd(t, logits, get("y").raw(set), rows, cols, l);
+      cm::softmax_fwd(t, logits, get("y").raw(set), workspace(), rows, cols, l);
     }
   }
 
+  // The case's workspace (one for every set), or null.
+  void* workspace() { return has("workspace") ? get("workspace").raw(0) : nullptr; }
+
   const MemopCase& c_;
   std::vector<Operand> ops_;
-  int sm_count_;
+  cm::Launch device_;  // the device's SMs and compute capability
   std::int64_t sets_ = 1;
 };
 
@@ -313,11 +319,11 @@ const Dispatch kDispatch[] = {
      }},
     {MemOp::softmax, kFwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
-       cm::softmax_fwd(c.dtype, a("x"), a("y"), c.rows, c.cols, l);
+       cm::softmax_fwd(c.dtype, a("x"), a("y"), a.find("workspace"), c.rows, c.cols, l);
      }},
     {MemOp::softmax, kBwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
-       cm::softmax_bwd(c.dtype, a("y"), a("dy"), a("dx"), c.rows, c.cols, l);
+       cm::softmax_bwd(c.dtype, a("y"), a("dy"), a("dx"), a.find("workspace"), c.rows, c.cols, l);
      }},
     {MemOp::rope, kFwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
@@ -332,7 +338,7 @@ const Dispatch kDispatch[] = {
     {MemOp::cross_entropy, kFwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
        cm::cross_entropy(c.dtype, a("logits"), a.as<std::int64_t>("targets"), a("dlogits"),
-                         a.as<float>("loss"), c.rows, c.cols, l);
+                         a.as<float>("loss"), a.find("workspace"), c.rows, c.cols, l);
      }},
     {MemOp::embedding, kFwd,
      [](const MemopCase& c, const OperandAddresses& a, const cm::Launch& l) {
@@ -581,9 +587,15 @@ class CudaMemopProvider final : public MemopProvider {
 
   // ---- our kernels ----
 
+  // Where our kernels go: `stream` on this GPU (its SMs and compute capability), describing the
+  // launch into `shape` when set.
+  cm::Launch launch_on(cudaStream_t stream, std::string* shape) const {
+    return cm::Launch{stream, info_.sm_count, shape, info_.cc_major};
+  }
+
   MemopResult run_kernel(const MemopCase& c, const MemopRunOptions& o) {
     MemopResult r;
-    CaseOperands d(c, operands_of(c, info_.sm_count), info_.sm_count);
+    CaseOperands d(c, operands_of(c, info_.sm_count), launch_on(stream_, nullptr));
     const OperandFootprint bytes = d.footprint();
     const std::int64_t flush = o.cold ? static_cast<std::int64_t>(2 * info_.l2_bytes) : 0;
     const auto plan =
@@ -594,20 +606,15 @@ class CudaMemopProvider final : public MemopProvider {
     d.fill_all(stream_);
 
     std::int64_t set = 0;
-    const int sms = info_.sm_count;
     // The first run loads the module, untimed, and says what it launched.
-    enqueue(c, d, set, cm::Launch{stream_, sms, &r.impl});
+    enqueue(c, d, set, launch_on(stream_, &r.impl));
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
     auto prepare = [&] {
       set = (set + 1) % d.sets();
       if (o.cold) flusher_->flush(stream_);
     };
     r.measurement = measure_on(
-        stream_, o,
-        [&] {
-          enqueue(c, d, set, cm::Launch{stream_, sms, nullptr});
-        },
-        prepare);
+        stream_, o, [&] { enqueue(c, d, set, launch_on(stream_, nullptr)); }, prepare);
     finish(r);
     if (o.check) check_kernel(c, d, o, r);
     return r;
@@ -626,7 +633,7 @@ class CudaMemopProvider final : public MemopProvider {
       }
     for (const auto& op : d.all())
       if (op.in_place()) saved.push_back(fetch_floats(op, s, 0, op.count));
-    enqueue(c, d, s, cm::Launch{stream_, info_.sm_count, nullptr});
+    enqueue(c, d, s, launch_on(stream_, nullptr));
     OPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (o.corrupt_for_test) spoil_for_test(d, s);
     DeviceReader reader(d, s);

@@ -5,25 +5,32 @@
 // run, so the host tests cover it; the launch shapes are decided by the pure functions below,
 // which the host tests cover too.
 //
-// Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them):
-//   row operators (rmsnorm, add_rmsnorm, layernorm, softmax, cross_entropy): one block per row
-//     with a block reduction (warp shuffles, then one value per warp through shared memory); a
-//     grid of more rows than CUDA allows blocks strides over them. The row is read once for the
-//     statistics and once more to write the result, the second read expected to hit L1/L2 while
-//     the block works on the row (PyTorch's and Apex's layer norms read the row twice the same
-//     way).
+// Kernels (every one in fp32 math, storing fp32, bf16 or fp16 where the operator takes them; the
+// exponentials are the GPU's ex2.approx and rcp.approx, memops/fast_math.hpp; none has run on a
+// GPU in this form yet, see each file's header):
+//   softmax (both passes) and cross_entropy: the row read once and held in registers between its
+//     reductions and its write (memops/cuda_memops_rows.cuh): a block per row, a thread block
+//     cluster per row on sm_90 and later for rows past one block (vocabularies of 128,256 and
+//     256,000), or chunks of a block whose statistics a second kernel combines (longer rows, or
+//     no clusters); rows whose length is not a multiple of the vector read in 16-byte vectors
+//     between an unaligned head and tail (row_split).
+//   rmsnorm, add_rmsnorm, layernorm: one block per row with a block reduction (warp shuffles,
+//     then one value per warp through shared memory); a grid of more rows than CUDA allows
+//     blocks strides over them. The row is read once for the statistics and once more to write
+//     the result, the second read expected to hit L1/L2 while the block works on the row
+//     (PyTorch's and Apex's layer norms read the row twice the same way).
 //   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
 //     fp32 workspace, then a column reduction over the partials (Apex's
 //     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
 //   elementwise (memops/elementwise.hpp's kernels, adamw, casts, fp8 quantize): grid-stride
-//     loops over 16-byte vectors (a single 128-bit load or store per access, CUDA C++
-//     Programming Guide, "Device Memory Accesses": an access compiles to one instruction only
-//     for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through __stwb to keep them
-//     whole, see cuda_memops_launch.cuh), the tail of fewer than a vector, and every access when an
-//     operand is not 16-byte aligned, element by element.
+//     loops over 16-byte vectors, two a thread at a time (a single 128-bit load or store per
+//     access, CUDA C++ Programming Guide, "Device Memory Accesses": an access compiles to one
+//     instruction only for 1, 2, 4, 8 or 16 bytes naturally aligned; the stores go through
+//     __stwb to keep them whole, see cuda_memops_launch.cuh), the tail of fewer than a vector,
+//     and every access when an operand is not 16-byte aligned, element by element.
 //   rope: one block per token, a thread per (head, vector of pairs).
-//   embedding: a block per token copying its table row; the backward zeroes the table's gradient
-//     and scatter-adds with atomicAdd in fp32 (see embedding_bwd for bf16 and fp16 tables).
+//   embedding: a block per token copying its table row; the backward sorts the token ids and
+//     sums each vocabulary row's tokens in a warp, writing every row of the gradient once.
 #include <cuda_runtime_api.h>
 #include <float.h>
 #include <math.h>
@@ -34,6 +41,7 @@
 #include "common/dtype.hpp"
 #include "common/host_device.hpp"
 #include "common/uniform_value.hpp"
+#include "memops/fast_math.hpp"
 #include "memops/memop.hpp"
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_math.hpp"
@@ -45,6 +53,7 @@ namespace opbench::cuda_memops {
 inline constexpr int kVectorBytes = 16;  // one 128-bit load or store
 inline constexpr int kElementwiseThreads = 256;
 inline constexpr int kElementwiseBlocksPerSm = 8;  // 2048 resident threads per SM on sm_80..sm_100
+inline constexpr int kElementwiseUnroll = 2;       // 16-byte vectors a thread loads at a time
 inline constexpr int kRowMaxThreads = 1024;
 inline constexpr int kRowVectorsPerThread = 4;  // vectors a thread of a row block takes, at least
 inline constexpr int kNormBwdBlocksPerSm = 2;   // blocks (and partial rows) of a norm's backward
@@ -88,19 +97,213 @@ constexpr std::int64_t norm_bwd_blocks(std::int64_t rows, int sm_count) {
   return rows < wave ? rows : wave;
 }
 
+// ---- a row held in registers (softmax, cross-entropy; memops/cuda_memops_rows.cuh) -------------
+
+// A row of `cols` elements of `elem_bytes` starting at `row_address`, as its kernels read it:
+// `head` elements up to the first 16-byte boundary, `vectors` whole 16-byte vectors, then `tail`
+// elements. A row of bf16 whose length is not a multiple of 8 (GPT-2's vocabulary, 50,257) starts
+// at another boundary every row: its head and tail (at most 7 elements each) are read one by one
+// and the rest in vectors, where a split by alignment alone read the whole row element by element.
+// row_address must be a multiple of elem_bytes.
+struct RowSplit {
+  int head = 0;
+  std::int64_t vectors = 0;
+  int tail = 0;
+};
+OPBENCH_HD constexpr RowSplit row_split(std::uintptr_t row_address, std::int64_t cols,
+                                        int elem_bytes) {
+  const int vec = kVectorBytes / elem_bytes;
+  const std::int64_t to_boundary =
+      static_cast<std::int64_t>((kVectorBytes - row_address % kVectorBytes) % kVectorBytes) /
+      elem_bytes;
+  const std::int64_t head = to_boundary < cols ? to_boundary : cols;
+  const std::int64_t vectors = (cols - head) / vec;
+  return {static_cast<int>(head), vectors, static_cast<int>(cols - head - vectors * vec)};
+}
+
+// Which of a row's elements a block's thread holds (memops/cuda_memops_rows.cuh): block `block`
+// of the row's blocks (each `per_block` vectors) holds vectors [first, end) of the row's split;
+// its thread t of `threads` holds the vectors first + t + i threads for i < items (a warp's
+// loads of one i are contiguous), and the row's first block's thread e < head + tail the head
+// or tail element e.
+struct BlockVectors {
+  int first = 0, end = 0;
+};
+OPBENCH_HD constexpr BlockVectors block_vectors(RowSplit s, std::int64_t block,
+                                                std::int64_t per_block) {
+  const std::int64_t first = block * per_block, end = first + per_block;
+  return {static_cast<int>(first < s.vectors ? first : s.vectors),
+          static_cast<int>(end < s.vectors ? end : s.vectors)};
+}
+OPBENCH_HD constexpr int item_vector(int first, int thread, int threads, int item) {
+  return first + thread + item * threads;
+}
+OPBENCH_HD constexpr int edge_column(RowSplit s, int vec, int e) {
+  return e < s.head ? e : s.head + static_cast<int>(s.vectors) * vec + (e - s.head);
+}
+
+// Whether two operands' rows split alike: their addresses agree modulo 16 (the rows of both are
+// `cols` elements of the same size apart).
+constexpr bool same_phase(std::uintptr_t a, std::uintptr_t b) {
+  return a % kVectorBytes == b % kVectorBytes;
+}
+
+// How a kernel holds a row in registers: `threads` a block, each with `items` 16-byte vectors of
+// each of `held` operands (and one head or tail element), `cluster` blocks a row (a thread block
+// cluster, sm_90 and later: the blocks exchange their partial max and sum through distributed
+// shared memory). A row too long for a cluster of kMaxClusterBlocks (or any row longer than a
+// block where there are no clusters) is split: `chunks` blocks of `chunk_vectors` vectors each
+// write their part's statistics to memory, and a second kernel combines them and writes the row
+// (reading it again). Fewest blocks a row first, within 512 threads a block (two or more blocks
+// an SM, whose reductions then overlap the other's loads), then within 1024.
+struct RegisterRowPlan {
+  int threads = 32;
+  int items = 1;
+  int cluster = 1;
+  std::int64_t chunks = 0;  // > 0: the two-kernel split
+  std::int64_t chunk_vectors = 0;
+};
+inline constexpr int kRowRegisterFloats = 32;  // a thread's share of the row, in floats, at most
+inline constexpr int kMaxClusterBlocks = 8;    // the portable cluster size (CUDA C++ Guide)
+inline constexpr int kSplitThreads = 512;
+
+// The largest `items` for `held` operands of `vec`-element vectors (a power of two).
+constexpr int max_row_items(int vec, int held) {
+  const int items = kRowRegisterFloats / (vec * held);
+  return items >= 8 ? 8 : items >= 4 ? 4 : items >= 2 ? 2 : 1;
+}
+
+constexpr RegisterRowPlan register_row_plan(std::int64_t vectors, int vec, int held,
+                                            bool clusters) {
+  const int most = max_row_items(vec, held);
+  for (int cap : {512, kRowMaxThreads})
+    for (int cluster = 1; cluster <= (clusters ? kMaxClusterBlocks : 1); cluster *= 2)
+      for (int items = 1; items <= most; items *= 2) {
+        const std::int64_t per_block = (vectors + cluster - 1) / cluster;
+        const std::int64_t wanted = (per_block + items - 1) / items;
+        const std::int64_t threads = wanted <= 32 ? 32 : (wanted + 31) / 32 * 32;
+        if (threads <= cap) return {static_cast<int>(threads), items, cluster, 0, 0};
+      }
+  const std::int64_t chunk = static_cast<std::int64_t>(kSplitThreads) * most;
+  return {kSplitThreads, most, 1, (vectors + chunk - 1) / chunk, chunk};
+}
+
+// ---- RMSNorm's backward, persistent (memops/cuda_memops_norms.cu) ------------------------------
+
+// Each of `blocks` blocks owns `rows_per_block` consecutive rows (the last ones fewer, or none),
+// keeps w and its share of dw in registers across them and writes its dw once, into its partial
+// row; a column reduction adds the partial rows. A thread holds `items` 16-byte vectors of a row
+// (its w, its dw, the row's dy and x and, where they fit, the next row's, loaded while this one
+// is reduced): the fewest threads a block, up to 1024, with one vector a thread, then two, and
+// at most 8 elements a thread (two fp32 vectors, one of bf16 or fp16: 64 registers a thread
+// hold no more without spilling). Blocks: up to 1024 threads an SM, at most 8 an SM, one wave.
+// threads 0: longer rows (bf16 past 8192 columns, fp32 past 8192), which the block-per-row
+// kernel takes.
+struct NormBwdPlan {
+  int threads = 0;
+  int items = 0;
+  std::int64_t blocks = 0;
+  std::int64_t rows_per_block = 0;
+};
+inline constexpr int kNormBwdThreadsPerSm = 1024;
+inline constexpr int kNormBwdMostBlocksPerSm = 8;
+inline constexpr int kNormBwdMostElements = 8;  // a thread's share of a row, at most
+
+constexpr NormBwdPlan rms_bwd_plan(std::int64_t rows, std::int64_t cols, int vec, int sm_count) {
+  const std::int64_t vectors = cols / vec;
+  for (int items = 1; items * vec <= kNormBwdMostElements; items *= 2) {
+    const std::int64_t wanted = (vectors + items - 1) / items;
+    const std::int64_t threads = wanted <= 32 ? 32 : (wanted + 31) / 32 * 32;
+    if (threads > kRowMaxThreads) continue;
+    std::int64_t per_sm = kNormBwdThreadsPerSm / threads;
+    per_sm = per_sm < 1 ? 1 : per_sm > kNormBwdMostBlocksPerSm ? kNormBwdMostBlocksPerSm : per_sm;
+    const std::int64_t wave = (sm_count < 1 ? 1 : sm_count) * per_sm;
+    const std::int64_t blocks = rows < wave ? (rows < 1 ? 1 : rows) : wave;
+    return {static_cast<int>(threads), items, blocks, (rows + blocks - 1) / blocks};
+  }
+  return {};
+}
+
+// ---- the embedding's backward (memops/cuda_memops_embedding.cu) -------------------------------
+
+// A token's sort key: its id, or `vocab` for an id outside [0, vocab) (sorted after every row's
+// tokens and in no row's segment).
+OPBENCH_HD constexpr std::uint32_t embedding_sort_key(std::int64_t id, std::int64_t vocab) {
+  return static_cast<std::uint32_t>(id >= 0 && id < vocab ? id : vocab);
+}
+
+// The key bits the radix sort looks at: enough for 0 .. vocab (the sentinel): 17 for 128,256.
+constexpr int embedding_key_bits(std::int64_t vocab) {
+  int bits = 1;
+  while (bits < 32 && (std::int64_t{1} << bits) <= vocab)
+    ++bits;
+  return bits;
+}
+
+// The first of the n sorted keys not below v (lower bound): row v's tokens are the sorted
+// positions [segment_begin(v), segment_begin(v + 1)).
+OPBENCH_HD constexpr std::uint32_t segment_begin(const std::uint32_t* keys, std::uint32_t n,
+                                                 std::uint32_t v) {
+  std::uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// The columns a warp writes of one vocabulary row: 32 lanes x kEmbeddingUnroll vectors of `vec`.
+inline constexpr int kEmbeddingUnroll = 2;
+OPBENCH_HD constexpr std::int64_t embedding_slice_cols(int vec) {
+  return 32 * kEmbeddingUnroll * vec;
+}
+constexpr std::int64_t embedding_slices(std::int64_t cols, int vec) {
+  return (cols + embedding_slice_cols(vec) - 1) / embedding_slice_cols(vec);
+}
+
+// Where each part of the embedding backward's workspace starts, in bytes, each 256-aligned:
+// the keys and positions before and after the sort (rows each), the segment starts (vocab + 1),
+// then the sort's temporary storage (`sort_bytes`, CUB's).
+struct EmbeddingSortLayout {
+  std::int64_t keys_in = 0, positions_in = 0, keys = 0, positions = 0, starts = 0, temp = 0;
+  std::int64_t total = 0;
+};
+constexpr EmbeddingSortLayout embedding_sort_layout(std::int64_t rows, std::int64_t vocab,
+                                                    std::int64_t sort_bytes) {
+  auto up = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  EmbeddingSortLayout l;
+  const std::int64_t tokens = up(rows * 4);
+  l.positions_in = tokens;
+  l.keys = 2 * tokens;
+  l.positions = 3 * tokens;
+  l.starts = 4 * tokens;
+  l.temp = l.starts + up((vocab + 1) * 4);
+  l.total = l.temp + up(sort_bytes);
+  return l;
+}
+
 struct Grid {
   std::int64_t blocks = 1;
   int threads = kElementwiseThreads;
 };
 
-// A grid-stride elementwise kernel over n elements in vectors of `vec`: one thread per vector up
-// to kElementwiseBlocksPerSm blocks per SM, after which threads loop. At least one block (the
-// tail of n % vec elements is taken by the first threads).
-constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
+// A grid-stride elementwise kernel over n elements in vectors of `vec`, `unroll` vectors a thread
+// at a time: a thread per `unroll` vectors up to `blocks_per_sm` blocks per SM (at most
+// kElementwiseBlocksPerSm: what the kernel's registers let an SM hold at once, so that the grid
+// is one wave and no SM runs a last, part-filled one), after which threads loop. At least one
+// block (the tail of n % vec elements is taken by the first threads).
+constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count, int unroll = 1,
+                                int blocks_per_sm = kElementwiseBlocksPerSm) {
   const std::int64_t vectors = n / vec;
-  const std::int64_t wanted = (vectors + kElementwiseThreads - 1) / kElementwiseThreads;
-  const std::int64_t cap =
-      static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * kElementwiseBlocksPerSm;
+  const std::int64_t per_block = static_cast<std::int64_t>(kElementwiseThreads) * unroll;
+  const std::int64_t wanted = (vectors + per_block - 1) / per_block;
+  const int per_sm = blocks_per_sm < 1                         ? 1
+                     : blocks_per_sm > kElementwiseBlocksPerSm ? kElementwiseBlocksPerSm
+                                                               : blocks_per_sm;
+  const std::int64_t cap = static_cast<std::int64_t>(sm_count < 1 ? 1 : sm_count) * per_sm;
   const std::int64_t blocks = wanted < cap ? wanted : cap;
   return {blocks < 1 ? 1 : blocks, kElementwiseThreads};
 }
@@ -109,20 +312,36 @@ constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count) {
 
 // The online softmax normaliser of a part of a row: its max and the sum of e^(x - max), merged
 // by rescaling to the larger max (Milakov and Gimelshein, "Online normalizer calculation for
-// softmax", 2018): softmax and cross-entropy read the row once for both.
+// softmax", 2018). Our kernels for rows whose operands are not 16-byte aligned alike read the row
+// once for both with it.
+//
+// -inf is a masked logit, as torch.softmax takes it: its term is exactly 0 (exp_or_zero(-inf) =
+// 0), and a row of nothing but -inf has the max -inf and a sum of 0, whose softmax e^(x - max) /
+// sum is NaN in every element (-inf - -inf is NaN), as torch.softmax gives. A part that has seen
+// nothing but -inf yet must add 0 to the row, not NaN: its terms are taken against a max of 0
+// then (shift_of), and a rescaling by e^(max - max) is 1 without the subtraction.
 struct MaxSum {
   float max, sum;
 };
 
-// Nothing seen yet: the lowest finite max (not -inf, whose difference with itself is NaN) and an
-// empty sum, which every rescaling keeps 0.
 OPBENCH_HD inline MaxSum empty_max_sum() {
-  return {-FLT_MAX, 0.0f};
+  return {-INFINITY, 0.0f};
+}
+
+// The max a part's terms are taken against: its own, or 0 while it is -inf (every term then is
+// e^-inf = 0).
+OPBENCH_HD inline float shift_of(float max) {
+  return max == -INFINITY ? 0.0f : max;
+}
+
+// e^(from - to) for from <= to, 1 when they are equal (-inf included).
+OPBENCH_HD inline float rescale(float from, float to) {
+  return from == to ? 1.0f : memop_math::exp_or_zero(from - to);
 }
 
 OPBENCH_HD inline MaxSum max_sum_merge(MaxSum a, MaxSum b) {
   const float m = ::fmaxf(a.max, b.max);
-  return {m, a.sum * memop_math::exp_approx(a.max - m) + b.sum * memop_math::exp_approx(b.max - m)};
+  return {m, a.sum * rescale(a.max, m) + b.sum * rescale(b.max, m)};
 }
 
 // N more elements of the row (a vector a thread loaded): the running sum is rescaled once if
@@ -133,12 +352,23 @@ OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
   for (int j = 1; j < N; ++j)
     vm = ::fmaxf(vm, x[j]);
   if (vm > acc.max) {
-    acc.sum *= memop_math::exp_approx(acc.max - vm);
+    acc.sum *= rescale(acc.max, vm);
     acc.max = vm;
   }
+  const float shift = shift_of(acc.max);
   for (int j = 0; j < N; ++j)
-    acc.sum += memop_math::exp_approx(x[j] - acc.max);
+    acc.sum += memop_math::exp_or_zero(x[j] - shift);
   return acc;
+}
+
+// The same merge with the GPU's exp (fast_math::rescale over primitives P): the row kernels'
+// split combines its chunks' statistics with it, each chunk's sum taken against its own max
+// (fast_math::exp_shifted), the row's written against the merged max.
+OPBENCH_HD_TEMPLATE
+template <class P>
+OPBENCH_HD inline MaxSum fast_max_sum_merge(MaxSum a, MaxSum b) {
+  const float m = ::fmaxf(a.max, b.max);
+  return {m, a.sum * fast_math::rescale<P>(a.max, m) + b.sum * fast_math::rescale<P>(b.max, m)};
 }
 
 // Welford's statistics of N elements (a vector a thread loaded) from registers, two-pass: the
@@ -180,6 +410,7 @@ struct Launch {
   cudaStream_t stream = nullptr;
   int sm_count = 1;
   std::string* shape = nullptr;
+  int cc_major = 0;  // the device's compute capability: thread block clusters from 9
 };
 
 // Every pointer is a device address; `t` is the storage type of the activations (fp32, bf16 or
@@ -203,8 +434,9 @@ void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, st
 // h = x + residual (written), y = rmsnorm(h) w, rstd (memop_math::residual_add, rms_scale).
 void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
                      float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l);
-// The fp32 workspace of rmsnorm_bwd and layernorm_bwd: a partial dw and db per block.
-std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count);
+// The fp32 workspace of rmsnorm_bwd and layernorm_bwd: a partial dw and db per block (for the
+// persistent rmsnorm_bwd's blocks or the block-per-row kernels', whichever are more).
+std::int64_t norm_bwd_workspace_floats(DType t, std::int64_t rows, std::int64_t cols, int sm_count);
 void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,
                  void* dw, float* workspace, std::int64_t rows, std::int64_t cols, const Launch& l);
 
@@ -214,10 +446,16 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
                    const float* rstd, void* dx, void* dw, void* db, float* workspace,
                    std::int64_t rows, std::int64_t cols, const Launch& l);
 
-void softmax_fwd(DType t, const void* x, void* y, std::int64_t rows, std::int64_t cols,
-                 const Launch& l);
-void softmax_bwd(DType t, const void* y, const void* dy, void* dx, std::int64_t rows,
+// The workspace softmax (either pass) and cross-entropy need for rows split over blocks that
+// combine their statistics through memory (register_row_plan's split, as planned without
+// clusters: a cluster launch that cannot be scheduled falls back to it); 0 when no row is split.
+std::int64_t row_stats_workspace_bytes(DType t, MemOp op, MemPass pass, std::int64_t rows,
+                                       std::int64_t cols);
+
+void softmax_fwd(DType t, const void* x, void* y, void* workspace, std::int64_t rows,
                  std::int64_t cols, const Launch& l);
+void softmax_bwd(DType t, const void* y, const void* dy, void* dx, void* workspace,
+                 std::int64_t rows, std::int64_t cols, const Launch& l);
 
 // `vectors` heads of head_dim per row (q's then k's), the row's index its position; cos and sin
 // are [rows, head_dim/2] (cpu_memops::rope_tables). backward: rotate by -theta.
@@ -227,20 +465,24 @@ void rope(DType t, const void* x, const float* cos, const float* sin, void* y, s
 // loss[r] = logsumexp(x_r) - x_r[target_r]; dlogits = (softmax(x) - onehot) / rows. A target
 // outside [0, cols) gives a NaN loss (and no onehot) rather than a read out of bounds.
 void cross_entropy(DType t, const void* logits, const std::int64_t* targets, void* dlogits,
-                   float* loss, std::int64_t rows, std::int64_t cols, const Launch& l);
+                   float* loss, void* workspace, std::int64_t rows, std::int64_t cols,
+                   const Launch& l);
 
 // y[r] = table[ids[r]]; an id outside [0, vocab) leaves its row unwritten.
 void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y, std::int64_t rows,
                    std::int64_t cols, std::int64_t vocab, const Launch& l);
-// The workspace embedding_bwd needs: none for fp32; for bf16 and fp16 an owner slot per
-// vocabulary row and an fp32 row per token (see embedding_bwd).
+// The workspace embedding_bwd needs, set up once per case: the tokens' sort keys and positions,
+// sorted, the vocabulary rows' segment starts, and cub::DeviceRadixSort's temporary storage
+// (EmbeddingSortLayout). Asks CUB, so only where a GPU is.
 std::int64_t embedding_bwd_workspace_bytes(DType t, std::int64_t rows, std::int64_t cols,
                                            std::int64_t vocab);
-// dtable = 0, then dtable[ids[r]] += dy[r]. fp32: atomicAdd straight into the table. bf16 and
-// fp16, whose atomic adds would round every partial sum to 8 or 11 bits: tokens sharing an id
-// elect an owner (the lowest token index, by atomicMin over a per-vocab-row slot), every token
-// atomicAdds its row in fp32 into its owner's row of an fp32 scratch [rows, cols], and each owner
-// rounds its sum once into the table. Tokens with ids outside [0, vocab) are skipped.
+// dtable[v] = the sum of dy[r] over the tokens r with ids[r] = v, 0 for the rows no token
+// points to, as PyTorch's embedding_dense_backward: the tokens sorted by id (a stable radix sort
+// of (id, position) pairs), each row's segment of them found, and a warp per (vocabulary row,
+// slice of columns) sums its tokens' dy in fp32, in token order, and writes the row once:
+// deterministic, every row of the table written once, no memset and no atomics. Tokens with ids
+// outside [0, vocab) are skipped. The sort is part of the operator (PyTorch's sorts too) and of
+// its time.
 void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtable, void* workspace,
                    std::int64_t rows, std::int64_t cols, std::int64_t vocab, const Launch& l);
 

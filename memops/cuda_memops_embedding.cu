@@ -1,7 +1,24 @@
-// CUDA kernels of bench_memops: the embedding's lookup and its backward scatter-add
-// (memops/cuda_memops.cuh).
-#include "memops/cuda_memops_launch.cuh"
+// CUDA kernels of bench_memops: the embedding's lookup and its backward (memops/cuda_memops.cuh).
+//
+// The backward (issue 41 item 2): on an H200 it reached 33% of the roof: three memsets, and a
+// scalar fp32 atomic per element into an R x C scratch that was read again. Now it is PyTorch's
+// embedding_dense_backward's design: the tokens sorted by id (cub::DeviceRadixSort::SortPairs on
+// (id, position) pairs, over only the bits the vocabulary needs: 17 for 128,256; stable, so each
+// id's tokens stay in token order), every vocabulary row's segment of the sorted tokens found by a
+// binary search (embedding_starts_kernel), then a warp per (vocabulary row, slice of 512 bf16 or
+// 256 fp32 columns) sums its tokens' rows of dy in fp32 registers, in token order (the CPU loop's
+// order: fp32 results equal to the bit), and writes the row once, zeros where no token points
+// (embedding_rows_kernel): no memset, no atomics, deterministic, the table written once and dy
+// read once. The sort's temporary storage is the case's workspace, allocated at set-up; the sort
+// itself is part of the operator and of its time, as in PyTorch. Traffic: the table's gradient
+// (V C s), dy (R C s) and the ids; the sort and the segment starts add a few bytes a token and
+// 4 a vocabulary row.
+// Target: at least 85% of the same run's device-to-device copy rate on an H100 or H200, and
+// never below PyTorch's embedding backward on the same GPU. NOT YET RUN ON A GPU: compiled for
+// sm_80, sm_90 and sm_100; the figures are pending a GPU run.
+#include <cub/device/device_radix_sort.cuh>
 
+#include "memops/cuda_memops_launch.cuh"
 namespace opbench::cuda_memops {
 namespace {
 
@@ -22,76 +39,103 @@ __global__ void __launch_bounds__(kRowMaxThreads)
   }
 }
 
-// fp32 tables: a block per token adds its dy row into the table's row with fp32 atomics (RED
-// operations, the result unused).
-template <int V>
-__global__ void __launch_bounds__(kRowMaxThreads)
-    embedding_scatter_fp32_kernel(const float* dy, const std::int64_t* ids, float* dtable,
-                                  std::int64_t rows, int cols, std::int64_t vocab) {
-  const int vectors = cols / V;
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const std::int64_t id = ids[row];
-    if (id < 0 || id >= vocab) continue;
-    float* dst = dtable + id * cols;
-    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
-      float d[V];
-      load<V>(dy, row * cols + c * V, d);
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        atomicAdd(dst + c * V + j, d[j]);
-    }
-  }
-}
-
-// bf16 and fp16 tables, step 1: each vocabulary row used gets its lowest token index as owner
-// (owner[] starts at 0xFFFFFFFF: none).
-__global__ void embedding_claim_kernel(const std::int64_t* ids, unsigned* owner, std::int64_t rows,
-                                       std::int64_t vocab) {
+// The tokens' sort keys (their ids, `vocab` for an id out of range) and positions.
+__global__ void embedding_keys_kernel(const std::int64_t* ids, std::uint32_t* keys,
+                                      std::uint32_t* positions, std::int64_t rows,
+                                      std::int64_t vocab) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += stride) {
-    const std::int64_t id = ids[r];
-    if (id >= 0 && id < vocab) atomicMin(owner + id, static_cast<unsigned>(r));
+    keys[r] = embedding_sort_key(ids[r], vocab);
+    positions[r] = static_cast<std::uint32_t>(r);
   }
 }
 
-// Step 2: every token adds its dy row, in fp32, into its owner's row of the scratch (zeroed).
+// starts[v] = the first sorted token of row v, for v in [0, vocab].
+__global__ void embedding_starts_kernel(const std::uint32_t* keys, std::uint32_t rows,
+                                        std::uint32_t* starts, std::int64_t vocab) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       v <= vocab; v += stride)
+    starts[v] = segment_begin(keys, rows, static_cast<std::uint32_t>(v));
+}
+
+// A warp per (vocabulary row, slice of embedding_slice_cols(V) columns), striding over them:
+// lane l sums the vectors l and l + 32 of the slice over the row's tokens, in sorted (token)
+// order, in fp32, and writes them once.
 template <int V, class S>
-__global__ void __launch_bounds__(kRowMaxThreads)
-    embedding_scatter_owner_kernel(const S* dy, const std::int64_t* ids, const unsigned* owner,
-                                   float* scratch, std::int64_t rows, int cols,
-                                   std::int64_t vocab) {
-  const int vectors = cols / V;
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const std::int64_t id = ids[row];
-    if (id < 0 || id >= vocab) continue;
-    float* dst = scratch + static_cast<std::int64_t>(owner[id]) * cols;
-    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
-      float d[V];
-      load<V>(dy, row * cols + c * V, d);
+__global__ void __launch_bounds__(kElementwiseThreads)
+    embedding_rows_kernel(const S* dy, const std::uint32_t* positions, const std::uint32_t* starts,
+                          S* dtable, std::int64_t vocab, int cols, std::int64_t slices) {
+  constexpr int U = kEmbeddingUnroll;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / kWarp;
+  const std::int64_t items = vocab * slices;
+  for (std::int64_t w = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+       w < items; w += warps) {
+    const std::int64_t v = w / slices;
+    const std::int64_t first_col = (w % slices) * embedding_slice_cols(V);
+    int col[U];
+    bool has[U];
+    float acc[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      col[u] = static_cast<int>(first_col) + (u * kWarp + lane) * V;
+      has[u] = col[u] + V <= cols;
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        atomicAdd(dst + c * V + j, d[j]);
+        acc[u][j] = 0.0f;
     }
+    const std::uint32_t end = starts[v + 1];
+    for (std::uint32_t p = starts[v]; p < end; ++p) {
+      const std::int64_t token = positions[p];
+      float d[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (has[u]) load<V>(dy, token * cols + col[u], d[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (has[u])
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            acc[u][j] += d[u][j];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (has[u]) store<V>(dtable, v * cols + col[u], acc[u]);
   }
 }
 
-// Step 3: each owner rounds its row's fp32 sum once into the table.
-template <int V, class S>
-__global__ void __launch_bounds__(kRowMaxThreads)
-    embedding_write_owner_kernel(const float* scratch, const std::int64_t* ids,
-                                 const unsigned* owner, S* dtable, std::int64_t rows, int cols,
-                                 std::int64_t vocab) {
-  const int vectors = cols / V;
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const std::int64_t id = ids[row];
-    if (id < 0 || id >= vocab || owner[id] != static_cast<unsigned>(row)) continue;
-    for (int c = threadIdx.x; c < vectors; c += blockDim.x) {
-      float a[V];
-      load<V>(scratch, row * cols + c * V, a);
-      store<V>(dtable, id * cols + c * V, a);
-    }
-  }
+// The sorted keys and positions, and CUB's temporary storage, in one workspace.
+struct EmbeddingSort {
+  std::uint32_t *keys_in, *positions_in, *keys, *positions, *starts;
+  void* temp;
+  std::size_t temp_bytes;
+};
+
+// CUB's temporary storage for sorting `rows` keys of `bits` bits (a query: nothing runs).
+std::size_t sort_temp_bytes(std::int64_t rows, int bits) {
+  std::size_t bytes = 0;
+  OPBENCH_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, bytes, static_cast<const std::uint32_t*>(nullptr),
+      static_cast<std::uint32_t*>(nullptr), static_cast<const std::uint32_t*>(nullptr),
+      static_cast<std::uint32_t*>(nullptr), static_cast<int>(rows), 0, bits));
+  return bytes;
+}
+
+EmbeddingSort embedding_sort_of(void* workspace, std::int64_t rows, std::int64_t vocab) {
+  const std::size_t temp = sort_temp_bytes(rows, embedding_key_bits(vocab));
+  const EmbeddingSortLayout at =
+      embedding_sort_layout(rows, vocab, static_cast<std::int64_t>(temp));
+  auto* base = static_cast<unsigned char*>(workspace);
+  auto words = [&](std::int64_t offset) { return reinterpret_cast<std::uint32_t*>(base + offset); };
+  return {words(at.keys_in),
+          words(at.positions_in),
+          words(at.keys),
+          words(at.positions),
+          words(at.starts),
+          base + at.temp,
+          temp};
 }
 
 }  // namespace
@@ -128,86 +172,66 @@ void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y,
   });
 }
 
-std::int64_t embedding_bwd_workspace_bytes(DType t, std::int64_t rows, std::int64_t cols,
+std::int64_t embedding_bwd_workspace_bytes(DType, std::int64_t rows, std::int64_t,
                                            std::int64_t vocab) {
-  if (t == DType::fp32) return 0;
-  const std::int64_t owner = (vocab * 4 + 255) / 256 * 256;
-  return owner + rows * cols * 4;
+  const auto temp =
+      static_cast<std::int64_t>(sort_temp_bytes(rows < 1 ? 1 : rows, embedding_key_bits(vocab)));
+  return embedding_sort_layout(rows, vocab, temp).total;
 }
 
 void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtable, void* workspace,
                    std::int64_t rows, std::int64_t cols, std::int64_t vocab, const Launch& l) {
   const int c = checked_int(cols, "cols", "embedding");
-  if (rows > std::numeric_limits<unsigned>::max() - 1)
-    throw run_failure(
-        fmt::format("embedding: {} tokens is beyond our kernel's 32-bit owners", rows));
+  if (rows > std::numeric_limits<unsigned>::max() - 1 || vocab >= std::numeric_limits<int>::max())
+    throw run_failure(fmt::format(
+        "embedding: {} tokens over a vocabulary of {} is beyond our kernel's 32-bit keys", rows,
+        vocab));
+  if (vocab <= 0 || cols <= 0) return;
   with_storage(t, "embedding", [&](auto tag) {
     using S = decltype(tag);
     constexpr int kV = vec_of<S>();
-    const auto table_bytes = static_cast<std::size_t>(vocab * cols) * sizeof(S);
-    OPBENCH_CUDA_CHECK(cudaMemsetAsync(dtable, 0, table_bytes, l.stream));
-    if (rows <= 0) return;
-    const std::int64_t blocks = row_grid_blocks(rows);
-    if constexpr (std::is_same_v<S, float>) {
-      const int vec = row_vector_elements(4, address_bits(dy), cols);
-      const int threads = row_block_threads(cols, vec);
-      const auto* dys = static_cast<const float*>(dy);
-      auto* dt = static_cast<float*>(dtable);
-      const cudaError_t pending = take_pending_cuda_error();
-      if (vec == kV)
-        embedding_scatter_fp32_kernel<kV>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, dt, rows, c, vocab);
-      else
-        embedding_scatter_fp32_kernel<1>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, dt, rows, c, vocab);
-      check_launch(pending, "embedding_scatter_fp32_kernel");
-      if (l.shape)
-        describe(l, fmt::format("memset of the table's gradient, then "
-                                "embedding_scatter<fp32> x{}: {} blocks x {} threads (a block "
-                                "per token, fp32 atomicAdd into the table)",
-                                vec, blocks, threads));
-    } else {
-      auto* owner = static_cast<unsigned*>(workspace);
-      float* scratch = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) +
-                                                (vocab * 4 + 255) / 256 * 256);
-      OPBENCH_CUDA_CHECK(
-          cudaMemsetAsync(owner, 0xFF, static_cast<std::size_t>(vocab) * 4, l.stream));
-      OPBENCH_CUDA_CHECK(cudaMemsetAsync(
-          scratch, 0, static_cast<std::size_t>(rows * cols) * sizeof(float), l.stream));
-      const Grid claim = elementwise_grid(rows, 1, l.sm_count);
-      cudaError_t pending = take_pending_cuda_error();
-      embedding_claim_kernel<<<grid_of(claim.blocks), claim.threads, 0, l.stream>>>(ids, owner,
-                                                                                    rows, vocab);
-      check_launch(pending, "embedding_claim_kernel");
-      const int vec =
-          row_vector_elements(kVectorBytes / kV, address_bits(dy, dtable, scratch), cols);
-      const int threads = row_block_threads(cols, vec);
-      const auto* dys = static_cast<const S*>(dy);
-      auto* dt = static_cast<S*>(dtable);
+    cudaError_t pending = take_pending_cuda_error();
+    const EmbeddingSort sort = embedding_sort_of(workspace, rows, vocab);
+    const int bits = embedding_key_bits(vocab);
+    const Grid g = elementwise_grid(rows, 1, l.sm_count);
+    const Grid starts = elementwise_grid(vocab + 1, 1, l.sm_count);
+    const int vec = row_vector_elements(kVectorBytes / kV, address_bits(dy, dtable), cols);
+    const std::int64_t slices = embedding_slices(cols, vec);
+    static const int resident_v = resident_blocks(embedding_rows_kernel<kV, S>);
+    static const int resident_1 = resident_blocks(embedding_rows_kernel<1, S>);
+    const Grid warps = elementwise_grid(vocab * slices * kWarp, 1, l.sm_count, 1,
+                                        vec == kV ? resident_v : resident_1);
+    const auto* dys = static_cast<const S*>(dy);
+    auto* dt = static_cast<S*>(dtable);
+    if (rows > 0) {
+      embedding_keys_kernel<<<grid_of(g.blocks), g.threads, 0, l.stream>>>(
+          ids, sort.keys_in, sort.positions_in, rows, vocab);
+      check_launch(pending, "embedding_keys_kernel");
+      std::size_t temp_bytes = sort.temp_bytes;
+      OPBENCH_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+          sort.temp, temp_bytes, sort.keys_in, sort.keys, sort.positions_in, sort.positions,
+          static_cast<int>(rows), 0, bits, l.stream));
       pending = take_pending_cuda_error();
-      if (vec == kV) {
-        embedding_scatter_owner_kernel<kV>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, owner, scratch, rows, c, vocab);
-        check_launch(pending, "embedding_scatter_owner_kernel");
-        embedding_write_owner_kernel<kV>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(scratch, ids, owner, dt, rows, c, vocab);
-      } else {
-        embedding_scatter_owner_kernel<1>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(dys, ids, owner, scratch, rows, c, vocab);
-        check_launch(pending, "embedding_scatter_owner_kernel");
-        embedding_write_owner_kernel<1>
-            <<<grid_of(blocks), threads, 0, l.stream>>>(scratch, ids, owner, dt, rows, c, vocab);
-      }
-      check_launch(pending, "embedding_write_owner_kernel");
-      if (l.shape)
-        describe(l, fmt::format(
-                        "memset of the table's gradient, embedding_claim: {} blocks x {} threads "
-                        "(the lowest token of each id owns it), embedding_scatter_owner<{}> x{} "
-                        "and embedding_write_owner: {} blocks x {} threads (a block per token; "
-                        "fp32 atomicAdd into the owner's scratch row, rounded once into the "
-                        "table)",
-                        claim.blocks, claim.threads, Codec<S>::kName, vec, blocks, threads));
     }
+    embedding_starts_kernel<<<grid_of(starts.blocks), starts.threads, 0, l.stream>>>(
+        sort.keys, static_cast<std::uint32_t>(rows), sort.starts, vocab);
+    if (vec == kV)
+      embedding_rows_kernel<kV><<<grid_of(warps.blocks), warps.threads, 0, l.stream>>>(
+          dys, sort.positions, sort.starts, dt, vocab, c, slices);
+    else
+      embedding_rows_kernel<1><<<grid_of(warps.blocks), warps.threads, 0, l.stream>>>(
+          dys, sort.positions, sort.starts, dt, vocab, c, slices);
+    check_launch(pending, "embedding_rows_kernel");
+    if (l.shape)
+      describe(
+          l, fmt::format("embedding_bwd<{}> x{}: the {} token ids sorted with their positions "
+                         "(cub::DeviceRadixSort::SortPairs over {} bits, timed as part of the "
+                         "operator, as PyTorch's embedding_dense_backward sorts), every vocabulary "
+                         "row's tokens found by a binary search, then a warp per (row, {} columns) "
+                         "sums its tokens' dy in fp32 in token order and writes the row once, zero "
+                         "where no token points: {} blocks x {} threads{}",
+                         Codec<S>::kName, vec, rows, bits, embedding_slice_cols(vec), warps.blocks,
+                         warps.threads, vec == 1 ? "; scalar: rows not 16-byte aligned" : ""));
   });
 }
 

@@ -28,9 +28,12 @@ using namespace memop_math;
 // ---- storage types ----------------------------------------------------------------------------
 
 // Device memory holds fp32, bf16 and fp16 activations (and e4m3 codes); kernels compute in fp32.
-// bf16 converts with memop_math's encoder (round to nearest even, as the CPU loops do, so both
-// round alike to the bit), fp16 with CUDA's __float2half_rn (round to nearest even, as the
-// host's float_to_fp16 that the check uses).
+// bf16 and fp16 convert with the hardware's cvt.rn (PTX ISA, "cvt": round to nearest even, as
+// memop_math::bf16_encode and the host's float_to_fp16 that the CPU loops and the check use, so
+// both round alike to the bit; a NaN comes out as the canonical NaN), two at a time where a
+// 16-byte store packs pairs (cvt.rn.bf16x2.f32 and cvt.rn.f16x2.f32, sm_80 and later: "the value
+// converted from input a is stored in the upper half of d and the value converted from input b
+// in the lower half"). memop_math's software encoder took about ten instructions an element.
 struct Bf16 {
   std::uint16_t bits;
 };
@@ -57,7 +60,17 @@ struct Codec<Bf16> {
   using Bits = std::uint16_t;
   static constexpr const char* kName = "bf16";
   __device__ static float decode(Bits b) { return bf16_decode(b); }
-  __device__ static Bits encode(float f) { return bf16_encode(f); }
+  __device__ static Bits encode(float f) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+  // lo in the low half (the element at the lower address), hi in the high half.
+  __device__ static std::uint32_t encode2(float lo, float hi) {
+    std::uint32_t w;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
+  }
 };
 
 template <>
@@ -66,12 +79,31 @@ struct Codec<Fp16> {
   static constexpr const char* kName = "fp16";
   __device__ static float decode(Bits b) { return __half2float(__ushort_as_half(b)); }
   __device__ static Bits encode(float f) { return __half_as_ushort(__float2half_rn(f)); }
+  __device__ static std::uint32_t encode2(float lo, float hi) {
+    std::uint32_t w;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
+  }
 };
 
+// e4m3 (written only): on sm_89 and later the hardware's cvt.rn.satfinite.e4m3x2.f32 (PTX ISA,
+// "cvt": round to nearest even, a magnitude beyond 448 saturating to 448, NaN to NaN), two at a
+// time; before, memop_math's encoder, which rounds and saturates alike (CUDA's own cuda_fp8.hpp
+// takes the same instruction for __NV_SATFINITE on sm_89, its software conversion elsewhere).
 template <>
-struct Codec<Fp8E4m3> {  // written only
+struct Codec<Fp8E4m3> {
   using Bits = std::uint8_t;
   __device__ static Bits encode(float f) { return fp8_e4m3_encode(f); }
+  // lo in the low byte, hi in the high byte.
+  __device__ static std::uint32_t encode2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(hi), "f"(lo));
+    return pair;
+#else
+    return fp8_e4m3_encode(lo) | static_cast<std::uint32_t>(fp8_e4m3_encode(hi)) << 8;
+#endif
+  }
 };
 
 // ---- loads and stores -------------------------------------------------------------------------
@@ -105,6 +137,28 @@ __device__ __forceinline__ void load(const S* p, std::int64_t i, float (&out)[V]
   }
 }
 
+// One 16-byte vector of p at element i as it is in memory (vec_of<S>() elements; p + i 16-byte
+// aligned), for a kernel that loads ahead and decodes when it uses the values (decode).
+template <class S>
+__device__ __forceinline__ uint4 load_raw(const S* p, std::int64_t i) {
+  return *reinterpret_cast<const uint4*>(reinterpret_cast<const typename Codec<S>::Bits*>(p) + i);
+}
+
+// A vector load_raw took, as its V floats (V x sizeof(S) = 16).
+template <int V, class S>
+__device__ __forceinline__ void decode(uint4 w, float (&out)[V]) {
+  using C = Codec<S>;
+  using Bits = typename C::Bits;
+  static_assert(V * sizeof(Bits) == kVectorBytes, "one 16-byte vector");
+  constexpr int kPerWord = 4 / sizeof(Bits);
+  const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < kPerWord; ++e)
+      out[j * kPerWord + e] = C::decode(static_cast<Bits>(words[j] >> (8 * sizeof(Bits) * e)));
+}
+
 // V floats encoded into S at element i of p, with the same vectors as load (CUDA C++ Programming
 // Guide, "Store Functions Using Cache Hints", for __stwb).
 template <int V, class S>
@@ -124,12 +178,18 @@ __device__ __forceinline__ void store(S* p, std::int64_t i, const float (&in)[V]
       std::uint32_t words[4];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        std::uint32_t word = 0;
+        const int e0 = (k * 4 + j) * kPerWord;
+        if constexpr (kPerWord == 2) {
+          words[j] = C::encode2(in[e0], in[e0 + 1]);
+        } else if constexpr (kPerWord == 4) {
+          words[j] = C::encode2(in[e0], in[e0 + 1]) | C::encode2(in[e0 + 2], in[e0 + 3]) << 16;
+        } else {
+          std::uint32_t word = 0;
 #pragma unroll
-        for (int e = 0; e < kPerWord; ++e)
-          word |= static_cast<std::uint32_t>(C::encode(in[(k * 4 + j) * kPerWord + e]))
-                  << (8 * sizeof(Bits) * e);
-        words[j] = word;
+          for (int e = 0; e < kPerWord; ++e)
+            word |= static_cast<std::uint32_t>(C::encode(in[e0 + e])) << (8 * sizeof(Bits) * e);
+          words[j] = word;
+        }
       }
       // __stwb: st.global.wb.v4.u32, the default write-back store as one 128-bit access. A
       // plain uint4 assignment may be split into four 32-bit stores by the optimizer when it
@@ -220,18 +280,35 @@ __device__ R block_all_reduce(R v, Merge merge, R identity) {
 
 // ---- elementwise ------------------------------------------------------------------------------
 
-// Grid-stride over n elements in vectors of V, then the tail (n % V elements) element by element
-// by the first threads.
-template <int V, class Op>
+// Grid-stride over n elements in vectors of V, U vectors a thread at a time (`stride` apart, so
+// that each warp's accesses stay coalesced): Op::apply<V, U> loads all of them before it computes
+// and stores any, keeping U x 16 bytes of each operand in flight per thread. Then what is left of
+// the thread's vectors one at a time, and the tail (n % V elements) element by element by the
+// first threads.
+template <int V, int U, class Op>
 __global__ void __launch_bounds__(kElementwiseThreads) elementwise_kernel(Op op, std::int64_t n) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t vectors = n / V;
-  for (std::int64_t k = first; k < vectors; k += stride)
-    op.template apply<V>(k * V);
+  std::int64_t k = first;
+  if constexpr (U > 1)
+    for (; k + (U - 1) * stride < vectors; k += U * stride) {
+      std::int64_t at[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        at[u] = (k + u * stride) * V;
+      op.template apply<V, U>(at);
+    }
+  for (; k < vectors; k += stride) {
+    const std::int64_t at[1] = {k * V};
+    op.template apply<V, 1>(at);
+  }
   if constexpr (V > 1) {
     const std::int64_t i = vectors * V + first;
-    if (i < n) op.template apply<1>(i);
+    if (i < n) {
+      const std::int64_t at[1] = {i};
+      op.template apply<1, 1>(at);
+    }
   }
 }
 
@@ -285,22 +362,41 @@ void with_storage(DType t, const char* op, F&& f) {
   }
 }
 
-// An elementwise operator: vectors of V elements when every operand is 16-byte aligned.
-template <int V, class Op>
+// Blocks of kElementwiseThreads that an SM holds at once running `kernel` (its registers decide:
+// AdamW with a bf16 gradient takes 80 a thread, 3 blocks); kElementwiseBlocksPerSm where the
+// runtime cannot say.
+template <class Kernel>
+int resident_blocks(Kernel kernel) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kElementwiseThreads, 0) !=
+      cudaSuccess) {
+    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
+    return kElementwiseBlocksPerSm;
+  }
+  return blocks;
+}
+
+// An elementwise operator: vectors of V elements when every operand is 16-byte aligned, U of
+// them a thread at a time (kElementwiseUnroll for the operators; 1 for the untimed preparation).
+template <int V, int U = kElementwiseUnroll, class Op>
 void launch_elementwise(const char* kernel, const char* type, const Op& op, std::int64_t n,
                         std::uintptr_t addresses, const Launch& l) {
   if (n <= 0) return;
   const int vec = vector_elements(kVectorBytes / V, addresses) == 1 ? 1 : V;
-  const Grid g = elementwise_grid(n, vec, l.sm_count);
   const cudaError_t pending = take_pending_cuda_error();
+  // Asked once per kernel (the runtime's occupancy calculator, from its registers).
+  static const int resident_v = resident_blocks(elementwise_kernel<V, U, Op>);
+  static const int resident_1 = resident_blocks(elementwise_kernel<1, U, Op>);
+  const Grid g = elementwise_grid(n, vec, l.sm_count, U, vec == V ? resident_v : resident_1);
   if (vec == V)
-    elementwise_kernel<V><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
+    elementwise_kernel<V, U><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
   else
-    elementwise_kernel<1><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
+    elementwise_kernel<1, U><<<grid_of(g.blocks), g.threads, 0, l.stream>>>(op, n);
   check_launch(pending, kernel);
   if (l.shape)
-    describe(l, fmt::format("{}<{}> x{}: {} blocks x {} threads (grid-stride{})", kernel, type, vec,
-                            g.blocks, g.threads,
+    describe(l, fmt::format("{}<{}> x{}: {} blocks x {} threads (grid-stride, {} vector{} a thread "
+                            "at a time{})",
+                            kernel, type, vec, g.blocks, g.threads, U, U == 1 ? "" : "s",
                             vec == 1 ? ", scalar: an operand is not 16-byte aligned"
                                      : ", 16-byte vectors"));
 }

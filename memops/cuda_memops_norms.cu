@@ -1,5 +1,23 @@
 // CUDA kernels of bench_memops: RMSNorm and LayerNorm, forward and backward, and the residual
 // add fused before RMSNorm, one block per row (memops/cuda_memops.cuh).
+//
+// RMSNorm's backward (issue 41 item 2): on an H200 it reached 1376 GB/s, 29% of the roof, where
+// cuDNN's reached 3588: two blocks of 128 threads an SM (about 12% occupancy), dy, x and w read
+// twice, and an fp32 partial-dw row loaded and stored for every row. Now a persistent kernel
+// (rmsnorm_bwd_rows_kernel, planned by rms_bwd_plan): one wave of blocks, up to 1024 threads an
+// SM, each owning a contiguous run of rows; a thread holds its 16-byte vectors of w (loaded once)
+// and its share of dw in registers across the block's rows, loads each row's dy and x once (the
+// next row's while the block reduces this one, where the registers allow: one vector a thread,
+// or two in fp32), reduces sum dy w x over the block, writes dx from the registers, and writes
+// its dw once, into the block's partial row, which the column reduction (sum_partials_kernel)
+// adds up: dy and x read once, w once a block, the partials once a block. Rows of more than 8
+// elements a thread of 1024 (past 8192 columns: Llama 3.1 405B's 16,384 in bf16, whose w, dw and
+// two rows would spill past 64 registers), or operands not 16-byte aligned, keep the
+// block-per-row kernel. The per-element arithmetic is memop_math's rms_bwd_c, rms_bwd_dx and
+// rms_bwd_dw, the CPU loop's.
+// Target: at least 85% of the same run's device-to-device copy rate on an H100 or H200, and
+// never below cuDNN's RMSNorm backward on the same GPU. NOT YET RUN ON A GPU: compiled for sm_80,
+// sm_90 and sm_100 (ptxas: see the report of issue 41); the figures are pending a GPU run.
 #include "memops/cuda_memops_launch.cuh"
 
 namespace opbench::cuda_memops {
@@ -114,6 +132,92 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
       store<V>(pw, c * V, p);
     }
   }
+}
+
+// The persistent RMSNorm backward (rms_bwd_plan): block b owns rows [b rows_per_block, ...);
+// thread t holds vectors t + i blockDim.x (i < ITEMS) of every row. kPrefetch: the next row's dy,
+// x and rstd are loaded before this row's reduction (both rows' vectors then live at once).
+template <int V, int ITEMS, bool kPrefetch, class S>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    rmsnorm_bwd_rows_kernel(const S* dy, const S* x, const S* w, const float* rstd, S* dx,
+                            float* partial_w, std::int64_t rows, int cols,
+                            std::int64_t rows_per_block) {
+  const int vectors = cols / V;
+  int at[ITEMS];
+  bool has[ITEMS];
+  uint4 wv[ITEMS];
+  float acc[ITEMS][V];
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+    has[i] = v < vectors;
+    at[i] = v * V;
+    wv[i] = has[i] ? load_raw(w, at[i]) : zero;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      acc[i][j] = 0.0f;
+  }
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * rows_per_block;
+  const std::int64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  uint4 next_dy[ITEMS], next_x[ITEMS];
+  float next_rs = 0.0f;
+  auto fetch = [&](std::int64_t r, uint4(&d)[ITEMS], uint4(&a)[ITEMS], float& rs) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      d[i] = has[i] ? load_raw(dy, r * cols + at[i]) : zero;
+      a[i] = has[i] ? load_raw(x, r * cols + at[i]) : zero;
+    }
+    rs = rstd[r];
+  };
+  if (kPrefetch && r0 < r1) fetch(r0, next_dy, next_x, next_rs);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    uint4 cur_dy[ITEMS], cur_x[ITEMS];
+    float rs;
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        cur_dy[i] = next_dy[i];
+        cur_x[i] = next_x[i];
+      }
+      rs = next_rs;
+      if (r + 1 < r1) fetch(r + 1, next_dy, next_x, next_rs);
+    } else {
+      fetch(r, cur_dy, cur_x, rs);
+    }
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      float d[V], a[V], g[V];
+      decode<V, S>(cur_dy[i], d);
+      decode<V, S>(cur_x[i], a);
+      decode<V, S>(wv[i], g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        dot += d[j] * g[j] * a[j];  // the CPU loop's order: (dy w) x
+    }
+    dot = block_all_reduce(dot, AddFloat{}, 0.0f);
+    const float c = rms_bwd_c(rs, dot, inv_cols);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has[i]) continue;
+      float d[V], a[V], g[V];
+      decode<V, S>(cur_dy[i], d);
+      decode<V, S>(cur_x[i], a);
+      decode<V, S>(wv[i], g);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        acc[i][j] += rms_bwd_dw(d[j], a[j], rs);
+        d[j] = rms_bwd_dx(d[j], a[j], g[j], rs, c);
+      }
+      store<V>(dx, r * cols + at[i], d);
+    }
+  }
+  float* pw = partial_w + static_cast<std::int64_t>(blockIdx.x) * cols;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+    if (has[i]) store<V>(pw, at[i], acc[i]);
 }
 
 // y = (x - mean) rstd w + b from Welford's statistics: each 16-byte vector's own mean and M2 in
@@ -254,8 +358,12 @@ void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w
       });
 }
 
-std::int64_t norm_bwd_workspace_floats(std::int64_t rows, std::int64_t cols, int sm_count) {
-  return 2 * norm_bwd_blocks(rows, sm_count) * cols;
+std::int64_t norm_bwd_workspace_floats(DType t, std::int64_t rows, std::int64_t cols,
+                                       int sm_count) {
+  const int vec = kVectorBytes / static_cast<int>(dtype_size(t));
+  const std::int64_t persistent = rms_bwd_plan(rows, cols, vec, sm_count).blocks;
+  const std::int64_t per_row = norm_bwd_blocks(rows, sm_count);
+  return 2 * (persistent > per_row ? persistent : per_row) * cols;
 }
 
 namespace {
@@ -281,6 +389,22 @@ std::string norm_bwd_text(const char* kernel, const char* type, int vec, std::in
       reductions, (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes);
 }
 
+// The persistent kernel for plan `p` and ITEMS vectors a thread; false when p's items are not
+// ITEMS.
+template <int ITEMS, class S>
+bool launch_rms_bwd_rows(const NormBwdPlan& p, const S* dy, const S* x, const S* w,
+                         const float* rstd, S* dx, float* workspace, std::int64_t rows, int cols,
+                         const Launch& l) {
+  constexpr int kV = vec_of<S>();
+  // Registers a thread holds across a row, in words: w (raw), dw, this row's dy and x (raw), and
+  // the next row's: within 48 the next row is loaded ahead (64 registers a thread at most).
+  constexpr bool kPrefetch = ITEMS * (4 + kV + 16) <= 48;
+  if (p.items != ITEMS) return false;
+  rmsnorm_bwd_rows_kernel<kV, ITEMS, kPrefetch><<<grid_of(p.blocks), p.threads, 0, l.stream>>>(
+      dy, x, w, rstd, dx, workspace, rows, cols, p.rows_per_block);
+  return true;
+}
+
 }  // namespace
 
 void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,
@@ -293,11 +417,30 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
     constexpr int kV = vec_of<S>();
     const int vec =
         row_vector_elements(kVectorBytes / kV, address_bits(dy, x, w, dx, workspace), cols);
-    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
-    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
     const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
                *ws = static_cast<const S*>(w);
     auto* dxs = static_cast<S*>(dx);
+    const NormBwdPlan plan = rms_bwd_plan(rows, cols, kV, l.sm_count);
+    if (vec == kV && plan.threads > 0) {
+      const cudaError_t pending = take_pending_cuda_error();
+      if (!launch_rms_bwd_rows<1>(plan, dys, xs, ws, rstd, dxs, workspace, rows, c, l))
+        if constexpr (2 * kV <= kNormBwdMostElements)
+          launch_rms_bwd_rows<2>(plan, dys, xs, ws, rstd, dxs, workspace, rows, c, l);
+      check_launch(pending, "rmsnorm_bwd_rows_kernel");
+      launch_sum_partials<S>(workspace, plan.blocks, c, dw, l.stream);
+      if (l.shape)
+        describe(l, fmt::format(
+                        "rmsnorm_bwd_rows<{}> x{}: {} blocks x {} threads, {} vector{} a thread "
+                        "(persistent: {} rows a block, w and dw in registers across them, dy and "
+                        "x read once, dw written once a block), then sum_partials: {} blocks x {} "
+                        "threads",
+                        Codec<S>::kName, kV, plan.blocks, plan.threads, plan.items,
+                        plan.items == 1 ? "" : "s", plan.rows_per_block,
+                        (c + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes));
+      return;
+    }
+    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
+    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
     const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       rmsnorm_bwd_kernel<kV>

@@ -32,7 +32,8 @@ inline constexpr float kAlpha = 0x1p-3f;
 enum class Accuracy {
   exact,        // no rounding at all (a fill)
   arithmetic,   // a few roundings of + - * / and sqrt_approx
-  exponential,  // exp_approx (within 2 ulp), then up to ten roundings
+  exponential,  // a sigmoid (exp_approx on the CPU, the GPU's ex2 and rcp), then up to ten
+                // roundings
 };
 
 template <int In, int Out, Accuracy A = Accuracy::arithmetic, bool InPlace = false>
@@ -66,53 +67,61 @@ struct Sqrt : Kernel<1, 1> {
   }
 };
 
+// The kernels that take a sigmoid (Accuracy::exponential) take it as M: memop_math::ExpApprox
+// on the CPU (the default), fast_math::FastSigmoid in our CUDA kernels.
 struct Silu : Kernel<1, 1, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"x", "y"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    out[0] = memop_math::silu(in[0]);
+    out[0] = memop_math::silu<M>(in[0]);
   }
 };
 
 // dx = dy silu'(x) = dy s (1 + x (1 - s)), s = sigmoid(x): torch's silu_backward.
 struct SiluGrad : Kernel<2, 1, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"x", "dy", "dx"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    const float s = memop_math::sigmoid(in[0]);
-    out[0] = in[1] * s * (1.0f + in[0] * (1.0f - s));
+    out[0] = in[1] * memop_math::silu_grad<M>(in[0]);
   }
 };
 
 // SwiGLU's gate: y = silu(g) u (Llama's down_proj(act(gate_proj(x)) * up_proj(x))); in: g, u.
 struct Swiglu : Kernel<2, 1, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"g", "u", "y"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    out[0] = memop_math::silu(in[0]) * in[1];
+    out[0] = memop_math::silu<M>(in[0]) * in[1];
   }
 };
 
 // in: g, u, dy; out: dg = dy u silu'(g), du = dy silu(g).
 struct SwigluGrad : Kernel<3, 2, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"g", "u", "dy", "dg", "du"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    const float g = in[0], u = in[1], dy = in[2], s = memop_math::sigmoid(g);
-    out[0] = dy * u * s * (1.0f + g * (1.0f - s));
-    out[1] = dy * g * s;
+    const float g = in[0], u = in[1], dy = in[2];
+    const memop_math::Sigmoid s = M::sigmoid(g);
+    out[0] = dy * u * s.s * (1.0f + g * s.one_minus);
+    out[1] = dy * g * s.s;
   }
 };
 
 // GELU, tanh approximation (memop_math::gelu).
 struct Gelu : Kernel<1, 1, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"x", "y"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    out[0] = memop_math::gelu(in[0]);
+    out[0] = memop_math::gelu<M>(in[0]);
   }
 };
 
 // in: x, dy; out: dx = dy gelu'(x).
 struct GeluGrad : Kernel<2, 1, Accuracy::exponential> {
   static constexpr const char* kOperands[] = {"x", "dy", "dx"};
+  template <class M = memop_math::ExpApprox>
   OPBENCH_HD void operator()(const float* in, float* out) const {
-    out[0] = in[1] * memop_math::gelu_grad(in[0]);
+    out[0] = in[1] * memop_math::gelu_grad<M>(in[0]);
   }
 };
 

@@ -71,30 +71,46 @@ class OperandReader {
 
 // Tolerances, on the error relative to the output's largest magnitude (results computed in fp32
 // against an fp64 reference of the same inputs; u = 2^-24, fp32's unit roundoff). The CPU loops
-// and our CUDA kernels run the same memop_math functions; only the order of the sums differs.
+// and our CUDA kernels run the same memop_math functions, but for the exponentials (our kernels
+// take the GPU's ex2.approx and rcp.approx, memops/fast_math.hpp) and the order of the sums.
 //   exact        0: gathers, copies, casts and fp8 round once, to the same value (fp8's x scale
 //                is exact in fp32: bf16's 8 significant bits times 112 = 7 x 16's 3).
 //   elementwise  8u: a few roundings (add and add_rmsnorm's residual_out 1; rope 3; AdamW 3 for
 //                each of param, m and v, whose update term m / (sqrt(v) + eps) is lr-sized next
 //                to the parameter).
 //   activations  64u: the activations and their gradients (Accuracy::exponential in
-//                memops/elementwise.hpp): exp_approx within 2 ulp, then up to ten roundings;
-//                measured up to 19u (gelu's gradient).
+//                memops/elementwise.hpp): the sigmoid's error (the CPU's exp_approx within 4u,
+//                an IEEE division and 1 - s subtracted; the GPU's ex2.approx within 5u and
+//                rcp.approx within 2u, 1 - s without cancellation, fast_math.hpp), carried to the
+//                outputs by their sensitivity to s and 1 - s: at most 37.4u (CPU: gelu's gradient
+//                at x = 4 takes 20 times the error of s in 1 - s) and 6.6u (GPU) of the output's
+//                scale for inputs in [-4, 4) (first order, worked out by
+//                tests/unit/test_fast_math.cpp); then up to ten roundings. With the GPU's
+//                instructions at their documented worst the outputs stay within 5u (the same
+//                test); the CPU's measured up to 17.4u (gelu's gradient).
 //   reductions   u (16 + 2 sqrt(K)) for reductions of K terms (norms, softmax, cross-entropy,
 //                dw and db over the rows, tokens sharing an embedding row): the rounding errors
 //                of the 16 lane sums have random signs and grow as sqrt(K) (measured: 5e-7 at
 //                K = 8192, bound 1.2e-5). The worst case, K/16 u, would be too loose to see a
 //                dropped term of a sum of squares, whose effect is 1/K.
+//   fast exp     16u more for softmax and cross-entropy: our kernels take e^(x - max) as
+//                ex2.approx(x log2e - max log2e) (fast_math::exp_shifted), within 5u + 1.23u
+//                |x - max| of each term (5u + 1.23u/e = 5.5u of the largest, e^0 = 1), and the
+//                row's sum within 5u + 1.23u max |x - max| = 14.8u for inputs in [-4, 4) (a
+//                weighted mean of the terms' errors): the largest output within 22.3u plus the
+//                sum's rounding, where exp_approx's 4u gave 10u; 12.3u more, taken as 16u.
 //   rope tables  u (8 + 4 max position), absolute: HF's fp32 angle p inv_freq is off by about
 //                2u p (the product's and inv_freq's roundings); the reference's is exact.
 //   bf16 param   2^-8 + 8u: AdamW's bf16 parameter against the exact reference is within half a
 //                bf16 ulp (2^-8 relative at worst); it must also equal the bf16 rounding of the
 //                fp32 result, exactly.
 // An output stored in bf16 or fp16 is rounded once more, to nearest: |rn(y') - y| <= u_t |y'| +
-// |y' - y|, so u_t more (2^-8 for bf16, 2^-11 for fp16), relative to the scale.
+// |y' - y|, so u_t more (2^-8 for bf16, 2^-11 for fp16), relative to the scale. bf16 stores
+// round with the hardware's cvt.rn.bf16x2.f32, to nearest even as memop_math::bf16_encode does.
 inline constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 inline constexpr double kElementwiseTolerance = 8 * kU;
 inline constexpr double kActivationTolerance = 64 * kU;
+inline constexpr double kFastExpAllowance = 16 * kU;
 inline double reduction_tolerance(std::int64_t k) {
   return kU * (16.0 + 2.0 * std::sqrt(static_cast<double>(k)));
 }

@@ -72,14 +72,16 @@ OPBENCH_HD inline float select(bool c, float a, float b) {
 
 // ---- exp and sqrt, vectorisable ----------------------------------------------------------------
 
-// e^x within 2 ulp for x in [-87, 88]. Outside, x is clamped: e^-87 ~ 1.6e-38 stands in for the
-// underflow to 0 and e^88 ~ 1.7e38 for the overflow to infinity, harmless where it is used
-// (softmax terms next to a sum of at least 1, sigmoid's 1 / (1 + e^-x)). NaN stays NaN.
+// e^x within 2 ulp for x in [ln 2^-126, 88] = [-87.34, 88]. Outside, x is clamped: e^-87.34 =
+// 2^-126, the smallest normal float, stands in for the underflow (exp_or_zero gives 0 there) and
+// e^88 ~ 1.7e38 for the overflow to infinity, harmless where it is used (sigmoid's
+// 1 / (1 + e^-x)). NaN stays NaN.
 // x = n ln2 + r with n an integer and |r| <= ln2/2, then e^x = 2^n e^r: e^r by its Taylor
 // polynomial of degree 7 (the remainder, |r|^8/8! e^|r| < 7.2e-9, is under 0.13 ulp) and 2^n
 // written straight into the exponent field.
+inline constexpr float kExpUnderflow = -87.33654475f;  // ln(2^-126), rounded to float
 OPBENCH_HD inline float exp_approx(float x) {
-  x = select(x < -87.0f, -87.0f, x);  // NaN fails both tests and stays NaN
+  x = select(x < kExpUnderflow, kExpUnderflow, x);  // NaN fails both tests and stays NaN
   x = select(x > 88.0f, 88.0f, x);
   // Adding and subtracting 1.5 * 2^23 rounds to an integer (to nearest, ties to even): no
   // rintf, which needs SSE4.1 to vectorise.
@@ -97,11 +99,18 @@ OPBENCH_HD inline float exp_approx(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  // n is in [-126, 127] after the clamp: a normal exponent field from 1 to 254. A NaN x leaves n
+  // n is in [-126, 127] after the clamps: a normal exponent field from 1 to 254. A NaN x leaves n
   // NaN, whose conversion to int is undefined: 0 stands in (p is NaN, and so is the result).
   const float whole_n = select(n == n, n, 0.0f);
   const std::uint32_t two_n = static_cast<std::uint32_t>(static_cast<int>(whole_n) + 127) << 23;
   return p * bits_float(two_n);
+}
+
+// e^x as exp_approx, but 0 below ln 2^-126, as a flush-to-zero exp gives (-inf included): what
+// softmax and cross-entropy take, since a masked logit's (-inf) probability is exactly 0 in
+// torch.softmax, not e^-87.
+OPBENCH_HD inline float exp_or_zero(float x) {
+  return select(x < kExpUnderflow, 0.0f, exp_approx(x));
 }
 
 // 1/sqrt(x) within 2 ulp for normal x >= 2^-126 (0 gives a large finite value, so that
@@ -125,32 +134,57 @@ OPBENCH_HD inline float sqrt_approx(float x) {
 
 // ---- activations ---------------------------------------------------------------------------
 
+// sigmoid(z) and 1 - sigmoid(z) = sigmoid(-z).
+struct Sigmoid {
+  float s, one_minus;
+};
+
+// The sigmoid of the CPU loops: exp_approx and an IEEE division, 1 - s by subtraction. Our CUDA
+// kernels take fast_math::FastSigmoid (the hardware's ex2 and rcp) instead; the activations below
+// take either as M.
+struct ExpApprox {
+  OPBENCH_HD static Sigmoid sigmoid(float z) {
+    const float s = 1.0f / (1.0f + exp_approx(-z));
+    return {s, 1.0f - s};
+  }
+};
+
 OPBENCH_HD inline float sigmoid(float x) {
-  return 1.0f / (1.0f + exp_approx(-x));
+  return ExpApprox::sigmoid(x).s;
 }
 
 // silu(g) = g sigmoid(g), as torch.nn.functional.silu.
+template <class M = ExpApprox>
 OPBENCH_HD inline float silu(float g) {
-  return g * sigmoid(g);
+  return g * M::sigmoid(g).s;
+}
+
+// silu'(g) = s (1 + g (1 - s)), s = sigmoid(g): torch's silu_backward.
+template <class M = ExpApprox>
+OPBENCH_HD inline float silu_grad(float g) {
+  const Sigmoid s = M::sigmoid(g);
+  return s.s * (1.0f + g * s.one_minus);
 }
 
 // GELU, tanh approximation (torch's approximate='tanh'): 0.5 x (1 + tanh(a)),
 // a = sqrt(2/pi) (x + 0.044715 x^3). Since 0.5 (1 + tanh(a)) = sigmoid(2a) exactly, this is
 // x sigmoid(2a): one exp, no tanh (whose libm call would not vectorise), and no cancellation in
 // 1 + tanh(a) for large negative x.
+template <class M = ExpApprox>
 OPBENCH_HD inline float gelu(float x) {
   const float a = kGeluK * (x + kGeluC * x * x * x);
-  return x * sigmoid(2.0f * a);
+  return x * M::sigmoid(2.0f * a).s;
 }
 
 // d gelu/dx = 0.5 (1 + tanh a) + 0.5 x (1 - tanh^2 a) a'(x) with a' = sqrt(2/pi) (1 + 3 0.044715
 // x^2) (torch's GeluBackward for 'tanh'); with s = sigmoid(2a), 0.5 (1 + tanh a) = s and
 // 1 - tanh^2 a = 4 s (1 - s).
+template <class M = ExpApprox>
 OPBENCH_HD inline float gelu_grad(float x) {
   const float x2 = x * x;
   const float a = kGeluK * (x + kGeluC * x2 * x);
-  const float s = sigmoid(2.0f * a);
-  return s + 2.0f * x * s * (1.0f - s) * kGeluK * (1.0f + 3.0f * kGeluC * x2);
+  const Sigmoid s = M::sigmoid(2.0f * a);
+  return s.s + 2.0f * x * s.s * s.one_minus * kGeluK * (1.0f + 3.0f * kGeluC * x2);
 }
 
 // ---- rotary embedding ------------------------------------------------------------------------
@@ -247,6 +281,19 @@ OPBENCH_HD inline float residual_add(float x, float r) {
 // (h rstd) w: Hugging Face's order, as rmsnorm's.
 OPBENCH_HD inline float rms_scale(float h, float rstd, float w) {
   return h * rstd * w;
+}
+
+// RMSNorm's backward, y = x rstd w: with c = rstd^2 mean(dy w x) (rms_bwd_c, from the row's
+// dot product sum dy w x and 1/cols), dx = rstd (dy w - x c), and the row's term of dw is
+// dy x rstd.
+OPBENCH_HD inline float rms_bwd_c(float rstd, float dot, float inv_cols) {
+  return rstd * rstd * dot * inv_cols;
+}
+OPBENCH_HD inline float rms_bwd_dx(float dy, float x, float w, float rstd, float c) {
+  return rstd * (dy * w - x * c);
+}
+OPBENCH_HD inline float rms_bwd_dw(float dy, float x, float rstd) {
+  return dy * x * rstd;
 }
 
 struct RowStats {

@@ -4,6 +4,7 @@
 // here as the kernels run them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "common/uniform_value.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/cuda_memops.cuh"
+#include "memops/memop_check.hpp"
+#include "tests/unit/fast_math_models.hpp"
 
 using namespace opbench;
 using namespace opbench::cuda_memops;
@@ -43,7 +46,110 @@ TEST_CASE("row blocks take about four vectors a thread, whole warps, 32 to the c
   CHECK(norm_bwd_blocks(32768, 0) == 2);
 }
 
-TEST_CASE("elementwise grids: a thread per vector up to eight blocks an SM, at least one") {
+TEST_CASE("a row splits into an unaligned head, 16-byte vectors and a tail, for any length") {
+  // Every length to 300 and GPT-2's and Llama 3's vocabularies, at every element-aligned
+  // address modulo 16, for 2- and 4-byte elements: head and tail under a vector, the head ends
+  // on a 16-byte boundary (when vectors follow), and the three cover the row exactly.
+  std::vector<std::int64_t> lengths{50257, 128256, 256000};
+  for (std::int64_t n = 1; n <= 300; ++n)
+    lengths.push_back(n);
+  for (int bytes : {2, 4})
+    for (std::int64_t cols : lengths)
+      for (std::uintptr_t at = 0x1000; at < 0x1010; at += static_cast<std::uintptr_t>(bytes)) {
+        const int vec = 16 / bytes;
+        const RowSplit s = row_split(at, cols, bytes);
+        INFO(cols << " elements of " << bytes << " bytes at " << at % 16);
+        REQUIRE(s.head >= 0);
+        REQUIRE(s.tail >= 0);
+        CHECK(s.head + s.vectors * vec + s.tail == cols);
+        CHECK(s.head < vec);
+        CHECK(s.tail < vec);
+        if (s.vectors > 0) CHECK((at + static_cast<std::uintptr_t>(s.head * bytes)) % 16 == 0);
+        if (at % 16 == 0) CHECK(s.head == 0);
+      }
+  // GPT-2's vocabulary in bf16: row 1 starts 2 bytes past a boundary (50257 x 2 = 100514 = 16 x
+  // 6282 + 2): 7 elements of head, 6281 vectors, a tail of 2.
+  const RowSplit r1 = row_split(0x1000 + 50257 * 2, 50257, 2);
+  CHECK(r1.head == 7);
+  CHECK(r1.vectors == 6281);
+  CHECK(r1.tail == 2);
+  CHECK(same_phase(0x1000 + 2, 0x2000 + 2));
+  CHECK_FALSE(same_phase(0x1000, 0x2008));
+}
+
+TEST_CASE("the blocks, threads and items of a row's plan hold each element once") {
+  // As the row kernels read a row (cuda_memops_rows.cuh's RowPart): block b of the plan's blocks
+  // holds its vectors, each thread its items, the first block's first threads the head and the
+  // tail. Every column exactly once, for rows of many lengths and alignments, split or not.
+  for (int bytes : {2, 4})
+    for (int held : {1, 2})
+      for (std::int64_t cols : {1, 7, 8, 9, 100, 4095, 4096, 8192, 50257, 128256, 256000})
+        for (bool clusters : {false, true})
+          for (std::uintptr_t at : {0x1000u, 0x1002u, 0x100Cu}) {
+            if (at % static_cast<std::uintptr_t>(bytes) != 0) continue;
+            const int vec = 16 / bytes;
+            const RegisterRowPlan plan = register_row_plan(cols / vec, vec, held, clusters);
+            const RowSplit s = row_split(at, cols, bytes);
+            const std::int64_t blocks = plan.chunks > 0 ? plan.chunks : plan.cluster;
+            const std::int64_t per_block = plan.chunks > 0
+                                               ? plan.chunk_vectors
+                                               : (cols / vec + plan.cluster - 1) / plan.cluster;
+            INFO(cols << " x " << bytes << " bytes at " << at % 16 << ", held " << held
+                      << (clusters ? ", clusters" : ""));
+            REQUIRE(plan.threads >= s.head + s.tail);
+            std::vector<int> seen(static_cast<std::size_t>(cols), 0);
+            for (std::int64_t b = 0; b < blocks; ++b) {
+              const BlockVectors mine = block_vectors(s, b, per_block);
+              for (int t = 0; t < plan.threads; ++t) {
+                for (int i = 0; i < plan.items; ++i) {
+                  const int v = item_vector(mine.first, t, plan.threads, i);
+                  if (v >= mine.end) continue;
+                  for (int j = 0; j < vec; ++j)
+                    ++seen[static_cast<std::size_t>(s.head + v * vec + j)];
+                }
+                if (b == 0 && t < s.head + s.tail)
+                  ++seen[static_cast<std::size_t>(edge_column(s, vec, t))];
+              }
+            }
+            CHECK(std::count(seen.begin(), seen.end(), 1) == cols);
+          }
+}
+
+namespace {
+
+// A plan as {threads, items, cluster, chunks}, to compare at once.
+std::vector<std::int64_t> plan_of(std::int64_t cols, int bytes, int held, bool clusters) {
+  const int vec = 16 / bytes;
+  const RegisterRowPlan p = register_row_plan(cols / vec, vec, held, clusters);
+  return {p.threads, p.items, p.cluster, p.chunks};
+}
+
+}  // namespace
+
+TEST_CASE("row plans: fewest blocks a row within 512 threads, then 1024, clusters, the split") {
+  using P = std::vector<std::int64_t>;
+  // Llama 3's softmax rows (8192) in bf16: one block of 512 threads, 2 vectors a thread; with
+  // y and dy held (the backward) the same.
+  CHECK(plan_of(8192, 2, 1, true) == P{512, 2, 1, 0});
+  CHECK(plan_of(8192, 2, 2, true) == P{512, 2, 1, 0});
+  // Its vocabulary (128,256) in bf16 with clusters: 8 blocks of 512 threads, 4 vectors each.
+  CHECK(plan_of(128256, 2, 1, true) == P{512, 4, 8, 0});
+  // 256,000 in bf16: 8 blocks of 1024; in fp32 8 of 1024 with 8 vectors (32 floats) a thread.
+  CHECK(plan_of(256000, 2, 1, true) == P{1024, 4, 8, 0});
+  CHECK(plan_of(256000, 4, 1, true) == P{1024, 8, 8, 0});
+  // Without clusters (sm_80) 128,256 is split: 8 chunks of 512 x 4 vectors.
+  CHECK(plan_of(128256, 2, 1, false) == P{kSplitThreads, 4, 1, 8});
+  CHECK(register_row_plan(16032, 8, 1, false).chunk_vectors == 2048);
+  // Two operands held (softmax's backward): half the vectors a thread.
+  CHECK(max_row_items(8, 2) == 2);
+  CHECK(max_row_items(4, 1) == 8);
+  // Short rows: one warp. Past 8 blocks of 1024 x 4 vectors: the split even with clusters.
+  CHECK(plan_of(7, 2, 1, true) == P{32, 1, 1, 0});
+  CHECK(register_row_plan(1 << 20, 8, 1, true).chunks > 0);
+}
+
+TEST_CASE(
+    "elementwise grids: a thread per vector (or two) up to eight blocks an SM, at least one") {
   const Grid small = elementwise_grid(1000, 8, 132);  // 125 vectors
   CHECK(small.blocks == 1);
   CHECK(small.threads == kElementwiseThreads);
@@ -51,6 +157,16 @@ TEST_CASE("elementwise grids: a thread per vector up to eight blocks an SM, at l
   CHECK(elementwise_grid(0, 8, 132).blocks == 1);
   CHECK(elementwise_grid(std::int64_t{1} << 20, 8, 132).blocks == 512);
   CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132).blocks == 132 * kElementwiseBlocksPerSm);
+  // Two vectors a thread at a time: half the blocks, up to the same cap.
+  CHECK(elementwise_grid(std::int64_t{1} << 20, 8, 132, kElementwiseUnroll).blocks == 256);
+  CHECK(elementwise_grid(1000, 8, 132, kElementwiseUnroll).blocks == 1);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, kElementwiseUnroll).blocks ==
+        132 * kElementwiseBlocksPerSm);
+  // One wave of what an SM holds at once (AdamW with a bf16 gradient: 80 registers, 3 blocks),
+  // never more than 8 blocks an SM nor fewer than 1.
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 3).blocks == 132 * 3);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 16).blocks == 132 * 8);
+  CHECK(elementwise_grid(std::int64_t{1} << 30, 8, 132, 2, 0).blocks == 132);
 }
 
 namespace {
@@ -97,12 +213,87 @@ TEST_CASE("the online softmax normaliser matches the max and the sum of two pass
       CHECK(got.max == max);  // the max is exact
       CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
     }
-  // Merging nothing with nothing stays empty (no NaN from the lowest max minus itself).
+  // Merging nothing with nothing stays empty (no NaN from -inf minus itself).
   const MaxSum none = max_sum_merge(empty_max_sum(), empty_max_sum());
   CHECK(none.sum == 0.0f);
+  CHECK(none.max == -INFINITY);
   const MaxSum one = max_sum_merge(empty_max_sum(), MaxSum{2.0f, 1.5f});
   CHECK(one.max == 2.0f);
   CHECK(one.sum == 1.5f);
+}
+
+TEST_CASE("the online normaliser gives masked logits 0 and a fully masked row NaN") {
+  // A row of 4096 with every other vector of 8 masked (-inf), read by 32 threads: the masked
+  // places add nothing, and the threads that saw only -inf merge as empty (not NaN).
+  auto x = logits(4096, 5);
+  for (std::size_t v = 0; v < 512; v += 2)
+    for (std::size_t j = 0; j < 8; ++j)
+      x[v * 8 + j] = -INFINITY;
+  double max = -INFINITY, sum = 0;
+  for (float v : x)
+    max = std::max(max, static_cast<double>(v));
+  for (float v : x)
+    sum += std::exp(static_cast<double>(v) - max);
+  const MaxSum got = block_max_sum(x, 32);
+  CHECK(got.max == max);
+  CHECK(std::abs(got.sum - sum) <= 1e-5 * sum);
+  CHECK(memop_math::exp_or_zero(-INFINITY - got.max) / got.sum == 0.0f);  // a masked place's y
+  // Every element -inf: max -inf, sum 0, and y = e^(x - max) / sum NaN, as torch.softmax.
+  const std::vector<float> masked(64, -INFINITY);
+  const MaxSum none = block_max_sum(masked, 32);
+  CHECK(none.max == -INFINITY);
+  CHECK(none.sum == 0.0f);
+  CHECK(std::isnan(memop_math::exp_or_zero(masked[0] - none.max) / none.sum));
+}
+
+TEST_CASE("the split row's chunk statistics, merged with the GPU's exp, give the row's softmax") {
+  // A row of 128,256 logits in [-4, 4) cut into 8 chunks, the third all masked: each chunk's max
+  // and its sum of exp_shifted against it, merged in chunk order (fast_max_sum_merge), then y =
+  // exp_shifted against the merged max / the merged sum, with ex2 at its documented worst, against
+  // the exact softmax; as the row kernels' split runs it.
+  using opbench::testing::for_each_model;
+  const std::int64_t cols = 128256, chunk = 16032;
+  auto x = logits(static_cast<std::size_t>(cols), 3);
+  for (std::int64_t j = 2 * chunk; j < 3 * chunk; ++j)
+    x[static_cast<std::size_t>(j)] = -INFINITY;
+  std::vector<double> want(x.size());
+  double max = -INFINITY, sum = 0;
+  for (float v : x)
+    max = std::max(max, static_cast<double>(v));
+  for (float v : x)
+    sum += std::exp(v - max);
+  for (std::size_t j = 0; j < x.size(); ++j)
+    want[j] = std::exp(x[j] - max) / sum;
+  for_each_model([&](auto model) {
+    using P = decltype(model);
+    MaxSum total = empty_max_sum();
+    for (std::int64_t c0 = 0; c0 < cols; c0 += chunk) {
+      float m = -INFINITY, s = 0;
+      for (std::int64_t j = c0; j < c0 + chunk; ++j)
+        m = std::max(m, x[static_cast<std::size_t>(j)]);
+      for (std::int64_t j = c0; j < c0 + chunk; ++j)
+        s += fast_math::exp_shifted<P>(x[static_cast<std::size_t>(j)], fast_math::scaled_shift(m));
+      if (c0 == 2 * chunk) CHECK(s == 0.0f);  // the masked chunk adds nothing
+      total = fast_max_sum_merge<P>(total, MaxSum{m, s});
+    }
+    CHECK(total.max == max);
+    const float shift = fast_math::scaled_shift(total.max), inv = 1.0f / total.sum;
+    double worst = 0, scale = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const float y = fast_math::exp_shifted<P>(x[j], shift) * inv;
+      worst = std::max(worst, std::fabs(y - want[j]));
+      scale = std::max(scale, want[j]);
+    }
+    CHECK(worst / scale <= kFastExpAllowance + reduction_tolerance(cols));
+  });
+  // Every chunk masked: max -inf, sum 0, and the row NaN (0 x 1/0).
+  const MaxSum none =
+      fast_max_sum_merge<opbench::testing::Model<2, 1>>(empty_max_sum(), MaxSum{-INFINITY, 0.0f});
+  CHECK(none.max == -INFINITY);
+  CHECK(none.sum == 0.0f);
+  CHECK(std::isnan(fast_math::exp_shifted<opbench::testing::Model<2, 1>>(
+                       -INFINITY, fast_math::scaled_shift(none.max)) *
+                   (1.0f / none.sum)));
 }
 
 TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes") {
@@ -181,4 +372,136 @@ TEST_CASE("token ids and targets fall in their range, the same for a set every t
   for (std::int64_t i = 0; i < 16; ++i)
     differs = differs || uniform_index(42, 3, i, 128256) != uniform_index(42, 4, i, 128256);
   CHECK(differs);
+}
+
+TEST_CASE("RMSNorm's backward plan: a wave of persistent blocks, w and dw in registers") {
+  // {threads, items, blocks, rows a block} on an H100's 132 SMs, 8192 tokens.
+  auto plan = [](std::int64_t rows, std::int64_t cols, int vec) {
+    const NormBwdPlan p = rms_bwd_plan(rows, cols, vec, 132);
+    return std::vector<std::int64_t>{p.threads, p.items, p.blocks, p.rows_per_block};
+  };
+  using P = std::vector<std::int64_t>;
+  // Llama 3.1 8B (4096) in bf16: 512 threads (a vector each), two blocks an SM.
+  CHECK(plan(8192, 4096, 8) == P{512, 1, 264, 32});
+  // 70B (8192) in bf16: 1024 threads, a block an SM; in fp32 two vectors a thread.
+  CHECK(plan(8192, 8192, 8) == P{1024, 1, 132, 63});
+  CHECK(plan(8192, 8192, 4) == P{1024, 2, 132, 63});
+  // 405B (16384) in bf16: beyond 8 elements a thread of 1024; the block-per-row kernel's.
+  CHECK(plan(8192, 16384, 8)[0] == 0);
+  // Fewer rows than a wave: a block a row. Small rows: at most 8 blocks an SM.
+  CHECK(plan(5, 4096, 8)[2] == 5);
+  CHECK(plan(100000, 256, 8)[2] == 132 * kNormBwdMostBlocksPerSm);
+  // The workspace holds the persistent blocks' partial rows or the block-per-row kernel's.
+  CHECK(norm_bwd_workspace_floats(DType::bf16, 8192, 4096, 132) == 2 * 264 * 4096);
+  CHECK(norm_bwd_workspace_floats(DType::bf16, 8192, 16384, 132) ==
+        2 * norm_bwd_blocks(8192, 132) * 16384);
+}
+
+TEST_CASE("RMSNorm's backward as the persistent blocks run it gives the CPU loop's dx and dw") {
+  // 37 rows of 64 on 2 SMs: 16 blocks of 3 rows (the last three own none and write zero
+  // partials); each block's dw from memop_math's rms_bwd_dw in registers, dx from the block's dot
+  // product; then the partial rows added column by column. Against cpu_memops::rmsnorm_bwd.
+  const std::int64_t rows = 37, cols = 64;
+  const auto dy = logits(rows * cols, 31), x = logits(rows * cols, 32), w = logits(cols, 33);
+  std::vector<float> rstd(rows), y(x.size());
+  cpu_memops::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), rows, cols);
+  std::vector<float> dx(x.size()), dw(cols),
+      ws(static_cast<std::size_t>(cpu_memops::norm_bwd_workspace_floats(rows, cols)));
+  cpu_memops::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(),
+                          ws.data(), rows, cols);
+  const NormBwdPlan p = rms_bwd_plan(rows, cols, 8, 2);
+  REQUIRE(p.blocks == 16);
+  REQUIRE(p.rows_per_block == 3);
+  std::vector<float> partial(static_cast<std::size_t>(p.blocks * cols), 0.0f);
+  std::vector<int> rows_seen(rows, 0);
+  for (std::int64_t b = 0; b < p.blocks; ++b)
+    for (std::int64_t r = b * p.rows_per_block; r < std::min(rows, (b + 1) * p.rows_per_block);
+         ++r) {
+      ++rows_seen[static_cast<std::size_t>(r)];
+      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
+      float dot = 0.0f;
+      for (std::int64_t j = 0; j < cols; ++j)
+        dot += dy[at(j)] * w[static_cast<std::size_t>(j)] * x[at(j)];
+      const float rs = rstd[static_cast<std::size_t>(r)];
+      const float c = memop_math::rms_bwd_c(rs, dot, 1.0f / static_cast<float>(cols));
+      for (std::int64_t j = 0; j < cols; ++j) {
+        partial[static_cast<std::size_t>(b * cols + j)] +=
+            memop_math::rms_bwd_dw(dy[at(j)], x[at(j)], rs);
+        const float got =
+            memop_math::rms_bwd_dx(dy[at(j)], x[at(j)], w[static_cast<std::size_t>(j)], rs, c);
+        CHECK(got == Approx(dx[at(j)]).epsilon(1e-5).margin(1e-6));
+      }
+    }
+  CHECK(std::count(rows_seen.begin(), rows_seen.end(), 1) == rows);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < p.blocks; ++b)
+      sum += partial[static_cast<std::size_t>(b * cols + j)];
+    CHECK(sum == Approx(dw[static_cast<std::size_t>(j)]).margin(1e-5));  // 37 terms of about 1
+  }
+}
+
+TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a warp per row slice") {
+  // 300 tokens over a vocabulary of 50 (most ids shared, some rows untouched, two ids out of
+  // range) and rows of 24: the keys (out-of-range ids sort last), a stable sort of (key,
+  // position) pairs as CUB's radix sort is, every row's segment by segment_begin, and each row
+  // summed in fp32 in sorted order: the CPU loop's gradient to the bit (the same order), zeros
+  // included, every element of the table written once.
+  const std::int64_t rows = 300, cols = 24, vocab = 50;
+  std::vector<std::int64_t> ids(rows);
+  for (std::int64_t r = 0; r < rows; ++r)
+    ids[static_cast<std::size_t>(r)] = uniform_index(9, 0, r, 40);  // rows 40..49 untouched
+  ids[7] = -1;
+  ids[8] = vocab;
+  const auto dy = logits(rows * cols, 41);
+  std::vector<float> want(static_cast<std::size_t>(vocab * cols));  // skips ids out of range too
+  cpu_memops::embedding_bwd(dy.data(), ids.data(), want.data(), rows, cols, vocab);
+
+  CHECK(embedding_key_bits(vocab) == 6);  // 0 .. 50
+  CHECK(embedding_key_bits(128256) == 17);
+  CHECK(embedding_sort_key(-1, vocab) == vocab);
+  CHECK(embedding_sort_key(49, vocab) == 49);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  for (std::int64_t r = 0; r < rows; ++r)
+    pairs.emplace_back(embedding_sort_key(ids[static_cast<std::size_t>(r)], vocab), r);
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::uint32_t> keys, positions;
+  for (const auto& [k, p] : pairs) {
+    keys.push_back(k);
+    positions.push_back(p);
+  }
+  std::vector<std::uint32_t> starts(vocab + 1);
+  for (std::int64_t v = 0; v <= vocab; ++v)
+    starts[static_cast<std::size_t>(v)] =
+        segment_begin(keys.data(), rows, static_cast<std::uint32_t>(v));
+  CHECK(starts[vocab] == rows - 2);  // the two out-of-range tokens sort last
+  CHECK(starts[40] == starts[49]);   // untouched rows: empty segments
+  std::vector<float> got(want.size(), -7.0f);
+  std::vector<int> written(want.size(), 0);
+  const int vec = 8;
+  const std::int64_t slices = embedding_slices(cols, vec);
+  for (std::int64_t v = 0; v < vocab; ++v)
+    for (std::int64_t slice = 0; slice < slices; ++slice)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int u = 0; u < kEmbeddingUnroll; ++u) {
+          const std::int64_t col = slice * embedding_slice_cols(vec) + (u * 32 + lane) * vec;
+          if (col + vec > cols) continue;
+          for (int j = 0; j < vec; ++j) {
+            float acc = 0.0f;
+            for (std::uint32_t p = starts[static_cast<std::size_t>(v)];
+                 p < starts[static_cast<std::size_t>(v + 1)]; ++p)
+              acc += dy[static_cast<std::size_t>(positions[p] * cols + col + j)];
+            got[static_cast<std::size_t>(v * cols + col + j)] = acc;
+            ++written[static_cast<std::size_t>(v * cols + col + j)];
+          }
+        }
+  CHECK(std::count(written.begin(), written.end(), 1) == vocab * cols);
+  CHECK(got == want);
+  // The workspace's parts do not overlap and the temporary storage comes last.
+  const EmbeddingSortLayout at = embedding_sort_layout(8192, 128256, 1000);
+  CHECK(at.positions_in == 32768);
+  CHECK(at.starts == 4 * 32768);
+  CHECK(at.temp == at.starts + (128257 * 4 + 255) / 256 * 256);
+  CHECK(at.total == at.temp + 1024);
 }

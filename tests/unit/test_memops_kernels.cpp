@@ -89,6 +89,45 @@ TEST_CASE("memops by hand: softmax of [0, ln 3] is [0.25, 0.75]") {
   CHECK(dx[1] == Approx(-0.1875).epsilon(1e-6));
 }
 
+TEST_CASE("memops by hand: a masked logit (-inf) has probability 0, a masked row NaN") {
+  // torch.softmax([0, -inf, ln 3, -inf]) = [0.25, 0, 0.75, 0] exactly at the masked places, and
+  // torch.softmax([-inf, -inf]) = [nan, nan]. exp_approx once clamped at -87, which gave each
+  // masked place e^-87 and a fully masked row 1/cols.
+  const float inf = INFINITY, l3 = std::log(3.0f);
+  CHECK(mm::exp_or_zero(-inf) == 0.0f);
+  CHECK(mm::exp_or_zero(-87.5f) == 0.0f);  // below the smallest normal float: 0, as ex2.ftz
+  CHECK(mm::exp_or_zero(-87.3f) == Approx(std::exp(double{-87.3f})).epsilon(3e-7));
+  CHECK(mm::exp_approx(-inf) > 0.0f);  // the activations' exp clamps at about 2^-126
+  const std::vector<float> x{0.0f, -inf, l3, -inf, -inf, -inf, -inf, -inf};
+  std::vector<float> y(8);
+  cm::softmax_fwd(x.data(), y.data(), 2, 4);
+  CHECK(y[0] == Approx(0.25).epsilon(1e-6));
+  CHECK(y[1] == 0.0f);
+  CHECK(y[2] == Approx(0.75).epsilon(1e-6));
+  CHECK(y[3] == 0.0f);
+  for (std::size_t j = 4; j < 8; ++j)
+    CHECK(std::isnan(y[j]));
+  std::vector<double> yr(8);
+  ref::softmax_fwd(x.data(), 2, 4, yr.data());
+  CHECK(yr[1] == 0.0);
+  CHECK(yr[2] == Approx(0.75).epsilon(1e-7));
+  CHECK(std::isnan(yr[5]));
+  // Cross-entropy over the same rows, target 2 then 0: loss ln(4/3) and NaN (torch's
+  // cross_entropy of a fully masked row is NaN too); the masked places' gradient is exactly 0.
+  const std::vector<std::int64_t> targets{2, 0};
+  std::vector<float> grad(8), loss(2);
+  cm::cross_entropy(x.data(), targets.data(), grad.data(), loss.data(), 2, 4);
+  CHECK(loss[0] == Approx(std::log(4.0 / 3.0)).epsilon(1e-6));
+  CHECK(grad[1] == 0.0f);
+  CHECK(grad[3] == 0.0f);
+  CHECK(grad[2] == Approx((0.75 - 1.0) / 2).epsilon(1e-6));
+  CHECK(std::isnan(loss[1]));
+  std::vector<double> rg(8), rl(2);
+  ref::cross_entropy(x.data(), targets.data(), 2, 4, 2, rg.data(), rl.data());
+  CHECK(rg[1] == 0.0);
+  CHECK(std::isnan(rl[1]));
+}
+
 TEST_CASE("memops by hand: cross-entropy's loss and gradient of the mean") {
   // Row 0: logits [0, ln 3], target 1: softmax [0.25, 0.75], loss = ln 4 - ln 3 = ln(4/3).
   // Row 1: logits [ln 3, 0], target 1: softmax [0.75, 0.25], loss = ln 4.
@@ -192,7 +231,7 @@ TEST_CASE("memops by hand: exp_approx and sqrt_approx stay within 2 ulp") {
   CHECK(worst_exp < 2.4e-7);  // 2 ulp at the bottom of a binade: 2 x 2^-23
   CHECK(worst_sqrt < 2.4e-7);
   CHECK(mm::exp_approx(0.0f) == 1.0f);
-  CHECK(mm::exp_approx(-1000.0f) < 1e-37f);
+  CHECK(mm::exp_approx(-1000.0f) < 1.2e-38f);
   CHECK(mm::sqrt_approx(0.0f) == 0.0f);
   CHECK(std::isnan(mm::exp_approx(NAN)));
 }

@@ -1,0 +1,327 @@
+#pragma once
+// A row held in registers by the block or blocks that own it (memops/cuda_memops.cuh,
+// register_row_plan), for the row operators without a weight row (softmax, cross-entropy): the
+// part of a row a block holds (RowPart: its 16-byte vectors, and the row's unaligned head and
+// tail elements), the reductions across a block and, on sm_90 and later, across a thread block
+// cluster through distributed shared memory (RowReducer), and the kernels every such operator
+// runs through: the whole row in one block or one cluster (fused_rows_kernel), or, for a row too
+// long for that, in chunks of one block each, whose statistics a second kernel combines
+// (chunk_stats_kernel, chunk_finish_kernel). An operator is a struct Op
+// (memops/cuda_memops_softmax.cu) with
+//   kHeld                      the row operands it holds in registers at once (1 or 2)
+//   Stats, empty(), merge()    a part's statistics and their combination, for the split
+//   lead()                     the row operand whose address splits the rows (all agree)
+//   fused(row, part, reducer)  the row, its statistics reduced over the block or cluster
+//   chunk_stats(row, part, reducer) -> Stats, chunk_finish(row, part, total)
+// Included by the files of those operators alone.
+#include <cooperative_groups.h>
+
+#include <string>
+
+#include "memops/cuda_memops_launch.cuh"
+#include "memops/fast_math.hpp"
+
+namespace opbench::cuda_memops {
+namespace {
+
+struct MaxFloat {
+  __device__ float operator()(float a, float b) const { return ::fmaxf(a, b); }
+};
+
+// The part of row `row` a block holds: vectors [first, end) of the row's split, thread t the
+// vectors first + t + i blockDim.x for i < ITEMS (a warp's loads of one i are contiguous), and,
+// in the row's first block, thread e < head + tail the head or tail element e.
+template <int V, int ITEMS>
+struct RowPart {
+  static constexpr int kV = V, kItems = ITEMS;
+  std::int64_t base = 0;  // the row's first element
+  RowSplit split;
+  BlockVectors mine;
+  bool edges = false;
+
+  // Block `block` of the row's blocks, each `per_block` vectors.
+  template <class S>
+  __device__ static RowPart of(const S* lead, std::int64_t row, int cols, std::int64_t block,
+                               std::int64_t per_block) {
+    RowPart p;
+    p.base = row * cols;
+    p.split = row_split(reinterpret_cast<std::uintptr_t>(lead + p.base), cols,
+                        static_cast<int>(sizeof(S)));
+    p.mine = block_vectors(p.split, block, per_block);
+    p.edges = block == 0;
+    return p;
+  }
+
+  __device__ int vector(int i) const {
+    return item_vector(mine.first, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), i);
+  }
+  __device__ bool has(int i) const { return vector(i) < mine.end; }
+  // The column of vector i's first element (cols < 2^31: ints).
+  __device__ int col(int i) const { return split.head + vector(i) * V; }
+  __device__ bool has_edge() const {
+    return edges && static_cast<int>(threadIdx.x) < split.head + split.tail;
+  }
+  __device__ int edge_col() const { return edge_column(split, V, static_cast<int>(threadIdx.x)); }
+
+  // The thread's elements of p's row; those it does not hold are `fill` (a value that changes
+  // no reduction: -inf for a max and e^x, 0 for a sum).
+  template <class S>
+  __device__ void load(const S* p, float (&a)[ITEMS][V], float& edge, float fill) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (has(i)) {
+        cuda_memops::load<V>(p, base + col(i), a[i]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          a[i][j] = fill;
+      }
+    }
+    edge = fill;
+    if (has_edge()) {
+      float e[1];
+      cuda_memops::load<1>(p, base + edge_col(), e);
+      edge = e[0];
+    }
+  }
+
+  template <class S>
+  __device__ void store(S* p, float (&a)[ITEMS][V], float edge) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i)
+      if (has(i)) cuda_memops::store<V>(p, base + col(i), a[i]);
+    if (has_edge()) {
+      float e[1] = {edge};
+      cuda_memops::store<1>(p, base + edge_col(), e);
+    }
+  }
+
+  // f(value, column) on every element slot of the thread, held or not (a slot not held keeps
+  // its fill, and is never stored).
+  template <class F>
+  __device__ void each(float (&a)[ITEMS][V], float& edge, F f) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        f(a[i][j], col(i) + j);
+    f(edge, edge_col());
+  }
+};
+
+// The value of every block of this thread's cluster merged, in rank order (so every block gets
+// the same bits): each block's thread 0 puts its value (the block's, from block_all_reduce) in
+// its shared memory, the cluster waits, and lane k of every warp reads block k's through
+// distributed shared memory (cooperative_groups' map_shared_rank, CUDA C++ Programming Guide,
+// "Distributed Shared Memory"), then the warp merges them. Two slots used in turn: the slot of
+// reduction k is written again at reduction k + 2, after every block has passed the cluster
+// barrier of reduction k + 1, which it reaches after its reads of reduction k (the barrier's
+// arrive orders them). Called the same number of times by every block of the cluster.
+template <class Merge>
+__device__ float cluster_all_reduce(float v, Merge merge, float identity, int slot) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  __shared__ float slots[2];
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) slots[slot] = v;
+  cluster.sync();
+  const unsigned lane = threadIdx.x % kWarp;
+  float r = lane < cluster.num_blocks() ? *cluster.map_shared_rank(&slots[slot], lane) : identity;
+  return warp_all_reduce(r, merge);
+#else
+  (void)merge, (void)identity, (void)slot;
+  __trap();  // never launched: the host plans clusters for compute capability 9 and later only
+  return v;
+#endif
+}
+
+// The whole cluster waits (before its blocks exit: none may leave while another reads its
+// shared memory).
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+
+// A row's reductions over the blocks that hold it: the block, then (kCluster) the cluster.
+template <bool kCluster>
+struct RowReducer {
+  int slot = 0;
+  template <class Merge>
+  __device__ float all(float v, Merge merge, float identity) {
+    v = block_all_reduce(v, merge, identity);
+    if constexpr (kCluster) {
+      v = cluster_all_reduce(v, merge, identity, slot);
+      slot ^= 1;
+    }
+    return v;
+  }
+};
+
+// One block (kCluster false) or one cluster of `cluster` blocks per row, rows striding; block
+// `rank` of a cluster holds vectors [rank per_block, (rank + 1) per_block) of each row.
+template <class Op, int V, int ITEMS, bool kCluster>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    fused_rows_kernel(Op op, std::int64_t rows, int cols, int cluster, std::int64_t per_block) {
+  RowReducer<kCluster> reducer;
+  const std::int64_t rank = blockIdx.x % cluster;
+  const std::int64_t step = gridDim.x / cluster;
+  for (std::int64_t row = blockIdx.x / cluster; row < rows; row += step)
+    op.fused(row, RowPart<V, ITEMS>::of(op.lead(), row, cols, rank, per_block), reducer);
+  if constexpr (kCluster) cluster_wait();
+}
+
+// The split, first kernel: block (chunk, row) reduces its chunk of the row to Op::Stats.
+template <class Op, int V, int ITEMS>
+__global__ void __launch_bounds__(kSplitThreads)
+    chunk_stats_kernel(Op op, std::int64_t rows, int cols, std::int64_t chunk_vectors,
+                       typename Op::Stats* stats) {
+  RowReducer<false> reducer;
+  for (std::int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    const auto part = RowPart<V, ITEMS>::of(op.lead(), row, cols, blockIdx.x, chunk_vectors);
+    const typename Op::Stats s = op.chunk_stats(row, part, reducer);
+    if (threadIdx.x == 0) stats[row * gridDim.x + blockIdx.x] = s;
+  }
+}
+
+// The second: every block merges its row's chunks' statistics in chunk order (each gets the
+// same bits) and writes its chunk of the row.
+template <class Op, int V, int ITEMS>
+__global__ void __launch_bounds__(kSplitThreads)
+    chunk_finish_kernel(Op op, std::int64_t rows, int cols, std::int64_t chunk_vectors,
+                        const typename Op::Stats* stats) {
+  for (std::int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    typename Op::Stats total = Op::empty();
+    for (unsigned k = 0; k < gridDim.x; ++k)
+      total = Op::merge(total, stats[row * gridDim.x + k]);
+    op.chunk_finish(row, RowPart<V, ITEMS>::of(op.lead(), row, cols, blockIdx.x, chunk_vectors),
+                    total);
+  }
+}
+
+// ---- host side ----------------------------------------------------------------------------------
+
+// Whether a cluster launch of `kernel` as `config` says can be scheduled at all: the kernel's
+// code was compiled for compute_90 or later (a build for older GPUs alone, run by a Hopper through
+// its PTX, has the cluster kernels' trapping stand-ins), and a cluster's blocks fit one GPC's SMs
+// at once. A failed query counts as no.
+template <class Kernel>
+bool cluster_fits(Kernel kernel, const cudaLaunchConfig_t& config) {
+  cudaFuncAttributes attributes = {};
+  int clusters = 0;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess ||
+      cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
+    return false;
+  }
+  return attributes.ptxVersion >= 90 && clusters > 0;
+}
+
+// Op's row kernels for `rows` rows of `cols` on storage S (V elements a vector): the plan
+// (register_row_plan, clusters from compute capability 9), then the launch. `workspace` holds
+// the split's statistics (row_stats_workspace_bytes). The description (for l.shape) names
+// `kernel` and the plan.
+template <class S, class Op>
+void launch_register_rows(const Op& op, std::int64_t rows, int cols, void* workspace,
+                          const Launch& l, const char* kernel) {
+  constexpr int kV = vec_of<S>();
+  constexpr int kMost = max_row_items(kV, Op::kHeld);
+  const std::int64_t vectors = cols / kV;  // the most any row's split has
+  const cudaError_t pending = take_pending_cuda_error();
+  // The plan's fused kernel (one block, or a cluster where it can be scheduled); false when the
+  // plan splits the row or its cluster cannot be scheduled.
+  auto fused = [&](const RegisterRowPlan& plan) {
+    bool launched = false;
+    auto with_items = [&](auto items) {
+      constexpr int kI = decltype(items)::value;
+      if constexpr (kI <= kMost) {
+        if (plan.items != kI || plan.chunks > 0) return;
+        if (plan.cluster == 1) {
+          fused_rows_kernel<Op, kV, kI, false>
+              <<<grid_of(row_grid_blocks(rows)), plan.threads, 0, l.stream>>>(op, rows, cols, 1,
+                                                                              vectors);
+          launched = true;
+          return;
+        }
+        const std::int64_t per_block = (vectors + plan.cluster - 1) / plan.cluster;
+        const std::int64_t clusters =
+            rows < kMaxGridBlocks / plan.cluster ? rows : kMaxGridBlocks / plan.cluster;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(static_cast<unsigned>(clusters * plan.cluster));
+        config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+        config.stream = l.stream;
+        cudaLaunchAttribute attribute[1] = {};
+        attribute[0].id = cudaLaunchAttributeClusterDimension;
+        attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
+        attribute[0].val.clusterDim.y = 1;
+        attribute[0].val.clusterDim.z = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        auto* k = fused_rows_kernel<Op, kV, kI, true>;
+        if (!cluster_fits(k, config)) return;
+        const cudaError_t err =
+            cudaLaunchKernelEx(&config, k, op, rows, cols, plan.cluster, per_block);
+        if (err != cudaSuccess) {
+          cudaGetLastError();
+          throw run_failure(launch_failure_text(err, pending, kernel, __FILE__, __LINE__));
+        }
+        launched = true;
+      }
+    };
+    with_items(std::integral_constant<int, 1>{});
+    with_items(std::integral_constant<int, 2>{});
+    with_items(std::integral_constant<int, 4>{});
+    with_items(std::integral_constant<int, 8>{});
+    return launched;
+  };
+  RegisterRowPlan plan = register_row_plan(vectors, kV, Op::kHeld, l.cc_major >= 9);
+  bool launched = fused(plan);
+  if (!launched && plan.cluster > 1) {  // a cluster that cannot be scheduled: plan without
+    plan = register_row_plan(vectors, kV, Op::kHeld, false);
+    launched = fused(plan);
+  }
+  if (!launched) {  // the split
+    if (!workspace)
+      throw std::logic_error(std::string(kernel) + ": a split row needs its workspace");
+    auto* stats = static_cast<typename Op::Stats*>(workspace);
+    const dim3 grid(static_cast<unsigned>(plan.chunks),
+                    static_cast<unsigned>(rows < 65535 ? rows : 65535));
+    chunk_stats_kernel<Op, kV, kMost>
+        <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+    chunk_finish_kernel<Op, kV, kMost>
+        <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+  }
+  check_launch(pending, kernel);
+  if (l.shape) {
+    const std::string_view k(kernel);
+    const std::string name(k.substr(0, k.rfind("_kernel")));
+    std::string how;
+    if (plan.chunks > 0)
+      how = fmt::format(
+          "split: {} chunks of {} vectors a row, a block of {} threads each, {} vectors a thread; "
+          "chunk statistics through memory, then a second kernel reads the row again",
+          plan.chunks, plan.chunk_vectors, kSplitThreads, plan.items);
+    else if (plan.cluster > 1)
+      how = fmt::format(
+          "the row in registers: clusters of {} blocks x {} threads, {} vectors a thread, "
+          "statistics through distributed shared memory",
+          plan.cluster, plan.threads, plan.items);
+    else
+      how = fmt::format("the row in registers: a block of {} threads, {} vectors a thread",
+                        plan.threads, plan.items);
+    describe(l, fmt::format("{}<{}> x{}: {} ({} rows; the unaligned head and tail of a row "
+                            "element by element)",
+                            name, Codec<S>::kName, kV, how, rows));
+  }
+}
+
+// Bytes of the split's statistics for `held` operands: 8 a chunk of every row, as planned
+// without clusters.
+std::int64_t split_stats_bytes(std::int64_t rows, std::int64_t cols, int elem_bytes, int held) {
+  const int vec = kVectorBytes / elem_bytes;
+  const RegisterRowPlan plan = register_row_plan(cols / vec, vec, held, false);
+  return plan.chunks > 0 ? rows * plan.chunks * 8 : 0;
+}
+
+}  // namespace
+}  // namespace opbench::cuda_memops
