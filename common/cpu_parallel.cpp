@@ -2,9 +2,14 @@
 
 #include <cblas.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -12,6 +17,113 @@ namespace opbench {
 
 namespace {
 std::atomic<unsigned> thread_cap{0};  // limit_cpu_threads; 0: none
+
+// How long a waiting thread spins before it sleeps: long enough to catch the next call of a
+// timing loop (samples follow each other within microseconds), short enough not to take a core
+// from a BLAS call that follows. A woken thread costs tens of microseconds on a VM.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <typename Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  while (!done())
+    if (std::chrono::steady_clock::now() > until) return false;
+  return true;
+}
+
+// True on the pool's threads, and on a caller while its items run: a parallel_for inside an
+// item runs on its own thread.
+thread_local bool t_inside = false;
+
+// The threads parallel_for runs on, started once and kept, as OpenMP's team and PyTorch's intra-op
+// pool are: starting threads on every call would time their creation with each small operator
+// (two threads made a 35 µs swiglu take 46-104 µs here). Never destroyed: a worker may be asleep
+// in it when the process exits.
+class Pool {
+ public:
+  // Runs work over [0, items) on the caller and `helpers` pool threads; false when the pool is
+  // busy with another caller's work (the caller then runs it alone).
+  bool run(std::int64_t items, unsigned helpers, const std::function<void(std::int64_t)>& work) {
+    std::unique_lock call(call_mutex_, std::try_to_lock);
+    if (!call.owns_lock()) return false;
+    while (workers_ < helpers) start_worker(workers_++);
+    work_ = &work;
+    items_ = items;
+    next_.store(0);
+    error_ = nullptr;
+    pending_.store(static_cast<int>(helpers));
+    {
+      std::lock_guard lock(mutex_);
+      // a new call, and how many helpers it wants, in one value: a thread that wakes late
+      // reads both of the same call
+      job_.store(((job_.load() >> 16) + 1) << 16 | helpers, std::memory_order_release);
+    }
+    wake_.notify_all();
+    t_inside = true;
+    take_items();
+    t_inside = false;
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+  pid_t owner = getpid();  // a forked child gets a pool of its own: it has none of these threads
+
+ private:
+  void start_worker(unsigned index) {
+    // the job value before the call that starts it: a thread that read it once running might
+    // already see that call's, and wait for the next one while the call waits for it
+    std::thread([this, index, seen = job_.load()]() mutable {
+      t_inside = true;
+      for (;;) {
+        if (!spin_until([&] { return job_.load(std::memory_order_acquire) != seen; })) {
+          std::unique_lock lock(mutex_);
+          wake_.wait(lock, [&] { return job_.load(std::memory_order_acquire) != seen; });
+        }
+        seen = job_.load(std::memory_order_acquire);
+        if (index >= (seen & 0xffff)) continue;  // this call wants fewer threads
+        take_items();
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          std::lock_guard lock(mutex_);
+          done_.notify_one();
+        }
+      }
+    }).detach();
+  }
+
+  void take_items() {
+    try {
+      for (std::int64_t i = next_++; i < items_; i = next_++)
+        (*work_)(i);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_.store(items_);  // the others stop at their next item
+    }
+  }
+
+  std::mutex call_mutex_;  // one caller at a time
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::atomic<std::uint64_t> job_{0};  // the call's number << 16 | its helpers
+  std::atomic<std::int64_t> next_{0};
+  std::atomic<int> pending_{0};
+  const std::function<void(std::int64_t)>* work_ = nullptr;
+  std::int64_t items_ = 0;
+  unsigned workers_ = 0;
+  std::exception_ptr error_;
+};
+
+Pool& pool() {
+  static std::mutex made;
+  static Pool* p = nullptr;
+  std::lock_guard lock(made);
+  if (p == nullptr || p->owner != getpid()) p = new Pool;  // leaked on purpose (see Pool)
+  return *p;
+}
 }  // namespace
 
 void limit_cpu_threads(unsigned threads, unsigned blas_threads) {
@@ -32,20 +144,17 @@ unsigned parallel_threads(std::int64_t items) {
 }
 
 void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work) {
-  const int saved = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-  std::atomic<std::int64_t> next{0};
-  auto worker = [&] {
-    for (std::int64_t i = next++; i < items; i = next++)
+  struct BlasThreads {  // restored however the work ends
+    int saved = openblas_get_num_threads();
+    BlasThreads() { openblas_set_num_threads(1); }
+    ~BlasThreads() { openblas_set_num_threads(saved); }
+  } blas;
+  const unsigned threads = parallel_threads(items);
+  // One thread wanted, a call from inside an item, or the pool busy with another thread's work:
+  // the caller runs every item itself.
+  if (threads <= 1 || t_inside || !pool().run(items, threads - 1, work))
+    for (std::int64_t i = 0; i < items; ++i)
       work(i);
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < parallel_threads(items); ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads)
-    t.join();
-  openblas_set_num_threads(saved);
 }
 
 }  // namespace opbench
