@@ -57,10 +57,8 @@ std::vector<DType> parse_ccl_dtypes(const std::string& text, const std::string& 
   return out;
 }
 
-}  // namespace
-
-std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
-  CclOptions o;
+// The flags, as --help lists them: nccl-tests' with nccl-tests' meaning, then ours.
+cxxopts::Options ccl_flags() {
   cxxopts::Options options(
       "bench_ccl",
       "Collectives benchmark with nccl-tests semantics, under mpirun:\n"
@@ -122,41 +120,37 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     ("report-csv-path", "one CSV with every row (besides the per-op reports)", cxxopts::value<std::string>());
   // clang-format on
   add_report_options(options, "ccl", false);
-  auto parsed = parse_command_line(options, argc, argv,
-                                   [] { print_versions("bench_ccl", ccl_library_versions()); });
-  if (!parsed) return std::nullopt;
-  const auto& p = *parsed;
-  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  return options;
+}
 
-  o.backend = to_lower(str("backend"));
-  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "mpi")
-    throw bad_input(
-        fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
-  o.device_offset = p["device-offset"].as<int>();
-  if (o.device_offset < 0) throw bad_input("--device-offset: must be >= 0");
-  if (p.count("device")) {
-    o.device = p["device"].as<int>();
-    if (*o.device < 0) throw bad_input("--device: must be >= 0");
-  }
-  o.ops = parse_coll_ops(str("op"));
+// The sizes of a sweep: --sizes, or -b to -e by -f (or -i), with nccl-tests' "step:" text.
+void read_sizes(const cxxopts::ParseResult& p, CclOptions& o) {
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
   if (p.count("sizes")) {
     for (const auto& s : split(str("sizes"), ','))
       push_once(o.sizes, parse_size(s, "--sizes"), "--sizes", s);
     if (o.sizes.empty()) throw bad_input("--sizes: empty list");
-  } else {
-    double factor = 0;
-    try {
-      factor = std::stod(str("stepfactor"));
-    } catch (const std::exception&) {
-      throw bad_input(fmt::format("-f/--stepfactor: '{}' is not a number", str("stepfactor")));
-    }
-    if (!(factor >= 1))
-      throw bad_input(fmt::format("-f/--stepfactor: must be at least 1, got {}", factor));
-    const std::uint64_t step = parse_size(str("stepbytes"), "-i/--stepbytes");
-    o.sizes = sweep_sizes(parse_size(str("minbytes"), "-b/--minbytes"),
-                          parse_size(str("maxbytes"), "-e/--maxbytes"), factor, step);
-    o.step_text = factor > 1 ? fmt::format("{:g}(factor)", factor) : fmt::format("{}(bytes)", step);
+    return;
   }
+  double factor = 0;
+  try {
+    factor = std::stod(str("stepfactor"));
+  } catch (const std::exception&) {
+    throw bad_input(fmt::format("-f/--stepfactor: '{}' is not a number", str("stepfactor")));
+  }
+  if (!(factor >= 1))
+    throw bad_input(fmt::format("-f/--stepfactor: must be at least 1, got {}", factor));
+  const std::uint64_t step = parse_size(str("stepbytes"), "-i/--stepbytes");
+  o.sizes = sweep_sizes(parse_size(str("minbytes"), "-b/--minbytes"),
+                        parse_size(str("maxbytes"), "-e/--maxbytes"), factor, step);
+  o.step_text = factor > 1 ? fmt::format("{:g}(factor)", factor) : fmt::format("{}(bytes)", step);
+}
+
+// What a sweep runs besides its sizes: ops, dtypes, reductions, roots, placements, groups.
+void read_sweep(const cxxopts::ParseResult& p, CclOptions& o) {
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  o.ops = parse_coll_ops(str("op"));
+  read_sizes(p, o);
   const std::string dtype_flag = flag_or_alias(p, "dtype", "datatype");
   o.dtypes = parse_ccl_dtypes(str(dtype_flag.c_str()),
                               dtype_flag == "datatype" ? "-d/--datatype" : "--dtype");
@@ -168,26 +162,29 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.group_size = p["group-size"].as<int>();
   if (o.group_size < 0)
     throw bad_input(fmt::format("--group-size: must be >= 1, got {}", o.group_size));
+}
 
-  o.run.iters = p["iters"].as<int>();
-  if (o.run.iters < 1)
-    throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
-  o.run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));
-  o.run.warmup = p["warmup-iters"].as<int>();
-  if (o.run.warmup < 0)
-    throw bad_input(fmt::format("-w/--warmup-iters: must be >= 0, got {}", o.run.warmup));
-  o.run.check_passes = p["check"].as<int>();
-  if (o.run.check_passes < 0)
-    throw bad_input(fmt::format("-c/--check: must be >= 0, got {}", o.run.check_passes));
+// How each case is timed and checked: -n, -w, -c, -a, --per-iter, -G, --timeout.
+void read_timing(const cxxopts::ParseResult& p, CollRunOptions& run) {
+  run.iters = p["iters"].as<int>();
+  if (run.iters < 1)
+    throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", run.iters));
+  run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));
+  run.warmup = p["warmup-iters"].as<int>();
+  if (run.warmup < 0)
+    throw bad_input(fmt::format("-w/--warmup-iters: must be >= 0, got {}", run.warmup));
+  run.check_passes = p["check"].as<int>();
+  if (run.check_passes < 0)
+    throw bad_input(fmt::format("-c/--check: must be >= 0, got {}", run.check_passes));
   int average = p["average"].as<int>();
   if (average < 0 || average > 3)
     throw bad_input(fmt::format("-a/--average: must be 0, 1, 2 or 3, got {}", average));
-  o.run.aggregation = static_cast<RankAggregation>(average);
-  o.run.per_iter = p.count("per-iter") > 0;
-  o.run.graph_replays = p["cudagraph"].as<int>();
-  if (o.run.graph_replays < 0)
-    throw bad_input(fmt::format("-G/--cudagraph: must be >= 0, got {}", o.run.graph_replays));
-  if (o.run.graph_replays > 0 && o.run.per_iter)
+  run.aggregation = static_cast<RankAggregation>(average);
+  run.per_iter = p.count("per-iter") > 0;
+  run.graph_replays = p["cudagraph"].as<int>();
+  if (run.graph_replays < 0)
+    throw bad_input(fmt::format("-G/--cudagraph: must be >= 0, got {}", run.graph_replays));
+  if (run.graph_replays > 0 && run.per_iter)
     throw bad_input("-G/--cudagraph times whole graphs; --per-iter times single calls: pick one");
   // nccl-tests' habits: the values opbench runs are accepted, the others explained.
   const int threads = p["nthreads"].as<int>(), gpus = p["ngpus"].as<int>();
@@ -200,35 +197,43 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
     throw bad_input("-z/--blocking: opbench issues non-blocking calls only (nccl-tests' -z 0)");
   if (p["agg_iters"].as<int>() != 1)
     throw bad_input("-m/--agg_iters: opbench issues one operation per call (nccl-tests' -m 1)");
-  o.run.timeout_s = p["timeout"].as<double>();
-  if (!(o.run.timeout_s >= 0)) throw bad_input("--timeout: must be >= 0 seconds");
-  if (p.count("test-corrupt-rank")) o.run.corrupt_rank = p["test-corrupt-rank"].as<int>();
-  if (o.run.corrupt_rank >= 0 && o.run.check_passes == 0)
+  run.timeout_s = p["timeout"].as<double>();
+  if (!(run.timeout_s >= 0)) throw bad_input("--timeout: must be >= 0 seconds");
+}
+
+// The test-only flags that make a rank spoil a result, stall, fail or speak first.
+void read_test_flags(const cxxopts::ParseResult& p, CollRunOptions& run) {
+  if (p.count("test-corrupt-rank")) run.corrupt_rank = p["test-corrupt-rank"].as<int>();
+  if (run.corrupt_rank >= 0 && run.check_passes == 0)
     throw bad_input("--test-corrupt-rank needs -c 1 or more");
-  if (p.count("test-stall-rank")) o.run.stall_rank = p["test-stall-rank"].as<int>();
+  if (p.count("test-stall-rank")) run.stall_rank = p["test-stall-rank"].as<int>();
   if (p.count("test-lead-rank")) {
-    o.run.lead_rank = p["test-lead-rank"].as<int>();
-    if (o.run.lead_rank < 0)
-      throw bad_input(fmt::format("--test-lead-rank {}: must be >= 0", o.run.lead_rank));
+    run.lead_rank = p["test-lead-rank"].as<int>();
+    if (run.lead_rank < 0)
+      throw bad_input(fmt::format("--test-lead-rank {}: must be >= 0", run.lead_rank));
   }
   if (p.count("test-fail-rank")) {
-    const std::string v = str("test-fail-rank");
+    const std::string v = p["test-fail-rank"].as<std::string>();
     if (v == "all")
-      o.run.fail_rank = -2;
+      run.fail_rank = -2;
     else if (!v.empty() && v.size() < 7 && v.find_first_not_of("0123456789") == std::string::npos)
-      o.run.fail_rank = std::stoi(v);
+      run.fail_rank = std::stoi(v);
     else
       throw bad_input(fmt::format("--test-fail-rank: '{}' is not a rank or all", v));
   }
-  o.run.stall_s = p["test-stall-seconds"].as<double>();
-  o.run.stall_inside = p.count("test-stall-inside") > 0;
+  run.stall_s = p["test-stall-seconds"].as<double>();
+  run.stall_inside = p.count("test-stall-inside") > 0;
+}
 
+// --model and its parallel layout; a model's messages bring their own sizes, dtype
+// (--model-dtype) and reduction (sum): the sweep's flags would be ignored, so they are refused.
+// --op filters the messages.
+void read_model(const cxxopts::ParseResult& p, CclOptions& o) {
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
   if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
   if (p.count("model")) o.model = str("model");
   if (!o.model_config_path.empty() && o.model.empty())
     throw bad_input("--model-config-path needs --model");
-  // A model's messages bring their own sizes, dtype (--model-dtype) and reduction (sum): the
-  // sweep's flags would be ignored, so they are refused. --op filters the messages.
   if (!o.model.empty())
     for (const auto& [flag, shown] : {std::pair{"minbytes", "-b/--minbytes"},
                                       {"maxbytes", "-e/--maxbytes"},
@@ -251,16 +256,51 @@ std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
   o.micro_batch = parse_positive_int(str("micro-batch"), "--micro-batch");
   if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");
   o.model_dtype = parse_dtype(str("model-dtype"));
+}
+
+}  // namespace
+
+std::optional<cxxopts::ParseResult> parse_ccl_command_line(cxxopts::Options& options, int argc,
+                                                           char** argv, const char* binary) {
+  return parse_command_line(options, argc, argv,
+                            [binary] { print_versions(binary, ccl_library_versions()); });
+}
+
+void read_ccl_backend_flags(const cxxopts::ParseResult& p, std::string& backend, int& device_offset,
+                            std::optional<int>& device) {
+  backend = to_lower(p["backend"].as<std::string>());
+  if (backend != "auto" && backend != "nccl" && backend != "mpi")
+    throw bad_input(
+        fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", backend));
+  device_offset = p["device-offset"].as<int>();
+  if (device_offset < 0) throw bad_input("--device-offset: must be >= 0");
+  if (p.count("device")) {
+    device = p["device"].as<int>();
+    if (*device < 0) throw bad_input("--device: must be >= 0");
+  }
+}
+
+std::optional<CclOptions> parse_ccl_options(int argc, char** argv) {
+  cxxopts::Options options = ccl_flags();
+  auto parsed = parse_ccl_command_line(options, argc, argv, "bench_ccl");
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  CclOptions o;
+  read_ccl_backend_flags(p, o.backend, o.device_offset, o.device);
+  read_sweep(p, o);
+  read_timing(p, o.run);
+  read_test_flags(p, o.run);
+  read_model(p, o);
   o.job = read_job_shapes_options(p);
   if (o.wants_capture() && o.wants_model())
     throw bad_input(o.job.flag() + " and --model both say what to run: give one");
-  if (p.count("report-csv-path")) o.report_csv_path = str("report-csv-path");
+  if (p.count("report-csv-path")) o.report_csv_path = p["report-csv-path"].as<std::string>();
   o.report = read_report_options(p);
   o.list_models = p.count("list-models") > 0;
   o.dry_run = p.count("dry-run") > 0;
   if (p.count("world-size")) {
     if (!o.dry_run) throw bad_input("--world-size goes with --dry-run (a run uses mpirun's ranks)");
-    o.world_size = parse_positive_int(str("world-size"), "--world-size");
+    o.world_size = parse_positive_int(p["world-size"].as<std::string>(), "--world-size");
   }
   return o;
 }

@@ -47,4 +47,13 @@ struct CclOptions {
 // nullopt after --help.
 std::optional<CclOptions> parse_ccl_options(int argc, char** argv);
 
+// The command line of bench_ccl or bench_fsdp (`binary`), whose --version lists MPI, and CUDA and
+// NCCL where built with them; nullopt after --help or --version.
+std::optional<cxxopts::ParseResult> parse_ccl_command_line(cxxopts::Options& options, int argc,
+                                                           char** argv, const char* binary);
+// --backend, --device-offset and --device, as bench_ccl and bench_fsdp read them (bad_input naming
+// the flag).
+void read_ccl_backend_flags(const cxxopts::ParseResult& parsed, std::string& backend,
+                            int& device_offset, std::optional<int>& device);
+
 }  // namespace opbench

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "common/capture_tables.hpp"
+#include "common/text.hpp"
 
 namespace opbench {
 
@@ -212,6 +214,31 @@ void NcclTestsTable::footer() {
 
 void NcclTestsTable::finish() {
   if (!section_.empty()) footer();
+}
+
+CclReports::CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run)
+    : dir_(dir), run_(std::move(run)), formats_(o.report.formats) {
+  if (!o.report_csv_path.empty()) all_ = std::make_unique<CsvWriter>(o.report_csv_path);
+}
+
+void CclReports::write(CollOp op, const Record& row) {
+  if (all_) all_->write(row);
+  auto& f = per_op_[op];
+  if (!f)
+    f = std::make_unique<ReportFiles>(
+        (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string(), formats_, run_,
+        "opbench_ccl");
+  f->write(row);
+  rows_.push_back(row);
+}
+
+std::vector<std::string> CclReports::listing() const {
+  std::vector<std::string> out;
+  if (all_) out.push_back(fmt::format("{} ({})", all_->path(), counted(all_->rows(), "row")));
+  for (const auto& [op, f] : per_op_)
+    for (const auto& line : f->listing())
+      out.push_back(line);
+  return out;
 }
 
 }  // namespace opbench

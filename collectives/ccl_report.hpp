@@ -1,7 +1,12 @@
 #pragma once
-// bench_ccl's rows (CSV / JSON lines) and the nccl-tests-style table on stdout.
+// bench_ccl's rows (CSV / JSON lines), its report files and the nccl-tests-style table on stdout.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +14,8 @@
 #include "collectives/coll_runner.hpp"
 #include "collectives/communicator.hpp"
 #include "common/record.hpp"
+#include "common/report.hpp"
+#include "common/report_files.hpp"
 
 namespace opbench {
 
@@ -72,6 +79,26 @@ class NcclTestsTable {
   std::int64_t wrong_total_ = 0;
   int failed_rows_ = 0;
   CollOp op_ = CollOp::all_reduce;
+};
+
+// The report files: one per op in the report folder (DIR/ccl_<op>.csv, .jsonl, .prom), each
+// opened at its op's first row, and --report-csv-path's one CSV of every row. Rank 0's alone.
+class CclReports {
+ public:
+  // `run`: the run id and rank map, in every JSON line.
+  CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run);
+  void write(CollOp op, const Record& row);
+  const std::vector<Record>& rows() const { return rows_; }
+  // "path (N rows)" for every file, for the closing lines.
+  std::vector<std::string> listing() const;
+
+ private:
+  std::string dir_;
+  nlohmann::json run_;
+  std::set<ReportFormat> formats_;
+  std::unique_ptr<CsvWriter> all_;
+  std::map<CollOp, std::unique_ptr<ReportFiles>> per_op_;
+  std::vector<Record> rows_;
 };
 
 }  // namespace opbench

@@ -7,6 +7,7 @@
 // Before MPI starts, the process's allocator is made to keep its pages
 // (common/host_allocator.hpp), so that no collective is timed with page faults of its own.
 #include <functional>
+#include <optional>
 
 #include "collectives/mpi_session.hpp"
 
@@ -14,5 +15,15 @@ namespace opbench {
 
 // `body` parses the options (returning 0 after --help) and runs; it may throw opbench::Error.
 int run_mpi_main(int argc, char** argv, const std::function<int(MpiSession&, int, char**)>& body);
+
+// The body of bench_ccl and bench_fsdp: `parse` the options (nullopt after --help), then `run`.
+template <typename Options>
+int run_mpi_main(int argc, char** argv, std::optional<Options> (*parse)(int, char**),
+                 int (*run)(MpiSession&, const Options&, int, char**)) {
+  return run_mpi_main(argc, argv, [parse, run](MpiSession& session, int argc, char** argv) {
+    auto options = parse(argc, argv);
+    return options ? run(session, *options, argc, argv) : 0;
+  });
+}
 
 }  // namespace opbench

@@ -2,7 +2,8 @@
 // What every binary that measures one case at a time does with each case, written once: skip
 // what --resume finds in the report, show progress, run the case (a skipped row when the provider
 // cannot, a failed row when it throws), write the row the moment it exists, print it and count it.
-// bench_gemm, bench_attention and bench_memops run their cases through it.
+// bench_gemm, bench_attention, bench_memops and bench_step run their cases through it; bench_ccl
+// and bench_fsdp, whose cases run on every rank, through collectives/mpi_run.
 #include <functional>
 #include <map>
 #include <memory>

@@ -2,28 +2,25 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_report.hpp"
 #include "collectives/coll_runner.hpp"
 #include "collectives/mpi_main.hpp"
+#include "collectives/mpi_run.hpp"
 #include "collectives/mpi_session.hpp"
-#include "collectives/rank_load.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_config.hpp"
 #include "common/model_list.hpp"
-#include "common/owned_files.hpp"
 #include "common/progress.hpp"
-#include "common/report.hpp"
-#include "common/report_files.hpp"
 #include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
@@ -42,110 +39,85 @@ Signature signature(const PlanEntry& e) {
   return {e.op, e.dtype, e.per_rank_count, e.group_size};
 }
 
-std::string per_collective_csv(const FsdpOptions& o, CollOp op) {
-  switch (op) {
-    case CollOp::all_gather:
-      return o.allgather_csv;
-    case CollOp::reduce_scatter:
-      return o.reducescatter_csv;
-    default:
-      return o.allreduce_csv;
-  }
+std::size_t distinct_collectives(const std::vector<PlanEntry>& plan) {
+  std::set<Signature> distinct;
+  for (const auto& e : plan)
+    distinct.insert(signature(e));
+  return distinct.size();
 }
 
-// Runs every distinct collective of the plan and writes one row per plan entry.
-int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntry>& plan, int argc,
-           char** argv) {
-  const bool lead = session.world_rank() == 0;
-  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
-  // NCCL reduces with avg as FSDP does; MPI has no avg, and sum moves the same bytes.
-  const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
-  Environment env(argc, argv, "bench_fsdp");
-  describe_backend(backend, env);
-  env.set("world_size", session.world_size());
-  env.set("nodes", session.nodes());
-  // Where every rank runs, in environment.json, in every JSON line's run facts, and on stdout
-  // as bench_ccl prints it.
-  const nlohmann::json rank_map = gather_rank_map(backend, session);
-  env.set("ranks", rank_map);
-  const RankLoad load = rank_load(rank_map);
-  env.set("rank_load", {{"hosts", load.hosts}, {"oversubscribed", load.oversubscribed}});
-  if (lead && !load.warning.empty()) std::fprintf(stderr, "note: %s\n", load.warning.c_str());
-  const auto rank_lines =
-      session.gather_strings(describe_rank(backend, session, session.world_size()));
-  if (lead) {
-    std::printf("# Using devices\n");
-    for (const auto& line : rank_lines)
-      std::printf("%s\n", line.c_str());
+// One row per plan entry, each distinct collective of the plan measured once, the first time an
+// entry needs it: every entry's row is written (and flushed) as soon as its collective has been
+// measured, so a run that stops keeps every finished row.
+class FsdpReplay {
+ public:
+  FsdpReplay(MpiRun& mpi, const FsdpOptions& o, const std::vector<PlanEntry>& plan, RedOp redop,
+             const std::string& dir, FsdpReports* reports)
+      : mpi_(mpi),
+        o_(o),
+        plan_(plan),
+        redop_(redop),
+        dir_(dir),
+        reports_(reports),
+        progress_(distinct_collectives(plan), static_cast<double>(distinct_collectives(plan)),
+                  o.report.quiet || !mpi.lead()) {
+    mpi_.on_close([this](bool stopped) { return close(stopped); });
   }
-  const std::string dir =
-      o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
-  // One CSV per collective, at the paths asked for, opened at its first row: a collective the
-  // plan lacks (all_reduce without HSDP) leaves no empty file.
-  std::map<CollOp, std::string> csv_path;
-  std::map<CollOp, std::unique_ptr<CsvWriter>> csv;
-  std::unique_ptr<ReportFiles> files;  // fsdp.csv, .jsonl and .prom: every row
-  std::string report_error;
-  if (lead) {
-    try {
-      ensure_directory(dir);
-      set_aside_earlier_reports(dir, {{"--allgather-report-csv-path", o.allgather_csv},
-                                      {"--reducescatter-report-csv-path", o.reducescatter_csv},
-                                      {"--allreduce-report-csv-path", o.allreduce_csv},
-                                      {"--plan-csv-path", o.plan_csv_path},
-                                      {"--summary-path", o.report.summary_path}});
-      env.write(dir, false);
-      // The plan after the earlier run's files were set aside, so it stays where it was asked.
-      if (!o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
-      files = std::make_unique<ReportFiles>(
-          (std::filesystem::path(dir) / "fsdp").string(), o.report.formats,
-          nlohmann::json{{"run_id", env.run_id()}, {"ranks", rank_map}}, "opbench_fsdp");
-      for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
-        if (!o.report.formats.count(ReportFormat::csv) && per_collective_csv(o, op).empty())
-          continue;
-        std::string path = per_collective_csv(o, op);
-        if (path.empty())
-          path = (std::filesystem::path(dir) / ("fsdp_" + coll_op_name(op) + ".csv")).string();
-        csv_path[op] = path;
-      }
-    } catch (const Error& e) {
-      report_error = e.what();
-    }
-  }
-  if (session.any(!report_error.empty())) throw bad_input(report_error);
 
-  // Each distinct collective of the plan runs once, the first time an entry needs it; every
-  // entry's row is written (and flushed) as soon as its collective has been measured, so a run
-  // that stops keeps every finished row.
-  std::map<Signature, std::pair<CollCall, CollResult>> measured;
-  std::size_t distinct = 0;
-  {
-    std::set<Signature> seen;
-    for (const auto& e : plan)
-      distinct += seen.insert(signature(e)).second;
+  int run() {
+    progress_.note(fmt::format(
+        "backend: {} ({}); {} ranks; reduce-scatter {}{}", mpi_.backend().name,
+        mpi_.backend().reason, mpi_.context().world_size, red_op_name(redop_),
+        redop_ != o_.reduce_op ? " (mpi has no avg; the bytes moved are the same)" : ""));
+    tally_.planned = plan_.size();
+    install_interrupt_handlers();
+    for (const auto& e : plan_) {
+      // Every rank stops at the same collective; one the signal catches running has a few
+      // seconds to end (CollRunner's watchdog otherwise writes an `interrupted:` row and ends).
+      if (!measured_.count(signature(e))) {
+        if (mpi_.stop_between_cases()) break;
+        measure(e);
+      }
+      if (!mpi_.lead()) continue;
+      const auto& [call, result] = measured_.at(signature(e));
+      write(e, call, result);
+      step_.add(e.op, e.phase, result.time_us * static_cast<double>(e.calls_per_step));
+    }
+    return mpi_.finish();
   }
-  Progress progress(distinct, static_cast<double>(distinct), o.report.quiet || !lead);
-  progress.note(
-      fmt::format("backend: {} ({}); {} ranks; reduce-scatter {}{}", backend.name, backend.reason,
-                  session.world_size(), red_op_name(redop),
-                  redop != o.reduce_op ? " (mpi has no avg; the bytes moved are the same)" : ""));
-  // The communicators outlive the runner, whose watchdog thread ends before they go.
-  std::map<std::pair<bool, std::int64_t>, std::unique_ptr<Communicator>>
-      comms;  // (replica group?, size)
-  CollRunner runner(session, o.run);
-  CclContext ctx{backend.name, session.world_size(), session.nodes(),
-                 o.run.iters,  o.run.aggregation,    session.hosts()};
-  std::vector<Record> rows;
-  RunTally tally;
-  tally.planned = plan.size();
-  std::map<std::string, double> step_us;  // per collective and phase
-  double total_us = 0;
-  bool stopped = false;
-  // One plan entry's row, written (and flushed) to every report at once.
-  auto write_row = [&](const PlanEntry& e, const CollCall& call, const CollResult& result) {
+
+ private:
+  // Runs the collective of `e` on every rank.
+  void measure(const PlanEntry& e) {
+    auto [op, dtype, count, group] = signature(e);
+    // HSDP's all-reduce runs across the shard groups
+    Communicator& comm = mpi_.communicator(static_cast<int>(group), op == CollOp::all_reduce);
+    PlanEntry probe;
+    probe.op = op;
+    probe.per_rank_count = count;
+    probe.group_size = group;
+    auto& slot = measured_[signature(e)];
+    CollCall& call = slot.first;
+    CollResult& result = slot.second;
+    call = CollCall{op, dtype, redop_, 0, probe.counts(), false};
+    const std::string label =
+        fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
+    progress_.start(label);
+    result = mpi_.run_case(comm, call, label, [&](const CollResult& failed) {
+      write(e, call, failed);
+      progress_.clear();
+    });
+    progress_.done(1,
+                   result.status == Status::ok
+                       ? fmt::format("{}  {}", label, time_text(result.time_us))
+                       : fmt::format("{}  {}: {}", label, status_name(result.status), result.note));
+  }
+
+  // Rank 0: one plan entry's row, in every report at once.
+  void write(const PlanEntry& e, const CollCall& call, const CollResult& result) {
     const CclCase c{e.op,
                     e.dtype,
-                    redop,
+                    redop_,
                     0,
                     static_cast<std::uint64_t>(e.buffer_bytes()),
                     Placement::out_of_place,
@@ -154,107 +126,67 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
                     e.calls_per_step,
                     e.op == CollOp::all_reduce};  // HSDP's all-reduce runs across the shard groups
     Record row;
-    row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, ctx));
-    if (csv_path.count(e.op)) {
-      auto& writer = csv[e.op];
-      if (!writer) writer = std::make_unique<CsvWriter>(csv_path[e.op]);
-      writer->write(row);
-    }
-    if (files) files->write(row);
-    return row;
-  };
-  // Rank 0's end of the run: the estimate per step, environment.json's end_time, the summary and
-  // the closing lines. After the last entry, or from the thread ending the job inside a collective.
-  auto close = [&](bool stopped_now) {
-    std::string estimate =
-        "## Estimated communication per training step\n\n(sum of calls x measured time, no "
-        "overlap)\n\n"
-        "| collective | ms per step |\n|---|---:|\n";
-    std::printf(
-        "# Estimated communication per training step (sum of calls x measured time, no "
-        "overlap):\n");
-    for (const auto& [what, us] : step_us) {
-      std::printf("#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
-      estimate += fmt::format("| {} | {:.3f} |\n", what, us / 1000);
-    }
-    std::printf("#   %-26s %12.3f ms\n", "total", total_us / 1000);
-    estimate += fmt::format("| **total** | **{:.3f}** |\n", total_us / 1000);
-    SummarySpec summary{fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o.model,
-                                    session.world_size(), o.fsdp.version),
+    row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, mpi_.context()));
+    reports_->write(e.op, row);
+    tally_.add(row);
+    rows_.push_back(std::move(row));
+  }
+
+  // Rank 0's end: the estimate per step, then close_run.
+  int close(bool stopped) {
+    step_.print(stdout);
+    SummarySpec summary{fmt::format("bench_fsdp: {} on {} ranks (FSDP{})", o_.model,
+                                    mpi_.context().world_size, o_.fsdp.version),
                         "time_us",
                         true,
                         {"unit", "phase", "op", "dtype", "count", "size_bytes", "time_us",
                          "busbw_gbps", "calls_per_step"},
                         15,
-                        {estimate}};
+                        {step_.markdown()}};
     summary.first_are = "longest";
-    RunEnd end{"", dir, {}, false};
-    for (const auto& [op, path] : csv_path)
-      end.files.push_back(csv.count(op) ? fmt::format("{} ({})", path, counted(csv[op]->rows(), "row"))
-                                        : fmt::format("{} (not written: the plan has no {})", path,
-                                                      coll_op_name(op)));
-    if (files)
-      for (const auto& line : files->listing())
-        end.files.push_back(line);
-    return close_run(env, dir, o.report.summary_path, rows, summary, tally, end, stopped_now,
-                     interrupted() ? interrupted_exit_code() : 128 + 15);
-  };
-  install_interrupt_handlers();
-  for (const auto& e : plan) {
-    const Signature sig = signature(e);
-    if (!measured.count(sig)) {
-      // Every rank stops at the same one; a collective the signal catches running has a few
-      // seconds to end (CollRunner's watchdog otherwise writes an `interrupted:` row and ends).
-      if ((stopped = session.any(interrupted()))) break;
-      auto [op, dtype, count, group] = sig;
-      const bool replica_group =
-          op == CollOp::all_reduce;  // HSDP all-reduce runs across the shard groups
-      auto& comm = comms[{replica_group, group}];
-      if (!comm || comm->aborted()) {
-        MPI_Comm mpi = replica_group ? session.strided_comm(static_cast<int>(o.fsdp.shard_size()))
-                                     : session.group_comm(static_cast<int>(group));
-        comm = make_communicator(backend, session, mpi);
-      }
-      PlanEntry probe;
-      probe.op = op;
-      probe.per_rank_count = count;
-      probe.group_size = group;
-      auto& slot = measured[sig];
-      slot.first = CollCall{op, dtype, redop, 0, probe.counts(), false};
-      std::string label = fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count,
-                                      dtype_name(dtype));
-      progress.start(label);
-      // Should a timeout, an interrupt or a lost rank end the job inside this collective, the
-      // entry's row says so and the run is closed as after its last entry (the main thread is
-      // stuck inside the collective); the scope's end then waits for that end rather than go on.
-      {
-        AbortHookScope hook(session, [&](const std::string& reason) {
-          if (!lead) return;
-          CollResult aborted;
-          aborted.status = Status::failed;
-          aborted.note = reason;
-          rows.push_back(write_row(e, slot.first, aborted));
-          tally.add(rows.back());
-          progress.clear();
-          close_ended_run([&] { close(interrupted()); });
-        });
-        slot.second = runner.run(*comm, slot.first, label);
-      }
-      progress.done(1, slot.second.status == Status::ok
-                           ? fmt::format("{}  {}", label, time_text(slot.second.time_us))
-                           : fmt::format("{}  {}: {}", label, status_name(slot.second.status),
-                                         slot.second.note));
-    }
-    if (!lead) continue;
-    const auto& [call, result] = measured.at(sig);
-    rows.push_back(write_row(e, call, result));
-    tally.add(rows.back());
-    const double us = result.time_us * static_cast<double>(e.calls_per_step);
-    step_us[coll_op_name(e.op) + " " + e.phase] += us;
-    total_us += us;
+    return close_run(mpi_.env(), dir_, o_.report.summary_path, rows_, summary, tally_,
+                     {"", dir_, reports_->listing(), false}, stopped, MpiRun::stopped_code());
   }
-  if (!lead) return stopped ? (interrupted() ? interrupted_exit_code() : 128 + 15) : 0;
-  return close(stopped);
+
+  MpiRun& mpi_;
+  const FsdpOptions& o_;
+  const std::vector<PlanEntry>& plan_;
+  const RedOp redop_;  // the reduce-scatter's, as the backend runs it
+  const std::string dir_;
+  FsdpReports* reports_;  // rank 0's
+  Progress progress_;     // a step per distinct collective
+  std::map<Signature, std::pair<CollCall, CollResult>> measured_;
+  std::vector<Record> rows_;  // rank 0's, for the summary
+  RunTally tally_;
+  StepEstimate step_;
+};
+
+// Runs every distinct collective of the plan and writes one row per plan entry.
+int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntry>& plan, int argc,
+           char** argv) {
+  const CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
+  // NCCL reduces with avg as FSDP does; MPI has no avg, and sum moves the same bytes.
+  const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
+  MpiRun mpi(session, backend, o.run, argc, argv, "bench_fsdp");
+  mpi.note_rank_load();
+  // The rank table as bench_ccl prints it.
+  mpi.print_rank_table("# Using devices\n", session.world_size());
+  const std::string dir =
+      o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
+  std::unique_ptr<FsdpReports> reports;
+  mpi.open_reports(dir,
+                   {{"--allgather-report-csv-path", o.allgather_csv},
+                    {"--reducescatter-report-csv-path", o.reducescatter_csv},
+                    {"--allreduce-report-csv-path", o.allreduce_csv},
+                    {"--plan-csv-path", o.plan_csv_path},
+                    {"--summary-path", o.report.summary_path}},
+                   [&] {
+                     // The plan after the earlier run's files were set aside, so it stays where
+                     // it was asked.
+                     if (!o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
+                     reports = std::make_unique<FsdpReports>(o, dir, mpi.run_facts());
+                   });
+  return FsdpReplay(mpi, o, plan, redop, dir, reports.get()).run();
 }
 
 int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
@@ -297,10 +229,7 @@ int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {
 }  // namespace
 
 int bench_fsdp_main(int argc, char** argv) {
-  return run_mpi_main(argc, argv, [](MpiSession& session, int argc, char** argv) {
-    auto options = parse_fsdp_options(argc, argv);
-    return options ? run(session, *options, argc, argv) : 0;
-  });
+  return run_mpi_main(argc, argv, parse_fsdp_options, run);
 }
 
 }  // namespace opbench

@@ -3,16 +3,16 @@
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
-#include "collectives/backend_select.hpp"
+#include "collectives/ccl_options.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
-#include "common/version.hpp"
 
 namespace opbench {
 
-std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
-  FsdpOptions o;
+namespace {
+
+cxxopts::Options fsdp_flags() {
   cxxopts::Options options(
       "bench_fsdp",
       "FSDP communication: the exact per-step plan of a model (units, padded per-rank\n"
@@ -58,22 +58,12 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
   add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
                       false);
   add_report_options(options, "fsdp", false);
-  auto parsed = parse_command_line(options, argc, argv,
-                                   [] { print_versions("bench_fsdp", ccl_library_versions()); });
-  if (!parsed) return std::nullopt;
-  const auto& p = *parsed;
+  return options;
+}
+
+// FSDP's layout and dtypes: the version, the units, the dtypes and reduction, HSDP's groups.
+void read_fsdp_config(const cxxopts::ParseResult& p, FsdpOptions& o) {
   auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
-  o.list_models = p.count("list-models") > 0;
-  if (!p.count("model") && !o.list_models)
-    throw bad_input(
-        "--model is required (a model of configs/models.json; --list-models lists them)");
-  if (p.count("model")) o.model = str("model");
-  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
-  if (p.count("world-size")) {
-    auto text = str("world-size");
-    if (trim(text) == "0") throw bad_input("--world-size: must be at least 1, got 0");
-    o.world_size = parse_positive_int(text, "--world-size");
-  }
   o.fsdp.version = p["fsdp-version"].as<int>();
   o.fsdp.wrap = parse_wrap_policy(str("wrap"));
   o.fsdp.param_dtype = parse_dtype_list(str("param-dtype"), "--param-dtype").front();
@@ -104,23 +94,11 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
           fmt::format("--sharding: unknown sharding '{}' (accepted: fsdp, hsdp)", str("sharding")));
   }
   o.fsdp.reshard_after_forward = p.count("no-reshard-after-forward") == 0;
-  o.dry_run = p.count("dry-run") > 0;
-  if (p.count("plan-csv-path")) o.plan_csv_path = str("plan-csv-path");
-  if (p.count("nccl-log")) o.nccl_logs = p["nccl-log"].as<std::vector<std::string>>();
-  if (p.count("allgather-report-csv-path")) o.allgather_csv = str("allgather-report-csv-path");
-  if (p.count("reducescatter-report-csv-path"))
-    o.reducescatter_csv = str("reducescatter-report-csv-path");
-  if (p.count("allreduce-report-csv-path")) o.allreduce_csv = str("allreduce-report-csv-path");
+}
 
-  o.backend = to_lower(str("backend"));
-  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "mpi")
-    throw bad_input(
-        fmt::format("--backend: unknown backend '{}' (accepted: auto, nccl, mpi)", o.backend));
-  o.device_offset = p["device-offset"].as<int>();
-  if (p.count("device")) {
-    o.device = p["device"].as<int>();
-    if (*o.device < 0) throw bad_input("--device: must be >= 0");
-  }
+// The replay's collectives under mpirun: the backend, -n, -w, -c and --timeout.
+void read_run(const cxxopts::ParseResult& p, FsdpOptions& o) {
+  read_ccl_backend_flags(p, o.backend, o.device_offset, o.device);
   o.run.iters = p["iters"].as<int>();
   o.run.warmup = p["warmup-iters"].as<int>();
   o.run.measure = resolve(MeasureProfile::collective, read_measure_overrides(p, false));
@@ -130,6 +108,37 @@ std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
     throw bad_input(fmt::format("-n/--iters: must be at least 1, got {}", o.run.iters));
   if (o.run.warmup < 0 || o.run.check_passes < 0 || !(o.run.timeout_s >= 0))
     throw bad_input("-w, -c and --timeout must not be negative");
+}
+
+}  // namespace
+
+std::optional<FsdpOptions> parse_fsdp_options(int argc, char** argv) {
+  cxxopts::Options options = fsdp_flags();
+  auto parsed = parse_ccl_command_line(options, argc, argv, "bench_fsdp");
+  if (!parsed) return std::nullopt;
+  const auto& p = *parsed;
+  auto str = [&](const char* flag) { return p[flag].as<std::string>(); };
+  FsdpOptions o;
+  o.list_models = p.count("list-models") > 0;
+  if (!p.count("model") && !o.list_models)
+    throw bad_input(
+        "--model is required (a model of configs/models.json; --list-models lists them)");
+  if (p.count("model")) o.model = str("model");
+  if (p.count("model-config-path")) o.model_config_path = str("model-config-path");
+  if (p.count("world-size")) {
+    auto text = str("world-size");
+    if (trim(text) == "0") throw bad_input("--world-size: must be at least 1, got 0");
+    o.world_size = parse_positive_int(text, "--world-size");
+  }
+  read_fsdp_config(p, o);
+  o.dry_run = p.count("dry-run") > 0;
+  if (p.count("plan-csv-path")) o.plan_csv_path = str("plan-csv-path");
+  if (p.count("nccl-log")) o.nccl_logs = p["nccl-log"].as<std::vector<std::string>>();
+  if (p.count("allgather-report-csv-path")) o.allgather_csv = str("allgather-report-csv-path");
+  if (p.count("reducescatter-report-csv-path"))
+    o.reducescatter_csv = str("reducescatter-report-csv-path");
+  if (p.count("allreduce-report-csv-path")) o.allreduce_csv = str("allreduce-report-csv-path");
+  read_run(p, o);
   o.report = read_report_options(p);
   return o;
 }

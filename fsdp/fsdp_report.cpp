@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "common/report.hpp"
+#include "common/text.hpp"
 
 namespace opbench {
 namespace {
@@ -35,6 +37,17 @@ bool logged_op(const std::string& name, CollOp* op) {
   else
     return false;
   return true;
+}
+
+std::string per_collective_csv(const FsdpOptions& o, CollOp op) {
+  switch (op) {
+    case CollOp::all_gather:
+      return o.allgather_csv;
+    case CollOp::reduce_scatter:
+      return o.reducescatter_csv;
+    default:
+      return o.allreduce_csv;
+  }
 }
 
 }  // namespace
@@ -162,6 +175,66 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
     }
     table.print(r);
   }
+}
+
+FsdpReports::FsdpReports(const FsdpOptions& o, const std::string& dir, nlohmann::json run)
+    : files_((std::filesystem::path(dir) / "fsdp").string(), o.report.formats, std::move(run),
+             "opbench_fsdp") {
+  for (CollOp op : {CollOp::all_gather, CollOp::reduce_scatter, CollOp::all_reduce}) {
+    if (!o.report.formats.count(ReportFormat::csv) && per_collective_csv(o, op).empty()) continue;
+    std::string path = per_collective_csv(o, op);
+    if (path.empty())
+      path = (std::filesystem::path(dir) / ("fsdp_" + coll_op_name(op) + ".csv")).string();
+    csv_path_[op] = path;
+  }
+}
+
+void FsdpReports::write(CollOp op, const Record& row) {
+  if (csv_path_.count(op)) {
+    auto& writer = csv_[op];
+    if (!writer) writer = std::make_unique<CsvWriter>(csv_path_[op]);
+    writer->write(row);
+  }
+  files_.write(row);
+}
+
+std::vector<std::string> FsdpReports::listing() const {
+  std::vector<std::string> out;
+  for (const auto& [op, path] : csv_path_) {
+    auto written = csv_.find(op);
+    out.push_back(
+        written != csv_.end()
+            ? fmt::format("{} ({})", path, counted(written->second->rows(), "row"))
+            : fmt::format("{} (not written: the plan has no {})", path, coll_op_name(op)));
+  }
+  for (const auto& line : files_.listing())
+    out.push_back(line);
+  return out;
+}
+
+void StepEstimate::add(CollOp op, const std::string& phase, double us) {
+  us_[coll_op_name(op) + " " + phase] += us;
+  total_us_ += us;
+}
+
+void StepEstimate::print(std::FILE* out) const {
+  std::fprintf(out,
+               "# Estimated communication per training step (sum of calls x measured time, no "
+               "overlap):\n");
+  for (const auto& [what, us] : us_)
+    std::fprintf(out, "#   %-26s %12.3f ms\n", what.c_str(), us / 1000);
+  std::fprintf(out, "#   %-26s %12.3f ms\n", "total", total_us_ / 1000);
+}
+
+std::string StepEstimate::markdown() const {
+  std::string md =
+      "## Estimated communication per training step\n\n(sum of calls x measured time, no "
+      "overlap)\n\n"
+      "| collective | ms per step |\n|---|---:|\n";
+  for (const auto& [what, us] : us_)
+    md += fmt::format("| {} | {:.3f} |\n", what, us / 1000);
+  md += fmt::format("| **total** | **{:.3f}** |\n", total_us_ / 1000);
+  return md;
 }
 
 }  // namespace opbench

@@ -1,0 +1,136 @@
+#include "collectives/ccl_cases.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "collectives/capture_messages.hpp"
+#include "collectives/model_messages.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/model_config.hpp"
+#include "common/text.hpp"
+#include "trace/trace_source.hpp"
+
+namespace opbench {
+namespace {
+
+// The roots of an op: -r, or with -r -1 every rank of the group in turn (nccl-tests' -r -1).
+std::vector<int> roots(const CclOptions& o, CollOp op, int group_size) {
+  if (!has_root(op)) return {0};
+  if (o.root >= 0) return {o.root};
+  std::vector<int> all(static_cast<std::size_t>(group_size));
+  for (int r = 0; r < group_size; ++r)
+    all[static_cast<std::size_t>(r)] = r;
+  return all;
+}
+
+std::vector<CclCase> sweep_cases(const CclOptions& o, int group_size) {
+  std::vector<CclCase> cases;
+  for (CollOp op : o.ops)
+    for (DType dtype : o.dtypes)
+      for (RedOp redop : is_reduction(op) ? o.redops : std::vector<RedOp>{RedOp::sum})
+        for (std::uint64_t size : o.sizes)
+          for (int root : roots(o, op, group_size))
+            for (Placement placement : o.placements)
+              cases.push_back({op, dtype, redop, root, size, placement, group_size, "", 0});
+  return cases;
+}
+
+std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
+  std::string path =
+      o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
+  auto model = select_models(load_models(path), o.model, path);
+  if (model.size() != 1) throw bad_input("--model: name one model");
+  ModelParallel parallel{o.tp, o.ep, o.pp, o.micro_batch, o.seqlen, o.model_dtype};
+  auto messages = model_messages(model.front(), parallel);
+  if (messages.empty())
+    throw bad_input(fmt::format(
+        "--model {}: no messages at tp {}, ep {}, pp {} (set --tp, --ep or --pp above 1)", o.model,
+        o.tp, o.ep, o.pp));
+  // --op picks among the model's messages (all of them by default).
+  std::vector<std::string> offered;
+  for (const auto& m : messages)
+    if (std::find(offered.begin(), offered.end(), coll_op_name(m.op)) == offered.end())
+      offered.push_back(coll_op_name(m.op));
+  std::erase_if(messages, [&](const ModelMessage& m) {
+    return std::find(o.ops.begin(), o.ops.end(), m.op) == o.ops.end();
+  });
+  if (messages.empty())
+    throw bad_input(fmt::format("--op: the messages of --model {} at tp {}, ep {}, pp {} are {}",
+                                o.model, o.tp, o.ep, o.pp, join(offered, ", ")));
+  std::vector<CclCase> cases;
+  for (const auto& m : messages) {
+    if (world_size % m.group_size != 0)
+      throw bad_input(fmt::format(
+          "--model {} at --tp {} --ep {} --pp {}: {} needs groups of {} ranks, which do not "
+          "divide the {} rank{} of this launch: launch a multiple of {} ranks (mpirun -np {}) "
+          "or lower --tp/--ep/--pp",
+          o.model, o.tp, o.ep, o.pp, m.label, m.group_size, world_size, world_size > 1 ? "s" : "",
+          m.group_size, m.group_size));
+    for (Placement placement : o.placements)
+      cases.push_back({m.op, m.dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size, m.label,
+                       m.calls_per_step});
+  }
+  return cases;
+}
+
+std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lead) {
+  std::vector<std::string> left_out;
+  const auto messages = captured_messages(trace::job_shape_source(o.job), o.job.rank, &left_out);
+  std::vector<CclCase> cases;
+  for (const auto& m : messages) {
+    if (m.comm_size > world_size || world_size % m.comm_size != 0) {
+      left_out.push_back(fmt::format(
+          "{} {} {} B: the job's communicator had {} ranks, which do not divide the {} of this "
+          "launch (mpirun -np {})",
+          m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, world_size, m.comm_size));
+      continue;
+    }
+    for (Placement placement : o.placements) {
+      // the placement the job called, with the job's time for it (both where the tables do not say)
+      if (!m.placement.empty() && m.placement != placement_name(placement)) continue;
+      CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
+      c.captured = true;
+      c.captured_calls = m.calls;
+      c.in_job_us = m.in_job_us;
+      cases.push_back(c);
+    }
+  }
+  if (lead)
+    for (const auto& why : left_out)
+      fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
+  if (cases.empty())
+    throw bad_input(
+        fmt::format("{} {}: no collective bench_ccl can run here", o.job.flag(), o.job.path()));
+  return cases;
+}
+
+}  // namespace
+
+CclWorld ccl_world(const CclOptions& o, int launched) {
+  const int world = o.dry_run && o.world_size > 0 ? static_cast<int>(o.world_size) : launched;
+  const int group_size = o.group_size > 0 ? o.group_size : world;
+  if (group_size > world || world % group_size != 0)
+    throw bad_input(
+        fmt::format("--group-size {}: must divide the world size {}", group_size, world));
+  if (o.root >= group_size)
+    throw bad_input(fmt::format("-r/--root {}: the groups have {} ranks", o.root, group_size));
+  for (auto [flag, rank] : {std::pair{"--test-corrupt-rank", o.run.corrupt_rank},
+                            {"--test-stall-rank", o.run.stall_rank},
+                            {"--test-fail-rank", o.run.fail_rank},
+                            {"--test-lead-rank", o.run.lead_rank}})
+    if (rank >= world)
+      throw bad_input(fmt::format("{} {}: the world has {} ranks", flag, rank, world));
+  return {world, group_size};
+}
+
+std::vector<CclCase> ccl_cases(const CclOptions& o, const CclWorld& w, bool lead) {
+  return o.wants_capture() ? capture_cases(o, w.world, lead)
+         : o.wants_model() ? model_cases(o, w.world)
+                           : sweep_cases(o, w.group_size);
+}
+
+}  // namespace opbench

@@ -1,0 +1,107 @@
+#include "collectives/mpi_run.hpp"
+
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "common/interrupt.hpp"
+#include "common/report.hpp"
+
+namespace opbench {
+
+MpiRun::MpiRun(MpiSession& session, CclBackend backend, const CollRunOptions& run, int argc,
+               char** argv, const std::string& binary)
+    : session_(session),
+      backend_(std::move(backend)),
+      env_(argc, argv, binary),
+      context_{backend_.name, session.world_size(), session.nodes(),
+               run.iters,     run.aggregation,      session.hosts()},
+      runner_(session, run) {
+  describe_backend(backend_, env_);
+  env_.set("world_size", session_.world_size());
+  env_.set("nodes", session_.nodes());
+  // Where every rank runs, in environment.json and in every JSON line's run facts.
+  rank_map_ = gather_rank_map(backend_, session_);
+  env_.set("ranks", rank_map_);
+  load_ = rank_load(rank_map_);
+  env_.set("rank_load", {{"hosts", load_.hosts}, {"oversubscribed", load_.oversubscribed}});
+}
+
+nlohmann::json MpiRun::run_facts() const {
+  return {{"run_id", env_.run_id()}, {"ranks", rank_map_}};
+}
+
+void MpiRun::note_rank_load() const {
+  if (lead() && !load_.warning.empty()) std::fprintf(stderr, "note: %s\n", load_.warning.c_str());
+}
+
+void MpiRun::print_rank_table(const std::string& header, int group_size) const {
+  const auto lines = session_.gather_strings(describe_rank(backend_, session_, group_size));
+  if (!lead()) return;
+  std::fputs(header.c_str(), stdout);
+  for (const auto& line : lines)
+    std::printf("%s\n", line.c_str());
+}
+
+void MpiRun::open_reports(const std::string& dir, const std::vector<NamedOutput>& named,
+                          const std::function<void()>& open) {
+  std::string report_error;
+  if (lead()) {
+    try {
+      ensure_directory(dir);
+      set_aside_earlier_reports(dir, named);
+      env_.write(dir, false);
+      open();
+    } catch (const Error& e) {
+      report_error = e.what();
+    }
+  }
+  if (session_.any(!report_error.empty())) throw bad_input(report_error);
+}
+
+Communicator& MpiRun::communicator(int group_size, bool strided,
+                                   std::optional<std::size_t> reserve_bytes) {
+  auto& comm = comms_[{strided, group_size}];
+  if (!comm || comm->aborted()) {
+    MPI_Comm group = strided ? session_.strided_comm(session_.world_size() / group_size)
+                             : session_.group_comm(group_size);
+    comm = make_communicator(backend_, session_, group);
+    if (reserve_bytes) comm->reserve(*reserve_bytes);
+  }
+  return *comm;
+}
+
+bool MpiRun::stop_between_cases() {
+  stopped_ = session_.any(interrupted());
+  return stopped_;
+}
+
+CollResult MpiRun::run_case(Communicator& comm, const CollCall& call, const std::string& label,
+                            const std::function<void(const CollResult& failed)>& write_failed) {
+  CollResult r;
+  {
+    // Closed however the case ends; when the hook was taken, its end never returns.
+    AbortHookScope hook(session_, [&](const std::string& reason) {
+      if (!lead()) return;
+      CollResult aborted;
+      aborted.status = Status::failed;
+      aborted.note = reason;
+      write_failed(aborted);
+      close_ended_run([&] { close_(interrupted()); });
+    });
+    r = runner_.run(comm, call, label);
+  }
+  failed_ += r.status == Status::failed;
+  return r;
+}
+
+int MpiRun::finish() {
+  if (lead()) return close_(stopped_);
+  if (stopped_) return stopped_code();
+  return failed_ ? static_cast<int>(ExitCode::run_failed) : 0;
+}
+
+int MpiRun::stopped_code() {
+  return interrupted() ? interrupted_exit_code() : 128 + 15;
+}
+
+}  // namespace opbench

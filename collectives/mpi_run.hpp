@@ -1,0 +1,103 @@
+#pragma once
+// The MPI side of a run of collectives, written once for bench_ccl and bench_fsdp (each keeps its
+// cases, rows and tables): where every rank runs (environment.json's rank map and each host's
+// load), the rank table on stdout, rank 0's report folder (every rank learns whether it could be
+// written before any case runs), a communicator per group, each case under the hang guard
+// (CollRunner) and the abort hook, the stop every rank agrees on between cases, and the run's end
+// — after the last case, or from the thread that ends the job inside one. Rank 0 alone prints
+// results and writes reports. The measuring binaries without ranks share common/case_loop
+// instead.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/backend_select.hpp"
+#include "collectives/ccl_report.hpp"
+#include "collectives/coll_runner.hpp"
+#include "collectives/communicator.hpp"
+#include "collectives/mpi_session.hpp"
+#include "collectives/rank_load.hpp"
+#include "common/env.hpp"
+#include "common/owned_files.hpp"
+
+namespace opbench {
+
+class MpiRun {
+ public:
+  // Starts the run's environment.json facts (`binary`'s command line, the backend, the world and
+  // every rank's place and host load). Collective: every rank constructs it at the same point.
+  MpiRun(MpiSession& session, CclBackend backend, const CollRunOptions& run, int argc, char** argv,
+         const std::string& binary);
+  MpiRun(const MpiRun&) = delete;
+  MpiRun& operator=(const MpiRun&) = delete;
+
+  bool lead() const { return session_.world_rank() == 0; }
+  MpiSession& session() { return session_; }
+  const CclBackend& backend() const { return backend_; }
+  Environment& env() { return env_; }
+  // {"run_id", "ranks"}: the run's facts in every JSON line.
+  nlohmann::json run_facts() const;
+  // The backend, the world, its layout and the timing flags, for every row (ccl_row).
+  const CclContext& context() const { return context_; }
+
+  // Rank 0: the line that says the ranks outnumber a host's CPUs, when they do. Said even with
+  // --quiet: it changes what every figure of the run means.
+  void note_rank_load() const;
+  // `header`, then nccl-tests' device line of every rank (describe_rank), on rank 0's stdout.
+  // Collective.
+  void print_rank_table(const std::string& header, int group_size) const;
+  // Rank 0 makes the report folder `dir`, sets aside an earlier run's files there and the
+  // `named` outputs an earlier run wrote, writes environment.json and calls `open` for the
+  // binary's own files. An error on the way is every rank's bad input, before any case runs.
+  // Collective.
+  void open_reports(const std::string& dir, const std::vector<NamedOutput>& named,
+                    const std::function<void()>& open);
+
+  // Rank 0's end of the run (the binary's last lines, environment.json's end_time, the summary
+  // and the closing lines; close_run), returning the exit code: called by finish() after the last
+  // case, or by the thread that ends the job inside a case.
+  void on_close(std::function<int(bool stopped)> close) { close_ = std::move(close); }
+  // The communicator of groups of `group_size` consecutive ranks, or with `strided` of ranks r,
+  // r + world/group_size, ... (HSDP's replica groups), made at its first case and again after an
+  // error aborted it; `reserve_bytes` sizes its buffers for the largest call it will make.
+  Communicator& communicator(int group_size, bool strided = false,
+                             std::optional<std::size_t> reserve_bytes = std::nullopt);
+  // Between cases: true once SIGINT or SIGTERM has reached any rank (mpirun passes a signal on to
+  // the ranks maybe not at once), so that every rank stops before the same case.
+  bool stop_between_cases();
+  // Runs one case on every rank. Should a timeout, an interrupt or a lost rank end the job
+  // inside it, `write_failed` writes the case's row on rank 0 (a failed result, the reason its
+  // note) and the run is closed as after its last case (the main thread is stuck inside the
+  // case); the process then ends without the case's own row.
+  CollResult run_case(Communicator& comm, const CollCall& call, const std::string& label,
+                      const std::function<void(const CollResult& failed)>& write_failed);
+  // The exit code after the cases: rank 0's close; on another rank, the stop's, or 1 when a case
+  // failed (a rank that writes no rows still says so).
+  int finish();
+  // The exit code of a run that stopped: the signal's, or SIGTERM's where the signal came to
+  // another rank only.
+  static int stopped_code();
+
+ private:
+  MpiSession& session_;
+  CclBackend backend_;
+  Environment env_;
+  nlohmann::json rank_map_;  // every rank's host, pid, CPUs and device (rank 0)
+  RankLoad load_;
+  CclContext context_;
+  std::function<int(bool)> close_;
+  bool stopped_ = false;
+  std::size_t failed_ = 0;  // cases that failed, on every rank
+  // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
+  // before they go.
+  std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;
+  CollRunner runner_;
+};
+
+}  // namespace opbench
