@@ -239,11 +239,10 @@ TEST_CASE("fast math: softmax's exponentials within the fast-exp allowance") {
   for_each_model([&](auto model) {
     using P = decltype(model);
     const float shift = fm::scaled_shift(max);
-    double sum = 0, exact_sum = 0;
+    double sum = 0;
     for (float v : x) {
       const float e = fm::exp_shifted<P>(v, shift);
       sum += e;
-      exact_sum += std::exp(static_cast<double>(v) - max);
       worst_term = std::max(worst_term, std::fabs(e - std::exp(static_cast<double>(v) - max)));
     }
     const float inv = static_cast<float>(1.0 / sum);
