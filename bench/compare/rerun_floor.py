@@ -133,7 +133,11 @@ def main() -> int:
     parser.add_argument("--out", help="folder for the reports (default: a temporary one)")
     args = parser.parse_args()
     if args.tables_only and not args.out:
-        sys.exit("error: --tables-only: name the folder of an earlier run with --out")
+        print("error: --tables-only: name the folder of an earlier run with --out", file=sys.stderr)
+        return 2
+    if args.runs < 2:
+        print(f"error: --runs: needs at least 2 runs to compare, got {args.runs}", file=sys.stderr)
+        return 2
     out = args.out or tempfile.mkdtemp(prefix="rerun_floor.")
     print(f"RERUN_K {compare.RERUN_K:g}; threshold {THRESHOLD:g}%; {args.runs} runs each, reports in {out}\n")
     print("| binary | runs | row pairs | largest change | floor needed beyond K x cv | shipped floor "
@@ -147,6 +151,9 @@ def main() -> int:
         figures = [pair_figures(os.path.join(a, f), os.path.join(b, f))
                    for a, b in itertools.combinations(folders, 2) for f in files
                    if os.path.exists(os.path.join(a, f)) and os.path.exists(os.path.join(b, f))]
+        if not figures:
+            print(f"error: {out}: no reports of {name} in {name.replace(' ', '_')}-0..{args.runs - 1}", file=sys.stderr)
+            return 2
         gates = [gate([a], [b], files)[0] for a, b in zip(folders, folders[1:])]
         half = args.runs // 2
         halves = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], folders[half:], files)) \
