@@ -8,7 +8,8 @@
 #
 # On the first call it unpacks bundle.tar.xz beside it into ROOT = $TMPDIR (default /tmp)
 # /opbench-gpu-<uid>/<the archive's size and time>/root, outside the bundle folder so that the
-# folder a device call carries stays the archive's size (set OPBENCH_GPU_ROOT for another place).
+# folder a device call carries stays the archive's size (set OPBENCH_GPU_ROOT for another place:
+# a new or empty folder, or one it unpacked into before; any other is refused, untouched).
 # Then it sets, for COMMAND and everything it starts:
 #   LD_LIBRARY_PATH    root/lib (fmt, OpenBLAS and gfortran, Open MPI, hwloc, libevent), then
 #                      the directories holding CUDA's libraries — cuDNN, NCCL, cuBLAS(Lt) and the
@@ -33,7 +34,16 @@ say() { echo "gpu_run: $*" >&2; }
 [ -f "$here/bundle.tar.xz" ] || { say "error: $here/bundle.tar.xz is missing (scripts/gpu_bundle.sh makes it)"; exit 2; }
 root="${OPBENCH_GPU_ROOT:-${TMPDIR:-/tmp}/opbench-gpu-$(id -u)/$(stat -c '%s-%Y' "$here/bundle.tar.xz")/root}"
 if [ ! -f "$root/.unpacked" ]; then
-  rm -rf "$root"
+  # A folder the user named is never emptied: it must be new or empty (the default one is ours,
+  # and a half-unpacked one is removed).
+  if [ -n "${OPBENCH_GPU_ROOT:-}" ]; then
+    if [ -d "$root" ] && [ -n "$(ls -A "$root" 2>/dev/null)" ]; then
+      say "error: OPBENCH_GPU_ROOT=$root holds files but no unpacked bundle (no .unpacked): name a new or empty folder"
+      exit 2
+    fi
+  else
+    rm -rf "$root"
+  fi
   mkdir -p "$root" && tar -C "$root" --strip-components=1 -xJf "$here/bundle.tar.xz" ||
     { say "error: cannot unpack $here/bundle.tar.xz into $root"; exit 2; }
   touch "$root/.unpacked"

@@ -348,8 +348,21 @@ add_test(NAME "plot_report: charts agree with their CSVs, one colour per step pa
 # under `env -i .gpu/run` bench_gemm, trace_convert and 2 MPI ranks of bench_ccl load fmt,
 # OpenBLAS and Open MPI from the bundle, also with the system's copies hidden where a mount
 # namespace can be made (check_gpu_bundle.py says how).
-add_test(NAME "gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
-  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_gpu_bundle.py --build ${PROJECT_BINARY_DIR}
-          --out ${CMAKE_CURRENT_BINARY_DIR}/gpu_bundle)
-set_tests_properties("gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
-  PROPERTIES TIMEOUT 300 LABELS scripts)
+# gpu_bundle.sh packs a build with CUDA code for Hopper (90) only; a CPU-only build, or one for
+# other architectures, is refused by design, so the test needs such a build.
+if(OPBENCH_HAVE_CUDA AND ("90" IN_LIST CMAKE_CUDA_ARCHITECTURES OR "90-real" IN_LIST CMAKE_CUDA_ARCHITECTURES
+                          OR "90a" IN_LIST CMAKE_CUDA_ARCHITECTURES))
+  add_test(NAME "gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
+    COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_gpu_bundle.py --build ${PROJECT_BINARY_DIR}
+            --out ${CMAKE_CURRENT_BINARY_DIR}/gpu_bundle)
+  set_tests_properties("gpu_bundle.sh: the bundled binaries run on the bundle's libraries in a clean environment"
+    PROPERTIES TIMEOUT 300 LABELS scripts)
+endif()
+# .gpu/run never empties a folder the user named in OPBENCH_GPU_ROOT that holds something else
+# (it did rm -rf it): exit 2, the file still there. A stand-in archive: the refusal comes first.
+add_test(NAME "gpu_run.sh: an OPBENCH_GPU_ROOT holding other files is refused and left untouched"
+  COMMAND bash -c "t=\"$1\"; rm -rf \"$t\" && mkdir -p \"$t/.gpu\" \"$t/mine\" && cp \"$2\" \"$t/.gpu/run\" && : > \"$t/.gpu/bundle.tar.xz\" && echo keep > \"$t/mine/notes.txt\"; OPBENCH_GPU_ROOT=\"$t/mine\" bash \"$t/.gpu/run\" true; rc=$?; echo \"exit=$rc\"; cat \"$t/mine/notes.txt\"" gpu_run
+          ${CMAKE_CURRENT_BINARY_DIR}/gpu_run_root ${PROJECT_SOURCE_DIR}/scripts/gpu_run.sh)
+set_tests_properties("gpu_run.sh: an OPBENCH_GPU_ROOT holding other files is refused and left untouched"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "error: OPBENCH_GPU_ROOT=.*/mine holds files but no unpacked bundle.*exit=2\nkeep")
