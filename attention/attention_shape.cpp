@@ -70,17 +70,18 @@ std::string AttentionShape::dims() const {
                      head_dim_qk, head_dim_v, causal ? " causal" : "");
 }
 
-void validate(const AttentionShape& s, const std::string& where) {
-  auto fail = [&](const char* key, const std::string& why) {
-    throw bad_input(fmt::format("{}: key '{}': {}", where, key, why));
+void validate(const AttentionShape& s, const std::string& where, const AttentionFieldNames& names) {
+  auto fail = [&](const char* field, const std::string& why) {
+    throw bad_input(fmt::format("{}: {} '{}': {}", where, names.kind, field, why));
   };
+  if (s.heads_kv < 1) fail(names.heads_kv, fmt::format("{} is not a head count >= 1", s.heads_kv));
   if (s.heads_kv > s.heads_q)
-    fail("num_head_kv", fmt::format("{} exceeds num_head_q ({})", s.heads_kv, s.heads_q));
+    fail(names.heads_kv, fmt::format("{} exceeds {} ({})", s.heads_kv, names.heads_q, s.heads_q));
   if (s.heads_q % s.heads_kv != 0)
-    fail("num_head_kv", fmt::format("num_head_q ({}) is not a multiple of num_head_kv ({})",
-                                    s.heads_q, s.heads_kv));
+    fail(names.heads_kv, fmt::format("{} ({}) is not a multiple of {} ({})", names.heads_q,
+                                     s.heads_q, names.heads_kv, s.heads_kv));
   if (!is_attention_dtype(s.dtype))
-    fail("dtype",
+    fail(names.dtype,
          fmt::format("{} is not an attention dtype (fp32, bf16, fp16)", dtype_name(s.dtype)));
 }
 
@@ -90,18 +91,18 @@ std::vector<AttentionShape> load_attention_shapes(const std::string& path) {
 
 std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc,
                                                        const std::string& path) {
-  constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24, kMaxHeads = 1 << 16, kMaxDim = 1 << 12;
+  using L = AttentionLimits;
   std::vector<AttentionShape> out;
   for_each_entry(doc, path, "model", [&](JsonEntry& e) {
     AttentionShape s;
     s.model = e.get_string("model");
-    s.batch = e.get_int("batch_size", 1, 1 << 20);
-    s.seqlen_q = e.get_int("seqlen_q", 1, kMaxSeq);
-    s.seqlen_kv = e.get_int("seqlen_kv", 1, kMaxSeq);
-    s.heads_q = e.get_int("num_head_q", 1, kMaxHeads);
-    s.heads_kv = e.get_int("num_head_kv", 1, kMaxHeads);
-    s.head_dim_qk = e.get_int("head_dim_qk", 1, kMaxDim);
-    s.head_dim_v = e.get_int("head_dim_v", 1, kMaxDim);
+    s.batch = e.get_int("batch_size", 1, L::batch);
+    s.seqlen_q = e.get_int("seqlen_q", 1, L::seq);
+    s.seqlen_kv = e.get_int("seqlen_kv", 1, L::seq);
+    s.heads_q = e.get_int("num_head_q", 1, L::heads);
+    s.heads_kv = e.get_int("num_head_kv", 1, L::heads);
+    s.head_dim_qk = e.get_int("head_dim_qk", 1, L::dim);
+    s.head_dim_v = e.get_int("head_dim_v", 1, L::dim);
     s.causal = e.get_bool("causal");
     const std::string dtype = e.get_string("dtype");  // its own error names the file and key
     try {

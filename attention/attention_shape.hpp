@@ -49,8 +49,26 @@ struct AttentionShape {
   std::string dims() const;  // "b1 s8192/8192 h32/8 d128/128 causal"
 };
 
+// The sizes an attention shape may have, wherever it comes from (a shapes file, a job's table).
+struct AttentionLimits {
+  static constexpr std::int64_t batch = std::int64_t{1} << 20, seq = std::int64_t{1} << 24,
+                                heads = 1 << 16, dim = 1 << 12;
+};
+
+// What validate() calls the fields in its messages: a shapes file's keys, or a captured table's
+// columns.
+struct AttentionFieldNames {
+  const char* kind;  // "key", "column"
+  const char* heads_q;
+  const char* heads_kv;
+  const char* dtype;
+};
+inline constexpr AttentionFieldNames kShapesFileKeys{"key", "num_head_q", "num_head_kv", "dtype"};
+inline constexpr AttentionFieldNames kTableColumns{"column", "heads_q", "heads_kv", "dtype"};
+
 // Throws bad_input naming `where` and the field for an impossible shape.
-void validate(const AttentionShape& s, const std::string& where);
+void validate(const AttentionShape& s, const std::string& where,
+              const AttentionFieldNames& names = kShapesFileKeys);
 
 // configs/attention_shapes.json: [{model, batch_size, seqlen_q, seqlen_kv, num_head_q,
 // num_head_kv, head_dim_qk, head_dim_v, causal, dtype}].

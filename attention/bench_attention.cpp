@@ -95,6 +95,11 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
           "{} {}: no attention call in the job's tables (the capture library records none; a "
           "trace's SDPA operators are attention): nothing for bench_attention to run",
           o.job.flag(), o.job.path()));
+    if (cases.empty())
+      throw bad_input(fmt::format(
+          "{} {}: every attention call in the job's tables was left out (the warnings above say "
+          "why): nothing for bench_attention to run",
+          o.job.flag(), o.job.path()));
   }
   return cases;
 }

@@ -17,3 +17,12 @@ set_tests_properties(
   "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   PROPERTIES TIMEOUT 300)
+# A job's attention table with sizes no attention has (heads_kv 0: it divided by zero, SIGFPE)
+# or an op that is no pass: each call left out with a warning naming its column, then one error
+# that nothing is left to run (exit 2).
+add_test(NAME "trace: attention calls with impossible sizes or passes are left out by column, and none left is an error"
+  COMMAND bash -c "\"$1\" --backend cpu --capture-path \"$2\" --report-dir-path \"$3\"; echo exit=$?" attention_bad
+          $<TARGET_FILE:bench_attention> ${PROJECT_SOURCE_DIR}/tests/data/capture_attention_bad ${TRACE_OUT}/attention_bad)
+set_tests_properties("trace: attention calls with impossible sizes or passes are left out by column, and none left is an error"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "left out .* column 'op': 'backward_ish' is not one pass.*left out aten::_scaled_dot_product_flash_attention fwd: column 'heads_kv': 0 is outside 1..65536.*every attention call in the job's tables was left out.*exit=2")
