@@ -113,6 +113,12 @@ def read(path: str):
     if not kind:
         fail(f"{path}: not an opbench report (the columns of none of bench_gemm, bench_attention, bench_ccl, "
              "bench_fsdp, bench_memops, bench_step)")
+    for index, row in enumerate(rows, start=1):
+        # csv leaves a short row's missing fields None and puts a long row's extra ones under None
+        if None in row or any(v is None for v in row.values()):
+            fields = len(row) - (None in row) + len(row.get(None) or []) - sum(v is None for v in row.values())
+            fail(f"{path} row {index}: {fields} fields where the header has {len(columns)}: "
+                 "a truncated or damaged report")
     if not rows:
         print(f"note: {path}: no rows (its run stopped before a case finished)", file=sys.stderr)
     return rows, columns, kind
@@ -265,6 +271,19 @@ def typical_moved(base, new, change, tolerance):
     return factor > tolerance and (slower > 0) == (change < 0)
 
 
+def case_keys(kind, base_columns, new_columns):
+    """The argument columns that say which case a row of two reports of `kind` is."""
+    # bench_memops' impl says what ran (the CPU loops and their threads): the same case under
+    # another thread count is still the same case, and the table shows the change
+    key_columns = [c for c in KEY_COLUMNS if not (kind == "memops" and c == "impl")]
+    return [c for c in key_columns if (c in base_columns and c in new_columns)
+            or (c in EMPTY_WHEN_ABSENT and (c in base_columns or c in new_columns))]
+
+
+def case_key(row, keys):
+    return tuple(row.get(c) or "" for c in keys)
+
+
 def read_side(paths):
     """Several reruns of one binary: their rows, columns and kind (one report: itself)."""
     rows, columns, kinds = [], None, set()
@@ -296,16 +315,15 @@ def main() -> int:
     if args.rerun_floor is not None and not args.rerun_floor >= 0:
         fail(f"--rerun-floor: must be a percentage >= 0, got {args.rerun_floor}")
     base_paths, new_paths = args.base.split(","), args.new.split(",")
+    for name, argument, paths in (("base", args.base, base_paths), ("new", args.new, new_paths)):
+        if "" in paths:
+            fail(f"{name} '{argument}': an empty file name in the comma-separated list")
     (base, base_columns, base_kind) = read_side(base_paths)
     (new, new_columns, new_kind) = read_side(new_paths)
     if base_kind != new_kind:  # shared columns (dtype, backend) would match unrelated rows
         fail(f"{args.base} is {article(base_kind)} {base_kind} report and {args.new} is {article(new_kind)} {new_kind} "
              "report: compare reports of the same binary")
-    # bench_memops' impl says what ran (the CPU loops and their threads): the same case under
-    # another thread count is still the same case, and the table shows the change
-    key_columns = [c for c in KEY_COLUMNS if not (base_kind == "memops" and c == "impl")]
-    keys = [c for c in key_columns if (c in base_columns and c in new_columns)
-            or (c in EMPTY_WHEN_ABSENT and (c in base_columns or c in new_columns))]
+    keys = case_keys(base_kind, base_columns, new_columns)
     if not keys:
         fail("the two reports share no argument columns: are they of the same kind?")
     figure = next(((c, hi) for c, hi in FIGURES if c in base_columns and c in new_columns), None)
@@ -315,7 +333,7 @@ def main() -> int:
     floor = args.rerun_floor if args.rerun_floor is not None else default_floor(base_kind, base + new)
 
     def key(row):
-        return tuple(row.get(c) or "" for c in keys)
+        return case_key(row, keys)
 
     def by_key(rows, paths):
         out, seen = {}, set()

@@ -54,14 +54,13 @@ def pair_figures(base_path, new_path):
     """(rows compared, the largest change as a factor either way (%), the floor the rows beyond
     RERUN_K x cv need) of a pair."""
     base, columns, kind = compare.read(base_path)
-    new, _, _ = compare.read(new_path)
+    new, new_columns, _ = compare.read(new_path)
     column, higher = next((c, hi) for c, hi in compare.FIGURES if c in columns)
-    skip = {"impl"} if kind == "memops" else set()
-    keys = [c for c in compare.KEY_COLUMNS if c in columns and c not in skip]
-    by_key = {tuple(r.get(c) for c in keys): r for r in new}
+    keys = compare.case_keys(kind, columns, new_columns)
+    by_key = {compare.case_key(r, keys): r for r in new}
     compared, worst, floor = 0, 0.0, 0.0
     for row in base:
-        other = by_key.get(tuple(row.get(c) for c in keys))
+        other = by_key.get(compare.case_key(row, keys))
         if other is None:
             continue
         b, n = compare.Side([row], column), compare.Side([other], column)
@@ -139,30 +138,37 @@ def main() -> int:
         print(f"error: --runs: needs at least 2 runs to compare, got {args.runs}", file=sys.stderr)
         return 2
     out = args.out or tempfile.mkdtemp(prefix="rerun_floor.")
-    print(f"RERUN_K {compare.RERUN_K:g}; threshold {THRESHOLD:g}%; {args.runs} runs each, reports in {out}\n")
+    print(f"RERUN_K {compare.RERUN_K:g}; threshold {THRESHOLD:g}%; "
+          f"{'the runs found' if args.tables_only else f'{args.runs} runs each'}, reports in {out}\n")
     print("| binary | runs | row pairs | largest change | floor needed beyond K x cv | shipped floor "
           f"| reruns passed (i+1 against i) | half against half | half against half {args.slower:g}% slower |")
     print("|---|---:|---:|---:|---:|---:|---|---|---|")
     for name, (command, files) in commands(args.build).items():
-        folders = [os.path.join(out, f"{name.replace(' ', '_')}-{i}") for i in range(args.runs)]
+        runs = args.runs
+        if args.tables_only:  # the runs an earlier call left, however many
+            runs = 0
+            while os.path.isdir(os.path.join(out, f"{name.replace(' ', '_')}-{runs}")):
+                runs += 1
+        folders = [os.path.join(out, f"{name.replace(' ', '_')}-{i}") for i in range(runs)]
         for folder in folders:
             if not args.tables_only:
                 run(command, folder)
         figures = [pair_figures(os.path.join(a, f), os.path.join(b, f))
                    for a, b in itertools.combinations(folders, 2) for f in files
                    if os.path.exists(os.path.join(a, f)) and os.path.exists(os.path.join(b, f))]
-        if not figures:
-            print(f"error: {out}: no reports of {name} in {name.replace(' ', '_')}-0..{args.runs - 1}", file=sys.stderr)
+        if len(folders) < 2 or not figures:
+            print(f"error: {out}: no two runs of {name} with reports ({name.replace(' ', '_')}-0, -1, ...)",
+                  file=sys.stderr)
             return 2
         gates = [gate([a], [b], files)[0] for a, b in zip(folders, folders[1:])]
-        half = args.runs // 2
+        half = runs // 2
         halves = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], folders[half:], files)) \
             if half >= 2 else "n/a"
         slow = [slowed(f, files, args.slower, f"{f}-slower") for f in folders[half:]]
         caught = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], slow, files)) \
             if half >= 2 else "n/a"
         kind = "ccl" if name.startswith("ccl") else name.split()[0]
-        print(f"| {name} | {args.runs} | {sum(f[0] for f in figures)} | {max(f[1] for f in figures):.1f}% "
+        print(f"| {name} | {runs} | {sum(f[0] for f in figures)} | {max(f[1] for f in figures):.1f}% "
               f"| {max(f[2] for f in figures):.1f}% | {compare.HOST_RERUN_FLOOR.get(kind, 0.0):g}% "
               f"| {sum(1 for c in gates if c == 0)} of {len(gates)} | {halves} | {caught} |")
     return 0

@@ -117,8 +117,15 @@ add_test(NAME "rerun_floor.py: four runs of each binary, every pair compared and
   COMMAND bash -c "rm -rf \"$1\" && exec \"$2\" \"$3\" --runs 4 --build \"$4\" --out \"$1\"" rerun_floor
           ${RERUN_FLOOR_OUT} ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py ${CMAKE_BINARY_DIR})
 set_tests_properties("rerun_floor.py: four runs of each binary, every pair compared and gated"
-  PROPERTIES TIMEOUT 300 LABELS scripts PASS_REGULAR_EXPRESSION
+  PROPERTIES TIMEOUT 300 LABELS scripts FIXTURES_SETUP rerun_floor_runs PASS_REGULAR_EXPRESSION
   "\\| gemm tiny \\| 4 \\| 90 \\| [0-9.]+% \\| [0-9.]+% \\| 45% \\| [0-3] of 3 \\| exit [01]: [0-9]+ of 15 rows regressed \\|.*\\| memops tiny \\| 4 \\| 84 \\|.*60% .*of 14 rows regressed \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|.*30% .*of 14 rows regressed \\|")
+# --tables-only reads the runs it finds (4 here, whatever --runs says: it crashed when they were
+# fewer), running nothing.
+add_test(NAME "rerun_floor.py --tables-only: the table again from the runs an earlier call left"
+  COMMAND ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py --tables-only --out ${RERUN_FLOOR_OUT})
+set_tests_properties("rerun_floor.py --tables-only: the table again from the runs an earlier call left"
+  PROPERTIES LABELS scripts FIXTURES_REQUIRED rerun_floor_runs PASS_REGULAR_EXPRESSION
+  "the runs found.*\\| gemm tiny \\| 4 \\| 90 \\|.*\\| memops tiny \\| 4 \\| 84 \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|")
 add_test(NAME "rerun_floor.py bad input: --tables-only without --out"
   COMMAND ${EXPECT_ERROR} --contains "--tables-only: name the folder of an earlier run with --out"
           -- ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py --tables-only)
