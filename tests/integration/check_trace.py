@@ -24,7 +24,8 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       12 events, and the 3 GPU events they launched (the GEMM's 200 us kernel and 20 us split-K
       reduction, the 1 us host-to-device copy) with their launches; trace_convert then gives
       the aten::mm row the full trace gives it (1 call, 220 us of kernels). Without a limit every
-      event but the kernel no launch queued (25 of 26).
+      event but the kernel no launch queued (25 of 26). The same step with a flow pair per launch
+      (flows.pt.trace.json) cut to 15 stays within 15: flows count in an operator's cost.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -200,6 +201,20 @@ def trim_mode(a):
                        text=True, timeout=60)
     with open(whole) as f:
         check(len(json.load(f)["traceEvents"]) == 25, "the untrimmed cut does not keep 25 events")
+    # flows.pt.trace.json: the same step with a flow pair ("s" at the launch, "f" at its GPU
+    # event) per launch, 38 events. With 15: the marker, then linear's 6 CPU events, 2 kernels and
+    # their 4 flow events (12 of the 14 left); copy_ with its launch, memcpy and 2 flows (5)
+    # does not fit. Counting flows after the budget kept copy_ and 6 flows: 18 events.
+    flows_cut = os.path.join(a.out, "flows.json")
+    p = subprocess.run([PY, trim, os.path.join(ROOT, "tests", "data", "trace", "flows.pt.trace.json"),
+                        flows_cut, "--max-events", "15"], capture_output=True, text=True, timeout=60)
+    print(p.stdout.strip())
+    if check(p.returncode == 0, f"trim_trace.py on the flows exited {p.returncode}: {p.stderr[-300:]}"):
+        with open(flows_cut) as f:
+            events = json.load(f)["traceEvents"]
+        flow_ids = sorted(e["id"] for e in events if e.get("ph") in ("s", "f"))
+        check(len(events) == 13 and flow_ids == [101, 101, 102, 102],
+              f"{len(events)} events kept of --max-events 15 (expected 13), flow ids {flow_ids}")
 
 
 def ddp_mode(a):
