@@ -26,6 +26,10 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       the aten::mm row the full trace gives it (1 call, 220 us of kernels). Without a limit every
       event but the kernel no launch queued (25 of 26). The same step with a flow pair per launch
       (flows.pt.trace.json) cut to 15 stays within 15: flows count in an operator's cost.
+  check_trace.py cycles --out DIR --trace-convert BIN
+      two profiling cycles of one process (tensorboard_trace_handler's host-a_4242.<time> names,
+      the GPU step twice): two tables, capture-host-a-rank1-1 and -2 in file-name order, each
+      with the step's aten::mm (220 us), where the second used to overwrite the first.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -217,6 +221,28 @@ def trim_mode(a):
               f"{len(events)} events kept of --max-events 15 (expected 13), flow ids {flow_ids}")
 
 
+def cycles_mode(a):
+    traces, table = fresh(os.path.join(a.out, "traces")), os.path.join(a.out, "table")
+    shutil.rmtree(table, ignore_errors=True)
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
+    for stamp in ("1700000000000", "1700000005000"):  # two profiling cycles of one process
+        shutil.copy(fixture, os.path.join(traces, f"host-a_4242.{stamp}.pt.trace.json"))
+    p = subprocess.run([a.trace_convert, "--trace-path", traces, "--out", table],
+                       capture_output=True, text=True, timeout=60)
+    print(p.stdout.strip())
+    if not check(p.returncode == 0, f"trace_convert exited {p.returncode}: {p.stderr.strip()}"):
+        return
+    found = sorted(os.path.basename(f) for f in glob.glob(os.path.join(table, "capture-*.csv")))
+    if not check(found == ["capture-host-a-rank1-1.csv", "capture-host-a-rank1-2.csv"],
+                 f"two cycles of host-a rank 1 wrote {found}"):
+        return
+    listed = [line.split(" -> ")[1].split(":")[0] for line in p.stdout.splitlines() if " -> " in line]
+    check(len(set(listed)) == 2, f"stdout lists {listed}")
+    with open(os.path.join(table, "capture-host-a-rank1-2.csv"), newline="") as f:
+        mm = [r for r in csv.DictReader(f) if r["api"] == "aten::mm"]
+    check(len(mm) == 1 and float(mm[0]["total_us"]) == 220.0, f"the second cycle's aten::mm: {mm}")
+
+
 def ddp_mode(a):
     tables = record_and_convert(a.out, a.trace_convert, 2, a.seq_len)
     for rank, rows in enumerate(tables):
@@ -234,7 +260,7 @@ def ddp_mode(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["et", "ddp", "attention", "trim"])
+    p.add_argument("mode", choices=["et", "ddp", "attention", "trim", "cycles"])
     p.add_argument("--out", required=True)
     p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")
