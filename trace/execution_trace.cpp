@@ -52,6 +52,11 @@ const json* member_of(const json& o, const char* key) {
   return it == o.end() ? nullptr : &*it;
 }
 
+// A string member's text; "" where it is missing or not a string (nlohmann's value() throws).
+std::string text_of(const json* v) {
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
 Columns columns(const json& node, const char* side) {
   Columns c;
   const json* nested = member_of(node, side);
@@ -150,7 +155,7 @@ void ExecutionTraceReader::node(const nlohmann::json& n) {
 void ExecutionTraceReader::State::node(const json& n) {
   if (!n.is_object()) return;
   ++nodes;
-  const std::string name = n.value("name", std::string());
+  const std::string name = text_of(member_of(n, "name"));
   const std::int64_t id = integer(n.value("id", json(0)));
   const std::int64_t parent = integer(n.value("parent", json(0)));
   if (starts_with(name, "[pytorch|profiler|execution_")) {
@@ -206,7 +211,8 @@ void ExecutionTraceReader::State::node(const json& n) {
   ShapeHint hint;
   if ((hint.gemm = gemm_call(name, operands))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
-  } else if ((hint.attention = attention_call(name, operands, scalars, n.value("op_schema", "")))) {
+  } else if ((hint.attention =
+                  attention_call(name, operands, scalars, text_of(member_of(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
   } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
                                                       : std::optional<CommCall>())) {

@@ -68,6 +68,13 @@ std::string text(const json* v) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+// A member's value, or `otherwise` where it is missing or `object` is no object: a trace's
+// "args" may be null or an array, where nlohmann's value() would throw.
+json member_or(const json& object, const char* key, json otherwise) {
+  const json* v = find(object, key);
+  return v != nullptr ? *v : otherwise;
+}
+
 // "Input Dims", "Input type" and "Input Strides" into operands.
 std::vector<Operand> operands(const json& args) {
   std::vector<Operand> out;
@@ -129,7 +136,7 @@ struct KinetoReader::State {
   std::map<std::int64_t, std::vector<std::pair<double, double>>> busy;  // device -> intervals
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
-  std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, unknown_layout = 0,
+  std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, overrun = 0, unknown_layout = 0,
                 unknown_causal = 0;
   std::int64_t first_pid = -1;
   bool rank_from_trace = false;
@@ -150,7 +157,14 @@ struct KinetoReader::State {
   void close(const Open& o) {
     if (!o.owner) return;
     Instance& inst = instances[o.instance];
-    inst.cpu_ns += (inst.replayed ? o.dur_us : o.dur_us - o.children_us) * 1e3;
+    double own_us = inst.replayed ? o.dur_us : o.dur_us - o.children_us;
+    // children that outlast their parent (events out of order, clocks of different threads):
+    // the nesting is wrong, and a negative time would break the capture file's rules
+    if (own_us < 0) {
+      ++overrun;
+      own_us = 0;
+    }
+    inst.cpu_ns += own_us * 1e3;
   }
 
   // The key of an operator: its case when a benchmark replays it, else its own name.
@@ -177,10 +191,11 @@ struct KinetoReader::State {
       return {t.attention_key(name, *a), true};
     }
     if (const json* coll = find(args, "Collective name"); coll != nullptr && coll->is_string()) {
-      const int group = static_cast<int>(integer(args.value("Group size", json(world))));
-      if (auto c = comm_call(
-              coll->get<std::string>(), integer(args.value("In msg nelems", json(0))),
-              integer(args.value("Out msg nelems", json(0))), group, text(find(args, "dtype"))))
+      const int group = static_cast<int>(integer(member_or(args, "Group size", json(world))));
+      if (auto c = comm_call(coll->get<std::string>(),
+                             integer(member_or(args, "In msg nelems", json(0))),
+                             integer(member_or(args, "Out msg nelems", json(0))), group,
+                             text(find(args, "dtype"))))
         return {t.comm_key(name, *c, group), true};
     }
     if (is_step_marker(name))
@@ -230,11 +245,11 @@ struct KinetoReader::State {
     const json& args = args_p != nullptr ? *args_p : empty;
     const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
     Kernel k;
-    k.external = integer(args.value("External id", json(0)));
-    k.correlation = integer(args.value("correlation", json(0)));
+    k.external = integer(member_or(args, "External id", json(0)));
+    k.correlation = integer(member_or(args, "correlation", json(0)));
     k.dur_ns = dur * 1e3;
     kernels.push_back(k);
-    const std::int64_t device = integer(args.value("device", e.value("pid", json(0))));
+    const std::int64_t device = integer(member_or(args, "device", member_or(e, "pid", json(0))));
     busy[device].emplace_back(ts, ts + dur);
   }
 
@@ -271,8 +286,8 @@ void KinetoReader::event(nlohmann::json& e) {
     s_->gpu(e);
   } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
     if (const json* a = find(e, "args")) {
-      const std::int64_t ext = integer(a->value("External id", json(0)));
-      const std::int64_t corr = integer(a->value("correlation", json(0)));
+      const std::int64_t ext = integer(member_or(*a, "External id", json(0)));
+      const std::int64_t corr = integer(member_or(*a, "correlation", json(0)));
       if (ext != 0 && corr != 0) s_->launches.emplace_back(corr, ext);
     }
   }
@@ -361,11 +376,11 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     for (const Instance& inst : instances)
       t.record(keys[inst.key], inst.cpu_ns);
   }
-  if (out_of_order > 0)
-    t.notes.push_back(
-        fmt::format("{} operators started before an earlier one of their thread: "
-                    "nesting, and so own times, are approximate",
-                    out_of_order));
+  if (out_of_order > 0 || overrun > 0)
+    t.notes.push_back(fmt::format(
+        "{} operators started before an earlier one of their thread, {} had children "
+        "outlasting them (own time taken as 0): nesting, and so own times, are approximate",
+        out_of_order, overrun));
   if (unknown_layout > 0)
     t.notes.push_back(
         fmt::format("{} GEMM calls without Input Strides: taken as layout NN", unknown_layout));
