@@ -121,7 +121,8 @@ bool transposes(std::string_view name, const std::vector<std::string>& scalars, 
 
 struct ExecutionTraceReader::State {
   std::string path;
-  int world = 1;
+  World world;
+  std::uint64_t comm_calls = 0;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
   std::unordered_set<std::int64_t> roots;             // the thread root nodes
   std::unordered_set<std::int64_t> holds_replayed;    // nodes with a replayed operator below
@@ -133,7 +134,7 @@ struct ExecutionTraceReader::State {
   void node(const json& n);
 };
 
-ExecutionTraceReader::ExecutionTraceReader(const std::string& path, int world)
+ExecutionTraceReader::ExecutionTraceReader(const std::string& path, const World& world)
     : s_(std::make_unique<State>()) {
   s_->path = path;
   s_->world = world;
@@ -214,10 +215,11 @@ void ExecutionTraceReader::State::node(const json& n) {
   } else if ((hint.attention =
                   attention_call(name, operands, scalars, text_of(member_of(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
-  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
+  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world.size)
                                                       : std::optional<CommCall>())) {
-    hint.comm_size = world;
-    t.record_untimed(t.comm_key(name, *hint.comm, world), capture::Untimed::not_in_trace);
+    hint.comm_size = world.size;
+    ++comm_calls;
+    t.record_untimed(t.comm_key(name, *hint.comm, world.size), capture::Untimed::not_in_trace);
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
   if (replayed && n.contains("rf_id")) hints.emplace(integer(n["rf_id"]), std::move(hint));
@@ -240,11 +242,10 @@ std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
   if (s.nodes == 0) throw bad_input(fmt::format("{}: an execution trace without nodes", s.path));
   if (s.with_shapes == 0)
     throw bad_input(fmt::format("{}: the execution trace records no input shapes", s.path));
-  if (s.world > 1)
+  if (s.comm_calls > 0)
     s.table->notes.push_back(fmt::format(
-        "an execution trace does not record communicator sizes: {} (the ranks' traces read "
-        "together) taken",
-        s.world));
+        "{} c10d calls: an execution trace does not record communicator sizes: {} assumed, {}",
+        s.comm_calls, s.world.size, s.world.from));
   return std::move(s.table);
 }
 

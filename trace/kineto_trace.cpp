@@ -123,7 +123,8 @@ std::vector<std::string> concrete_inputs(const json& args) {
 
 struct KinetoReader::State {
   std::string path;
-  int world = 1;
+  World world;
+  std::uint64_t assumed_group = 0;  // communication calls whose group size is world.size
   const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr;
   std::uint64_t hinted = 0;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
@@ -179,7 +180,10 @@ struct KinetoReader::State {
         ++hinted;
         if (h->second.gemm) return {t.gemm_key(name, *h->second.gemm), true};
         if (h->second.attention) return {t.attention_key(name, *h->second.attention), true};
-        if (h->second.comm) return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+        if (h->second.comm) {
+          ++assumed_group;  // an execution trace records no group size
+          return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+        }
       }
     }
     if (auto g = gemm_call(name, in)) {
@@ -191,7 +195,10 @@ struct KinetoReader::State {
       return {t.attention_key(name, *a), true};
     }
     if (const json* coll = find(args, "Collective name"); coll != nullptr && coll->is_string()) {
-      const int group = static_cast<int>(integer(member_or(args, "Group size", json(world))));
+      const json* stated = find(args, "Group size");
+      const bool known = stated != nullptr && integer(*stated) > 0;
+      const int group = known ? static_cast<int>(integer(*stated)) : world.size;
+      if (!known) ++assumed_group;
       if (auto c = comm_call(coll->get<std::string>(),
                              integer(member_or(args, "In msg nelems", json(0))),
                              integer(member_or(args, "Out msg nelems", json(0))), group,
@@ -256,7 +263,7 @@ struct KinetoReader::State {
   std::unique_ptr<TraceTable> finish();
 };
 
-KinetoReader::KinetoReader(const std::string& path, int world,
+KinetoReader::KinetoReader(const std::string& path, const World& world,
                            const std::unordered_map<std::int64_t, ShapeHint>* hints)
     : s_(std::make_unique<State>()) {
   s_->path = path;
@@ -273,7 +280,7 @@ void KinetoReader::member(const std::string& key, const nlohmann::json& value) {
       s_->rank_from_trace = true;
     }
     if (const json* w = find(value, "world_size"); w != nullptr && integer(*w) > 0)
-      s_->world = static_cast<int>(integer(*w));
+      s_->world = {static_cast<int>(integer(*w)), "this trace's distributedInfo world_size"};
   }
 }
 
@@ -381,6 +388,11 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         "{} operators started before an earlier one of their thread, {} had children "
         "outlasting them (own time taken as 0): nesting, and so own times, are approximate",
         out_of_order, overrun));
+  if (assumed_group > 0)
+    t.notes.push_back(fmt::format(
+        "{} communication calls whose trace records no group size (no \"Group size\", or "
+        "shapes from the execution trace): communicator size {} assumed, {}",
+        assumed_group, world.size, world.from));
   if (unknown_layout > 0)
     t.notes.push_back(
         fmt::format("{} GEMM calls without Input Strides: taken as layout NN", unknown_layout));

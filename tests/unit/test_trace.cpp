@@ -277,3 +277,42 @@ TEST_CASE("trace: nlohmann's exceptions from a reader are bad input naming the f
     CHECK_THAT(e.what(), Catch::StartsWith(dir + "/t.json: an entry of an unexpected form: "));
   }
 }
+
+TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files', and says so") {
+  // joined_all_gather/: rank 0's profiler trace without shapes and its execution trace, whose
+  // c10d::_allgather_base_ gathers 1024 bf16 elements into 4096. Two files, one rank: the
+  // communicator was taken as 2 (the files), bytes 1024 x 2 B x 2 = 4096
+  auto gather = [](const TraceTable& t) {
+    for (const auto& r : t.rows())
+      if (std::string(r.key.api) == "c10d::_allgather_base_") return r.key;
+    FAIL("no c10d::_allgather_base_ row");
+    return capture::CaptureKey{};
+  };
+  const auto joined = read_traces(kData + "joined_all_gather");
+  REQUIRE(joined.size() == 1);
+  const auto k = gather(*joined[0]);
+  CHECK((std::string(k.op) == "all_gather" && k.count == 1024 && k.comm_size == 1 &&
+         k.bytes == 2048));
+  CHECK_THAT(joined[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose trace records no group size (no \"Group size\", or "
+                 "shapes from the execution trace): communicator size 1 assumed, the number of "
+                 "ranks whose traces were read together (no distributedInfo world_size)")));
+  // the profiler trace's distributedInfo world_size wins
+  const std::string dir = test::fresh_temp_dir("trace_world").string();
+  std::string pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+  pt.insert(pt.find("\"traceEvents\""),
+            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 4},\n ");
+  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+  std::ofstream(dir + "/rank0.et.json")
+      << test::read_text(kData + "joined_all_gather/rank0.et.json");
+  const auto stated = read_traces(dir);
+  REQUIRE(stated.size() == 1);
+  const auto s = gather(*stated[0]);
+  CHECK((s.count == 1024 && s.comm_size == 4 && s.bytes == 8192));
+  CHECK_THAT(stated[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose trace records no group size (no \"Group size\", or "
+                 "shapes from the execution trace): communicator size 4 assumed, this trace's "
+                 "distributedInfo world_size")));
+}
