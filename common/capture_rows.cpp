@@ -122,7 +122,13 @@ class RowRules {
   [[noreturn]] void fail(std::string_view column, const std::string& what) const {
     throw bad_input(fmt::format("{} {}: {}", where_, column, what));
   }
-  const std::string& cell(std::string_view column) const { return row_.at(std::string(column)); }
+  // Only the 26 columns every capture file has are checked up front; a trace's attention columns
+  // are needed only by an attention row, so a file without them fails at that row.
+  const std::string& cell(std::string_view column) const {
+    const auto it = row_.find(std::string(column));
+    if (it == row_.end()) fail(column, "missing (the header has no such column)");
+    return it->second;
+  }
 
   std::int64_t whole(std::string_view column) const {
     const std::string& t = cell(column);

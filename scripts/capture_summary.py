@@ -142,6 +142,19 @@ def decimal_syntax(t):
     return i == n
 
 
+class CheckedRow(dict):
+    """A row of a capture file. Only the columns every file has are checked up front; a trace's
+    attention columns are needed only by an attention row, so a file without them fails there,
+    with the line C++'s rules give (common/capture_rows.cpp), not a KeyError."""
+
+    def __init__(self, where):
+        super().__init__()
+        self.where = where
+
+    def __missing__(self, column):
+        raise BadCapture(f"{self.where} {column}: missing (the header has no such column)")
+
+
 def check_row(row, where):
     def fail(column, what):
         raise BadCapture(f"{where} {column}: {what}")
@@ -251,7 +264,7 @@ def check_table(path, table):
         if len(cells) > len(header):
             raise BadCapture(f"{where}: {len(cells)} fields, but the header has {len(header)} (a "
                              "garbled line)")
-        row = {}
+        row = CheckedRow(where)
         for name, cell in zip(header, cells):
             row.setdefault(name, cell)
         check_row(row, where)

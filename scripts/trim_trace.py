@@ -10,10 +10,10 @@ IN and OUT are .json or .json.gz (gzip by the name). What is kept:
   - the first N ProfilerStep#k annotations (the whole trace when it has none) and the CPU events
     inside them (operators, annotations, CUDA runtime and driver calls), whole top-level
     operators at a time, in time order, until M events would be passed: an operator is kept with
-    every event nested in it on its thread, the runtime calls among them and the GPU events those
-    launched (matched by correlation, or by External id where a kernel carries one), so no kept
-    kernel loses its launch or its operator and no kept launch loses its kernel;
-  - the flow events (ph "s"/"f") whose id is a kept launch's correlation.
+    every event nested in it on its thread, the runtime calls among them, the GPU events those
+    launched (matched by correlation, or by External id where a kernel carries one) and the flow
+    events (ph "s"/"f") whose id is a kept launch's correlation, all counted against M, so no
+    kept kernel loses its launch or its operator and no kept launch loses its kernel.
 GPU events no kept launch or operator queued (a kernel with neither correlation nor External
 id) are dropped.
 Prints one line: events in and out, steps, operators, kernels kept (all linked). Exit 2 for a
@@ -96,26 +96,33 @@ def trim(doc: dict, steps: int, max_events: int) -> tuple:
                 groups.append(current)
     groups.sort(key=lambda g: span(g[0])[0])
 
-    kept, budget = [], max_events - len(meta) - len(markers)
+    flows_of = {}  # correlation -> its flow events (the arrows from a launch to its kernel)
+    for e in events:
+        if e.get("ph") in ("s", "f"):
+            flows_of.setdefault(e.get("id"), []).append(e)
+
+    kept, flows, budget = [], [], max_events - len(meta) - len(markers)
     ops = kernels = 0
     for group in groups:
-        launched = []
+        launched, arrows = [], []
         for e in group:
             if e.get("cat") in LAUNCH_CATS and arg(e, "correlation") is not None:
                 launched += by_corr.get(arg(e, "correlation"), [])
+                arrows += flows_of.get(arg(e, "correlation"), [])
             if arg(e, "External id") is not None and e.get("cat") not in LAUNCH_CATS:
                 launched += by_ext.get(arg(e, "External id"), [])
-        if len(group) + len(launched) > budget:
+        # the group's flow events are part of its cost: --max-events bounds the whole output
+        cost = len(group) + len(launched) + len(arrows)
+        if cost > budget:
             break
-        budget -= len(group) + len(launched)
+        budget -= cost
         kept += group + launched
+        flows += arrows
         ops += sum(1 for e in group if e.get("cat") == "cpu_op")
         kernels += len(launched)
     if ops == 0:
         fail(f"not one operator fits in --max-events {max_events} "
              f"({len(meta)} metadata events and {len(markers)} step markers come first)", 1)
-    correlations = {arg(e, "correlation") for e in kept if e.get("cat") in LAUNCH_CATS}
-    flows = [e for e in events if e.get("ph") in ("s", "f") and e.get("id") in correlations]
     out = {k: v for k, v in doc.items() if k != "traceEvents"}
     out["traceEvents"] = meta + markers + sorted(kept, key=lambda e: span(e)[0]) + flows
     return out, len(events), len(markers), ops, kernels

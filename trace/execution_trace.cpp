@@ -52,6 +52,11 @@ const json* member_of(const json& o, const char* key) {
   return it == o.end() ? nullptr : &*it;
 }
 
+// A string member's text; "" where it is missing or not a string (nlohmann's value() throws).
+std::string text_of(const json* v) {
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
 Columns columns(const json& node, const char* side) {
   Columns c;
   const json* nested = member_of(node, side);
@@ -116,7 +121,8 @@ bool transposes(std::string_view name, const std::vector<std::string>& scalars, 
 
 struct ExecutionTraceReader::State {
   std::string path;
-  int world = 1;
+  World world;
+  std::uint64_t comm_calls = 0;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
   std::unordered_set<std::int64_t> roots;             // the thread root nodes
   std::unordered_set<std::int64_t> holds_replayed;    // nodes with a replayed operator below
@@ -128,7 +134,7 @@ struct ExecutionTraceReader::State {
   void node(const json& n);
 };
 
-ExecutionTraceReader::ExecutionTraceReader(const std::string& path, int world)
+ExecutionTraceReader::ExecutionTraceReader(const std::string& path, const World& world)
     : s_(std::make_unique<State>()) {
   s_->path = path;
   s_->world = world;
@@ -150,7 +156,7 @@ void ExecutionTraceReader::node(const nlohmann::json& n) {
 void ExecutionTraceReader::State::node(const json& n) {
   if (!n.is_object()) return;
   ++nodes;
-  const std::string name = n.value("name", std::string());
+  const std::string name = text_of(member_of(n, "name"));
   const std::int64_t id = integer(n.value("id", json(0)));
   const std::int64_t parent = integer(n.value("parent", json(0)));
   if (starts_with(name, "[pytorch|profiler|execution_")) {
@@ -206,12 +212,14 @@ void ExecutionTraceReader::State::node(const json& n) {
   ShapeHint hint;
   if ((hint.gemm = gemm_call(name, operands))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
-  } else if ((hint.attention = attention_call(name, operands, scalars, n.value("op_schema", "")))) {
+  } else if ((hint.attention =
+                  attention_call(name, operands, scalars, text_of(member_of(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
-  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world)
+  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world.size)
                                                       : std::optional<CommCall>())) {
-    hint.comm_size = world;
-    t.record_untimed(t.comm_key(name, *hint.comm, world), capture::Untimed::not_in_trace);
+    hint.comm_size = world.size;
+    ++comm_calls;
+    t.record_untimed(t.comm_key(name, *hint.comm, world.size), capture::Untimed::not_in_trace);
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
   if (replayed && n.contains("rf_id")) hints.emplace(integer(n["rf_id"]), std::move(hint));
@@ -234,11 +242,10 @@ std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
   if (s.nodes == 0) throw bad_input(fmt::format("{}: an execution trace without nodes", s.path));
   if (s.with_shapes == 0)
     throw bad_input(fmt::format("{}: the execution trace records no input shapes", s.path));
-  if (s.world > 1)
+  if (s.comm_calls > 0)
     s.table->notes.push_back(fmt::format(
-        "an execution trace does not record communicator sizes: {} (the ranks' traces read "
-        "together) taken",
-        s.world));
+        "{} c10d calls: an execution trace does not record communicator sizes: {} assumed, {}",
+        s.comm_calls, s.world.size, s.world.from));
   return std::move(s.table);
 }
 

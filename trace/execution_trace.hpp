@@ -13,9 +13,8 @@ namespace opbench::trace {
 
 class ExecutionTraceReader {
  public:
-  // `world`: the number of ranks' traces read together, the communicators' size (an execution
-  // trace does not record it).
-  ExecutionTraceReader(const std::string& path, int world);
+  // `world`: the communicators' size to take (an execution trace does not record it).
+  ExecutionTraceReader(const std::string& path, const World& world);
   ~ExecutionTraceReader();
   ExecutionTraceReader(const ExecutionTraceReader&) = delete;
   ExecutionTraceReader& operator=(const ExecutionTraceReader&) = delete;

@@ -98,6 +98,12 @@ void stream_json(const std::string& path, JsonSink& sink) {
             ? "gzip data ends early or is damaged (" + buffer->error() + ")"
             : what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
     throw bad_input(fmt::format("{}: not a readable JSON trace at {}: {}", path, where, cause));
+  } catch (const json::exception& e) {
+    // a sink reading a member of an unexpected type: the file's fault, one line naming it
+    const std::string what = e.what();
+    throw bad_input(
+        fmt::format("{}: an entry of an unexpected form: {}", path,
+                    what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2)));
   }
 }
 

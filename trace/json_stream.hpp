@@ -20,7 +20,8 @@ class JsonSink {
 
 // Streams `path` into `sink`. bad_input naming the file and the byte offset (in the
 // decompressed text for a gzip file) when it cannot be read, is not JSON or ends early; the
-// sink's own bad_input passes through.
+// sink's own bad_input passes through, and nlohmann's exceptions from the sink (a member of
+// an unexpected type) become bad_input naming the file.
 void stream_json(const std::string& path, JsonSink& sink);
 
 }  // namespace opbench::trace

@@ -68,6 +68,13 @@ std::string text(const json* v) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+// A member's value, or `otherwise` where it is missing or `object` is no object: a trace's
+// "args" may be null or an array, where nlohmann's value() would throw.
+json member_or(const json& object, const char* key, json otherwise) {
+  const json* v = find(object, key);
+  return v != nullptr ? *v : otherwise;
+}
+
 // "Input Dims", "Input type" and "Input Strides" into operands.
 std::vector<Operand> operands(const json& args) {
   std::vector<Operand> out;
@@ -116,7 +123,8 @@ std::vector<std::string> concrete_inputs(const json& args) {
 
 struct KinetoReader::State {
   std::string path;
-  int world = 1;
+  World world;
+  std::uint64_t assumed_group = 0;  // communication calls whose group size is world.size
   const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr;
   std::uint64_t hinted = 0;
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
@@ -129,7 +137,7 @@ struct KinetoReader::State {
   std::map<std::int64_t, std::vector<std::pair<double, double>>> busy;  // device -> intervals
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
-  std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, unknown_layout = 0,
+  std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, overrun = 0, unknown_layout = 0,
                 unknown_causal = 0;
   std::int64_t first_pid = -1;
   bool rank_from_trace = false;
@@ -150,7 +158,14 @@ struct KinetoReader::State {
   void close(const Open& o) {
     if (!o.owner) return;
     Instance& inst = instances[o.instance];
-    inst.cpu_ns += (inst.replayed ? o.dur_us : o.dur_us - o.children_us) * 1e3;
+    double own_us = inst.replayed ? o.dur_us : o.dur_us - o.children_us;
+    // children that outlast their parent (events out of order, clocks of different threads):
+    // the nesting is wrong, and a negative time would break the capture file's rules
+    if (own_us < 0) {
+      ++overrun;
+      own_us = 0;
+    }
+    inst.cpu_ns += own_us * 1e3;
   }
 
   // The key of an operator: its case when a benchmark replays it, else its own name.
@@ -165,7 +180,10 @@ struct KinetoReader::State {
         ++hinted;
         if (h->second.gemm) return {t.gemm_key(name, *h->second.gemm), true};
         if (h->second.attention) return {t.attention_key(name, *h->second.attention), true};
-        if (h->second.comm) return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+        if (h->second.comm) {
+          ++assumed_group;  // an execution trace records no group size
+          return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+        }
       }
     }
     if (auto g = gemm_call(name, in)) {
@@ -177,10 +195,14 @@ struct KinetoReader::State {
       return {t.attention_key(name, *a), true};
     }
     if (const json* coll = find(args, "Collective name"); coll != nullptr && coll->is_string()) {
-      const int group = static_cast<int>(integer(args.value("Group size", json(world))));
-      if (auto c = comm_call(
-              coll->get<std::string>(), integer(args.value("In msg nelems", json(0))),
-              integer(args.value("Out msg nelems", json(0))), group, text(find(args, "dtype"))))
+      const json* stated = find(args, "Group size");
+      const bool known = stated != nullptr && integer(*stated) > 0;
+      const int group = known ? static_cast<int>(integer(*stated)) : world.size;
+      if (!known) ++assumed_group;
+      if (auto c = comm_call(coll->get<std::string>(),
+                             integer(member_or(args, "In msg nelems", json(0))),
+                             integer(member_or(args, "Out msg nelems", json(0))), group,
+                             text(find(args, "dtype"))))
         return {t.comm_key(name, *c, group), true};
     }
     if (is_step_marker(name))
@@ -230,18 +252,18 @@ struct KinetoReader::State {
     const json& args = args_p != nullptr ? *args_p : empty;
     const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
     Kernel k;
-    k.external = integer(args.value("External id", json(0)));
-    k.correlation = integer(args.value("correlation", json(0)));
+    k.external = integer(member_or(args, "External id", json(0)));
+    k.correlation = integer(member_or(args, "correlation", json(0)));
     k.dur_ns = dur * 1e3;
     kernels.push_back(k);
-    const std::int64_t device = integer(args.value("device", e.value("pid", json(0))));
+    const std::int64_t device = integer(member_or(args, "device", member_or(e, "pid", json(0))));
     busy[device].emplace_back(ts, ts + dur);
   }
 
   std::unique_ptr<TraceTable> finish();
 };
 
-KinetoReader::KinetoReader(const std::string& path, int world,
+KinetoReader::KinetoReader(const std::string& path, const World& world,
                            const std::unordered_map<std::int64_t, ShapeHint>* hints)
     : s_(std::make_unique<State>()) {
   s_->path = path;
@@ -258,7 +280,7 @@ void KinetoReader::member(const std::string& key, const nlohmann::json& value) {
       s_->rank_from_trace = true;
     }
     if (const json* w = find(value, "world_size"); w != nullptr && integer(*w) > 0)
-      s_->world = static_cast<int>(integer(*w));
+      s_->world = {static_cast<int>(integer(*w)), "this trace's distributedInfo world_size"};
   }
 }
 
@@ -271,8 +293,8 @@ void KinetoReader::event(nlohmann::json& e) {
     s_->gpu(e);
   } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
     if (const json* a = find(e, "args")) {
-      const std::int64_t ext = integer(a->value("External id", json(0)));
-      const std::int64_t corr = integer(a->value("correlation", json(0)));
+      const std::int64_t ext = integer(member_or(*a, "External id", json(0)));
+      const std::int64_t corr = integer(member_or(*a, "correlation", json(0)));
       if (ext != 0 && corr != 0) s_->launches.emplace_back(corr, ext);
     }
   }
@@ -361,11 +383,16 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     for (const Instance& inst : instances)
       t.record(keys[inst.key], inst.cpu_ns);
   }
-  if (out_of_order > 0)
-    t.notes.push_back(
-        fmt::format("{} operators started before an earlier one of their thread: "
-                    "nesting, and so own times, are approximate",
-                    out_of_order));
+  if (out_of_order > 0 || overrun > 0)
+    t.notes.push_back(fmt::format(
+        "{} operators started before an earlier one of their thread, {} had children "
+        "outlasting them (own time taken as 0): nesting, and so own times, are approximate",
+        out_of_order, overrun));
+  if (assumed_group > 0)
+    t.notes.push_back(fmt::format(
+        "{} communication calls whose trace records no group size (no \"Group size\", or "
+        "shapes from the execution trace): communicator size {} assumed, {}",
+        assumed_group, world.size, world.from));
   if (unknown_layout > 0)
     t.notes.push_back(
         fmt::format("{} GEMM calls without Input Strides: taken as layout NN", unknown_layout));

@@ -24,13 +24,13 @@ class NoShapes : public Error {
 };
 
 // Reads the events of one Kineto trace, handed over one at a time (json_stream), and builds
-// its table at finish(). `world` is the number of ranks' traces read together (the
-// communicator size when the trace does not say it).
+// its table at finish(). `world`: the communicator size where the trace does not say it (this
+// trace's own distributedInfo world_size wins).
 class KinetoReader {
  public:
   // `hints`: an execution trace of the same step, for a trace recorded without shapes (may be
   // null; must outlive the reader).
-  KinetoReader(const std::string& path, int world,
+  KinetoReader(const std::string& path, const World& world,
                const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr);
   ~KinetoReader();
   KinetoReader(const KinetoReader&) = delete;

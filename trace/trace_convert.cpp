@@ -9,10 +9,14 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include "capture/output.hpp"
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/main_guard.hpp"
+#include "common/version.hpp"
 #include "trace/trace_reader.hpp"
 
 namespace {
@@ -34,28 +38,46 @@ void make_out(const std::string& out) {
   if (ec) throw bad_input(fmt::format("--out {}: cannot make it: {}", out, ec.message()));
 }
 
+// capture-<host>-rank<r>, or -pid<p> without a rank. tensorboard_trace_handler writes a file per
+// profiling cycle, all of the same host and pid: such traces get -1, -2, ... in file-name order
+// (their time stamps' order), so that every cycle is kept and the replays add their calls up.
+std::vector<std::string> output_names(
+    const std::vector<std::unique_ptr<opbench::trace::TraceTable>>& tables) {
+  std::vector<std::string> bases;
+  std::map<std::string, int> uses;
+  for (const auto& t : tables) {
+    bases.push_back(
+        "capture-" + t->facts.host + "-" +
+        (t->facts.rank.empty() ? "pid" + std::to_string(t->facts.pid) : "rank" + t->facts.rank));
+    ++uses[bases.back()];
+  }
+  std::map<std::string, int> seen;
+  for (std::string& base : bases)
+    if (uses[base] > 1) base += "-" + std::to_string(++seen[base]);
+  return bases;
+}
+
 int convert(int argc, char** argv) {
   cxxopts::Options options("trace_convert",
                            "A PyTorch profiler or execution trace (a file, or a folder of "
                            "per-rank files) written as capture files");
   options.add_options()("trace-path", "a trace file (.json or .json.gz) or a folder of them",
                         cxxopts::value<std::string>())(
-      "out", "a new or empty folder for the capture files", cxxopts::value<std::string>())(
-      "h,help", "this help");
-  const auto parsed = options.parse(argc, argv);
-  if (parsed.count("help")) {
-    std::cout << options.help() << "\n";
-    return 0;
-  }
+      "out", "a new or empty folder for the capture files", cxxopts::value<std::string>());
+  // the shared parser: an unknown flag or a stray argument is a bad-input line, as everywhere
+  const auto read = opbench::parse_command_line(
+      options, argc, argv, [] { opbench::print_versions("trace_convert", {}); });
+  if (!read) return 0;
+  const auto& parsed = *read;
   if (!parsed.count("trace-path")) throw bad_input("--trace-path is required");
   if (!parsed.count("out")) throw bad_input("--out is required");
   const std::string out = parsed["out"].as<std::string>();
   const auto tables = opbench::trace::read_traces(parsed["trace-path"].as<std::string>());
   make_out(out);
-  for (const auto& t : tables) {
-    const std::string base =
-        "capture-" + t->facts.host + "-" +
-        (t->facts.rank.empty() ? "pid" + std::to_string(t->facts.pid) : "rank" + t->facts.rank);
+  const std::vector<std::string> bases = output_names(tables);
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const auto& t = tables[i];
+    const std::string& base = bases[i];
     for (const auto& [name, text] :
          {std::pair{base + ".csv", t->csv()}, std::pair{base + ".jsonl", t->jsonl()}})
       if (!opbench::capture::write_atomically(out, name, text))

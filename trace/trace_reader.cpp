@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -30,7 +31,7 @@ bool is_trace_name(const std::string& name) {
 // The members read before the events tell which kind of trace this is; they wait for it.
 class TraceSink : public JsonSink {
  public:
-  TraceSink(const std::string& path, int world,
+  TraceSink(const std::string& path, const World& world,
             const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr)
       : path_(path), world_(world), hints_(hints) {}
 
@@ -74,7 +75,7 @@ class TraceSink : public JsonSink {
   }
 
   std::string path_;
-  int world_;
+  World world_;
   const std::unordered_map<std::int64_t, ShapeHint>* hints_;
   std::vector<std::pair<std::string, nlohmann::json>> early_;
   std::unique_ptr<KinetoReader> kineto_;
@@ -112,6 +113,54 @@ void host_and_pid(const std::string& name, TraceTable& t) {
   t.facts.pid = std::stol(pid);
 }
 
+// What a trace says before its events: which rank it is and how many there are. Reading stops at
+// the first event, so a trace of several GB costs its first few KB here.
+class HeaderSink : public JsonSink {
+ public:
+  struct Done {};
+  void member(const std::string& key, const nlohmann::json& value) override {
+    if (key != "distributedInfo" || !value.is_object()) return;
+    const auto r = value.find("rank");
+    if (r != value.end() && r->is_number_integer()) rank = std::to_string(r->get<std::int64_t>());
+    const auto w = value.find("world_size");
+    if (w != value.end() && w->is_number_integer() && w->get<std::int64_t>() > 0)
+      world_size = static_cast<int>(w->get<std::int64_t>());
+  }
+  void element(const std::string&, nlohmann::json&) override { throw Done{}; }
+
+  std::string rank;
+  int world_size = 0;
+};
+
+// A profiler trace's distributedInfo world_size; else the distinct ranks of the files (a rank's
+// profiler and execution traces are one rank; a file without a rank, by its tensorboard host and
+// pid, or alone). Not the number of files: a rank's two traces would count twice.
+World world_of(const std::vector<std::string>& files) {
+  int stated = 0;
+  std::set<std::string> ranks;
+  for (const std::string& file : files) {
+    HeaderSink header;
+    try {
+      stream_json(file, header);
+    } catch (const HeaderSink::Done&) {
+    }
+    stated = std::max(stated, header.world_size);
+    const std::string name = fs::path(file).filename().string();
+    std::string rank = header.rank.empty() ? rank_in_name(name) : header.rank;
+    if (rank.empty()) {
+      TraceTable named;
+      host_and_pid(name, named);
+      rank = named.facts.host.empty()
+                 ? "file " + file
+                 : named.facts.host + " pid " + std::to_string(named.facts.pid);
+    }
+    ranks.insert(rank);
+  }
+  if (stated > 0) return {stated, "a profiler trace's distributedInfo world_size"};
+  const int n = static_cast<int>(ranks.size());
+  return {n, "the number of ranks whose traces were read together (no distributedInfo world_size)"};
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
@@ -139,7 +188,7 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   };
   std::vector<Read> reads;
   std::vector<std::pair<std::string, NoShapes>> shapeless;  // file, and why
-  const int world = static_cast<int>(files.size());
+  const World world = world_of(files);
   auto label = [](TraceTable& t, const std::string& file) {
     const std::string name = fs::path(file).filename().string();
     if (t.facts.host.empty()) t.facts.host = "trace";

@@ -15,6 +15,14 @@
 
 namespace opbench::trace {
 
+// The communicator size to take for a call whose trace does not record its group (an execution
+// trace's c10d calls, a record_param_comms without "Group size"): a profiler trace's
+// distributedInfo world_size, else the number of distinct ranks among the traces read together.
+struct World {
+  int size = 1;
+  std::string from;  // where `size` comes from, for the table's note
+};
+
 class TraceTable {
  public:
   TraceTable();

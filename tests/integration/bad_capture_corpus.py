@@ -46,6 +46,8 @@ CASES = [
     ("trace_kind_unknown", "capture-h-rank0.csv row 4 kind: 'kernel' is not gemm, attention, "
                            "collective, p2p, memory_bound, other or idle"),
     ("trace_causal_not_bool", "capture-h-rank0.csv row 1 causal: 'yes' is not true or false"),
+    ("trace_attention_without_its_columns",
+     "capture-h-rank0.csv row 1 heads_q: missing (the header has no such column)"),
 ]
 
 

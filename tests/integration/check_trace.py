@@ -24,7 +24,12 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       12 events, and the 3 GPU events they launched (the GEMM's 200 us kernel and 20 us split-K
       reduction, the 1 us host-to-device copy) with their launches; trace_convert then gives
       the aten::mm row the full trace gives it (1 call, 220 us of kernels). Without a limit every
-      event but the kernel no launch queued (25 of 26).
+      event but the kernel no launch queued (25 of 26). The same step with a flow pair per launch
+      (flows.pt.trace.json) cut to 15 stays within 15: flows count in an operator's cost.
+  check_trace.py cycles --out DIR --trace-convert BIN
+      two profiling cycles of one process (tensorboard_trace_handler's host-a_4242.<time> names,
+      the GPU step twice): two tables, capture-host-a-rank1-1 and -2 in file-name order, each
+      with the step's aten::mm (220 us), where the second used to overwrite the first.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -200,6 +205,42 @@ def trim_mode(a):
                        text=True, timeout=60)
     with open(whole) as f:
         check(len(json.load(f)["traceEvents"]) == 25, "the untrimmed cut does not keep 25 events")
+    # flows.pt.trace.json: the same step with a flow pair ("s" at the launch, "f" at its GPU
+    # event) per launch, 38 events. With 15: the marker, then linear's 6 CPU events, 2 kernels and
+    # their 4 flow events (12 of the 14 left); copy_ with its launch, memcpy and 2 flows (5)
+    # does not fit. Counting flows after the budget kept copy_ and 6 flows: 18 events.
+    flows_cut = os.path.join(a.out, "flows.json")
+    p = subprocess.run([PY, trim, os.path.join(ROOT, "tests", "data", "trace", "flows.pt.trace.json"),
+                        flows_cut, "--max-events", "15"], capture_output=True, text=True, timeout=60)
+    print(p.stdout.strip())
+    if check(p.returncode == 0, f"trim_trace.py on the flows exited {p.returncode}: {p.stderr[-300:]}"):
+        with open(flows_cut) as f:
+            events = json.load(f)["traceEvents"]
+        flow_ids = sorted(e["id"] for e in events if e.get("ph") in ("s", "f"))
+        check(len(events) == 13 and flow_ids == [101, 101, 102, 102],
+              f"{len(events)} events kept of --max-events 15 (expected 13), flow ids {flow_ids}")
+
+
+def cycles_mode(a):
+    traces, table = fresh(os.path.join(a.out, "traces")), os.path.join(a.out, "table")
+    shutil.rmtree(table, ignore_errors=True)
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
+    for stamp in ("1700000000000", "1700000005000"):  # two profiling cycles of one process
+        shutil.copy(fixture, os.path.join(traces, f"host-a_4242.{stamp}.pt.trace.json"))
+    p = subprocess.run([a.trace_convert, "--trace-path", traces, "--out", table],
+                       capture_output=True, text=True, timeout=60)
+    print(p.stdout.strip())
+    if not check(p.returncode == 0, f"trace_convert exited {p.returncode}: {p.stderr.strip()}"):
+        return
+    found = sorted(os.path.basename(f) for f in glob.glob(os.path.join(table, "capture-*.csv")))
+    if not check(found == ["capture-host-a-rank1-1.csv", "capture-host-a-rank1-2.csv"],
+                 f"two cycles of host-a rank 1 wrote {found}"):
+        return
+    listed = [line.split(" -> ")[1].split(":")[0] for line in p.stdout.splitlines() if " -> " in line]
+    check(len(set(listed)) == 2, f"stdout lists {listed}")
+    with open(os.path.join(table, "capture-host-a-rank1-2.csv"), newline="") as f:
+        mm = [r for r in csv.DictReader(f) if r["api"] == "aten::mm"]
+    check(len(mm) == 1 and float(mm[0]["total_us"]) == 220.0, f"the second cycle's aten::mm: {mm}")
 
 
 def ddp_mode(a):
@@ -219,7 +260,7 @@ def ddp_mode(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["et", "ddp", "attention", "trim"])
+    p.add_argument("mode", choices=["et", "ddp", "attention", "trim", "cycles"])
     p.add_argument("--out", required=True)
     p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")

@@ -11,6 +11,11 @@ add_test(NAME "trace: bench_attention --trace-path replays a GPU trace's flash a
           --bench-attention $<TARGET_FILE:bench_attention> --trace-convert $<TARGET_FILE:trace_convert>)
 add_test(NAME "trace: trim_trace.py cuts a GPU step to whole operators with their kernels and launches, and trace_convert reads the cut alike"
   COMMAND ${CHECK_TRACE} trim --out ${TRACE_OUT}/trim --trace-convert $<TARGET_FILE:trace_convert>)
+add_test(NAME "trace: trace_convert keeps two profiling cycles of one process as two tables"
+  COMMAND ${CHECK_TRACE} cycles --out ${TRACE_OUT}/cycles --trace-convert $<TARGET_FILE:trace_convert>)
+add_test(NAME "trace_convert bad input: an unknown flag is one error line, exit 2"
+  COMMAND ${EXPECT_ERROR} --contains "unknown flag '--trace-pth'; did you mean --trace-path?"
+          -- $<TARGET_FILE:trace_convert> --trace-pth x --out y)
 add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   COMMAND ${CHECK_TRACE} ddp --out ${TRACE_OUT}/ddp --trace-convert $<TARGET_FILE:trace_convert>)
 set_tests_properties(

@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "tests/unit/temp_files.hpp"
+#include "trace/json_stream.hpp"
 #include "trace/op_shapes.hpp"
 #include "trace/trace_reader.hpp"
 
@@ -206,4 +207,112 @@ TEST_CASE("trace: PyTorch's communication metadata as nccl-tests counts") {
   const auto a2a = comm_call("all_to_allv", 4000, 4000, 4, "Float");
   CHECK((a2a->op == CollOp::all_to_all && a2a->count == 1000));
   CHECK_FALSE(comm_call("barrier", 0, 0, 4, "")->replayable);
+}
+
+TEST_CASE("trace: children outlasting their parent give it no time, not a negative one") {
+  // overrun_rank0: add_ [1010, 1020] holds copy_ [1012, 1032]: 10 - 20 µs of its own
+  const auto tables = read_traces(kData + "overrun_rank0.pt.trace.json");
+  REQUIRE(tables.size() == 1);
+  const auto rows = by_api(*tables[0]);
+  CHECK(rows.at("aten::add_").total_us == 0.0);
+  CHECK(rows.at("aten::copy_").total_us == Approx(20.0));
+  CHECK(rows.at("ProfilerStep (time between operators)").total_us == Approx(90.0));
+  for (const auto& r : tables[0]->rows())
+    CHECK(r.total_us >= 0.0);
+  CHECK_THAT(tables[0]->notes, Catch::VectorContains(std::string(
+                                   "0 operators started before an earlier one of their thread, 1 "
+                                   "had children outlasting them (own time taken as 0): nesting, "
+                                   "and so own times, are approximate")));
+}
+
+TEST_CASE("trace: members of an unexpected type are read as missing, never an internal error") {
+  const std::string dir = test::fresh_temp_dir("trace_forms").string();
+  // a kernel whose args is null and a launch whose args is an array: the kernel is linked to no
+  // operator (nlohmann's value() on them threw type_error: "internal error", exit 1). `args`
+  // goes before the event's own, renamed.
+  auto replace_args = [](std::string& text, const std::string& name, const std::string& args) {
+    const std::size_t at = text.find("\"name\": \"" + name + "\",");
+    REQUIRE(at != std::string::npos);
+    text.replace(text.find("\"args\"", at), 6, "\"was_args\"");
+    text.insert(at, "\"args\": " + args + ", ");
+  };
+  std::string gpu = test::read_text(kData + "host-a_4242.1700000000000.pt.trace.json");
+  replace_args(gpu, "unattributed_kernel", "null");
+  replace_args(gpu, "cudaLaunchKernel", "[1]");
+  std::ofstream(dir + "/gpu.json") << gpu;
+  const auto tables = read_traces(dir + "/gpu.json");
+  REQUIRE(tables.size() == 1);
+  CHECK(by_api(*tables[0]).at("(GPU work without an operator)").total_us == Approx(10.0));
+  // an execution-trace node whose name is a number and op_schema a list: a nameless operator
+  std::string et = test::read_text(kData + "joined/rank0.et.json");
+  const std::string t_name = "\"name\": \"aten::t\",";
+  REQUIRE(et.find(t_name) != std::string::npos);
+  et.replace(et.find(t_name), t_name.size(), "\"name\": 5,");
+  const std::string schema = "\"op_schema\": \"aten::t(Tensor(a) self) -> Tensor(a)\",";
+  REQUIRE(et.find(schema) != std::string::npos);
+  et.replace(et.find(schema), schema.size(), "\"op_schema\": [],");
+  std::ofstream(dir + "/rank0.et.json") << et;
+  CHECK_NOTHROW(read_traces(dir + "/rank0.et.json"));
+}
+
+namespace {
+// A reader that trips over a member's type the way nlohmann reports it.
+struct TypeTrippingSink : JsonSink {
+  void member(const std::string&, const nlohmann::json& value) override {
+    (void)value.get<std::string>();
+  }
+  void element(const std::string&, nlohmann::json&) override {}
+};
+}  // namespace
+
+TEST_CASE("trace: nlohmann's exceptions from a reader are bad input naming the file") {
+  const std::string dir = test::fresh_temp_dir("trace_sink").string();
+  std::ofstream(dir + "/t.json") << "{\"schemaVersion\": 1}";
+  TypeTrippingSink sink;
+  try {
+    stream_json(dir + "/t.json", sink);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::bad_input);
+    CHECK_THAT(e.what(), Catch::StartsWith(dir + "/t.json: an entry of an unexpected form: "));
+  }
+}
+
+TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files', and says so") {
+  // joined_all_gather/: rank 0's profiler trace without shapes and its execution trace, whose
+  // c10d::_allgather_base_ gathers 1024 bf16 elements into 4096. Two files, one rank: the
+  // communicator was taken as 2 (the files), bytes 1024 x 2 B x 2 = 4096
+  auto gather = [](const TraceTable& t) {
+    for (const auto& r : t.rows())
+      if (std::string(r.key.api) == "c10d::_allgather_base_") return r.key;
+    FAIL("no c10d::_allgather_base_ row");
+    return capture::CaptureKey{};
+  };
+  const auto joined = read_traces(kData + "joined_all_gather");
+  REQUIRE(joined.size() == 1);
+  const auto k = gather(*joined[0]);
+  CHECK((std::string(k.op) == "all_gather" && k.count == 1024 && k.comm_size == 1 &&
+         k.bytes == 2048));
+  CHECK_THAT(joined[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose trace records no group size (no \"Group size\", or "
+                 "shapes from the execution trace): communicator size 1 assumed, the number of "
+                 "ranks whose traces were read together (no distributedInfo world_size)")));
+  // the profiler trace's distributedInfo world_size wins
+  const std::string dir = test::fresh_temp_dir("trace_world").string();
+  std::string pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+  pt.insert(pt.find("\"traceEvents\""),
+            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 4},\n ");
+  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+  std::ofstream(dir + "/rank0.et.json")
+      << test::read_text(kData + "joined_all_gather/rank0.et.json");
+  const auto stated = read_traces(dir);
+  REQUIRE(stated.size() == 1);
+  const auto s = gather(*stated[0]);
+  CHECK((s.count == 1024 && s.comm_size == 4 && s.bytes == 8192));
+  CHECK_THAT(stated[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose trace records no group size (no \"Group size\", or "
+                 "shapes from the execution trace): communicator size 4 assumed, this trace's "
+                 "distributedInfo world_size")));
 }
