@@ -49,7 +49,9 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       --rank 1: the MPI_Allreduce fp32 4096-byte message (count 1024, comm 2) in and out of
       place (the capture predates the placement column: both are run), captured_calls 5 per rank
       (5 and 5 over 2 ranks; rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
-      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's.
+      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's. On
+      tests/data/capture_placed (5 calls in place, 1 out of place) each placement runs with its
+      own calls and time, and --placement naming one of them names the other in a warning.
   check_capture.py prometheus --out DIR --prog BIN --lib LIB
       the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
       /metrics passes `promtool check metrics`; a real Prometheus server (Debian's `prometheus`)
@@ -830,6 +832,18 @@ def replay_ccl_mode(a):
         print("  placed:", got)
         check(got == {"in_place": (5, 10.0), "out_of_place": (1, 30.0)},
               f"{path}: {got}, expected in_place (5, 10 us) and out_of_place (1, 30 us)")
+    check("leaves out" not in p.stderr, f"--placement both left a placement out: {p.stderr[-300:]}")
+    # --placement that leaves out the one the job called: that collective is named, not dropped
+    for placement, dropped in (("out_of_place", "in_place"), ("in_place", "out_of_place")):
+        q = run([a.bench_ccl, "--backend", "mpi", "--capture-path",
+                 os.path.join(ROOT, "tests", "data", "capture_placed"), "--placement", placement,
+                 "--dry-run", "--world-size", "2"])
+        said = ("warning: --capture-path: left out MPI_Allreduce all_reduce 4096 B: the job called "
+                f"it {dropped}, which --placement leaves out")
+        print(f"  --placement {placement}:", q.returncode, q.stderr.strip())
+        check(q.returncode == 0 and said in q.stderr and "1 cases on 2 ranks" in q.stdout,
+              f"--placement {placement}: exit {q.returncode}, expected one case and '{said}': "
+              f"{q.stdout[-300:]} {q.stderr[-300:]}")
 
 
 def free_port():
