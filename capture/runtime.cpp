@@ -130,34 +130,73 @@ void after_fork_parent() {
   r.forks.fetch_add(1);
 }
 
+// The exit write, wherever the process ends (exit handler, _exit, the SIGTERM watcher): the
+// before-write hooks (the GPU timer's drain), then the final tables. Calls made meanwhile are the
+// capture's own and pass through.
+void write_final() {
+  Runtime& r = rt();
+  CallScope scope;
+  for (auto& fn : r.before_write)
+    if (auto f = fn.load()) f();
+  write_tables(true);
+  r.final_written.store(true);
+}
+
 void on_sigterm(int) {
   sem_post(&rt().term);
 }
 
+// SIGTERM with the default action: the process ends by it, as it would have without us.
+void end_by_sigterm() {
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  kill(getpid(), SIGTERM);
+}
+void end_by_sigterm_on_alarm(int) {
+  end_by_sigterm();  // sigaction and kill are async-signal-safe
+}
+
 // A thread that takes no signals waits for on_sigterm, writes the tables, and ends the process
-// by SIGTERM with the default action, as the signal would have.
+// by SIGTERM with the default action, as the signal would have. The write waits for the GPU's
+// drain (about 1.1 s at most) and takes locks a program thread may hold: an alarm ends the
+// process by SIGTERM after 5 s whatever the write is doing, so SIGTERM always ends it (the
+// tables are then lost, as they were without the watcher).
 void start_term_watch() {
   const int rc = start_quiet_thread([] {
     Runtime& w = rt();
     while (sem_wait(&w.term) != 0) {
     }
-    t_depth = 1;
-    for (auto& fn : w.before_write)
-      if (auto f = fn.load()) f();
-    write_tables(true);
-    w.final_written.store(true);
-    signal(SIGTERM, SIG_DFL);
-    kill(getpid(), SIGTERM);
+    struct sigaction action {};
+    action.sa_handler = end_by_sigterm_on_alarm;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGALRM, &action, nullptr);
+    alarm(5);
+    write_final();
+    end_by_sigterm();
   });
   if (rc == 0) return;
   // no thread to write with: leave SIGTERM as it was
   signal(SIGTERM, SIG_DFL);
 }
 
+// Whether SIGTERM still has its default action: anything else is the program's own (a handler
+// a worker installs for its graceful shutdown, an ignored signal), which the capture leaves be.
+bool sigterm_is_default() {
+  struct sigaction current {};
+  return sigaction(SIGTERM, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
+         current.sa_handler == SIG_DFL;
+}
+
 // In a forked child whose SIGTERM still has the default action (a program's own handler is
-// left alone), SIGTERM goes to on_sigterm; the watching thread starts with the child's first
-// recorded call, since a child that records nothing has nothing to write.
+// left alone), SIGTERM is to go to on_sigterm; the handler and its watching thread come with the
+// child's first recorded call (start_writer), since a child that records nothing has nothing to
+// write, and only if the action is still the default then.
 void watch_sigterm_in_child(Runtime& r) {
+  // the parent's flag is no answer for this process: a grandchild of a child that watched would
+  // otherwise take over the handler its parent installed since
+  r.term_watch.store(false);
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) != 0) return;
   // a grandchild inherits its parent's on_sigterm but not the thread that answers it
@@ -196,10 +235,7 @@ void at_exit() {
     r.stop = true;
   }
   r.wake.notify_all();
-  for (auto& fn : r.before_write)
-    if (auto f = fn.load()) f();
-  write_tables(true);
-  r.final_written.store(true);
+  write_final();
 }
 
 void writer_loop() {
@@ -253,7 +289,8 @@ void start_http(Runtime& r) {
 void start_writer() {
   Runtime& r = rt();
   if (r.writer_started.exchange(true)) return;
-  if (r.term_watch.load()) {
+  // The child may have installed its own SIGTERM handler since the fork: that one stays.
+  if (r.term_watch.load() && sigterm_is_default()) {
     struct sigaction action {};
     action.sa_handler = on_sigterm;
     action.sa_flags = SA_RESTART;
@@ -273,7 +310,6 @@ void start_writer() {
     say_once(std::string("cannot start the periodic writer (") + std::strerror(rc) +
              "); tables are written at exit only");
 }
-
 
 bool initialise(Runtime& r) {
   r.facts.host = short_host();
@@ -509,11 +545,7 @@ void write_before_exit() {
     return;
   signal(SIGALRM, SIG_DFL);
   alarm(5);
-  t_depth = 1;
-  for (auto& fn : r.before_write)
-    if (auto f = fn.load()) f();
-  write_tables(true);
-  r.final_written.store(true);
+  write_final();
 }
 
 [[noreturn]] void real_exit(std::atomic<void*>& slot, const char* name, int status) {

@@ -89,15 +89,21 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
           m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, world_size, m.comm_size));
       continue;
     }
+    // the placement the job called, with the job's time for it (both where the tables do not say)
+    bool placed = false;
     for (Placement placement : o.placements) {
-      // the placement the job called, with the job's time for it (both where the tables do not say)
       if (!m.placement.empty() && m.placement != placement_name(placement)) continue;
       CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
       c.captured = true;
       c.captured_calls = m.calls;
       c.in_job_us = m.in_job_us;
       cases.push_back(c);
+      placed = true;
     }
+    if (!placed)
+      left_out.push_back(
+          fmt::format("{} {} {} B: the job called it {}, which --placement leaves out", m.api,
+                      coll_op_name(m.op), m.size_bytes, m.placement));
   }
   if (lead)
     for (const auto& why : left_out)

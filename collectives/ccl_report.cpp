@@ -234,7 +234,9 @@ void CclReports::write(CollOp op, const Record& row) {
 
 std::vector<std::string> CclReports::listing() const {
   std::vector<std::string> out;
-  if (all_) out.push_back(fmt::format("{} ({})", all_->path(), counted(all_->rows(), "row")));
+  // the file is created with its first row: a run stopped before one has none to name
+  if (all_ && all_->created())
+    out.push_back(fmt::format("{} ({})", all_->path(), counted(all_->rows(), "row")));
   for (const auto& [op, f] : per_op_)
     for (const auto& line : f->listing())
       out.push_back(line);

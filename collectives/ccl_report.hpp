@@ -89,7 +89,7 @@ class CclReports {
   CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run);
   void write(CollOp op, const Record& row);
   const std::vector<Record>& rows() const { return rows_; }
-  // "path (N rows)" for every file, for the closing lines.
+  // "path (N rows)" for every file written, for the closing lines (none before the first row).
   std::vector<std::string> listing() const;
 
  private:

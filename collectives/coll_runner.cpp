@@ -196,9 +196,11 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     CpuTimer loop;
     do {
       const int calls_in_sample = options_.iters * std::max(1, options_.graph_replays);
-      // -G marks progress once a replay of the -n calls.
+      // -G issues the -n calls a replay at a time, and a replay is marked only once it brings
+      // the calls since the last mark to the communicator's step (with -n 3 against NCCL's 8,
+      // every third replay): the allowance counts the calls between marks, not one replay's.
       arm_phase(fmt::format("sample {} ({} calls)", r.samples_us.size() + 1, calls_in_sample),
-                calls_in_sample, options_.graph_replays > 0 ? options_.iters : 0);
+                calls_in_sample, options_.graph_replays > 0 ? options_.iters : 1);
       session_.barrier(session_.world());
       CpuTimer timer;
       int calls = options_.iters;
@@ -236,14 +238,14 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
   r.max_time_us = *std::max_element(t.begin(), t.end());
 }
 
-void CollRunner::arm_phase(const std::string& phase, int calls, int calls_per_mark) {
+void CollRunner::arm_phase(const std::string& phase, int calls, int at_once) {
   // No call of the phase may go --timeout plus the expected time of the calls between two
   // progress marks without completing (collectives/stall_detector.hpp): a healthy sample of
   // thousands of slow calls goes on as long as calls complete, and a hang is caught --timeout
   // after the last call that completed, whatever -n is. The expected time is the slowest time
   // per call seen so far in the case; before the first call is timed, --timeout alone.
-  if (calls_per_mark <= 0) calls_per_mark = comm_->calls_per_mark();
-  const double gap_s = calls_per_mark * per_call_s_;
+  const std::int64_t calls_per_mark = comm_->calls_per_mark(at_once);
+  const double gap_s = static_cast<double>(calls_per_mark) * per_call_s_;
   // Rank 0 is meant to speak first: the other ranks wait kGrace seconds longer, so their lines
   // follow rank 0's, and still end the job should rank 0 be the one lost.
   constexpr double kGrace = 10;

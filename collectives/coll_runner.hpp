@@ -65,9 +65,10 @@ class CollRunner {
   void measure(Communicator& comm, const CollCall& call, CollResult& r);
   void verify(Communicator& comm, const CollCall& call, CollResult& r);
   // The guard of a phase of `calls` calls: the job ends when none of its calls has completed
-  // for --timeout + `calls_per_mark` x the slowest time per call seen so far in the case
-  // (0: as many as the communicator's progress marks lag, Communicator::calls_per_mark).
-  void arm_phase(const std::string& phase, int calls, int calls_per_mark = 0);
+  // for --timeout + the calls between two progress marks x the slowest time per call seen so far
+  // in the case; the calls are issued `at_once` at a time (-n per CUDA-graph replay), which sets
+  // how often they are marked (Communicator::calls_per_mark).
+  void arm_phase(const std::string& phase, int calls, int at_once = 1);
   // The guard's thread, about to end the process on a hang: the running case's communicator
   // stops its device work (Communicator::abandon), if a case is running.
   void abandon_communicator();

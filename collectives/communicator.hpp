@@ -1,6 +1,7 @@
 #pragma once
 // One collective call and the interface both backends implement: NCCL on device buffers and
 // MPI on host buffers. The runner (coll_runner) times and verifies calls through it.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -60,9 +61,11 @@ class Communicator {
   // while the main thread is inside a call: the runner's guard reads it to tell a slow case from
   // a hung one (collectives/stall_detector.hpp). Any thread.
   virtual std::int64_t completed_calls() = 0;
-  // At most how many calls complete between two steps of completed_calls(): 1 where each call
-  // is counted as it returns (MPI), a few where the stream is marked every few calls (NCCL).
-  virtual int calls_per_mark() const { return 1; }
+  // At most how many calls complete between two steps of completed_calls() when the calls are
+  // issued `at_once` at a time (one per launch, -n per CUDA-graph replay): the calls of one
+  // issue where each call is counted as it returns (MPI), more where the stream is marked every
+  // few calls (NCCL: collectives/progress_marks.hpp).
+  virtual std::int64_t calls_per_mark(int at_once) const { return std::max(1, at_once); }
   // From the guard's thread, when a hang is about to end the process: stops the device's work
   // and drops the peers' connections (NCCL: ncclCommAbort), so that peers see the end at once and
   // no kernel spins on. Bounded: it gives up after a few seconds rather than wait for a main

@@ -332,8 +332,8 @@ class NcclCommunicator final : public Communicator {
     return marks_.completed(
         [&](std::size_t slot) { return cudaEventQuery(mark_events_[slot]) == cudaSuccess; });
   }
-  int calls_per_mark() const override {
-    return kMarkEvery;
+  std::int64_t calls_per_mark(int at_once) const override {
+    return ProgressMarks::calls_between_marks(kMarkEvery, at_once);
   }
 
   // The guard's thread, on a hang, before the process ends. NCCL allows one thread at a time in

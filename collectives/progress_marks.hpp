@@ -26,6 +26,16 @@ class ProgressMarks {
 
   int every() const { return every_; }
 
+  // At most how many calls are issued from one marker to the next when they are issued
+  // `at_once` at a time (one per launch; -n per CUDA-graph replay): a marker goes after the
+  // first batch that brings the calls since the last one to `every`, so batches of 3 against
+  // every 8 are marked every third batch, 9 calls. The guard's allowance rests on this.
+  static std::int64_t calls_between_marks(int every, std::int64_t at_once) {
+    every = every > 0 ? every : 1;
+    at_once = at_once > 0 ? at_once : 1;
+    return (every + at_once - 1) / at_once * at_once;
+  }
+
   // Main thread, after issuing `calls` more calls. On every `every`-th call issued, `record(slot)`
   // records a marker in that slot and returns whether it could; nothing happens when every slot
   // is pending.

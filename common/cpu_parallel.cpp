@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -41,12 +42,19 @@ thread_local bool t_inside = false;
 // in it when the process exits.
 class Pool {
  public:
-  // Runs work over [0, items) on the caller and `helpers` pool threads; false when the pool is
-  // busy with another caller's work (the caller then runs it alone).
+  // Runs work over [0, items) on the caller and `helpers` pool threads (fewer when the system
+  // refuses threads); false when the pool is busy with another caller's work or has no thread
+  // at all (the caller then runs it alone).
   bool run(std::int64_t items, unsigned helpers, const std::function<void(std::int64_t)>& work) {
     std::unique_lock call(call_mutex_, std::try_to_lock);
     if (!call.owns_lock()) return false;
-    while (workers_ < helpers) start_worker(workers_++);
+    // A worker counts once its thread runs: a thread refused (EAGAIN under a pids or process
+    // limit) would otherwise be waited for by every later call. The call goes on with the
+    // workers there are; the next call tries again for the rest.
+    while (workers_ < helpers && start_worker(workers_))
+      ++workers_;
+    helpers = std::min(helpers, workers_);
+    if (helpers == 0) return false;
     work_ = &work;
     items_ = items;
     next_.store(0);
@@ -73,7 +81,8 @@ class Pool {
   pid_t owner = getpid();  // a forked child gets a pool of its own: it has none of these threads
 
  private:
-  void start_worker(unsigned index) {
+  // False when the system refuses the thread.
+  bool start_worker(unsigned index) try {
     // the job value before the call that starts it: a thread that read it once running might
     // already see that call's, and wait for the next one while the call waits for it
     std::thread([this, index, seen = job_.load()]() mutable {
@@ -92,6 +101,9 @@ class Pool {
         }
       }
     }).detach();
+    return true;
+  } catch (const std::system_error&) {
+    return false;
   }
 
   void take_items() {
@@ -150,8 +162,8 @@ void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& w
     ~BlasThreads() { openblas_set_num_threads(saved); }
   } blas;
   const unsigned threads = parallel_threads(items);
-  // One thread wanted, a call from inside an item, or the pool busy with another thread's work:
-  // the caller runs every item itself.
+  // One thread wanted, a call from inside an item, the pool busy with another thread's work, or
+  // no thread to be had: the caller runs every item itself.
   if (threads <= 1 || t_inside || !pool().run(items, threads - 1, work))
     for (std::int64_t i = 0; i < items; ++i)
       work(i);

@@ -9,6 +9,8 @@ namespace opbench {
 // Runs work(item) for item in [0, items) on every core, dynamically balanced (items may differ in
 // cost: causal tiles, experts with different token counts). BLAS calls inside run single-threaded
 // (two BLAS thread pools on the same cores would fight); its thread count is restored afterwards.
+// Where the system refuses threads (a container's pids limit), it runs on the threads it has, down
+// to the caller alone.
 void parallel_for(std::int64_t items, const std::function<void(std::int64_t)>& work);
 
 // How many threads parallel_for uses for `items` items: at most the cores this process may run

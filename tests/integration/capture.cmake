@@ -43,6 +43,8 @@ add_test(NAME "capture: a forked child starts empty and writes its own file"
           --prog $<TARGET_FILE:capture_blas_calls>)
 add_test(NAME "capture: a Python fork pool's and Process children's calls are kept"
   COMMAND ${CHECK_CAPTURE} pyfork --out ${CAPTURE_OUT}/pyfork --lib ${CAPTURE_LIB})
+add_test(NAME "capture: a fork child's and grandchild's own SIGTERM handlers run, not the capture's"
+  COMMAND ${CHECK_CAPTURE} pyterm --out ${CAPTURE_OUT}/pyterm --lib ${CAPTURE_LIB})
 add_test(NAME "capture: a job killed with SIGKILL leaves its periodic tables"
   COMMAND ${CHECK_CAPTURE} killed --out ${CAPTURE_OUT}/killed --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
@@ -118,6 +120,7 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: 4 threads calling BLAS at once"
   "capture: a forked child starts empty and writes its own file"
   "capture: a Python fork pool's and Process children's calls are kept"
+  "capture: a fork child's and grandchild's own SIGTERM handlers run, not the capture's"
   "capture: a job killed with SIGKILL leaves its periodic tables"
   "capture: a call inside an intercepted call counts once"
   "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"

@@ -25,6 +25,11 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       (ended by os._exit): 41 calls over the processes' files, with OPBENCH_CAPTURE_INTERVAL 0
       and 1; each child names its parent, each file is a final write, each child's .prom series
       are its own.
+  check_capture.py pyterm  --out DIR
+      a fork child that installs its own SIGTERM handler after the fork (a worker's graceful
+      shutdown), then makes its first recorded call, and a grandchild of it that keeps the
+      inherited handler: SIGTERM runs each one's handler (it writes a marker file and exits 0),
+      not the capture's; one numpy product in each of the three processes, each file final.
   check_capture.py nested  --out DIR --prog BIN
   check_capture.py baddir  --out DIR --prog BIN --lib LIB
   check_capture.py bench-gemm --out DIR --bench-gemm BIN --lib LIB [--backend B] [--dtype D]
@@ -44,7 +49,9 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       --rank 1: the MPI_Allreduce fp32 4096-byte message (count 1024, comm 2) in and out of
       place (the capture predates the placement column: both are run), captured_calls 5 per rank
       (5 and 5 over 2 ranks; rank 1: 5), in_job_us (50 + 60) / 10 = 11 (rank 1: 12),
-      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's.
+      in_job_ratio = in_job_us / time_us; the GEMM rows are not bench_ccl's. On
+      tests/data/capture_placed (5 calls in place, 1 out of place) each placement runs with its
+      own calls and time, and --placement naming one of them names the other in a warning.
   check_capture.py prometheus --out DIR --prog BIN --lib LIB
       the live endpoint: blas_calls loop under the capture with OPBENCH_CAPTURE_PORT; its
       /metrics passes `promtool check metrics`; a real Prometheus server (Debian's `prometheus`)
@@ -391,6 +398,85 @@ def pyfork_mode(a):
         said = f"forked {forked} children; {len(runs) - 1} left a file"
         check(said in p.stdout + p.stderr or forked == len(runs) - 1,
               f"interval {interval}: the summary does not say '{said}'")
+
+
+PYTERM = """
+import multiprocessing as mp, os, sys, time
+import signal
+import numpy as np
+out = sys.argv[1]
+role, kid = "parent", None
+def product():
+    return float((np.ones((24, 16), dtype=np.float32) @ np.ones((16, 8), dtype=np.float32)).sum())
+def on_term(signum, frame):
+    code = None
+    if kid is not None:
+        kid.terminate()
+        kid.join(30)
+        code = kid.exitcode
+    with open(os.path.join(out, role + ".term"), "w") as f:
+        f.write(f"handled, grandchild exit {code}\\n")
+    sys.exit(0)
+def idle():  # until SIGTERM; or, should the parent be gone without passing it on, 20 s at most
+    parent, end = os.getppid(), time.time() + 20
+    while os.getppid() == parent and time.time() < end:
+        time.sleep(0.05)
+def grandchild(ready):
+    global role
+    role = "grandchild"  # keeps the handler inherited from its parent
+    product()
+    ready.set()
+    idle()
+def child(ready):
+    global role, kid
+    role = "child"
+    signal.signal(signal.SIGTERM, on_term)  # after the fork, before the first recorded call
+    product()
+    ctx = mp.get_context("fork")
+    got = ctx.Event()
+    p = ctx.Process(target=grandchild, args=(got,))
+    p.start()
+    kid = p
+    got.wait(20)
+    ready.set()
+    idle()
+s = product()
+ctx = mp.get_context("fork")
+ready = ctx.Event()
+k = ctx.Process(target=child, args=(ready,))
+k.start()
+ready.wait(20)
+k.terminate()
+k.join(30)
+print("checksum", s, "child exit", k.exitcode)
+"""
+
+
+def pyterm_mode(a):
+    """The program's own SIGTERM handlers run; each of the 3 processes keeps its one call."""
+    out = fresh(a.out)
+    plain_dir = fresh(os.path.join(out, "plain"))
+    plain = run([PY, "-c", PYTERM, plain_dir], timeout=120)
+    cap_dir = fresh(os.path.join(out, "capture"))
+    p = capture(cap_dir, [PY, "-c", PYTERM, cap_dir], timeout=120)
+    for what, proc, where in (("without the capture", plain, plain_dir),
+                              ("with the capture", p, cap_dir)):
+        check(proc.returncode == 0 and "child exit 0" in proc.stdout,
+              f"{what}: exit {proc.returncode}: {proc.stdout.strip()} {proc.stderr.strip()[-300:]}")
+        for role in ("child", "grandchild"):
+            marker = os.path.join(where, role + ".term")
+            text = open(marker).read().strip() if os.path.exists(marker) else "(no marker)"
+            print(f"{what}: {role}: {text}")
+            expected = "handled, grandchild exit 0" if role == "child" else "handled, grandchild exit None"
+            check(text == expected, f"{what}: the {role}'s own SIGTERM handler did not run: {text}")
+    calls, final = [], []
+    for path in files(cap_dir):
+        with open(path[:-3] + "jsonl") as f:
+            final.append(json.loads(f.readline())["run"]["final"])
+        calls.append(sum(gemm_counts(read_rows(path), "cblas_sgemm").values()))
+    print(f"capture: calls per process {calls}, final {final}")
+    check(calls == [1, 1, 1] and all(final), f"expected three final files of one call each: "
+                                             f"calls {calls}, final {final}")
 
 
 def nested_mode(a):
@@ -746,6 +832,18 @@ def replay_ccl_mode(a):
         print("  placed:", got)
         check(got == {"in_place": (5, 10.0), "out_of_place": (1, 30.0)},
               f"{path}: {got}, expected in_place (5, 10 us) and out_of_place (1, 30 us)")
+    check("leaves out" not in p.stderr, f"--placement both left a placement out: {p.stderr[-300:]}")
+    # --placement that leaves out the one the job called: that collective is named, not dropped
+    for placement, dropped in (("out_of_place", "in_place"), ("in_place", "out_of_place")):
+        q = run([a.bench_ccl, "--backend", "mpi", "--capture-path",
+                 os.path.join(ROOT, "tests", "data", "capture_placed"), "--placement", placement,
+                 "--dry-run", "--world-size", "2"])
+        said = ("warning: --capture-path: left out MPI_Allreduce all_reduce 4096 B: the job called "
+                f"it {dropped}, which --placement leaves out")
+        print(f"  --placement {placement}:", q.returncode, q.stderr.strip())
+        check(q.returncode == 0 and said in q.stderr and "1 cases on 2 ranks" in q.stdout,
+              f"--placement {placement}: exit {q.returncode}, expected one case and '{said}': "
+              f"{q.stdout[-300:]} {q.stderr[-300:]}")
 
 
 def free_port():
@@ -832,7 +930,7 @@ def prometheus_mode(a):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir", "gpu", "gpu-async", "pyfork", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
+                                    "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")

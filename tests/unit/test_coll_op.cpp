@@ -189,3 +189,21 @@ TEST_CASE("rank load: a host with more ranks than CPUs is oversubscribed, and na
   CHECK(fine.warning.empty());
   CHECK(fine.hosts.size() == 2);
 }
+
+TEST_CASE("ccl reports: --report-csv-path's file is listed once its first row made it") {
+  // A run stopped before its first row (a signal during the first case's set-up) closes with the
+  // files' listing: it must not name a CSV that was never created.
+  const auto dir = opbench::test::fresh_temp_dir("ccl_listing");
+  CclOptions o;
+  o.report_csv_path = (dir / "all.csv").string();
+  CclReports reports(o, dir.string(), nlohmann::json::object());
+  CHECK(reports.listing().empty());
+  CHECK_FALSE(std::filesystem::exists(dir / "all.csv"));
+  Record row;
+  row.arg("op", "all_reduce").metric("time_us", 1.5);
+  reports.write(CollOp::all_reduce, row);
+  const auto listed = reports.listing();
+  REQUIRE_FALSE(listed.empty());
+  CHECK(listed.front() == (dir / "all.csv").string() + " (1 row)");
+  CHECK(std::filesystem::exists(dir / "all.csv"));
+}

@@ -1,10 +1,13 @@
-#include <atomic>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -12,7 +15,8 @@
 
 using namespace opbench;
 
-TEST_CASE("parallel_for runs every item once, on threads kept from call to call", "[cpu_parallel]") {
+TEST_CASE("parallel_for runs every item once, on threads kept from call to call",
+          "[cpu_parallel]") {
   limit_cpu_threads(0, 0);
   const unsigned threads = parallel_threads(1000);
   // A thread's first item counts it (a new thread starts with its thread_local unset; an id
@@ -35,7 +39,8 @@ TEST_CASE("parallel_for runs every item once, on threads kept from call to call"
   CHECK(threads_seen.load() <= static_cast<int>(threads));
 }
 
-TEST_CASE("parallel_for inside an item, with one thread, and when an item throws", "[cpu_parallel]") {
+TEST_CASE("parallel_for inside an item, with one thread, and when an item throws",
+          "[cpu_parallel]") {
   limit_cpu_threads(0, 0);
   std::atomic<int> inner{0};
   parallel_for(8, [&](std::int64_t) { parallel_for(5, [&](std::int64_t) { inner++; }); });
@@ -91,4 +96,44 @@ TEST_CASE("parallel_for's first call in a fresh process finishes however late it
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung_or_wrong;
   }
   CHECK(hung_or_wrong == 0);
+}
+
+TEST_CASE("parallel_for where the system refuses threads runs its items on the caller, every call",
+          "[cpu_parallel]") {
+  // A forked child under a process limit of 1 (RLIMIT_NPROC, as a container's pids limit: the
+  // kernel refuses the pool's threads with EAGAIN; root, which the limit spares, becomes nobody
+  // first) asks for 4 threads (3 helpers) four times. The pool once counted a worker before its
+  // thread started: each of the first three calls threw, counting one more worker, and the
+  // fourth waited for the three that never ran: alarm() turns that hang into a failed child.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(5);
+    limit_cpu_threads(4, 1);
+    const rlimit one{1, 1};
+    if (setrlimit(RLIMIT_NPROC, &one) != 0) _exit(10);
+    if (geteuid() == 0 && setuid(65534) != 0) _exit(11);
+    try {
+      std::thread([] {}).join();
+      _exit(12);  // the limit did not hold: the test proves nothing here
+    } catch (const std::system_error&) {
+    }
+    int result = 0;
+    for (int call = 0; call < 4; ++call) {
+      std::atomic<int> n{0};
+      try {
+        parallel_for(8, [&](std::int64_t) { n++; });
+      } catch (const std::system_error&) {
+        result = 2;  // the refused thread came out of parallel_for
+      }
+      if (n.load() != 8 && result == 0) result = 1;
+    }
+    _exit(result);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  INFO("child: " << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                       : "signal " + std::to_string(WTERMSIG(status)))
+                 << " (1: items lost, 2: threw, 10-12: the limit could not be set; SIGALRM: hung)");
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
