@@ -352,7 +352,10 @@ def replay_rows(dirs):
     (--capture-path / --trace-path replays): (family, what, calls, in-job us, alone us, ratio)."""
     out = []
     for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
+        reports = sorted(glob.glob(os.path.join(glob.escape(d), "*.csv")))
+        if not reports:  # a mistyped folder would read as "0 shapes", exit 0
+            raise BadCapture(f"--replay {d}: {'no CSV report in it' if os.path.isdir(d) else 'no such folder'}")
+        for path in reports:
             with open(path, newline="") as f:
                 for r in csv.DictReader(f):
                     if not r.get("in_job_ratio"):
@@ -417,9 +420,9 @@ def main(argv):
     files = sorted(os.path.join(args.dir, n) for n in names
                    if n.startswith("capture-") and n.endswith(".csv"))
     if not files:
-        print(f"capture: no capture files in {args.dir} (no intercepted call was made, or the "
+        print(f"error: {args.dir}: no capture files (no intercepted call was made, or the "
               "library could not write there: check the program's stderr for an opbench-capture: "
-              "line)")
+              "line)", file=sys.stderr)
         return 2
     try:
         tables = [read_capture_file(path) for path in files]
@@ -462,7 +465,11 @@ def main(argv):
               + f" of the {'traced' if sources != ['capture'] else 'captured'} time")
     for note in process_notes(files, tables):
         print(f"  note: {note}")
-    replays = replay_rows(args.replay)
+    try:
+        replays = replay_rows(args.replay)
+    except BadCapture as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.replay:
         print(f"replayed alone ({plural(len(replays), 'shape')} with a time in the job):")
         what_w = max([len("shape")] + [len(r[1]) for r in replays])

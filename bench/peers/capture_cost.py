@@ -137,9 +137,9 @@ def main() -> int:
     for r in rows:
         layout = ("T" if r["transa"] == "T" else "N") + ("T" if r["transb"] == "T" else "N")
         alone = f"{float(r['time_us']):.1f}" if r["status"] == "ok" and r["time_us"] else r["status"]
+        ratio = f"{float(r['in_job_ratio']):.2f}" if r["in_job_ratio"] else "-"  # a skipped row has none
         print(f"| {r['m']} x {r['n']} x {r['k']} {layout} {r['dtype']} b{r['batch']} "
-              f"| {r['captured_calls']} | {float(r['in_job_us'] or 0):.1f} | {alone} "
-              f"| {float(r['in_job_ratio']):.2f} |" if r["in_job_ratio"] else "| - |")
+              f"| {r['captured_calls']} | {float(r['in_job_us'] or 0):.1f} | {alone} | {ratio} |")
     print(f"\n(captures and replay in {work})")
     return 0
 

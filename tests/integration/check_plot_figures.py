@@ -298,6 +298,11 @@ def check_looks(args):
     if code != 0:
         return [f"plot_report exit {code}: {stderr}"]
     problems = []
+    # a chart that was not drawn is a problem, never a check skipped
+    for name in ("plot_memops_sweep_memops.png", "gemm_moe_experts_gemm.png",
+                 "plot_attention_shapes_attention.png"):
+        if name not in figures:
+            problems.append(f"no {name} among {sorted(figures)}")
     memops = figures.get("plot_memops_sweep_memops.png")
     texts = [t.get_text().strip() for t in memops.axes[0].texts] if memops else []
     print("memops bar texts:", texts)
