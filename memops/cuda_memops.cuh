@@ -19,9 +19,12 @@
 //     blocks strides over them. The row is read once for the statistics and once more to write
 //     the result, the second read expected to hit L1/L2 while the block works on the row
 //     (PyTorch's and Apex's layer norms read the row twice the same way).
-//   norm backward: the same, each block keeping its share of dw (and db) in a partial row of an
-//     fp32 workspace, then a column reduction over the partials (Apex's
-//     cuComputePartGradGammaBeta / cuComputeGradGammaBeta split the work the same way).
+//   rmsnorm backward: persistent blocks, one wave, each owning a run of rows with w and its
+//     share of dw in registers (cuda_memops_norms.cu says how; rows past 8192 columns, or
+//     operands not 16-byte aligned, keep the block-per-row kernel); layernorm backward: one
+//     block per row. Either keeps each block's dw (and db) in a partial row of an fp32
+//     workspace, then a column reduction over the partials (Apex's cuComputePartGradGammaBeta /
+//     cuComputeGradGammaBeta split the work the same way).
 //   elementwise (memops/elementwise.hpp's kernels, adamw, casts, fp8 quantize): grid-stride
 //     loops over 16-byte vectors, two a thread at a time (a single 128-bit load or store per
 //     access, CUDA C++ Programming Guide, "Device Memory Accesses": an access compiles to one

@@ -23,6 +23,23 @@ std::string attention_key(const AttentionShape& s, AttentionPass pass) {
   return fmt::format("{} {} {}", s.dims(), attention_pass_name(pass), dtype_name(s.dtype));
 }
 
+// Two APIs (operators) of one shape in the job are one shape to the step: their calls add up and
+// their in-job averages weigh by calls (the second used to overwrite the first, the larger).
+template <typename Map>
+void add_shape(Map& shapes, const typename Map::key_type& key,
+               const typename Map::mapped_type& s) {
+  auto [it, fresh] = shapes.emplace(key, s);
+  if (fresh) return;
+  auto& had = it->second;
+  const std::int64_t calls = had.calls + s.calls;
+  if (calls > 0)
+    had.average_us = (had.average_us * static_cast<double>(had.calls) +
+                      s.average_us * static_cast<double>(s.calls)) /
+                     static_cast<double>(calls);
+  had.calls = calls;
+  if (had.api != s.api) had.api += " + " + s.api;
+}
+
 }  // namespace
 
 CaptureTimes CaptureTimes::load(const ShapeSource& source) {
@@ -33,17 +50,18 @@ CaptureTimes CaptureTimes::load(const ShapeSource& source) {
   for (const GemmCase& c : capture_cases(sel, nullptr)) {
     if (!c.captured || !c.captured->in_job_us) continue;  // no call timed
     const GemmProblem& p = c.problem;
-    t.gemms_[gemm_key(p, p.batch)] = {c.captured->api, c.captured->calls, *c.captured->in_job_us};
+    add_shape(t.gemms_, gemm_key(p, p.batch),
+              {c.captured->api, c.captured->calls, *c.captured->in_job_us});
   }
   for (const AttentionCase& c : capture_attention_cases(source, std::nullopt, nullptr)) {
     if (!c.captured->in_job_us) continue;
-    t.attention_[attention_key(c.shape, c.pass)] = {c.captured->api, c.captured->calls,
-                                                    *c.captured->in_job_us};
+    add_shape(t.attention_, attention_key(c.shape, c.pass),
+              {c.captured->api, c.captured->calls, *c.captured->in_job_us});
   }
   for (const CapturedMessage& msg : captured_messages(source, std::nullopt, nullptr)) {
     if (!msg.in_job_us) continue;
-    t.collectives_[coll_key(msg.op, msg.dtype, msg.size_bytes, msg.comm_size)] = {
-        msg.api, msg.calls, *msg.in_job_us};
+    add_shape(t.collectives_, coll_key(msg.op, msg.dtype, msg.size_bytes, msg.comm_size),
+              {msg.api, msg.calls, *msg.in_job_us});
   }
   return t;
 }

@@ -239,6 +239,27 @@ TEST_CASE(
   CHECK_FALSE(times.find(coll));
 }
 
+TEST_CASE("capture times: two APIs of one shape add up, their averages weighed by calls",
+          "[step]") {
+  // The later (smaller) one replaced the larger: 100 µs where the job's 40 calls averaged 175.
+  const auto dir = test::fresh_temp_dir("capture_times_two_apis");
+  std::ofstream(dir / "capture-n1-rank0.csv")
+      << "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
+         "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n"
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,10,10,1000,100,90,100,150,200,\n"
+      << "n1,0,1,cblas_sgemm,gemm,gemm,fp32,64,128,32,1,NT,,,,,,30,30,6000,200,150,200,250,300,\n";
+  const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
+  StepOperator gemm;
+  gemm.family = StepFamily::gemm;
+  gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
+  gemm.gemm.dtype = DType::fp32;
+  const auto t = times.find(gemm);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(175));  // (6000 + 1000) / (30 + 10)
+  CHECK_THAT(t->source, Catch::Matchers::Contains("cblas_sgemm + sgemm_"));
+  CHECK_THAT(t->source, Catch::Matchers::Contains("40 calls"));
+}
+
 TEST_CASE("capture times from a converted GPU trace: GEMM, attention and all-reduce kernels",
           "[step]") {
   // tests/data/trace's GPU step (test_trace.cpp works its figures out): the mm's two kernels
