@@ -156,7 +156,8 @@ def noisy(row) -> bool:
 # on the host gets a floor. docs/scripts.md gives the reruns it was calibrated on.
 RERUN_K = 1.0
 # percent, from the calibration (attention as gemm and fsdp as ccl: not calibrated apart)
-HOST_RERUN_FLOOR = {"gemm": 45.0, "attention": 45.0, "memops": 60.0, "ccl": 30.0, "fsdp": 30.0}
+HOST_RERUN_FLOOR = {"gemm": 45.0, "attention": 45.0, "memops": 60.0, "ccl": 30.0, "fsdp": 30.0,
+                    "step": 20.0, "step_operators": 60.0}
 HOST_BACKENDS = {"cpu", "mpi"}
 # Several runs a side: a change must exceed RUN_T standard errors of the difference of the two
 # sides' means, estimated from how their runs differ (3, not 2: a few runs, and whole-run shifts
@@ -164,11 +165,22 @@ HOST_BACKENDS = {"cpu", "mpi"}
 RUN_T = 3.0
 
 
+def ran_on_host(row) -> bool:
+    """Whether a row's time was measured on the CPU: its backend (cpu, mpi), or where a report has
+    none (bench_step's), its device: the CPU providers' "model (N threads)", or mpi; a time bench_step
+    read from reports or a capture moves only as they do."""
+    if row.get("backend"):
+        return row["backend"] in HOST_BACKENDS
+    if (row.get("times_from") or row.get("time_from") or "measured").find("measured") < 0:
+        return False
+    device = row.get("device") or ""
+    return device in HOST_BACKENDS or device.endswith(" threads)")
+
+
 def default_floor(kind, rows):
     """The rerun floor of one run a side: HOST_RERUN_FLOOR's where every row ran on the host; 0 on a
-    GPU (no rerun has been measured there: --rerun-floor sets one), and for bench_step's
-    projections (made from reports, they move only as their inputs do)."""
-    on_host = rows and all((r.get("backend") or "") in HOST_BACKENDS for r in rows)
+    GPU (no rerun has been measured there: --rerun-floor sets one)."""
+    on_host = rows and all(ran_on_host(r) for r in rows if r.get("status") == "ok")
     return HOST_RERUN_FLOOR.get(kind, 0.0) if on_host else 0.0
 
 
@@ -383,7 +395,7 @@ def main() -> int:
         flag, band = verdict(b, n, change, args.threshold, floor)
         counts[flag] += 1
         noise = f"±{band:.1f}%" if b.rse is not None or n.rse is not None or b.cv is not None \
-            or n.cv is not None or b.runs > 1 or n.runs > 1 else ""
+            or n.cv is not None or b.runs > 1 or n.runs > 1 or floor else ""
         if b.noisy or n.noisy:
             noise += " noisy"
         print(f"| {label} | {figure_b} | {figure_n} | {ratio:.3f} | {change:+.1f}% | {flag} | {noise} |")

@@ -21,6 +21,7 @@ struct OperatorTime {
   // Where the time is from: "measured" (this run, bench_step --measure), "reports" (the folders of
   // --from-reports), "captured" (the job's own calls, --capture-path).
   std::string origin = "reports";
+  std::optional<double> cv = std::nullopt;  // the spread of the row's samples (stddev / mean)
 };
 
 class ReportTimes {

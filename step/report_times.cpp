@@ -307,6 +307,7 @@ void ReportTimes::Impl::index(ReportKind kind, const Row& r, std::size_t folder)
   // bench_ccl rows name no device; the backend (nccl, mpi) is what there is to say.
   t.device = std::string(r.has("device") ? r.text("device") : r.text("backend"));
   t.rse = r.real("rse");
+  t.cv = r.real("cv");
   t.origin = folder == measured_folder ? "measured" : "reports";
 
   switch (kind) {
@@ -373,6 +374,7 @@ std::optional<OperatorTime> ReportTimes::Impl::collective(const StepCollective& 
   t.origin = a.origin;
   // The larger of the two relative errors bounds the interpolated value's.
   if (a.rse && b.rse) t.rse = std::max(*a.rse, *b.rse);
+  if (a.cv && b.cv) t.cv = std::max(*a.cv, *b.cv);
   return t;
 }
 

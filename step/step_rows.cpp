@@ -114,7 +114,12 @@ Record operator_row(const StepConfig& c, const TimedOperator& t, const StepProje
       .metric("share_of_step", optional_value(share))
       .metric("model_flops", op.model_flops)
       .metric("hardware_flops", op.hardware_flops);
+  // the time's own noise and where it ran, so that two runs' operators compare as the
+  // families' reports do (compare_reports.py: the band, and the host's rerun floor)
+  r.metric("cv", t.time && t.time->cv ? Value{*t.time->cv} : Value{});
+  r.metric("rse", t.time && t.time->rse ? Value{*t.time->rse} : Value{});
   r.result("time_from", t.time ? Value{t.time->origin} : Value{});
+  r.result("device", t.time && !t.time->device.empty() ? Value{t.time->device} : Value{});
   r.result("source", t.time ? Value{t.time->source} : Value{});
   r.result("status", std::string(t.time ? "ok" : "missing"));
   r.result("note", op.note.empty() ? Value{} : Value{op.note});

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Calibrates compare_reports.py's rerun noise on this machine: runs bench_gemm --model tiny,
-bench_memops --model tiny and 2-rank bench_ccl several times back to back, with nothing changed,
+bench_memops --model tiny, bench_step --model tiny and 2-rank bench_ccl several times back to back, with nothing changed,
 and prints for each how far its reruns' rows differ against the spread of their samples (cv): the
 rerun floor the pairs need beyond RERUN_K x cv (pass it as --rerun-floor), and then what
 compare_reports.py itself says of each rerun against the one before (the gate must pass them all)
@@ -9,6 +9,7 @@ the second half made SLOWER percent longer: a change below the one-run floor tha
 side still catch.
 
     bench/compare/rerun_floor.py [--runs 12] [--slower 20] [--build build] [--out DIR] [--tables-only]
+                                 [--only gemm,memops,step,ccl]
 
 A figure of this machine, not a test: run it with nothing else busy; docs/scripts.md gives the
 figures the shipped RERUN_K and floors came from.
@@ -37,6 +38,7 @@ def commands(build):
     return {
         "gemm tiny": ([f"{build}/gemm/bench_gemm", "--model", "tiny"], ["gemm_tiny.csv"]),
         "memops tiny": ([f"{build}/memops/bench_memops", "--model", "tiny"], ["memops_tiny.csv"]),
+        "step tiny": ([f"{build}/step/bench_step", "--model", "tiny"], ["step.csv", "step_operators.csv"]),
         "ccl 2 ranks": (MPIRUN + [f"{build}/collectives/bench_ccl"],
                         [f"ccl_{op}.csv" for op in ("all_reduce", "all_gather", "reduce_scatter",
                                                     "all_to_all", "broadcast", "reduce", "send_recv")]),
@@ -130,6 +132,8 @@ def main() -> int:
     parser.add_argument("--tables-only", action="store_true",
                         help="run nothing: the table of the reports an earlier run left in --out")
     parser.add_argument("--out", help="folder for the reports (default: a temporary one)")
+    parser.add_argument("--only", metavar="B[,B...]", default="gemm,memops,step,ccl",
+                        help="the binaries, by the first word of their rows (default all: gemm,memops,step,ccl)")
     args = parser.parse_args()
     if args.tables_only and not args.out:
         print("error: --tables-only: name the folder of an earlier run with --out", file=sys.stderr)
@@ -137,13 +141,21 @@ def main() -> int:
     if args.runs < 2:
         print(f"error: --runs: needs at least 2 runs to compare, got {args.runs}", file=sys.stderr)
         return 2
+    every = commands(args.build)
+    only = args.only.split(",")
+    unknown = [b for b in only if b not in {n.split()[0] for n in every}]
+    if unknown:
+        print(f"error: --only: unknown {', '.join(unknown)} (accepted: gemm, memops, step, ccl)", file=sys.stderr)
+        return 2
     out = args.out or tempfile.mkdtemp(prefix="rerun_floor.")
     print(f"RERUN_K {compare.RERUN_K:g}; threshold {THRESHOLD:g}%; "
           f"{'the runs found' if args.tables_only else f'{args.runs} runs each'}, reports in {out}\n")
     print("| binary | runs | row pairs | largest change | floor needed beyond K x cv | shipped floor "
           f"| reruns passed (i+1 against i) | half against half | half against half {args.slower:g}% slower |")
     print("|---|---:|---:|---:|---:|---:|---|---|---|")
-    for name, (command, files) in commands(args.build).items():
+    for name, (command, files) in every.items():
+        if name.split()[0] not in only:
+            continue
         runs = args.runs
         if args.tables_only:  # the runs an earlier call left, however many
             runs = 0
@@ -167,9 +179,12 @@ def main() -> int:
         slow = [slowed(f, files, args.slower, f"{f}-slower") for f in folders[half:]]
         caught = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], slow, files)) \
             if half >= 2 else "n/a"
-        kind = "ccl" if name.startswith("ccl") else name.split()[0]
+        # the floor of each report kind the binary writes (bench_step: step.csv's, step_operators.csv's)
+        kinds = sorted({compare.read(os.path.join(folders[0], f))[2] for f in files
+                        if os.path.exists(os.path.join(folders[0], f))})
+        floors = " / ".join(f"{compare.HOST_RERUN_FLOOR.get(k, 0.0):g}%" for k in kinds)
         print(f"| {name} | {runs} | {sum(f[0] for f in figures)} | {max(f[1] for f in figures):.1f}% "
-              f"| {max(f[2] for f in figures):.1f}% | {compare.HOST_RERUN_FLOOR.get(kind, 0.0):g}% "
+              f"| {max(f[2] for f in figures):.1f}% | {floors} "
               f"| {sum(1 for c in gates if c == 0)} of {len(gates)} | {halves} | {caught} |")
     return 0
 
