@@ -194,14 +194,29 @@ TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[s
   CHECK(adamw->count == 1);
 }
 
+namespace {
+
+const char* const kCaptureHeader =
+    "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
+    "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+
+// The GEMM the capture tables below hold: 64 x 128 x 32, NT, fp32.
+StepOperator captured_gemm() {
+  StepOperator gemm;
+  gemm.family = StepFamily::gemm;
+  gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
+  gemm.gemm.dtype = DType::fp32;
+  return gemm;
+}
+
+}  // namespace
+
 TEST_CASE(
     "capture times: GEMMs by shape, batched ones per entry, collectives by message, the "
     "average over every file's timed calls",
     "[step]") {
   const auto dir = test::fresh_temp_dir("capture_times");
-  const std::string header =
-      "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
-      "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+  const std::string header = kCaptureHeader;
   std::ofstream(dir / "capture-n1-rank0.csv")
       << header
       << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,10,10,1000,100,90,80,150,200,\n"
@@ -211,10 +226,7 @@ TEST_CASE(
       << header
       << "n1,1,2,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,30,30,3000,100,90,120,150,200,\n";
   const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
-  StepOperator gemm;
-  gemm.family = StepFamily::gemm;
-  gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
-  gemm.gemm.dtype = DType::fp32;
+  StepOperator gemm = captured_gemm();
   // (1000 + 3000) / (10 + 30) = 100 µs (the files' medians, 80 and 120 µs, play no part)
   auto t = times.find(gemm);
   REQUIRE(t);
@@ -244,16 +256,11 @@ TEST_CASE("capture times: two APIs of one shape add up, their averages weighed b
   // The later (smaller) one replaced the larger: 100 µs where the job's 40 calls averaged 175.
   const auto dir = test::fresh_temp_dir("capture_times_two_apis");
   std::ofstream(dir / "capture-n1-rank0.csv")
-      << "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,redop,"
-         "calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n"
+      << kCaptureHeader
       << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,10,10,1000,100,90,100,150,200,\n"
       << "n1,0,1,cblas_sgemm,gemm,gemm,fp32,64,128,32,1,NT,,,,,,30,30,6000,200,150,200,250,300,\n";
   const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
-  StepOperator gemm;
-  gemm.family = StepFamily::gemm;
-  gemm.gemm.m = 64, gemm.gemm.n = 128, gemm.gemm.k = 32, gemm.gemm.transb = true;
-  gemm.gemm.dtype = DType::fp32;
-  const auto t = times.find(gemm);
+  const auto t = times.find(captured_gemm());
   REQUIRE(t);
   CHECK(t->time_us == Approx(175));  // (6000 + 1000) / (30 + 10)
   CHECK_THAT(t->source, Catch::Matchers::Contains("cblas_sgemm + sgemm_"));
