@@ -222,9 +222,12 @@ using opbench::CollOp;
 OPBENCH_CAPTURE_EXPORT int MPI_Allreduce(const void* s, void* r, int count, MPI_Datatype t,
                                          MPI_Op op, MPI_Comm comm) {
   OPBENCH_PMPI(MPI_Allreduce, int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm));
-  return timed(
-      [&] { return PMPI_Allreduce(s, r, count, t, op, comm); },
-      [&] { return placed(coll_key("MPI_Allreduce", CollOp::all_reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
+  return timed([&] { return PMPI_Allreduce(s, r, count, t, op, comm); },
+               [&] {
+                 return placed(
+                     coll_key("MPI_Allreduce", CollOp::all_reduce, t, count, comm, redop_of(op)),
+                     s == MPI_IN_PLACE);
+               });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Allgather(const void* s, int scount, MPI_Datatype st, void* r,
@@ -236,7 +239,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Allgather(const void* s, int scount, MPI_Datatype
   return timed([&] { return PMPI_Allgather(s, scount, st, r, rcount, rt, comm); },
                [&] {
                  return placed(coll_key("MPI_Allgather", CollOp::all_gather, in_place ? rt : st,
-                                 in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
+                                        in_place ? rcount : scount, comm),
+                               s == MPI_IN_PLACE);
                });
 }
 
@@ -246,8 +250,9 @@ OPBENCH_CAPTURE_EXPORT int MPI_Reduce_scatter_block(const void* s, void* r, int 
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm));
   return timed([&] { return PMPI_Reduce_scatter_block(s, r, rcount, t, op, comm); },
                [&] {
-                 return placed(coll_key("MPI_Reduce_scatter_block", CollOp::reduce_scatter, t, rcount,
-                                 comm, redop_of(op)), s == MPI_IN_PLACE);
+                 return placed(coll_key("MPI_Reduce_scatter_block", CollOp::reduce_scatter, t,
+                                        rcount, comm, redop_of(op)),
+                               s == MPI_IN_PLACE);
                });
 }
 
@@ -274,7 +279,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Alltoall(const void* s, int scount, MPI_Datatype 
   return timed([&] { return PMPI_Alltoall(s, scount, st, r, rcount, rt, comm); },
                [&] {
                  return placed(coll_key("MPI_Alltoall", CollOp::all_to_all, in_place ? rt : st,
-                                 in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
+                                        in_place ? rcount : scount, comm),
+                               s == MPI_IN_PLACE);
                });
 }
 
@@ -307,9 +313,11 @@ OPBENCH_CAPTURE_EXPORT int MPI_Bcast(void* buf, int count, MPI_Datatype t, int r
 OPBENCH_CAPTURE_EXPORT int MPI_Reduce(const void* s, void* r, int count, MPI_Datatype t, MPI_Op op,
                                       int root, MPI_Comm comm) {
   OPBENCH_PMPI(MPI_Reduce, int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm));
-  return timed(
-      [&] { return PMPI_Reduce(s, r, count, t, op, root, comm); },
-      [&] { return placed(coll_key("MPI_Reduce", CollOp::reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
+  return timed([&] { return PMPI_Reduce(s, r, count, t, op, root, comm); },
+               [&] {
+                 return placed(coll_key("MPI_Reduce", CollOp::reduce, t, count, comm, redop_of(op)),
+                               s == MPI_IN_PLACE);
+               });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Barrier(MPI_Comm comm) {
@@ -377,9 +385,12 @@ OPBENCH_CAPTURE_EXPORT int MPI_Iallreduce(const void* s, void* r, int count, MPI
                                           MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   OPBENCH_PMPI(MPI_Iallreduce,
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*));
-  return posted(
-      [&] { return PMPI_Iallreduce(s, r, count, t, op, comm, req); }, req,
-      [&] { return placed(coll_key("MPI_Iallreduce", CollOp::all_reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
+  return posted([&] { return PMPI_Iallreduce(s, r, count, t, op, comm, req); }, req,
+                [&] {
+                  return placed(
+                      coll_key("MPI_Iallreduce", CollOp::all_reduce, t, count, comm, redop_of(op)),
+                      s == MPI_IN_PLACE);
+                });
 }
 
 OPBENCH_CAPTURE_EXPORT int MPI_Iallgather(const void* s, int scount, MPI_Datatype st, void* r,
@@ -391,7 +402,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Iallgather(const void* s, int scount, MPI_Datatyp
   return posted([&] { return PMPI_Iallgather(s, scount, st, r, rcount, rt, comm, req); }, req,
                 [&] {
                   return placed(coll_key("MPI_Iallgather", CollOp::all_gather, in_place ? rt : st,
-                                  in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
+                                         in_place ? rcount : scount, comm),
+                                s == MPI_IN_PLACE);
                 });
 }
 
@@ -402,8 +414,9 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ireduce_scatter_block(const void* s, void* r, int
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*));
   return posted([&] { return PMPI_Ireduce_scatter_block(s, r, rcount, t, op, comm, req); }, req,
                 [&] {
-                  return placed(coll_key("MPI_Ireduce_scatter_block", CollOp::reduce_scatter, t, rcount,
-                                  comm, redop_of(op)), s == MPI_IN_PLACE);
+                  return placed(coll_key("MPI_Ireduce_scatter_block", CollOp::reduce_scatter, t,
+                                         rcount, comm, redop_of(op)),
+                                s == MPI_IN_PLACE);
                 });
 }
 
@@ -416,7 +429,8 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ialltoall(const void* s, int scount, MPI_Datatype
   return posted([&] { return PMPI_Ialltoall(s, scount, st, r, rcount, rt, comm, req); }, req,
                 [&] {
                   return placed(coll_key("MPI_Ialltoall", CollOp::all_to_all, in_place ? rt : st,
-                                  in_place ? rcount : scount, comm), s == MPI_IN_PLACE);
+                                         in_place ? rcount : scount, comm),
+                                s == MPI_IN_PLACE);
                 });
 }
 
@@ -431,9 +445,12 @@ OPBENCH_CAPTURE_EXPORT int MPI_Ireduce(const void* s, void* r, int count, MPI_Da
                                        int root, MPI_Comm comm, MPI_Request* req) {
   OPBENCH_PMPI(MPI_Ireduce,
                int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request*));
-  return posted(
-      [&] { return PMPI_Ireduce(s, r, count, t, op, root, comm, req); }, req,
-      [&] { return placed(coll_key("MPI_Ireduce", CollOp::reduce, t, count, comm, redop_of(op)), s == MPI_IN_PLACE); });
+  return posted([&] { return PMPI_Ireduce(s, r, count, t, op, root, comm, req); }, req,
+                [&] {
+                  return placed(
+                      coll_key("MPI_Ireduce", CollOp::reduce, t, count, comm, redop_of(op)),
+                      s == MPI_IN_PLACE);
+                });
 }
 
 // ---- completion: the requests are copied before the call, which may null them

@@ -11,11 +11,11 @@ namespace opbench {
 
 std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::optional<int> rank,
                                                std::vector<std::string>* left_out) {
-  const std::vector<CapturedShape> shapes = read_capture_shapes(
-      {source,
-       rank,
-       {"collective", "p2p"},
-       {"api", "op", "dtype", "bytes", "comm_size", "redop", "placement"}});
+  const std::vector<CapturedShape> shapes =
+      read_capture_shapes({source,
+                           rank,
+                           {"collective", "p2p"},
+                           {"api", "op", "dtype", "bytes", "comm_size", "redop", "placement"}});
   std::vector<CapturedMessage> out;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string &api = shape.key[0], &op = shape.key[1], &dtype = shape.key[2];

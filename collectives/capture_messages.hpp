@@ -21,7 +21,7 @@ struct CapturedMessage {
   RedOp redop = RedOp::sum;
   std::uint64_t size_bytes = 0;
   int comm_size = 0;
-  std::int64_t calls = 0;           // per rank: the calls over the tables / the tables that made them
+  std::int64_t calls = 0;  // per rank: the calls over the tables / the tables that made them
   std::optional<double> in_job_us;  // Σ total_us / Σ timed_calls
   // "in_place" or "out_of_place" as the job called it; "" when the tables do not say (a capture
   // written before the column): bench_ccl then runs both

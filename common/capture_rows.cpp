@@ -169,17 +169,16 @@ void check_row(const CaptureRow& row, const std::string& where) {
   r.whole("pid");
   const std::string source = r.has("source") ? r.cell("source") : "capture";
   if (std::find(kSources.begin(), kSources.end(), source) == kSources.end())
-    r.fail("source", fmt::format("'{}' is not capture, trace:gpu, trace:cpu or trace:et",
-                                 shown(source)));
+    r.fail("source",
+           fmt::format("'{}' is not capture, trace:gpu, trace:cpu or trace:et", shown(source)));
   const bool traced = source != "capture";
   if (traced)
     r.text("api");
   else
     r.name("api");
   const std::string& kind = r.cell("kind");
-  const bool unreplayed =
-      traced && std::find(kUnreplayedKinds.begin(), kUnreplayedKinds.end(), kind) !=
-                    kUnreplayedKinds.end();
+  const bool unreplayed = traced && std::find(kUnreplayedKinds.begin(), kUnreplayedKinds.end(),
+                                              kind) != kUnreplayedKinds.end();
   if (kind != "gemm" && kind != "collective" && kind != "p2p" && !(traced && kind == "attention") &&
       !unreplayed)
     r.fail("kind", traced ? fmt::format("'{}' is not gemm, attention, collective, p2p, "
@@ -234,8 +233,8 @@ void check_row(const CaptureRow& row, const std::string& where) {
       static_cast<__int128>(count) * static_cast<__int128>(rule->element) * rule->ranks;
   if (expected == bytes) return;
   const std::string ranks = rule->ranks == 1 ? "" : fmt::format(" on {} ranks", rule->ranks);
-  r.fail("bytes", fmt::format("{}, but count {} of {} ({} B each){} makes {} for {}", bytes,
-                              count, dtype, rule->element, ranks, expected, api));
+  r.fail("bytes", fmt::format("{}, but count {} of {} ({} B each){} makes {} for {}", bytes, count,
+                              dtype, rule->element, ranks, expected, api));
 }
 
 }  // namespace

@@ -13,12 +13,13 @@
 //   row) stored through cvt.rn.bf16x2.f32;
 // - a row of up to 16,384 elements (512 threads of 32 floats' registers: 4 vectors of bf16, 8 of
 //   fp32, max_row_items) is one block of up to 512 threads (two or more blocks an SM, whose
-//   reductions overlap each other's loads), up to 32,768 one block of 1024; beyond, on sm_90 and later, a thread block cluster of up to
-//   8 blocks holds the row, their partial max and sum exchanged through distributed shared memory
-//   (cross-entropy at 128,256 bf16: 8 blocks of 512 threads, 4 vectors a thread; at 256,000: 8
-//   of 1024), so the row is still read from DRAM once. Without clusters (sm_80), or past 8
-//   blocks, the row is split: chunks of 512 threads' items write their max and sum, a second kernel
-//   merges them and writes the row, reading it again (from L2 where it still is);
+//   reductions overlap each other's loads), up to 32,768 one block of 1024; beyond, on sm_90 and
+//   later, a thread block cluster of up to 8 blocks holds the row, their partial max and sum
+//   exchanged through distributed shared memory (cross-entropy at 128,256 bf16: 8 blocks of 512
+//   threads, 4 vectors a thread; at 256,000: 8 of 1024), so the row is still read from DRAM once.
+//   Without clusters (sm_80), or past 8 blocks, the row is split: chunks of 512 threads' items
+//   write their max and sum, a second kernel merges them and writes the row, reading it again (from
+//   L2 where it still is);
 // - a row whose length is not a multiple of the vector (GPT-2's 50,257) is read in 16-byte
 //   vectors between its unaligned head and tail, which the first block's first threads take
 //   element by element (memops/cuda_memops.cuh, row_split);

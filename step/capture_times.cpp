@@ -26,8 +26,7 @@ std::string attention_key(const AttentionShape& s, AttentionPass pass) {
 // Two APIs (operators) of one shape in the job are one shape to the step: their calls add up and
 // their in-job averages weigh by calls (the second used to overwrite the first, the larger).
 template <typename Map>
-void add_shape(Map& shapes, const typename Map::key_type& key,
-               const typename Map::mapped_type& s) {
+void add_shape(Map& shapes, const typename Map::key_type& key, const typename Map::mapped_type& s) {
   auto [it, fresh] = shapes.emplace(key, s);
   if (fresh) return;
   auto& had = it->second;
