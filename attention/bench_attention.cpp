@@ -289,7 +289,7 @@ int bench_attention_main(int argc, char** argv) {
   const MeasureOptions measure = attention_measure(choice.backend, o.measure);
   progress.set_stop_bound(stop_bound(measure));
   AttentionRunOptions run{measure, o.check, o.check_heads};
-  CaseLoop loop(progress, table, harness, tally, rows);
+  CaseLoop loop(progress, &table, harness, tally, rows);
   // --resume: the earlier run's rows count, and stay in the .prom and the summary.
   if (!cases.empty())
     loop.carry_earlier(files, finished,

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <numeric>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_cases.hpp"
@@ -23,7 +22,6 @@
 #include "common/run_tally.hpp"
 #include "common/summary.hpp"
 #include "common/text.hpp"
-#include "common/timer.hpp"
 
 namespace opbench {
 namespace {
@@ -83,19 +81,25 @@ std::map<int, std::size_t> reserve_bytes(const std::vector<CclCase>& cases) {
   return bytes;
 }
 
-// The cases on every rank, each row written, printed and counted by rank 0 as it comes.
+// The cases on every rank, each row written, printed and counted by rank 0 as it comes (the shared
+// case loop, through MpiRun::run_case).
 class CclLoop {
  public:
-  CclLoop(MpiRun& mpi, const CclOptions& o, const std::string& dir, CclReports* reports,
-          Progress& progress)
+  // Opens rank 0's reports in `dir` (MpiRun::open_reports: collective).
+  CclLoop(MpiRun& mpi, const CclOptions& o, const std::string& dir, std::size_t cases)
       : mpi_(mpi),
         o_(o),
         dir_(dir),
-        reports_(reports),
-        progress_(progress),
-        table_(o.run.per_iter, o.placements.size()) {
+        progress_(cases, static_cast<double>(cases), o.report.quiet || !mpi.lead()),
+        table_(o.run.per_iter, o.placements.size()),
+        loop_(progress_, &table_, harness_, tally_, rows_, MpiRun::stop_agreed_in_run_case) {
+    mpi_.open_reports(
+        dir, {{"--report-csv-path", o.report_csv_path}, {"--summary-path", o.report.summary_path}},
+        [&] { reports_ = std::make_unique<CclReports>(o, dir, mpi.run_facts(), loop_); });
     mpi_.on_close([this](bool stopped) { return close(stopped); });
   }
+
+  Progress& progress() { return progress_; }
 
   int run(const std::vector<CclCase>& cases) {
     tally_.planned = cases.size();
@@ -103,16 +107,13 @@ class CclLoop {
     install_interrupt_handlers();
     // A case the signal catches running has a few seconds to end (CollRunner's watchdog
     // otherwise writes it as an `interrupted:` row and ends the process).
-    for (const auto& c : cases) {
-      if (mpi_.stop_between_cases()) break;
-      run_case(c, reserve.at(c.group_size));
-    }
+    for (const auto& c : cases)
+      if (!run_case(c, reserve.at(c.group_size))) break;
     return mpi_.finish();
   }
 
  private:
-  void run_case(const CclCase& c, std::size_t reserve) {
-    Communicator& comm = mpi_.communicator(c.group_size, false, reserve);
+  bool run_case(const CclCase& c, std::size_t reserve) {
     const CollCall call{c.op,
                         c.dtype,
                         c.redop,
@@ -122,44 +123,23 @@ class CclLoop {
     const std::string label = fmt::format("{} {} B {} {}", coll_op_name(c.op),
                                           call.counts.size_bytes(dtype_size(c.dtype)),
                                           dtype_name(c.dtype), placement_name(c.placement));
-    progress_.start(label);
-    CpuTimer case_clock;
-    const CollResult r = mpi_.run_case(comm, call, label, [&](const CollResult& failed) {
-      if (!reports_) return;
-      const Record row = ccl_row(c, call, failed, mpi_.context());
-      reports_->write(c.op, row);
-      tally_.add(row);
-      progress_.clear();
-      table_.add(c, call, failed, row);
-    });
-    if (mpi_.lead()) record(c, call, r, label, case_clock.elapsed_s());
-  }
-
-  // Rank 0: the case's row in the reports, the table and the progress line.
-  void record(const CclCase& c, const CollCall& call, const CollResult& r, const std::string& label,
-              double case_s) {
-    Record row = ccl_row(c, call, r, mpi_.context());
-    // The timed calls: the samples of -n calls, or --per-iter's one pass of them.
-    const double timed_s =
-        r.iter_stats
-            ? std::accumulate(r.iter_times_us.begin(), r.iter_times_us.end(), 0.0) * 1e-6
-            : std::accumulate(r.samples_us.begin(), r.samples_us.end(), 0.0) * o_.run.iters * 1e-6;
-    row.extra()["harness"] = harness_.add_case(case_s, timed_s, r.sampling_s, 0);
-    reports_->write(c.op, row);
-    harness_.result_written();
-    progress_.clear();
-    table_.add(c, call, r, row);
-    tally_.add(row);
-    progress_.done(1, r.status == Status::ok
-                          ? fmt::format("{}  {}  busbw {}", label, time_text(r.time_us),
-                                        bandwidth_text(std::get<double>(*row.find("busbw_gbps"))))
-                          : fmt::format("{}  {}: {}", label, status_name(r.status), r.note));
+    return mpi_.run_case(
+        {c.group_size, false, reserve, call, label}, loop_, reports_.get(),
+        [&](const CollResult& r) {
+          Record row = ccl_row(c, call, r, mpi_.context());
+          std::string line =
+              r.status == Status::ok
+                  ? fmt::format("{}  {}  busbw {}", label, time_text(r.time_us),
+                                bandwidth_text(std::get<double>(*row.find("busbw_gbps"))))
+                  : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+          return MeasuredRow{std::move(row), measurement_of(r, o_.run.iters), std::move(line)};
+        });
   }
 
   // Rank 0's end: the nccl-tests footer, then close_run.
   int close(bool stopped) {
     table_.finish();
-    return close_run(mpi_.env(), dir_, o_.report.summary_path, reports_->rows(),
+    return close_run(mpi_.env(), dir_, o_.report.summary_path, rows_,
                      {fmt::format("bench_ccl: {} ranks, {} backend", mpi_.context().world_size,
                                   mpi_.context().backend),
                       "busbw_gbps",
@@ -175,11 +155,13 @@ class CclLoop {
   MpiRun& mpi_;
   const CclOptions& o_;
   const std::string dir_;
-  CclReports* reports_;  // rank 0's
-  Progress& progress_;
+  Progress progress_;
   NcclTestsTable table_;
-  RunTally tally_;
   HarnessCost harness_;
+  RunTally tally_;
+  std::vector<Record> rows_;  // rank 0's, for the summary
+  CaseLoop loop_;
+  std::unique_ptr<CclReports> reports_;  // rank 0's
 };
 
 int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
@@ -197,16 +179,13 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   MpiRun mpi(session, backend, o.run, argc, argv, "bench_ccl");
   const std::string dir =
       o.report.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report.report_dir;
-  std::unique_ptr<CclReports> reports;
-  mpi.open_reports(
-      dir, {{"--report-csv-path", o.report_csv_path}, {"--summary-path", o.report.summary_path}},
-      [&] { reports = std::make_unique<CclReports>(o, dir, mpi.run_facts()); });
-  Progress progress(cases.size(), static_cast<double>(cases.size()), o.report.quiet || !lead);
-  progress.note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name, backend.reason,
-                            world.world, session.nodes(), session.nodes() > 1 ? "s" : ""));
+  CclLoop loop(mpi, o, dir, cases.size());
+  loop.progress().note(fmt::format("backend: {} ({}); {} ranks on {} node{}", backend.name,
+                                   backend.reason, world.world, session.nodes(),
+                                   session.nodes() > 1 ? "s" : ""));
   mpi.note_rank_load();
   mpi.print_rank_table(nccl_tests_header(o, cases), world.group_size);
-  return CclLoop(mpi, o, dir, reports.get(), progress).run(cases);
+  return loop.run(cases);
 }
 
 }  // namespace

@@ -122,16 +122,35 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
 
 namespace {
 
-std::string time_text(double us) {
+// A time in nccl-tests' column: 7 wide, whole microseconds from 10 ms up.
+std::string column_time(double us) {
   return us >= 10000 ? fmt::format("{:7.0f}", us) : fmt::format("{:7.2f}", us);
+}
+
+// A row's fields as ccl_row wrote them: text, a whole number, a real; empty when the row has none.
+std::string text_field(const Record& row, std::string_view name) {
+  const Value* v = row.find(name);
+  return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : std::string();
+}
+std::optional<std::int64_t> int_field(const Record& row, std::string_view name) {
+  const Value* v = row.find(name);
+  if (v && std::holds_alternative<std::int64_t>(*v)) return std::get<std::int64_t>(*v);
+  return std::nullopt;
+}
+std::optional<double> real_field(const Record& row, std::string_view name) {
+  const Value* v = row.find(name);
+  if (v && std::holds_alternative<double>(*v)) return std::get<double>(*v);
+  return std::nullopt;
 }
 
 }  // namespace
 
-void NcclTestsTable::header(const CclCase& c) {
-  std::fprintf(out_, "#\n# %s, %s, groups of %d ranks%s\n", coll_op_name(c.op).c_str(),
-               nccl_tests_type_name(c.dtype).c_str(), c.group_size,
-               c.label.empty() ? "" : (": " + c.label).c_str());
+void NcclTestsTable::header(const Record& row) {
+  const std::string label = text_field(row, "label");
+  std::fprintf(out_, "#\n# %s, %s, groups of %lld ranks%s\n", text_field(row, "op").c_str(),
+               nccl_tests_type_name(parse_dtype(text_field(row, "dtype"))).c_str(),
+               static_cast<long long>(int_field(row, "group_size").value_or(0)),
+               label.empty() ? "" : (": " + label).c_str());
   const char* extra = per_iter_ ? "    i_p50   i_p99  i_cv%" : "";
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %-37s  %-37s\n", "", "", "", "", "",
                "          out-of-place", "            in-place");
@@ -144,42 +163,49 @@ void NcclTestsTable::header(const CclCase& c) {
                per_iter_ ? "     (us)    (us)    (%)" : "");
 }
 
-void NcclTestsTable::add(const CclCase& c, const CollCall& call, const CollResult& r,
-                         const Record& row) {
-  std::string section =
-      fmt::format("{} {} {} {}", coll_op_name(c.op), dtype_name(c.dtype), c.group_size, c.label);
-  std::string key = fmt::format("{} {} {} {}", section, call.counts.size_bytes(dtype_size(c.dtype)),
-                                red_op_name(c.redop), c.root);
+void NcclTestsTable::print(const Record& row) {
+  const std::string op = text_field(row, "op"), dtype = text_field(row, "dtype");
+  const std::int64_t size = int_field(row, "size_bytes").value_or(0);
+  // redop and root are empty for an op without them: nccl-tests prints "none" and -1
+  const std::string redop = text_field(row, "redop");
+  const std::int64_t root = int_field(row, "root").value_or(-1);
+  const std::string section = fmt::format(
+      "{} {} {} {}", op, dtype, int_field(row, "group_size").value_or(0), text_field(row, "label"));
+  const std::string key = fmt::format("{} {} {} {}", section, size, redop, root);
   if (key != line_key_) flush_line();
   if (section != section_) {
-    if (!section_.empty() && c.op != op_) footer();  // a new op: the last one's figures
-    header(c);
+    if (!section_.empty() && op != op_) footer();  // a new op: the last one's figures
+    header(row);
     section_ = section;
-    op_ = c.op;
+    op_ = op;
   }
   line_key_ = key;
   line_prefix_ = fmt::format(
-      "  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", call.counts.size_bytes(dtype_size(c.dtype)),
-      call.counts.count, nccl_tests_type_name(c.dtype),
-      is_reduction(c.op) ? red_op_name(c.redop) : "none", has_root(c.op) ? c.root : -1);
+      "  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", size, int_field(row, "count").value_or(0),
+      nccl_tests_type_name(parse_dtype(dtype)), redop.empty() ? "none" : redop, root);
+  const std::string status = text_field(row, "status");
+  const std::optional<double> time_us = real_field(row, "time_us");
   std::string cell;
-  if (r.rank_times_us.empty()) {  // skipped, or failed before a time was taken
-    cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}",
-                       r.status == Status::skipped ? "skip" : "fail", "-", "-", "-");
+  if (!time_us) {  // skipped, or failed before a time was taken
+    cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", status == "skipped" ? "skip" : "fail", "-",
+                       "-", "-");
   } else {
-    auto num = [&](const char* f) { return std::get<double>(*row.find(f)); };
-    std::string wrong = r.wrong >= 0 ? std::to_string(r.wrong) : "N/A";
-    cell = fmt::format("  {}  {:6.2f}  {:6.2f}  {:>6}", time_text(r.time_us), num("algbw_gbps"),
-                       num("busbw_gbps"), wrong);
-    if (per_iter_ && r.iter_stats)
-      cell += fmt::format("  {} {} {:6.2f}", time_text(r.iter_stats->median),
-                          time_text(r.iter_stats->p99), r.iter_stats->cv * 100);
-    busbw_sum_ += num("busbw_gbps");
+    const double busbw = real_field(row, "busbw_gbps").value_or(0);
+    const std::optional<std::int64_t> wrong = int_field(row, "wrong");
+    cell = fmt::format("  {}  {:6.2f}  {:6.2f}  {:>6}", column_time(*time_us),
+                       real_field(row, "algbw_gbps").value_or(0), busbw,
+                       wrong ? std::to_string(*wrong) : "N/A");
+    const std::optional<double> p50 = real_field(row, "p50_us");
+    if (per_iter_ && p50)
+      cell += fmt::format("  {} {} {:6.2f}", column_time(*p50),
+                          column_time(real_field(row, "p99_us").value_or(0)),
+                          real_field(row, "cv").value_or(0) * 100);
+    busbw_sum_ += busbw;
     ++busbw_count_;
-    if (r.wrong > 0) wrong_total_ += r.wrong;
+    if (wrong && *wrong > 0) wrong_total_ += *wrong;
   }
-  failed_rows_ += r.status == Status::failed;
-  cells_[c.placement == Placement::in_place ? 1 : 0] = cell;
+  failed_rows_ += status == "failed";
+  cells_[text_field(row, "placement") == "in_place" ? 1 : 0] = cell;
   if (++cells_filled_ == placements_) flush_line();
 }
 
@@ -204,7 +230,7 @@ void NcclTestsTable::footer() {
   std::fprintf(out_, "# %-20s : %lld %s\n", "Out of bounds values",
                static_cast<long long>(wrong_total_), failed ? "FAILED" : "OK");
   std::fprintf(out_, "# %-20s : %g  (%s)\n#\n", "Avg bus bandwidth",
-               busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0, coll_op_name(op_).c_str());
+               busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0, op_.c_str());
   std::fflush(out_);
   busbw_sum_ = 0;
   busbw_count_ = 0;
@@ -216,20 +242,15 @@ void NcclTestsTable::finish() {
   if (!section_.empty()) footer();
 }
 
-CclReports::CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run)
-    : dir_(dir), run_(std::move(run)), formats_(o.report.formats) {
+CclReports::CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run,
+                       CaseLoop& loop)
+    : per_op_(dir, "ccl", o.report, std::move(run), "opbench_ccl", loop) {
   if (!o.report_csv_path.empty()) all_ = std::make_unique<CsvWriter>(o.report_csv_path);
 }
 
-void CclReports::write(CollOp op, const Record& row) {
+void CclReports::write(const Record& row) {
   if (all_) all_->write(row);
-  auto& f = per_op_[op];
-  if (!f)
-    f = std::make_unique<ReportFiles>(
-        (std::filesystem::path(dir_) / ("ccl_" + coll_op_name(op))).string(), formats_, run_,
-        "opbench_ccl");
-  f->write(row);
-  rows_.push_back(row);
+  per_op_.open(std::get<std::string>(*row.find("op")), row).write(row);
 }
 
 std::vector<std::string> CclReports::listing() const {
@@ -237,9 +258,8 @@ std::vector<std::string> CclReports::listing() const {
   // the file is created with its first row: a run stopped before one has none to name
   if (all_ && all_->created())
     out.push_back(fmt::format("{} ({})", all_->path(), counted(all_->rows(), "row")));
-  for (const auto& [op, f] : per_op_)
-    for (const auto& line : f->listing())
-      out.push_back(line);
+  for (auto& line : per_op_.listing())
+    out.push_back(std::move(line));
   return out;
 }
 

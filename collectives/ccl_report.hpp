@@ -13,6 +13,7 @@
 #include "collectives/ccl_options.hpp"
 #include "collectives/coll_runner.hpp"
 #include "collectives/communicator.hpp"
+#include "common/case_loop.hpp"
 #include "common/record.hpp"
 #include "common/report.hpp"
 #include "common/report_files.hpp"
@@ -57,16 +58,17 @@ Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool str
 Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx);
 
 // Prints rows the way nccl-tests does: one line per size with out-of-place then in-place
-// columns, a header per op and dtype, and the average bus bandwidth at the end.
-class NcclTestsTable {
+// columns, a header per op and dtype, and the average bus bandwidth at the end. Everything it
+// prints comes from the rows (ccl_row's columns), as CaseLoop hands them over.
+class NcclTestsTable : public RowTable {
  public:
   NcclTestsTable(bool per_iter, std::size_t placements, std::FILE* out = stdout)
       : per_iter_(per_iter), placements_(placements), out_(out) {}
-  void add(const CclCase& c, const CollCall& call, const CollResult& r, const Record& row);
+  void print(const Record& row) override;
   void finish();  // prints any pending line and the footer
 
  private:
-  void header(const CclCase& c);
+  void header(const Record& row);
   void footer();
   void flush_line();
   bool per_iter_;
@@ -78,27 +80,24 @@ class NcclTestsTable {
   int busbw_count_ = 0;
   std::int64_t wrong_total_ = 0;
   int failed_rows_ = 0;
-  CollOp op_ = CollOp::all_reduce;
+  std::string op_;
 };
 
-// The report files: one per op in the report folder (DIR/ccl_<op>.csv, .jsonl, .prom), each
-// opened at its op's first row, and --report-csv-path's one CSV of every row. Rank 0's alone.
-class CclReports {
+// The report files: one per op in the report folder (DIR/ccl_<op>.csv, .jsonl, .prom, a
+// ReportSets keyed by the op), each opened at its op's first row, and --report-csv-path's one CSV
+// of every row. Rank 0's alone.
+class CclReports : public RowSink {
  public:
-  // `run`: the run id and rank map, in every JSON line.
-  CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run);
-  void write(CollOp op, const Record& row);
-  const std::vector<Record>& rows() const { return rows_; }
+  // `run`: the run id and rank map, in every JSON line; `loop`: the cases' (ReportSets).
+  CclReports(const CclOptions& o, const std::string& dir, nlohmann::json run, CaseLoop& loop);
+  // To the op's report (the row's "op") and --report-csv-path's.
+  void write(const Record& row) override;
   // "path (N rows)" for every file written, for the closing lines (none before the first row).
   std::vector<std::string> listing() const;
 
  private:
-  std::string dir_;
-  nlohmann::json run_;
-  std::set<ReportFormat> formats_;
   std::unique_ptr<CsvWriter> all_;
-  std::map<CollOp, std::unique_ptr<ReportFiles>> per_op_;
-  std::vector<Record> rows_;
+  ReportSets per_op_;
 };
 
 }  // namespace opbench

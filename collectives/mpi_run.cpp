@@ -8,6 +8,18 @@
 
 namespace opbench {
 
+Measurement measurement_of(const CollResult& r, int iters) {
+  Measurement m;
+  if (r.iter_stats) {
+    m.samples_us = r.iter_times_us;
+  } else {
+    for (double per_call_us : r.samples_us)
+      m.samples_us.push_back(per_call_us * iters);
+  }
+  m.sampling_s = r.sampling_s;
+  return m;
+}
+
 MpiRun::MpiRun(MpiSession& session, CclBackend backend, const CollRunOptions& run, int argc,
                char** argv, const std::string& binary)
     : session_(session),
@@ -70,28 +82,32 @@ Communicator& MpiRun::communicator(int group_size, bool strided,
   return *comm;
 }
 
-bool MpiRun::stop_between_cases() {
+bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row) {
   stopped_ = session_.any(interrupted());
-  return stopped_;
-}
-
-CollResult MpiRun::run_case(Communicator& comm, const CollCall& call, const std::string& label,
-                            const std::function<void(const CollResult& failed)>& write_failed) {
-  CollResult r;
-  {
-    // Closed however the case ends; when the hook was taken, its end never returns.
-    AbortHookScope hook(session_, [&](const std::string& reason) {
-      if (!lead()) return;
-      CollResult aborted;
-      aborted.status = Status::failed;
-      aborted.note = reason;
-      write_failed(aborted);
-      close_ended_run([&] { close_(interrupted()); });
-    });
-    r = runner_.run(comm, call, label);
+  if (stopped_) return false;
+  auto collective = [&] {
+    Communicator& comm = communicator(c.group_size, c.strided, c.reserve_bytes);
+    CollResult r;
+    {
+      // Closed however the case ends; when the hook was taken, its end never returns.
+      AbortHookScope hook(session_, [&](const std::string& reason) {
+        if (!lead()) return;
+        CollResult aborted;
+        aborted.status = Status::failed;
+        aborted.note = reason;
+        loop.add_row(*reports, row(aborted).row);
+        close_ended_run([&] { close_(interrupted()); });
+      });
+      r = runner_.run(comm, c.call, c.label);
+    }
+    failed_ += r.status == Status::failed;
+    return r;
+  };
+  if (!lead()) {
+    collective();
+    return true;
   }
-  failed_ += r.status == Status::failed;
-  return r;
+  return loop.run(c.label, 1, *reports, std::nullopt, [&] { return row(collective()); });
 }
 
 int MpiRun::finish() {

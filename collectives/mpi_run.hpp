@@ -5,8 +5,8 @@
 // written before any case runs), a communicator per group, each case under the hang guard
 // (CollRunner) and the abort hook, the stop every rank agrees on between cases, and the run's end
 // — after the last case, or from the thread that ends the job inside one. Rank 0 alone prints
-// results and writes reports. The measuring binaries without ranks share common/case_loop
-// instead.
+// results and writes reports, through the case loop every binary shares (common/case_loop): the
+// other ranks join each case's collective.
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -23,10 +23,27 @@
 #include "collectives/communicator.hpp"
 #include "collectives/mpi_session.hpp"
 #include "collectives/rank_load.hpp"
+#include "common/case_loop.hpp"
 #include "common/env.hpp"
 #include "common/owned_files.hpp"
 
 namespace opbench {
+
+// One case of collectives: the groups it runs in and the call.
+struct MpiCase {
+  int group_size = 1;
+  bool strided = false;  // HSDP's replica groups: ranks r, r + world/group_size, ...
+  std::optional<std::size_t> reserve_bytes;  // buffers for the largest call of these groups
+  CollCall call;
+  std::string label;  // for progress and the hang guard's messages
+};
+
+// Rank 0's row of a case's result, with its progress line (and measurement_of the result).
+using CollRow = std::function<MeasuredRow(const CollResult& r)>;
+
+// A collective's result as the case loop's Measurement, for the harness cost and the ETA: each
+// sample of -n calls is one run (its time the calls'), or with --per-iter each timed call.
+Measurement measurement_of(const CollResult& r, int iters);
 
 class MpiRun {
  public:
@@ -68,15 +85,18 @@ class MpiRun {
   // error aborted it; `reserve_bytes` sizes its buffers for the largest call it will make.
   Communicator& communicator(int group_size, bool strided = false,
                              std::optional<std::size_t> reserve_bytes = std::nullopt);
-  // Between cases: true once SIGINT or SIGTERM has reached any rank (mpirun passes a signal on to
-  // the ranks maybe not at once), so that every rank stops before the same case.
-  bool stop_between_cases();
-  // Runs one case on every rank. Should a timeout, an interrupt or a lost rank end the job
-  // inside it, `write_failed` writes the case's row on rank 0 (a failed result, the reason its
-  // note) and the run is closed as after its last case (the main thread is stuck inside the
-  // case); the process then ends without the case's own row.
-  CollResult run_case(Communicator& comm, const CollCall& call, const std::string& label,
-                      const std::function<void(const CollResult& failed)>& write_failed);
+  // Runs case `c` on every rank; false on every rank, and nothing run, once SIGINT or SIGTERM has
+  // reached any rank (mpirun passes a signal on to the ranks maybe not at once), so that every
+  // rank stops before the same case. Rank 0 runs it through `loop` (progress, the harness cost,
+  // `row`'s row written to `reports`, printed and counted); the other ranks, whose `reports` is
+  // null, join the collective. Should a timeout, an interrupt or a lost rank end the job inside
+  // the case, rank 0 adds `row` of a failed result (the reason its note) to the loop and closes
+  // the run as after its last case (the main thread is stuck inside the case); the process then
+  // ends without the case's own row.
+  bool run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row);
+  // Rank 0's CaseLoop stop check: none of its own, as run_case has every rank agree on the stop
+  // before each case (a rank that stopped alone would leave the others inside the collective).
+  static bool stop_agreed_in_run_case() { return false; }
   // The exit code after the cases: rank 0's close; on another rank, the stop's, or 1 when a case
   // failed (a rank that writes no rows still says so).
   int finish();

@@ -20,10 +20,10 @@ void CaseLoop::carry_earlier(ReportFiles& files, const FinishedCases& finished,
   }
 }
 
-bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
+bool CaseLoop::run(const std::string& label, double work, RowSink& files,
                    const std::optional<Record>& earlier,
                    const std::function<MeasuredRow()>& measure) {
-  if (interrupted()) return false;
+  if (stop_()) return false;
   if (earlier) {
     tally_.add_earlier(*earlier);
     progress_.done(work, label + "  already in the report");
@@ -47,12 +47,8 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
     return false;
   }
   m.row.extra()["harness"] = harness_.add_case(case_clock.elapsed_s(), m.measurement);
-  files.write(m.row);
+  add_row(files, m.row);
   harness_.result_written();
-  rows_.push_back(m.row);
-  progress_.clear();
-  table_.print(m.row);
-  tally_.add(m.row);
   const auto& samples = m.measurement.samples_us;
   double run_us = 0;
   for (double us : samples)
@@ -60,6 +56,14 @@ bool CaseLoop::run(const std::string& label, double work, ReportFiles& files,
   progress_.done(work, m.progress, m.measurement.warmup_s + m.measurement.sampling_s,
                  samples.empty() ? -1 : run_us / static_cast<double>(samples.size()) * 1e-6);
   return true;
+}
+
+void CaseLoop::add_row(RowSink& files, const Record& row) {
+  files.write(row);
+  rows_.push_back(row);
+  progress_.clear();
+  if (table_) table_->print(row);
+  tally_.add(row);
 }
 
 ReportSets::ReportSets(std::string dir, std::string prefix, const ReportOptions& report,
@@ -79,6 +83,7 @@ ReportFiles& ReportSets::open(const std::string& key, const Record& like) {
   // the header, not an empty file.
   f = std::make_unique<ReportFiles>(base, report_.formats, run_, metric_prefix_, report_.resume,
                                     like.names());
+  opened_.push_back(f.get());
   if (report_.resume) {
     auto& earlier = finished_.emplace(key, FinishedCases(base + ".csv")).first->second;
     loop_.carry_earlier(*f, earlier, like);
@@ -93,7 +98,7 @@ std::optional<Record> ReportSets::earlier(const std::string& key, const Record& 
 
 std::vector<std::string> ReportSets::listing() const {
   std::vector<std::string> out;
-  for (const auto& [_, f] : files_)
+  for (const ReportFiles* f : opened_)
     for (const auto& line : f->listing())
       out.push_back(line);
   return out;

@@ -2,8 +2,8 @@
 // What every binary that measures one case at a time does with each case, written once: skip
 // what --resume finds in the report, show progress, run the case (a skipped row when the provider
 // cannot, a failed row when it throws), write the row the moment it exists, print it and count it.
-// bench_gemm, bench_attention, bench_memops and bench_step run their cases through it; bench_ccl
-// and bench_fsdp, whose cases run on every rank, through collectives/mpi_run.
+// Every binary runs its cases through it: bench_ccl and bench_fsdp, whose cases run on every rank,
+// on rank 0 through collectives/mpi_run (MpiRun::run_case), which the other ranks join.
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +14,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
+#include "common/interrupt.hpp"
 #include "common/measure.hpp"
 #include "common/progress.hpp"
 #include "common/record.hpp"
@@ -33,9 +34,17 @@ struct MeasuredRow {
 
 class CaseLoop {
  public:
-  CaseLoop(Progress& progress, ConsoleTable& table, HarnessCost& harness, RunTally& tally,
-           std::vector<Record>& rows)
-      : progress_(progress), table_(table), harness_(harness), tally_(tally), rows_(rows) {}
+  // `table`: where rows are printed as they come (nullptr: not printed; bench_fsdp sums them up
+  // at the end). `stop`: whether no case may start any more; a signal has come, unless the
+  // binary agrees on that elsewhere (every rank of an MPI run before each case).
+  CaseLoop(Progress& progress, RowTable* table, HarnessCost& harness, RunTally& tally,
+           std::vector<Record>& rows, std::function<bool()> stop = interrupted)
+      : progress_(progress),
+        table_(table),
+        harness_(harness),
+        tally_(tally),
+        rows_(rows),
+        stop_(std::move(stop)) {}
 
   // --resume: the rows the report holds (read back shaped like `like`) count, and stay in the
   // report's .prom and the summary.
@@ -43,15 +52,21 @@ class CaseLoop {
 
   // Runs one case unless the report holds it already (`earlier`: that row's status and note,
   // from FinishedCases::earlier); false when the run has been interrupted and no case may start.
-  bool run(const std::string& label, double work, ReportFiles& files,
+  bool run(const std::string& label, double work, RowSink& files,
            const std::optional<Record>& earlier, const std::function<MeasuredRow()>& measure);
+
+  // A row without a measurement of its own, written, kept, printed and counted as a case's: a
+  // later plan entry that shares a measured collective (bench_fsdp), or the failed row of a case
+  // that a hang or a signal ended, written by the thread that ends the job.
+  void add_row(RowSink& files, const Record& row);
 
  private:
   Progress& progress_;
-  ConsoleTable& table_;
+  RowTable* table_;
   HarnessCost& harness_;
   RunTally& tally_;
   std::vector<Record>& rows_;
+  std::function<bool()> stop_;
 };
 
 // The report files of a run with several reports (bench_gemm and bench_memops: one per model,
@@ -68,7 +83,8 @@ class ReportSets {
   ReportFiles& open(const std::string& key, const Record& like);
   // --resume: report `key`'s (opened) row of the case of `row`, when it holds it already.
   std::optional<Record> earlier(const std::string& key, const Record& row) const;
-  // "path (N rows)" for every file of every report, for the closing lines.
+  // "path (N rows)" for every file of every report, in the order they were opened, for the
+  // closing lines.
   std::vector<std::string> listing() const;
 
  private:
@@ -77,6 +93,7 @@ class ReportSets {
   nlohmann::json run_;
   CaseLoop& loop_;
   std::map<std::string, std::unique_ptr<ReportFiles>> files_;
+  std::vector<const ReportFiles*> opened_;  // files_, in the order the cases opened them
   std::map<std::string, FinishedCases> finished_;
 };
 

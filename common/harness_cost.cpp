@@ -9,11 +9,7 @@ namespace opbench {
 
 nlohmann::json HarnessCost::add_case(double case_s, const Measurement& m) {
   const double timed_s = std::accumulate(m.samples_us.begin(), m.samples_us.end(), 0.0) * 1e-6;
-  return add_case(case_s, timed_s, m.sampling_s, m.warmup_s);
-}
-
-nlohmann::json HarnessCost::add_case(double case_s, double timed_s, double sampling_s,
-                                     double warmup_s) {
+  const double sampling_s = m.sampling_s, warmup_s = m.warmup_s;
   ++cases_;
   case_s_ += case_s;
   timed_s_ += timed_s;

@@ -20,7 +20,6 @@ class HarnessCost {
   // One case: its whole wall time, and the time its samples measured (summed) and the wall
   // time its warm-up and sampling loops took. Returns the case's JSON for its row.
   nlohmann::json add_case(double case_s, const Measurement& m);
-  nlohmann::json add_case(double case_s, double timed_s, double sampling_s, double warmup_s);
   // Call once a result is on disk; the first call fixes the time to first result.
   void result_written();
 

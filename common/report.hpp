@@ -74,7 +74,15 @@ nlohmann::json record_to_json(const Record& row);
 
 // An aligned table on stdout, printed row by row as cases finish. Each column has a minimum
 // width; numbers are right-aligned, text left-aligned.
-class ConsoleTable {
+// Where a run prints each row as it comes (CaseLoop): a ConsoleTable, or bench_ccl's
+// nccl-tests-style table.
+class RowTable {
+ public:
+  virtual ~RowTable() = default;
+  virtual void print(const Record& row) = 0;
+};
+
+class ConsoleTable : public RowTable {
  public:
   struct Column {
     std::string field;   // Record field name
@@ -87,7 +95,7 @@ class ConsoleTable {
   // its row out of line.
   void fit(const std::string& field, const std::vector<std::string>& values);
   void print_header();
-  void print(const Record& row);
+  void print(const Record& row) override;
 
  private:
   std::vector<Column> columns_;

@@ -30,7 +30,15 @@ std::string report_base(const std::string& csv_path);
 std::vector<NamedOutput> report_outputs(const std::string& flag, const std::string& base,
                                         const std::set<ReportFormat>& formats);
 
-class ReportFiles {
+// Where a run writes each row as it comes (CaseLoop): one report's files, or a binary's set of
+// them (bench_ccl's report per op, bench_fsdp's reports per collective).
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  virtual void write(const Record& row) = 0;
+};
+
+class ReportFiles : public RowSink {
  public:
   // `append`: continue the CSV and JSON lines of an earlier run (--resume). `csv_columns`, when
   // the caller knows them, put the CSV's header in at once; else it comes with the first row.
@@ -39,7 +47,7 @@ class ReportFiles {
   ReportFiles(std::string base_path, std::set<ReportFormat> formats, nlohmann::json run,
               std::string prom_prefix, bool append = false,
               std::vector<std::string> csv_columns = {});
-  void write(const Record& row);
+  void write(const Record& row) override;
   // A row the files already hold from the run being continued (--resume): not written again,
   // but counted and kept in the .prom, so every output covers the whole run.
   void carry(const Record& earlier_row);

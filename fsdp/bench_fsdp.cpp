@@ -47,20 +47,34 @@ std::size_t distinct_collectives(const std::vector<PlanEntry>& plan) {
 }
 
 // One row per plan entry, each distinct collective of the plan measured once, the first time an
-// entry needs it: every entry's row is written (and flushed) as soon as its collective has been
-// measured, so a run that stops keeps every finished row.
+// entry needs it (a case of the shared case loop, through MpiRun::run_case): every entry's row is
+// written (and flushed) as soon as its collective has been measured, so a run that stops keeps
+// every finished row.
 class FsdpReplay {
  public:
+  // Opens rank 0's reports in `dir` (MpiRun::open_reports: collective).
   FsdpReplay(MpiRun& mpi, const FsdpOptions& o, const std::vector<PlanEntry>& plan, RedOp redop,
-             const std::string& dir, FsdpReports* reports)
+             const std::string& dir)
       : mpi_(mpi),
         o_(o),
         plan_(plan),
         redop_(redop),
         dir_(dir),
-        reports_(reports),
         progress_(distinct_collectives(plan), static_cast<double>(distinct_collectives(plan)),
-                  o.report.quiet || !mpi.lead()) {
+                  o.report.quiet || !mpi.lead()),
+        loop_(progress_, nullptr, harness_, tally_, rows_, MpiRun::stop_agreed_in_run_case) {
+    mpi_.open_reports(dir,
+                      {{"--allgather-report-csv-path", o.allgather_csv},
+                       {"--reducescatter-report-csv-path", o.reducescatter_csv},
+                       {"--allreduce-report-csv-path", o.allreduce_csv},
+                       {"--plan-csv-path", o.plan_csv_path},
+                       {"--summary-path", o.report.summary_path}},
+                      [&] {
+                        // The plan after the earlier run's files were set aside, so it stays
+                        // where it was asked.
+                        if (!o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
+                        reports_ = std::make_unique<FsdpReports>(o, dir, mpi.run_facts());
+                      });
     mpi_.on_close([this](bool stopped) { return close(stopped); });
   }
 
@@ -74,47 +88,43 @@ class FsdpReplay {
     for (const auto& e : plan_) {
       // Every rank stops at the same collective; one the signal catches running has a few
       // seconds to end (CollRunner's watchdog otherwise writes an `interrupted:` row and ends).
-      if (!measured_.count(signature(e))) {
-        if (mpi_.stop_between_cases()) break;
-        measure(e);
-      }
+      const bool first = !measured_.count(signature(e));
+      if (first && !measure(e)) break;
       if (!mpi_.lead()) continue;
       const auto& [call, result] = measured_.at(signature(e));
-      write(e, call, result);
+      // The first entry's row came with its measurement; a later one shares it.
+      if (!first) loop_.add_row(*reports_, entry_row(e, call, result));
       step_.add(e.op, e.phase, result.time_us * static_cast<double>(e.calls_per_step));
     }
     return mpi_.finish();
   }
 
  private:
-  // Runs the collective of `e` on every rank.
-  void measure(const PlanEntry& e) {
+  // Runs the collective of `e` on every rank; false when the run stopped before it.
+  bool measure(const PlanEntry& e) {
     auto [op, dtype, count, group] = signature(e);
-    // HSDP's all-reduce runs across the shard groups
-    Communicator& comm = mpi_.communicator(static_cast<int>(group), op == CollOp::all_reduce);
     PlanEntry probe;
     probe.op = op;
     probe.per_rank_count = count;
     probe.group_size = group;
     auto& slot = measured_[signature(e)];
     CollCall& call = slot.first;
-    CollResult& result = slot.second;
     call = CollCall{op, dtype, redop_, 0, probe.counts(), false};
     const std::string label =
         fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
-    progress_.start(label);
-    result = mpi_.run_case(comm, call, label, [&](const CollResult& failed) {
-      write(e, call, failed);
-      progress_.clear();
+    // HSDP's all-reduce runs across the shard groups
+    const MpiCase c{static_cast<int>(group), op == CollOp::all_reduce, std::nullopt, call, label};
+    return mpi_.run_case(c, loop_, reports_.get(), [&](const CollResult& r) {
+      slot.second = r;  // rank 0's, for the later entries that share it
+      std::string line = r.status == Status::ok
+                             ? fmt::format("{}  {}", label, time_text(r.time_us))
+                             : fmt::format("{}  {}: {}", label, status_name(r.status), r.note);
+      return MeasuredRow{entry_row(e, call, r), measurement_of(r, o_.run.iters), std::move(line)};
     });
-    progress_.done(1,
-                   result.status == Status::ok
-                       ? fmt::format("{}  {}", label, time_text(result.time_us))
-                       : fmt::format("{}  {}: {}", label, status_name(result.status), result.note));
   }
 
-  // Rank 0: one plan entry's row, in every report at once.
-  void write(const PlanEntry& e, const CollCall& call, const CollResult& result) {
+  // One plan entry's row.
+  Record entry_row(const PlanEntry& e, const CollCall& call, const CollResult& result) const {
     const CclCase c{e.op,
                     e.dtype,
                     redop_,
@@ -127,9 +137,7 @@ class FsdpReplay {
                     e.op == CollOp::all_reduce};  // HSDP's all-reduce runs across the shard groups
     Record row;
     row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, mpi_.context()));
-    reports_->write(e.op, row);
-    tally_.add(row);
-    rows_.push_back(std::move(row));
+    return row;
   }
 
   // Rank 0's end: the estimate per step, then close_run.
@@ -153,11 +161,13 @@ class FsdpReplay {
   const std::vector<PlanEntry>& plan_;
   const RedOp redop_;  // the reduce-scatter's, as the backend runs it
   const std::string dir_;
-  FsdpReports* reports_;  // rank 0's
-  Progress progress_;     // a step per distinct collective
-  std::map<Signature, std::pair<CollCall, CollResult>> measured_;
-  std::vector<Record> rows_;  // rank 0's, for the summary
+  Progress progress_;  // a step per distinct collective
+  HarnessCost harness_;
   RunTally tally_;
+  std::vector<Record> rows_;              // rank 0's, for the summary
+  CaseLoop loop_;                         // no table: the step estimate sums the rows up at the end
+  std::unique_ptr<FsdpReports> reports_;  // rank 0's
+  std::map<Signature, std::pair<CollCall, CollResult>> measured_;
   StepEstimate step_;
 };
 
@@ -173,20 +183,7 @@ int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntr
   mpi.print_rank_table("# Using devices\n", session.world_size());
   const std::string dir =
       o.report.report_dir.empty() ? "reports/fsdp-" + now_compact() : o.report.report_dir;
-  std::unique_ptr<FsdpReports> reports;
-  mpi.open_reports(dir,
-                   {{"--allgather-report-csv-path", o.allgather_csv},
-                    {"--reducescatter-report-csv-path", o.reducescatter_csv},
-                    {"--allreduce-report-csv-path", o.allreduce_csv},
-                    {"--plan-csv-path", o.plan_csv_path},
-                    {"--summary-path", o.report.summary_path}},
-                   [&] {
-                     // The plan after the earlier run's files were set aside, so it stays where
-                     // it was asked.
-                     if (!o.plan_csv_path.empty()) write_plan_csv(plan, o, o.plan_csv_path);
-                     reports = std::make_unique<FsdpReports>(o, dir, mpi.run_facts());
-                   });
-  return FsdpReplay(mpi, o, plan, redop, dir, reports.get()).run();
+  return FsdpReplay(mpi, o, plan, redop, dir).run();
 }
 
 int run(MpiSession& session, const FsdpOptions& o_in, int argc, char** argv) {

@@ -189,7 +189,8 @@ FsdpReports::FsdpReports(const FsdpOptions& o, const std::string& dir, nlohmann:
   }
 }
 
-void FsdpReports::write(CollOp op, const Record& row) {
+void FsdpReports::write(const Record& row) {
+  const CollOp op = parse_coll_ops(std::get<std::string>(*row.find("op"))).front();
   if (csv_path_.count(op)) {
     auto& writer = csv_[op];
     if (!writer) writer = std::make_unique<CsvWriter>(csv_path_[op]);

@@ -32,12 +32,13 @@ void print_log_summary(const NcclLogSummary& log, const std::vector<PlanEntry>* 
 // DIR/fsdp.csv, .jsonl and .prom with every row, and one CSV per collective at the path its flag
 // names (else DIR/fsdp_<op>.csv, with the csv format), opened at its first row: a collective the
 // plan lacks (all_reduce without HSDP) leaves no empty file.
-class FsdpReports {
+class FsdpReports : public RowSink {
  public:
   // `run`: the run id and rank map, in every JSON line.
   FsdpReports(const FsdpOptions& o, const std::string& dir, nlohmann::json run);
-  // Written (and flushed) to every report at once.
-  void write(CollOp op, const Record& row);
+  // Written (and flushed) to every report at once: the row's collective's (its "op") and
+  // fsdp.csv.
+  void write(const Record& row) override;
   // "path (N rows)" for every file, and the per-collective CSVs the plan left unwritten.
   std::vector<std::string> listing() const;
 

@@ -269,7 +269,7 @@ int bench_gemm_main(int argc, char** argv) {
   table.fit("gemm", gemms);
   RunTally tally;
   tally.planned = cases.size();
-  CaseLoop loop(progress, table, harness, tally, rows);
+  CaseLoop loop(progress, &table, harness, tally, rows);
   ReportSets reports(report_dir, "gemm", o.report, {{"run_id", env.run_id()}}, "opbench_gemm",
                      loop);
   install_interrupt_handlers();

@@ -222,7 +222,7 @@ int bench_memops_main(int argc, char** argv) {
   std::vector<Record> rows;
   RunTally tally;
   tally.planned = bytes.size();
-  CaseLoop loop(progress, table, harness, tally, rows);
+  CaseLoop loop(progress, &table, harness, tally, rows);
   ReportSets reports(report_dir, "memops", o.report, {{"run_id", env.run_id()}}, "opbench_memops",
                      loop);
   install_interrupt_handlers();

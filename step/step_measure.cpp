@@ -179,7 +179,7 @@ StepMeasureResult measure_step_operators(const std::vector<StepOperator>& ops,
   std::vector<Record> rows;
   RunTally tally;
   tally.planned = todo.size();
-  CaseLoop loop(progress, table, harness, tally, rows);
+  CaseLoop loop(progress, &table, harness, tally, rows);
   ReportOptions report;
   report.formats = o.formats;
   const nlohmann::json run{{"run_id", env.run_id()}};

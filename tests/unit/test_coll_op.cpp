@@ -5,7 +5,9 @@
 #include "collectives/coll_check.hpp"
 #include "collectives/coll_op.hpp"
 #include "collectives/model_messages.hpp"
+#include "collectives/mpi_run.hpp"
 #include "collectives/rank_load.hpp"
+#include "common/case_loop.hpp"
 #include "common/error.hpp"
 #include "common/model_config.hpp"
 #include "temp_files.hpp"
@@ -196,14 +198,77 @@ TEST_CASE("ccl reports: --report-csv-path's file is listed once its first row ma
   const auto dir = opbench::test::fresh_temp_dir("ccl_listing");
   CclOptions o;
   o.report_csv_path = (dir / "all.csv").string();
-  CclReports reports(o, dir.string(), nlohmann::json::object());
+  Progress progress(1, 1, true);
+  HarnessCost harness;
+  RunTally tally;
+  std::vector<Record> rows;
+  CaseLoop loop(progress, nullptr, harness, tally, rows);
+  CclReports reports(o, dir.string(), nlohmann::json::object(), loop);
   CHECK(reports.listing().empty());
   CHECK_FALSE(std::filesystem::exists(dir / "all.csv"));
   Record row;
   row.arg("op", "all_reduce").metric("time_us", 1.5);
-  reports.write(CollOp::all_reduce, row);
-  const auto listed = reports.listing();
-  REQUIRE_FALSE(listed.empty());
-  CHECK(listed.front() == (dir / "all.csv").string() + " (1 row)");
+  reports.write(row);
+  row = Record{};
+  row.arg("op", "all_gather").metric("time_us", 2.5);
+  reports.write(row);
+  // every row in the one CSV, and each in its op's report, listed in the order they came
+  CHECK(reports.listing() ==
+        std::vector<std::string>{(dir / "all.csv").string() + " (2 rows)",
+                                 (dir / "ccl_all_reduce.csv").string() + " (1 row)",
+                                 (dir / "ccl_all_reduce.jsonl").string() + " (1 row)",
+                                 (dir / "ccl_all_gather.csv").string() + " (1 row)",
+                                 (dir / "ccl_all_gather.jsonl").string() + " (1 row)"});
   CHECK(std::filesystem::exists(dir / "all.csv"));
+}
+
+namespace {
+// A row of ccl_row's for the table: all_reduce of 1 MiB fp32 on 4 ranks.
+Record table_row(const std::string& placement, std::optional<double> time_us,
+                 const std::string& status = "ok") {
+  Record row;
+  row.arg("op", "all_reduce").arg("label", Value{}).arg("group_size", std::int64_t{4});
+  row.arg("dtype", "fp32").arg("redop", "sum").arg("root", Value{}).arg("placement", placement);
+  row.arg("size_bytes", std::int64_t{1048576}).arg("count", std::int64_t{262144});
+  row.metric("time_us", time_us ? Value{*time_us} : Value{});
+  // 1 MiB in 100 us: algbw 10.49 GB/s, busbw x 2(n-1)/n = 1.5: 15.73 GB/s
+  row.metric("algbw_gbps", time_us ? Value{1048576 / (*time_us * 1e-6) / 1e9} : Value{});
+  row.metric("busbw_gbps", time_us ? Value{1.5 * 1048576 / (*time_us * 1e-6) / 1e9} : Value{});
+  row.result("wrong", time_us ? Value{std::int64_t{0}} : Value{});
+  row.result("status", status);
+  return row;
+}
+}  // namespace
+
+TEST_CASE("the nccl-tests table is printed from the rows: both placements on one line") {
+  char buffer[4096] = {};
+  std::FILE* out = fmemopen(buffer, sizeof buffer, "w");
+  REQUIRE(out);
+  NcclTestsTable table(false, 2, out);
+  table.print(table_row("out_of_place", 100.0));
+  table.print(table_row("in_place", std::nullopt, "failed"));
+  table.finish();
+  std::fclose(out);
+  const std::string text = buffer;
+  INFO(text);
+  CHECK(text.find("# all_reduce, float, groups of 4 ranks\n") != std::string::npos);
+  CHECK(text.find("\n     1048576        262144     float     sum      -1   100.00   10.49  "
+                  " 15.73       0     fail       -       -       -\n") != std::string::npos);
+  // the footer: one timed row (15.73 GB/s), and the failed row makes it FAILED
+  CHECK(text.find("# Out of bounds values : 0 FAILED\n") != std::string::npos);
+  CHECK(text.find("# Avg bus bandwidth    : 15.7286  (all_reduce)\n") != std::string::npos);
+}
+
+TEST_CASE("a collective's result as the case loop's measurement: a sample is its -n calls") {
+  CollResult r;
+  r.samples_us = {2.0, 4.0};  // time per call of two samples of 10 calls: runs of 20 and 40 us
+  r.sampling_s = 0.001;
+  Measurement m = measurement_of(r, 10);
+  CHECK(m.samples_us == std::vector<double>{20.0, 40.0});
+  CHECK(m.sampling_s == 0.001);
+  // --per-iter: one pass of calls, each timed alone
+  r.samples_us.clear();
+  r.iter_times_us = {1.0, 3.0, 2.0};
+  r.iter_stats = compute_stats(r.iter_times_us);
+  CHECK(measurement_of(r, 3).samples_us == r.iter_times_us);
 }

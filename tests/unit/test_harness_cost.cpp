@@ -15,7 +15,10 @@ TEST_CASE("harness cost splits a case into samples, warm-up, between and set-up"
   CHECK(j["between_samples_s"].get<double>() == Approx(0.1));
   CHECK(j["warmup_s"].get<double>() == Approx(0.2));
   CHECK(j["setup_and_check_s"].get<double>() == Approx(0.4));
-  h.add_case(1.0, 0.5, 0.5, 0.0);  // a collective case: 0.5 s timed, 0.5 s set-up
+  Measurement collective;  // a collective case: 0.5 s timed, 0.5 s set-up
+  collective.samples_us = {500000};
+  collective.sampling_s = 0.5;
+  h.add_case(1.0, collective);
   auto text = h.text();
   CHECK_THAT(text, Catch::Contains("2 cases in 2.0 s"));
   CHECK_THAT(text, Catch::Contains("timed samples 0.8 s (40%)"));
