@@ -83,9 +83,16 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
     std::vector<std::string> left_out;
     for (AttentionCase c :
          capture_attention_cases(trace::job_shape_source(o.job), o.job.rank, &left_out)) {
+      const DType job_dtype = c.shape.dtype;
       for (DType t : dtypes_of(c.shape, c.note)) {
-        c.shape.dtype = t;
-        cases.push_back(c);
+        AttentionCase run = c;
+        run.shape.dtype = t;
+        if (t != job_dtype) {
+          run.captured->as_job_ran = false;
+          append_note(run.note, fmt::format("no in_job_ratio: the job ran this call in {}",
+                                            dtype_name(job_dtype)));
+        }
+        cases.push_back(std::move(run));
       }
     }
     for (const auto& why : left_out)

@@ -38,9 +38,10 @@ std::vector<std::string> capture_files(const std::string& flag, const std::strin
 void add_in_job_columns(Record& row, const CapturedCall& job, std::optional<double> measured_us) {
   row.metric("captured_calls", job.calls);
   row.optional_metric("in_job_us", job.in_job_us);
-  row.optional_metric("in_job_ratio", job.in_job_us && measured_us && *measured_us > 0
-                                          ? std::optional<double>(*job.in_job_us / *measured_us)
-                                          : std::nullopt);
+  row.optional_metric("in_job_ratio",
+                      job.as_job_ran && job.in_job_us && measured_us && *measured_us > 0
+                          ? std::optional<double>(*job.in_job_us / *measured_us)
+                          : std::nullopt);
 }
 
 std::optional<double> CapturedShape::in_job_us() const {

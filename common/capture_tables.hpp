@@ -55,10 +55,15 @@ struct CapturedCall {
   std::string api;                  // sgemm_, cublasLtMatmul, aten::mm, MPI_Allreduce, ...
   std::int64_t calls = 0;           // over the merged tables
   std::optional<double> in_job_us;  // Σ total_us / Σ timed_calls; none when no call was timed
+  // This run's case is the call as the job ran it. False when it runs in another dtype
+  // (bench_attention's --dtype, or fp32 on the CPU): a time in another dtype says nothing of how
+  // the job's call fared, so in_job_ratio stays empty.
+  bool as_job_ran = true;
 };
 
 // The job's figures beside this run's, on a replayed case's row: captured_calls, in_job_us and
-// in_job_ratio = in_job_us / `measured_us` (above 1, the job's calls were slower than alone).
+// in_job_ratio = in_job_us / `measured_us` (above 1, the job's calls were slower than alone;
+// empty unless the case ran `as_job_ran`).
 void add_in_job_columns(Record& row, const CapturedCall& job, std::optional<double> measured_us);
 
 }  // namespace opbench

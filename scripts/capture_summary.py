@@ -348,8 +348,9 @@ def process_notes(files, tables):
 
 
 def replay_rows(dirs):
-    """Rows of bench_gemm, bench_attention and bench_ccl reports with an in_job_ratio
-    (--capture-path / --trace-path replays): (family, what, calls, in-job us, alone us, ratio)."""
+    """Measured rows of bench_gemm, bench_attention and bench_ccl reports with an in_job_us
+    (--capture-path / --trace-path replays): (family, what, calls, in-job us, alone us, ratio).
+    The ratio is None on a row run in another dtype than the job's (bench_attention on the CPU)."""
     out = []
     for d in dirs:
         reports = sorted(glob.glob(os.path.join(glob.escape(d), "*.csv")))
@@ -358,7 +359,7 @@ def replay_rows(dirs):
         for path in reports:
             with open(path, newline="") as f:
                 for r in csv.DictReader(f):
-                    if not r.get("in_job_ratio"):
+                    if not r.get("in_job_us") or not r.get("time_us"):
                         continue
                     if "gemm" in r and "m" in r:
                         what = (f'{r["gemm"]} {r["m"]}x{r["n"]}x{r["k"]} '
@@ -373,7 +374,8 @@ def replay_rows(dirs):
                         what = f'{r.get("op", "")} {r.get("size_bytes", "")} B {r.get("dtype", "")}'
                         family = "communication"
                     out.append((family, what, int(r["captured_calls"] or 0), float(r["in_job_us"]),
-                                float(r["time_us"]), float(r["in_job_ratio"])))
+                                float(r["time_us"]),
+                                float(r["in_job_ratio"]) if r.get("in_job_ratio") else None))
     return out
 
 
@@ -476,10 +478,14 @@ def main(argv):
         print(f"  {'family':<14} {'shape':<{what_w}} {'calls':>8} {'in_job_us':>12} "
               f"{'alone_us':>12} {'ratio':>8}")
         for family, what, n, in_job, alone, ratio in sorted(replays, key=lambda r: -r[3] * r[2]):
+            ratio_text = f"{ratio:.3g}" if ratio is not None else "-"
             print(f"  {family:<14} {what:<{what_w}} {n:>8} {in_job:>12.1f} {alone:>12.1f} "
-                  f"{ratio:>8.3g}")
+                  f"{ratio_text:>8}")
+        if any(r[5] is None for r in replays):
+            print("  (-: run in another dtype than the job's, so no ratio; the row's note says "
+                  "which)")
     if args.plot:
-        plot(args.plot, families, replays)
+        plot(args.plot, families, [r for r in replays if r[5] is not None])
         print(f"  chart: {args.plot}")
     return 0
 

@@ -27,8 +27,9 @@
   capture          a libopbench_capture.so table (capture-<host>-rank<r>.csv): the top 15 shapes by
                    total in-job time, a bar each (GEMMs blue, communication orange), with their
                    calls and p99
-  capture replay   bench_gemm / bench_ccl --capture-path reports (an in_job_us column): per shape,
-                   the job's average time beside the time alone, with in_job_ratio
+  capture replay   bench_gemm / bench_attention / bench_ccl --capture-path (or --trace-path)
+                   reports (an in_job_us column): per shape, the job's average time beside the
+                   time alone, with in_job_ratio
 
 Every input is read and recognised before anything is drawn, so a bad input fails at once.
 Prints the path of every PNG it writes. Exits 2 on bad input, or when this Python lacks matplotlib.
@@ -596,6 +597,9 @@ def plot_capture_replay(rows, title, out, args):
     for r in rows:
         if "gemm" in r and "m" in r:
             shape = f'{r["gemm"]} {r["dtype"]} {r["m"]}x{r["n"]}x{r["k"]} {r["transa"]}{r["transb"]}'
+        elif "num_head_q" in r:  # bench_attention
+            shape = (f'b{r["batch_size"]} s{r["seqlen_q"]}/{r["seqlen_kv"]} h{r["num_head_q"]}/'
+                     f'{r["num_head_kv"]} d{r["head_dim_qk"]} {r["pass"]} {r["dtype"]}')
         else:
             shape = f'{r.get("label", "")} {r.get("op", "")} {human_size(int(r["size_bytes"]))} {r.get("placement", "")}'
         labels.append(shape)
@@ -607,7 +611,9 @@ def plot_capture_replay(rows, title, out, args):
     ax.barh([v + 0.2 for v in y], in_job, height=0.4, color="tab:red", label="in the job (captured)")
     ax.barh([v - 0.2 for v in y], alone, height=0.4, color="tab:green", label="alone (this run)")
     for i, ratio in enumerate(ratios):
-        ax.text(max(in_job[i], alone[i]), i, f"  x{ratio:.2f}" if ratio else "  skipped",
+        # no ratio: a skipped row, or one run in another dtype than the job's (bench_attention)
+        why = "  skipped" if not alone[i] else "  no ratio: another dtype"
+        ax.text(max(in_job[i], alone[i]), i, f"  x{ratio:.2f}" if ratio else why,
                 va="center", fontsize=8)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=8)

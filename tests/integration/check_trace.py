@@ -53,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 STEP = os.path.join(ROOT, "bench", "peers", "torch_train_step.py")
 SUMMARY = os.path.join(ROOT, "scripts", "capture_summary.py")
+PLOT = os.path.join(ROOT, "scripts", "plot_report.py")
 TINY_PARAMS = 1713408  # torch_train_step.py --model tiny's "params"
 
 
@@ -126,46 +127,82 @@ def et_mode(a):
           "an execution trace has no times: in_job_us must be empty, every row ok")
 
 
-def attention_mode(a):
-    report = fresh(os.path.join(a.out, "replay"))
-    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
-    p = subprocess.run([a.bench_attention, "--backend", "cpu", "--trace-path", fixture,
-                        "--max-samples", "2", "--min-samples", "2", "--report-dir-path", report],
+def replay_attention(bench, source_flag, source, report):
+    """bench_attention on the CPU replaying a job's attention calls: its one row, or None."""
+    p = subprocess.run([bench, "--backend", "cpu", source_flag, source, "--max-samples", "2",
+                        "--min-samples", "2", "--report-dir-path", report],
                        capture_output=True, text=True, timeout=300)
-    if not check(p.returncode == 0, f"bench_attention exited {p.returncode}: {p.stderr[-400:]}"):
-        return
+    if not check(p.returncode == 0, f"bench_attention {source_flag} exited {p.returncode}: "
+                                    f"{p.stderr[-400:]}"):
+        return None
     with open(os.path.join(report, "attention.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     if not check(len(rows) == 1, f"expected one row, got {len(rows)}"):
-        return
+        return None
     r = rows[0]
-    print(f"bench_attention --trace-path: {r['model']} b{r['batch_size']} s{r['seqlen_q']} "
+    print(f"bench_attention {source_flag}: {r['model']} b{r['batch_size']} s{r['seqlen_q']} "
           f"h{r['num_head_q']}/{r['num_head_kv']} d{r['head_dim_qk']} causal {r['causal']} "
           f"{r['pass']} {r['dtype']}: {r['time_us']} us alone, in_job_us {r['in_job_us']}, "
-          f"ratio {r['in_job_ratio']}; note: {r['note']}")
+          f"ratio {r['in_job_ratio']!r}; note: {r['note']}")
+    return r
+
+
+def attention_mode(a):
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "host-a_4242.1700000000000.pt.trace.json")
+    # The trace's bf16 flash attention runs in fp32 on the CPU: the job's time is kept, but a time
+    # in another dtype is no measure of how the job's call fared, so there is no ratio.
+    report = fresh(os.path.join(a.out, "replay"))
+    r = replay_attention(a.bench_attention, "--trace-path", fixture, report)
+    if r is None:
+        return
     check((r["batch_size"], r["seqlen_q"], r["num_head_q"], r["num_head_kv"], r["head_dim_qk"],
-           r["causal"], r["pass"], r["captured_calls"]) ==
-          ("2", "512", "32", "8", "128", "true", "fwd", "1"), f"the row's shape: {r}")
+           r["causal"], r["pass"], r["captured_calls"], r["dtype"]) ==
+          ("2", "512", "32", "8", "128", "true", "fwd", "1", "fp32"), f"the row's shape: {r}")
     check(float(r["in_job_us"]) == 300.0, f"in_job_us {r['in_job_us']}, the kernel took 300 us")
-    check(abs(float(r["in_job_ratio"]) - 300.0 / float(r["time_us"])) < 1e-6 * 300.0 / float(r["time_us"]) + 1e-9,
-          f"in_job_ratio {r['in_job_ratio']} is not 300 / {r['time_us']}")
+    check(r["in_job_ratio"] == "" and "no in_job_ratio: the job ran this call in bf16" in r["note"],
+          f"a bf16 call replayed in fp32 has no ratio, and says why: {r['in_job_ratio']!r}, "
+          f"{r['note']!r}")
+    # A job's fp32 call (4 calls, 500 us each) runs as the job ran it: in_job_us / time_us.
+    fp32_report = fresh(os.path.join(a.out, "replay_fp32"))
+    f = replay_attention(a.bench_attention, "--capture-path",
+                         os.path.join(ROOT, "tests", "data", "capture_attention_fp32"), fp32_report)
+    if f is None:
+        return
+    check(f["captured_calls"] == "4" and float(f["in_job_us"]) == 500.0 and f["dtype"] == "fp32",
+          f"the fp32 call's row: {f}")
+    if check(f["in_job_ratio"] != "", "the fp32 call has no in_job_ratio"):
+        ratio = 500.0 / float(f["time_us"])
+        check(abs(float(f["in_job_ratio"]) - ratio) <= 1e-6 * ratio + 1e-9,
+              f"in_job_ratio {f['in_job_ratio']} is not 500 / {f['time_us']}")
     # the summary of the converted trace: every family's share of the traced 780 us (the GPU
-    # step's span), and the replay's ratio
+    # step's span), and both replays: the fp32 call with its ratio, the bf16 one without
     table = os.path.join(a.out, "table")
     shutil.rmtree(table, ignore_errors=True)
     subprocess.run([a.trace_convert, "--trace-path", fixture, "--out", table], check=True,
                    capture_output=True, timeout=60)
     chart = os.path.join(a.out, "summary.png")
-    p = subprocess.run([PY, SUMMARY, table, "--replay", report, "--plot", chart],
+    p = subprocess.run([PY, SUMMARY, table, "--replay", report, fp32_report, "--plot", chart],
                        capture_output=True, text=True, timeout=120)
     print(p.stdout)
     check(p.returncode == 0, f"capture_summary.py exited {p.returncode}: {p.stderr[-300:]}")
     families = ("by family: gemm 28.2%, attention 38.5%, communication 12.8%, memory-bound 6.4%, "
                 "other 1.3%, GPU idle 12.8% of the traced time")  # 220, 300, 100, 50, 10, 100 of 780
     check(families in p.stdout, f"the summary's families are not '{families}'")
-    replay = [line.split() for line in p.stdout.splitlines() if line.strip().startswith("attention ")]
-    check(len(replay) == 1 and replay[0][-3] == "300.0", f"the replay's line: {replay}")
+    replay = {line.split()[-3]: line.split()[-1] for line in p.stdout.splitlines()
+              if line.strip().startswith("attention ")}  # in_job_us: ratio
+    check(len(replay) == 2 and replay.get("300.0") == "-" and replay.get("500.0", "-") != "-",
+          f"the replays' lines (300 us without a ratio, 500 us with one): {replay}")
     check(os.path.getsize(chart) > 10000 if os.path.exists(chart) else False, f"no chart {chart}")
+    # plot_report.py draws both replays (it took every in_job_us report for bench_ccl's, and a
+    # KeyError on size_bytes ended it on bench_attention's)
+    plots = fresh(os.path.join(a.out, "plots"))
+    p = subprocess.run([PY, PLOT, os.path.join(report, "attention.csv"),
+                        os.path.join(fp32_report, "attention.csv"), "--out", plots],
+                       capture_output=True, text=True, timeout=120)
+    pngs = p.stdout.split()
+    check(p.returncode == 0 and len(pngs) == 2 and all(
+        png.endswith("_capture_replay.png") and os.path.getsize(png) > 10000 for png in pngs),
+        f"plot_report.py on the replays: exit {p.returncode}, {pngs}, {p.stderr[-300:]}")
 
 
 def trim_mode(a):
