@@ -54,6 +54,7 @@ struct Runtime {
 
   std::atomic<void (*)()> before_write[4] = {};
   std::atomic<bool> final_written{false};  // the exit write is done: _exit after exit() skips it
+  sem_t exit_written;                       // posted by the exit write's own thread (at_exit)
   std::atomic<std::uint64_t> forks{0};
 
   // A forked child ended by SIGTERM (multiprocessing's Pool.terminate(), the way `with Pool()`
@@ -227,6 +228,41 @@ void after_fork_child() {
   watch_sigterm_in_child(r);
 }
 
+// The longest exit() waits for the exit write. The tables' folder may be on a network
+// filesystem, and one that stopped answering must not keep a finished job from ending: the
+// SIGTERM watcher and _exit bound their writes alike.
+constexpr int kExitWriteS = 5;
+
+// The exit write on a thread of its own, waited for kExitWriteS at most: past that the process
+// ends without it (its tables stay as the periodic writer last left them), and says so. Not by
+// an alarm, as _exit's write is: that would end a finished job by SIGALRM, not with its own exit
+// status.
+void write_final_bounded() {
+  Runtime& r = rt();
+  sem_init(&r.exit_written, 0, 0);
+  if (start_quiet_thread([] {
+        write_final();
+        sem_post(&rt().exit_written);
+      }) != 0) {
+    write_final();  // no thread to wait on: write as before
+    return;
+  }
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += kExitWriteS;
+  while (sem_timedwait(&r.exit_written, &deadline) != 0) {
+    if (errno == EINTR) continue;
+    // _exit after exit() must not write again: the stuck write holds the lock it would wait on
+    r.final_written.store(true);
+    const std::string line = "opbench-capture: the exit write to " + r.dir + " did not end within " +
+                             std::to_string(kExitWriteS) +
+                             " s (a filesystem that does not answer?): the process ends without "
+                             "it, and the tables there are the last periodic write's\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    return;
+  }
+}
+
 void at_exit() {
   Runtime& r = rt();
   if (r.state.load() != kOn) return;
@@ -235,7 +271,7 @@ void at_exit() {
     r.stop = true;
   }
   r.wake.notify_all();
-  write_final();
+  write_final_bounded();
 }
 
 void writer_loop() {

@@ -86,6 +86,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -525,6 +526,40 @@ def killed_mode(a):
         check(os.path.exists(path[:-3] + ext), f"no .{ext} beside {path}")
 
 
+def stuckexit_mode(a):
+    """A tables folder that stops answering: the exit write blocks (a FIFO without a reader where
+    the write's temporary file goes, as a hung network filesystem would block it), and the job
+    still ends with its own status within the exit write's bound (5 s), saying so. It used to
+    wait for ever."""
+    out = fresh(a.out)
+    # no periodic writes (interval 0) and no launcher rank: the exit write alone, to
+    # capture-<host>-pid<pid>.*, through write_atomically's DIR/.<name>.tmp<pid>
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK")}
+    env.update(OPBENCH_CAPTURE_DIR=out, OPBENCH_CAPTURE_INTERVAL="0", LD_PRELOAD=a.lib)
+    proc = subprocess.Popen([a.prog, "loop", "2"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    base = f"capture-{socket.gethostname().split('.')[0]}-pid{proc.pid}"
+    for ext in ("csv", "jsonl", "prom"):
+        os.mkfifo(os.path.join(out, f".{base}.{ext}.tmp{proc.pid}"))
+    started = time.time()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        check(False, "the job did not end within 30 s of a blocked exit write")
+        return
+    took = time.time() - started
+    print(f"ended {took:.1f} s after its start (2 s of calls, then the blocked exit write), "
+          f"status {proc.returncode}; stderr: {err.strip()}")
+    check(proc.returncode == 3, f"the program's own status 3 is kept: {proc.returncode}")
+    check(took < 2 + 5 + 3, f"{took:.1f} s: 2 s of calls, and the exit write's bound is 5 s")
+    check("did not end within 5 s" in err and out in err, f"no line says the write was cut: {err}")
+    for fifo in glob.glob(os.path.join(out, ".*.tmp*")):
+        os.unlink(fifo)
+
+
 def baddir_mode(a):
     env = dict(os.environ, OPBENCH_CAPTURE_DIR="/proc/no-such-folder", LD_PRELOAD=a.lib)
     p = subprocess.run([a.prog, "threads", "2", "3"], env=env, capture_output=True, text=True)
@@ -930,7 +965,7 @@ def prometheus_mode(a):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
+                                    "stuckexit", "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")
