@@ -70,7 +70,8 @@ class CaseLoop {
 };
 
 // The report files of a run with several reports (bench_gemm and bench_memops: one per model,
-// shapes file or sweep), each opened when its first case comes. On --resume each continues the
+// shapes file or sweep; bench_step: one per family; bench_ccl: one per op), each opened when its
+// first case comes. On --resume each continues the
 // earlier run's files and carries their rows into the loop, so the .prom, the counts and the
 // summary cover both runs.
 class ReportSets {
