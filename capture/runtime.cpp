@@ -7,8 +7,10 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -54,7 +56,7 @@ struct Runtime {
 
   std::atomic<void (*)()> before_write[4] = {};
   std::atomic<bool> final_written{false};  // the exit write is done: _exit after exit() skips it
-  sem_t exit_written;                       // posted by the exit write's own thread (at_exit)
+  sem_t exit_written;                      // posted by the exit write's own thread (at_exit)
   std::atomic<std::uint64_t> forks{0};
 
   // A forked child ended by SIGTERM (multiprocessing's Pool.terminate(), the way `with Pool()`
@@ -254,8 +256,8 @@ void write_final_bounded() {
     if (errno == EINTR) continue;
     // _exit after exit() must not write again: the stuck write holds the lock it would wait on
     r.final_written.store(true);
-    const std::string line = "opbench-capture: the exit write to " + r.dir + " did not end within " +
-                             std::to_string(kExitWriteS) +
+    const std::string line = "opbench-capture: the exit write to " + r.dir +
+                             " did not end within " + std::to_string(kExitWriteS) +
                              " s (a filesystem that does not answer?): the process ends without "
                              "it, and the tables there are the last periodic write's\n";
     (void)!::write(STDERR_FILENO, line.data(), line.size());
@@ -569,18 +571,44 @@ OPBENCH_CAPTURE_EXPORT void opbench_capture_reset() {
 namespace opbench::capture {
 namespace {
 
+// What the alarm that cuts _exit's write short needs, set before it is armed: the status the
+// process gave _exit, and the line that says the tables were lost.
+volatile sig_atomic_t exit_status = 0;
+char cut_line[512] = {};
+std::size_t cut_line_size = 0;
+
+// The alarm's handler: the line, then the end _exit was asked for, with its status (not by
+// SIGALRM). Both calls are async-signal-safe; exit_group is the system call under _exit, made
+// directly so that it does not come back through the hook below.
+void end_with_exit_status(int) {
+  (void)!::write(STDERR_FILENO, cut_line, cut_line_size);
+  ::syscall(SYS_exit_group, static_cast<int>(exit_status));
+}
+
 // A process that leaves through _exit (a forked child: Python's multiprocessing ends every
 // child with os._exit, so no exit handler runs) writes its tables on the way, once. Not in a
 // vfork child (its pid is not the capture's, it shares its parent's memory) and not after the
 // exit handlers wrote them. The write takes locks and memory, and _exit may be called from a
-// signal handler that interrupted a holder of either: an alarm bounds the wait, so that at
-// worst the tables are lost (as they were without this hook) and the process still ends.
-void write_before_exit() {
+// signal handler that interrupted a holder of either, or the tables' folder may stop answering:
+// an alarm bounds the wait (no thread can be started from a signal handler, as the exit
+// handler's bound does), so that at worst the tables are lost (as they were without this hook)
+// and the process still ends, with the status it gave _exit.
+void write_before_exit(int status) {
   Runtime& r = rt();
   if (r.state.load() != kOn || r.final_written.load() || static_cast<long>(getpid()) != r.facts.pid)
     return;
-  signal(SIGALRM, SIG_DFL);
-  alarm(5);
+  exit_status = status;
+  cut_line_size = static_cast<std::size_t>(std::max(
+      0, std::snprintf(cut_line, sizeof cut_line,
+                       "opbench-capture: the exit write to %s did not end within %d s: the process "
+                       "ends without it\n",
+                       r.dir.c_str(), kExitWriteS)));
+  cut_line_size = std::min(cut_line_size, sizeof cut_line - 1);
+  struct sigaction action {};
+  action.sa_handler = end_with_exit_status;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGALRM, &action, nullptr);
+  alarm(kExitWriteS);
   write_final();
 }
 
@@ -594,12 +622,12 @@ void write_before_exit() {
 
 OPBENCH_CAPTURE_EXPORT void _exit(int status) {
   static std::atomic<void*> slot{nullptr};
-  opbench::capture::write_before_exit();
+  opbench::capture::write_before_exit(status);
   opbench::capture::real_exit(slot, "_exit", status);
 }
 
 OPBENCH_CAPTURE_EXPORT void _Exit(int status) {
   static std::atomic<void*> slot{nullptr};
-  opbench::capture::write_before_exit();
+  opbench::capture::write_before_exit(status);
   opbench::capture::real_exit(slot, "_Exit", status);
 }

@@ -6,6 +6,9 @@
  *   loop S       cblas_sgemm 64x64x64 calls for S seconds (the killed-job test kills it first)
  *   overhead N   N cblas_sgemm calls of 1 x 1 x 1, 5 rounds; prints the fastest round's ns per
  *                call (with and without the capture: the capture's own cost per call)
+ *   hungexit DIR fork; the child runs 1 cblas_dgemm 16x16x16, puts FIFOs without a reader where
+ *                the capture's exit write in DIR puts its temporary files (a folder that stopped
+ *                answering) and leaves by _exit(7); the parent prints how and when it ended
  * Every mode prints a checksum of its results, the same with and without the capture, and an
  * exit code of 3 (a program's own code, which the capture must keep). */
 #include <cblas.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +111,34 @@ int main(int argc, char** argv) {
     printf("calls %ld\n", n);
     return 3;
   }
+  if (argc >= 3 && strcmp(argv[1], "hungexit") == 0) {
+    fflush(stdout);
+    const pid_t child = fork();
+    if (child == 0) {
+      const double cs = dgemm_sum(16);
+      char host[256] = {0}, path[4096];
+      gethostname(host, sizeof host - 1);
+      char* dot = strchr(host, '.');
+      if (dot) *dot = '\0';
+      const char* exts[] = {"csv", "jsonl", "prom"};
+      for (int i = 0; i < 3; ++i) {
+        const int pid = (int)getpid();
+        snprintf(path, sizeof path, "%s/.capture-%s-pid%d.%s.tmp%d", argv[2], host, pid, exts[i],
+                 pid);
+        mkfifo(path, 0600);
+      }
+      _exit(cs != 0 ? 7 : 8);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int status = 0;
+    waitpid(child, &status, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("child %s %d after %.1f s\n", WIFEXITED(status) ? "status" : "signal",
+           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    return 3;
+  }
   if (argc >= 3 && strcmp(argv[1], "overhead") == 0) {
     const long n = atol(argv[2]);
     double best = 1e30;
@@ -125,6 +157,6 @@ int main(int argc, char** argv) {
     printf("ns_per_call %.1f checksum %.3g\n", best, (double)c);
     return 3;
   }
-  fprintf(stderr, "usage: blas_calls threads T N | fork | loop SECONDS | overhead N\n");
+  fprintf(stderr, "usage: blas_calls threads T N | fork | loop SECONDS | overhead N | hungexit DIR\n");
   return 2;
 }

@@ -48,7 +48,7 @@ add_test(NAME "capture: a fork child's and grandchild's own SIGTERM handlers run
 add_test(NAME "capture: a job killed with SIGKILL leaves its periodic tables"
   COMMAND ${CHECK_CAPTURE} killed --out ${CAPTURE_OUT}/killed --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
-add_test(NAME "capture: a tables folder that stops answering holds the job's exit 5 s at most, and its status is kept"
+add_test(NAME "capture: a tables folder that stops answering holds exit() and a child's _exit 5 s at most, and their status is kept"
   COMMAND ${CHECK_CAPTURE} stuckexit --out ${CAPTURE_OUT}/stuckexit --lib ${CAPTURE_LIB}
           --prog $<TARGET_FILE:capture_blas_calls>)
 add_test(NAME "capture: a call inside an intercepted call counts once"
@@ -125,7 +125,7 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: a Python fork pool's and Process children's calls are kept"
   "capture: a fork child's and grandchild's own SIGTERM handlers run, not the capture's"
   "capture: a job killed with SIGKILL leaves its periodic tables"
-  "capture: a tables folder that stops answering holds the job's exit 5 s at most, and its status is kept"
+  "capture: a tables folder that stops answering holds exit() and a child's _exit 5 s at most, and their status is kept"
   "capture: a call inside an intercepted call counts once"
   "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
   "capture: bench_gemm under the capture, calls = its warm-up runs + samples"

@@ -530,7 +530,7 @@ def stuckexit_mode(a):
     """A tables folder that stops answering: the exit write blocks (a FIFO without a reader where
     the write's temporary file goes, as a hung network filesystem would block it), and the job
     still ends with its own status within the exit write's bound (5 s), saying so. It used to
-    wait for ever."""
+    wait for ever; a forked child leaving by _exit was ended by SIGALRM."""
     out = fresh(a.out)
     # no periodic writes (interval 0) and no launcher rank: the exit write alone, to
     # capture-<host>-pid<pid>.*, through write_atomically's DIR/.<name>.tmp<pid>
@@ -557,6 +557,20 @@ def stuckexit_mode(a):
     check(took < 2 + 5 + 3, f"{took:.1f} s: 2 s of calls, and the exit write's bound is 5 s")
     check("did not end within 5 s" in err and out in err, f"no line says the write was cut: {err}")
     for fifo in glob.glob(os.path.join(out, ".*.tmp*")):
+        os.unlink(fifo)
+    # A forked child leaving by _exit(7), whose write is bounded by an alarm (no thread can be
+    # started where _exit may be called, a signal handler): it ends with status 7 within 5 s. The
+    # alarm used to end it by SIGALRM (signal 14).
+    child_out = fresh(os.path.join(a.out, "child"))
+    p = subprocess.run([a.prog, "hungexit", child_out], env=dict(env, OPBENCH_CAPTURE_DIR=child_out),
+                       capture_output=True, text=True, timeout=60)
+    print(f"_exit in a forked child: {p.stdout.strip()}; stderr: {p.stderr.strip()}")
+    ended = p.stdout.split()
+    check(p.returncode == 3 and ended[:3] == ["child", "status", "7"] and float(ended[4]) < 5 + 3,
+          f"the child's _exit(7) is kept within the 5 s bound: {p.stdout.strip()!r}, exit "
+          f"{p.returncode}")
+    check("did not end within 5 s" in p.stderr, f"no line says the child's write was cut: {p.stderr}")
+    for fifo in glob.glob(os.path.join(child_out, ".*.tmp*")):
         os.unlink(fifo)
 
 
