@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
     printf("ns_per_call %.1f checksum %.3g\n", best, (double)c);
     return 3;
   }
-  fprintf(stderr, "usage: blas_calls threads T N | fork | loop SECONDS | overhead N | hungexit DIR\n");
+  fprintf(stderr,
+          "usage: blas_calls threads T N | fork | loop SECONDS | overhead N | hungexit DIR\n");
   return 2;
 }
