@@ -33,6 +33,11 @@ namespace {
 
 enum State : int { kUninit = 0, kInitialising = 1, kOn = 2, kOff = 3 };
 
+// The longest the exit write may hold a process's end (exit(), _exit, and the SIGTERM watcher
+// alike). The tables' folder may be on a network filesystem, and one that stopped answering must
+// not keep a finished job from ending.
+constexpr int kExitWriteS = 5;
+
 struct Runtime {
   std::atomic<int> state{kUninit};
   std::atomic<bool> said{false};
@@ -57,6 +62,10 @@ struct Runtime {
   std::atomic<void (*)()> before_write[4] = {};
   std::atomic<bool> final_written{false};  // the exit write is done: _exit after exit() skips it
   sem_t exit_written;                      // posted by the exit write's own thread (at_exit)
+  // The line that says the exit write was cut short, made with the files' names (name_files):
+  // _exit's alarm handler may only write it out.
+  char cut_line[1024] = {};
+  std::size_t cut_line_size = 0;
   std::atomic<std::uint64_t> forks{0};
 
   // A forked child ended by SIGTERM (multiprocessing's Pool.terminate(), the way `with Pool()`
@@ -119,6 +128,18 @@ void name_files(Runtime& r, bool forked_child) {
   r.base = "capture-" + r.facts.host + "-" +
            (r.facts.rank.empty() || forked_child ? "pid" + std::to_string(r.facts.pid)
                                                  : "rank" + r.facts.rank);
+  const int n = std::snprintf(r.cut_line, sizeof r.cut_line,
+                              "opbench-capture: the exit write to %s did not end within %d s (a "
+                              "filesystem that does not answer?): the process ends without it, "
+                              "and the tables there are the last periodic write's\n",
+                              r.dir.c_str(), kExitWriteS);
+  r.cut_line_size = std::min(static_cast<std::size_t>(std::max(n, 0)), sizeof r.cut_line - 1);
+}
+
+// The prepared line on stderr (async-signal-safe).
+void say_cut_short() {
+  Runtime& r = rt();
+  (void)!::write(STDERR_FILENO, r.cut_line, r.cut_line_size);
 }
 
 void before_fork() {
@@ -175,7 +196,7 @@ void start_term_watch() {
     action.sa_handler = end_by_sigterm_on_alarm;
     sigemptyset(&action.sa_mask);
     sigaction(SIGALRM, &action, nullptr);
-    alarm(5);
+    alarm(kExitWriteS);
     write_final();
     end_by_sigterm();
   });
@@ -230,15 +251,12 @@ void after_fork_child() {
   watch_sigterm_in_child(r);
 }
 
-// The longest exit() waits for the exit write. The tables' folder may be on a network
-// filesystem, and one that stopped answering must not keep a finished job from ending: the
-// SIGTERM watcher and _exit bound their writes alike.
-constexpr int kExitWriteS = 5;
-
 // The exit write on a thread of its own, waited for kExitWriteS at most: past that the process
 // ends without it (its tables stay as the periodic writer last left them), and says so. Not by
 // an alarm, as _exit's write is: that would end a finished job by SIGALRM, not with its own exit
-// status.
+// status. The trade-off: exit() then goes on (other exit handlers, static destructors) while the
+// write may still be running; it touches only the capture's own never-destroyed state and the
+// files it writes.
 void write_final_bounded() {
   Runtime& r = rt();
   sem_init(&r.exit_written, 0, 0);
@@ -249,18 +267,15 @@ void write_final_bounded() {
     write_final();  // no thread to wait on: write as before
     return;
   }
+  // on the monotonic clock: a step of the wall clock must not stretch the bound
   timespec deadline{};
-  clock_gettime(CLOCK_REALTIME, &deadline);
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += kExitWriteS;
-  while (sem_timedwait(&r.exit_written, &deadline) != 0) {
+  while (sem_clockwait(&r.exit_written, CLOCK_MONOTONIC, &deadline) != 0) {
     if (errno == EINTR) continue;
     // _exit after exit() must not write again: the stuck write holds the lock it would wait on
     r.final_written.store(true);
-    const std::string line = "opbench-capture: the exit write to " + r.dir +
-                             " did not end within " + std::to_string(kExitWriteS) +
-                             " s (a filesystem that does not answer?): the process ends without "
-                             "it, and the tables there are the last periodic write's\n";
-    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    say_cut_short();
     return;
   }
 }
@@ -571,17 +586,14 @@ OPBENCH_CAPTURE_EXPORT void opbench_capture_reset() {
 namespace opbench::capture {
 namespace {
 
-// What the alarm that cuts _exit's write short needs, set before it is armed: the status the
-// process gave _exit, and the line that says the tables were lost.
+// The status the process gave _exit, for the alarm that cuts its write short.
 volatile sig_atomic_t exit_status = 0;
-char cut_line[512] = {};
-std::size_t cut_line_size = 0;
 
-// The alarm's handler: the line, then the end _exit was asked for, with its status (not by
-// SIGALRM). Both calls are async-signal-safe; exit_group is the system call under _exit, made
-// directly so that it does not come back through the hook below.
+// The alarm's handler: the prepared line, then the end _exit was asked for, with its status
+// (not by SIGALRM). Both calls are async-signal-safe; exit_group is the system call under _exit,
+// made directly so that it does not come back through the hook below.
 void end_with_exit_status(int) {
-  (void)!::write(STDERR_FILENO, cut_line, cut_line_size);
+  say_cut_short();
   ::syscall(SYS_exit_group, static_cast<int>(exit_status));
 }
 
@@ -592,22 +604,22 @@ void end_with_exit_status(int) {
 // signal handler that interrupted a holder of either, or the tables' folder may stop answering:
 // an alarm bounds the wait (no thread can be started from a signal handler, as the exit
 // handler's bound does), so that at worst the tables are lost (as they were without this hook)
-// and the process still ends, with the status it gave _exit.
+// and the process still ends, with the status it gave _exit. Everything before the write is
+// async-signal-safe.
 void write_before_exit(int status) {
   Runtime& r = rt();
   if (r.state.load() != kOn || r.final_written.load() || static_cast<long>(getpid()) != r.facts.pid)
     return;
   exit_status = status;
-  cut_line_size = static_cast<std::size_t>(std::max(
-      0, std::snprintf(cut_line, sizeof cut_line,
-                       "opbench-capture: the exit write to %s did not end within %d s: the process "
-                       "ends without it\n",
-                       r.dir.c_str(), kExitWriteS)));
-  cut_line_size = std::min(cut_line_size, sizeof cut_line - 1);
   struct sigaction action {};
   action.sa_handler = end_with_exit_status;
   sigemptyset(&action.sa_mask);
   sigaction(SIGALRM, &action, nullptr);
+  // _exit called from a SIGALRM handler (or by a thread that blocks it) would never see the alarm
+  sigset_t alarm_only;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  pthread_sigmask(SIG_UNBLOCK, &alarm_only, nullptr);
   alarm(kExitWriteS);
   write_final();
 }

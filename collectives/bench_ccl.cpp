@@ -92,7 +92,7 @@ class CclLoop {
         dir_(dir),
         progress_(cases, static_cast<double>(cases), o.report.quiet || !mpi.lead()),
         table_(o.run.per_iter, o.placements.size()),
-        loop_(progress_, &table_, harness_, tally_, rows_, MpiRun::stop_agreed_in_run_case) {
+        loop_(mpi.case_loop(progress_, &table_, harness_, tally_, rows_)) {
     mpi_.open_reports(
         dir, {{"--report-csv-path", o.report_csv_path}, {"--summary-path", o.report.summary_path}},
         [&] { reports_ = std::make_unique<CclReports>(o, dir, mpi.run_facts(), loop_); });

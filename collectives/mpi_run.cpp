@@ -82,11 +82,17 @@ Communicator& MpiRun::communicator(int group_size, bool strided,
   return *comm;
 }
 
+CaseLoop MpiRun::case_loop(Progress& progress, RowTable* table, HarnessCost& harness,
+                           RunTally& tally, std::vector<Record>& rows) const {
+  return CaseLoop(progress, table, harness, tally, rows, [] { return false; });
+}
+
 bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row) {
   stopped_ = session_.any(interrupted());
   if (stopped_) return false;
+  // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first case's.
+  Communicator& comm = communicator(c.group_size, c.strided, c.reserve_bytes);
   auto collective = [&] {
-    Communicator& comm = communicator(c.group_size, c.strided, c.reserve_bytes);
     CollResult r;
     {
       // Closed however the case ends; when the hook was taken, its end never returns.

@@ -94,9 +94,11 @@ class MpiRun {
   // the run as after its last case (the main thread is stuck inside the case); the process then
   // ends without the case's own row.
   bool run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row);
-  // Rank 0's CaseLoop stop check: none of its own, as run_case has every rank agree on the stop
-  // before each case (a rank that stopped alone would leave the others inside the collective).
-  static bool stop_agreed_in_run_case() { return false; }
+  // The case loop for run_case: its stop check is run_case's, which every rank agrees on before
+  // each case (a loop that stopped on rank 0's own signal would leave the other ranks inside the
+  // collective).
+  CaseLoop case_loop(Progress& progress, RowTable* table, HarnessCost& harness, RunTally& tally,
+                     std::vector<Record>& rows) const;
   // The exit code after the cases: rank 0's close; on another rank, the stop's, or 1 when a case
   // failed (a rank that writes no rows still says so).
   int finish();

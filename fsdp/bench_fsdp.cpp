@@ -62,7 +62,7 @@ class FsdpReplay {
         dir_(dir),
         progress_(distinct_collectives(plan), static_cast<double>(distinct_collectives(plan)),
                   o.report.quiet || !mpi.lead()),
-        loop_(progress_, nullptr, harness_, tally_, rows_, MpiRun::stop_agreed_in_run_case) {
+        loop_(mpi.case_loop(progress_, nullptr, harness_, tally_, rows_)) {
     mpi_.open_reports(dir,
                       {{"--allgather-report-csv-path", o.allgather_csv},
                        {"--reducescatter-report-csv-path", o.reducescatter_csv},

@@ -348,9 +348,11 @@ def process_notes(files, tables):
 
 
 def replay_rows(dirs):
-    """Measured rows of bench_gemm, bench_attention and bench_ccl reports with an in_job_us
+    """The ok rows of bench_gemm, bench_attention and bench_ccl reports with an in_job_us
     (--capture-path / --trace-path replays): (family, what, calls, in-job us, alone us, ratio).
-    The ratio is None on a row run in another dtype than the job's (bench_attention on the CPU)."""
+    The ratio is None on a row run in another dtype than the job's (bench_attention on the CPU:
+    its note says "no in_job_ratio"); a failed or skipped row is left out, as it has no time
+    alone to set beside the job's."""
     out = []
     for d in dirs:
         reports = sorted(glob.glob(os.path.join(glob.escape(d), "*.csv")))
@@ -359,7 +361,7 @@ def replay_rows(dirs):
         for path in reports:
             with open(path, newline="") as f:
                 for r in csv.DictReader(f):
-                    if not r.get("in_job_us") or not r.get("time_us"):
+                    if not r.get("in_job_us") or r.get("status", "ok") != "ok":
                         continue
                     if "gemm" in r and "m" in r:
                         what = (f'{r["gemm"]} {r["m"]}x{r["n"]}x{r["k"]} '

@@ -611,8 +611,10 @@ def plot_capture_replay(rows, title, out, args):
     ax.barh([v + 0.2 for v in y], in_job, height=0.4, color="tab:red", label="in the job (captured)")
     ax.barh([v - 0.2 for v in y], alone, height=0.4, color="tab:green", label="alone (this run)")
     for i, ratio in enumerate(ratios):
-        # no ratio: a skipped row, or one run in another dtype than the job's (bench_attention)
-        why = "  skipped" if not alone[i] else "  no ratio: another dtype"
+        # no ratio: a skipped or failed row, or one run in another dtype than the job's
+        # (bench_attention, whose note says "no in_job_ratio")
+        why = ("  no ratio: another dtype" if "no in_job_ratio" in (rows[i].get("note") or "")
+               else f'  {rows[i].get("status") or "skipped"}')
         ax.text(max(in_job[i], alone[i]), i, f"  x{ratio:.2f}" if ratio else why,
                 va="center", fontsize=8)
     ax.set_yticks(y)

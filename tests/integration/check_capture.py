@@ -98,6 +98,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 CAPTURE_SH = os.path.join(ROOT, "scripts", "capture.sh")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+SUMMARY = os.path.join(ROOT, "scripts", "capture_summary.py")
 problems = []
 
 
@@ -893,6 +894,20 @@ def replay_ccl_mode(a):
         check(q.returncode == 0 and said in q.stderr and "1 cases on 2 ranks" in q.stdout,
               f"--placement {placement}: exit {q.returncode}, expected one case and '{said}': "
               f"{q.stdout[-300:]} {q.stderr[-300:]}")
+    # A replayed call whose check failed keeps its time but has no ratio: capture_summary.py
+    # --replay leaves it out (it listed it as a call run in another dtype, '-')
+    failed = os.path.join(out, "failed")
+    p = run([a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2", a.bench_ccl,
+             "--backend", "mpi", "--capture-path", data, "--report-dir-path", failed,
+             "-n", "5", "-w", "1", "-c", "1", "--test-corrupt-rank", "1", "--placement", "in_place"])
+    rows = read_rows(os.path.join(failed, "ccl_all_reduce.csv")) if p.returncode == 1 else []
+    check(len(rows) == 1 and rows[0]["status"] == "failed" and rows[0]["time_us"] != ""
+          and rows[0]["in_job_ratio"] == "",
+          f"a corrupted replay: exit {p.returncode}, rows {rows}, {p.stderr[-300:]}")
+    q = run([PY, SUMMARY, data, "--replay", failed])
+    print("  summary of the failed replay:", [l for l in q.stdout.splitlines() if "replayed" in l])
+    check(q.returncode == 0 and "replayed alone (0 shapes with a time in the job)" in q.stdout,
+          f"capture_summary.py --replay on a failed row: exit {q.returncode}, {q.stdout[-400:]}")
 
 
 def free_port():
