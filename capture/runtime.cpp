@@ -179,7 +179,8 @@ void end_by_sigterm() {
   kill(getpid(), SIGTERM);
 }
 void end_by_sigterm_on_alarm(int) {
-  end_by_sigterm();  // sigaction and kill are async-signal-safe
+  say_cut_short();
+  end_by_sigterm();  // write, sigaction and kill are async-signal-safe
 }
 
 // A thread that takes no signals waits for on_sigterm, writes the tables, and ends the process

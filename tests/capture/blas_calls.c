@@ -6,13 +6,16 @@
  *   loop S       cblas_sgemm 64x64x64 calls for S seconds (the killed-job test kills it first)
  *   overhead N   N cblas_sgemm calls of 1 x 1 x 1, 5 rounds; prints the fastest round's ns per
  *                call (with and without the capture: the capture's own cost per call)
- *   hungexit DIR fork; the child runs 1 cblas_dgemm 16x16x16, puts FIFOs without a reader where
+ *   hungexit DIR [term]
+ *                fork; the child runs 1 cblas_dgemm 16x16x16, puts FIFOs without a reader where
  *                the capture's exit write in DIR puts its temporary files (a folder that stopped
- *                answering) and leaves by _exit(7); the parent prints how and when it ended
+ *                answering) and leaves by _exit(7), or with `term` waits for the parent's SIGTERM;
+ *                the parent prints how the child ended and how long after its _exit or SIGTERM
  * Every mode prints a checksum of its results, the same with and without the capture, and an
  * exit code of 3 (a program's own code, which the capture must keep). */
 #include <cblas.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +115,9 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (argc >= 3 && strcmp(argv[1], "hungexit") == 0) {
+    const int by_term = argc >= 4 && strcmp(argv[3], "term") == 0;
+    int ready[2];
+    if (pipe(ready) != 0) return 2;
     fflush(stdout);
     const pid_t child = fork();
     if (child == 0) {
@@ -127,10 +133,19 @@ int main(int argc, char** argv) {
                  pid);
         mkfifo(path, 0600);
       }
-      _exit(cs != 0 ? 7 : 8);
+      if (!by_term) _exit(cs != 0 ? 7 : 8);
+      if (write(ready[1], "r", 1) != 1) _exit(9);
+      for (;;)
+        pause();
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (by_term) {
+      char byte;
+      if (read(ready[0], &byte, 1) != 1) return 2;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      kill(child, SIGTERM);
+    }
     int status = 0;
     waitpid(child, &status, 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -157,7 +172,8 @@ int main(int argc, char** argv) {
     printf("ns_per_call %.1f checksum %.3g\n", best, (double)c);
     return 3;
   }
-  fprintf(stderr,
-          "usage: blas_calls threads T N | fork | loop SECONDS | overhead N | hungexit DIR\n");
+  fprintf(
+      stderr,
+      "usage: blas_calls threads T N | fork | loop SECONDS | overhead N | hungexit DIR [term]\n");
   return 2;
 }

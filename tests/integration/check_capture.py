@@ -531,7 +531,8 @@ def stuckexit_mode(a):
     """A tables folder that stops answering: the exit write blocks (a FIFO without a reader where
     the write's temporary file goes, as a hung network filesystem would block it), and the job
     still ends with its own status within the exit write's bound (5 s), saying so. It used to
-    wait for ever; a forked child leaving by _exit was ended by SIGALRM."""
+    wait for ever; a forked child leaving by _exit was ended by SIGALRM. A forked child's SIGTERM
+    ends it by SIGTERM within the same bound."""
     out = fresh(a.out)
     # no periodic writes (interval 0) and no launcher rank: the exit write alone, to
     # capture-<host>-pid<pid>.*, through write_atomically's DIR/.<name>.tmp<pid>
@@ -572,6 +573,21 @@ def stuckexit_mode(a):
           f"{p.returncode}")
     check("did not end within 5 s" in p.stderr, f"no line says the child's write was cut: {p.stderr}")
     for fifo in glob.glob(os.path.join(child_out, ".*.tmp*")):
+        os.unlink(fifo)
+    # A forked child ended by SIGTERM (Pool.terminate()): the capture's watcher writes, and its
+    # alarm ends the child by SIGTERM 5 s later, as the signal would have, whatever the write does
+    term_out = fresh(os.path.join(a.out, "term"))
+    p = subprocess.run([a.prog, "hungexit", term_out, "term"],
+                       env=dict(env, OPBENCH_CAPTURE_DIR=term_out), capture_output=True, text=True,
+                       timeout=60)
+    print(f"SIGTERM to a forked child: {p.stdout.strip()}; stderr: {p.stderr.strip()}")
+    ended = p.stdout.split()
+    check(p.returncode == 3 and ended[:3] == ["child", "signal", str(int(signal.SIGTERM))]
+          and float(ended[4]) < 5 + 3,
+          f"the child ends by SIGTERM within the 5 s bound: {p.stdout.strip()!r}, exit "
+          f"{p.returncode}")
+    check("did not end within 5 s" in p.stderr, f"no line says the child's write was cut: {p.stderr}")
+    for fifo in glob.glob(os.path.join(term_out, ".*.tmp*")):
         os.unlink(fifo)
 
 
