@@ -542,15 +542,15 @@ def stuckexit_mode(a):
     proc = subprocess.Popen([a.prog, "loop", "2"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     base = f"capture-{socket.gethostname().split('.')[0]}-pid{proc.pid}"
-    for ext in ("csv", "jsonl", "prom"):
-        os.mkfifo(os.path.join(out, f".{base}.{ext}.tmp{proc.pid}"))
     started = time.time()
     try:
+        for ext in ("csv", "jsonl", "prom"):
+            os.mkfifo(os.path.join(out, f".{base}.{ext}.tmp{proc.pid}"))
         _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        proc.kill()  # never left behind, stuck on a FIFO
         _, err = proc.communicate()
-        check(False, "the job did not end within 30 s of a blocked exit write")
+        check(False, f"the job did not end within 30 s of a blocked exit write ({e})")
         return
     took = time.time() - started
     print(f"ended {took:.1f} s after its start (2 s of calls, then the blocked exit write), "
