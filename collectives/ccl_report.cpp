@@ -129,18 +129,13 @@ std::string column_time(double us) {
 
 // A row's fields as ccl_row wrote them: text, a whole number, a real; empty when the row has none.
 std::string text_field(const Record& row, std::string_view name) {
-  const Value* v = row.find(name);
-  return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : std::string();
+  const auto* v = row.get<std::string>(name);
+  return v ? *v : std::string();
 }
-std::optional<std::int64_t> int_field(const Record& row, std::string_view name) {
-  const Value* v = row.find(name);
-  if (v && std::holds_alternative<std::int64_t>(*v)) return std::get<std::int64_t>(*v);
-  return std::nullopt;
-}
-std::optional<double> real_field(const Record& row, std::string_view name) {
-  const Value* v = row.find(name);
-  if (v && std::holds_alternative<double>(*v)) return std::get<double>(*v);
-  return std::nullopt;
+template <typename T>
+std::optional<T> number_field(const Record& row, std::string_view name) {
+  const auto* v = row.get<T>(name);
+  return v ? std::optional<T>(*v) : std::nullopt;
 }
 
 }  // namespace
@@ -149,7 +144,7 @@ void NcclTestsTable::header(const Record& row) {
   const std::string label = text_field(row, "label");
   std::fprintf(out_, "#\n# %s, %s, groups of %lld ranks%s\n", text_field(row, "op").c_str(),
                nccl_tests_type_name(parse_dtype(text_field(row, "dtype"))).c_str(),
-               static_cast<long long>(int_field(row, "group_size").value_or(0)),
+               static_cast<long long>(number_field<std::int64_t>(row, "group_size").value_or(0)),
                label.empty() ? "" : (": " + label).c_str());
   const char* extra = per_iter_ ? "    i_p50   i_p99  i_cv%" : "";
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %-37s  %-37s\n", "", "", "", "", "",
@@ -165,12 +160,13 @@ void NcclTestsTable::header(const Record& row) {
 
 void NcclTestsTable::print(const Record& row) {
   const std::string op = text_field(row, "op"), dtype = text_field(row, "dtype");
-  const std::int64_t size = int_field(row, "size_bytes").value_or(0);
+  const std::int64_t size = number_field<std::int64_t>(row, "size_bytes").value_or(0);
   // redop and root are empty for an op without them: nccl-tests prints "none" and -1
   const std::string redop = text_field(row, "redop");
-  const std::int64_t root = int_field(row, "root").value_or(-1);
-  const std::string section = fmt::format(
-      "{} {} {} {}", op, dtype, int_field(row, "group_size").value_or(0), text_field(row, "label"));
+  const std::int64_t root = number_field<std::int64_t>(row, "root").value_or(-1);
+  const std::string section = fmt::format("{} {} {} {}", op, dtype,
+                                          number_field<std::int64_t>(row, "group_size").value_or(0),
+                                          text_field(row, "label"));
   const std::string key = fmt::format("{} {} {} {}", section, size, redop, root);
   if (key != line_key_) flush_line();
   if (section != section_) {
@@ -180,26 +176,27 @@ void NcclTestsTable::print(const Record& row) {
     op_ = op;
   }
   line_key_ = key;
-  line_prefix_ = fmt::format(
-      "  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", size, int_field(row, "count").value_or(0),
-      nccl_tests_type_name(parse_dtype(dtype)), redop.empty() ? "none" : redop, root);
+  line_prefix_ =
+      fmt::format("  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", size,
+                  number_field<std::int64_t>(row, "count").value_or(0),
+                  nccl_tests_type_name(parse_dtype(dtype)), redop.empty() ? "none" : redop, root);
   const std::string status = text_field(row, "status");
-  const std::optional<double> time_us = real_field(row, "time_us");
+  const std::optional<double> time_us = number_field<double>(row, "time_us");
   std::string cell;
   if (!time_us) {  // skipped, or failed before a time was taken
     cell = fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", status == "skipped" ? "skip" : "fail", "-",
                        "-", "-");
   } else {
-    const double busbw = real_field(row, "busbw_gbps").value_or(0);
-    const std::optional<std::int64_t> wrong = int_field(row, "wrong");
+    const double busbw = number_field<double>(row, "busbw_gbps").value_or(0);
+    const std::optional<std::int64_t> wrong = number_field<std::int64_t>(row, "wrong");
     cell = fmt::format("  {}  {:6.2f}  {:6.2f}  {:>6}", column_time(*time_us),
-                       real_field(row, "algbw_gbps").value_or(0), busbw,
+                       number_field<double>(row, "algbw_gbps").value_or(0), busbw,
                        wrong ? std::to_string(*wrong) : "N/A");
-    const std::optional<double> p50 = real_field(row, "p50_us");
+    const std::optional<double> p50 = number_field<double>(row, "p50_us");
     if (per_iter_ && p50)
       cell += fmt::format("  {} {} {:6.2f}", column_time(*p50),
-                          column_time(real_field(row, "p99_us").value_or(0)),
-                          real_field(row, "cv").value_or(0) * 100);
+                          column_time(number_field<double>(row, "p99_us").value_or(0)),
+                          number_field<double>(row, "cv").value_or(0) * 100);
     busbw_sum_ += busbw;
     ++busbw_count_;
     if (wrong && *wrong > 0) wrong_total_ += *wrong;

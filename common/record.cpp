@@ -45,10 +45,8 @@ std::vector<std::string> Record::names() const {
 }
 
 bool is_noisy(const Record& row) {
-  const Value* status = row.find("status");
-  const Value* note = row.find("note");
-  const auto* s = status ? std::get_if<std::string>(status) : nullptr;
-  const auto* n = note ? std::get_if<std::string>(note) : nullptr;
+  const auto* s = row.get<std::string>("status");
+  const auto* n = row.get<std::string>("note");
   return s && *s == "ok" && n && n->find("noisy (") != std::string::npos;
 }
 

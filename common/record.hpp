@@ -45,6 +45,13 @@ class Record {
 
   const std::vector<Field>& fields() const { return fields_; }
   const Value* find(std::string_view name) const;
+  // Field `name`'s value when the row has it and it holds a T (std::string, std::int64_t,
+  // double); nullptr when it is absent, empty or of another type.
+  template <typename T>
+  const T* get(std::string_view name) const {
+    const Value* v = find(name);
+    return v ? std::get_if<T>(v) : nullptr;
+  }
   std::vector<std::string> names() const;
 
   // JSON-only extras (every sample, per-rank lists, ...), nested under their own keys.

@@ -9,8 +9,7 @@
 namespace opbench {
 
 void RunTally::add(const Record& row) {
-  const Value* status = row.find("status");
-  const auto* s = status ? std::get_if<std::string>(status) : nullptr;
+  const auto* s = row.get<std::string>("status");
   if (!s || *s == "failed")
     ++failed;
   else if (*s == "skipped")

@@ -21,10 +21,8 @@ std::string text(const Record& r, const std::string& field) {
 }
 
 double number(const Record& r, const std::string& field) {
-  const Value* v = r.find(field);
-  if (!v) return 0;
-  if (const auto* d = std::get_if<double>(v)) return *d;
-  if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
+  if (const auto* d = r.get<double>(field)) return *d;
+  if (const auto* i = r.get<std::int64_t>(field)) return static_cast<double>(*i);
   return 0;
 }
 

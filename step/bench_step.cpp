@@ -332,8 +332,7 @@ Projections project_steps(const StepOptions& o, const std::vector<StepConfig>& c
                                 memory, capacity.gib));
     Record& row = out.rows.back();
     if (cut_short && !p.step_ms) {
-      const Value* note = row.find("note");
-      const std::string* missing = note ? std::get_if<std::string>(note) : nullptr;
+      const std::string* missing = row.get<std::string>("note");
       row = with_note(row, fmt::format("interrupted ({}) before every operator was "
                                        "measured; {}",
                                        interrupted_signal_name(), missing ? *missing : ""));

@@ -245,3 +245,14 @@ TEST_CASE("A summary names what its first rows are: the best figures, or bench_f
   CHECK(md.find("50", table) < md.find("20", table));  // longest first
   CHECK_THAT(md, !Catch::Contains("The best"));
 }
+
+TEST_CASE("Record::get gives a field's value of the asked type, or nothing") {
+  Record row;
+  row.arg("op", "all_reduce").arg("size_bytes", std::int64_t{4096}).metric("time_us", Value{});
+  REQUIRE(row.get<std::string>("op"));
+  CHECK(*row.get<std::string>("op") == "all_reduce");
+  CHECK(*row.get<std::int64_t>("size_bytes") == 4096);
+  CHECK(row.get<double>("size_bytes") == nullptr);  // another type
+  CHECK(row.get<double>("time_us") == nullptr);     // empty
+  CHECK(row.get<std::string>("label") == nullptr);  // absent
+}
