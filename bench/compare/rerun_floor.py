@@ -142,10 +142,12 @@ def main() -> int:
         print(f"error: --runs: needs at least 2 runs to compare, got {args.runs}", file=sys.stderr)
         return 2
     every = commands(args.build)
+    binaries = [n.split()[0] for n in every]
     only = args.only.split(",")
-    unknown = [b for b in only if b not in {n.split()[0] for n in every}]
+    unknown = [b for b in only if b not in binaries]
     if unknown:
-        print(f"error: --only: unknown {', '.join(unknown)} (accepted: gemm, memops, step, ccl)", file=sys.stderr)
+        print(f"error: --only: unknown {', '.join(unknown)} (accepted: {', '.join(binaries)})",
+              file=sys.stderr)
         return 2
     out = args.out or tempfile.mkdtemp(prefix="rerun_floor.")
     print(f"RERUN_K {compare.RERUN_K:g}; threshold {THRESHOLD:g}%; "

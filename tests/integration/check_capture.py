@@ -563,31 +563,25 @@ def stuckexit_mode(a):
     # A forked child leaving by _exit(7), whose write is bounded by an alarm (no thread can be
     # started where _exit may be called, a signal handler): it ends with status 7 within 5 s. The
     # alarm used to end it by SIGALRM (signal 14).
-    child_out = fresh(os.path.join(a.out, "child"))
-    p = subprocess.run([a.prog, "hungexit", child_out], env=dict(env, OPBENCH_CAPTURE_DIR=child_out),
-                       capture_output=True, text=True, timeout=60)
-    print(f"_exit in a forked child: {p.stdout.strip()}; stderr: {p.stderr.strip()}")
-    ended = p.stdout.split()
-    check(p.returncode == 3 and ended[:3] == ["child", "status", "7"] and float(ended[4]) < 5 + 3,
-          f"the child's _exit(7) is kept within the 5 s bound: {p.stdout.strip()!r}, exit "
-          f"{p.returncode}")
-    check("did not end within 5 s" in p.stderr, f"no line says the child's write was cut: {p.stderr}")
-    for fifo in glob.glob(os.path.join(child_out, ".*.tmp*")):
-        os.unlink(fifo)
+    hung_child(a, env, "child", [], ["child", "status", "7"], "the child's _exit(7) is kept")
     # A forked child ended by SIGTERM (Pool.terminate()): the capture's watcher writes, and its
     # alarm ends the child by SIGTERM 5 s later, as the signal would have, whatever the write does
-    term_out = fresh(os.path.join(a.out, "term"))
-    p = subprocess.run([a.prog, "hungexit", term_out, "term"],
-                       env=dict(env, OPBENCH_CAPTURE_DIR=term_out), capture_output=True, text=True,
-                       timeout=60)
-    print(f"SIGTERM to a forked child: {p.stdout.strip()}; stderr: {p.stderr.strip()}")
+    hung_child(a, env, "term", ["term"], ["child", "signal", str(int(signal.SIGTERM))],
+               "the child ends by SIGTERM")
+
+
+def hung_child(a, env, name, extra, expected, what):
+    """blas_calls hungexit: a forked child whose exit write blocks ends as `expected` says (its
+    first three words: how it ended) within the 5 s bound, and a line says the write was cut."""
+    out = fresh(os.path.join(a.out, name))
+    p = subprocess.run([a.prog, "hungexit", out] + extra, env=dict(env, OPBENCH_CAPTURE_DIR=out),
+                       capture_output=True, text=True, timeout=60)
+    print(f"{name}: {p.stdout.strip()}; stderr: {p.stderr.strip()}")
     ended = p.stdout.split()
-    check(p.returncode == 3 and ended[:3] == ["child", "signal", str(int(signal.SIGTERM))]
-          and float(ended[4]) < 5 + 3,
-          f"the child ends by SIGTERM within the 5 s bound: {p.stdout.strip()!r}, exit "
-          f"{p.returncode}")
+    check(p.returncode == 3 and ended[:3] == expected and float(ended[4]) < 5 + 3,
+          f"{what} within the 5 s bound: {p.stdout.strip()!r}, exit {p.returncode}")
     check("did not end within 5 s" in p.stderr, f"no line says the child's write was cut: {p.stderr}")
-    for fifo in glob.glob(os.path.join(term_out, ".*.tmp*")):
+    for fifo in glob.glob(os.path.join(out, ".*.tmp*")):
         os.unlink(fifo)
 
 
