@@ -14,11 +14,13 @@
 //     256,000), or chunks of a block whose statistics a second kernel combines (longer rows, or
 //     no clusters); rows whose length is not a multiple of the vector read in 16-byte vectors
 //     between an unaligned head and tail (row_split).
-//   rmsnorm, add_rmsnorm, layernorm: one block per row with a block reduction (warp shuffles,
-//     then one value per warp through shared memory); a grid of more rows than CUDA allows
-//     blocks strides over them. The row is read once for the statistics and once more to write
-//     the result, the second read expected to hit L1/L2 while the block works on the row
-//     (PyTorch's and Apex's layer norms read the row twice the same way).
+//   rmsnorm, add_rmsnorm, layernorm forward: the row read once and held in registers the same
+//     way (a block per row, or a cluster on sm_90 and later), its statistics reduced from the
+//     held elements, the weight rows read a 16-byte vector at a time at the held columns. Rows
+//     one block cannot hold (past 16,384 elements; 32,768 for layernorm), or operands not
+//     16-byte aligned, take the two-pass kernel: one block per row with a block reduction (warp
+//     shuffles, then one value per warp through shared memory), the row read once for the
+//     statistics and once more, from L1/L2, to write the result.
 //   rmsnorm backward: persistent blocks, one wave, each owning a run of rows with w and its
 //     share of dw in registers (cuda_memops_norms.cu says how; rows past 8192 columns, or
 //     operands not 16-byte aligned, keep the block-per-row kernel); layernorm backward: one
@@ -100,7 +102,8 @@ constexpr std::int64_t norm_bwd_blocks(std::int64_t rows, int sm_count) {
   return rows < wave ? rows : wave;
 }
 
-// ---- a row held in registers (softmax, cross-entropy; memops/cuda_memops_rows.cuh) -------------
+// ---- a row held in registers (softmax, cross-entropy, the norms' forward; cuda_memops_rows.cuh)
+// --
 
 // A row of `cols` elements of `elem_bytes` starting at `row_address`, as its kernels read it:
 // `head` elements up to the first 16-byte boundary, `vectors` whole 16-byte vectors, then `tail`

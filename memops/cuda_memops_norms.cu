@@ -1,5 +1,13 @@
 // CUDA kernels of bench_memops: RMSNorm and LayerNorm, forward and backward, and the residual
-// add fused before RMSNorm, one block per row (memops/cuda_memops.cuh).
+// add fused before RMSNorm (memops/cuda_memops.cuh).
+//
+// The forward passes (issue 41 item 2: RMSNorm forward reached 65% of an H200's roof, cuDNN's
+// 76%): the row read once and held in registers between its reduction(s) and the write
+// (memops/cuda_memops_rows.cuh: a block per row, a cluster on sm_90 and later where a block of
+// 512 threads would not hold it), its weights read a vector at a time at the held columns (from
+// L1/L2: one row for every row of x). Before, a block per row read the row twice. That kernel is
+// kept for operands whose rows do not all start 16-byte aligned and for rows one block cannot
+// hold (RMSNorm and the residual add past 16,384 elements, LayerNorm past 32,768).
 //
 // RMSNorm's backward (issue 41 item 2): on an H200 it reached 1376 GB/s, 29% of the roof, where
 // cuDNN's reached 3588: two blocks of 128 threads an SM (about 12% occupancy), dy, x and w read
@@ -18,12 +26,12 @@
 // Target: at least 85% of the same run's device-to-device copy rate on an H100 or H200, and
 // never below cuDNN's RMSNorm backward on the same GPU. NOT YET RUN ON A GPU: compiled for sm_80,
 // sm_90 and sm_100 (ptxas: see the report of issue 41); the figures are pending a GPU run.
-#include "memops/cuda_memops_launch.cuh"
+#include "memops/cuda_memops_rows.cuh"
 
 namespace opbench::cuda_memops {
 namespace {
 
-// ---- row operators: one block per row ---------------------------------------------------------
+// ---- one block per row, the row read twice (operands not 16-byte aligned; longer rows) --------
 
 template <int V, class S>
 __global__ void __launch_bounds__(kRowMaxThreads)
@@ -78,10 +86,13 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       float a[V], r[V], g[V];
       load<V>(x, base + c * V, a);
       load<V>(residual, base + c * V, r);
-      load<V>(w, c * V, g);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        a[j] = rms_scale(residual_add(a[j], r[j]), rs, g[j]);
+        a[j] = residual_add(a[j], r[j]);
+      load<V>(w, c * V, g);  // after the add, r's registers free (sm_100 spilled otherwise)
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = rms_scale(a[j], rs, g[j]);
       store<V>(y, base + c * V, a);
     }
   }
@@ -310,6 +321,116 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
   }
 }
 
+// ---- the forward passes with the row in registers (memops/cuda_memops_rows.cuh) -------------
+
+// y = (x rstd) w, rstd from the row's sum of squares. Registers as for two held rows: with 32
+// floats of the row a thread (fp32, 8 vectors) the IEEE square root and division of rms_rstd
+// spilled 36 bytes on sm_90 (ptxas -v), with 16 nothing.
+template <class S>
+struct RmsNormRows {
+  static constexpr int kHeld = 2;
+  static constexpr bool kSplits = false;
+  const S* x;
+  const S* w;
+  S* y;
+  float* rstd;
+  int cols;
+
+  __device__ const S* lead() const { return x; }
+  template <class Part, class Red>
+  __device__ void fused(std::int64_t row, const Part& p, Red& reducer) const {
+    float a[Part::kItems][Part::kV], edge;
+    p.load(x, a, edge, 0.0f);
+    const float ss = p.held_sum(a, edge, [](float v) { return v * v; });
+    const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
+    if (p.edges && threadIdx.x == 0) rstd[row] = rs;
+    p.with_weights(a, w, static_cast<const S*>(nullptr),
+                   [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
+    p.store(y, a, edge);
+  }
+};
+
+// h = x + residual (stored: the residual stream goes on), then y = (h rstd) w from h as held, in
+// fp32 (the CPU loop's order: memop_math::residual_add, then rms_scale).
+template <class S>
+struct AddRmsNormRows {
+  static constexpr int kHeld = 2;
+  static constexpr bool kSplits = false;
+  const S* x;
+  const S* residual;
+  const S* w;
+  S* y;
+  S* h;
+  float* rstd;
+  int cols;
+
+  __device__ const S* lead() const { return x; }
+  template <class Part, class Red>
+  __device__ void fused(std::int64_t row, const Part& p, Red& reducer) const {
+    float a[Part::kItems][Part::kV], r[Part::kItems][Part::kV], ea, er;
+    p.load(x, a, ea, 0.0f);
+    p.load(residual, r, er, 0.0f);
+#pragma unroll
+    for (int i = 0; i < Part::kItems; ++i)
+#pragma unroll
+      for (int j = 0; j < Part::kV; ++j)
+        a[i][j] = residual_add(a[i][j], r[i][j]);
+    ea = residual_add(ea, er);
+    p.store(h, a, ea);
+    const float ss = p.held_sum(a, ea, [](float v) { return v * v; });
+    const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
+    if (p.edges && threadIdx.x == 0) rstd[row] = rs;
+    p.with_weights(a, w, static_cast<const S*>(nullptr),
+                   [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
+    p.store(y, a, ea);
+  }
+};
+
+// y = (x - mean) rstd w + b, the mean and the centred squares from the held row (two reductions,
+// the CPU loop's two passes: memop_math::row_mean, layernorm_rstd), no second read.
+template <class S>
+struct LayerNormRows {
+  static constexpr int kHeld = 1;
+  static constexpr bool kSplits = false;
+  const S* x;
+  const S* w;
+  const S* b;
+  S* y;
+  float* mean;
+  float* rstd;
+  int cols;
+
+  __device__ const S* lead() const { return x; }
+  template <class Part, class Red>
+  __device__ void fused(std::int64_t row, const Part& p, Red& reducer) const {
+    float a[Part::kItems][Part::kV], edge;
+    p.load(x, a, edge, 0.0f);
+    const float sum = p.held_sum(a, edge, [](float v) { return v; });
+    const float mu = row_mean(reducer.all(sum, AddFloat{}, 0.0f), cols);
+    // The slots not held are left out (their fill, 0, is not the mean).
+    const float centred = p.held_sum(a, edge, [mu](float v) { return (v - mu) * (v - mu); });
+    const float rs = layernorm_rstd(reducer.all(centred, AddFloat{}, 0.0f), cols, kLayerNormEps);
+    if (p.edges && threadIdx.x == 0) {
+      mean[row] = mu;
+      rstd[row] = rs;
+    }
+    p.with_weights(a, w, b,
+                   [mu, rs](float& v, float g, float bias) { v = (v - mu) * rs * g + bias; });
+    p.store(y, a, edge);
+  }
+};
+
+// Op's rows in registers where every operand's rows start 16-byte aligned (`addresses`, their
+// pointers or'ed; the weight rows' vectors are then aligned at the held columns) and one block
+// or cluster holds a row; false otherwise, nothing launched (the two-pass kernel then).
+template <class S, class Op>
+bool norm_rows_held(const Op& op, std::uintptr_t addresses, std::int64_t rows, int cols,
+                    const Launch& l, const char* kernel) {
+  constexpr int kV = vec_of<S>();
+  return row_vector_elements(kVectorBytes / kV, addresses, cols) == kV &&
+         launch_register_rows<S>(op, rows, cols, nullptr, l, kernel);
+}
+
 // out[j] = the sum over `count` partial rows of column j, in S. Blocks of 32 columns x 8 lanes
 // of partial rows (coalesced 128-byte rows per warp); the 8 lane sums meet in shared memory.
 constexpr int kPartialCols = 32, kPartialLanes = 8;
@@ -337,6 +458,16 @@ __global__ void __launch_bounds__(kPartialCols* kPartialLanes)
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
+  const int c = checked_int(cols, "cols", "rmsnorm");
+  if (rows <= 0) return;
+  bool held = false;
+  with_storage(t, "rmsnorm", [&](auto tag) {
+    using S = decltype(tag);
+    const RmsNormRows<S> op{static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y),
+                            rstd, c};
+    held = norm_rows_held<S>(op, address_bits(x, w, y), rows, c, l, "rmsnorm_fwd_kernel");
+  });
+  if (held) return;
   launch_rows(t, "rmsnorm", "rmsnorm_fwd_kernel", address_bits(x, w, y), rows, cols, l, "",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);
@@ -348,6 +479,22 @@ void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, st
 
 void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
                      float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
+  const int c = checked_int(cols, "cols", "add_rmsnorm");
+  if (rows <= 0) return;
+  bool held = false;
+  with_storage(t, "add_rmsnorm", [&](auto tag) {
+    using S = decltype(tag);
+    const AddRmsNormRows<S> op{static_cast<const S*>(x),
+                               static_cast<const S*>(residual),
+                               static_cast<const S*>(w),
+                               static_cast<S*>(y),
+                               static_cast<S*>(h),
+                               rstd,
+                               c};
+    held = norm_rows_held<S>(op, address_bits(x, residual, w, y, h), rows, c, l,
+                             "add_rmsnorm_fwd_kernel");
+  });
+  if (held) return;
   launch_rows(
       t, "add_rmsnorm", "add_rmsnorm_fwd_kernel", address_bits(x, residual, w, y, h), rows, cols, l,
       " (the residual add fused)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
@@ -457,6 +604,21 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
 
 void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
                    float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
+  const int c = checked_int(cols, "cols", "layernorm");
+  if (rows <= 0) return;
+  bool held = false;
+  with_storage(t, "layernorm", [&](auto tag) {
+    using S = decltype(tag);
+    const LayerNormRows<S> op{static_cast<const S*>(x),
+                              static_cast<const S*>(w),
+                              static_cast<const S*>(b),
+                              static_cast<S*>(y),
+                              mean,
+                              rstd,
+                              c};
+    held = norm_rows_held<S>(op, address_bits(x, w, b, y), rows, c, l, "layernorm_fwd_kernel");
+  });
+  if (held) return;
   launch_rows(t, "layernorm", "layernorm_fwd_kernel", address_bits(x, w, b, y), rows, cols, l, "",
               [&](auto tag, auto v, unsigned grid, int threads, int c) {
                 using S = decltype(tag);

@@ -1,17 +1,21 @@
 #pragma once
 // A row held in registers by the block or blocks that own it (memops/cuda_memops.cuh,
-// register_row_plan), for the row operators without a weight row (softmax, cross-entropy): the
-// part of a row a block holds (RowPart: its 16-byte vectors, and the row's unaligned head and
-// tail elements), the reductions across a block and, on sm_90 and later, across a thread block
-// cluster through distributed shared memory (RowReducer), and the kernels every such operator
-// runs through: the whole row in one block or one cluster (fused_rows_kernel), or, for a row too
-// long for that, in chunks of one block each, whose statistics a second kernel combines
+// register_row_plan), for the row operators (softmax, cross-entropy, and the norms' forward:
+// RMSNorm, the residual add + RMSNorm, LayerNorm): the part of a row a block holds (RowPart: its
+// 16-byte vectors, and the row's unaligned head and tail elements; the weight rows of a norm read
+// at the held columns), the reductions across a block and, on sm_90 and later, across a thread
+// block cluster through distributed shared memory (RowReducer), and the kernels every such
+// operator runs through: the whole row in one block or one cluster (fused_rows_kernel), or, for a
+// row too long for that, in chunks of one block each, whose statistics a second kernel combines
 // (chunk_stats_kernel, chunk_finish_kernel). An operator is a struct Op
-// (memops/cuda_memops_softmax.cu) with
-//   kHeld                      the row operands it holds in registers at once (1 or 2)
-//   Stats, empty(), merge()    a part's statistics and their combination, for the split
+// (memops/cuda_memops_softmax.cu, memops/cuda_memops_norms.cu) with
+//   kHeld                      the row operands' worth of registers it holds at once (1 or 2)
+//   kSplits                    whether it has the split; without, a row too long for a block or
+//                              a cluster is left to the operator's own two-pass kernel
 //   lead()                     the row operand whose address splits the rows (all agree)
 //   fused(row, part, reducer)  the row, its statistics reduced over the block or cluster
+// and, with kSplits:
+//   Stats, empty(), merge()    a part's statistics and their combination
 //   chunk_stats(row, part, reducer) -> Stats, chunk_finish(row, part, total)
 // Included by the files of those operators alone.
 #include <cooperative_groups.h>
@@ -93,6 +97,42 @@ struct RowPart {
     if (has_edge()) {
       float e[1] = {edge};
       cuda_memops::store<1>(p, base + edge_col(), e);
+    }
+  }
+
+  // The sum of f(element) over the elements the thread holds (the slots it does not hold, and
+  // their fill, left out: f need not map the fill to 0).
+  template <class F>
+  __device__ float held_sum(const float (&a)[ITEMS][V], float edge, F f) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i)
+      if (has(i))
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          s += f(a[i][j]);
+    return has_edge() ? s + f(edge) : s;
+  }
+
+  // f(element, w[column], b[column]) on every element the thread holds, for operators with
+  // weight rows (one value a column, the same for every row): w and b (null: 0) read a 16-byte
+  // vector at a time, one vector of each live at once (a thread's registers hold the row, not
+  // its weights). Only for rows that start 16-byte aligned and are whole vectors (the callers
+  // check: norm_rows_held): no head or tail, and w's vectors at the held columns aligned too.
+  template <class S, class F>
+  __device__ void with_weights(float (&a)[ITEMS][V], const S* w, const S* b, F f) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has(i)) continue;
+      float g[V], h[V];
+      cuda_memops::load<V>(w, col(i), g);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        h[j] = 0.0f;
+      if (b) cuda_memops::load<V>(b, col(i), h);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        f(a[i][j], g[j], h[j]);
     }
   }
 
@@ -220,13 +260,16 @@ bool cluster_fits(Kernel kernel, const cudaLaunchConfig_t& config) {
 // Op's row kernels for `rows` rows of `cols` on storage S (V elements a vector): the plan
 // (register_row_plan, clusters from compute capability 9), then the launch. `workspace` holds
 // the split's statistics (row_stats_workspace_bytes). The description (for l.shape) names
-// `kernel` and the plan.
+// `kernel` and the plan. False, with nothing launched, where Op has no split and one block cannot
+// hold the row.
 template <class S, class Op>
-void launch_register_rows(const Op& op, std::int64_t rows, int cols, void* workspace,
+bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* workspace,
                           const Launch& l, const char* kernel) {
   constexpr int kV = vec_of<S>();
   constexpr int kMost = max_row_items(kV, Op::kHeld);
   const std::int64_t vectors = cols / kV;  // the most any row's split has
+  if constexpr (!Op::kSplits)              // held by one block, with or without clusters
+    if (register_row_plan(vectors, kV, Op::kHeld, false).chunks > 0) return false;
   const cudaError_t pending = take_pending_cuda_error();
   // The plan's fused kernel (one block, or a cluster where it can be scheduled); false when the
   // plan splits the row or its cluster cannot be scheduled.
@@ -281,15 +324,19 @@ void launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
     launched = fused(plan);
   }
   if (!launched) {  // the split
-    if (!workspace)
-      throw std::logic_error(std::string(kernel) + ": a split row needs its workspace");
-    auto* stats = static_cast<typename Op::Stats*>(workspace);
-    const dim3 grid(static_cast<unsigned>(plan.chunks),
-                    static_cast<unsigned>(rows < 65535 ? rows : 65535));
-    chunk_stats_kernel<Op, kV, kMost>
-        <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
-    chunk_finish_kernel<Op, kV, kMost>
-        <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+    if constexpr (Op::kSplits) {
+      if (!workspace)
+        throw std::logic_error(std::string(kernel) + ": a split row needs its workspace");
+      auto* stats = static_cast<typename Op::Stats*>(workspace);
+      const dim3 grid(static_cast<unsigned>(plan.chunks),
+                      static_cast<unsigned>(rows < 65535 ? rows : 65535));
+      chunk_stats_kernel<Op, kV, kMost>
+          <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+      chunk_finish_kernel<Op, kV, kMost>
+          <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+    } else {
+      throw std::logic_error(std::string(kernel) + ": a split row for an operator without one");
+    }
   }
   check_launch(pending, kernel);
   if (l.shape) {
@@ -309,10 +356,12 @@ void launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
     else
       how = fmt::format("the row in registers: a block of {} threads, {} vectors a thread",
                         plan.threads, plan.items);
-    describe(l, fmt::format("{}<{}> x{}: {} ({} rows; the unaligned head and tail of a row "
-                            "element by element)",
-                            name, Codec<S>::kName, kV, how, rows));
+    describe(l, fmt::format("{}<{}> x{}: {} ({} rows{})", name, Codec<S>::kName, kV, how, rows,
+                            cols % kV != 0 ? "; the unaligned head and tail of a row element by "
+                                             "element"
+                                           : ""));
   }
+  return true;
 }
 
 // Bytes of the split's statistics for `held` operands: 8 a chunk of every row, as planned

@@ -174,6 +174,7 @@ __device__ MaxSum max_and_exps(Red& reducer, float (&a)[I][V], float& edge) {
 template <class S, class Finish>
 struct ExpRows {
   static constexpr int kHeld = 1;
+  static constexpr bool kSplits = true;
   using Stats = MaxSum;
   const S* x;
   Finish finish;
@@ -254,6 +255,7 @@ struct CrossEntropyOut {
 template <class S>
 struct SoftmaxBwdRows {
   static constexpr int kHeld = 2;
+  static constexpr bool kSplits = true;
   using Stats = float;
   const S* y;
   const S* dy;

@@ -327,8 +327,10 @@ TEST_CASE("Welford per vector, merged, gives the mean and variance of two passes
 }
 
 TEST_CASE("the fused residual add + RMSNorm, as a block runs it, gives the CPU loop's row") {
-  // 3 rows of 1024: the kernel's two passes (h and its squares per vector of 8, summed over 128
-  // threads; then rms_scale of h recomputed) against cpu_memops::add_rmsnorm_fwd.
+  // 3 rows of 1024: h and its squares per vector of 8 (residual_add_squares), summed over 128
+  // threads; then rms_scale of h, as held in registers (the register-row kernel) or recomputed
+  // from x and the residual (the two-pass kernel): the same fp32 value. Against
+  // cpu_memops::add_rmsnorm_fwd.
   const std::int64_t rows = 3, cols = 1024;
   const auto x = logits(rows * cols, 21), r = logits(rows * cols, 22), w = logits(cols, 23);
   std::vector<float> y(x.size()), h(x.size()), rstd(rows);
@@ -356,6 +358,89 @@ TEST_CASE("the fused residual add + RMSNorm, as a block runs it, gives the CPU l
       const float got = memop_math::rms_scale(memop_math::residual_add(x[at], r[at]), rs,
                                               w[static_cast<std::size_t>(j)]);
       CHECK(got == Approx(y[at]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+}
+
+namespace {
+
+// A thread's sum of f over the elements of a row it holds in registers, as the norms' forward
+// kernels hold it (RowPart: thread t the vectors t + i threads, i < items, of 8 elements; the
+// slots past the row's vectors not held, their fill left out), for every thread of the block.
+template <class F>
+std::vector<float> held_sums(const float* row, std::int64_t cols, const RegisterRowPlan& plan,
+                             F f) {
+  const int vectors = static_cast<int>(cols / 8);
+  std::vector<float> sums(static_cast<std::size_t>(plan.threads), 0.0f);
+  for (int t = 0; t < plan.threads; ++t)
+    for (int i = 0; i < plan.items; ++i) {
+      const int v = item_vector(0, t, plan.threads, i);
+      if (v >= vectors) continue;
+      for (int j = 0; j < 8; ++j)
+        sums[static_cast<std::size_t>(t)] += f(row[v * 8 + j]);
+    }
+  return sums;
+}
+
+float total(const std::vector<float>& v) {
+  float s = 0.0f;
+  for (float x : v)
+    s += x;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the norms' forward with the row in registers gives the CPU loop's rows") {
+  // 3 rows of 4160 bf16 (520 vectors): 288 threads of 2 vectors, so 56 slots hold nothing. The
+  // kernels' statistics from the held elements (RMSNorm: one reduction of squares; LayerNorm:
+  // the mean, then the centred squares), then y from the row as held, against cpu_memops.
+  const std::int64_t rows = 3, cols = 4160;
+  const RegisterRowPlan plan = register_row_plan(cols / 8, 8, 1, false);
+  REQUIRE(plan.threads == 288);
+  REQUIRE(plan.items == 2);
+  REQUIRE(plan.chunks == 0);
+  // RMSNorm's registers are those of two held rows (cuda_memops_norms.cu): the same plan here.
+  CHECK(register_row_plan(cols / 8, 8, 2, false).threads == 288);
+  // The norms have no split: one block (1024 threads) holds up to 16,384 elements at two held
+  // rows (RMSNorm, the residual add), 32,768 at one (LayerNorm), in bf16 and in fp32; past that
+  // they take the two-pass kernel (cuda_memops_rows.cuh, launch_register_rows).
+  for (int vec : {8, 4}) {
+    CHECK(register_row_plan(16384 / vec, vec, 2, false).chunks == 0);
+    CHECK(register_row_plan(16384 / vec + 1, vec, 2, false).chunks > 0);
+    CHECK(register_row_plan(32768 / vec, vec, 1, false).chunks == 0);
+    CHECK(register_row_plan(32768 / vec + 1, vec, 1, false).chunks > 0);
+  }
+  auto x = logits(rows * cols, 41);
+  for (float& v : x)
+    v += 3.0f;  // off-centre, as activations are: a slot counted as 0 would move the variance
+  const auto w = logits(cols, 42), b = logits(cols, 43);
+  std::vector<float> y(x.size()), mean(rows), rstd(rows), ry(x.size()), rrstd(rows);
+  cpu_memops::layernorm_fwd(x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                            cols);
+  cpu_memops::rmsnorm_fwd(x.data(), w.data(), ry.data(), rrstd.data(), rows, cols);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x.data() + r * cols;
+    const auto at = static_cast<std::size_t>(r);
+    const float squares = total(held_sums(row, cols, plan, [](float v) { return v * v; }));
+    const float rs = memop_math::rms_rstd(squares, cols, memop_math::kRmsNormEps);
+    CHECK(rs == Approx(rrstd[at]).epsilon(1e-6));
+    const float mu =
+        memop_math::row_mean(total(held_sums(row, cols, plan, [](float v) { return v; })), cols);
+    const float centred =
+        total(held_sums(row, cols, plan, [mu](float v) { return (v - mu) * (v - mu); }));
+    const float ls = memop_math::layernorm_rstd(centred, cols, memop_math::kLayerNormEps);
+    CHECK(mu == Approx(mean[at]).epsilon(1e-6));
+    CHECK(ls == Approx(rstd[at]).epsilon(1e-5));
+    // The 56 empty slots' fill (0) in the centred squares would add 448 mu^2: rstd 8% off.
+    const float filled = centred + 56.0f * 8.0f * mu * mu;
+    CHECK(std::abs(memop_math::layernorm_rstd(filled, cols, memop_math::kLayerNormEps) - rstd[at]) >
+          0.05f * rstd[at]);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto e = static_cast<std::size_t>(r * cols + j);
+      const auto c = static_cast<std::size_t>(j);
+      CHECK(memop_math::rms_scale(x[e], rs, w[c]) == Approx(ry[e]).epsilon(1e-5).margin(1e-6));
+      CHECK((x[e] - mu) * ls * w[c] + b[c] == Approx(y[e]).epsilon(1e-4).margin(1e-5));
     }
   }
 }
