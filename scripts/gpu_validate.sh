@@ -25,6 +25,10 @@
 #   memops_70b        the same for Llama 3.1 70B at tp 8 [tiny at tp 2]; not with --quick
 #   memops_vocab      cross-entropy and embedding at vocabularies 50,257, 128,256 and 256,000,
 #                     8192 tokens (--quick: 128,256) [8 tokens]
+#   memops_check      every kernel path of those tables (the same row lengths: 4096 to 16,384,
+#                     the three vocabularies and 70B's tp-8 shard of one, AdamW with an odd
+#                     tail) at fewer rows, each result against the fp64 reference (--check);
+#                     the table names the kernel and plan that ran (impl) [a few rows]
 #   memops_vs_torch   every row beside PyTorch's own kernel (bench/peers/memops_vs_torch.py)
 #   step_vs_torch     item 3: bench/peers/step_vs_torch.py --device cuda: llama3.2-1b at 4096
 #                     tokens and llama3.2-3b at 2048, AdamW foreach and fused, bf16; the real
@@ -49,7 +53,7 @@ while [ $# -gt 0 ]; do
     --export) export_dir="${2:?--export needs a folder}"; shift 2 ;;
     --quick) quick=1; shift ;;
     --cpu) cpu=1; shift ;;
-    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: gpu_validate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -130,6 +134,42 @@ vocabs="50257 128256 256000"
 step memops_vocab 30 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/vocab_shapes.json" --dtype "$dtypes" "${mem_quick[@]}" \
   --report-dir-path "$out/memops_vocab"
+# Every kernel path of the tables above, its results checked: the same row lengths (they pick
+# the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
+# rows, each output compared with the fp64 reference (--check); 600 rows a norm keep RMSNorm's
+# backward persistent blocks at two rows or more. The norms also where their forward takes a
+# cluster on sm_90 (16,384; LayerNorm 32,768) and its two-pass kernel (40,960: longer than a
+# block holds; 4098: rows not 16-byte aligned).
+if [ "$cpu" = 1 ]; then
+  nrows=8 crows=4 vocab_list="512" evocab=512
+else
+  nrows=600 crows=16 vocab_list="50257 128256 256000" evocab=16032
+fi
+{
+  echo "["
+  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"add_rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4096 12288 32768; do echo "  {\"name\": \"check\", \"op\": \"layernorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4098 40960; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": 64, \"cols\": $c},"; done
+  for c in 3584 14336; do echo "  {\"name\": \"check\", \"op\": \"swiglu\", \"rows\": 64, \"cols\": $c},"; done
+  echo "  {\"name\": \"check\", \"op\": \"add\", \"rows\": 64, \"cols\": 4096},"
+  echo "  {\"name\": \"check\", \"op\": \"fp8_quantize\", \"rows\": 64, \"cols\": 4096},"
+  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 5120, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128},"
+  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 1152, \"heads\": 8, \"kv_heads\": 1, \"head_dim\": 128},"
+  echo "  {\"name\": \"check\", \"op\": \"softmax\", \"rows\": 64, \"cols\": 8192},"
+  for v in $vocab_list $evocab; do
+    echo "  {\"name\": \"check\", \"op\": \"cross_entropy\", \"rows\": $crows, \"cols\": $v},"
+    echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 256, \"vocab\": $v},"
+  done
+  echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 4096, \"vocab\": $evocab},"
+  echo "  {\"name\": \"check\", \"op\": \"adamw\", \"rows\": 1, \"cols\": 1000003},"
+  echo "  {\"name\": \"check\", \"op\": \"adamw_bf16\", \"rows\": 1, \"cols\": 1000003}"
+  echo "]"
+} > "$out/check_shapes.json"
+step memops_check 60 -- "$bin/memops/bench_memops" --backend "$backend" \
+  --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
+  --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
+  --report-dir-path "$out/memops_check"
 memops_reports=()
 for d in memops_8b memops_70b memops_vocab; do [ -d "$out/$d" ] && memops_reports+=("$out/$d"); done
 step memops_vs_torch 70 -- "$py" "$root/bench/peers/memops_vs_torch.py" "${memops_reports[@]}" \

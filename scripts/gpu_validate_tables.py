@@ -19,7 +19,8 @@ TARGET_PCT_OF_COPY = 85.0
 SECTIONS = (
     ("Environment", ("environment",)),
     ("Issue 41 item 2: memory-bound operators against the same run's copy rate, and beside "
-     "PyTorch's kernels", ("memops_8b", "memops_70b", "memops_vocab", "memops_vs_torch")),
+     "PyTorch's kernels", ("memops_8b", "memops_70b", "memops_vocab", "memops_check",
+                           "memops_vs_torch")),
     ("Issue 41 item 3: bench_step against a real training step", ("step_vs_torch",)),
     ("Issue 41 item 4: the capture's cost on the step", ("capture_cost",)),
     ("Issue 43 item 8: a GPU step's profiler trace, converted and replayed",
@@ -62,6 +63,20 @@ def memops_table(rows):
     return "\n".join(out)
 
 
+def check_table(rows):
+    """memops_check's rows: which kernel and plan ran for each, and how far from the reference."""
+    out = ["| op | pass | rows x cols | dtype | provider | kernel and plan (impl) | max abs err "
+           "| tolerance | check, status |", "|---|---|---|---|---|---|---:|---:|---|"]
+    for r in rows:
+        impl = r.get("impl", "").replace("|", "/")
+        out.append(f"| {r['op']} | {r['pass']} | {r['rows']} x {r['cols']} | {r['dtype']} "
+                   f"| {r['provider']} | {impl} | {r.get('max_abs_err') or '-'} "
+                   f"| {r.get('tolerance') or '-'} | {r.get('check') or '-'}, {r['status']} |")
+    failed = sum(1 for r in rows if r.get("check") == "failed" or r["status"] == "failed")
+    out.append(f"\n{len(rows)} rows checked against the fp64 reference; {failed} failed")
+    return "\n".join(out)
+
+
 def verdict_of(out, name):
     rc = read(os.path.join(out, name + ".rc"), "missing").strip()
     seconds = read(os.path.join(out, name + ".time"), "0").strip()
@@ -84,6 +99,11 @@ def verdict_of(out, name):
         note = f"{counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed"
         if counts["failed"] or not counts["ok"]:
             return "FAILED", seconds, note
+        if name == "memops_check":
+            unchecked = sum(1 for r in rows if r["status"] == "ok" and r.get("check") != "passed")
+            if unchecked:
+                return "FAILED", seconds, note + f"; {unchecked} ok rows without a passed check"
+            return "passed", seconds, note + "; every result within its tolerance"
         below = sum(1 for r in rows if r.get("pct_of_copy") and float(r["pct_of_copy"]) < TARGET_PCT_OF_COPY)
         return "passed", seconds, note + f"; {below} under {TARGET_PCT_OF_COPY:.0f}% of the copy rate"
     md = [l for l in read(os.path.join(out, name + ".md")).strip().splitlines() if l.strip()]
@@ -103,7 +123,9 @@ def tables(out, mode, quick, steps):
             status, seconds, _ = verdict_of(out, name)
             page.append(f"### {name} ({status}, {seconds} s)\n")
             folder = os.path.join(out, name)
-            if name.startswith("memops_") and name != "memops_vs_torch" and os.path.isdir(folder):
+            if name == "memops_check" and os.path.isdir(folder):
+                page.append(check_table(memops_rows(folder)))
+            elif name.startswith("memops_") and name != "memops_vs_torch" and os.path.isdir(folder):
                 page.append(memops_table(memops_rows(folder)))
             else:
                 text = read(os.path.join(out, name + ".md")).strip()
