@@ -83,6 +83,13 @@ class FsdpReplay {
         "backend: {} ({}); {} ranks; reduce-scatter {}{}", mpi_.backend().name,
         mpi_.backend().reason, mpi_.context().world_size, red_op_name(redop_),
         redop_ != o_.reduce_op ? " (mpi has no avg; the bytes moved are the same)" : ""));
+    // The progress counts collectives measured, the closing line the plan's rows: say why they
+    // differ before the first progress line.
+    if (const std::size_t distinct = distinct_collectives(plan_); distinct < plan_.size())
+      progress_.note(fmt::format(
+          "{} plan entries, {} distinct collectives to measure: an entry that repeats one (the "
+          "same op, dtype, size and group) shares its measurement and gets its own row",
+          plan_.size(), distinct));
     tally_.planned = plan_.size();
     install_interrupt_handlers();
     for (const auto& e : plan_) {
