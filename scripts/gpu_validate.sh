@@ -25,10 +25,6 @@
 #   memops_70b        the same for Llama 3.1 70B at tp 8 [tiny at tp 2]; not with --quick
 #   memops_vocab      cross-entropy and embedding at vocabularies 50,257, 128,256 and 256,000,
 #                     8192 tokens (--quick: 128,256) [8 tokens]
-#   memops_check      every kernel path of those tables (the same row lengths: 4096 to 16,384,
-#                     the three vocabularies and 70B's tp-8 shard of one, AdamW with an odd
-#                     tail) at fewer rows, each result against the fp64 reference (--check);
-#                     the table names the kernel and plan that ran (impl) [a few rows]
 #   memops_vs_torch   every row beside PyTorch's own kernel (bench/peers/memops_vs_torch.py)
 #   step_vs_torch     item 3: bench/peers/step_vs_torch.py --device cuda: llama3.2-1b at 4096
 #                     tokens and llama3.2-3b at 2048, AdamW foreach and fused, bf16; the real
@@ -36,6 +32,11 @@
 #                     targets [the CPU path, tiny at 32 tokens]
 #   capture_cost      item 4: bench/peers/capture_cost.py: the step with and without the capture,
 #                     calls per step, in-job against isolated GEMMs [tiny]
+#   memops_check      every kernel path of item 2's tables (the same row lengths: 4096 to
+#                     40,960, the three vocabularies and 70B's tp-8 shard of one, AdamW with an
+#                     odd tail) at fewer rows, each result against the fp64 reference (--check);
+#                     the table names the kernel and plan that ran (impl); after items 3 and 4,
+#                     so that their budgets come first [a few rows]
 #   trace_*           issue 43 item 8: the profiled step's Kineto trace (CPU and CUDA activities,
 #                     record_shapes, SDPA, bf16; step_vs_torch's first case, or recorded here)
 #                     converted by trace_convert, replayed by bench_gemm and bench_attention
@@ -134,7 +135,40 @@ vocabs="50257 128256 256000"
 step memops_vocab 30 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/vocab_shapes.json" --dtype "$dtypes" "${mem_quick[@]}" \
   --report-dir-path "$out/memops_vocab"
-# Every kernel path of the tables above, its results checked: the same row lengths (they pick
+memops_reports=()
+for d in memops_8b memops_70b memops_vocab; do [ -d "$out/$d" ] && memops_reports+=("$out/$d"); done
+step memops_vs_torch 70 -- "$py" "$root/bench/peers/memops_vs_torch.py" "${memops_reports[@]}" \
+  --device "$device" --repeats "$([ "$cpu" = 1 ] && echo 3 || echo 20)" --threads 1
+
+# Item 3: the real step against the projection, the issue's targets checked.
+if [ "$cpu" = 1 ]; then
+  step step_vs_torch 120 -- "$py" "$root/bench/peers/step_vs_torch.py" --model-config-path \
+    "$root/configs/models.json" --cases tiny:32 --warmup 1 --steps 2 --max-time 0.02 \
+    --bench-step "$bin/step/bench_step" --bench-ccl "$bin/collectives/bench_ccl" \
+    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/step_vs_torch"
+else
+  cases=llama3.2-1b:4096,llama3.2-3b:2048 impls=foreach,fused steps_n=5
+  [ "$quick" = 1 ] && cases=llama3.2-1b:4096 impls=foreach steps_n=3
+  step step_vs_torch 200 -- "$py" "$root/bench/peers/step_vs_torch.py" --device cuda \
+    --cases "$cases" --optimizer-impl "$impls" --warmup 2 --steps "$steps_n" --max-time 0.05 \
+    --check-targets --bench-step "$bin/step/bench_step" --bench-ccl "$bin/collectives/bench_ccl" \
+    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/step_vs_torch"
+fi
+
+# Item 4: the capture's cost on the same kind of step.
+if [ "$cpu" = 1 ]; then
+  step capture_cost 60 -- "$py" "$root/bench/peers/capture_cost.py" --device cpu --rounds 1 \
+    --steps 2 --warmup 1 --max-time 0.02 --bench-gemm "$bin/gemm/bench_gemm" \
+    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
+else
+  rounds=2 csteps=10
+  [ "$quick" = 1 ] && rounds=1 csteps=5
+  step capture_cost 80 -- "$py" "$root/bench/peers/capture_cost.py" --device cuda \
+    --rounds "$rounds" --steps "$csteps" --bench-gemm "$bin/gemm/bench_gemm" \
+    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
+fi
+
+# Every kernel path of item 2's tables, its results checked: the same row lengths (they pick
 # the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
 # rows, each output compared with the fp64 reference (--check); 600 rows a norm keep RMSNorm's
 # backward persistent blocks at two rows or more. The norms also where their forward takes a
@@ -170,38 +204,6 @@ step memops_check 60 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
   --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
   --report-dir-path "$out/memops_check"
-memops_reports=()
-for d in memops_8b memops_70b memops_vocab; do [ -d "$out/$d" ] && memops_reports+=("$out/$d"); done
-step memops_vs_torch 70 -- "$py" "$root/bench/peers/memops_vs_torch.py" "${memops_reports[@]}" \
-  --device "$device" --repeats "$([ "$cpu" = 1 ] && echo 3 || echo 20)" --threads 1
-
-# Item 3: the real step against the projection, the issue's targets checked.
-if [ "$cpu" = 1 ]; then
-  step step_vs_torch 120 -- "$py" "$root/bench/peers/step_vs_torch.py" --model-config-path \
-    "$root/configs/models.json" --cases tiny:32 --warmup 1 --steps 2 --max-time 0.02 \
-    --bench-step "$bin/step/bench_step" --bench-ccl "$bin/collectives/bench_ccl" \
-    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/step_vs_torch"
-else
-  cases=llama3.2-1b:4096,llama3.2-3b:2048 impls=foreach,fused steps_n=5
-  [ "$quick" = 1 ] && cases=llama3.2-1b:4096 impls=foreach steps_n=3
-  step step_vs_torch 200 -- "$py" "$root/bench/peers/step_vs_torch.py" --device cuda \
-    --cases "$cases" --optimizer-impl "$impls" --warmup 2 --steps "$steps_n" --max-time 0.05 \
-    --check-targets --bench-step "$bin/step/bench_step" --bench-ccl "$bin/collectives/bench_ccl" \
-    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/step_vs_torch"
-fi
-
-# Item 4: the capture's cost on the same kind of step.
-if [ "$cpu" = 1 ]; then
-  step capture_cost 60 -- "$py" "$root/bench/peers/capture_cost.py" --device cpu --rounds 1 \
-    --steps 2 --warmup 1 --max-time 0.02 --bench-gemm "$bin/gemm/bench_gemm" \
-    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
-else
-  rounds=2 csteps=10
-  [ "$quick" = 1 ] && rounds=1 csteps=5
-  step capture_cost 80 -- "$py" "$root/bench/peers/capture_cost.py" --device cuda \
-    --rounds "$rounds" --steps "$csteps" --bench-gemm "$bin/gemm/bench_gemm" \
-    --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
-fi
 
 # Issue 43 item 8: a GPU step's trace through trace_convert and the replays.
 traces="$out/trace/kineto"
