@@ -32,6 +32,32 @@ src="$(cd "$here/.." && pwd)"
 say() { echo "gpu_run: $*" >&2; }
 [ -n "${PATH:-}" ] || export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 [ -f "$here/bundle.tar.xz" ] || { say "error: $here/bundle.tar.xz is missing (scripts/gpu_bundle.sh makes it)"; exit 2; }
+# The archive's root/ into $2. tar -J runs the xz program, which Debian ranks "standard", not
+# "required": a machine without it (nothing says the device image has it) unpacks with Python's
+# tarfile and its lzma module instead, the same members (hard links' targets stripped alike).
+unpack() {
+  if command -v xz >/dev/null 2>&1; then
+    tar -C "$2" --strip-components=1 -xJf "$1"
+    return
+  fi
+  say "no xz program: unpacking with python3's tarfile"
+  python3 - "$1" "$2" <<'PY'
+import sys, tarfile
+src, dest = sys.argv[1], sys.argv[2]
+strip = lambda name: name.split("/", 1)[1] if "/" in name else ""
+with tarfile.open(src, "r:xz") as archive:
+    members = []
+    for m in archive.getmembers():
+        m.name = strip(m.name)
+        if not m.name:
+            continue
+        if m.islnk():
+            m.linkname = strip(m.linkname)
+        members.append(m)
+    kw = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+    archive.extractall(dest, members=members, **kw)
+PY
+}
 root="${OPBENCH_GPU_ROOT:-${TMPDIR:-/tmp}/opbench-gpu-$(id -u)/$(stat -c '%s-%Y' "$here/bundle.tar.xz")/root}"
 if [ ! -f "$root/.unpacked" ]; then
   # A folder the user named is never emptied: it must be new or empty (the default one is ours,
@@ -44,7 +70,7 @@ if [ ! -f "$root/.unpacked" ]; then
   else
     rm -rf "$root"
   fi
-  mkdir -p "$root" && tar -C "$root" --strip-components=1 -xJf "$here/bundle.tar.xz" ||
+  mkdir -p "$root" && unpack "$here/bundle.tar.xz" "$root" ||
     { say "error: cannot unpack $here/bundle.tar.xz into $root"; exit 2; }
   touch "$root/.unpacked"
 fi

@@ -6,7 +6,8 @@ bundle's libraries, in a clean environment, with the machine's own copies out of
 
 Packs BUILD into DIR/.gpu (xz at its fastest: the test's time is not the bundle's size), then,
 under `env -i DIR/.gpu/run` (unpacking into DIR/unpacked: OPBENCH_GPU_ROOT; the bundle folder
-stays under 40 MiB after it):
+stays under 40 MiB after it; and once more, with a PATH that has no xz program, into
+DIR/unpacked-by-python: the same tree, by Python's tarfile):
   - ldd of bench_gemm and bench_ccl resolves fmt, OpenBLAS and Open MPI into the bundle's lib/;
   - bench_gemm --backend cpu on one 64^3 fp32 GEMM writes one ok row;
   - trace_convert converts tests/data/trace's GPU step (7 shapes);
@@ -23,6 +24,7 @@ import csv
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -110,6 +112,19 @@ def hide_commands(bundle):
     return lines
 
 
+def tree(top):
+    """Every path under top with its mode, kind, link target and size."""
+    out = []
+    for d, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(d, name)
+            st = os.lstat(path)
+            link = os.readlink(path) if os.path.islink(path) else ""
+            size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+            out.append((os.path.relpath(path, top), st.st_mode, link, size))
+    return sorted(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
@@ -140,6 +155,19 @@ def main() -> int:
                        capture_output=True, text=True, timeout=120)
     check(p.stdout.strip() == os.path.join(unpacked, "build"),
           f"OPBENCH_BUILD_DIR under run: {p.stdout.strip()!r} ({p.stderr[-300:]})")
+    # Without the xz program (Debian ranks it "standard", not "required"): Python's tarfile
+    # unpacks the very same tree, modes and links included.
+    noxz = os.path.join(out, "path-without-xz")
+    os.makedirs(noxz)
+    for name in os.listdir("/usr/bin"):
+        if name not in ("xz", "unxz", "xzcat", "lzma", "unlzma", "lzcat"):
+            os.symlink(os.path.join("/usr/bin", name), os.path.join(noxz, name))
+    by_python = os.path.join(out, "unpacked-by-python")
+    p = subprocess.run(["env", "-i", f"PATH={noxz}", f"OPBENCH_GPU_ROOT={by_python}", run, "true"],
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0 and "no xz program: unpacking with python3's tarfile" in p.stderr,
+          f"run without xz exited {p.returncode}: {p.stderr[-300:]}")
+    check(tree(by_python) == tree(unpacked), "without xz, run unpacked another tree than tar -xJ")
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(bundle) for f in fs)
     check(size < 40 << 20, f"the bundle folder holds {size} bytes after a run, 40 MiB at most")
     root = unpacked
