@@ -35,8 +35,8 @@
 #   memops_check      every kernel path of item 2's tables (the same row lengths: 4096 to
 #                     40,960, the three vocabularies and 70B's tp-8 shard of one, AdamW with an
 #                     odd tail) at fewer rows, each result against the fp64 reference (--check);
-#                     the table names the kernel and plan that ran (impl); after items 3 and 4,
-#                     so that their budgets come first [a few rows]
+#                     the table names the kernel and plan that ran (impl); last, so that the
+#                     other steps' budgets come first [a few rows]
 #   trace_*           issue 43 item 8: the profiled step's Kineto trace (CPU and CUDA activities,
 #                     record_shapes, SDPA, bf16; step_vs_torch's first case, or recorded here)
 #                     converted by trace_convert, replayed by bench_gemm and bench_attention
@@ -78,6 +78,19 @@ fi
 start=$(date +%s)
 total_budget="${OPBENCH_VALIDATE_BUDGET:-470}"  # seconds for every step together
 steps=()
+mode=$([ "$cpu" = 1 ] && echo cpu || echo gpu)
+# A Python step that `timeout` ends would lose the output still in its buffer: unbuffered.
+export PYTHONUNBUFFERED=1
+
+# The tables and the verdict so far, copied to --export after every step: a device call that
+# ends before the last step (its own time limit) still returns what finished.
+export_progress() {
+  [ -n "$export_dir" ] || return 0
+  mkdir -p "$export_dir" &&
+    "$py" "$root/scripts/gpu_validate_tables.py" "$out" "$mode" "$quick" "${steps[@]}" > /dev/null 2>&1
+  cp "$out/tables.md" "$out/verdict.md" "$export_dir/" 2>/dev/null
+  return 0
+}
 
 # step NAME BUDGET_S -- COMMAND...: stdout to NAME.md, stderr to NAME.log, the exit code and the
 # seconds to NAME.rc and NAME.time. Ended by `timeout` at its budget, or at what is left of the
@@ -91,6 +104,7 @@ step() {
     echo skipped > "$out/$name.rc"
     echo 0 > "$out/$name.time"
     echo "== $name: skipped (time budget spent)" >&2
+    export_progress
     return
   fi
   [ "$budget" -le "$left" ] || budget=$left
@@ -100,6 +114,7 @@ step() {
   timeout -k 10 "$budget" "$@" > "$out/$name.md" 2> "$out/$name.log" < /dev/null
   echo "$?" > "$out/$name.rc"
   echo $(( $(date +%s) - t0 )) > "$out/$name.time"
+  export_progress
 }
 mem_quick=(--max-time 0.1 --quiet)
 [ "$cpu" = 1 ] && mem_quick=(--max-time 0.02 --peak-bw 20 --quiet)
@@ -164,9 +179,38 @@ else
   rounds=2 csteps=10
   [ "$quick" = 1 ] && rounds=1 csteps=5
   step capture_cost 80 -- "$py" "$root/bench/peers/capture_cost.py" --device cuda \
-    --rounds "$rounds" --steps "$csteps" --bench-gemm "$bin/gemm/bench_gemm" \
+    --rounds "$rounds" --steps "$csteps" --max-time 0.05 --bench-gemm "$bin/gemm/bench_gemm" \
     --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
 fi
+
+# Issue 43 item 8: a GPU step's trace through trace_convert and the replays.
+traces="$out/trace/kineto"
+mkdir -p "$traces"
+if [ "$cpu" = 1 ]; then
+  # Debian's PyTorch has no Kineto: the repository's GPU step (bf16, replayed by bench_attention
+  # in fp32) as rank 1, beside rank 0's execution trace of a tiny fp32 CPU step (bench_gemm)
+  cp "$root/tests/data/trace/host-a_4242.1700000000000.pt.trace.json" "$traces/rank1.pt.trace.json"
+  step trace_record 60 -- "$py" "$root/bench/peers/torch_train_step.py" --model tiny --seq-len 32 \
+    --warmup 0 --steps 1 --threads 1 --execution-trace "$traces"
+else
+  found=$(ls "$out"/step_vs_torch/trace-*/rank0.pt.trace.json.gz 2>/dev/null | head -1)
+  if [ -n "$found" ]; then
+    cp "$found" "$traces/"
+  else
+    step trace_record 60 -- "$py" "$root/bench/peers/torch_train_step.py" --device cuda \
+      --model llama3.2-1b --seq-len 4096 --warmup 2 --steps 1 --kineto-trace "$traces"
+  fi
+fi
+step trace_convert 20 -- "$bin/trace/trace_convert" --trace-path "$traces" --out "$out/trace/table"
+step trace_gemm 30 -- "$bin/gemm/bench_gemm" --backend "$backend" --trace-path "$traces" \
+  --max-time 0.1 --quiet --report-dir-path "$out/trace/gemm"
+step trace_attention 30 -- "$bin/attention/bench_attention" --backend "$backend" \
+  --trace-path "$traces" --max-time 0.1 --quiet --report-dir-path "$out/trace/attention"
+step trace_summary 15 -- "$py" "$root/scripts/capture_summary.py" "$out/trace/table" \
+  --replay "$out/trace/gemm" "$out/trace/attention"
+trace_file=$(ls "$traces"/*.pt.trace.json* 2>/dev/null | head -1)
+step trace_fixture 15 -- "$py" "$root/scripts/trim_trace.py" "${trace_file:-$traces/none}" \
+  "$out/trace_fixture.pt.trace.json.gz" --steps 1 --max-events 3000
 
 # Every kernel path of item 2's tables, its results checked: the same row lengths (they pick
 # the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
@@ -205,44 +249,15 @@ step memops_check 60 -- "$bin/memops/bench_memops" --backend "$backend" \
   --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
   --report-dir-path "$out/memops_check"
 
-# Issue 43 item 8: a GPU step's trace through trace_convert and the replays.
-traces="$out/trace/kineto"
-mkdir -p "$traces"
-if [ "$cpu" = 1 ]; then
-  # Debian's PyTorch has no Kineto: the repository's GPU step (bf16, replayed by bench_attention
-  # in fp32) as rank 1, beside rank 0's execution trace of a tiny fp32 CPU step (bench_gemm)
-  cp "$root/tests/data/trace/host-a_4242.1700000000000.pt.trace.json" "$traces/rank1.pt.trace.json"
-  step trace_record 60 -- "$py" "$root/bench/peers/torch_train_step.py" --model tiny --seq-len 32 \
-    --warmup 0 --steps 1 --threads 1 --execution-trace "$traces"
-else
-  found=$(ls "$out"/step_vs_torch/trace-*/rank0.pt.trace.json.gz 2>/dev/null | head -1)
-  if [ -n "$found" ]; then
-    cp "$found" "$traces/"
-  else
-    step trace_record 60 -- "$py" "$root/bench/peers/torch_train_step.py" --device cuda \
-      --model llama3.2-1b --seq-len 4096 --warmup 2 --steps 1 --kineto-trace "$traces"
-  fi
-fi
-step trace_convert 20 -- "$bin/trace/trace_convert" --trace-path "$traces" --out "$out/trace/table"
-step trace_gemm 30 -- "$bin/gemm/bench_gemm" --backend "$backend" --trace-path "$traces" \
-  --max-time 0.1 --quiet --report-dir-path "$out/trace/gemm"
-step trace_attention 30 -- "$bin/attention/bench_attention" --backend "$backend" \
-  --trace-path "$traces" --max-time 0.1 --quiet --report-dir-path "$out/trace/attention"
-step trace_summary 15 -- "$py" "$root/scripts/capture_summary.py" "$out/trace/table" \
-  --replay "$out/trace/gemm" "$out/trace/attention"
-trace_file=$(ls "$traces"/*.pt.trace.json* 2>/dev/null | head -1)
-step trace_fixture 15 -- "$py" "$root/scripts/trim_trace.py" "${trace_file:-$traces/none}" \
-  "$out/trace_fixture.pt.trace.json.gz" --steps 1 --max-events 3000
-
-"$py" "$root/scripts/gpu_validate_tables.py" "$out" "$([ "$cpu" = 1 ] && echo cpu || echo gpu)" \
-  "$quick" "${steps[@]}"
+"$py" "$root/scripts/gpu_validate_tables.py" "$out" "$mode" "$quick" "${steps[@]}"
 status=$?
 if [ -n "$export_dir" ]; then
   mkdir -p "$export_dir"
   cp "$out/tables.md" "$out/verdict.md" "$export_dir/"
   [ -f "$out/trace_fixture.pt.trace.json.gz" ] && cp "$out/trace_fixture.pt.trace.json.gz" "$export_dir/"
   tar -C "$(dirname "$out")" -czf "$export_dir/validate.tar.gz" --exclude='*/trace/kineto' \
-    --exclude='*/trace-*' --exclude='*/capture-*' --exclude='*.pt.trace.json*' "$(basename "$out")"
+    --exclude='*/trace-*' --exclude='*/step_vs_torch/capture-*' --exclude='*/capture_cost/capture-*' \
+    --exclude='*.pt.trace.json*' "$(basename "$out")"
   echo "gpu_validate.sh: exported tables.md, verdict.md, the trace fixture and validate.tar.gz to $export_dir" >&2
 fi
 exit "$status"

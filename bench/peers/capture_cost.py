@@ -111,13 +111,11 @@ def main() -> int:
                         raise ChildFailed("the step under capture.sh did not find the capture library")
                     captured.append(s["median_ms"])
                     per_step.append(captured_calls(capture))
-        replay = os.path.join(work, "replay")
-        run([a.bench_gemm, "--backend", "cpu" if cpu else "cuda", "--capture-path",
-             os.path.join(work, "capture-1"), "--max-time", str(a.max_time), "--quiet",
-             "--report-dir-path", replay])
     except ChildFailed as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    # The overhead table first, out at once: a replay that fails or outlasts a time budget does
+    # not take it along.
     without, with_ = statistics.median(plain), statistics.median(captured)
     calls, timed = per_step[0]
     print("| model, seq | precision | rounds x steps | without capture ms | with capture ms "
@@ -127,7 +125,15 @@ def main() -> int:
           f"| {with_:.2f} | {100 * (with_ / without - 1):+.2f}% | {calls / a.steps:.1f} "
           f"| {timed / a.steps:.1f} |")
     print(f"\n(per round, without: {', '.join(f'{v:.2f}' for v in plain)} ms; with: "
-          f"{', '.join(f'{v:.2f}' for v in captured)} ms; goal: overhead under 1%)")
+          f"{', '.join(f'{v:.2f}' for v in captured)} ms; goal: overhead under 1%)", flush=True)
+    replay = os.path.join(work, "replay")
+    try:
+        run([a.bench_gemm, "--backend", "cpu" if cpu else "cuda", "--capture-path",
+             os.path.join(work, "capture-1"), "--max-time", str(a.max_time), "--quiet",
+             "--report-dir-path", replay])
+    except ChildFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     rows = []
     with open(os.path.join(replay, "gemm_capture.csv"), newline="") as f:
         rows = list(csv.DictReader(f))

@@ -203,14 +203,21 @@ def parts_text(row):
                                                            "optimizer_ms"))
 
 
+def emit(line):
+    """A line of the table, out at once: a run ended at its time budget keeps its finished rows."""
+    print(line, flush=True)
+
+
 def cuda_cases(a, cases, work):
-    """The GPU table: one row per case and AdamW implementation; the parts table; misses."""
-    lines = ["| case | adamw | tokens/step | measured ms | matched ms (error) | calibrated ms (error) "
-             "| fused ms (error) | peak GiB | predicted GiB (error) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    """The GPU table, a row per case and AdamW implementation printed as each finishes (a case
+    whose child fails gets a failed row, and the others still run); returns the parts table, the
+    notes, the target misses and the failures."""
+    emit("| case | adamw | tokens/step | measured ms | matched ms (error) | calibrated ms (error) "
+         "| fused ms (error) | peak GiB | predicted GiB (error) |")
+    emit("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     parts = ["| case | adamw | GEMM / attention / memory-bound / optimizer ms: matched | calibrated |",
              "|---|---|---|---|"]
-    notes, misses = [], []
+    notes, misses, failures = [], [], []
     impls = [i for i in a.optimizer_impl.split(",") if i]
     for model, seq in cases:
         # The first AdamW's run records the trace (the GEMMs and attention the calibration reads
@@ -219,47 +226,59 @@ def cuda_cases(a, cases, work):
         first = trace = None
         for impl in impls:
             name = f"{model}-{seq or 'model'}-{impl}"
-            if trace is None:
-                trace = os.path.join(work, "trace-" + name)
-                if os.path.isdir(trace):
-                    shutil.rmtree(trace)
-                measured = torch_step_cuda(a, model, seq, impl, trace)
-            else:
-                measured = torch_step_cuda(a, model, seq, impl)
-            ms = measured["median_ms"]
-            plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl]
-            if first:
-                plan += ["--from-reports", first, "--measure"]
-            rows = bench_step_cuda(a, model, seq, os.path.join(work, name), plan)
-            reports = ",".join(dict.fromkeys(filter(None, (first, os.path.join(work, name)))))
-            first = first or os.path.join(work, name)
-            matched = next(r for r in rows if r["kernels"] == "eager")
-            fused = next(r for r in rows if r["kernels"] == "fused")
-            calibrated = bench_step_cuda(a, model, seq, os.path.join(work, name + "-calibrated"),
-                                         ["--kernels", "eager", "--attention-kernels", "fused",
-                                          "--optimizer-impl", impl, "--trace-path", trace,
-                                          "--from-reports", reports, "--measure"])[0]
-            tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
-            errors = {"matched": error(step_ms(matched), ms), "calibrated": error(step_ms(calibrated), ms),
-                      "fused": error(step_ms(fused), ms)}
-            peak = measured.get("peak_mem_gib")
-            errors["memory"] = error(mem_gib(matched), peak)
-            case = f"{model}, seq {measured['seq_len']}"
-            lines.append(f"| {case} | {measured.get('optimizer_impl', impl)} | {tokens} | {ms:.1f} | "
-                         f"{cell(step_ms(matched), errors['matched'], 1)} | "
-                         f"{cell(step_ms(calibrated), errors['calibrated'], 1)} | "
-                         f"{cell(step_ms(fused), errors['fused'], 1)} | "
-                         f"{'-' if peak is None else f'{peak:.2f}'} | "
-                         f"{cell(mem_gib(matched), errors['memory'], 2)} |")
-            parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} |")
-            note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
-                    f"{measured.get('precision')}, attention {measured.get('attention')}; trace {trace}")
-            notes.append(note)
-            for what, target in CUDA_TARGETS:
-                e = errors[what]
-                if e is None or abs(e) > target:
-                    misses.append(f"{name}: {what} error {pct(e)} (target {100 * target:.0f}%)")
-    return lines, parts, notes, misses
+            try:
+                first, trace = cuda_case(a, model, seq, impl, name, work, first, trace, parts,
+                                         notes, misses)
+            except ChildFailed as e:
+                emit(f"| {model}, seq {seq or '-'} | {impl} | failed: {str(e)[:200].replace('|', '/')} "
+                     "| - | - | - | - | - | - |")
+                failures.append(f"{name}: {e}")
+    return parts, notes, misses, failures
+
+
+def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misses):
+    """One case's row (emitted); returns the reports and the trace the next AdamW reuses."""
+    if trace is None:
+        trace = os.path.join(work, "trace-" + name)
+        if os.path.isdir(trace):
+            shutil.rmtree(trace)
+        measured = torch_step_cuda(a, model, seq, impl, trace)
+    else:
+        measured = torch_step_cuda(a, model, seq, impl)
+    ms = measured["median_ms"]
+    plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl]
+    if first:
+        plan += ["--from-reports", first, "--measure"]
+    rows = bench_step_cuda(a, model, seq, os.path.join(work, name), plan)
+    reports = ",".join(dict.fromkeys(filter(None, (first, os.path.join(work, name)))))
+    first = first or os.path.join(work, name)
+    matched = next(r for r in rows if r["kernels"] == "eager")
+    fused = next(r for r in rows if r["kernels"] == "fused")
+    calibrated = bench_step_cuda(a, model, seq, os.path.join(work, name + "-calibrated"),
+                                 ["--kernels", "eager", "--attention-kernels", "fused",
+                                  "--optimizer-impl", impl, "--trace-path", trace,
+                                  "--from-reports", reports, "--measure"])[0]
+    tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
+    errors = {"matched": error(step_ms(matched), ms), "calibrated": error(step_ms(calibrated), ms),
+              "fused": error(step_ms(fused), ms)}
+    peak = measured.get("peak_mem_gib")
+    errors["memory"] = error(mem_gib(matched), peak)
+    case = f"{model}, seq {measured['seq_len']}"
+    emit(f"| {case} | {measured.get('optimizer_impl', impl)} | {tokens} | {ms:.1f} | "
+         f"{cell(step_ms(matched), errors['matched'], 1)} | "
+         f"{cell(step_ms(calibrated), errors['calibrated'], 1)} | "
+         f"{cell(step_ms(fused), errors['fused'], 1)} | "
+         f"{'-' if peak is None else f'{peak:.2f}'} | "
+         f"{cell(mem_gib(matched), errors['memory'], 2)} |")
+    parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} |")
+    note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
+            f"{measured.get('precision')}, attention {measured.get('attention')}; trace {trace}")
+    notes.append(note)
+    for what, target in CUDA_TARGETS:
+        e = errors[what]
+        if e is None or abs(e) > target:
+            misses.append(f"{name}: {what} error {pct(e)} (target {100 * target:.0f}%)")
+    return first, trace
 
 
 def main() -> int:
@@ -327,12 +346,7 @@ def main() -> int:
         cases.append((model, a.seq_len or (int(seq) if seq else 0)))
     work = a.work_dir or tempfile.mkdtemp(prefix="step_vs_torch_")
     if cuda:
-        try:
-            lines, parts_lines, notes, misses = cuda_cases(a, cases, work)
-        except ChildFailed as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print("\n".join(lines))
+        parts_lines, notes, misses, failures = cuda_cases(a, cases, work)
         print("\n" + "\n".join(parts_lines))
         print("\n(matched: bench_step --kernels eager --attention-kernels fused, the plan PyTorch ran;"
               " torch " + ("bf16 parameters, gradients and AdamW state" if a.precision == "bf16" else
@@ -340,6 +354,10 @@ def main() -> int:
                            "activations in bf16") + f"; reports and traces in {work})")
         for n in notes:
             print(f"note: {n}")
+        for f in failures:
+            print(f"error: {f}", file=sys.stderr)
+        if failures:
+            return 1
         if a.check_targets and misses:
             for m in misses:
                 print(f"target missed: {m}", file=sys.stderr)
