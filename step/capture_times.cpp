@@ -86,11 +86,22 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
     return std::nullopt;
   }
   if (op.family == StepFamily::attention) {
-    const auto it = attention_.find(attention_key(op.attention, op.attention_pass));
-    if (it != attention_.end())
-      return time(
-          it->second, 1,
-          fmt::format("{} {}", op.attention.dims(), attention_pass_name(op.attention_pass)));
+    const std::string what =
+        fmt::format("{} {}", op.attention.dims(), attention_pass_name(op.attention_pass));
+    auto it = attention_.find(attention_key(op.attention, op.attention_pass));
+    if (it != attention_.end()) return time(it->second, 1, what);
+    // A job that repeats each K/V head for its query heads before the fused kernel (Hugging
+    // Face's repeat_kv, bench/peers/torch_train_step.py) runs this attention, FLOPs and all,
+    // with as many K/V heads as query heads: that is the shape its trace or capture shows.
+    if (op.attention.heads_kv < op.attention.heads_q) {
+      AttentionShape expanded = op.attention;
+      expanded.heads_kv = expanded.heads_q;
+      it = attention_.find(attention_key(expanded, op.attention_pass));
+      if (it != attention_.end())
+        return time(it->second, 1,
+                    fmt::format("{}, run by the job with K/V expanded to {} heads", what,
+                                expanded.heads_kv));
+    }
     return std::nullopt;
   }
   if (op.family == StepFamily::collective) {

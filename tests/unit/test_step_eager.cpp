@@ -302,6 +302,39 @@ TEST_CASE("capture times from a converted GPU trace: GEMM, attention and all-red
   CHECK(t->time_us == Approx(100));
 }
 
+TEST_CASE("capture times: GQA attention the job ran with K/V expanded to every query head",
+          "[step]") {
+  // The plan's h32/8 attention; the job repeated K and V to 32 heads before SDPA (as Hugging
+  // Face's repeat_kv does), so its capture holds h32/32: the same attention, found there, and the
+  // source says so. An h32/32 plan never takes an h32/8 row, and other sizes never match.
+  const auto dir = test::fresh_temp_dir("capture_times_expanded_kv");
+  std::ofstream(dir / "capture-n1-rank0.csv")
+      << "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
+         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,placement,calls,"
+         "timed_calls,graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n"
+      << "n1,0,1,trace:gpu,aten::_scaled_dot_product_flash_attention,attention,fwd,bf16,,,,1,,32,"
+         "32,4096,4096,64,64,true,,,,,,,16,16,0,4000.000,250.000,240.000,250.000,260.000,260.000,\n"
+      << "n1,0,1,trace:gpu,aten::_scaled_dot_product_flash_attention,attention,fwd,bf16,,,,1,,8,"
+         "2,1024,1024,64,64,true,,,,,,,4,4,0,400.000,100.000,90.000,100.000,110.000,110.000,\n";
+  const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
+  StepOperator attention;
+  attention.family = StepFamily::attention;
+  attention.attention_pass = AttentionPass::fwd;
+  attention.attention = AttentionShape{"llama", 1, 4096, 4096, 32, 8, 64, 64, true, DType::bf16};
+  auto t = times.find(attention);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(250));  // 4000 µs over 16 calls
+  CHECK_THAT(t->source, Catch::Matchers::Contains("run by the job with K/V expanded to 32 heads"));
+  attention.attention.heads_kv = 32;  // the plan's MHA: the exact row
+  t = times.find(attention);
+  REQUIRE(t);
+  CHECK_THAT(t->source, !Catch::Matchers::Contains("K/V expanded"));
+  attention.attention = AttentionShape{"llama", 1, 1024, 1024, 8, 8, 64, 64, true, DType::bf16};
+  CHECK_FALSE(times.find(attention));  // h8/2 was captured, not h8/8
+  attention.attention = AttentionShape{"llama", 1, 2048, 2048, 32, 8, 64, 64, true, DType::bf16};
+  CHECK_FALSE(times.find(attention));  // another sequence length
+}
+
 TEST_CASE("limit_cpu_threads caps the CPU providers' threads", "[step]") {
   limit_cpu_threads(1, 2);
   CHECK(parallel_threads(1000) == 1u);
