@@ -323,6 +323,20 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
 
 // ---- the forward passes with the row in registers (memops/cuda_memops_rows.cuh) -------------
 
+// RMSNorm of the held row h: rstd from its sum of squares over the block or cluster (written once
+// a row, by its first block's thread 0), then y = (h rstd) w stored.
+template <class S, class Part, class Red>
+__device__ void rms_normalise(std::int64_t row, const Part& p, Red& reducer,
+                              float (&a)[Part::kItems][Part::kV], float edge, const S* w, S* y,
+                              float* rstd, int cols) {
+  const float ss = p.held_sum(a, edge, [](float v) { return v * v; });
+  const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
+  if (p.edges && threadIdx.x == 0) rstd[row] = rs;
+  p.with_weights(a, w, static_cast<const S*>(nullptr),
+                 [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
+  p.store(y, a, edge);
+}
+
 // y = (x rstd) w, rstd from the row's sum of squares. Registers as for two held rows: with 32
 // floats of the row a thread (fp32, 8 vectors) the IEEE square root and division of rms_rstd
 // spilled 36 bytes on sm_90 (ptxas -v), with 16 nothing.
@@ -341,12 +355,7 @@ struct RmsNormRows {
   __device__ void fused(std::int64_t row, const Part& p, Red& reducer) const {
     float a[Part::kItems][Part::kV], edge;
     p.load(x, a, edge, 0.0f);
-    const float ss = p.held_sum(a, edge, [](float v) { return v * v; });
-    const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
-    if (p.edges && threadIdx.x == 0) rstd[row] = rs;
-    p.with_weights(a, w, static_cast<const S*>(nullptr),
-                   [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
-    p.store(y, a, edge);
+    rms_normalise(row, p, reducer, a, edge, w, y, rstd, cols);
   }
 };
 
@@ -377,12 +386,7 @@ struct AddRmsNormRows {
         a[i][j] = residual_add(a[i][j], r[i][j]);
     ea = residual_add(ea, er);
     p.store(h, a, ea);
-    const float ss = p.held_sum(a, ea, [](float v) { return v * v; });
-    const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
-    if (p.edges && threadIdx.x == 0) rstd[row] = rs;
-    p.with_weights(a, w, static_cast<const S*>(nullptr),
-                   [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
-    p.store(y, a, ea);
+    rms_normalise(row, p, reducer, a, ea, w, y, rstd, cols);
   }
 };
 
