@@ -101,20 +101,20 @@ def main() -> int:
     print("| model | op | pass | rows x cols | dtype | provider | GB/s | % of copy | % of peak "
           "| torch GB/s | ratio | verdict |")
     print("|---|---|---|---|---|---|---:|---:|---:|---:|---:|---|")
-    compared, skipped, below, timed = 0, {}, [], {}
+    compared, skipped, below, timed, refused = 0, {}, [], {}, {}
     for r in rows:
-        # our kernels' and cuDNN's rows of one case share PyTorch's time
+        # our kernels' and cuDNN's rows of one case share PyTorch's time (or its refusal)
         key = (r["op"], r["pass"], r["rows"], r["cols"], r["dtype"], r.get("vocab"))
-        try:
-            if key not in timed:
+        if key not in timed:
+            try:
                 timed[key] = torch_us(torch, r, a.device, a.repeats, a.threads)
-            t = timed[key]
-        except Exception as e:  # one operator PyTorch refuses must not lose the others
-            t = None
-            skipped[f"{r['op']} {r['pass']} ({type(e).__name__}: {str(e).splitlines()[0][:80]})"] = 1
-        if t is None:
-            key = f"{r['op']} {r['pass']}"
-            skipped[key] = skipped.get(key, 0) + 1
+            except Exception as e:  # one operator PyTorch refuses must not lose the others
+                timed[key] = None
+                refused[key] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:80]}"
+        t = timed[key]
+        if t is None:  # each row once, under its operator and, where PyTorch refused, why
+            what = f"{r['op']} {r['pass']}" + (f" ({refused[key]})" if key in refused else "")
+            skipped[what] = skipped.get(what, 0) + 1
             continue
         ours = float(r["time_us"])
         io = int(r["io_bytes"])
@@ -139,7 +139,7 @@ def main() -> int:
                                                           if r.get("copy_rate_gbps")})) or "-")
           + " GB/s)")
     if skipped:
-        print("not compared (no PyTorch kernel here): "
+        print("not compared (no PyTorch kernel here, or PyTorch refused the case: why in brackets): "
               + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items())))
     print(f"{len(below)} of {compared} rows below torch or under {TARGET_PCT_OF_COPY:.0f}% of the copy rate")
     return 0 if compared else 1
