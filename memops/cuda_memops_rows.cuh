@@ -342,20 +342,21 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
   if (l.shape) {
     const std::string_view k(kernel);
     const std::string name(k.substr(0, k.rfind("_kernel")));
+    const std::string items =
+        fmt::format("{} vector{} a thread", plan.items, plan.items == 1 ? "" : "s");
     std::string how;
     if (plan.chunks > 0)
       how = fmt::format(
-          "split: {} chunks of {} vectors a row, a block of {} threads each, {} vectors a thread; "
-          "chunk statistics through memory, then a second kernel reads the row again",
-          plan.chunks, plan.chunk_vectors, kSplitThreads, plan.items);
+          "split: {} chunks of {} vectors a row, a block of {} threads each, {}; chunk statistics "
+          "through memory, then a second kernel reads the row again",
+          plan.chunks, plan.chunk_vectors, kSplitThreads, items);
     else if (plan.cluster > 1)
       how = fmt::format(
-          "the row in registers: clusters of {} blocks x {} threads, {} vectors a thread, "
-          "statistics through distributed shared memory",
-          plan.cluster, plan.threads, plan.items);
+          "the row in registers: clusters of {} blocks x {} threads, {}, statistics through "
+          "distributed shared memory",
+          plan.cluster, plan.threads, items);
     else
-      how = fmt::format("the row in registers: a block of {} threads, {} vectors a thread",
-                        plan.threads, plan.items);
+      how = fmt::format("the row in registers: a block of {} threads, {}", plan.threads, items);
     describe(l, fmt::format("{}<{}> x{}: {} ({} rows{})", name, Codec<S>::kName, kV, how, rows,
                             cols % kV != 0 ? "; the unaligned head and tail of a row element by "
                                              "element"
