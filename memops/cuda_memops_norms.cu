@@ -424,15 +424,24 @@ struct LayerNormRows {
   }
 };
 
-// Op's rows in registers where every operand's rows start 16-byte aligned (`addresses`, their
-// pointers or'ed; the weight rows' vectors are then aligned at the held columns) and one block
-// or cluster holds a row; false otherwise, nothing launched (the two-pass kernel then).
-template <class S, class Op>
-bool norm_rows_held(const Op& op, std::uintptr_t addresses, std::int64_t rows, int cols,
-                    const Launch& l, const char* kernel) {
-  constexpr int kV = vec_of<S>();
-  return row_vector_elements(kVectorBytes / kV, addresses, cols) == kV &&
-         launch_register_rows<S>(op, rows, cols, nullptr, l, kernel);
+// A norm's forward: the Op that make(S{}, cols) gives with the row in registers, where every
+// operand's rows start 16-byte aligned (`addresses`, their pointers or'ed; the weight rows'
+// vectors are then aligned at the held columns) and one block or cluster holds a row; else the
+// two-pass kernel, which launch_rows launches through `two_pass` (its arguments).
+template <class Make, class TwoPass>
+void norm_forward(DType t, const char* op, const char* kernel, std::uintptr_t addresses,
+                  std::int64_t rows, std::int64_t cols, const Launch& l, const char* remark,
+                  Make make, TwoPass two_pass) {
+  const int c = checked_int(cols, "cols", op);
+  if (rows <= 0) return;
+  bool held = false;
+  with_storage(t, op, [&](auto tag) {
+    using S = decltype(tag);
+    constexpr int kV = vec_of<S>();
+    held = row_vector_elements(kVectorBytes / kV, addresses, c) == kV &&
+           launch_register_rows<S>(make(tag, c), rows, c, nullptr, l, kernel);
+  });
+  if (!held) launch_rows(t, op, kernel, addresses, rows, cols, l, remark, two_pass);
 }
 
 // out[j] = the sum over `count` partial rows of column j, in S. Blocks of 32 columns x 8 lanes
@@ -462,46 +471,36 @@ __global__ void __launch_bounds__(kPartialCols* kPartialLanes)
 
 void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, std::int64_t rows,
                  std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "rmsnorm");
-  if (rows <= 0) return;
-  bool held = false;
-  with_storage(t, "rmsnorm", [&](auto tag) {
-    using S = decltype(tag);
-    const RmsNormRows<S> op{static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y),
-                            rstd, c};
-    held = norm_rows_held<S>(op, address_bits(x, w, y), rows, c, l, "rmsnorm_fwd_kernel");
-  });
-  if (held) return;
-  launch_rows(t, "rmsnorm", "rmsnorm_fwd_kernel", address_bits(x, w, y), rows, cols, l, "",
-              [&](auto tag, auto v, unsigned grid, int threads, int c) {
-                using S = decltype(tag);
-                rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
-                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y), rstd,
-                    rows, c);
-              });
+  norm_forward(
+      t, "rmsnorm", "rmsnorm_fwd_kernel", address_bits(x, w, y), rows, cols, l, "",
+      [&](auto tag, int c) {
+        using S = decltype(tag);
+        return RmsNormRows<S>{static_cast<const S*>(x), static_cast<const S*>(w),
+                              static_cast<S*>(y), rstd, c};
+      },
+      [&](auto tag, auto v, unsigned grid, int threads, int c) {
+        using S = decltype(tag);
+        rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+            static_cast<const S*>(x), static_cast<const S*>(w), static_cast<S*>(y), rstd, rows, c);
+      });
 }
 
 void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
                      float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "add_rmsnorm");
-  if (rows <= 0) return;
-  bool held = false;
-  with_storage(t, "add_rmsnorm", [&](auto tag) {
-    using S = decltype(tag);
-    const AddRmsNormRows<S> op{static_cast<const S*>(x),
-                               static_cast<const S*>(residual),
-                               static_cast<const S*>(w),
-                               static_cast<S*>(y),
-                               static_cast<S*>(h),
-                               rstd,
-                               c};
-    held = norm_rows_held<S>(op, address_bits(x, residual, w, y, h), rows, c, l,
-                             "add_rmsnorm_fwd_kernel");
-  });
-  if (held) return;
-  launch_rows(
+  norm_forward(
       t, "add_rmsnorm", "add_rmsnorm_fwd_kernel", address_bits(x, residual, w, y, h), rows, cols, l,
-      " (the residual add fused)", [&](auto tag, auto v, unsigned grid, int threads, int c) {
+      " (the residual add fused)",
+      [&](auto tag, int c) {
+        using S = decltype(tag);
+        return AddRmsNormRows<S>{static_cast<const S*>(x),
+                                 static_cast<const S*>(residual),
+                                 static_cast<const S*>(w),
+                                 static_cast<S*>(y),
+                                 static_cast<S*>(h),
+                                 rstd,
+                                 c};
+      },
+      [&](auto tag, auto v, unsigned grid, int threads, int c) {
         using S = decltype(tag);
         add_rmsnorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
             static_cast<const S*>(x), static_cast<const S*>(residual), static_cast<const S*>(w),
@@ -608,28 +607,24 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
 
 void layernorm_fwd(DType t, const void* x, const void* w, const void* b, void* y, float* mean,
                    float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l) {
-  const int c = checked_int(cols, "cols", "layernorm");
-  if (rows <= 0) return;
-  bool held = false;
-  with_storage(t, "layernorm", [&](auto tag) {
-    using S = decltype(tag);
-    const LayerNormRows<S> op{static_cast<const S*>(x),
-                              static_cast<const S*>(w),
-                              static_cast<const S*>(b),
-                              static_cast<S*>(y),
-                              mean,
-                              rstd,
-                              c};
-    held = norm_rows_held<S>(op, address_bits(x, w, b, y), rows, c, l, "layernorm_fwd_kernel");
-  });
-  if (held) return;
-  launch_rows(t, "layernorm", "layernorm_fwd_kernel", address_bits(x, w, b, y), rows, cols, l, "",
-              [&](auto tag, auto v, unsigned grid, int threads, int c) {
-                using S = decltype(tag);
-                layernorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
-                    static_cast<const S*>(x), static_cast<const S*>(w), static_cast<const S*>(b),
-                    static_cast<S*>(y), mean, rstd, rows, c);
-              });
+  norm_forward(
+      t, "layernorm", "layernorm_fwd_kernel", address_bits(x, w, b, y), rows, cols, l, "",
+      [&](auto tag, int c) {
+        using S = decltype(tag);
+        return LayerNormRows<S>{static_cast<const S*>(x),
+                                static_cast<const S*>(w),
+                                static_cast<const S*>(b),
+                                static_cast<S*>(y),
+                                mean,
+                                rstd,
+                                c};
+      },
+      [&](auto tag, auto v, unsigned grid, int threads, int c) {
+        using S = decltype(tag);
+        layernorm_fwd_kernel<decltype(v)::value><<<grid, threads, 0, l.stream>>>(
+            static_cast<const S*>(x), static_cast<const S*>(w), static_cast<const S*>(b),
+            static_cast<S*>(y), mean, rstd, rows, c);
+      });
 }
 
 void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* mean,

@@ -118,7 +118,7 @@ struct RowPart {
   // weight rows (one value a column, the same for every row): w and b (null: 0) read a 16-byte
   // vector at a time, one vector of each live at once (a thread's registers hold the row, not
   // its weights). Only for rows that start 16-byte aligned and are whole vectors (the callers
-  // check: norm_rows_held): no head or tail, and w's vectors at the held columns aligned too.
+  // check: norm_forward): no head or tail, and w's vectors at the held columns aligned too.
   template <class S, class F>
   __device__ void with_weights(float (&a)[ITEMS][V], const S* w, const S* b, F f) const {
 #pragma unroll
