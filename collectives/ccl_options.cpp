@@ -95,6 +95,7 @@ cxxopts::Options ccl_flags() {
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
     ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective")
+    ("test-stall-between", "test only: the stalled rank stops after the first case, before the ranks agree to start the next")
     ("test-lead-rank", "test only: this rank's watchdog speaks first on a timeout (rank 0 then waits the grace as the others do)", cxxopts::value<int>());
   add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
                       false);
@@ -222,7 +223,10 @@ void read_test_flags(const cxxopts::ParseResult& p, CollRunOptions& run) {
       throw bad_input(fmt::format("--test-fail-rank: '{}' is not a rank or all", v));
   }
   run.stall_s = p["test-stall-seconds"].as<double>();
-  run.stall_inside = p.count("test-stall-inside") > 0;
+  if (p.count("test-stall-inside") && p.count("test-stall-between"))
+    throw bad_input("--test-stall-inside and --test-stall-between: give one of them");
+  if (p.count("test-stall-inside")) run.stall_at = StallPoint::inside;
+  if (p.count("test-stall-between")) run.stall_at = StallPoint::between_cases;
 }
 
 // --model and its parallel layout; a model's messages bring their own sizes, dtype

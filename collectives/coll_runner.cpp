@@ -66,12 +66,7 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     r.note = *why;
     return r;
   }
-  const bool stall_here = session_.world_rank() == options_.stall_rank && !stalled_;
-  auto stall = [&] {  // test only: one rank stops for a while, once
-    stalled_ = true;
-    std::this_thread::sleep_for(std::chrono::duration<double>(options_.stall_s));
-  };
-  if (stall_here && !options_.stall_inside) stall();
+  stall_for_test(StallPoint::arrival);
   // A signal from here to the end of the case, the arrival check included, ends the case when it
   // outlives the grace. Whatever leaves this function — a row or an exception — disarms the
   // watchdog.
@@ -97,7 +92,7 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;  // nothing measured yet in this case
   arm_phase("its buffers and first call", 1);
-  if (stall_here && options_.stall_inside) stall();
+  stall_for_test(StallPoint::inside);
 
   // Every rank must be able to hold the buffers, or none runs the case.
   std::string prepare_error;
@@ -135,6 +130,13 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
     r.note = error.empty() ? "another rank failed (its error is on stderr)" : error;
   }
   return r;
+}
+
+void CollRunner::stall_for_test(StallPoint point) {
+  if (stalled_ || point != options_.stall_at || session_.world_rank() != options_.stall_rank)
+    return;
+  stalled_ = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(options_.stall_s));
 }
 
 void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r) {

@@ -22,6 +22,11 @@ namespace opbench {
 enum class RankAggregation { rank0 = 0, mean = 1, min = 2, max = 3 };
 std::string aggregation_name(RankAggregation a);
 
+// Test only: where --test-stall-rank stops, once: before the first case's arrival check,
+// inside its first call (after arriving), or after the first case, before the ranks agree to
+// start the next (MpiRun::run_case).
+enum class StallPoint { arrival, inside, between_cases };
+
 struct CollRunOptions {
   int iters = 20;
   int warmup = 5;
@@ -31,12 +36,12 @@ struct CollRunOptions {
   RankAggregation aggregation = RankAggregation::mean;
   double timeout_s = 300;  // no call completing for this long ends the job (arm_phase); <= 0: none
   int corrupt_rank = -1;   // test only: this world rank spoils one result element
-  int stall_rank = -1;     // test only: this world rank arrives late ...
-  double stall_s = 0;      // ... by this much, at the first case ...
-  bool stall_inside = false;  // ... after arriving (inside the collective) rather than before
-  int fail_rank = -1;         // test only: this world rank's first call is refused (-2: every rank)
-  int lead_rank = 0;          // whose watchdog speaks first (the others wait a grace); test: any
-  int graph_replays = 0;      // -G N: each sample replays a CUDA graph of the -n calls N times
+  int stall_rank = -1;     // test only: this world rank stops ...
+  double stall_s = 0;      // ... for this long ...
+  StallPoint stall_at = StallPoint::arrival;  // ... here
+  int fail_rank = -1;     // test only: this world rank's first call is refused (-2: every rank)
+  int lead_rank = 0;      // whose watchdog speaks first (the others wait a grace); test: any
+  int graph_replays = 0;  // -G N: each sample replays a CUDA graph of the -n calls N times
 };
 
 struct CollResult {
@@ -58,6 +63,10 @@ class CollRunner {
   CollRunner(MpiSession& session, CollRunOptions options);
   // `label` names the case in timeout messages ("all_reduce 1048576 B fp32 in_place").
   CollResult run(Communicator& comm, const CollCall& call, const std::string& label);
+  const CollRunOptions& options() const { return options_; }
+  // Test only: --test-stall-rank stops here for --test-stall-seconds, once in the run, when
+  // `point` is the one --test-stall-* asked for.
+  void stall_for_test(StallPoint point);
 
  private:
   double combine(const std::vector<double>& rank_times_us) const;  // as --average says

@@ -88,7 +88,26 @@ CaseLoop MpiRun::case_loop(Progress& progress, RowTable* table, HarnessCost& har
 }
 
 bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row) {
-  stopped_ = session_.any(interrupted());
+  // Should a timeout, an interrupt or a lost rank end the job before the case's row, rank 0
+  // writes the case as a failed row with the reason and closes the run (the main thread is stuck
+  // in MPI, or about to abort).
+  const AbortOnce::Hook write_failed_row = [&](const std::string& reason) {
+    if (!lead()) return;
+    CollResult aborted;
+    aborted.status = Status::failed;
+    aborted.note = reason;
+    loop.add_row(*reports, row(aborted).row);
+    close_ended_run([&] { close_(interrupted()); });
+  };
+  {
+    AbortHookScope hook(session_, write_failed_row);
+    if (cases_started_++ > 0) runner_.stall_for_test(StallPoint::between_cases);
+    // No watchdog is armed between two cases: this agreement is timed, so that a rank lost
+    // after the last row (its node gone) is named within --timeout rather than holding every
+    // other rank inside an MPI_Allreduce.
+    stopped_ = session_.any_on_arrival(interrupted(), "the start of " + c.label,
+                                       runner_.options().timeout_s);
+  }
   if (stopped_) return false;
   // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first case's.
   Communicator& comm = communicator(c.group_size, c.strided, c.reserve_bytes);
@@ -96,14 +115,7 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
     CollResult r;
     {
       // Closed however the case ends; when the hook was taken, its end never returns.
-      AbortHookScope hook(session_, [&](const std::string& reason) {
-        if (!lead()) return;
-        CollResult aborted;
-        aborted.status = Status::failed;
-        aborted.note = reason;
-        loop.add_row(*reports, row(aborted).row);
-        close_ended_run([&] { close_(interrupted()); });
-      });
+      AbortHookScope hook(session_, write_failed_row);
       r = runner_.run(comm, c.call, c.label);
     }
     failed_ += r.status == Status::failed;

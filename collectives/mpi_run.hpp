@@ -87,12 +87,13 @@ class MpiRun {
                              std::optional<std::size_t> reserve_bytes = std::nullopt);
   // Runs case `c` on every rank; false on every rank, and nothing run, once SIGINT or SIGTERM has
   // reached any rank (mpirun passes a signal on to the ranks maybe not at once), so that every
-  // rank stops before the same case. Rank 0 runs it through `loop` (progress, the harness cost,
-  // `row`'s row written to `reports`, printed and counted); the other ranks, whose `reports` is
-  // null, join the collective. Should a timeout, an interrupt or a lost rank end the job inside
-  // the case, rank 0 adds `row` of a failed result (the reason its note) to the loop and closes
-  // the run as after its last case (the main thread is stuck inside the case); the process then
-  // ends without the case's own row.
+  // rank stops before the same case. That agreement is an arrival check (--timeout): a rank that
+  // does not come to it is named, the case written as a failed row, and the job ended. Rank 0 runs
+  // it through `loop` (progress, the harness cost, `row`'s row written to `reports`, printed and
+  // counted); the other ranks, whose `reports` is null, join the collective. Should a timeout, an
+  // interrupt or a lost rank end the job inside the case, rank 0 adds `row` of a failed result (the
+  // reason its note) to the loop and closes the run as after its last case (the main thread is
+  // stuck inside the case); the process then ends without the case's own row.
   bool run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const CollRow& row);
   // The case loop for run_case: its stop check is run_case's, which every rank agrees on before
   // each case (a loop that stopped on rank 0's own signal would leave the other ranks inside the
@@ -115,7 +116,8 @@ class MpiRun {
   CclContext context_;
   std::function<int(bool)> close_;
   bool stopped_ = false;
-  std::size_t failed_ = 0;  // cases that failed, on every rank
+  std::size_t cases_started_ = 0;  // run_case calls so far
+  std::size_t failed_ = 0;         // cases that failed, on every rank
   // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
   // before they go.
   std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;

@@ -169,19 +169,20 @@ bool MpiSession::any(bool value) const {
   return out != 0;
 }
 
-void MpiSession::arrival_check(const std::string& what, double timeout_s) {
+bool MpiSession::any_on_arrival(bool value, const std::string& what, double timeout_s) {
   const int tag = arrival_tag_++ % 30000;
-  if (world_size_ == 1) return;
+  if (world_size_ == 1) return value;
+  int go = value ? 1 : 0;
   if (timeout_s <= 0) {
-    MPI_Barrier(arrival_comm_);
-    return;
+    int any = 0;
+    MPI_Allreduce(&go, &any, 1, MPI_INT, MPI_MAX, arrival_comm_);
+    return any != 0;
   }
-  int go = 1;
   if (world_rank_ == 0) {
     std::vector<MPI_Request> requests(static_cast<std::size_t>(world_size_ - 1));
-    std::vector<int> tokens(requests.size());
+    std::vector<int> values(requests.size());
     for (int r = 1; r < world_size_; ++r)
-      MPI_Irecv(&tokens[r - 1], 1, MPI_INT, r, tag, arrival_comm_, &requests[r - 1]);
+      MPI_Irecv(&values[r - 1], 1, MPI_INT, r, tag, arrival_comm_, &requests[r - 1]);
     const double deadline = now_s() + timeout_s;
     std::vector<int> done(requests.size(), 0);
     while (true) {
@@ -206,22 +207,25 @@ void MpiSession::arrival_check(const std::string& what, double timeout_s) {
       }
       usleep(200);
     }
+    for (int v : values)
+      go |= v != 0;
     for (int r = 1; r < world_size_; ++r)
       MPI_Send(&go, 1, MPI_INT, r, tag, arrival_comm_);
   } else {
-    int token = world_rank_;
-    MPI_Send(&token, 1, MPI_INT, 0, tag, arrival_comm_);
+    MPI_Send(&go, 1, MPI_INT, 0, tag, arrival_comm_);
     MPI_Request request;
     MPI_Irecv(&go, 1, MPI_INT, 0, tag, arrival_comm_, &request);
     // Rank 0 waits timeout_s for the others; allow it that long and as long again to answer.
     if (!wait_with_timeout(&request, 2 * timeout_s)) {
       std::fprintf(stderr,
-                   "error: timeout: rank %d waited %g s at %s for rank 0 to start it; aborting\n",
-                   world_rank_, 2 * timeout_s, what.c_str());
+                   "error: timeout: %s waited %g s at %s for %s to say go (stopped, ended, or cut "
+                   "off); aborting\n",
+                   where(world_rank_).c_str(), 2 * timeout_s, what.c_str(), where(0).c_str());
       std::fflush(stderr);
       abort(1);
     }
   }
+  return go != 0;
 }
 
 void MpiSession::abort(int code) const {

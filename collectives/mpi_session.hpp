@@ -53,10 +53,17 @@ class MpiSession {
   std::int64_t sum(std::int64_t value) const;
   bool any(bool value) const;
 
-  // Every rank checks in with rank 0 before a case. Rank 0 waits up to `timeout_s` and, if some
-  // rank has not come, prints which ones and aborts the job; the others wait for rank 0's go
-  // the same way. timeout_s <= 0 waits forever (a plain barrier).
-  void arrival_check(const std::string& what, double timeout_s);
+  // Every rank checks in with rank 0 at `what` (a case's start or end). Rank 0 waits up to
+  // `timeout_s` and, if some rank has not come, prints which ones and aborts the job; the others
+  // wait for rank 0's go twice as long. timeout_s <= 0 waits forever (a plain barrier).
+  void arrival_check(const std::string& what, double timeout_s) {
+    any_on_arrival(false, what, timeout_s);
+  }
+  // any(value) as an arrival check: each rank's value travels with its check-in and rank 0's go
+  // carries whether any was true. For a world-wide agreement outside a case (whether to start
+  // the next one), where no watchdog is armed: a rank lost there is named within `timeout_s`
+  // instead of leaving the others inside an MPI_Allreduce for good.
+  bool any_on_arrival(bool value, const std::string& what, double timeout_s);
 
   [[noreturn]] void abort(int code) const;
   // Who is stopped or cut off, found over the liveness channel from any rank (rank 0 asks every
