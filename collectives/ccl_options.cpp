@@ -94,8 +94,7 @@ cxxopts::Options ccl_flags() {
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
-    ("test-stall-inside", "test only: the stalled rank stops after arriving, inside the first collective")
-    ("test-stall-between", "test only: the stalled rank stops after the first case, before the ranks agree to start the next")
+    ("test-stall-at", "test only: where the stalled rank stops: arrival (at the first case's arrival check), inside (its first call, after arriving), between (after the first case, before the ranks agree to start the next), setup (before the first case's communicator is made)", cxxopts::value<std::string>()->default_value("arrival"))
     ("test-lead-rank", "test only: this rank's watchdog speaks first on a timeout (rank 0 then waits the grace as the others do)", cxxopts::value<int>());
   add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
                       false);
@@ -223,10 +222,17 @@ void read_test_flags(const cxxopts::ParseResult& p, CollRunOptions& run) {
       throw bad_input(fmt::format("--test-fail-rank: '{}' is not a rank or all", v));
   }
   run.stall_s = p["test-stall-seconds"].as<double>();
-  if (p.count("test-stall-inside") && p.count("test-stall-between"))
-    throw bad_input("--test-stall-inside and --test-stall-between: give one of them");
-  if (p.count("test-stall-inside")) run.stall_at = StallPoint::inside;
-  if (p.count("test-stall-between")) run.stall_at = StallPoint::between_cases;
+  const auto at = p["test-stall-at"].as<std::string>();
+  static const std::map<std::string, StallPoint> kStallPoints{
+      {"arrival", StallPoint::arrival},
+      {"inside", StallPoint::inside},
+      {"between", StallPoint::between_cases},
+      {"setup", StallPoint::set_up}};
+  const auto point = kStallPoints.find(at);
+  if (point == kStallPoints.end())
+    throw bad_input(
+        fmt::format("--test-stall-at {}: expected arrival, inside, between or setup", at));
+  run.stall_at = point->second;
 }
 
 // --model and its parallel layout; a model's messages bring their own sizes, dtype

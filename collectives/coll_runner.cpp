@@ -132,6 +132,20 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   return r;
 }
 
+Communicator& CollRunner::set_up(const std::string& label,
+                                 const std::function<Communicator&()>& make) {
+  stall_for_test(StallPoint::set_up);
+  label_ = label;
+  case_start_ = std::chrono::steady_clock::now();
+  per_call_s_ = 0;
+  arm_phase("its communicator's set-up", 0);
+  struct Disarm {
+    Watchdog& w;
+    ~Disarm() { w.disarm(); }
+  } disarm{watchdog_};
+  return make();
+}
+
 void CollRunner::stall_for_test(StallPoint point) {
   if (stalled_ || point != options_.stall_at || session_.world_rank() != options_.stall_rank)
     return;
@@ -246,7 +260,8 @@ void CollRunner::arm_phase(const std::string& phase, int calls, int at_once) {
   // thousands of slow calls goes on as long as calls complete, and a hang is caught --timeout
   // after the last call that completed, whatever -n is. The expected time is the slowest time
   // per call seen so far in the case; before the first call is timed, --timeout alone.
-  const std::int64_t calls_per_mark = comm_->calls_per_mark(at_once);
+  // A communicator's set-up has none yet, and no calls: --timeout alone.
+  const std::int64_t calls_per_mark = comm_ ? comm_->calls_per_mark(at_once) : 1;
   const double gap_s = static_cast<double>(calls_per_mark) * per_call_s_;
   // Rank 0 is meant to speak first: the other ranks wait kGrace seconds longer, so their lines
   // follow rank 0's, and still end the job should rank 0 be the one lost.
@@ -266,9 +281,9 @@ void CollRunner::arm_phase(const std::string& phase, int calls, int at_once) {
   // answer are stopped or cut off (rank 0 itself, when it does not reply).
   watchdog_.arm(
       options_.timeout_s > 0 ? options_.timeout_s + (lead ? 0 : kGrace) : 0, gap_s,
-      [comm = comm_] { return comm->completed_calls(); },
+      [comm = comm_] { return comm ? comm->completed_calls() : 0; },
       [this, where = session_.where(session_.world_rank()), label = label_, phase, calls, why,
-       start = case_start_](const Watchdog::Stall& stall) {
+       start = case_start_, set_up = comm_ == nullptr](const Watchdog::Stall& stall) {
         const double ran_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto silent = session_.silent_ranks(std::clamp(options_.timeout_s, 1.0, 5.0));
@@ -278,11 +293,13 @@ void CollRunner::arm_phase(const std::string& phase, int calls, int at_once) {
                 ? "every rank answers rank 0, so every process is alive: a rank is stuck inside "
                   "the operation, or the library or the network hangs"
                 : *silent;
-        const std::string reason = fmt::format(
-            "timeout: {}: {}: {}: no call completed for {:.1f} s ({}; {} of {} call{} done): {}; "
-            "the case had run {:.1f} s",
-            where, label, phase, stall.quiet_s, why, stall.done, calls, calls == 1 ? "" : "s",
-            culprits, ran_s);
+        const std::string progress =
+            set_up ? fmt::format("not done after {:.1f} s ({})", stall.quiet_s, why)
+                   : fmt::format("no call completed for {:.1f} s ({}; {} of {} call{} done)",
+                                 stall.quiet_s, why, stall.done, calls, calls == 1 ? "" : "s");
+        const std::string reason =
+            fmt::format("timeout: {}: {}: {}: {}: {}; the case had run {:.1f} s", where, label,
+                        phase, progress, culprits, ran_s);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         abandon_communicator();

@@ -23,9 +23,9 @@ enum class RankAggregation { rank0 = 0, mean = 1, min = 2, max = 3 };
 std::string aggregation_name(RankAggregation a);
 
 // Test only: where --test-stall-rank stops, once: before the first case's arrival check,
-// inside its first call (after arriving), or after the first case, before the ranks agree to
-// start the next (MpiRun::run_case).
-enum class StallPoint { arrival, inside, between_cases };
+// inside its first call (after arriving), after the first case before the ranks agree to start
+// the next (MpiRun::run_case), or before the first case's communicator is made (set_up).
+enum class StallPoint { arrival, inside, between_cases, set_up };
 
 struct CollRunOptions {
   int iters = 20;
@@ -64,6 +64,10 @@ class CollRunner {
   // `label` names the case in timeout messages ("all_reduce 1048576 B fp32 in_place").
   CollResult run(Communicator& comm, const CollCall& call, const std::string& label);
   const CollRunOptions& options() const { return options_; }
+  // A case's communicator, made by `make` (MpiRun::communicator) under the same guard as a phase
+  // of the case: its set-up is collective too (an MPI_Comm_split for a new group size, NCCL's
+  // id broadcast and init), and a rank stopped or cut off there would otherwise hold the others.
+  Communicator& set_up(const std::string& label, const std::function<Communicator&()>& make);
   // Test only: --test-stall-rank stops here for --test-stall-seconds, once in the run, when
   // `point` is the one --test-stall-* asked for.
   void stall_for_test(StallPoint point);

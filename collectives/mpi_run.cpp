@@ -99,6 +99,7 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
     loop.add_row(*reports, row(aborted).row);
     close_ended_run([&] { close_(interrupted()); });
   };
+  Communicator* comm = nullptr;
   {
     AbortHookScope hook(session_, write_failed_row);
     if (cases_started_++ > 0) runner_.stall_for_test(StallPoint::between_cases);
@@ -107,16 +108,20 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
     // other rank inside an MPI_Allreduce.
     stopped_ = session_.any_on_arrival(interrupted(), "the start of " + c.label,
                                        runner_.options().timeout_s);
+    // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first
+    // case's. It is collective, so it runs under the watchdog too.
+    if (!stopped_)
+      comm = &runner_.set_up(c.label, [&]() -> Communicator& {
+        return communicator(c.group_size, c.strided, c.reserve_bytes);
+      });
   }
   if (stopped_) return false;
-  // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first case's.
-  Communicator& comm = communicator(c.group_size, c.strided, c.reserve_bytes);
   auto collective = [&] {
     CollResult r;
     {
       // Closed however the case ends; when the hook was taken, its end never returns.
       AbortHookScope hook(session_, write_failed_row);
-      r = runner_.run(comm, c.call, c.label);
+      r = runner_.run(*comm, c.call, c.label);
     }
     failed_ += r.status == Status::failed;
     return r;
