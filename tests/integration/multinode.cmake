@@ -1,7 +1,8 @@
 # Three simulated nodes (network namespaces on a bridge, a host name each) on this machine:
 # bench_ccl (2 ranks per node) and bench_fsdp under mpirun across them, the rows and the rank
-# layout read back, then a link taken down, a rank killed and a rank stopped mid-run; the job
-# must end within its limits with every row whole. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN):
+# layout read back, then a link taken down (mid-case, and between two cases while a rank of that
+# node is held), a rank killed and a rank stopped mid-run; the job must end within its limits with
+# every row whole. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN):
 # skipped elsewhere. It removes the namespaces, links and processes it made, even on failure.
 # Each fault's error line must name the culprit rank and its host (--require-culprit). Label
 # `waiting`: most of its minute is spent waiting for the faults' timeouts, its ranks yielding

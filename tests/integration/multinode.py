@@ -12,7 +12,9 @@ nodes through a small plm_rsh_agent script (`AGENT IP COMMAND...` -> `ip netns e
    exit 0, rows ok, world_size 6, nodes 3, ranks_per_node 2, the layout columns where the build
    has them, and the rank map of environment.json.
 2. Faults, each on a long bench_ccl sweep once its first row is written: node3's link taken down,
-   rank 3 (on node2) killed, rank 3 stopped. The job must end, non-zero, within bench_ccl's
+   rank 3 (on node2) killed, rank 3 stopped; and node3's link taken down between two cases, while
+   rank 4 (on node3) is held after the first case (--test-stall-at between), so that the ranks'
+   agreement to start the next case is where the loss is met. The job must end, non-zero, within bench_ccl's
    --timeout + 30 s (--fault-bound) — with a lost link, within the job limit (mpirun --timeout,
    counted from the start), since mpirun waits for the lost node's daemon until then — and every
    row written is whole. With --require-culprit an
@@ -69,6 +71,7 @@ CCL_TIMEOUT = 10      # bench_ccl --timeout in the fault runs
 MPIRUN_TIMEOUT = 45   # mpirun --timeout in every run: the job limit that ends a job with a lost node
 HARD_LIMIT = MPIRUN_TIMEOUT + 15  # the test kills an mpirun still running this long after start (or fault)
 FIRST_ROW_LIMIT = 30  # a fault run must write its first row within this many seconds
+BETWEEN_STALL = 6     # rank 4 held after the first case: the link goes down meanwhile
 BUDGET = 240          # no new run starts after this many seconds (ctest's TIMEOUT is above the worst case)
 ROW_STATUSES = {"ok", "skipped", "failed"}
 
@@ -550,21 +553,26 @@ FAULT_ARGS = ["--backend", "mpi", "--op", "all_reduce", "-b", "1M", "-e", "2M", 
 
 def run_fault(args, tmp, agent, hostfile, kind, attempt=""):
     """One fault on a long bench_ccl sweep; returns a result dict."""
-    name = {"link": "link down (node3)", "kill": "rank 3 killed (SIGKILL)",
-            "stop": "rank 3 stopped (SIGSTOP)"}[kind]
-    culprit_node = NODES[2] if kind == "link" else NODES[1]
-    culprit_ranks = {4, 5} if kind == "link" else {3}
+    name = {"link": "link down (node3)", "link_between": "link down between two cases (node3)",
+            "kill": "rank 3 killed (SIGKILL)", "stop": "rank 3 stopped (SIGSTOP)"}[kind]
+    lost_link = kind in ("link", "link_between")
+    culprit_node = NODES[2] if lost_link else NODES[1]
+    culprit_ranks = {4, 5} if lost_link else {3}
     # Our ranks end within --timeout of any fault; a lost node's daemon then holds mpirun until
     # the job's own limit (mpirun --timeout, counted from the job's start), which is the bound
     # that ends a job with a lost node (docs/scripts.md, "Job time limit").
-    bound = MPIRUN_TIMEOUT + 5 if kind == "link" else args.fault_bound
+    bound = MPIRUN_TIMEOUT + 5 if lost_link else args.fault_bound
     out_dir = os.path.join(args.out, f"fault_{kind}{attempt}")
     shutil.rmtree(out_dir, ignore_errors=True)
     report_dir = os.path.join(out_dir, "reports")
     res = {"fault": name, "kind": kind, "rc": None, "seconds": None, "message": "", "names_rank": False,
            "names_host": False, "intact": False, "rows": 0, "problems": [], "notes": [], "lines": []}
+    # Between two cases: rank 4 wakes after the link is down, and its check-in never reaches
+    # rank 0, which waits for it in the agreement to start the second case.
+    held = (["--test-stall-rank", "4", "--test-stall-at", "between", "--test-stall-seconds",
+             str(BETWEEN_STALL)] if kind == "link_between" else [])
     job = Job(args, tmp, agent, hostfile, out_dir, args.bench_ccl,
-              FAULT_ARGS + ["--report-dir-path", report_dir])
+              FAULT_ARGS + held + ["--report-dir-path", report_dir])
     csv_path = os.path.join(report_dir, "ccl_all_reduce.csv")
     stopped_pid = None
     link_down = False
@@ -582,7 +590,7 @@ def run_fault(args, tmp, agent, hostfile, kind, attempt=""):
             res["notes"].append("running then: " + snapshot(os.path.join(out_dir, "snapshot.txt"), job))
         else:
             res["rows_before"] = data_rows(csv_path)
-            if kind == "link":
+            if lost_link:
                 run(["ip", "link", "set", culprit_node["outer"], "down"])
                 link_down = True
             else:
@@ -774,7 +782,7 @@ def main():
         if args.only != "healthy":
             log(f"\n## faults (bench_ccl --timeout {CCL_TIMEOUT}, mpirun --timeout {MPIRUN_TIMEOUT}; "
                 f"each must end within {args.fault_bound:g} s of the fault; a lost link within the job limit)")
-            for kind in ("link", "kill", "stop"):
+            for kind in ("link", "link_between", "kill", "stop"):
                 if time.monotonic() - t_start > BUDGET:
                     failures.append(f"fault {kind}: not run, past the {BUDGET} s budget")
                     continue
@@ -822,8 +830,9 @@ def main():
         log(f"\nFAIL ({took:.0f} s): {'; '.join(failures)}. Reports and logs kept in {args.out}")
         return 1
     if not args.keep:
-        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "fsdp_tiny", "fault_link", "fault_kill", "fault_stop",
-                    "fault_link_retry", "fault_kill_retry", "fault_stop_retry"):
+        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "fsdp_tiny", "fault_link", "fault_link_between",
+                    "fault_kill", "fault_stop", "fault_link_retry", "fault_link_between_retry", "fault_kill_retry",
+                    "fault_stop_retry"):
             shutil.rmtree(os.path.join(args.out, sub), ignore_errors=True)
     log(f"\nPASS ({took:.0f} s)" + (f"; reports in {args.out}" if args.keep else ""))
     return 0
