@@ -57,6 +57,12 @@ std::optional<std::string> unchecked_in_place(const CollCall& call) {
          "Reduce, AllGather and ReduceScatter); timed, not checked, as nccl-tests does";
 }
 
+// Disarms the watchdog however the scope is left: a row, nullptr or an exception.
+struct DisarmOnExit {
+  Watchdog& watchdog;
+  ~DisarmOnExit() { watchdog.disarm(); }
+};
+
 }  // namespace
 
 CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::string& label) {
@@ -71,10 +77,7 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   // outlives the grace. Whatever leaves this function — a row or an exception — disarms the
   // watchdog.
   watch_interrupt(label);
-  struct Disarm {
-    Watchdog& w;
-    ~Disarm() { w.disarm(); }
-  } disarm{watchdog_};
+  const DisarmOnExit disarm{watchdog_};
   session_.arrival_check(label, options_.timeout_s);
   const std::string where = session_.where(session_.world_rank());
   {
@@ -132,18 +135,19 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   return r;
 }
 
-Communicator& CollRunner::set_up(const std::string& label,
-                                 const std::function<Communicator&()>& make) {
+Communicator* CollRunner::start_case(const std::string& label,
+                                     const std::function<Communicator&()>& make) {
+  watch_interrupt("the start of " + label);
+  const DisarmOnExit disarm{watchdog_};
+  if (cases_started_++ > 0) stall_for_test(StallPoint::between_cases);
+  if (session_.any_on_arrival(interrupted(), "the start of " + label, options_.timeout_s))
+    return nullptr;
   stall_for_test(StallPoint::set_up);
   label_ = label;
   case_start_ = std::chrono::steady_clock::now();
   per_call_s_ = 0;
   arm_phase("its communicator's set-up", 0);
-  struct Disarm {
-    Watchdog& w;
-    ~Disarm() { w.disarm(); }
-  } disarm{watchdog_};
-  return make();
+  return &make();
 }
 
 void CollRunner::stall_for_test(StallPoint point) {

@@ -24,7 +24,7 @@ std::string aggregation_name(RankAggregation a);
 
 // Test only: where --test-stall-rank stops, once: before the first case's arrival check,
 // inside its first call (after arriving), after the first case before the ranks agree to start
-// the next (MpiRun::run_case), or before the first case's communicator is made (set_up).
+// the next, or before the first case's communicator is made (CollRunner::start_case).
 enum class StallPoint { arrival, inside, between_cases, set_up };
 
 struct CollRunOptions {
@@ -63,14 +63,14 @@ class CollRunner {
   CollRunner(MpiSession& session, CollRunOptions options);
   // `label` names the case in timeout messages ("all_reduce 1048576 B fp32 in_place").
   CollResult run(Communicator& comm, const CollCall& call, const std::string& label);
-  const CollRunOptions& options() const { return options_; }
-  // A case's communicator, made by `make` (MpiRun::communicator) under the same guard as a phase
-  // of the case: its set-up is collective too (an MPI_Comm_split for a new group size, NCCL's
-  // id broadcast and init), and a rank stopped or cut off there would otherwise hold the others.
-  Communicator& set_up(const std::string& label, const std::function<Communicator&()>& make);
-  // Test only: --test-stall-rank stops here for --test-stall-seconds, once in the run, when
-  // `point` is the one --test-stall-* asked for.
-  void stall_for_test(StallPoint point);
+  // Before a case, on every rank: whether to run it at all, and its communicator. The ranks
+  // agree whether SIGINT or SIGTERM reached any of them (MpiSession::any_on_arrival, timed by
+  // --timeout: no rank lost between two cases holds the others); nullptr, and nothing made, when
+  // one did. Then `make` (MpiRun::communicator) runs under the watchdog as a phase without calls:
+  // a communicator's set-up is collective too (an MPI_Comm_split for a new group size, NCCL's id
+  // broadcast and init). A signal that outlives the grace meanwhile ends the job as inside a
+  // case (watch_interrupt).
+  Communicator* start_case(const std::string& label, const std::function<Communicator&()>& make);
 
  private:
   double combine(const std::vector<double>& rank_times_us) const;  // as --average says
@@ -89,12 +89,16 @@ class CollRunner {
   // as a failed `interrupted:` row (rank 0) and ends the process with the interrupt's status.
   void watch_interrupt(const std::string& label);
   void warn_if_close_to_timeout(const std::vector<double>& rank_times_us = {});
+  // Test only: --test-stall-rank stops here for --test-stall-seconds, once in the run, when
+  // `point` is the one --test-stall-at asked for.
+  void stall_for_test(StallPoint point);
 
   MpiSession& session_;
   CollRunOptions options_;
   Watchdog watchdog_;
   bool stalled_ = false, failed_for_test_ = false;
-  std::string label_;  // the case running now, for the watchdog's message
+  std::size_t cases_started_ = 0;  // start_case calls so far
+  std::string label_;              // the case running now, for the watchdog's message
   std::chrono::steady_clock::time_point case_start_;  // when it started, likewise
   double per_call_s_ = 0;         // the slowest time per call seen in this case (0: none yet)
   std::mutex comm_mutex_;         // the main thread sets comm_ for a case; the guard may abandon it

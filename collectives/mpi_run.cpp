@@ -102,19 +102,12 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
   Communicator* comm = nullptr;
   {
     AbortHookScope hook(session_, write_failed_row);
-    if (cases_started_++ > 0) runner_.stall_for_test(StallPoint::between_cases);
-    // No watchdog is armed between two cases: this agreement is timed, so that a rank lost
-    // after the last row (its node gone) is named within --timeout rather than holding every
-    // other rank inside an MPI_Allreduce.
-    stopped_ = session_.any_on_arrival(interrupted(), "the start of " + c.label,
-                                       runner_.options().timeout_s);
-    // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first
-    // case's. It is collective, so it runs under the watchdog too.
-    if (!stopped_)
-      comm = &runner_.set_up(c.label, [&]() -> Communicator& {
-        return communicator(c.group_size, c.strided, c.reserve_bytes);
-      });
+    // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first case's.
+    comm = runner_.start_case(c.label, [&]() -> Communicator& {
+      return communicator(c.group_size, c.strided, c.reserve_bytes);
+    });
   }
+  stopped_ = comm == nullptr;
   if (stopped_) return false;
   auto collective = [&] {
     CollResult r;

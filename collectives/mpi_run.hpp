@@ -116,8 +116,7 @@ class MpiRun {
   CclContext context_;
   std::function<int(bool)> close_;
   bool stopped_ = false;
-  std::size_t cases_started_ = 0;  // run_case calls so far
-  std::size_t failed_ = 0;         // cases that failed, on every rank
+  std::size_t failed_ = 0;  // cases that failed, on every rank
   // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
   // before they go.
   std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;

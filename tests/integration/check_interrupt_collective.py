@@ -28,8 +28,13 @@ What runs (`mode`):
 - `short` (bench_ccl only): a sweep of short cases. The case the signal catches ends within the
   grace: every row is a whole, ok row (none `interrupted:`, no case twice), and the run stops
   between cases, as before the grace existed.
+- `held` (bench_ccl only): two short cases, rank 1 held after the first (--test-stall-at between,
+  as a rank lost between two cases would be), so the signal finds rank 0 waiting in the ranks'
+  agreement to start the second. That wait is timed by --timeout (300 s here), but the signal
+  must not wait for it: the first case's ok row, then the second as one failed `interrupted:`
+  row, and the job ends within 15 s of the signal.
 
-Usage: check_interrupt_collective.py MPIEXEC BENCH OUT_DIR ccl|fsdp long|short
+Usage: check_interrupt_collective.py MPIEXEC BENCH OUT_DIR ccl|fsdp long|short|held
        ranks|mpirun|mpirun-twice|timeout [SIGTERM|SIGINT]
 """
 import csv
@@ -56,6 +61,9 @@ def command(mpiexec, bench, out, tool, mode):
         return cmd + ["--model", "tiny", "-n", "100000000"]
     if mode == "long":
         return cmd + ["--op", "all_reduce", "-b", "8", "-e", "8", "-n", "100000000"]
+    if mode == "held":  # out of place, then in place: rank 1 sleeps between the two
+        return cmd + ["--op", "all_reduce", "-b", "8", "-e", "8", "--test-stall-rank", "1", "--test-stall-at",
+                      "between", "--test-stall-seconds", "600"]
     # 41 sizes x 2 placements of about 0.1 s each: the signal lands inside one of them, which
     # then ends well within the grace.
     return cmd + ["--op", "all_reduce", "-b", "1K", "-e", "1M", "-i", "25K", "--min-time", "0.05",
@@ -152,7 +160,7 @@ def main() -> int:
         problems.append(f"exit {proc.returncode}, expected mpirun to pass on the ranks' {128 + sig}")
     rows = rows_of(out)
     interrupted = [(f, r) for f, r in rows if r.get("note", "").startswith("interrupted:")]
-    if mode == "long":
+    if mode in ("long", "held"):
         if not interrupted:
             problems.append(f"no row with a note starting 'interrupted:' in {out}: {rows}")
         for f, r in interrupted:
@@ -168,8 +176,11 @@ def main() -> int:
             for needed in ("s into the case", "mpirun", "scheduler", "Slurm", "SIGKILL"):
                 if needed not in note:
                     problems.append(f"{f}: the note lacks {needed!r}")
-        if tool == "ccl" and len(rows) != 1:
+        if mode == "long" and tool == "ccl" and len(rows) != 1:
             problems.append(f"{len(rows)} rows for the one case, expected 1: {rows}")
+        if mode == "held" and [r.get("status") for _, r in rows] != ["ok", "failed"]:
+            problems.append(f"expected the first case's ok row and the second's interrupted row, got "
+                            f"{[(r.get('placement'), r.get('status')) for _, r in rows]}")
     else:
         if interrupted:
             problems.append(f"a short case was written as interrupted: {interrupted}")
