@@ -91,9 +91,7 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
       runner.comm_ = nullptr;
     }
   } forget{*this};
-  label_ = label;
-  case_start_ = std::chrono::steady_clock::now();
-  per_call_s_ = 0;  // nothing measured yet in this case
+  begin_guarded(label);
   arm_phase("its buffers and first call", 1);
   stall_for_test(StallPoint::inside);
 
@@ -137,17 +135,21 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
 
 Communicator* CollRunner::start_case(const std::string& label,
                                      const std::function<Communicator&()>& make) {
-  watch_interrupt("the start of " + label);
+  const std::string where = "the start of " + label;
+  watch_interrupt(where);
   const DisarmOnExit disarm{watchdog_};
   if (cases_started_++ > 0) stall_for_test(StallPoint::between_cases);
-  if (session_.any_on_arrival(interrupted(), "the start of " + label, options_.timeout_s))
-    return nullptr;
+  if (session_.any_on_arrival(interrupted(), where, options_.timeout_s)) return nullptr;
   stall_for_test(StallPoint::set_up);
-  label_ = label;
-  case_start_ = std::chrono::steady_clock::now();
-  per_call_s_ = 0;
+  begin_guarded(label);
   arm_phase("its communicator's set-up", 0);
   return &make();
+}
+
+void CollRunner::begin_guarded(const std::string& label) {
+  label_ = label;
+  case_start_ = std::chrono::steady_clock::now();
+  per_call_s_ = 0;  // nothing measured yet in this case
 }
 
 void CollRunner::stall_for_test(StallPoint point) {

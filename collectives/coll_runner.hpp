@@ -89,6 +89,9 @@ class CollRunner {
   // as a failed `interrupted:` row (rank 0) and ends the process with the interrupt's status.
   void watch_interrupt(const std::string& label);
   void warn_if_close_to_timeout(const std::vector<double>& rank_times_us = {});
+  // What the watchdog's messages name from here: the case `label`, its clock started now, no
+  // time per call yet (the set-up before a case, then the case itself).
+  void begin_guarded(const std::string& label);
   // Test only: --test-stall-rank stops here for --test-stall-seconds, once in the run, when
   // `point` is the one --test-stall-at asked for.
   void stall_for_test(StallPoint point);

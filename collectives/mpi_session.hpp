@@ -61,7 +61,7 @@ class MpiSession {
   }
   // any(value) as an arrival check: each rank's value travels with its check-in and rank 0's go
   // carries whether any was true. For a world-wide agreement outside a case (whether to start
-  // the next one), where no watchdog is armed: a rank lost there is named within `timeout_s`
+  // the next one), where no stall guard is armed: a rank lost there is named within `timeout_s`
   // instead of leaving the others inside an MPI_Allreduce for good.
   bool any_on_arrival(bool value, const std::string& what, double timeout_s);
 
