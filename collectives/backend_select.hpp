@@ -18,6 +18,13 @@ struct CclBackend {
   bool cuda_graphs = false;  // -G: calls are captured into CUDA graphs (ncclConfig_t)
 };
 
+// --backend, --device-offset and --device as given.
+struct CclBackendRequest {
+  std::string backend = "auto";  // auto, nccl, mpi
+  int device_offset = 0;
+  std::optional<int> device;
+};
+
 // --backend auto|nccl|mpi for this job: every rank agrees. nccl needs a GPU of its own for every
 // rank (collectives/device_choice: --device, $NCCL_TESTS_DEVICE, local rank + offset, or the one
 // GPU a rank sees), checked before any NCCL call (bad_input otherwise).

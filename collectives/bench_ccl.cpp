@@ -171,12 +171,8 @@ int run(MpiSession& session, const CclOptions& o, int argc, char** argv) {
   const std::vector<CclCase> cases = ccl_cases(o, world, lead);
   if (o.dry_run) return lead ? print_cases(cases, world.world) : 0;
 
-  CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
-  if (o.run.graph_replays > 0 && backend.name != "nccl")
-    throw bad_input(
-        "-G/--cudagraph: CUDA-graph mode needs the NCCL backend (here: " + backend.name + ")");
-  backend.cuda_graphs = o.run.graph_replays > 0;
-  MpiRun mpi(session, backend, o.run, argc, argv, "bench_ccl");
+  MpiRun mpi(session, {o.backend, o.device_offset, o.device}, o.run, argc, argv, "bench_ccl");
+  const CclBackend& backend = mpi.backend();
   const std::string dir =
       o.report.report_dir.empty() ? "reports/ccl-" + now_compact() : o.report.report_dir;
   CclLoop loop(mpi, o, dir, cases.size());

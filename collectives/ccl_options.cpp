@@ -94,7 +94,7 @@ cxxopts::Options ccl_flags() {
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())
     ("test-stall-seconds", "test only: by this many seconds", cxxopts::value<double>()->default_value("3600"))
-    ("test-stall-at", "test only: where the stalled rank stops: arrival (at the first case's arrival check), inside (its first call, after arriving), between (after the first case, before the ranks agree to start the next), setup (before the first case's communicator is made)", cxxopts::value<std::string>()->default_value("arrival"))
+    ("test-stall-at", "test only: where the stalled rank stops: arrival (at the first case's arrival check), inside (its first call, after arriving), between (after the first case, before the ranks agree to start the next), setup (before the first case's communicator is made), start (at the run's start, before the backend's choice), end (after the last case)", cxxopts::value<std::string>()->default_value("arrival"))
     ("test-lead-rank", "test only: this rank's watchdog speaks first on a timeout (rank 0 then waits the grace as the others do)", cxxopts::value<int>());
   add_measure_options(options, {{"collectives", measure_defaults(MeasureProfile::collective)}},
                       false);
@@ -224,14 +224,13 @@ void read_test_flags(const cxxopts::ParseResult& p, CollRunOptions& run) {
   run.stall_s = p["test-stall-seconds"].as<double>();
   const auto at = p["test-stall-at"].as<std::string>();
   static const std::map<std::string, StallPoint> kStallPoints{
-      {"arrival", StallPoint::arrival},
-      {"inside", StallPoint::inside},
-      {"between", StallPoint::between_cases},
-      {"setup", StallPoint::set_up}};
+      {"arrival", StallPoint::arrival},       {"inside", StallPoint::inside},
+      {"between", StallPoint::between_cases}, {"setup", StallPoint::set_up},
+      {"start", StallPoint::start_up},        {"end", StallPoint::end}};
   const auto point = kStallPoints.find(at);
   if (point == kStallPoints.end())
-    throw bad_input(
-        fmt::format("--test-stall-at {}: expected arrival, inside, between or setup", at));
+    throw bad_input(fmt::format(
+        "--test-stall-at {}: expected arrival, inside, between, setup, start or end", at));
   run.stall_at = point->second;
 }
 

@@ -133,8 +133,24 @@ CollResult CollRunner::run(Communicator& comm, const CollCall& call, const std::
   return r;
 }
 
+namespace {
+constexpr const char* kStartUp = "the run's start";
+}  // namespace
+
+void CollRunner::guard_start_up(const std::string& step) {
+  if (label_ != kStartUp) begin_guarded(kStartUp);  // one clock for all the steps
+  arm_phase(step, 0);
+  stall_for_test(StallPoint::start_up);
+}
+
+void CollRunner::end_run() {
+  stall_for_test(StallPoint::end);
+  session_.arrival_check("the run's end", options_.timeout_s);
+}
+
 Communicator* CollRunner::start_case(const std::string& label,
                                      const std::function<Communicator&()>& make) {
+  end_start_up();  // the agreement below is timed on its own, and names who did not come
   const std::string where = "the start of " + label;
   watch_interrupt(where);
   const DisarmOnExit disarm{watchdog_};
@@ -304,8 +320,8 @@ void CollRunner::arm_phase(const std::string& phase, int calls, int at_once) {
                    : fmt::format("no call completed for {:.1f} s ({}; {} of {} call{} done)",
                                  stall.quiet_s, why, stall.done, calls, calls == 1 ? "" : "s");
         const std::string reason =
-            fmt::format("timeout: {}: {}: {}: {}: {}; the case had run {:.1f} s", where, label,
-                        phase, progress, culprits, ran_s);
+            fmt::format("timeout: {}: {}: {}: {}: {}; {} {:.1f} s", where, label, phase, progress,
+                        culprits, label == kStartUp ? "it had taken" : "the case had run", ran_s);
         std::fprintf(stderr, "error: %s; ending this rank\n", reason.c_str());
         session_.report_abort(reason);
         abandon_communicator();

@@ -24,8 +24,10 @@ std::string aggregation_name(RankAggregation a);
 
 // Test only: where --test-stall-rank stops, once: before the first case's arrival check,
 // inside its first call (after arriving), after the first case before the ranks agree to start
-// the next, or before the first case's communicator is made (CollRunner::start_case).
-enum class StallPoint { arrival, inside, between_cases, set_up };
+// the next, before the first case's communicator is made (CollRunner::start_case), or at the
+// run's first guarded start-up step (CollRunner::guard_start_up), or after the last case
+// (CollRunner::end_run).
+enum class StallPoint { arrival, inside, between_cases, set_up, start_up, end };
 
 struct CollRunOptions {
   int iters = 20;
@@ -71,6 +73,17 @@ class CollRunner {
   // broadcast and init). A signal that outlives the grace meanwhile ends the job as inside a
   // case (watch_interrupt).
   Communicator* start_case(const std::string& label, const std::function<Communicator&()>& make);
+  // The collectives of the run's start, before the first case (the backend choice, where every
+  // rank runs, rank 0's report folder, the rank table): each `step` runs under the watchdog as a
+  // phase without calls, with --timeout of its own, so that a rank lost there is named within
+  // --timeout instead of holding the others until mpirun's own limit. The guard stays armed until
+  // the next step, the first start_case or end_start_up.
+  void guard_start_up(const std::string& step);
+  void end_start_up() { watchdog_.disarm(); }
+  // After the last case, on every rank: MPI_Finalize waits for every other rank, untimed, so each
+  // checks in with rank 0 first (an arrival check, --timeout): a rank lost after the last row is
+  // named and the job ended, instead of holding the others until mpirun's own limit.
+  void end_run();
 
  private:
   double combine(const std::vector<double>& rank_times_us) const;  // as --average says

@@ -20,22 +20,34 @@ Measurement measurement_of(const CollResult& r, int iters) {
   return m;
 }
 
-MpiRun::MpiRun(MpiSession& session, CclBackend backend, const CollRunOptions& run, int argc,
-               char** argv, const std::string& binary)
+MpiRun::MpiRun(MpiSession& session, const CclBackendRequest& request, const CollRunOptions& run,
+               int argc, char** argv, const std::string& binary)
     : session_(session),
-      backend_(std::move(backend)),
+      runner_(session, run),
+      backend_(choose_backend(request, run.graph_replays)),
       env_(argc, argv, binary),
       context_{backend_.name, session.world_size(), session.nodes(),
-               run.iters,     run.aggregation,      session.hosts()},
-      runner_(session, run) {
+               run.iters,     run.aggregation,      session.hosts()} {
   describe_backend(backend_, env_);
   env_.set("world_size", session_.world_size());
   env_.set("nodes", session_.nodes());
   // Where every rank runs, in environment.json and in every JSON line's run facts.
+  runner_.guard_start_up("where every rank runs");
   rank_map_ = gather_rank_map(backend_, session_);
   env_.set("ranks", rank_map_);
   load_ = rank_load(rank_map_);
   env_.set("rank_load", {{"hosts", load_.hosts}, {"oversubscribed", load_.oversubscribed}});
+}
+
+CclBackend MpiRun::choose_backend(const CclBackendRequest& request, int graph_replays) {
+  runner_.guard_start_up("the backend's choice");
+  CclBackend backend =
+      choose_ccl_backend(session_, request.backend, request.device_offset, request.device);
+  if (graph_replays > 0 && backend.name != "nccl")
+    throw bad_input(
+        "-G/--cudagraph: CUDA-graph mode needs the NCCL backend (here: " + backend.name + ")");
+  backend.cuda_graphs = graph_replays > 0;
+  return backend;
 }
 
 nlohmann::json MpiRun::run_facts() const {
@@ -46,7 +58,8 @@ void MpiRun::note_rank_load() const {
   if (lead() && !load_.warning.empty()) std::fprintf(stderr, "note: %s\n", load_.warning.c_str());
 }
 
-void MpiRun::print_rank_table(const std::string& header, int group_size) const {
+void MpiRun::print_rank_table(const std::string& header, int group_size) {
+  runner_.guard_start_up("the rank table");
   const auto lines = session_.gather_strings(describe_rank(backend_, session_, group_size));
   if (!lead()) return;
   std::fputs(header.c_str(), stdout);
@@ -56,6 +69,7 @@ void MpiRun::print_rank_table(const std::string& header, int group_size) const {
 
 void MpiRun::open_reports(const std::string& dir, const std::vector<NamedOutput>& named,
                           const std::function<void()>& open) {
+  runner_.guard_start_up("rank 0's report folder");  // its files too: a filesystem can hang
   std::string report_error;
   if (lead()) {
     try {
@@ -127,9 +141,12 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
 }
 
 int MpiRun::finish() {
-  if (lead()) return close_(stopped_);
-  if (stopped_) return stopped_code();
-  return failed_ ? static_cast<int>(ExitCode::run_failed) : 0;
+  runner_.end_start_up();  // a run without cases
+  const int code = lead()     ? close_(stopped_)
+                   : stopped_ ? stopped_code()
+                              : (failed_ ? static_cast<int>(ExitCode::run_failed) : 0);
+  runner_.end_run();
+  return code;
 }
 
 int MpiRun::stopped_code() {

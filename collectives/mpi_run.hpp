@@ -47,10 +47,13 @@ Measurement measurement_of(const CollResult& r, int iters);
 
 class MpiRun {
  public:
-  // Starts the run's environment.json facts (`binary`'s command line, the backend, the world and
-  // every rank's place and host load). Collective: every rank constructs it at the same point.
-  MpiRun(MpiSession& session, CclBackend backend, const CollRunOptions& run, int argc, char** argv,
-         const std::string& binary);
+  // Chooses the backend `request` asks for (choose_ccl_backend; -G needs NCCL) and starts the
+  // run's environment.json facts (`binary`'s command line, the backend, the world and every
+  // rank's place and host load). Collective: every rank constructs it at the same point. From
+  // here to the first case every collective of the run's start is a step under the hang guard
+  // (CollRunner::guard_start_up), named in its timeout line.
+  MpiRun(MpiSession& session, const CclBackendRequest& request, const CollRunOptions& run, int argc,
+         char** argv, const std::string& binary);
   MpiRun(const MpiRun&) = delete;
   MpiRun& operator=(const MpiRun&) = delete;
 
@@ -68,7 +71,7 @@ class MpiRun {
   void note_rank_load() const;
   // `header`, then nccl-tests' device line of every rank (describe_rank), on rank 0's stdout.
   // Collective.
-  void print_rank_table(const std::string& header, int group_size) const;
+  void print_rank_table(const std::string& header, int group_size);
   // Rank 0 makes the report folder `dir`, sets aside an earlier run's files there and the
   // `named` outputs an earlier run wrote, writes environment.json and calls `open` for the
   // binary's own files. An error on the way is every rank's bad input, before any case runs.
@@ -101,14 +104,21 @@ class MpiRun {
   CaseLoop case_loop(Progress& progress, RowTable* table, HarnessCost& harness, RunTally& tally,
                      std::vector<Record>& rows) const;
   // The exit code after the cases: rank 0's close; on another rank, the stop's, or 1 when a case
-  // failed (a rank that writes no rows still says so).
+  // failed (a rank that writes no rows still says so). Then every rank checks in at the run's
+  // end under --timeout (CollRunner::end_run), before MPI_Finalize waits for them all.
   int finish();
   // The exit code of a run that stopped: the signal's, or SIGTERM's where the signal came to
   // another rank only.
   static int stopped_code();
 
  private:
+  CclBackend choose_backend(const CclBackendRequest& request, int graph_replays);
+
   MpiSession& session_;
+  // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
+  // before they go.
+  std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;
+  CollRunner runner_;  // before the backend: its watchdog guards the backend's choice
   CclBackend backend_;
   Environment env_;
   nlohmann::json rank_map_;  // every rank's host, pid, CPUs and device (rank 0)
@@ -117,10 +127,6 @@ class MpiRun {
   std::function<int(bool)> close_;
   bool stopped_ = false;
   std::size_t failed_ = 0;  // cases that failed, on every rank
-  // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
-  // before they go.
-  std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;
-  CollRunner runner_;
 };
 
 }  // namespace opbench

@@ -181,10 +181,9 @@ class FsdpReplay {
 // Runs every distinct collective of the plan and writes one row per plan entry.
 int replay(MpiSession& session, const FsdpOptions& o, const std::vector<PlanEntry>& plan, int argc,
            char** argv) {
-  const CclBackend backend = choose_ccl_backend(session, o.backend, o.device_offset, o.device);
+  MpiRun mpi(session, {o.backend, o.device_offset, o.device}, o.run, argc, argv, "bench_fsdp");
   // NCCL reduces with avg as FSDP does; MPI has no avg, and sum moves the same bytes.
-  const RedOp redop = backend.name == "mpi" ? RedOp::sum : o.reduce_op;
-  MpiRun mpi(session, backend, o.run, argc, argv, "bench_fsdp");
+  const RedOp redop = mpi.backend().name == "mpi" ? RedOp::sum : o.reduce_op;
   mpi.note_rank_load();
   // The rank table as bench_ccl prints it.
   mpi.print_rank_table("# Using devices\n", session.world_size());

@@ -4,9 +4,11 @@ every --stderr text on stderr (the rank, host and case that went wrong). A job s
 twice the limit is killed and fails the test.
 
 With --failed-row CSV TEXT, the report CSV must end with a row of status `failed` whose note
-holds TEXT: an aborted run leaves its last case and the reason.
+holds TEXT: an aborted run leaves its last case and the reason. With --ok-rows CSV N, the CSV
+must hold N rows, every one `ok`: a job ended after its last case keeps every row it finished.
 
-Usage: check_job_ends.py --within SECONDS [--stderr TEXT]... [--failed-row CSV TEXT] -- COMMAND...
+Usage: check_job_ends.py --within SECONDS [--stderr TEXT]... [--failed-row CSV TEXT]
+                         [--ok-rows CSV N] -- COMMAND...
 """
 import argparse
 import csv
@@ -23,6 +25,7 @@ def main() -> int:
     parser.add_argument("--within", type=float, required=True)
     parser.add_argument("--stderr", action="append", default=[])
     parser.add_argument("--failed-row", nargs=2, metavar=("CSV", "TEXT"))
+    parser.add_argument("--ok-rows", nargs=2, metavar=("CSV", "N"))
     a = parser.parse_args(argv[:split])
     start = time.monotonic()
     try:
@@ -45,6 +48,12 @@ def main() -> int:
         if not rows or rows[-1]["status"] != "failed" or text not in rows[-1]["note"]:
             problems.append(f"{path}: the last row is not the aborted case, failed, with {text!r}: "
                             f"{rows[-1] if rows else 'no rows'}")
+    if a.ok_rows:
+        path, count = a.ok_rows
+        rows = list(csv.DictReader(open(path, newline=""))) if os.path.exists(path) else []
+        statuses = [r["status"] for r in rows]
+        if statuses != ["ok"] * int(count):
+            problems.append(f"{path}: expected {count} rows, all ok; found {statuses}")
     print(f"exit {proc.returncode} after {took:.1f} s")
     if problems:
         print("\n".join(problems) + "\nstderr:\n" + proc.stderr)
