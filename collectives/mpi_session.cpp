@@ -91,11 +91,8 @@ std::optional<std::string> MpiSession::silent_ranks(double wait_s) const {
   if (silent->front() == 0)
     return fmt::format("{} does not answer {}: stopped, or cut off from it", where(0),
                        where(world_rank_));
-  std::vector<std::string> names;
-  for (int r : *silent)
-    names.push_back(where(r));
-  return fmt::format("{} {} not answer rank 0: stopped, or cut off from it", name_list(names),
-                     names.size() > 1 ? "do" : "does");
+  return fmt::format("{} {} not answer rank 0: stopped, or cut off from it", names(*silent),
+                     silent->size() > 1 ? "do" : "does");
 }
 
 void MpiSession::report_abort(const std::string& reason) {
@@ -108,6 +105,10 @@ void MpiSession::report_abort(const std::string& reason) {
 std::string MpiSession::where(int rank) const {
   return rank >= 0 && rank < world_size_ ? fmt::format("rank {} ({})", rank, hosts_[rank])
                                          : fmt::format("rank {}", rank);
+}
+
+void MpiSession::leave_liveness() {
+  liveness_.reset();
 }
 
 MpiSession::~MpiSession() {
@@ -169,7 +170,8 @@ bool MpiSession::any(bool value) const {
   return out != 0;
 }
 
-bool MpiSession::any_on_arrival(bool value, const std::string& what, double timeout_s) {
+std::optional<bool> MpiSession::try_any_on_arrival(bool value, double timeout_s,
+                                                   std::vector<int>* missing) {
   const int tag = arrival_tag_++ % 30000;
   if (world_size_ == 1) return value;
   int go = value ? 1 : 0;
@@ -193,17 +195,11 @@ bool MpiSession::any_on_arrival(bool value, const std::string& what, double time
       }
       if (all) break;
       if (now_s() > deadline) {
-        std::vector<std::string> missing;
-        for (std::size_t i = 0; i < done.size(); ++i)
-          if (!done[i]) missing.push_back(where(static_cast<int>(i) + 1));
-        const std::string reason = fmt::format(
-            "timeout: {} of {} ranks did not arrive at {} within {:g} s (stopped, ended, or cut "
-            "off from rank 0 on {})",
-            name_list(missing), world_size_, what, timeout_s, host_);
-        std::fprintf(stderr, "error: %s; aborting\n", reason.c_str());
-        report_abort(reason);
-        std::fflush(stderr);
-        abort(1);
+        // The caller ends the process: the receives left open die with it.
+        if (missing)
+          for (std::size_t i = 0; i < done.size(); ++i)
+            if (!done[i]) missing->push_back(static_cast<int>(i) + 1);
+        return std::nullopt;
       }
       usleep(200);
     }
@@ -217,15 +213,38 @@ bool MpiSession::any_on_arrival(bool value, const std::string& what, double time
     MPI_Irecv(&go, 1, MPI_INT, 0, tag, arrival_comm_, &request);
     // Rank 0 waits timeout_s for the others; allow it that long and as long again to answer.
     if (!wait_with_timeout(&request, 2 * timeout_s)) {
-      std::fprintf(stderr,
-                   "error: timeout: %s waited %g s at %s for %s to say go (stopped, ended, or cut "
-                   "off); aborting\n",
-                   where(world_rank_).c_str(), 2 * timeout_s, what.c_str(), where(0).c_str());
-      std::fflush(stderr);
-      abort(1);
+      if (missing) missing->push_back(0);
+      return std::nullopt;
     }
   }
   return go != 0;
+}
+
+bool MpiSession::any_on_arrival(bool value, const std::string& what, double timeout_s) {
+  std::vector<int> missing;
+  if (const auto go = try_any_on_arrival(value, timeout_s, &missing)) return *go;
+  if (world_rank_ == 0) {
+    const std::string reason = fmt::format(
+        "timeout: {} of {} ranks did not arrive at {} within {:g} s (stopped, ended, or cut off "
+        "from rank 0 on {})",
+        names(missing), world_size_, what, timeout_s, host_);
+    std::fprintf(stderr, "error: %s; aborting\n", reason.c_str());
+    report_abort(reason);
+  } else {
+    std::fprintf(stderr,
+                 "error: timeout: %s waited %g s at %s for %s to say go (stopped, ended, or cut "
+                 "off); aborting\n",
+                 where(world_rank_).c_str(), 2 * timeout_s, what.c_str(), where(0).c_str());
+  }
+  std::fflush(stderr);
+  abort(1);
+}
+
+std::string MpiSession::names(const std::vector<int>& ranks) const {
+  std::vector<std::string> out;
+  for (int r : ranks)
+    out.push_back(where(r));
+  return name_list(out);
 }
 
 void MpiSession::abort(int code) const {

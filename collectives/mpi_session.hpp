@@ -64,8 +64,16 @@ class MpiSession {
   // the next one), where no stall guard is armed: a rank lost there is named within `timeout_s`
   // instead of leaving the others inside an MPI_Allreduce for good.
   bool any_on_arrival(bool value, const std::string& what, double timeout_s);
+  // The check-in under any_on_arrival without its ending: the agreed value, or nullopt when some
+  // rank did not come within `timeout_s` (on rank 0; `missing` gets them) or rank 0 did not say
+  // go within twice that (on another rank; `missing` gets 0). The caller ends the process then.
+  std::optional<bool> try_any_on_arrival(bool value, double timeout_s, std::vector<int>* missing);
+  std::string names(const std::vector<int>& ranks) const;  // "rank 1 (node1), rank 3 (node2)"
 
   [[noreturn]] void abort(int code) const;
+  // Says goodbye on the liveness channel before this rank ends the job with an error line of its
+  // own, so that rank 0 does not add "ended without finishing" for it.
+  void leave_liveness();
   // Who is stopped or cut off, found over the liveness channel from any rank (rank 0 asks every
   // rank; another rank asks rank 0 to, and names rank 0 when it does not reply within `wait_s`
   // + 2 s): "rank 3 (node2) does not answer rank 0", "" when every rank answers, nullopt when
