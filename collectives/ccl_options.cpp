@@ -89,7 +89,7 @@ cxxopts::Options ccl_flags() {
     ("g,ngpus", "nccl-tests: GPUs per thread; opbench runs one GPU per rank (1 only)", cxxopts::value<int>()->default_value("1"))
     ("z,blocking", "nccl-tests: blocking collectives; opbench's calls are non-blocking (0 only)", cxxopts::value<int>()->default_value("0"))
     ("m,agg_iters", "nccl-tests: operations aggregated per call; opbench issues one (1 only)", cxxopts::value<int>()->default_value("1"))
-    ("timeout", "seconds a case may go without a call completing (plus one call's time) before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
+    ("timeout", "seconds a case may go without a call completing (plus one call's time), or a step of the run's start or end without finishing, before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("test-corrupt-rank", "test only: this rank spoils one result element before the check", cxxopts::value<int>())
     ("test-stall-rank", "test only: this rank arrives late at the first case", cxxopts::value<int>())
     ("test-fail-rank", "test only: this rank's first call is refused, as a library error would (all: every rank)", cxxopts::value<std::string>())

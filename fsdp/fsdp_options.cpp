@@ -50,7 +50,7 @@ cxxopts::Options fsdp_flags() {
     ("n,iters", "calls per timed sample of a collective (samples repeat until the mean is precise)", cxxopts::value<int>()->default_value("20"))
     ("w,warmup-iters", "untimed calls first", cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing", cxxopts::value<int>()->default_value("1"))
-    ("timeout", "seconds a collective may go without a call completing (plus one call's time) before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
+    ("timeout", "seconds a collective may go without a call completing (plus one call's time), or a step of the run's start or end without finishing, before the job is aborted (0: never)", cxxopts::value<double>()->default_value("300"))
     ("allgather-report-csv-path", "all-gather rows (bench_ccl's columns plus unit, phase)", cxxopts::value<std::string>())
     ("reducescatter-report-csv-path", "reduce-scatter rows", cxxopts::value<std::string>())
     ("allreduce-report-csv-path", "HSDP all-reduce rows", cxxopts::value<std::string>());
