@@ -379,7 +379,15 @@ def check_time_limit(cluster, bench, out):
     if rc is None:
         return [f"srun --time={TIME_LIMIT_MIN} still running after {TIME_LIMIT_KILL} s: "
                 "the time limit did not end the job"]
-    if rc == 0:
+    # srun's exit code is the step's only when srun saw the step end: on a loaded machine a rank
+    # at nice 19 can take longer than srun's wait (KillWait + 2 s) to write its row and exit,
+    # and srun then says "Timed out waiting for job step to complete" and exits 0 on its own
+    # account (seen once in CI beside the multinode test). The job's end by its limit is then
+    # shown by the rest: JobState=TIMEOUT, "DUE TO TIME LIMIT" and the interrupted row.
+    srun_gave_up = "Timed out waiting for job step to complete" in err
+    if rc == 0 and srun_gave_up:
+        log("part 2: srun gave up waiting for the step's end, so its exit 0 is its own")
+    elif rc == 0:
         problems.append("exit 0, expected the job to be ended by its time limit")
     if took < TIME_LIMIT_MIN * 60 - 5:
         problems.append(f"ended after {took:.1f} s, before its time limit of {TIME_LIMIT_MIN} min: "
