@@ -77,6 +77,31 @@ std::string times_device(const StageOperators& stage) {
   return best;
 }
 
+// Says how much of the step the job's own times cover, before anything is measured. A capture or
+// trace with no timed call calibrates nothing (an execution trace records shapes, not times), and
+// whoever gave one must not take the projection for a calibrated one.
+void say_job_coverage(const JobShapesOptions& job, const CaptureTimes& capture,
+                      const std::vector<Plan>& plans, bool quiet) {
+  std::set<std::string> all, timed;
+  for (const auto& plan : plans)
+    for (const auto& stage : plan)
+      for (const auto& op : stage) {
+        all.insert(op.identity());
+        if (capture.find(op)) timed.insert(op.identity());
+      }
+  if (timed.empty())
+    fmt::print(stderr,
+               "note: {} {}: no call of the step's {} operators has a time there (an execution "
+               "trace records shapes only; a profiler trace or a capture has the job's times): "
+               "nothing is calibrated, every time is an isolated one\n",
+               job.flag(), job.path(), all.size());
+  else if (!quiet)
+    fmt::print(stderr,
+               "times from the job ({} {}): {} of the step's {} operators, each its in-job "
+               "average; the others' times are isolated ones\n",
+               job.flag(), job.path(), timed.size(), all.size());
+}
+
 // Reads the capture and the reports, measures what neither has (the collectives apart: they need
 // ranks, bench_ccl measures them), then reads every report back, the new ones included. An
 // interrupt ends the measuring at the operator it cuts short; the operators measured before it
@@ -88,6 +113,7 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   std::vector<std::string> from;
   if (o.job.wanted()) {
     times.capture = CaptureTimes::load(trace::job_shape_source(o.job));
+    say_job_coverage(o.job, *times.capture, plans, o.report.quiet);
     from.push_back("captured");
   }
   if (!o.from_reports.empty()) {

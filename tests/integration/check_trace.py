@@ -41,6 +41,7 @@ import argparse
 import csv
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,26 @@ def et_mode(a):
     check(ran == table, f"the replay's shapes and calls differ from the table's: {ran} vs {table}")
     check(all(r["in_job_us"] == "" and r["status"] == "ok" for r in replayed),
           "an execution trace has no times: in_job_us must be empty, every row ok")
+    if a.bench_step:
+        step_on_untimed_trace(a)
+
+
+def step_on_untimed_trace(a):
+    """bench_step --trace-path on the same execution trace: it has no times to calibrate with, and
+    bench_step must say so rather than print a projection that looks calibrated."""
+    report = fresh(os.path.join(a.out, "step"))
+    p = subprocess.run([a.bench_step, "--model", "tiny", "--seq-len", str(a.seq_len), "--backend",
+                        "cpu", "--trace-path", os.path.join(a.out, "traces"), "--max-samples", "3",
+                        "--max-time", "0.2", "--quiet", "--report-dir-path", report],
+                       capture_output=True, text=True, timeout=300)
+    if not check(p.returncode == 0, f"bench_step --trace-path exited {p.returncode}: "
+                                    f"{p.stderr.strip()[-400:]}"):
+        return
+    note = re.search(r"note: --trace-path \S+: no call of the step's (\d+) operators has a time "
+                     r"there .*nothing is calibrated", p.stderr)
+    print(f"bench_step --trace-path: {note.group(0) if note else 'no note'}")
+    check(note is not None and int(note.group(1)) > 0,
+          f"bench_step does not say that the trace calibrates nothing: {p.stderr.strip()[-400:]}")
 
 
 def replay_attention(bench, source_flag, source, report):
@@ -302,6 +323,7 @@ def main(argv):
     p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")
     p.add_argument("--bench-attention")
+    p.add_argument("--bench-step")
     p.add_argument("--seq-len", type=int, default=32)
     a = p.parse_args(argv)
     globals()[a.mode + "_mode"](a)

@@ -78,6 +78,18 @@ add_test(NAME "step: times calibrated from a real PyTorch step's capture match t
 set_tests_properties("step: times calibrated from a real PyTorch step's capture match the capture files"
   PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS timing PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok")
 
+# The job's times cover what the capture holds (its GEMMs here; the eager plan's memory-bound
+# operators are isolated times): bench_step says how many of the step's operators they are.
+add_test(NAME "step: a calibrated run says how many of the step's operators the job's capture times"
+  COMMAND $<TARGET_FILE:bench_step> --model-config-path ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json
+          --model llama-cpu-xs --seq-len 256 --kernels eager --backend cpu --dtype fp32
+          --capture-path ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/capture-llama-cpu-xs-256
+          --from-reports ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/llama-cpu-xs-256
+          --report-dir-path ${CMAKE_CURRENT_BINARY_DIR}/step_coverage)
+set_tests_properties("step: a calibrated run says how many of the step's operators the job's capture times"
+  PROPERTIES FIXTURES_REQUIRED torch_step_capture PASS_REGULAR_EXPRESSION
+  "times from the job \\(--capture-path [^)]*capture-llama-cpu-xs-256\\): [1-9][0-9]* of the step's [0-9]+ operators, each its in-job average")
+
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
 # kept in its family's report, the step rows written from the times there are (micro-batch 1
 # whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).

@@ -5,7 +5,7 @@ set(CHECK_TRACE ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_trace.py)
 set(TRACE_OUT ${CMAKE_CURRENT_BINARY_DIR}/trace)
 add_test(NAME "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   COMMAND ${CHECK_TRACE} et --out ${TRACE_OUT}/et --trace-convert $<TARGET_FILE:trace_convert>
-          --bench-gemm $<TARGET_FILE:bench_gemm>)
+          --bench-gemm $<TARGET_FILE:bench_gemm> --bench-step $<TARGET_FILE:bench_step>)
 add_test(NAME "trace: bench_attention --trace-path replays a GPU trace's flash attention beside its kernel time, and the summary accounts for the traced time"
   COMMAND ${CHECK_TRACE} attention --out ${TRACE_OUT}/attention
           --bench-attention $<TARGET_FILE:bench_attention> --trace-convert $<TARGET_FILE:trace_convert>)
