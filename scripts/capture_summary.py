@@ -447,26 +447,40 @@ def main(argv):
             entry["procs"] += 1
     total = sum(e["total"] for e in merged.values())
     calls = sum(e["calls"] for e in merged.values())
+    traced = "traced" if sources != ["capture"] else "captured"
+    # An execution trace records calls and shapes, not times: "0.0 ms" and averages of 0 would
+    # read as free calls, so a table with no timed call says so and shows no times at all.
+    timed_any = any(e["timed"] for e in merged.values())
+    amount = (f"{total / 1e3:.1f} ms {traced}" if timed_any else
+              "no call timed (calls and shapes only, as an execution trace records them)")
     print(f"capture: {plural(len(files), 'process', 'processes')}, {plural(len(merged), 'shape')}, "
-          f"{plural(calls, 'call')}, {total / 1e3:.1f} ms {'traced' if sources != ['capture'] else 'captured'} in "
-          f"{args.dir} (source: {', '.join(sources) or 'capture'})")
-    rows = sorted(merged.items(), key=lambda kv: -kv[1]["total"])[:args.top]
+          f"{plural(calls, 'call')}, {amount} in {args.dir} (source: {', '.join(sources) or 'capture'})")
+    rows = sorted(merged.items(), key=lambda kv: (-kv[1]["total"], -kv[1]["calls"]))[:args.top]
     width = max([len("api")] + [len(api) for (api, _, _, _), _ in rows]) + 2
     shape_w = max([len("shape")] + [len(shape) for (_, _, _, shape), _ in rows]) + 2
     print(f"  {'api':<{width}}{'kind':<14}{'op':<15}{'dtype':<7}{'shape':<{shape_w}}{'calls':>9}"
           f"{'total_ms':>11}{'avg_us':>11}{'p99_us':>11}{'share':>8}")
     for (api, op, dtype, shape), e in rows:
-        avg = e["total"] / e["timed"] if e["timed"] else 0.0
-        share = 100.0 * e["total"] / total if total else 0.0
+        if e["timed"]:
+            share = 100.0 * e["total"] / total if total else 0.0
+            times = (f"{e['total'] / 1e3:>11.2f}{e['total'] / e['timed']:>11.1f}{e['p99']:>11.1f}"
+                     f"{share:>7.1f}%")
+        else:  # no call of the shape timed (a trace without times, calls inside a graph capture)
+            times = f"{'-':>11}{'-':>11}{'-':>11}{'-':>8}"
         print(f"  {api:<{width}}{e['kind']:<14}{op:<15}{dtype:<7}{shape:<{shape_w}}{e['calls']:>9}"
-              f"{e['total'] / 1e3:>11.2f}{avg:>11.1f}{e['p99']:>11.1f}{share:>7.1f}%")
+              f"{times}")
     families = [(name, sum(e["total"] for e in merged.values() if e["kind"] in kinds) / 1e3)
                 for name, kinds in FAMILIES]
     families = [(n, ms) for n, ms in families if ms > 0 or n in ("gemm", "communication")]
     if total:
         print("  by family: " + ", ".join(f"{n} {100.0 * ms * 1e3 / total:.1f}%"
                                           for n, ms in families)
-              + f" of the {'traced' if sources != ['capture'] else 'captured'} time")
+              + f" of the {traced} time")
+    elif not timed_any:
+        counts = [(name, sum(e["calls"] for e in merged.values() if e["kind"] in kinds))
+                  for name, kinds in FAMILIES]
+        print("  by family: " + ", ".join(f"{n} {plural(c, 'call')}" for n, c in counts if c)
+              + " (no times to weigh them by)")
     for note in process_notes(files, tables):
         print(f"  note: {note}")
     try:

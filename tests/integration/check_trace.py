@@ -126,8 +126,27 @@ def et_mode(a):
     check(ran == table, f"the replay's shapes and calls differ from the table's: {ran} vs {table}")
     check(all(r["in_job_us"] == "" and r["status"] == "ok" for r in replayed),
           "an execution trace has no times: in_job_us must be empty, every row ok")
+    summary_of_untimed_trace(os.path.join(a.out, "tables"), sum(mm.values()) + sum(bmm.values()))
     if a.bench_step:
         step_on_untimed_trace(a)
+
+
+def summary_of_untimed_trace(tables, gemm_calls):
+    """capture_summary.py on the execution trace's tables: no times there, so the summary must say
+    so and show none (a 0.0 ms total and averages of 0 read as free calls), and count the calls by
+    family instead."""
+    p = subprocess.run([PY, os.path.join(ROOT, "scripts", "capture_summary.py"), tables],
+                       capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    print("capture_summary.py: " + (lines[0] if lines else p.stderr.strip()[-300:]))
+    if not check(p.returncode == 0, f"capture_summary.py exited {p.returncode}"):
+        return
+    check("no call timed" in lines[0], f"the first line does not say no call was timed: {lines[0]}")
+    rows = [line.split() for line in lines[2:] if line.startswith("  ") and "by family" not in line]
+    check(rows and all(r[-4:] == ["-"] * 4 for r in rows),
+          f"an untimed row shows a time: {[r for r in rows if r[-4:] != ['-'] * 4][:2]}")
+    check(f"by family: gemm {gemm_calls} calls" in p.stdout,
+          f"the family line does not count the {gemm_calls} GEMM calls: {p.stdout[-300:]}")
 
 
 def step_on_untimed_trace(a):
