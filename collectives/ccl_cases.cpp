@@ -108,9 +108,16 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
   if (lead)
     for (const auto& why : left_out)
       fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
+  if (messages.empty())
+    throw bad_input(fmt::format(
+        "{} {}: no collective call in the job's tables (a job of one process makes none): "
+        "nothing for bench_ccl to run",
+        o.job.flag(), o.job.path()));
   if (cases.empty())
     throw bad_input(
-        fmt::format("{} {}: no collective bench_ccl can run here", o.job.flag(), o.job.path()));
+        fmt::format("{} {}: none of the job's {} collective{} can run here (each "
+                    "left out above)",
+                    o.job.flag(), o.job.path(), messages.size(), messages.size() == 1 ? "" : "s"));
   return cases;
 }
 
