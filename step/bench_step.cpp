@@ -77,11 +77,12 @@ std::string times_device(const StageOperators& stage) {
   return best;
 }
 
-// Says how much of the step the job's own times cover, before anything is measured. A capture or
-// trace with no timed call calibrates nothing (an execution trace records shapes, not times), and
-// whoever gave one must not take the projection for a calibrated one.
-void say_job_coverage(const JobShapesOptions& job, const CaptureTimes& capture,
-                      const std::vector<Plan>& plans, bool quiet) {
+// Says how much of the step the job's own times cover, before anything is measured, and returns
+// how many operators that is. A capture or trace with no timed call calibrates nothing (an
+// execution trace records shapes, not times), nor does one whose timed shapes are not the
+// step's: whoever gave one must not take the projection for a calibrated one.
+std::size_t say_job_coverage(const JobShapesOptions& job, const CaptureTimes& capture,
+                             const std::vector<Plan>& plans, bool quiet) {
   std::set<std::string> all, timed;
   for (const auto& plan : plans)
     for (const auto& stage : plan)
@@ -89,17 +90,25 @@ void say_job_coverage(const JobShapesOptions& job, const CaptureTimes& capture,
         all.insert(op.identity());
         if (capture.find(op)) timed.insert(op.identity());
       }
-  if (timed.empty())
+  const std::string where = fmt::format("{} {}", job.flag(), job.path());
+  if (capture.shapes() == 0)
     fmt::print(stderr,
-               "note: {} {}: no call of the step's {} operators has a time there (an execution "
-               "trace records shapes only; a profiler trace or a capture has the job's times): "
-               "nothing is calibrated, every time is an isolated one\n",
-               job.flag(), job.path(), all.size());
+               "note: {}: no call there has a time (an execution trace records shapes only; a "
+               "profiler trace or a capture has the job's times): nothing is calibrated, each of "
+               "the step's {} operators has an isolated time\n",
+               where, all.size());
+  else if (timed.empty())
+    fmt::print(stderr,
+               "note: {}: none of its {} timed shapes is one of the step's {} operators (another "
+               "--seq-len, --micro-batch, --tp or --dtype than the job's?): nothing is "
+               "calibrated\n",
+               where, capture.shapes(), all.size());
   else if (!quiet)
     fmt::print(stderr,
-               "times from the job ({} {}): {} of the step's {} operators, each its in-job "
-               "average; the others' times are isolated ones\n",
-               job.flag(), job.path(), timed.size(), all.size());
+               "times from the job ({}): {} of the step's {} operators, each its in-job average; "
+               "the others' times are isolated ones\n",
+               where, timed.size(), all.size());
+  return timed.size();
 }
 
 // Reads the capture and the reports, measures what neither has (the collectives apart: they need
@@ -113,8 +122,9 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
   std::vector<std::string> from;
   if (o.job.wanted()) {
     times.capture = CaptureTimes::load(trace::job_shape_source(o.job));
-    say_job_coverage(o.job, *times.capture, plans, o.report.quiet);
-    from.push_back("captured");
+    // times_from names the capture only where it timed something (step.csv, the summary)
+    if (say_job_coverage(o.job, *times.capture, plans, o.report.quiet) > 0)
+      from.push_back("captured");
   }
   if (!o.from_reports.empty()) {
     times.reports = ReportTimes::load(o.from_reports);

@@ -160,8 +160,8 @@ def step_on_untimed_trace(a):
     if not check(p.returncode == 0, f"bench_step --trace-path exited {p.returncode}: "
                                     f"{p.stderr.strip()[-400:]}"):
         return
-    note = re.search(r"note: --trace-path \S+: no call of the step's (\d+) operators has a time "
-                     r"there .*nothing is calibrated", p.stderr)
+    note = re.search(r"note: --trace-path \S+: no call there has a time .*nothing is calibrated, "
+                     r"each of the step's (\d+) operators has an isolated time", p.stderr)
     print(f"bench_step --trace-path: {note.group(0) if note else 'no note'}")
     check(note is not None and int(note.group(1)) > 0,
           f"bench_step does not say that the trace calibrates nothing: {p.stderr.strip()[-400:]}")

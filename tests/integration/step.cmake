@@ -90,6 +90,17 @@ set_tests_properties("step: a calibrated run says how many of the step's operato
   PROPERTIES FIXTURES_REQUIRED torch_step_capture PASS_REGULAR_EXPRESSION
   "times from the job \\(--capture-path [^)]*capture-llama-cpu-xs-256\\): [1-9][0-9]* of the step's [0-9]+ operators, each its in-job average")
 
+# The same capture against a step of another sequence length: none of its timed shapes is one of
+# the step's, and bench_step says that nothing is calibrated (even with --quiet).
+add_test(NAME "step: a capture none of whose timed shapes is the step's calibrates nothing, and says so"
+  COMMAND $<TARGET_FILE:bench_step> --model-config-path ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json
+          --model llama-cpu-xs --seq-len 128 --kernels eager --backend cpu --dtype fp32 ${STEP_QUICK}
+          --capture-path ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/capture-llama-cpu-xs-256
+          --report-dir-path ${CMAKE_CURRENT_BINARY_DIR}/step_coverage_none)
+set_tests_properties("step: a capture none of whose timed shapes is the step's calibrates nothing, and says so"
+  PROPERTIES FIXTURES_REQUIRED torch_step_capture PASS_REGULAR_EXPRESSION
+  "note: --capture-path [^:]*capture-llama-cpu-xs-256: none of its [1-9][0-9]* timed shapes is one of the step's [0-9]+ operators .*nothing is calibrated")
+
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
 # kept in its family's report, the step rows written from the times there are (micro-batch 1
 # whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).
