@@ -78,6 +78,8 @@ add_test(NAME "step: times calibrated from a real PyTorch step's capture match t
 set_tests_properties("step: times calibrated from a real PyTorch step's capture match the capture files"
   PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS timing PASS_REGULAR_EXPRESSION "1 configurations, [0-9]+ operator rows checked: ok")
 
+# (Label preload, as the capture they read: the sanitizer build's library cannot be preloaded
+# into Python, so the fixture that records the capture runs on the normal build only.)
 # The job's times cover what the capture holds (its GEMMs here; the eager plan's memory-bound
 # operators are isolated times): bench_step says how many of the step's operators they are.
 add_test(NAME "step: a calibrated run says how many of the step's operators the job's capture times"
@@ -87,7 +89,7 @@ add_test(NAME "step: a calibrated run says how many of the step's operators the 
           --from-reports ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/llama-cpu-xs-256
           --report-dir-path ${CMAKE_CURRENT_BINARY_DIR}/step_coverage)
 set_tests_properties("step: a calibrated run says how many of the step's operators the job's capture times"
-  PROPERTIES FIXTURES_REQUIRED torch_step_capture PASS_REGULAR_EXPRESSION
+  PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS preload PASS_REGULAR_EXPRESSION
   "times from the job \\(--capture-path [^)]*capture-llama-cpu-xs-256\\): [1-9][0-9]* of the step's [0-9]+ operators, each its in-job average")
 
 # The same capture against a step of another sequence length: none of its timed shapes is one of
@@ -98,7 +100,7 @@ add_test(NAME "step: a capture none of whose timed shapes is the step's calibrat
           --capture-path ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch/capture-llama-cpu-xs-256
           --report-dir-path ${CMAKE_CURRENT_BINARY_DIR}/step_coverage_none)
 set_tests_properties("step: a capture none of whose timed shapes is the step's calibrates nothing, and says so"
-  PROPERTIES FIXTURES_REQUIRED torch_step_capture PASS_REGULAR_EXPRESSION
+  PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS preload PASS_REGULAR_EXPRESSION
   "note: --capture-path [^:]*capture-llama-cpu-xs-256: none of its [1-9][0-9]* timed shapes is one of the step's [0-9]+ operators .*nothing is calibrated")
 
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
