@@ -111,15 +111,12 @@ std::size_t say_job_coverage(const JobShapesOptions& job, const CaptureTimes& ca
   return timed.size();
 }
 
-// Reads the capture and the reports, measures what neither has (the collectives apart: they need
-// ranks, bench_ccl measures them), then reads every report back, the new ones included. An
-// interrupt ends the measuring at the operator it cuts short; the operators measured before it
-// are in their family's report (`measured_files`) and count like any other time.
-TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
-                         const std::string& report_dir, Environment& env, std::string& times_from,
-                         std::vector<std::string>& measured_files) {
+// The times the run is given, the job's capture (--capture-path / --trace-path) and earlier
+// reports (--from-reports), read before the report folder is made: a bad path fails with
+// nothing written. `from` gets their names for times_from.
+TimeSources given_times(const StepOptions& o, const std::vector<Plan>& plans,
+                        std::vector<std::string>& from) {
   TimeSources times;
-  std::vector<std::string> from;
   if (o.job.wanted()) {
     times.capture = CaptureTimes::load(trace::job_shape_source(o.job));
     // times_from names the capture only where it timed something (step.csv, the summary)
@@ -130,6 +127,17 @@ TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans,
     times.reports = ReportTimes::load(o.from_reports);
     from.push_back("reports");
   }
+  return times;
+}
+
+// To the given times, measures what they lack (the collectives apart: they need ranks, bench_ccl
+// measures them), then reads every report back, the new ones included. An interrupt ends the
+// measuring at the operator it cuts short; the operators measured before it are in their
+// family's report (`measured_files`) and count like any other time.
+TimeSources gather_times(const StepOptions& o, const std::vector<Plan>& plans, TimeSources times,
+                         std::vector<std::string> from, const std::string& report_dir,
+                         Environment& env, std::string& times_from,
+                         std::vector<std::string>& measured_files) {
   times_from = fmt::format("{}", fmt::join(from, "+"));
   if (!o.measure) return times;
   std::vector<StepOperator> all;
@@ -435,6 +443,8 @@ int bench_step_main(int argc, char** argv) {
     plans.push_back(plan_of(c));
   if (o.dry_run) return dry_run(o, configs, plans);
 
+  std::vector<std::string> given_from;
+  TimeSources given = given_times(o, plans, given_from);
   const StepReportPaths paths = step_report_paths(o);
   Environment env(argc, argv, "bench_step");
   env.write(paths.dir, false);
@@ -442,7 +452,8 @@ int bench_step_main(int argc, char** argv) {
 
   std::string times_from;
   std::vector<std::string> measured_files;
-  const TimeSources times = gather_times(o, plans, paths.dir, env, times_from, measured_files);
+  const TimeSources times = gather_times(o, plans, std::move(given), std::move(given_from),
+                                         paths.dir, env, times_from, measured_files);
   const nlohmann::json run{{"run_id", env.run_id()}};
   ReportFiles step_files(paths.base, o.report.formats, run, "opbench_step");
   ReportFiles operator_files(paths.operators_base, o.report.formats, run, "opbench_step_operator");

@@ -103,6 +103,14 @@ set_tests_properties("step: a capture none of whose timed shapes is the step's c
   PROPERTIES FIXTURES_REQUIRED torch_step_capture LABELS preload PASS_REGULAR_EXPRESSION
   "note: --capture-path [^:]*capture-llama-cpu-xs-256: none of its [1-9][0-9]* timed shapes is one of the step's [0-9]+ operators .*nothing is calibrated")
 
+# A --trace-path or --from-reports that is not there fails before the report folder is made:
+# one error line, exit 2, and no folder left behind (it used to hold environment.json).
+add_test(NAME "step bad input: a missing --trace-path or --from-reports leaves no report folder"
+  COMMAND bash -c "rm -rf \"$2\"; \"$1\" --model tiny --trace-path \"$2/no_traces\" --report-dir-path \"$2/r1\"; a=$?; \"$1\" --model tiny --from-reports \"$2/no_reports\" --report-dir-path \"$2/r2\"; b=$?; echo \"exit=$a,$b\"; ls \"$2\" 2>/dev/null | sed 's/^/left: /'" step_no_folder
+          $<TARGET_FILE:bench_step> ${CMAKE_CURRENT_BINARY_DIR}/step_no_folder)
+set_tests_properties("step bad input: a missing --trace-path or --from-reports leaves no report folder"
+  PROPERTIES PASS_REGULAR_EXPRESSION "exit=2,2" FAIL_REGULAR_EXPRESSION "left: ")
+
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
 # kept in its family's report, the step rows written from the times there are (micro-batch 1
 # whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).
