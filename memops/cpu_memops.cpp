@@ -242,12 +242,12 @@ OPBENCH_CPU_CLONES void layernorm_bwd_rows(const float* __restrict dy, const flo
     float* __restrict dxr = dx + r * cols;
     const float mu = mean[r], rs = rstd[r];
     const float sum_g = lane_sum(cols, [=](std::int64_t i) { return dyr[i] * w[i]; });
-    const float sum_gx =
-        lane_sum(cols, [=](std::int64_t i) { return dyr[i] * w[i] * ((xr[i] - mu) * rs); });
-    const float a = sum_g * inv_cols, c = sum_gx * inv_cols;
+    const float sum_gx = lane_sum(
+        cols, [=](std::int64_t i) { return dyr[i] * w[i] * layernorm_xhat(xr[i], mu, rs); });
+    const float mean_g = sum_g * inv_cols, mean_gx = sum_gx * inv_cols;
     for (std::int64_t j = 0; j < cols; ++j) {
-      const float xhat = (xr[j] - mu) * rs;
-      dxr[j] = rs * (dyr[j] * w[j] - a - xhat * c);
+      const float xhat = layernorm_xhat(xr[j], mu, rs);
+      dxr[j] = layernorm_bwd_dx(dyr[j], w[j], xhat, rs, mean_g, mean_gx);
       part_w[j] += dyr[j] * xhat;
       part_b[j] += dyr[j];
     }

@@ -194,17 +194,17 @@ constexpr RegisterRowPlan register_row_plan(std::int64_t vectors, int vec, int h
   return {kSplitThreads, most, 1, (vectors + chunk - 1) / chunk, chunk};
 }
 
-// ---- RMSNorm's backward, persistent (memops/cuda_memops_norms.cu) ------------------------------
+// ---- the norms' backward, persistent (memops/cuda_memops_norms.cu) -----------------------------
 
-// Each of `blocks` blocks owns `rows_per_block` consecutive rows (the last ones fewer, or none),
-// keeps w and its share of dw in registers across them and writes its dw once, into its partial
-// row; a column reduction adds the partial rows. A thread holds `items` 16-byte vectors of a row
-// (its w, its dw, the row's dy and x and, where they fit, the next row's, loaded while this one
-// is reduced): the fewest threads a block, up to 1024, with one vector a thread, then two, and
-// at most 8 elements a thread (two fp32 vectors, one of bf16 or fp16: 64 registers a thread
-// hold no more without spilling). Blocks: up to 1024 threads an SM, at most 8 an SM, one wave.
-// threads 0: longer rows (bf16 past 8192 columns, fp32 past 8192), which the block-per-row
-// kernel takes.
+// RMSNorm's and LayerNorm's: each of `blocks` blocks owns `rows_per_block` consecutive rows (the
+// last ones fewer, or none), keeps w and its share of dw (and db) in registers across them and
+// writes each once, into its partial row; a column reduction adds the partial rows. A thread
+// holds `items` 16-byte vectors of a row (its w, its dw and db, the row's dy and x and, where
+// they fit, the next row's, loaded while this one is reduced): the fewest threads a block, up to
+// 1024, with one vector a thread, then two, and at most 8 elements a thread (two fp32 vectors,
+// one of bf16 or fp16: 64 registers a thread hold no more without spilling). Blocks: up to 1024
+// threads an SM, at most 8 an SM, one wave. threads 0: longer rows (bf16 past 8192 columns, fp32
+// past 8192), which the block-per-row kernel takes.
 struct NormBwdPlan {
   int threads = 0;
   int items = 0;
@@ -215,7 +215,7 @@ inline constexpr int kNormBwdThreadsPerSm = 1024;
 inline constexpr int kNormBwdMostBlocksPerSm = 8;
 inline constexpr int kNormBwdMostElements = 8;  // a thread's share of a row, at most
 
-constexpr NormBwdPlan rms_bwd_plan(std::int64_t rows, std::int64_t cols, int vec, int sm_count) {
+constexpr NormBwdPlan norm_bwd_plan(std::int64_t rows, std::int64_t cols, int vec, int sm_count) {
   const std::int64_t vectors = cols / vec;
   for (int items = 1; items * vec <= kNormBwdMostElements; items *= 2) {
     const std::int64_t wanted = (vectors + items - 1) / items;
@@ -441,7 +441,7 @@ void rmsnorm_fwd(DType t, const void* x, const void* w, void* y, float* rstd, st
 void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w, void* y, void* h,
                      float* rstd, std::int64_t rows, std::int64_t cols, const Launch& l);
 // The fp32 workspace of rmsnorm_bwd and layernorm_bwd: a partial dw and db per block (for the
-// persistent rmsnorm_bwd's blocks or the block-per-row kernels', whichever are more).
+// persistent kernel's blocks or the block-per-row kernel's, whichever are more).
 std::int64_t norm_bwd_workspace_floats(DType t, std::int64_t rows, std::int64_t cols, int sm_count);
 void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const float* rstd, void* dx,
                  void* dw, float* workspace, std::int64_t rows, std::int64_t cols, const Launch& l);

@@ -11,18 +11,19 @@
 //
 // RMSNorm's backward (issue 41 item 2): on an H200 it reached 1376 GB/s, 29% of the roof, where
 // cuDNN's reached 3588: two blocks of 128 threads an SM (about 12% occupancy), dy, x and w read
-// twice, and an fp32 partial-dw row loaded and stored for every row. Now a persistent kernel
-// (rmsnorm_bwd_rows_kernel, planned by rms_bwd_plan): one wave of blocks, up to 1024 threads an
-// SM, each owning a contiguous run of rows; a thread holds its 16-byte vectors of w (loaded once)
-// and its share of dw in registers across the block's rows, loads each row's dy and x once (the
-// next row's while the block reduces this one, where the registers allow: one vector a thread,
-// or two in fp32), reduces sum dy w x over the block, writes dx from the registers, and writes
-// its dw once, into the block's partial row, which the column reduction (sum_partials_kernel)
-// adds up: dy and x read once, w once a block, the partials once a block. Rows of more than 8
-// elements a thread of 1024 (past 8192 columns: Llama 3.1 405B's 16,384 in bf16, whose w, dw and
-// two rows would spill past 64 registers), or operands not 16-byte aligned, keep the
-// block-per-row kernel. The per-element arithmetic is memop_math's rms_bwd_c, rms_bwd_dx and
-// rms_bwd_dw, the CPU loop's.
+// twice, and an fp32 partial-dw row loaded and stored for every row. LayerNorm's backward had the
+// same design, with a partial db row as well. Now both run one persistent kernel
+// (norm_bwd_rows_kernel, planned by norm_bwd_plan; RmsBwd and LayerNormBwd give its arithmetic):
+// one wave of blocks, up to 1024 threads an SM, each owning a contiguous run of rows; a thread
+// holds its 16-byte vectors of w (loaded once) and its share of dw (and db) in registers across
+// the block's rows, loads each row's dy and x once (the next row's while the block reduces this
+// one, where the registers allow), reduces the row over the block, writes dx from the registers,
+// and writes its dw (and db) once, into the block's partial rows, which the column reduction
+// (sum_partials_kernel) adds up: dy and x read once, w once a block, the partials once a block.
+// Rows of more than 8 elements a thread of 1024 (past 8192 columns: Llama 3.1 405B's 16,384 in
+// bf16, whose w, dw and two rows would spill past 64 registers), or operands not 16-byte
+// aligned, keep the block-per-row kernels. The per-element arithmetic is memop_math's
+// (rms_bwd_c, rms_bwd_dx, rms_bwd_dw; layernorm_xhat, layernorm_bwd_dx), the CPU loops'.
 // Target: at least 85% of the same run's device-to-device copy rate on an H100 or H200, and
 // never below cuDNN's RMSNorm backward on the same GPU. NOT YET RUN ON A GPU: compiled for sm_80,
 // sm_90 and sm_100 (ptxas: see the report of issue 41); the figures are pending a GPU run.
@@ -145,19 +146,85 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
   }
 }
 
-// The persistent RMSNorm backward (rms_bwd_plan): block b owns rows [b rows_per_block, ...);
-// thread t holds vectors t + i blockDim.x (i < ITEMS) of every row. kPrefetch: the next row's dy,
-// x and rstd are loaded before this row's reduction (both rows' vectors then live at once).
-template <int V, int ITEMS, bool kPrefetch, class S>
+// The per-element arithmetic of a persistent backward (norm_bwd_rows_kernel), memop_math's as the
+// CPU loop's. An Op has kGrads weight gradients (dw, and db), Row (the row's saved statistics,
+// read where its dy and x are), Sum and Merge (the row's reduction), and
+//   add(sum, dy, x, w, row)         an element's term of the reduction (the CPU loop's order)
+//   coef(sum, row, inv_cols)        what dx needs of the reduced row
+//   grad(dy, x, w, coef, acc)       dx, and the element's terms added to acc[kGrads]
+struct RmsBwd {
+  static constexpr int kGrads = 1;
+  struct Row {
+    float rs;
+  };
+  using Sum = float;
+  using Merge = AddFloat;
+  struct Coef {
+    float rs, c;
+  };
+  const float* rstd;
+
+  __device__ Row row(std::int64_t r) const { return {rstd[r]}; }
+  __device__ static Sum none() { return 0.0f; }
+  __device__ static void add(Sum& s, float d, float a, float g, const Row&) {
+    s += d * g * a;  // (dy w) x
+  }
+  __device__ static Coef coef(Sum s, const Row& r, float inv_cols) {
+    return {r.rs, rms_bwd_c(r.rs, s, inv_cols)};
+  }
+  __device__ static float grad(float d, float a, float g, const Coef& k, float (&acc)[kGrads]) {
+    acc[0] += rms_bwd_dw(d, a, k.rs);
+    return rms_bwd_dx(d, a, g, k.rs, k.c);
+  }
+};
+
+struct LayerNormBwd {
+  static constexpr int kGrads = 2;
+  struct Row {
+    float mu, rs;
+  };
+  using Sum = SumPair;  // sum g, sum g xhat (g = dy w)
+  using Merge = AddPairs;
+  struct Coef {
+    float mu, rs, mean_g, mean_gx;
+  };
+  const float* mean;
+  const float* rstd;
+
+  __device__ Row row(std::int64_t r) const { return {mean[r], rstd[r]}; }
+  __device__ static Sum none() { return {0.0f, 0.0f}; }
+  __device__ static void add(Sum& s, float d, float a, float g, const Row& r) {
+    const float gj = d * g;
+    s.a += gj;
+    s.b += gj * layernorm_xhat(a, r.mu, r.rs);
+  }
+  __device__ static Coef coef(Sum s, const Row& r, float inv_cols) {
+    return {r.mu, r.rs, s.a * inv_cols, s.b * inv_cols};
+  }
+  __device__ static float grad(float d, float a, float g, const Coef& k, float (&acc)[kGrads]) {
+    const float xhat = layernorm_xhat(a, k.mu, k.rs);
+    acc[0] += d * xhat;
+    acc[1] += d;
+    return layernorm_bwd_dx(d, g, xhat, k.rs, k.mean_g, k.mean_gx);
+  }
+};
+
+// A norm's persistent backward (norm_bwd_plan): block b owns rows [b rows_per_block, ...);
+// thread t holds vectors t + i blockDim.x (i < ITEMS) of every row, with w and its share of the
+// weight gradients in registers across the block's rows; each gradient is written once, to the
+// block's partial row g (partials + (g gridDim.x + b) cols), which sum_partials adds up.
+// kPrefetch: the next row's dy, x and statistics are loaded before this row's reduction (both
+// rows' vectors then live at once).
+template <int V, int ITEMS, bool kPrefetch, class Op, class S>
 __global__ void __launch_bounds__(kRowMaxThreads)
-    rmsnorm_bwd_rows_kernel(const S* dy, const S* x, const S* w, const float* rstd, S* dx,
-                            float* partial_w, std::int64_t rows, int cols,
-                            std::int64_t rows_per_block) {
+    norm_bwd_rows_kernel(Op op, const S* dy, const S* x, const S* w, S* dx, float* partials,
+                         std::int64_t rows, int cols, std::int64_t rows_per_block) {
+  constexpr int kGrads = Op::kGrads;
   const int vectors = cols / V;
   int at[ITEMS];
   bool has[ITEMS];
   uint4 wv[ITEMS];
-  float acc[ITEMS][V];
+  float acc[ITEMS][V][kGrads];
   const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
@@ -167,37 +234,39 @@ __global__ void __launch_bounds__(kRowMaxThreads)
     wv[i] = has[i] ? load_raw(w, at[i]) : zero;
 #pragma unroll
     for (int j = 0; j < V; ++j)
-      acc[i][j] = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kGrads; ++k)
+        acc[i][j][k] = 0.0f;
   }
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * rows_per_block;
   const std::int64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
   const float inv_cols = 1.0f / static_cast<float>(cols);
   uint4 next_dy[ITEMS], next_x[ITEMS];
-  float next_rs = 0.0f;
-  auto fetch = [&](std::int64_t r, uint4(&d)[ITEMS], uint4(&a)[ITEMS], float& rs) {
+  typename Op::Row next_row{};
+  auto fetch = [&](std::int64_t r, uint4(&d)[ITEMS], uint4(&a)[ITEMS], typename Op::Row& row) {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       d[i] = has[i] ? load_raw(dy, r * cols + at[i]) : zero;
       a[i] = has[i] ? load_raw(x, r * cols + at[i]) : zero;
     }
-    rs = rstd[r];
+    row = op.row(r);
   };
-  if (kPrefetch && r0 < r1) fetch(r0, next_dy, next_x, next_rs);
+  if (kPrefetch && r0 < r1) fetch(r0, next_dy, next_x, next_row);
   for (std::int64_t r = r0; r < r1; ++r) {
     uint4 cur_dy[ITEMS], cur_x[ITEMS];
-    float rs;
+    typename Op::Row row;
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         cur_dy[i] = next_dy[i];
         cur_x[i] = next_x[i];
       }
-      rs = next_rs;
-      if (r + 1 < r1) fetch(r + 1, next_dy, next_x, next_rs);
+      row = next_row;
+      if (r + 1 < r1) fetch(r + 1, next_dy, next_x, next_row);
     } else {
-      fetch(r, cur_dy, cur_x, rs);
+      fetch(r, cur_dy, cur_x, row);
     }
-    float dot = 0.0f;
+    typename Op::Sum sum = Op::none();
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       float d[V], a[V], g[V];
@@ -206,10 +275,9 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       decode<V, S>(wv[i], g);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        dot += d[j] * g[j] * a[j];  // the CPU loop's order: (dy w) x
+        Op::add(sum, d[j], a[j], g[j], row);  // zeros where !has: no term
     }
-    dot = block_all_reduce(dot, AddFloat{}, 0.0f);
-    const float c = rms_bwd_c(rs, dot, inv_cols);
+    const auto k = Op::coef(block_all_reduce(sum, typename Op::Merge{}, Op::none()), row, inv_cols);
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       if (!has[i]) continue;
@@ -218,17 +286,24 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       decode<V, S>(cur_x[i], a);
       decode<V, S>(wv[i], g);
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        acc[i][j] += rms_bwd_dw(d[j], a[j], rs);
-        d[j] = rms_bwd_dx(d[j], a[j], g[j], rs, c);
-      }
+      for (int j = 0; j < V; ++j)
+        d[j] = Op::grad(d[j], a[j], g[j], k, acc[i][j]);
       store<V>(dx, r * cols + at[i], d);
     }
   }
-  float* pw = partial_w + static_cast<std::int64_t>(blockIdx.x) * cols;
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i)
-    if (has[i]) store<V>(pw, at[i], acc[i]);
+  for (int k = 0; k < kGrads; ++k) {
+    float* p = partials + (static_cast<std::int64_t>(k) * gridDim.x + blockIdx.x) * cols;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has[i]) continue;
+      float out[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        out[j] = acc[i][j][k];
+      store<V>(p, at[i], out);
+    }
+  }
 }
 
 // y = (x - mean) rstd w + b from Welford's statistics: each 16-byte vector's own mean and M2 in
@@ -289,7 +364,7 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
       for (int j = 0; j < V; ++j) {
         const float gj = d[j] * g[j];
         sums.a += gj;
-        sums.b += gj * ((a[j] - mu) * rs);
+        sums.b += gj * layernorm_xhat(a[j], mu, rs);
       }
     }
     sums = block_all_reduce(sums, AddPairs{}, SumPair{0.0f, 0.0f});
@@ -309,10 +384,10 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
       }
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const float xhat = (a[j] - mu) * rs;
+        const float xhat = layernorm_xhat(a[j], mu, rs);
         p[j] += d[j] * xhat;
         q[j] += d[j];
-        d[j] = rs * (d[j] * g[j] - mean_g - xhat * mean_gx);
+        d[j] = layernorm_bwd_dx(d[j], g[j], xhat, rs, mean_g, mean_gx);
       }
       store<V>(dx, base + c * V, d);
       store<V>(pw, c * V, p);
@@ -511,7 +586,7 @@ void add_rmsnorm_fwd(DType t, const void* x, const void* residual, const void* w
 std::int64_t norm_bwd_workspace_floats(DType t, std::int64_t rows, std::int64_t cols,
                                        int sm_count) {
   const int vec = kVectorBytes / static_cast<int>(dtype_size(t));
-  const std::int64_t persistent = rms_bwd_plan(rows, cols, vec, sm_count).blocks;
+  const std::int64_t persistent = norm_bwd_plan(rows, cols, vec, sm_count).blocks;
   const std::int64_t per_row = norm_bwd_blocks(rows, sm_count);
   return 2 * (persistent > per_row ? persistent : per_row) * cols;
 }
@@ -539,19 +614,55 @@ std::string norm_bwd_text(const char* kernel, const char* type, int vec, std::in
       reductions, (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes);
 }
 
-// The persistent kernel for plan `p` and ITEMS vectors a thread; false when p's items are not
+// The persistent kernel for plan `p`, its ITEMS vectors a thread; false when p's items are not
 // ITEMS.
-template <int ITEMS, class S>
-bool launch_rms_bwd_rows(const NormBwdPlan& p, const S* dy, const S* x, const S* w,
-                         const float* rstd, S* dx, float* workspace, std::int64_t rows, int cols,
-                         const Launch& l) {
+template <int ITEMS, class Op, class S>
+bool launch_norm_bwd_rows(const NormBwdPlan& p, const Op& op, const S* dy, const S* x, const S* w,
+                          S* dx, float* partials, std::int64_t rows, int cols, const Launch& l) {
   constexpr int kV = vec_of<S>();
-  // Registers a thread holds across a row, in words: w (raw), dw, this row's dy and x (raw), and
-  // the next row's: within 48 the next row is loaded ahead (64 registers a thread at most).
-  constexpr bool kPrefetch = ITEMS * (4 + kV + 16) <= 48;
+  // The words live while a row's dx is computed, with the next row loaded ahead: for each item w
+  // and the next row's dy and x (raw: 4 each) and the gradients; the computed item's dy, x and w
+  // as floats; the row's coefficients. Within 48 the next row is loaded ahead (64 registers a
+  // thread at most): ptxas (CUDA 13) spilled LayerNorm's bf16 kernel at 56 on sm_100, and no
+  // kernel at 46.
+  constexpr int kLiveWords = ITEMS * (12 + Op::kGrads * kV) + 3 * kV +
+                             static_cast<int>(sizeof(typename Op::Coef) / sizeof(float));
+  constexpr bool kPrefetch = kLiveWords <= 48;
   if (p.items != ITEMS) return false;
-  rmsnorm_bwd_rows_kernel<kV, ITEMS, kPrefetch><<<grid_of(p.blocks), p.threads, 0, l.stream>>>(
-      dy, x, w, rstd, dx, workspace, rows, cols, p.rows_per_block);
+  norm_bwd_rows_kernel<kV, ITEMS, kPrefetch><<<grid_of(p.blocks), p.threads, 0, l.stream>>>(
+      op, dy, x, w, dx, partials, rows, cols, p.rows_per_block);
+  return true;
+}
+
+// A norm's backward by the persistent kernel (norm_bwd_plan), then a column reduction of each
+// gradient's partial rows into grads[k]; false where the plan has no threads (rows too long) or
+// an operand is not 16-byte aligned (`vec` elements a vector): the caller's block-per-row kernel.
+template <class Op, class S>
+bool norm_bwd_persistent(const char* name, const Op& op, const S* dy, const S* x, const S* w, S* dx,
+                         void* const (&grads)[Op::kGrads], float* workspace, std::int64_t rows,
+                         int cols, int vec, const Launch& l) {
+  constexpr int kV = vec_of<S>();
+  const NormBwdPlan plan = norm_bwd_plan(rows, cols, kV, l.sm_count);
+  if (vec != kV || plan.threads <= 0) return false;
+  const cudaError_t pending = take_pending_cuda_error();
+  if (!launch_norm_bwd_rows<1>(plan, op, dy, x, w, dx, workspace, rows, cols, l))
+    if constexpr (2 * kV <= kNormBwdMostElements)
+      launch_norm_bwd_rows<2>(plan, op, dy, x, w, dx, workspace, rows, cols, l);
+  check_launch(pending, "norm_bwd_rows_kernel");
+  for (int k = 0; k < Op::kGrads; ++k)
+    launch_sum_partials<S>(workspace + k * plan.blocks * cols, plan.blocks, cols, grads[k],
+                           l.stream);
+  if (l.shape) {
+    const char* named = Op::kGrads == 1 ? "dw" : "dw and db";
+    describe(l,
+             fmt::format("{}_bwd_rows<{}> x{}: {} blocks x {} threads, {} vector{} a thread "
+                         "(persistent: {} rows a block, w and {} in registers across them, dy "
+                         "and x read once, {} written once a block), then {} x sum_partials: "
+                         "{} blocks x {} threads",
+                         name, Codec<S>::kName, kV, plan.blocks, plan.threads, plan.items,
+                         plan.items == 1 ? "" : "s", plan.rows_per_block, named, named, Op::kGrads,
+                         (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes));
+  }
   return true;
 }
 
@@ -570,25 +681,10 @@ void rmsnorm_bwd(DType t, const void* dy, const void* x, const void* w, const fl
     const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
                *ws = static_cast<const S*>(w);
     auto* dxs = static_cast<S*>(dx);
-    const NormBwdPlan plan = rms_bwd_plan(rows, cols, kV, l.sm_count);
-    if (vec == kV && plan.threads > 0) {
-      const cudaError_t pending = take_pending_cuda_error();
-      if (!launch_rms_bwd_rows<1>(plan, dys, xs, ws, rstd, dxs, workspace, rows, c, l))
-        if constexpr (2 * kV <= kNormBwdMostElements)
-          launch_rms_bwd_rows<2>(plan, dys, xs, ws, rstd, dxs, workspace, rows, c, l);
-      check_launch(pending, "rmsnorm_bwd_rows_kernel");
-      launch_sum_partials<S>(workspace, plan.blocks, c, dw, l.stream);
-      if (l.shape)
-        describe(l, fmt::format(
-                        "rmsnorm_bwd_rows<{}> x{}: {} blocks x {} threads, {} vector{} a thread "
-                        "(persistent: {} rows a block, w and dw in registers across them, dy and "
-                        "x read once, dw written once a block), then sum_partials: {} blocks x {} "
-                        "threads",
-                        Codec<S>::kName, kV, plan.blocks, plan.threads, plan.items,
-                        plan.items == 1 ? "" : "s", plan.rows_per_block,
-                        (c + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes));
+    void* const grads[1] = {dw};
+    if (norm_bwd_persistent("rmsnorm", RmsBwd{rstd}, dys, xs, ws, dxs, grads, workspace, rows, c,
+                            vec, l))
       return;
-    }
     const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
     const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
     const cudaError_t pending = take_pending_cuda_error();
@@ -635,15 +731,21 @@ void layernorm_bwd(DType t, const void* dy, const void* x, const void* w, const 
   with_storage(t, "layernorm", [&](auto tag) {
     using S = decltype(tag);
     constexpr int kV = vec_of<S>();
-    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
-    float* partial_w = workspace;
-    float* partial_b = workspace + blocks * cols;
-    const int vec = row_vector_elements(kVectorBytes / kV,
-                                        address_bits(dy, x, w, dx, partial_w, partial_b), cols);
-    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
     const auto *dys = static_cast<const S*>(dy), *xs = static_cast<const S*>(x),
                *ws = static_cast<const S*>(w);
     auto* dxs = static_cast<S*>(dx);
+    // Both kernels' partial rows start 16-byte aligned: the workspace does, and each gradient's
+    // rows follow a whole number of rows of `cols` floats, which vec_of's vectors divide.
+    const int vec =
+        row_vector_elements(kVectorBytes / kV, address_bits(dy, x, w, dx, workspace), cols);
+    void* const grads[2] = {dw, db};
+    if (norm_bwd_persistent("layernorm", LayerNormBwd{mean, rstd}, dys, xs, ws, dxs, grads,
+                            workspace, rows, c, vec, l))
+      return;
+    const std::int64_t blocks = norm_bwd_blocks(rows, l.sm_count);
+    float* partial_w = workspace;
+    float* partial_b = workspace + blocks * cols;
+    const int threads = row_block_threads(cols, vec, kNormBwdMaxThreads);
     const cudaError_t pending = take_pending_cuda_error();
     if (vec == kV)
       layernorm_bwd_kernel<kV><<<grid_of(blocks), threads, 0, l.stream>>>(

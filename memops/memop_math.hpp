@@ -310,6 +310,17 @@ OPBENCH_HD inline float layernorm_rstd(float centred_squares, std::int64_t n, fl
   return 1.0f / ::sqrtf(centred_squares / static_cast<float>(n) + eps);
 }
 
+// LayerNorm's backward, y = xhat w + b with xhat = (x - mean) rstd: with g = dy w and the row's
+// means mean_g = mean(g) and mean_gx = mean(g xhat), dx = rstd (g - mean_g - xhat mean_gx), and
+// the row's terms of dw and db are dy xhat and dy.
+OPBENCH_HD inline float layernorm_xhat(float x, float mean, float rstd) {
+  return (x - mean) * rstd;
+}
+OPBENCH_HD inline float layernorm_bwd_dx(float dy, float w, float xhat, float rstd, float mean_g,
+                                         float mean_gx) {
+  return rstd * (dy * w - mean_g - xhat * mean_gx);
+}
+
 // Welford's one-pass mean and variance, for a kernel that sees the row once (a thread's share,
 // then merged across threads): stable where the sums of x and x^2 are not.
 struct Welford {

@@ -214,10 +214,11 @@ step trace_fixture 15 -- "$py" "$root/scripts/trim_trace.py" "${trace_file:-$tra
 
 # Every kernel path of item 2's tables, its results checked: the same row lengths (they pick
 # the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
-# rows, each output compared with the fp64 reference (--check); 600 rows a norm keep RMSNorm's
-# backward persistent blocks at two rows or more. The norms also where their forward takes a
-# cluster on sm_90 (16,384; LayerNorm 32,768) and its two-pass kernel (40,960: longer than a
-# block holds; 4098: rows not 16-byte aligned).
+# rows, each output compared with the fp64 reference (--check); 600 rows a norm keep the norms'
+# backward persistent blocks at two rows or more (LayerNorm's at 4096; 12,288 takes its
+# block-per-row kernel). The norms also where their forward takes a cluster on sm_90 (16,384;
+# LayerNorm 32,768) and its two-pass kernel (40,960: longer than a block holds; 4098: rows not
+# 16-byte aligned).
 if [ "$cpu" = 1 ]; then
   nrows=8 crows=4 vocab_list="512" evocab=512
 else

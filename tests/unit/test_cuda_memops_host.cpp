@@ -462,7 +462,7 @@ TEST_CASE("token ids and targets fall in their range, the same for a set every t
 TEST_CASE("RMSNorm's backward plan: a wave of persistent blocks, w and dw in registers") {
   // {threads, items, blocks, rows a block} on an H100's 132 SMs, 8192 tokens.
   auto plan = [](std::int64_t rows, std::int64_t cols, int vec) {
-    const NormBwdPlan p = rms_bwd_plan(rows, cols, vec, 132);
+    const NormBwdPlan p = norm_bwd_plan(rows, cols, vec, 132);
     return std::vector<std::int64_t>{p.threads, p.items, p.blocks, p.rows_per_block};
   };
   using P = std::vector<std::int64_t>;
@@ -482,6 +482,29 @@ TEST_CASE("RMSNorm's backward plan: a wave of persistent blocks, w and dw in reg
         2 * norm_bwd_blocks(8192, 132) * 16384);
 }
 
+// Block b of plan p's rows, as norm_bwd_rows_kernel gives them out; every row once.
+template <class Row>
+void for_each_block_row(const NormBwdPlan& p, std::int64_t rows, Row row) {
+  std::vector<int> rows_seen(static_cast<std::size_t>(rows), 0);
+  for (std::int64_t b = 0; b < p.blocks; ++b)
+    for (std::int64_t r = b * p.rows_per_block; r < std::min(rows, (b + 1) * p.rows_per_block);
+         ++r) {
+      ++rows_seen[static_cast<std::size_t>(r)];
+      row(b, r);
+    }
+  CHECK(std::count(rows_seen.begin(), rows_seen.end(), 1) == rows);
+}
+
+// Column j of the sum of partial rows g (partials + (g blocks + b) cols), as sum_partials adds
+// them.
+float column_sum(const std::vector<float>& partials, std::int64_t g, std::int64_t blocks,
+                 std::int64_t cols, std::int64_t j) {
+  float sum = 0.0f;
+  for (std::int64_t b = 0; b < blocks; ++b)
+    sum += partials[static_cast<std::size_t>((g * blocks + b) * cols + j)];
+  return sum;
+}
+
 TEST_CASE("RMSNorm's backward as the persistent blocks run it gives the CPU loop's dx and dw") {
   // 37 rows of 64 on 2 SMs: 16 blocks of 3 rows (the last three own none and write zero
   // partials); each block's dw from memop_math's rms_bwd_dw in registers, dx from the block's dot
@@ -494,35 +517,76 @@ TEST_CASE("RMSNorm's backward as the persistent blocks run it gives the CPU loop
       ws(static_cast<std::size_t>(cpu_memops::norm_bwd_workspace_floats(rows, cols)));
   cpu_memops::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(),
                           ws.data(), rows, cols);
-  const NormBwdPlan p = rms_bwd_plan(rows, cols, 8, 2);
+  const NormBwdPlan p = norm_bwd_plan(rows, cols, 8, 2);
   REQUIRE(p.blocks == 16);
   REQUIRE(p.rows_per_block == 3);
   std::vector<float> partial(static_cast<std::size_t>(p.blocks * cols), 0.0f);
-  std::vector<int> rows_seen(rows, 0);
-  for (std::int64_t b = 0; b < p.blocks; ++b)
-    for (std::int64_t r = b * p.rows_per_block; r < std::min(rows, (b + 1) * p.rows_per_block);
-         ++r) {
-      ++rows_seen[static_cast<std::size_t>(r)];
-      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
-      float dot = 0.0f;
-      for (std::int64_t j = 0; j < cols; ++j)
-        dot += dy[at(j)] * w[static_cast<std::size_t>(j)] * x[at(j)];
-      const float rs = rstd[static_cast<std::size_t>(r)];
-      const float c = memop_math::rms_bwd_c(rs, dot, 1.0f / static_cast<float>(cols));
-      for (std::int64_t j = 0; j < cols; ++j) {
-        partial[static_cast<std::size_t>(b * cols + j)] +=
-            memop_math::rms_bwd_dw(dy[at(j)], x[at(j)], rs);
-        const float got =
-            memop_math::rms_bwd_dx(dy[at(j)], x[at(j)], w[static_cast<std::size_t>(j)], rs, c);
-        CHECK(got == Approx(dx[at(j)]).epsilon(1e-5).margin(1e-6));
-      }
+  for_each_block_row(p, rows, [&](std::int64_t b, std::int64_t r) {
+    const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
+    float dot = 0.0f;
+    for (std::int64_t j = 0; j < cols; ++j)
+      dot += dy[at(j)] * w[static_cast<std::size_t>(j)] * x[at(j)];
+    const float rs = rstd[static_cast<std::size_t>(r)];
+    const float c = memop_math::rms_bwd_c(rs, dot, 1.0f / static_cast<float>(cols));
+    for (std::int64_t j = 0; j < cols; ++j) {
+      partial[static_cast<std::size_t>(b * cols + j)] +=
+          memop_math::rms_bwd_dw(dy[at(j)], x[at(j)], rs);
+      const float got =
+          memop_math::rms_bwd_dx(dy[at(j)], x[at(j)], w[static_cast<std::size_t>(j)], rs, c);
+      CHECK(got == Approx(dx[at(j)]).epsilon(1e-5).margin(1e-6));
     }
-  CHECK(std::count(rows_seen.begin(), rows_seen.end(), 1) == rows);
-  for (std::int64_t j = 0; j < cols; ++j) {
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < p.blocks; ++b)
-      sum += partial[static_cast<std::size_t>(b * cols + j)];
-    CHECK(sum == Approx(dw[static_cast<std::size_t>(j)]).margin(1e-5));  // 37 terms of about 1
+  });
+  for (std::int64_t j = 0; j < cols; ++j)  // 37 terms of about 1
+    CHECK(column_sum(partial, 0, p.blocks, cols, j) ==
+          Approx(dw[static_cast<std::size_t>(j)]).margin(1e-5));
+}
+
+TEST_CASE("LayerNorm's backward as the persistent blocks run it gives the CPU loop's dx, dw, db") {
+  // 45 rows of 96 (fp32: 24 vectors, 32 threads) on 3 SMs: 24 blocks of 2 rows (the last
+  // one's none). Each block's dw and db from memop_math's layernorm_xhat in registers, dx from the
+  // block's two sums (sum g, sum g xhat), the gradients' partial rows one after the other in the
+  // workspace; then added column by column. Against cpu_memops::layernorm_bwd.
+  const std::int64_t rows = 45, cols = 96;
+  const auto dy = logits(rows * cols, 41), x = logits(rows * cols, 42), w = logits(cols, 43),
+             bias = logits(cols, 44);
+  std::vector<float> mean(rows), rstd(rows), y(x.size());
+  cpu_memops::layernorm_fwd(x.data(), w.data(), bias.data(), y.data(), mean.data(), rstd.data(),
+                            rows, cols);
+  std::vector<float> dx(x.size()), dw(cols), db(cols),
+      ws(static_cast<std::size_t>(cpu_memops::norm_bwd_workspace_floats(rows, cols)));
+  cpu_memops::layernorm_bwd(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
+                            dw.data(), db.data(), ws.data(), rows, cols);
+  const NormBwdPlan p = norm_bwd_plan(rows, cols, 4, 3);
+  REQUIRE(p.threads == 32);
+  REQUIRE(p.blocks == 24);
+  REQUIRE(p.rows_per_block == 2);
+  // The kernel's workspace holds both gradients' partial rows.
+  REQUIRE(norm_bwd_workspace_floats(DType::fp32, rows, cols, 3) >= 2 * p.blocks * cols);
+  std::vector<float> partials(static_cast<std::size_t>(2 * p.blocks * cols), 0.0f);
+  for_each_block_row(p, rows, [&](std::int64_t b, std::int64_t r) {
+    const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
+    const float mu = mean[static_cast<std::size_t>(r)], rs = rstd[static_cast<std::size_t>(r)];
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float g = dy[at(j)] * w[static_cast<std::size_t>(j)];
+      sum_g += g;
+      sum_gx += g * memop_math::layernorm_xhat(x[at(j)], mu, rs);
+    }
+    const float inv_cols = 1.0f / static_cast<float>(cols);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float xhat = memop_math::layernorm_xhat(x[at(j)], mu, rs);
+      partials[static_cast<std::size_t>(b * cols + j)] += dy[at(j)] * xhat;
+      partials[static_cast<std::size_t>((p.blocks + b) * cols + j)] += dy[at(j)];
+      const float got = memop_math::layernorm_bwd_dx(dy[at(j)], w[static_cast<std::size_t>(j)],
+                                                     xhat, rs, sum_g * inv_cols, sum_gx * inv_cols);
+      CHECK(got == Approx(dx[at(j)]).epsilon(1e-4).margin(1e-5));
+    }
+  });
+  for (std::int64_t j = 0; j < cols; ++j) {  // 45 terms of about 1 each
+    CHECK(column_sum(partials, 0, p.blocks, cols, j) ==
+          Approx(dw[static_cast<std::size_t>(j)]).margin(1e-4));
+    CHECK(column_sum(partials, 1, p.blocks, cols, j) ==
+          Approx(db[static_cast<std::size_t>(j)]).margin(1e-4));
   }
 }
 
