@@ -151,6 +151,49 @@ void add_eager_attention_core(EagerKernels& k, const StepConfig& c, std::int64_t
   k.kernel(kBwd, "attention q scale bwd", MemOp::scale, f, nq, L, true);
 }
 
+// The biases of the layer's linears (attention_bias: q, k, v; attention_out_bias: o; mlp_bias:
+// gate, up and down), each as ATen's addmm runs it: the bias broadcast into the output before the
+// GEMM accumulates onto it (a copy_ writing T x N, its bias row in cache: a fill's traffic), and
+// backward the bias gradient, dy summed over the tokens (T x N read, N written). The GEMM's own
+// beta = 1 read of the output is in its captured time, not in an isolated one.
+void add_biases(EagerKernels& k, const ModelConfig& m, std::int64_t T, std::int64_t q_cols,
+                std::int64_t kv_cols, std::int64_t mlp_cols, std::int64_t L) {
+  const std::int64_t H = m.hidden_size;
+  std::vector<std::pair<std::string, std::int64_t>> biased;  // the linear, its output columns
+  if (m.attention_bias)
+    biased.insert(biased.end(), {{"attn_q", q_cols}, {"attn_k", kv_cols}, {"attn_v", kv_cols}});
+  if (m.attention_out_bias) biased.push_back({"attn_out", H});
+  if (m.mlp_bias && m.dense_mlp_layers() > 0) {
+    if (m.gated_mlp) biased.push_back({"mlp_gate", mlp_cols});
+    biased.push_back({"mlp_up", mlp_cols});
+    biased.push_back({"mlp_down", H});
+  }
+  for (const auto& [linear, cols] : biased) {
+    const std::int64_t calls = linear.rfind("mlp", 0) == 0 ? m.dense_mlp_layers() : L;
+    k.kernel(kFwd, linear + " bias broadcast into addmm's output", MemOp::fill, MemPass::fwd,
+             T * cols, calls);
+    k.bytes(kBwd, linear + " bias gradient (sum over tokens)", T * cols + cols, calls);
+  }
+}
+
+// GPT's learned position table [seqlen, H]: S rows looked up (positions 0..S-1, shared by the
+// micro-batch's sequences) and added to the token embeddings; backward the add's gradient summed
+// over the sequences, then the table's gradient as nn.Embedding's: zero-filled, rows added in.
+void add_position_embedding(EagerKernels& k, const StepConfig& c, std::int64_t T) {
+  const ModelConfig& m = c.model;
+  const std::int64_t S = c.seq(), H = m.hidden_size;
+  MemopCase lookup = memop_case(c, MemOp::embedding, MemPass::fwd, S, H);
+  lookup.vocab = m.seqlen;
+  k.memop(kFwd, "position embedding fwd", lookup, 1);
+  k.kernel(kFwd, "position embedding add", MemOp::add, MemPass::fwd, T * H, 1);
+  k.bytes(kBwd, "position embedding add bwd: sum over the sequences", T * H + S * H, 1);
+  k.kernel(kBwd, "position embedding bwd zero fill of the table gradient", MemOp::fill,
+           MemPass::fwd, m.seqlen * H, 1);
+  MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, S, H);
+  scatter.vocab = m.seqlen;
+  k.memop(kBwd, "position embedding bwd", scatter, 1);
+}
+
 }  // namespace
 
 void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out) {
@@ -191,6 +234,7 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     k.kernel(kFwd, "attention output transpose copy", MemOp::copy, f, nq, L, true);
     k.kernel(kBwd, "attention output transpose copy bwd", MemOp::copy, f, nq, L, true);
     const std::int64_t I = m.intermediate_size / c.tp, nI = T * I;
+    add_biases(k, m, T, heads * d, kv * d, I, L);
     if (m.dense_mlp_layers() > 0) {
       const std::int64_t dense = m.dense_mlp_layers();
       if (m.gated_mlp) {
@@ -220,6 +264,7 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, T, H);
     scatter.vocab = m.vocab_size;
     k.memop(kBwd, "embedding bwd", scatter, 1);
+    if (m.learned_position_embeddings) add_position_embedding(k, c, T);
   }
   if (v.last()) {
     add_norm(k, c, "final", T, 1);

@@ -29,4 +29,17 @@ inline ModelConfig small_model() {
   return models_from_json(doc, "small4.json").front();
 }
 
+// GPT-2's layout at test size: 2 layers, hidden 64, 4 heads of 16 (no GQA), MLP 256 (GELU),
+// vocabulary 256, LayerNorm, every linear biased, a learned position table of 32 rows, the LM
+// head tied to the embedding.
+inline ModelConfig small_gpt_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "gpt4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 4,
+    "num_key_value_heads": 4, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 2,
+    "tie_word_embeddings": true, "gated_mlp": false, "attention_bias": true,
+    "attention_out_bias": true, "mlp_bias": true, "norm": "layernorm",
+    "learned_position_embeddings": true, "source": "test"}])");
+  return models_from_json(doc, "gpt4.json").front();
+}
+
 }  // namespace opbench::test

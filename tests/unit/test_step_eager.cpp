@@ -156,6 +156,75 @@ TEST_CASE(
   CHECK(named(ops, "attention output transpose copy (eager)"));
 }
 
+TEST_CASE(
+    "eager plan of a GPT-style model: addmm's biases, the learned position table and the tied "
+    "table's gradient sum",
+    "[step]") {
+  // 2 micro-batches of 2 sequences of 32 tokens: T = 64 tokens a micro-batch.
+  StepConfig c;
+  c.model = test::small_gpt_model();
+  c.micro_batch = 2;
+  c.grad_accum = 2;
+  c.dtype = DType::fp32;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::single;
+  const auto ops = step_operators(c, 0);
+  // q's bias broadcast into its 64 x 64 output (a fill: 16 KiB written, nothing read), once a
+  // layer and micro-batch; its gradient reads dy (64 x 64) and writes 64: a copy of half of
+  // 4160 elements.
+  const StepOperator* q_bias = named(ops, "attn_q bias broadcast into addmm's output (eager)");
+  REQUIRE(q_bias);
+  CHECK(q_bias->memop.op == MemOp::fill);
+  CHECK(memop_write_bytes(q_bias->memop) == 64 * 64 * 4);
+  CHECK(memop_read_bytes(q_bias->memop) == 0);
+  CHECK(q_bias->count == 4);
+  const StepOperator* up_grad = named(ops, "mlp_up bias gradient (sum over tokens) (eager)");
+  REQUIRE(up_grad);
+  CHECK(up_grad->memop.op == MemOp::copy);
+  CHECK(up_grad->memop.elements() == (64 * 256 + 256) / 2);
+  CHECK(up_grad->phase == StepPhase::backward);
+  for (const char* linear : {"attn_k", "attn_v", "attn_out", "mlp_up", "mlp_down"})
+    CHECK(named(ops, std::string(linear) + " bias broadcast into addmm's output (eager)"));
+  CHECK(named(ops, "mlp_gate bias broadcast into addmm's output (eager)") == nullptr);
+  // No bias on the small Llama model.
+  for (const auto& op : step_operators(small_config(Kernels::eager), 0)) {
+    CHECK(op.name.find("bias broadcast") == std::string::npos);
+    CHECK(op.name.find("bias gradient") == std::string::npos);
+  }
+  // The position table: 32 rows looked up from a table of 32 (seqlen), added to the 64 x 64
+  // token embeddings; its gradient zero-filled (32 x 64) and the rows added in.
+  const StepOperator* pos = named(ops, "position embedding fwd (eager)");
+  REQUIRE(pos);
+  CHECK(pos->memop.op == MemOp::embedding);
+  CHECK(pos->memop.rows == 32);
+  CHECK(pos->memop.vocab == 32);
+  CHECK(pos->count == 2);
+  const StepOperator* pos_fill =
+      named(ops, "position embedding bwd zero fill of the table gradient (eager)");
+  REQUIRE(pos_fill);
+  CHECK(pos_fill->memop.elements() == 32 * 64);
+  CHECK(named(ops, "position embedding bwd (eager)"));
+  CHECK(named(ops, "rope q * cos, * sin (eager)") == nullptr);
+  // The tied table (256 x 64) gets the LM head's and the embedding's gradients: one add of
+  // 16,384 elements a micro-batch, in both plans; none where a stage holds one of the two.
+  for (Kernels kernels : {Kernels::eager, Kernels::fused}) {
+    StepConfig k = c;
+    k.kernels = kernels;
+    const auto plan = step_operators(k, 0);
+    const StepOperator* tied = named(plan, "tied embedding gradient sum");
+    REQUIRE(tied);
+    CHECK(tied->memop.op == MemOp::add);
+    CHECK(tied->memop.elements() == 256 * 64);
+    CHECK(tied->count == 2);
+  }
+  StepConfig two_stages = c;
+  two_stages.pp = 2;
+  for (std::int64_t stage : {0, 1})
+    CHECK(named(step_operators(two_stages, stage), "tied embedding gradient sum") == nullptr);
+  CHECK(named(step_operators(small_config(Kernels::eager), 0), "tied embedding gradient sum") ==
+        nullptr);
+}
+
 TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[step]") {
   // p *= ..(2) m *= ..(2) m += ..(3) v *= ..(2) v += ..(3) sqrt(2) /=(2) +=(2) p -= ..(4): 22,
   // each kernel bench_memops's in-place one of that traffic (scale_inplace, axpy_inplace,
