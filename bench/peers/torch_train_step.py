@@ -74,8 +74,11 @@ thread it lost 40 to 100%. There, even quiet, 1 thread ran steps faster and stea
 
 --ddp R: R ranks on this machine (torch.multiprocessing.spawn), DistributedDataParallel over gloo
 (MASTER_ADDR 127.0.0.1, a free port; DDP's defaults: 25 MiB buckets, all-reduce overlapping the
-backward; no_sync on all but the last micro-batch), each rank with --threads threads; global
-batch R x B x G sequences. A step's time is the slowest rank's (the per-step times are
+backward; no_sync on all but the last micro-batch), each rank with --threads threads, its BLAS's
+too (OPENBLAS_NUM_THREADS and OMP_NUM_THREADS, unless already set, as torchrun sets
+OMP_NUM_THREADS=1 for its ranks: R OpenBLAS pools of every core oversubscribe the cores, and a
+2-rank step of llama-cpu-xs on the 2-core machine took 499 ms, max-min 25% of it, against 427 ms
+and 7%); global batch R x B x G sequences. A step's time is the slowest rank's (the per-step times are
 all-reduced with MAX). Rank 0 prints.
 
 --profile: one more step under torch.profiler (CPU activities; not in the timed steps), the self
@@ -1184,6 +1187,8 @@ def main(argv) -> int:
         run(0, 1, args, shape, 0)
         return 0
     import torch.multiprocessing as mp
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # the ranks' BLAS pools (above)
+        os.environ.setdefault(var, str(args.threads))
     mp.spawn(ddp_worker, args=(world, args, shape, free_port()), nprocs=world, join=True)
     return 0
 
