@@ -155,7 +155,9 @@ void add_eager_attention_core(EagerKernels& k, const StepConfig& c, std::int64_t
 // gate, up and down), each as ATen's addmm runs it: the bias broadcast into the output before the
 // GEMM accumulates onto it (a copy_ writing T x N, its bias row in cache: a fill's traffic), and
 // backward the bias gradient, dy summed over the tokens (T x N read, N written). The GEMM's own
-// beta = 1 read of the output is in its captured time, not in an isolated one.
+// beta = 1 read of the output is in its captured time, not in an isolated one. On CUDA, ATen's
+// addmm folds a 1-D bias into cuBLASLt's epilogue where it can (at::cuda::blas::gemm_and_bias,
+// aten/src/ATen/native/cuda/Blas.cpp): there the copy is an upper bound of a few T x N writes.
 void add_biases(EagerKernels& k, const ModelConfig& m, std::int64_t T, std::int64_t q_cols,
                 std::int64_t kv_cols, std::int64_t mlp_cols, std::int64_t L) {
   const std::int64_t H = m.hidden_size;
