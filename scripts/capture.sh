@@ -91,6 +91,15 @@ if [ -n "$port" ]; then export OPBENCH_CAPTURE_PORT="$port"; fi
 LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$@"
 status=$?
 
+# A command that failed before any intercepted call leaves no tables: its own error says why, and
+# the summary's "no capture files" would point at the capture instead.
+shopt -s nullglob
+tables=("$out"/capture-*)
+shopt -u nullglob
+if [ "$status" -ne 0 ] && [ ${#tables[@]} -eq 0 ]; then
+  echo "capture.sh: the command exited with status $status before any intercepted call; no tables in $out" >&2
+  exit $status
+fi
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 "$python" "$here/capture_summary.py" --top "$top" "$out" >&2 || true

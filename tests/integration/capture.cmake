@@ -111,6 +111,16 @@ add_test(NAME "capture: capture.sh refuses a folder holding a user's file, and s
 set_tests_properties("capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
   PROPERTIES PASS_REGULAR_EXPRESSION "aside-ok")
 
+# A command that fails before any intercepted call: its status, its own error, and one line saying
+# no tables were written (not capture_summary.py's "no capture files ... could not write there").
+add_test(NAME "capture: capture.sh under a command that fails before any call keeps its status and blames nothing else"
+  COMMAND bash -c "rm -rf \"$0\" && { OPBENCH_CAPTURE_LIB=\"$1\" bash '${PROJECT_SOURCE_DIR}/scripts/capture.sh' --out \"$0\" -- sh -c 'echo error: bad flag >&2; exit 2' 2> \"$0.err\"; test $? -eq 2; } \
+                   && test \"$(grep -c . \"$0.err\")\" -eq 2 && grep -q 'exited with status 2 before any intercepted call' \"$0.err\" \
+                   && ! grep -q 'no capture files' \"$0.err\" && echo failed-ok"
+          ${CAPTURE_OUT}/failed_command ${CAPTURE_LIB})
+set_tests_properties("capture: capture.sh under a command that fails before any call keeps its status and blames nothing else"
+  PROPERTIES PASS_REGULAR_EXPRESSION "failed-ok")
+
 # The tests that preload the library into a program (python3, mpirun, our test programs) carry
 # the label preload: a sanitizer build's library cannot be preloaded into programs built without
 # the sanitizer runtime, so scripts/test_sanitizers.sh leaves them out; the capture's tables,
@@ -130,7 +140,8 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
   "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
   "capture: a Prometheus server scrapes the live /metrics and its API returns the series"
-  "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside")
+  "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
+  "capture: capture.sh under a command that fails before any call keeps its status and blames nothing else")
 if(OPBENCH_HAVE_CUDA)
   list(APPEND CAPTURE_PRELOAD_TESTS
     "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
