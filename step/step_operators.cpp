@@ -186,26 +186,33 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   out.push_back(op);
 }
 
-// Gradient accumulation: every micro-batch after the first adds its weight gradients into the
-// accumulated ones (PyTorch's AccumulateGrad: grad += new, in the gradient's dtype), unless the
-// wgrad GEMM accumulates in place (Megatron's gradient_accumulation_fusion, --fused-grad-accum).
-void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& out) {
+// A sum of gradients over `elements` (a backward `add` in --grad-dtype), `times` per step, in
+// parameter_pass's pieces.
+void add_gradient_sum(const StageView& v, const std::string& name, std::int64_t elements,
+                      std::int64_t times, const std::string& note, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  if (v.m < 2 || c.fused_grad_accum) return;
   MemopCase mc;
   mc.report = mc.source = c.model.name;
   mc.op = MemOp::add;
   mc.dtype = c.grad_dtype;
-  const ParameterPass pass = parameter_pass(stage_parameters(c, v.stage));
+  const ParameterPass pass = parameter_pass(elements);
   mc.rows = 1;
   mc.cols = pass.elements;
-  StepOperator op = make_op(StepFamily::memop, StepPhase::backward, "gradient accumulation add",
-                            (v.m - 1) * pass.calls,
-                            fmt::format("grad += new for every micro-batch after the first (not "
-                                        "with --fused-grad-accum){}",
-                                        parameter_pass_note(pass)));
+  StepOperator op = make_op(StepFamily::memop, StepPhase::backward, name, times * pass.calls,
+                            note + parameter_pass_note(pass));
   op.memop = mc;
   out.push_back(op);
+}
+
+// Gradient accumulation: every micro-batch after the first adds its weight gradients into the
+// accumulated ones (PyTorch's AccumulateGrad: grad += new, in the gradient's dtype), unless the
+// wgrad GEMM accumulates in place (Megatron's gradient_accumulation_fusion, --fused-grad-accum).
+void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& out) {
+  if (v.m < 2 || v.c.fused_grad_accum) return;
+  add_gradient_sum(v, "gradient accumulation add", stage_parameters(v.c, v.stage), v.m - 1,
+                   "grad += new for every micro-batch after the first (not with "
+                   "--fused-grad-accum)",
+                   out);
 }
 
 // Tied embeddings on a stage that holds both the embedding and the LM head: the table gets a
@@ -213,23 +220,13 @@ void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& ou
 // of the table's size, every micro-batch; the profile of a GPT-2 step on the CPU shows it,
 // aten::add of [50257, 768] twice, 11 ms of 1.1 s).
 void add_tied_embedding_gradient_sum(const StageView& v, std::vector<StepOperator>& out) {
-  const StepConfig& c = v.c;
-  if (!c.model.tie_word_embeddings || !v.first() || !v.last()) return;
-  MemopCase mc;
-  mc.report = mc.source = c.model.name;
-  mc.op = MemOp::add;
-  mc.dtype = c.grad_dtype;
-  const ParameterPass pass =
-      parameter_pass(ceil_div(c.model.vocab_size, c.tp) * c.model.hidden_size);
-  mc.rows = 1;
-  mc.cols = pass.elements;
-  StepOperator op = make_op(StepFamily::memop, StepPhase::backward,
-                            "tied embedding gradient sum", v.m * pass.calls,
-                            fmt::format("tie_word_embeddings: the LM head's and the embedding's "
-                                        "gradients of the shared table added{}",
-                                        parameter_pass_note(pass)));
-  op.memop = mc;
-  out.push_back(op);
+  const ModelConfig& m = v.c.model;
+  if (!m.tie_word_embeddings || !v.first() || !v.last()) return;
+  add_gradient_sum(v, "tied embedding gradient sum", ceil_div(m.vocab_size, v.c.tp) * m.hidden_size,
+                   v.m,
+                   "tie_word_embeddings: the LM head's and the embedding's gradients of the "
+                   "shared table added",
+                   out);
 }
 
 }  // namespace
