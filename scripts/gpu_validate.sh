@@ -24,7 +24,8 @@
 #                     pct_of_copy against the same run's device copy [tiny]
 #   memops_70b        the same for Llama 3.1 70B at tp 8 [tiny at tp 2]; not with --quick
 #   memops_vocab      cross-entropy and embedding at vocabularies 50,257, 128,256 and 256,000,
-#                     8192 tokens (--quick: 128,256) [8 tokens]
+#                     8192 tokens (--quick: 128,256), and LayerNorm (GPT's norm, which no Llama
+#                     has) at 8192 x 4096, forward and backward [8 tokens]
 #   memops_vs_torch   every row beside PyTorch's own kernel (bench/peers/memops_vs_torch.py)
 #   step_vs_torch     item 3: bench/peers/step_vs_torch.py --device cuda: llama3.2-1b at 4096
 #                     tokens and llama3.2-3b at 2048, AdamW foreach and fused, bf16; the real
@@ -145,6 +146,7 @@ vocabs="50257 128256 256000"
     printf '  {"name": "vocab-%s", "op": "embedding", "rows": %s, "cols": %s, "vocab": %s}' "$v" "$tokens" "$cols" "$v"
     sep=$',\n'
   done
+  printf ',\n  {"name": "gpt-layernorm", "op": "layernorm", "rows": %s, "cols": %s}' "$tokens" "$cols"
   printf '\n]\n'
 } > "$out/vocab_shapes.json"
 step memops_vocab 30 -- "$bin/memops/bench_memops" --backend "$backend" \
