@@ -136,7 +136,14 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
         }
       // Mixed precision keeps fp32 master weights and writes the bf16 parameters back.
       const MemOp adam = dtype == DType::fp32 ? MemOp::adamw : MemOp::adamw_bf16;
-      if (wanted(ops, MemOp::adamw) || wanted(ops, MemOp::adamw_bf16)) {
+      if (run.parameter_passes && m.tie_word_embeddings && wanted(ops, MemOp::add)) {
+        const ParameterPass pass = tied_embedding_gradient_pass(m, tp);
+        add(MemOp::add, 1, pass.elements, pass.calls,
+            fmt::format("the tied table's gradient sum (LM head's + embedding's), {} x {} / tp "
+                        "{}{}",
+                        m.vocab_size, H, tp, parameter_pass_note(pass)));
+      }
+      if (run.parameter_passes && (wanted(ops, MemOp::adamw) || wanted(ops, MemOp::adamw_bf16))) {
         const ParameterPass pass = parameter_pass(ceil_div(model_parameters(m), tp * run.dp));
         add(adam, 1, pass.elements, pass.calls,
             fmt::format("the rank's shard: {} parameters / tp {} / dp {}{}", model_parameters(m),
@@ -152,6 +159,10 @@ ParameterPass parameter_pass(std::int64_t elements) {
   constexpr std::int64_t kMaxElementsPerCall = std::int64_t{1} << 28;
   const std::int64_t calls = std::max<std::int64_t>(1, ceil_div(elements, kMaxElementsPerCall));
   return {.elements = ceil_div(elements, calls), .calls = calls};
+}
+
+ParameterPass tied_embedding_gradient_pass(const ModelConfig& m, std::int64_t tp) {
+  return parameter_pass(ceil_div(m.vocab_size, tp) * m.hidden_size);
 }
 
 std::string parameter_pass_note(const ParameterPass& pass) {

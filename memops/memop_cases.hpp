@@ -18,13 +18,16 @@ struct MemopModelRun {
   std::int64_t dp = 1;  // data-parallel shards of the optimizer state (ZeRO / FSDP)
   std::vector<std::int64_t> micro_batches{1};
   std::vector<std::int64_t> seqlens;  // empty: the model's own
+  // The passes over parameters (AdamW, the tied table's gradient sum); bench_step lists its own.
+  bool parameter_passes = true;
 };
 
 // The operators of one training step of `model` on one rank, each with its calls per step, in
 // `ops` (every operator the model has, when empty) and `passes`. Norms, residual adds and the
 // fp8 casts of the norms' outputs see tokens / tp rows (sequence parallelism); activations,
 // rotary embedding, softmax, cross-entropy and the embedding see every token of the rank's
-// tensor-parallel slice; AdamW updates the rank's shard of the parameters (numel / tp / dp).
+// tensor-parallel slice; AdamW updates the rank's shard of the parameters (numel / tp / dp); a
+// tied model's table gets its gradient sum (tied_embedding_gradient_pass).
 std::vector<MemopCase> model_memop_cases(const ModelConfig& model, const MemopModelRun& run,
                                          const std::vector<MemOp>& ops,
                                          const std::vector<MemPass>& passes, DType dtype);
@@ -43,6 +46,11 @@ struct ParameterPass {
 ParameterPass parameter_pass(std::int64_t elements);
 // "" for one call, else "; in N calls of E elements" for the operator's note.
 std::string parameter_pass_note(const ParameterPass& pass);
+
+// tie_word_embeddings: the shared [vocab, hidden] table gets a gradient from the LM head and one
+// from the embedding, which autograd adds (an `add` once a micro-batch): over the rank's vocab/tp
+// rows, in parameter_pass's pieces. bench_memops --model and bench_step cut the same ones.
+ParameterPass tied_embedding_gradient_pass(const ModelConfig& m, std::int64_t tp);
 
 // configs/memop_shapes.json: [{op, rows, cols, pass?, dtype?, heads?, kv_heads?, head_dim?,
 // vocab?, name?}]; an entry without pass runs fwd and, where the operator has one, bwd; without

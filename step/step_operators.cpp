@@ -100,6 +100,7 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
   const std::vector<MemOp> ops{norm,        MemOp::add,           MemOp::swiglu,   MemOp::gelu,
                                MemOp::rope, MemOp::cross_entropy, MemOp::embedding};
   MemopModelRun run;
+  run.parameter_passes = false;  // the optimizer and the tied table's sum are listed on their own
   run.tp = c.tp;
   run.micro_batches = {c.micro_batch};
   run.seqlens = {c.seq()};
@@ -186,16 +187,14 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   out.push_back(op);
 }
 
-// A sum of gradients over `elements` (a backward `add` in --grad-dtype), `times` per step, in
-// parameter_pass's pieces.
-void add_gradient_sum(const StageView& v, const std::string& name, std::int64_t elements,
+// A sum of gradients (a backward `add` in --grad-dtype), `times` per step, in the pass's pieces.
+void add_gradient_sum(const StageView& v, const std::string& name, const ParameterPass& pass,
                       std::int64_t times, const std::string& note, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   MemopCase mc;
   mc.report = mc.source = c.model.name;
   mc.op = MemOp::add;
   mc.dtype = c.grad_dtype;
-  const ParameterPass pass = parameter_pass(elements);
   mc.rows = 1;
   mc.cols = pass.elements;
   StepOperator op = make_op(StepFamily::memop, StepPhase::backward, name, times * pass.calls,
@@ -209,7 +208,8 @@ void add_gradient_sum(const StageView& v, const std::string& name, std::int64_t 
 // wgrad GEMM accumulates in place (Megatron's gradient_accumulation_fusion, --fused-grad-accum).
 void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& out) {
   if (v.m < 2 || v.c.fused_grad_accum) return;
-  add_gradient_sum(v, "gradient accumulation add", stage_parameters(v.c, v.stage), v.m - 1,
+  add_gradient_sum(v, "gradient accumulation add", parameter_pass(stage_parameters(v.c, v.stage)),
+                   v.m - 1,
                    "grad += new for every micro-batch after the first (not with "
                    "--fused-grad-accum)",
                    out);
@@ -222,8 +222,7 @@ void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& ou
 void add_tied_embedding_gradient_sum(const StageView& v, std::vector<StepOperator>& out) {
   const ModelConfig& m = v.c.model;
   if (!m.tie_word_embeddings || !v.first() || !v.last()) return;
-  add_gradient_sum(v, "tied embedding gradient sum", ceil_div(m.vocab_size, v.c.tp) * m.hidden_size,
-                   v.m,
+  add_gradient_sum(v, "tied embedding gradient sum", tied_embedding_gradient_pass(m, v.c.tp), v.m,
                    "tie_word_embeddings: the LM head's and the embedding's gradients of the "
                    "shared table added",
                    out);

@@ -116,8 +116,8 @@ add_test(NAME "compare_reports: a mean moved by a few stalls, its median not, is
 set_tests_properties("compare_reports: a mean moved by a few stalls, its median not, is no regression"
   PROPERTIES PASS_REGULAR_EXPRESSION "rope \\| fwd .*0.375 \\| -62.5% \\| inconclusive \\| ±164.4% noisy \\|.*0 regressed.*\nexit=0")
 # bench/compare/rerun_floor.py end to end: four real runs of each binary, every pair of runs
-# compared row by row (C(4,2) = 6 pairs: 15 GEMM rows of tiny, 14 memops rows, bench_step's 1 step
-# and 28 operators, 14 rows over bench_ccl's seven op files), the gate on each rerun and on half against half. Which pairs pass is
+# compared row by row (C(4,2) = 6 pairs: 15 GEMM rows of tiny, 15 memops rows (the tied table's
+# gradient sum among them), bench_step's 1 step and 29 operators, 14 rows over bench_ccl's seven op files), the gate on each rerun and on half against half. Which pairs pass is
 # this machine's; the counts are the script's.
 set(RERUN_FLOOR_OUT ${CMAKE_CURRENT_BINARY_DIR}/rerun_floor)
 add_test(NAME "rerun_floor.py: four runs of each binary, every pair compared and gated"
@@ -125,14 +125,14 @@ add_test(NAME "rerun_floor.py: four runs of each binary, every pair compared and
           ${RERUN_FLOOR_OUT} ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py ${CMAKE_BINARY_DIR})
 set_tests_properties("rerun_floor.py: four runs of each binary, every pair compared and gated"
   PROPERTIES TIMEOUT 300 LABELS scripts FIXTURES_SETUP rerun_floor_runs PASS_REGULAR_EXPRESSION
-  "\\| gemm tiny \\| 4 \\| 90 \\| [0-9.]+% \\| [0-9.]+% \\| 45% \\| [0-3] of 3 \\| exit [01]: [0-9]+ of 15 rows regressed \\|.*\\| memops tiny \\| 4 \\| 84 \\|.*60% .*of 14 rows regressed \\|.*\\| step tiny \\| 4 \\| 174 \\|.*20% / 60% .*of 29 rows regressed \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|.*30% .*of 14 rows regressed \\|")
+  "\\| gemm tiny \\| 4 \\| 90 \\| [0-9.]+% \\| [0-9.]+% \\| 45% \\| [0-3] of 3 \\| exit [01]: [0-9]+ of 15 rows regressed \\|.*\\| memops tiny \\| 4 \\| 90 \\|.*60% .*of 15 rows regressed \\|.*\\| step tiny \\| 4 \\| 180 \\|.*20% / 60% .*of 30 rows regressed \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|.*30% .*of 14 rows regressed \\|")
 # --tables-only reads the runs it finds (4 here, whatever --runs says: it crashed when they were
 # fewer), running nothing.
 add_test(NAME "rerun_floor.py --tables-only: the table again from the runs an earlier call left"
   COMMAND ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py --tables-only --out ${RERUN_FLOOR_OUT})
 set_tests_properties("rerun_floor.py --tables-only: the table again from the runs an earlier call left"
   PROPERTIES LABELS scripts FIXTURES_REQUIRED rerun_floor_runs PASS_REGULAR_EXPRESSION
-  "the runs found.*\\| gemm tiny \\| 4 \\| 90 \\|.*\\| memops tiny \\| 4 \\| 84 \\|.*\\| step tiny \\| 4 \\| 174 \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|")
+  "the runs found.*\\| gemm tiny \\| 4 \\| 90 \\|.*\\| memops tiny \\| 4 \\| 90 \\|.*\\| step tiny \\| 4 \\| 180 \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|")
 add_test(NAME "rerun_floor.py bad input: --tables-only without --out"
   COMMAND ${EXPECT_ERROR} --contains "--tables-only: name the folder of an earlier run with --out"
           -- ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py --tables-only)

@@ -173,6 +173,26 @@ TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
   // Operators without a backward never get one.
   for (const auto& c : cases)
     if (c.pass == MemPass::bwd) CHECK(has_backward(c.op));
+  // An untied model has no add over a whole row of parameters; a tied one gets its table's
+  // gradient sum, 16,032 x 4096 = 65,667,072 elements of the rank's vocabulary rows, once a
+  // micro-batch; bench_step, which lists it on its own, asks for no parameter pass.
+  auto parameter_adds = [](const std::vector<MemopCase>& of) {
+    std::vector<MemopCase> adds;
+    for (const auto& c : of)
+      if (c.op == MemOp::add && c.rows == 1) adds.push_back(c);
+    return adds;
+  };
+  CHECK(parameter_adds(cases).empty());
+  m.tie_word_embeddings = true;
+  const auto tied = parameter_adds(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16));
+  REQUIRE(tied.size() == 1);
+  CHECK((tied[0].cols == 65667072 && tied[0].calls_per_step == 1 && tied[0].dtype == DType::bf16));
+  run.parameter_passes = false;
+  CHECK(parameter_adds(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16)).empty());
+  for (const auto& c : model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16))
+    CHECK(c.op != MemOp::adamw_bf16);
+  run.parameter_passes = true;
+  m.tie_word_embeddings = false;
 
   run.tp = 3;
   CHECK_THROWS_WITH(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16),
