@@ -43,13 +43,47 @@ std::string flops_text(double flops) {
   return fmt::format("{:.4g} PFLOP", flops / 1e15);
 }
 
-// The command that would measure a collective: bench_ccl under mpirun, with nccl-tests' size.
-std::string measure_hint(const StepOperator& op) {
-  if (op.family != StepFamily::collective)
-    return "the family's binary (bench_gemm, bench_attention, bench_memops) or --measure";
-  const StepCollective& k = op.collective;
-  return fmt::format("mpirun -np {} bench_ccl --op {} -b {} -e {} -d {}", k.group_size,
-                     coll_op_name(k.op), k.size_bytes, k.size_bytes, dtype_name(k.dtype));
+// The command that measures an operator no report held, with the arguments bench_step matches
+// reports by (report_times.cpp): a collective under mpirun with nccl-tests' size, a GEMM or a
+// memory-bound operator as a one-case sweep, attention as its shapes-file entry. A rotary
+// embedding (a sweep's heads are not the model's) and routed experts (their token counts come
+// from the routing) are left to bench_step --measure.
+std::string measure_hint(const StepConfig& c, const StepOperator& op) {
+  switch (op.family) {
+    case StepFamily::collective: {
+      const StepCollective& k = op.collective;
+      return fmt::format("mpirun -np {} bench_ccl --op {} -b {} -e {} -d {}", k.group_size,
+                         coll_op_name(k.op), k.size_bytes, k.size_bytes, dtype_name(k.dtype));
+    }
+    case StepFamily::gemm: {
+      const GemmProblem& g = op.gemm;
+      return fmt::format("bench_gemm -m {} -n {} -k {}{} --layout {} --dtype {}", g.m, g.n, g.k,
+                         g.batch > 1 ? fmt::format(" --batch {}", g.batch) : "", g.layout(),
+                         dtype_name(g.dtype));
+    }
+    case StepFamily::memop: {
+      const MemopCase& m = op.memop;
+      if (m.op == MemOp::rope) break;
+      return fmt::format("bench_memops --op {} --pass {} --size {} --cols {}{} --dtype {}",
+                         memop_name(m.op), mem_pass_name(m.pass), m.elements(), m.cols,
+                         m.op == MemOp::embedding ? fmt::format(" --vocab {}", m.vocab) : "",
+                         dtype_name(m.dtype));
+    }
+    case StepFamily::attention: {
+      const AttentionShape& a = op.attention;
+      return fmt::format(
+          "bench_attention --pass {} --shapes-json-path FILE, FILE holding [{{\"model\": \"{}\", "
+          "\"batch_size\": {}, \"seqlen_q\": {}, \"seqlen_kv\": {}, \"num_head_q\": {}, "
+          "\"num_head_kv\": {}, "
+          "\"head_dim_qk\": {}, \"head_dim_v\": {}, \"causal\": {}, \"dtype\": \"{}\"}}]",
+          op.attention_pass == AttentionPass::fwd ? "fwd" : "bwd", c.model.name, a.batch,
+          a.seqlen_q, a.seqlen_kv, a.heads_q, a.heads_kv, a.head_dim_qk, a.head_dim_v,
+          a.causal ? "true" : "false", dtype_name(a.dtype));
+    }
+    case StepFamily::experts:
+      break;
+  }
+  return "bench_step --measure (it measures what no report holds)";
 }
 
 }  // namespace
@@ -95,7 +129,7 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
                p.missing.size(), p.missing.size() == 1 ? "" : "s");
     for (const TimedOperator* t : missing_operators(stages))
       fmt::print(out, "    {} [{}]  ({} call{})  measure: {}\n", t->op.name, t->op.args(),
-                 t->op.count, t->op.count == 1 ? "" : "s", measure_hint(t->op));
+                 t->op.count, t->op.count == 1 ? "" : "s", measure_hint(c, t->op));
     return;
   }
   const double step = *p.step_ms;

@@ -111,6 +111,16 @@ add_test(NAME "step bad input: a missing --trace-path or --from-reports leaves n
 set_tests_properties("step bad input: a missing --trace-path or --from-reports leaves no report folder"
   PROPERTIES PASS_REGULAR_EXPRESSION "exit=2,2" FAIL_REGULAR_EXPRESSION "left: ")
 
+# An operator no report holds is named with the command that measures it: every command bench_step
+# names for tiny's eager step (GEMMs, the eager kernels, fused attention's shapes-file entry, the
+# gradient accumulation add) is run, and bench_step over their reports then finds every time.
+add_test(NAME "step: each operator missing from --from-reports is named with a command that measures exactly its row"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_measure_hints.py
+          ${CMAKE_CURRENT_BINARY_DIR}/step_measure_hints ${CMAKE_BINARY_DIR}
+          -- --model tiny --seq-len 64 --dtype fp32 --grad-accum 2 --kernels eager --attention-kernels fused)
+set_tests_properties("step: each operator missing from --from-reports is named with a command that measures exactly its row"
+  PROPERTIES PASS_REGULAR_EXPRESSION "hints-ok [1-9][0-9]*")
+
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
 # kept in its family's report, the step rows written from the times there are (micro-batch 1
 # whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).

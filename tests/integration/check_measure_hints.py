@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""bench_step --from-reports names, for each operator no report holds, the command that measures
+it. This runs each command it names (on the CPU providers, briefly), then bench_step again over
+those reports: every operator must then have a time, so every command measured exactly the row
+bench_step looks for.
+
+Usage: check_measure_hints.py OUT BIN_DIR -- BENCH_STEP_ARGS...
+(BIN_DIR holds gemm/bench_gemm, attention/bench_attention, memops/bench_memops, step/bench_step.)
+Prints "hints-ok N" (N commands run) and exits 0, or a FAIL line and exits 1.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+BINARIES = {"bench_gemm": "gemm", "bench_attention": "attention", "bench_memops": "memops"}
+QUICK = ["--backend", "cpu", "--max-time", "0.02", "--quiet"]
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def step(bin_dir, args, reports, out):
+    return subprocess.run([os.path.join(bin_dir, "step/bench_step"), *args, "--from-reports",
+                           ",".join(reports), "--report-dir-path", out],
+                          capture_output=True, text=True)
+
+
+def main():
+    out, bin_dir = sys.argv[1], sys.argv[2]
+    args = sys.argv[sys.argv.index("--") + 1:]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    # One report to start from (--from-reports wants at least one): a row no operator matches.
+    seed = os.path.join(out, "seed")
+    subprocess.run([os.path.join(bin_dir, "memops/bench_memops"), *QUICK, "--op", "copy",
+                    "--size", "4096", "--cols", "4096", "--report-dir-path", seed], check=True,
+                   capture_output=True)
+    first = step(bin_dir, args, [seed], os.path.join(out, "step_before"))
+    # Operators with the same arguments share a command (and a row).
+    hints = list(dict.fromkeys(re.findall(r"\bmeasure: (.*)$", first.stdout + first.stderr, re.M)))
+    if first.returncode != 1 or not hints:
+        fail(f"bench_step without the reports: exit {first.returncode}, {len(hints)} hints")
+    reports = [seed]
+    for i, hint in enumerate(hints):
+        words = shlex.split(hint.split(", FILE holding ")[0])
+        if words[0] not in BINARIES:
+            fail(f"a hint that is not a command of one of {sorted(BINARIES)}: {hint}")
+        if "FILE" in words:  # attention: the entry after "FILE holding", as a shapes file
+            path = os.path.join(out, f"shapes{i}.json")
+            with open(path, "w") as f:
+                json.dump(json.loads(hint.split(", FILE holding ", 1)[1]), f)
+            words[words.index("FILE")] = path
+        folder = os.path.join(out, f"hint{i}")
+        run = subprocess.run([os.path.join(bin_dir, BINARIES[words[0]], words[0]), *words[1:],
+                              *QUICK, "--report-dir-path", folder], capture_output=True, text=True)
+        if run.returncode != 0:
+            fail(f"{hint}: exit {run.returncode}: {run.stderr.strip()[-300:]}")
+        reports.append(folder)
+    again = step(bin_dir, args, reports, os.path.join(out, "step_after"))
+    if again.returncode != 0 or "without a time" in again.stdout + again.stderr:
+        left = re.findall(r"\bmeasure: .*$", again.stdout + again.stderr, re.M)
+        fail(f"after the {len(hints)} commands, exit {again.returncode}; still missing: {left[:3]}")
+    print(f"hints-ok {len(hints)}")
+
+
+if __name__ == "__main__":
+    main()
