@@ -17,7 +17,11 @@ import subprocess
 import sys
 
 BINARIES = {"bench_gemm": "gemm", "bench_attention": "attention", "bench_memops": "memops"}
-QUICK = ["--backend", "cpu", "--max-time", "0.02", "--quiet"]
+# One short sample a case; bench_memops given a roof (its measured one takes most of a run's
+# time, and several times that under the sanitizers).
+QUICK = ["--backend", "cpu", "--min-time", "0", "--max-time", "0.01", "--min-samples", "1",
+         "--warmup", "1", "--quiet"]
+ROOF = {"bench_memops": ["--peak-bw", "20"]}
 
 
 def fail(message):
@@ -38,7 +42,8 @@ def main():
     os.makedirs(out)
     # One report to start from (--from-reports wants at least one): a row no operator matches.
     seed = os.path.join(out, "seed")
-    subprocess.run([os.path.join(bin_dir, "memops/bench_memops"), *QUICK, "--op", "copy",
+    subprocess.run([os.path.join(bin_dir, "memops/bench_memops"), *QUICK, *ROOF["bench_memops"],
+                    "--op", "copy",
                     "--size", "4096", "--cols", "4096", "--report-dir-path", seed], check=True,
                    capture_output=True)
     first = step(bin_dir, args, [seed], os.path.join(out, "step_before"))
@@ -58,7 +63,8 @@ def main():
             words[words.index("FILE")] = path
         folder = os.path.join(out, f"hint{i}")
         run = subprocess.run([os.path.join(bin_dir, BINARIES[words[0]], words[0]), *words[1:],
-                              *QUICK, "--report-dir-path", folder], capture_output=True, text=True)
+                              *QUICK, *ROOF.get(words[0], []), "--report-dir-path", folder],
+                             capture_output=True, text=True)
         if run.returncode != 0:
             fail(f"{hint}: exit {run.returncode}: {run.stderr.strip()[-300:]}")
         reports.append(folder)
