@@ -78,8 +78,8 @@ backward; no_sync on all but the last micro-batch), each rank with --threads thr
 too (OPENBLAS_NUM_THREADS and OMP_NUM_THREADS, unless already set, as torchrun sets
 OMP_NUM_THREADS=1 for its ranks: R OpenBLAS pools of every core oversubscribe the cores, and a
 2-rank step of llama-cpu-xs on the 2-core machine took 499 ms, max-min 25% of it, against 427 ms
-and 7%); global batch R x B x G sequences. A step's time is the slowest rank's (the per-step times are
-all-reduced with MAX). Rank 0 prints.
+and 7%); global batch R x B x G sequences. A step's time is the slowest rank's (the per-step
+times are all-reduced with MAX). Rank 0 prints.
 
 --profile: one more step under torch.profiler (CPU activities; not in the timed steps), the self
 CPU time of the training thread's operators grouped as below, as percentages of that step's wall
