@@ -117,6 +117,19 @@ std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc
   return out;
 }
 
+nlohmann::ordered_json attention_shapes_entry(const AttentionShape& s) {
+  return {{"model", s.model},
+          {"batch_size", s.batch},
+          {"seqlen_q", s.seqlen_q},
+          {"seqlen_kv", s.seqlen_kv},
+          {"num_head_q", s.heads_q},
+          {"num_head_kv", s.heads_kv},
+          {"head_dim_qk", s.head_dim_qk},
+          {"head_dim_v", s.head_dim_v},
+          {"causal", s.causal},
+          {"dtype", dtype_name(s.dtype)}};
+}
+
 std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& seqlens,
                                                    const std::vector<std::int64_t>& micro_batches,

@@ -75,6 +75,8 @@ void validate(const AttentionShape& s, const std::string& where,
 std::vector<AttentionShape> load_attention_shapes(const std::string& path);
 std::vector<AttentionShape> attention_shapes_from_json(const nlohmann::json& doc,
                                                        const std::string& path);
+// `s` as an entry of such a file (what attention_shapes_from_json reads back as `s`).
+nlohmann::ordered_json attention_shapes_entry(const AttentionShape& s);
 
 // The attention of a model's layers: causal, its heads and head dims (MLA: K takes
 // qk_nope + qk_rope, V v_head_dim), for every sequence length and micro-batch; with tp > 1 the

@@ -160,18 +160,22 @@ void add_eager_attention_core(EagerKernels& k, const StepConfig& c, std::int64_t
 // aten/src/ATen/native/cuda/Blas.cpp): there the copy is an upper bound of a few T x N writes.
 void add_biases(EagerKernels& k, const ModelConfig& m, std::int64_t T, std::int64_t q_cols,
                 std::int64_t kv_cols, std::int64_t mlp_cols, std::int64_t L) {
-  const std::int64_t H = m.hidden_size;
-  std::vector<std::pair<std::string, std::int64_t>> biased;  // the linear, its output columns
+  const std::int64_t H = m.hidden_size, dense = m.dense_mlp_layers();
+  struct Biased {
+    std::string linear;
+    std::int64_t cols, calls;
+  };
+  std::vector<Biased> biased;
   if (m.attention_bias)
-    biased.insert(biased.end(), {{"attn_q", q_cols}, {"attn_k", kv_cols}, {"attn_v", kv_cols}});
-  if (m.attention_out_bias) biased.push_back({"attn_out", H});
-  if (m.mlp_bias && m.dense_mlp_layers() > 0) {
-    if (m.gated_mlp) biased.push_back({"mlp_gate", mlp_cols});
-    biased.push_back({"mlp_up", mlp_cols});
-    biased.push_back({"mlp_down", H});
+    biased.insert(biased.end(),
+                  {{"attn_q", q_cols, L}, {"attn_k", kv_cols, L}, {"attn_v", kv_cols, L}});
+  if (m.attention_out_bias) biased.push_back({"attn_out", H, L});
+  if (m.mlp_bias && dense > 0) {
+    if (m.gated_mlp) biased.push_back({"mlp_gate", mlp_cols, dense});
+    biased.push_back({"mlp_up", mlp_cols, dense});
+    biased.push_back({"mlp_down", H, dense});
   }
-  for (const auto& [linear, cols] : biased) {
-    const std::int64_t calls = linear.rfind("mlp", 0) == 0 ? m.dense_mlp_layers() : L;
+  for (const auto& [linear, cols, calls] : biased) {
     k.kernel(kFwd, linear + " bias broadcast into addmm's output", MemOp::fill, MemPass::fwd,
              T * cols, calls);
     k.bytes(kBwd, linear + " bias gradient (sum over tokens)", T * cols + cols, calls);

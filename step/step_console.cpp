@@ -70,15 +70,11 @@ std::string measure_hint(const StepConfig& c, const StepOperator& op) {
                          dtype_name(m.dtype));
     }
     case StepFamily::attention: {
-      const AttentionShape& a = op.attention;
-      return fmt::format(
-          "bench_attention --pass {} --shapes-json-path FILE, FILE holding [{{\"model\": \"{}\", "
-          "\"batch_size\": {}, \"seqlen_q\": {}, \"seqlen_kv\": {}, \"num_head_q\": {}, "
-          "\"num_head_kv\": {}, "
-          "\"head_dim_qk\": {}, \"head_dim_v\": {}, \"causal\": {}, \"dtype\": \"{}\"}}]",
-          op.attention_pass == AttentionPass::fwd ? "fwd" : "bwd", c.model.name, a.batch,
-          a.seqlen_q, a.seqlen_kv, a.heads_q, a.heads_kv, a.head_dim_qk, a.head_dim_v,
-          a.causal ? "true" : "false", dtype_name(a.dtype));
+      AttentionShape named = op.attention;
+      named.model = c.model.name;  // the file's entries name their model
+      return fmt::format("bench_attention --pass {} --shapes-json-path FILE, FILE holding [{}]",
+                         attention_pass_name(op.attention_pass),
+                         attention_shapes_entry(named).dump());
     }
     case StepFamily::experts:
       break;
