@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times real training steps of a dense configs/models.json model in PyTorch, on the CPU or a GPU.
+"""Times real training steps of a configs/models.json model in PyTorch, on the CPU or a GPU.
 
 The reality a step-time prediction (bench_step) is checked against: the model is built in
 torch.nn from the entry's keys (random init, fixed seed, no dropout) and trained on random token
@@ -10,8 +10,9 @@ weight_decay 0.1, foreach left at its default) step and zero_grad(set_to_none=Tr
 
 Model (Llama style, every choice from the entry's keys):
   decoder layer   x + attn(norm(x)), then x + mlp(norm(x)); pre-norm, as Llama and GPT
-  norm            rmsnorm: x * rsqrt(mean(x^2) + 1e-5) * w (Hugging Face's LlamaRMSNorm; eager,
-                  several kernels); layernorm: torch.nn.LayerNorm (weight and bias)
+  norm            rmsnorm: x * rsqrt(mean(x^2) + 1e-5) * w (Hugging Face's LlamaRMSNorm, without
+                  its upcast to fp32: in the parameters' dtype; eager, several kernels);
+                  layernorm: torch.nn.LayerNorm (weight and bias)
   attention       q, k, v projections (biases with attention_bias), RoPE on q and k (theta
                   10000; not with learned_position_embeddings), k and v repeated to Hq heads when
                   Hkv < Hq (GQA, as Hugging Face's repeat_kv), scaled_dot_product_attention with
@@ -22,13 +23,22 @@ Model (Llama style, every choice from the entry's keys):
   mlp             gated_mlp: down(silu(gate(x)) * up(x)) (SwiGLU); else down(gelu_tanh(up(x)));
                   biases with mlp_bias
   LM head         [V, H] without bias; tie_word_embeddings shares the embedding's tensor
-MoE and MLA models are refused (dense models only).
+  MoE layer       (n_routed_experts, num_experts_per_tok, moe_intermediate_size; every layer
+                  from first_k_dense_replace on) as an eager framework without fused MoE kernels
+                  runs it (Megatron's SequentialMLP, Hugging Face's loop over experts): router
+                  [E, H] without bias, softmax in fp32, top-k (weights not renormalised); the
+                  token copies sorted by expert and gathered into contiguous rows; each expert's
+                  MLP (gate and up in one weight) on its rows; the outputs concatenated, scaled by
+                  the routing weights and index_add_-ed into a zeroed [T, H]; plus the shared
+                  experts' MLP (width n_shared_experts x moe_intermediate_size) on every token
+MLA models are refused.
 
 On a GPU (--device cuda; PyTorch 2.x with CUDA, one device): --precision bf16 (the default
 there) puts the parameters in bf16, so their gradients and AdamW's moments are bf16 too and no
 fp32 master copy exists: pure bf16 training, as torchtune's full fine-tuning recipes run with
 dtype bf16 (what bench_step projects with --dtype bf16 --grad-dtype bf16 --optimizer-dtype
-bf16). --precision autocast keeps fp32 parameters (the master weights, gradients and moments in
+bf16); the norms and the loss then compute in bf16 too (Hugging Face's upcast both to fp32, and
+torchtune its loss), as bench_step projects them. --precision autocast keeps fp32 parameters (the master weights, gradients and moments in
 fp32) and runs the forward and the loss under torch.autocast(bf16), as Hugging Face's Trainer
 with bf16=True and Lightning's "bf16-mixed" do: the embedding's output, the residual stream, the
 norms and the loss stay fp32 there, the linear layers and attention run in bf16 on cast copies.
@@ -365,16 +375,12 @@ def load_models(path: str) -> list:
     return models
 
 
-def moe_or_mla(entry: dict):
-    """'a mixture-of-experts model (…)' and/or 'MLA …' when the entry is one, else None."""
-    kinds = []
-    if any(k in entry for k in MOE_KEYS):
-        kinds.append("a mixture-of-experts model (" + ", ".join(
-            f"{k} {entry[k]}" for k in MOE_KEYS if k in entry) + ")")
-    if any(k in entry for k in MLA_KEYS):
-        kinds.append(("" if kinds else "a model with ") + "MLA attention (" + ", ".join(
-            f"{k} {entry[k]}" for k in MLA_KEYS if k in entry) + ")")
-    return " with ".join(kinds) or None
+def mla(entry: dict):
+    """'a model with MLA attention (…)' when the entry is one, else None."""
+    if not any(k in entry for k in MLA_KEYS):
+        return None
+    return "a model with MLA attention (" + ", ".join(
+        f"{k} {entry[k]}" for k in MLA_KEYS if k in entry) + ")"
 
 
 class Shape:
@@ -407,6 +413,17 @@ class Shape:
         self.rope = not self.learned_pos
         if self.rope and self.d % 2:
             fail(f"model '{self.name}': RoPE needs an even head_dim, got {self.d}")
+        # MoE (docs/inputs.md): E routed experts of width Ie, top-k of them a token, n_shared
+        # experts' width on every token, the first first_k_dense_replace layers dense
+        self.moe = all(k in entry for k in MOE_KEYS)
+        self.E = entry.get("n_routed_experts", 0)
+        self.top_k = entry.get("num_experts_per_tok", 0)
+        self.Ie = entry.get("moe_intermediate_size", 0)
+        self.n_shared = entry.get("n_shared_experts", 0)
+        self.dense_layers = min(entry.get("first_k_dense_replace", 0), self.L) if self.moe else self.L
+        if self.moe and self.top_k > self.E:
+            fail(f"model '{self.name}': num_experts_per_tok {self.top_k} is above "
+                 f"n_routed_experts {self.E}")
 
     def params(self) -> int:
         H, I, V, d, Hq, Hkv = self.H, self.I, self.V, self.d, self.Hq, self.Hkv
@@ -414,8 +431,12 @@ class Shape:
         attn = H * Hq * d + 2 * H * Hkv * d + Hq * d * H
         attn += (Hq * d + 2 * Hkv * d) * self.qkv_bias + H * self.out_bias
         mlp = (3 if self.gated else 2) * H * I + ((2 if self.gated else 1) * I + H) * self.mlp_bias
+        # an MoE layer: the router, every routed expert and the shared experts, without biases
+        width = 3 if self.gated else 2
+        moe = self.E * H + (self.E + self.n_shared) * width * H * self.Ie
         root = V * H + norm + (0 if self.tied else V * H) + self.seqlen * H * self.learned_pos
-        return self.L * (2 * norm + attn + mlp) + root
+        ffn = self.dense_layers * mlp + (self.L - self.dense_layers) * moe
+        return self.L * (2 * norm + attn) + ffn + root
 
     def summary(self) -> str:
         heads = f"{self.Hq}/{self.Hkv} heads x {self.d}"
@@ -423,7 +444,9 @@ class Shape:
                 f"H {self.H}, I {self.I}, {heads}, V {self.V}, {self.norm}, "
                 f"{'swiglu' if self.gated else 'gelu'} mlp, "
                 f"{'rope' if self.rope else 'learned positions'}, "
-                f"{'tied' if self.tied else 'untied'} lm head")
+                f"{'tied' if self.tied else 'untied'} lm head"
+                + (f", {self.L - self.dense_layers} MoE layers of {self.E} experts x "
+                   f"{self.Ie} (top-{self.top_k}, {self.n_shared} shared)" if self.moe else ""))
 
 
 # ---------------------------------------------------------------- the model
@@ -497,13 +520,64 @@ def build_model(torch, shape: Shape):
                 return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
             return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))
 
-    class Layer(nn.Module):
+    class Experts(nn.Module):
+        """`count` experts' MLPs of width `width`, gate and up fused in one weight (as
+        bench_step's moe_expert_gate_up GEMM); count 1 is the shared experts' MLP."""
+
+        def __init__(self, count, width):
+            super().__init__()
+            w = 2 * width if shape.gated else width
+            self.up = nn.ModuleList(nn.Linear(shape.H, w, bias=False) for _ in range(count))
+            self.down = nn.ModuleList(nn.Linear(width, shape.H, bias=False) for _ in range(count))
+
+        def mlp(self, e, x):
+            if shape.gated:
+                gate, up = self.up[e](x).chunk(2, dim=-1)
+                return self.down[e](F.silu(gate) * up)
+            return self.down[e](F.gelu(self.up[e](x), approximate="tanh"))
+
+    class MoE(nn.Module):
+        """A routed MoE layer as an eager framework runs it without fused kernels (Megatron's
+        SequentialMLP, Hugging Face's loop over experts): the router's softmax in fp32 and top-k;
+        the token copies sorted by expert and gathered (permute); each expert's MLP on its
+        contiguous rows; their outputs concatenated, scaled by the routing weights and added
+        back into the tokens' rows (unpermute); the shared experts on every token."""
+
         def __init__(self):
+            super().__init__()
+            s = shape
+            self.router = nn.Linear(s.H, s.E, bias=False)
+            self.experts = Experts(s.E, s.Ie)
+            if s.n_shared:
+                self.shared = Experts(1, s.n_shared * s.Ie)
+
+        def forward(self, x):
+            B, S, H = x.shape
+            x = x.reshape(B * S, H)
+            probs = F.softmax(self.router(x), dim=-1, dtype=torch.float32)
+            weights, chosen = torch.topk(probs, shape.top_k, dim=-1)
+            order = torch.sort(chosen.reshape(-1), stable=True)[1]  # the copies, by expert
+            # the split needs the counts on the host: a device sync per MoE layer on a GPU, as in
+            # every eager loop over experts (Hugging Face's, Megatron's SequentialMLP)
+            counts = torch.bincount(chosen.reshape(-1), minlength=shape.E).tolist()
+            token = order // shape.top_k
+            routed = x[token]
+            # split, not slices: split's backward is one cat, a slice's a zeroed [R, H] each
+            outs = [self.experts.mlp(e, rows) for e, rows in enumerate(routed.split(counts))
+                    if rows.shape[0]]
+            y = torch.cat(outs) * weights.reshape(-1)[order].unsqueeze(-1).to(x.dtype)
+            out = torch.zeros_like(x).index_add_(0, token, y)
+            if shape.n_shared:
+                out = out + self.shared.mlp(0, x)
+            return out.view(B, S, H)
+
+    class Layer(nn.Module):
+        def __init__(self, index):
             super().__init__()
             self.input_norm = norm()
             self.attn = Attention()
             self.post_attention_norm = norm()
-            self.mlp = MLP()
+            self.mlp = MoE() if index >= shape.dense_layers else MLP()
 
         def forward(self, x, cos, sin):
             x = x + self.attn(self.input_norm(x), cos, sin)
@@ -516,7 +590,7 @@ def build_model(torch, shape: Shape):
             self.embed = nn.Embedding(s.V, s.H)
             if s.learned_pos:
                 self.pos_embed = nn.Embedding(s.seqlen, s.H)
-            self.layers = nn.ModuleList(Layer() for _ in range(s.L))
+            self.layers = nn.ModuleList(Layer(i) for i in range(s.L))
             self.norm = norm()
             self.lm_head = nn.Linear(s.H, s.V, bias=False)
             if s.tied:
@@ -711,6 +785,7 @@ def timed_steps(torch, args, ddp: bool, step, tokens, sync_device) -> tuple:
         loss = step(batch)
         sync_device()
         times.append((time.perf_counter() - t0) * 1e3)
+        loss = float(loss)  # after the step's time is taken
     after = cpu_sample()
     own = after[3] - before[3]
     if ddp:
@@ -763,7 +838,8 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     model = model.to(device=args.device,
                      dtype=torch.bfloat16 if args.precision == "bf16" else torch.float32)
     if ddp:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+        # an expert no token of a micro-batch chose has no gradient there: DDP must look for it
+        model = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=shape.moe)
     opt_kwargs = {}
     if args.optimizer_impl == "fused":
         opt_kwargs["fused"] = True
@@ -788,6 +864,8 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             torch.cuda.synchronize()
 
     def step(batch):
+        # the loss stays a tensor: .item() would sync the device inside the timed step, which a
+        # training loop that logs every few steps does not
         total = 0.0
         for i, ids in enumerate(batch):
             sync = not ddp or i == G - 1  # DDP all-reduces on the last micro-batch only
@@ -797,7 +875,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
                     logits = model(ids[:, :-1])
                     loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
                 loss.backward()
-            total += loss.item()
+            total = total + loss.detach()
         opt.step()
         opt.zero_grad(set_to_none=True)
         return total
@@ -1114,8 +1192,7 @@ def main(argv) -> int:
     names = [m["model"] for m in models]
     if args.list_models:
         for m in models:
-            kind = moe_or_mla(m)
-            print(m["model"] + ("  (not dense: refused here)" if kind else ""))
+            print(m["model"] + ("  (MLA: refused here)" if mla(m) else ""))
         return 0
     require_torch()
     if args.model is None:
@@ -1127,11 +1204,11 @@ def main(argv) -> int:
         if not found:
             fail(f"unknown model '{args.model}' in {path} (known: {', '.join(names)})")
         entry = found[0]
-    kind = moe_or_mla(entry)
+    kind = mla(entry)
     if kind:
-        dense = [m["model"] for m in models if not moe_or_mla(m)]
-        fail(f"model '{entry['model']}' is {kind}; this script builds dense models only"
-             + (f" ({', '.join(dense)})" if dense else ""))
+        others = [m["model"] for m in models if not mla(m)]
+        fail(f"model '{entry['model']}' is {kind}; this script builds multi-head and grouped-query "
+             "attention only" + (f" ({', '.join(others)})" if others else ""))
     shape = Shape(entry, args.layers)
 
     if args.seq_len is None:
