@@ -4,6 +4,7 @@
 
 #include "common/rotation.hpp"
 
+#include "gemm/moe_routing.hpp"
 #include "memops/memop_cases.hpp"
 #include "step/step_operators.hpp"
 
@@ -184,7 +185,7 @@ void add_biases(EagerKernels& k, const ModelConfig& m, std::int64_t T, std::int6
 
 // GPT's learned position table [seqlen, H]: S rows looked up (positions 0..S-1, shared by the
 // micro-batch's sequences) and added to the token embeddings; backward the add's gradient summed
-// over the sequences, then the table's gradient as nn.Embedding's: zero-filled, rows added in.
+// over the sequences, then the table's gradient as nn.Embedding's (zeroed, rows added in).
 void add_position_embedding(EagerKernels& k, const StepConfig& c, std::int64_t T) {
   const ModelConfig& m = c.model;
   const std::int64_t S = c.seq(), H = m.hidden_size;
@@ -193,11 +194,81 @@ void add_position_embedding(EagerKernels& k, const StepConfig& c, std::int64_t T
   k.memop(kFwd, "position embedding fwd", lookup, 1);
   k.kernel(kFwd, "position embedding add", MemOp::add, MemPass::fwd, T * H, 1);
   k.bytes(kBwd, "position embedding add bwd: sum over the sequences", T * H + S * H, 1);
-  k.kernel(kBwd, "position embedding bwd zero fill of the table gradient", MemOp::fill,
-           MemPass::fwd, m.seqlen * H, 1);
   MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, S, H);
   scatter.vocab = m.seqlen;
   k.memop(kBwd, "position embedding bwd", scatter, 1);
+}
+
+// A gated expert MLP's activation over `rows` x `width` as the peer runs it, `calls` times:
+// silu(gate) * up on the halves of the fused gate/up output; backward the two products'
+// gradients, silu's, and the cat that chunk's backward makes of the two halves' gradients. Not
+// gated: GELU each way.
+void add_expert_mlp(EagerKernels& k, const StepConfig& c, const std::string& who, std::int64_t rows,
+                    std::int64_t width, std::int64_t calls) {
+  const std::int64_t n = rows * width;
+  constexpr MemPass f = MemPass::fwd;
+  if (!c.model.gated_mlp) {
+    k.memop(kFwd, who + " gelu fwd", memop_case(c, MemOp::gelu, MemPass::fwd, rows, width), calls);
+    k.memop(kBwd, who + " gelu bwd", memop_case(c, MemOp::gelu, MemPass::bwd, rows, width), calls);
+    return;
+  }
+  k.kernel(kFwd, who + " silu", MemOp::silu, MemPass::fwd, n, calls);
+  k.kernel(kFwd, who + " silu * up", MemOp::mul, f, n, calls);
+  k.kernel(kBwd, who + " mul bwd (grad * up, grad * silu)", MemOp::mul, f, n, 2 * calls);
+  k.kernel(kBwd, who + " silu bwd", MemOp::silu, MemPass::bwd, n, calls);
+  k.kernel(kBwd, who + " chunk bwd: cat of the gate and up gradients", MemOp::copy, f, 2 * n,
+           calls);
+}
+
+// An MoE layer as the peer's MoE module runs it eagerly (Megatron's SequentialMLP, Hugging Face's
+// loop over experts): the router's softmax in fp32 and top-k; the T·k token copies sorted by
+// expert and gathered (x[token]: an embedding lookup over the T tokens' rows); each of the rank's
+// experts' activation on its rows (a call per expert, as the loop runs them, at the rank's mean
+// rows per expert); the outputs concatenated, scaled by the routing weights and index_add_-ed
+// into zeros of [T, H] (an embedding's backward over the tokens, which zeroes its table too);
+// the shared experts on every token, added. Backward mirrors it; the router's, the permute's and
+// the shared experts' input gradients are summed.
+void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, std::int64_t T) {
+  const std::int64_t layers = m.moe_layers();
+  if (layers == 0) return;
+  const MoeConfig& e = *m.moe;
+  const std::int64_t H = m.hidden_size, E = e.n_routed_experts, K = e.num_experts_per_tok;
+  const std::int64_t copies = T * K, Ie = e.moe_intermediate_size / c.tp;
+  const RankLoad load = busiest_rank(route_tokens(c.routing, E, K, c.ep, T), c.ep);
+  const std::int64_t experts = E / c.ep, per_expert = ceil_div(load.total, experts);
+  constexpr MemPass f = MemPass::fwd;
+  k.memop(kFwd, "moe router softmax fwd (fp32)", router_softmax_case(c, MemPass::fwd, T), layers);
+  k.bytes(kFwd, "moe top-k", T * E + 2 * copies, layers);
+  k.bytes(kFwd, "moe copies sorted by expert (sort, bincount, // top-k)", 4 * copies, layers);
+  k.memop(kFwd, "moe permute: the copies gathered (x[token])",
+          token_rows_case(c, MemPass::fwd, copies, T), layers);
+  if (load.total > 0)
+    add_expert_mlp(k, c, fmt::format("moe experts ({} rows each)", per_expert), per_expert, Ie,
+                   experts * layers);
+  k.kernel(kFwd, "moe experts' outputs cat", MemOp::copy, f, load.total * H, layers);
+  k.bytes(kFwd, "moe routing weights gathered", 2 * copies, layers);
+  k.kernel(kFwd, "moe outputs * routing weights", MemOp::scale, f, copies * H, layers);
+  k.memop(kFwd, "moe unpermute: zeros, index_add_ of the copies",
+          token_rows_case(c, MemPass::bwd, copies, T), layers);
+  const std::int64_t shared = e.n_shared_experts * Ie;
+  if (shared > 0) {
+    add_expert_mlp(k, c, "moe shared experts", T, shared, layers);
+    k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, T * H, layers);
+  }
+  k.memop(kBwd, "moe unpermute bwd: the tokens' gradients gathered",
+          token_rows_case(c, MemPass::fwd, copies, T), layers);
+  k.kernel(kBwd, "moe outputs * routing weights bwd", MemOp::scale, f, copies * H, layers);
+  k.kernel(kBwd, "moe routing weights' gradient: grad * output", MemOp::mul, f, copies * H, layers);
+  k.bytes(kBwd, "moe routing weights' gradient: sum over the hidden", copies * H + copies, layers);
+  k.bytes(kBwd, "moe routing weights gathered bwd (zeros, index_put_)", 3 * copies, layers);
+  k.kernel(kBwd, "moe split bwd: cat of the experts' input gradients", MemOp::copy, f,
+           load.total * H, layers);
+  k.memop(kBwd, "moe permute bwd: zeros, index_put_ (accumulate) of the copies",
+          token_rows_case(c, MemPass::bwd, copies, T), layers);
+  k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", T * E + 2 * copies, layers);
+  k.memop(kBwd, "moe router softmax bwd (fp32)", router_softmax_case(c, MemPass::bwd, T), layers);
+  k.kernel(kBwd, "moe input gradient sums (router, permute, shared experts)", MemOp::add, f, T * H,
+           (shared > 0 ? 2 : 1) * layers);
 }
 
 }  // namespace
@@ -220,7 +291,8 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
     // their input gradients; the residual stream's x feeds the norm and the residual add.
     constexpr MemPass f = MemPass::fwd;
     k.kernel(kBwd, "sum of q/k/v input gradients", MemOp::add, f, nH, 2 * L);
-    if (m.gated_mlp) k.kernel(kBwd, "sum of gate/up input gradients", MemOp::add, f, nH, L);
+    if (m.gated_mlp && m.dense_mlp_layers() > 0)
+      k.kernel(kBwd, "sum of gate/up input gradients", MemOp::add, f, nH, m.dense_mlp_layers());
     k.kernel(kBwd, "residual stream gradient sums", MemOp::add, f, nH, 2 * L);
     k.kernel(kFwd, "residual add", MemOp::add, f, nH, 2 * L);
     if (!m.learned_position_embeddings) {
@@ -253,10 +325,12 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
         k.memop(kBwd, "mlp gelu bwd", memop_case(c, MemOp::gelu, MemPass::bwd, T, I), dense);
       }
     }
+    if (m.moe) add_eager_moe(k, c, m, T);
   }
   k.leave_layers();
   if (v.first()) {
-    // nn.Embedding's dense backward zeroes a whole table-sized gradient, then adds the rows in.
+    // nn.Embedding's dense backward zeroes a whole table-sized gradient, then adds the rows in:
+    // bench_memops's embedding backward, which writes every row of the table (zero or a sum).
     k.memop(
         kFwd, "embedding fwd",
         [&] {
@@ -265,8 +339,6 @@ void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out)
           return mc;
         }(),
         1);
-    k.kernel(kBwd, "embedding bwd zero fill of the table gradient", MemOp::fill, MemPass::fwd,
-             m.vocab_size * H, 1);
     MemopCase scatter = memop_case(c, MemOp::embedding, MemPass::bwd, T, H);
     scatter.vocab = m.vocab_size;
     k.memop(kBwd, "embedding bwd", scatter, 1);

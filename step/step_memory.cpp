@@ -156,8 +156,9 @@ void add_mlp(Lists& l, const StepConfig& c, const Dims& x, const ActivationModel
 }
 
 // An MoE layer's feed-forward part: the router's probabilities (fp32), the tokens the most
-// loaded expert-parallel rank receives through its experts (as the gated MLP above), the shared
-// experts on every token. Both plans alike (the peer builds no MoE model).
+// loaded expert-parallel rank receives through its experts (as the gated MLP above) and their
+// outputs, which the routing weights' gradient needs (PyTorch's mul by the weights saves them,
+// as Megatron's unpermute does), the shared experts on every token. Both plans alike.
 void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   const MoeConfig& e = *c.model.moe;
   l.add("router and experts input (norm 2 output)", x.rows * x.H, x.b);
@@ -169,6 +170,7 @@ void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   l.add("routed tokens (experts' input)", R * x.H, x.b);
   l.add("experts' gate/up output", R * in_width, x.b);
   l.add("experts' activation output", R * Ie, x.b);
+  l.add("experts' output (for the routing weights' gradient)", R * x.H, x.b);
   if (e.n_shared_experts > 0) {
     l.add("shared experts' gate/up output", x.T * e.n_shared_experts * in_width, x.b);
     l.add("shared experts' activation output", x.T * e.n_shared_experts * Ie, x.b);

@@ -126,32 +126,54 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
   }
 }
 
-// The routed experts' activation (bench_memops's model cases list the dense layers' only): the
-// most loaded rank's tokens through the gated activation, and the shared experts' on every token.
-void add_expert_activations(const StageView& v, std::vector<StepOperator>& out) {
+// An MoE layer's memory-bound kernels in the fused plan, as Megatron runs them with grouped
+// GEMMs (bench_memops's model cases list the dense layers' only): the router's softmax in fp32;
+// the permute, the T·k token copies gathered in the experts' order (an embedding lookup over the
+// T tokens' rows), and backward their gradients added back (its backward); the most loaded rank's
+// tokens through the gated activation, and the shared experts' on every token; the unpermute, the
+// copies scaled by their routing weights and added into their tokens' rows (an embedding's
+// backward over the tokens), and backward the tokens' gradients gathered again, with the routing
+// weights' gradient a dot product of each saved output row (its bytes, as a copy). The eager plan
+// lists PyTorch's kernels for the same (eager_plan.cpp).
+void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
-  if (!v.model.moe || v.model.moe_layers() == 0) return;
+  if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
   const MoeConfig& e = *v.model.moe;
-  const std::int64_t T = c.tokens_per_micro_batch();
+  const std::int64_t T = c.tokens_per_micro_batch(), layers = v.model.moe_layers();
+  const std::int64_t copies = T * e.num_experts_per_tok;
   const RankLoad load = busiest_rank(
       route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, T), c.ep);
+  auto add = [&](StepPhase phase, const std::string& name, const MemopCase& mc) {
+    StepOperator op = make_op(StepFamily::memop, phase, name, layers * v.m, "");
+    op.memop = mc;
+    out.push_back(op);
+    if (c.recompute == Recompute::full && phase == StepPhase::forward)
+      out.push_back(recomputed(op));
+  };
+  constexpr StepPhase fwd = StepPhase::forward, bwd = StepPhase::backward;
+  add(fwd, "moe router softmax fwd (fp32)", router_softmax_case(c, MemPass::fwd, T));
+  add(bwd, "moe router softmax bwd (fp32)", router_softmax_case(c, MemPass::bwd, T));
+  add(fwd, "moe permute: the copies gathered", token_rows_case(c, MemPass::fwd, copies, T));
+  add(bwd, "moe permute bwd: the copies' gradients added into their tokens",
+      token_rows_case(c, MemPass::bwd, copies, T));
+  add(fwd, "moe unpermute: the copies weighted and added into their tokens",
+      token_rows_case(c, MemPass::bwd, copies, T));
+  add(bwd, "moe unpermute bwd: the tokens' gradients gathered",
+      token_rows_case(c, MemPass::fwd, copies, T));
+  add(bwd, "moe unpermute bwd: the routing weights' gradient (a dot product a copy)",
+      memop_case(c, MemOp::copy, MemPass::fwd, 1, ceil_div(copies * v.model.hidden_size, 2)));
   const MemOp act = v.model.gated_mlp ? MemOp::swiglu : MemOp::gelu;
-  auto add = [&](const std::string& what, std::int64_t rows, std::int64_t cols) {
-    for (MemPass p : {MemPass::fwd, MemPass::bwd}) {
-      StepOperator op =
-          make_op(StepFamily::memop, p == MemPass::fwd ? StepPhase::forward : StepPhase::backward,
-                  fmt::format("{} {} ({})", memop_name(act), mem_pass_name(p), what),
-                  v.model.moe_layers() * v.m, "");
-      op.memop = memop_case(c, act, p, rows, cols);
-      out.push_back(op);
-      if (c.recompute == Recompute::full && p == MemPass::fwd) out.push_back(recomputed(op));
-    }
+  auto activation = [&](const std::string& what, std::int64_t rows, std::int64_t cols) {
+    for (MemPass p : {MemPass::fwd, MemPass::bwd})
+      add(p == MemPass::fwd ? fwd : bwd,
+          fmt::format("{} {} ({})", memop_name(act), mem_pass_name(p), what),
+          memop_case(c, act, p, rows, cols));
   };
   if (load.total > 0)
-    add(fmt::format("routed experts, rank {}: {} tokens", load.rank, load.total), load.total,
-        e.moe_intermediate_size / c.tp);
+    activation(fmt::format("routed experts, rank {}: {} tokens", load.rank, load.total), load.total,
+               e.moe_intermediate_size / c.tp);
   if (e.n_shared_experts > 0)
-    add("shared experts", T, e.n_shared_experts * e.moe_intermediate_size / c.tp);
+    activation("shared experts", T, e.n_shared_experts * e.moe_intermediate_size / c.tp);
 }
 
 // AdamW over the rank's shard of the stage's parameters, once per step: fp32 throughout for an
@@ -289,7 +311,7 @@ std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage
     add_attention(v, out);
     add_memops(v, out);
   }
-  add_expert_activations(v, out);
+  add_moe_memops(v, out);
   add_tied_embedding_gradient_sum(v, out);
   add_gradient_accumulation(v, out);
   if (c.optimizer_impl == OptimizerImpl::fused)

@@ -59,7 +59,7 @@ void add_flags(cxxopts::Options& options) {
     ("fused-grad-accum", "the wgrad GEMMs accumulate into the gradients (Megatron's gradient_accumulation_fusion): no gradient accumulation add")
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
     ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
-    ("moe-impl", "MoE experts: grouped, loop or padded", cxxopts::value<std::string>()->default_value("grouped"));
+    ("moe-impl", "MoE experts: grouped (one grouped GEMM), loop (a GEMM per expert) or padded; default grouped with --kernels fused, loop (as PyTorch eager runs them) with eager", cxxopts::value<std::string>());
   options.add_options("Memory")
     ("memory-capacity-gib", "memory per device in GiB that a configuration must fit (default: the device's from hardware.json; the machine's on the CPU)", cxxopts::value<std::string>())
     ("fits-only", "keep only the configurations whose peak memory fits (those left out are counted)");
@@ -157,9 +157,12 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   c.fused_grad_accum = p.count("fused-grad-accum") > 0;
   c.bucket_bytes = one_int(p, "bucket-mb") << 20;
   c.routing = parse_routing(str("routing"));
-  c.moe_impl = parse_moe_impls(str("moe-impl")).front();
-  if (parse_moe_impls(str("moe-impl")).size() != 1)
-    throw bad_input("--moe-impl: give one implementation (grouped, loop or padded)");
+  if (p.count("moe-impl")) {
+    const auto impls = parse_moe_impls(str("moe-impl"));
+    if (impls.size() != 1)
+      throw bad_input("--moe-impl: give one implementation (grouped, loop or padded)");
+    o.moe_impl = impls.front();
+  }
   if (p.count("from-reports"))
     for (const auto& dir : split(str("from-reports"), ','))
       if (!dir.empty()) o.from_reports.push_back(dir);
@@ -223,6 +226,8 @@ std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelCon
               c.dtype = dtype;
               c.kernels = kernels;
               c.optimizer_impl = o.optimizer_impl.value_or(default_optimizer_impl(kernels, device));
+              c.moe_impl =
+                  o.moe_impl.value_or(kernels == Kernels::eager ? MoeImpl::loop : MoeImpl::grouped);
               validate(c);
               out.push_back(c);
             }

@@ -22,6 +22,7 @@ struct StepOptions {
   std::vector<Recompute> recomputes{Recompute::none};
   std::vector<Kernels> kernels{Kernels::fused};
   std::optional<OptimizerImpl> optimizer_impl;  // default: default_optimizer_impl
+  std::optional<MoeImpl> moe_impl;  // default: grouped with fused kernels, loop with eager ones
   unsigned threads = 0;         // --threads: our CPU loops' threads (0: the affinity mask's cores)
   unsigned blas_threads = 0;    // --blas-threads: OpenBLAS's (0: --threads, else the cores)
   std::int64_t world_size = 0;  // --world-size: dp = world / (tp · pp)

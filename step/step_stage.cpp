@@ -36,4 +36,17 @@ MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t r
   return mc;
 }
 
+MemopCase token_rows_case(const StepConfig& c, MemPass pass, std::int64_t copies,
+                          std::int64_t tokens) {
+  MemopCase mc = memop_case(c, MemOp::embedding, pass, copies, c.model.hidden_size);
+  mc.vocab = tokens;
+  return mc;
+}
+
+MemopCase router_softmax_case(const StepConfig& c, MemPass pass, std::int64_t tokens) {
+  MemopCase mc = memop_case(c, MemOp::softmax, pass, tokens, c.model.moe->n_routed_experts);
+  mc.dtype = DType::fp32;
+  return mc;
+}
+
 }  // namespace opbench

@@ -30,4 +30,14 @@ StepOperator recomputed(StepOperator op);
 MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t rows,
                      std::int64_t cols);
 
+// An MoE layer's token copies moved between the tokens' rows and the experts' order: `copies`
+// rows of the hidden gathered from a table of `tokens` rows (fwd: x[token], the permute) or added
+// into a zeroed one (bwd: index_add_, the unpermute), exactly an embedding's lookup and its
+// backward over a vocabulary of the tokens.
+MemopCase token_rows_case(const StepConfig& c, MemPass pass, std::int64_t copies,
+                          std::int64_t tokens);
+
+// The router's softmax over the experts, which frameworks run in fp32 whatever the model's dtype.
+MemopCase router_softmax_case(const StepConfig& c, MemPass pass, std::int64_t tokens);
+
 }  // namespace opbench

@@ -42,4 +42,17 @@ inline ModelConfig small_gpt_model() {
   return models_from_json(doc, "gpt4.json").front();
 }
 
+// An MoE model at test size (DeepSeek's layout): 3 layers, the first dense (MLP 128, SwiGLU),
+// the other two of 4 routed experts of width 32, top-2, and one shared expert of width 32;
+// hidden 64, 4 query heads and 2 KV heads of 16, vocabulary 256.
+inline ModelConfig small_moe_model() {
+  const auto doc = nlohmann::json::parse(R"([{"model": "moe4", "seqlen": 32,
+    "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "num_hidden_layers": 3,
+    "tie_word_embeddings": false, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1,
+    "source": "test"}])");
+  return models_from_json(doc, "moe4.json").front();
+}
+
 }  // namespace opbench::test

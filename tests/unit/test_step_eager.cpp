@@ -13,7 +13,9 @@
 #include "memops/memop_operands.hpp"
 #include "step/capture_times.hpp"
 #include "step/step_compose.hpp"
+#include "step/step_memory.hpp"
 #include "step/step_operators.hpp"
+#include "step/step_options.hpp"
 #include "step_models.hpp"
 #include "temp_files.hpp"
 #include "trace/trace_source.hpp"
@@ -192,18 +194,23 @@ TEST_CASE(
     CHECK(op.name.find("bias gradient") == std::string::npos);
   }
   // The position table: 32 rows looked up from a table of 32 (seqlen), added to the 64 x 64
-  // token embeddings; its gradient zero-filled (32 x 64) and the rows added in.
+  // token embeddings.
   const StepOperator* pos = named(ops, "position embedding fwd (eager)");
   REQUIRE(pos);
   CHECK(pos->memop.op == MemOp::embedding);
   CHECK(pos->memop.rows == 32);
   CHECK(pos->memop.vocab == 32);
   CHECK(pos->count == 2);
-  const StepOperator* pos_fill =
-      named(ops, "position embedding bwd zero fill of the table gradient (eager)");
-  REQUIRE(pos_fill);
-  CHECK(pos_fill->memop.elements() == 32 * 64);
-  CHECK(named(ops, "position embedding bwd (eager)"));
+  // Its gradient: the embedding's backward writes all 32 rows of the table (zero where no
+  // position points), so no separate zero fill is listed, nor for the token table (256 rows).
+  const StepOperator* pos_bwd = named(ops, "position embedding bwd (eager)");
+  REQUIRE(pos_bwd);
+  CHECK(memop_write_bytes(pos_bwd->memop) == 32 * 64 * 4);
+  const StepOperator* table_bwd = named(ops, "embedding bwd (eager)");
+  REQUIRE(table_bwd);
+  CHECK(memop_write_bytes(table_bwd->memop) == 256 * 64 * 4);
+  for (const auto& op : ops)
+    CHECK(op.name.find("zero fill of the table") == std::string::npos);
   CHECK(named(ops, "rope q * cos, * sin (eager)") == nullptr);
   // The tied table (256 x 64) gets the LM head's and the embedding's gradients: one add of
   // 16,384 elements a micro-batch, in both plans; none where a stage holds one of the two.
@@ -223,6 +230,116 @@ TEST_CASE(
     CHECK(named(step_operators(two_stages, stage), "tied embedding gradient sum") == nullptr);
   CHECK(named(step_operators(small_config(Kernels::eager), 0), "tied embedding gradient sum") ==
         nullptr);
+}
+
+TEST_CASE(
+    "an MoE model's plans: the router's softmax, the permute and unpermute, the experts' loop "
+    "in the eager plan, their saved outputs",
+    "[step]") {
+  // test::small_moe_model: 2 MoE layers of 4 experts (width 32, top-2) and a shared one, after
+  // 1 dense layer. 2 micro-batches of 2 x 32 tokens: T = 64 tokens, 128 copies routed, 32 an
+  // expert under balanced routing.
+  StepConfig c;
+  c.model = test::small_moe_model();
+  c.micro_batch = 2;
+  c.grad_accum = 2;
+  c.dtype = DType::fp32;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::single;
+  c.moe_impl = MoeImpl::loop;
+  const auto ops = step_operators(c, 0);
+  // The router's softmax over 4 experts, 64 rows, in fp32; a layer and micro-batch: 4 calls.
+  const StepOperator* softmax = named(ops, "moe router softmax fwd (fp32) (eager)");
+  REQUIRE(softmax);
+  CHECK(softmax->memop.op == MemOp::softmax);
+  CHECK(softmax->memop.rows == 64);
+  CHECK(softmax->memop.cols == 4);
+  CHECK(softmax->memop.dtype == DType::fp32);
+  CHECK(softmax->count == 4);
+  // The permute gathers the 128 copies' rows from the 64 tokens' (an embedding lookup over a
+  // vocabulary of 64): 128 x 64 x 4 bytes written.
+  const StepOperator* permute = named(ops, "moe permute: the copies gathered (x[token]) (eager)");
+  REQUIRE(permute);
+  CHECK(permute->memop.op == MemOp::embedding);
+  CHECK(permute->memop.pass == MemPass::fwd);
+  CHECK(permute->memop.rows == 128);
+  CHECK(permute->memop.vocab == 64);
+  CHECK(memop_write_bytes(permute->memop) == 128 * 64 * 4);
+  // The unpermute adds them into zeros of the 64 tokens' rows: an embedding's backward, which
+  // reads the 128 rows (and their ids) and writes the 64.
+  const StepOperator* unpermute =
+      named(ops, "moe unpermute: zeros, index_add_ of the copies (eager)");
+  REQUIRE(unpermute);
+  CHECK(unpermute->memop.pass == MemPass::bwd);
+  CHECK(memop_write_bytes(unpermute->memop) == 64 * 64 * 4);
+  // Each expert's activation is its own call on its 32 rows of width 32: 4 experts x 2 layers x
+  // 2 micro-batches = 16 calls; chunk's backward cats the gate and up halves (2 x 32 x 32).
+  const StepOperator* silu = named(ops, "moe experts (32 rows each) silu (eager)");
+  REQUIRE(silu);
+  CHECK(silu->memop.elements() == 32 * 32);
+  CHECK(silu->count == 16);
+  const StepOperator* chunk =
+      named(ops, "moe experts (32 rows each) chunk bwd: cat of the gate and up gradients (eager)");
+  REQUIRE(chunk);
+  CHECK(chunk->memop.elements() == 2 * 32 * 32);
+  // The shared expert runs on all 64 tokens; its output is added to the routed ones.
+  const StepOperator* shared = named(ops, "moe shared experts silu (eager)");
+  REQUIRE(shared);
+  CHECK(shared->memop.elements() == 64 * 32);
+  CHECK(shared->count == 4);
+  // The norm's output feeds the router, the permute and the shared expert: two gradient sums
+  // of 64 x 64 a layer; the dense layer alone sums gate's and up's.
+  const StepOperator* sums =
+      named(ops, "moe input gradient sums (router, permute, shared experts) (eager)");
+  REQUIRE(sums);
+  CHECK(sums->memop.elements() == 64 * 64);
+  CHECK(sums->count == 8);
+  const StepOperator* gate_up = named(ops, "sum of gate/up input gradients (eager)");
+  REQUIRE(gate_up);
+  CHECK(gate_up->count == 2);
+  for (const auto& op : ops)
+    CHECK(op.memop.op != MemOp::swiglu);
+  // The experts' GEMMs as the loop runs them: 4 per layer and micro-batch, 32 rows each.
+  const StepOperator* experts = named(ops, "moe_expert_gate_up fprop");
+  REQUIRE(experts);
+  CHECK(experts->moe_impl == MoeImpl::loop);
+
+  // The fused plan: the same softmax, the permute and unpermute each way as single kernels, and
+  // SwiGLU over the 128 copies and over the 64 tokens for the shared expert.
+  c.kernels = Kernels::fused;
+  c.optimizer_impl = OptimizerImpl::fused;
+  const auto fused = step_operators(c, 0);
+  REQUIRE(named(fused, "moe router softmax bwd (fp32)"));
+  const StepOperator* gather_back =
+      named(fused, "moe unpermute bwd: the tokens' gradients gathered");
+  REQUIRE(gather_back);
+  CHECK(gather_back->memop.rows == 128);
+  CHECK(gather_back->count == 4);
+  const StepOperator* routed = named(fused, "swiglu fwd (routed experts, rank 0: 128 tokens)");
+  REQUIRE(routed);
+  CHECK(routed->memop.rows == 128);
+  CHECK(routed->memop.cols == 32);
+  REQUIRE(named(fused, "swiglu bwd (shared experts)"));
+  // Both plans' memory keeps the experts' 128 x 64 outputs for the routing weights' gradient.
+  bool found = false;
+  for (const auto& t : layer_saved_tensors(c, true))
+    if (t.what == "experts' output (for the routing weights' gradient)") {
+      found = true;
+      CHECK(t.bytes() == 128 * 64 * 4);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("bench_step's default experts' implementation follows the kernel plan", "[step]") {
+  StepOptions o;
+  o.kernels = {Kernels::fused, Kernels::eager};
+  const auto configs = step_configurations(o, test::small_moe_model(), DType::fp32, Backend::cpu);
+  REQUIRE(configs.size() == 2);
+  CHECK(configs[0].moe_impl == MoeImpl::grouped);
+  CHECK(configs[1].moe_impl == MoeImpl::loop);
+  o.moe_impl = MoeImpl::padded;
+  for (const auto& c : step_configurations(o, test::small_moe_model(), DType::fp32, Backend::cpu))
+    CHECK(c.moe_impl == MoeImpl::padded);
 }
 
 TEST_CASE("eager optimizers: nine kernels moving 22 elements per parameter", "[step]") {
