@@ -75,13 +75,22 @@ def gpu_samples_us(torch, calls: list, repeats: int) -> list:
     """The memops peers' timing on a GPU, as bench_memops times a GPU operator: `calls` (one per
     operand set, together past the L2) in turn, at least 3 calls and 0.2 s of warm-up, then
     `repeats` calls each between two CUDA events on the current stream, in microseconds."""
-    warmups, start = 0, time.perf_counter()
+    warmups, start, launch_s = 0, time.perf_counter(), []
     while warmups < 3 or time.perf_counter() - start < 0.2:
+        t0 = time.perf_counter()
         calls[warmups % len(calls)]()
+        launch_s.append(time.perf_counter() - t0)  # the host's time to queue the call
         warmups += 1
         torch.cuda.synchronize()
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
              for _ in range(repeats)]
+    # The calls queue behind a GPU sleep, as bench_memops's behind its stream blocker: a call
+    # whose launch (Python, autograd, the dispatcher) takes longer than its kernels would
+    # otherwise be timed at the host's pace, with the GPU idle between the events. The sleep
+    # covers twice the calls' launch time at 2 GHz (longer at a lower clock), at most 0.2 s; a
+    # call that syncs inside waits it out before its own events, which it then times as before.
+    queue_s = min(0.2, 2 * repeats * statistics.median(launch_s))
+    torch.cuda._sleep(int(queue_s * 2e9))
     for i, (begin, end) in enumerate(pairs):
         begin.record()
         calls[i % len(calls)]()

@@ -273,6 +273,14 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
     parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} |")
     note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
             f"{measured.get('precision')}, attention {measured.get('attention')}; trace {trace}")
+    if not str(measured.get("attention", "")).startswith("cudnn"):
+        # PyTorch 2.11 prefers cuDNN's SDPA on sm_90 and sm_100 with cuDNN above 9.15
+        # (check_prefer_cudnn_attention, aten/src/ATen/native/transformers/cuda/sdp_utils.cpp);
+        # another backend (an older cuDNN on the library path, TORCH_CUDNN_SDPA_DEPRIORITIZED)
+        # makes the matched plan's attention, cuDNN's, another kernel than the job's
+        note += ("; the matched plan times cuDNN's SDPA where torch ran another backend: its "
+                 "attention is a peer's here, and the calibrated column, which reads the job's "
+                 "kernel times, is the like-for-like one")
     notes.append(note)
     for what, target in CUDA_TARGETS:
         e = errors[what]

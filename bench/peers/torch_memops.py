@@ -211,8 +211,10 @@ def make_gpu_call(torch, op, pas, rows, cols, dtype, vocab, seed):
             y = F.silu(xg) if op == "silu" else F.gelu(xg, approximate="tanh")
             inputs = (xg,)
         dy = randn(rows, cols)
-        if op == "silu":  # the one kernel autograd's SiluBackward0 runs
-            return lambda: torch.ops.aten.silu_backward(dy, x)
+        if op == "silu":  # the one kernel autograd's SiluBackward0 runs, on a plain copy of x
+            # (on x itself, which requires grad, every call would record a double-backward node)
+            plain = x.detach()
+            return lambda: torch.ops.aten.silu_backward(dy, plain)
         return lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True)
     if op == "rmsnorm":
         w = randn(cols)
