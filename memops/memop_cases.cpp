@@ -106,8 +106,7 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
               fmt::format("--tp {}: does not divide intermediate_size ({}) of model '{}'", tp,
                           m.intermediate_size, m.name));
         add_passes(m.gated_mlp ? MemOp::swiglu : MemOp::gelu, tokens, m.intermediate_size / tp,
-                   m.dense_mlp_layers(),
-                   m.moe ? "the dense layers' MLP (routed experts' activations not listed)" : "");
+                   m.dense_mlp_layers(), m.moe ? "the dense layers' MLP" : "");
       }
       if (wanted(ops, MemOp::rope) && !m.learned_position_embeddings) {
         const TpHeads split = heads_per_tp_rank(m, tp);
@@ -151,7 +150,65 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
       }
       add_passes(MemOp::fp8_quantize, sp_tokens, H, 2 * L,
                  "fp8 training: the inputs of the QKV and gate/up GEMMs");
+      if (run.moe_layers && m.moe && m.moe_layers() > 0)
+        for (const MoeMemop& x :
+             moe_layer_memops(m, tokens, tp, tokens * m.moe->num_experts_per_tok, dtype)) {
+          if (!wanted(ops, x.c.op) ||
+              std::find(passes.begin(), passes.end(), x.c.pass) == passes.end())
+            continue;
+          MemopCase& c = add(x.c.op, x.c.rows, x.c.cols, x.c.calls_per_step,
+                             "MoE " + x.label + " (every expert on the rank, balanced routing)");
+          c.pass = x.c.pass;
+          c.vocab = x.c.vocab;
+          c.dtype = x.c.dtype;
+        }
     }
+  return out;
+}
+
+std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+                                       std::int64_t routed, DType dtype) {
+  std::vector<MoeMemop> out;
+  if (!m.moe || m.moe_layers() == 0) return out;
+  const MoeConfig& e = *m.moe;
+  const std::int64_t copies = tokens * e.num_experts_per_tok;
+  auto add = [&](const std::string& label, bool backward, MemOp op, MemPass pass, std::int64_t rows,
+                 std::int64_t cols, DType t) -> MemopCase& {
+    MemopCase c;
+    c.op = op;
+    c.pass = pass;
+    c.rows = rows;
+    c.cols = cols;
+    c.dtype = t;
+    c.calls_per_step = m.moe_layers();
+    c.note = label;
+    out.push_back({label, backward, c});
+    return out.back().c;
+  };
+  constexpr MemPass fwd = MemPass::fwd, bwd = MemPass::bwd;
+  const std::int64_t E = e.n_routed_experts;
+  add("router softmax fwd (fp32)", false, MemOp::softmax, fwd, tokens, E, DType::fp32);
+  add("router softmax bwd (fp32)", true, MemOp::softmax, bwd, tokens, E, DType::fp32);
+  // The token rows the copies move between: an embedding over a vocabulary of the tokens.
+  auto rows = [&](const std::string& label, bool backward, MemPass pass) {
+    add(label, backward, MemOp::embedding, pass, copies, m.hidden_size, dtype).vocab = tokens;
+  };
+  rows("permute: the copies gathered", false, fwd);
+  rows("permute bwd: the copies' gradients added into their tokens", true, bwd);
+  rows("unpermute: the copies weighted and added into their tokens", false, bwd);
+  rows("unpermute bwd: the tokens' gradients gathered", true, fwd);
+  // The routing weights' gradient, a dot product of each copy's saved output with its gradient:
+  // its bytes (T·k x H read) as a copy's.
+  add("unpermute bwd: the routing weights' gradient", true, MemOp::copy, fwd, 1,
+      (copies * m.hidden_size + 1) / 2, dtype);
+  const MemOp act = m.gated_mlp ? MemOp::swiglu : MemOp::gelu;
+  const std::int64_t width = e.moe_intermediate_size / tp;
+  for (MemPass p : {fwd, bwd}) {
+    if (routed > 0)
+      add(fmt::format("routed experts: {} tokens", routed), p == bwd, act, p, routed, width, dtype);
+    if (e.n_shared_experts > 0)
+      add("shared experts", p == bwd, act, p, tokens, e.n_shared_experts * width, dtype);
+  }
   return out;
 }
 

@@ -20,6 +20,9 @@ struct MemopModelRun {
   std::vector<std::int64_t> seqlens;  // empty: the model's own
   // The passes over parameters (AdamW, the tied table's gradient sum); bench_step lists its own.
   bool parameter_passes = true;
+  // An MoE model's layers (moe_layer_memops, every expert on the rank); bench_step lists them
+  // with its own expert parallelism and routing.
+  bool moe_layers = true;
 };
 
 // The operators of one training step of `model` on one rank, each with its calls per step, in
@@ -31,6 +34,25 @@ struct MemopModelRun {
 std::vector<MemopCase> model_memop_cases(const ModelConfig& model, const MemopModelRun& run,
                                          const std::vector<MemOp>& ops,
                                          const std::vector<MemPass>& passes, DType dtype);
+
+// An MoE layer's memory-bound operators as Megatron runs them with grouped GEMMs, each fwd and
+// bwd, once per MoE layer: the router's softmax over the E experts in fp32 (T rows); the
+// permute, the T·k token copies gathered in the experts' order (an embedding lookup over a
+// vocabulary of the T tokens), and backward their gradients added back into the tokens (its
+// backward); the unpermute, the copies weighted and added into their tokens (an embedding's
+// backward), and backward the tokens' gradients gathered; the routed experts' activation over the
+// `routed` rows the rank's experts receive (T·k with every expert on the rank) and the shared
+// experts' over the T tokens. `label` names each for bench_step's operator list and
+// bench_memops's note. bench_memops --model and bench_step list the same cases, so bench_step
+// --from-reports finds them.
+struct MoeMemop {
+  std::string label;
+  bool backward = false;  // runs in the step's backward (not the same as c.pass: the unpermute
+                          // is an embedding's backward in the forward)
+  MemopCase c;            // op, pass, rows, cols, vocab, dtype and calls_per_step set
+};
+std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+                                       std::int64_t routed, DType dtype);
 
 // An elementwise pass over a rank's parameters (AdamW, the gradient accumulation add) as a
 // model's cases time it: `calls` equal calls of `elements` (at most 2^28) that cover them all.

@@ -101,6 +101,7 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
                                MemOp::rope, MemOp::cross_entropy, MemOp::embedding};
   MemopModelRun run;
   run.parameter_passes = false;  // the optimizer and the tied table's sum are listed on their own
+  run.moe_layers = false;        // and the MoE layers' kernels, under the step's ep and routing
   run.tp = c.tp;
   run.micro_batches = {c.micro_batch};
   run.seqlens = {c.seq()};
@@ -126,54 +127,31 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
   }
 }
 
-// An MoE layer's memory-bound kernels in the fused plan, as Megatron runs them with grouped
-// GEMMs (bench_memops's model cases list the dense layers' only): the router's softmax in fp32;
-// the permute, the T·k token copies gathered in the experts' order (an embedding lookup over the
-// T tokens' rows), and backward their gradients added back (its backward); the most loaded rank's
-// tokens through the gated activation, and the shared experts' on every token; the unpermute, the
-// copies scaled by their routing weights and added into their tokens' rows (an embedding's
-// backward over the tokens), and backward the tokens' gradients gathered again, with the routing
-// weights' gradient a dot product of each saved output row (its bytes, as a copy). The eager plan
-// lists PyTorch's kernels for the same (eager_plan.cpp).
+// An MoE layer's memory-bound kernels in the fused plan (memops/memop_cases.hpp's
+// moe_layer_memops, which bench_memops --model lists too): the router's softmax, Megatron's
+// permute and unpermute each way, and the experts' activation over the most loaded EP rank's
+// tokens under --routing. The eager plan lists PyTorch's kernels for the same (eager_plan.cpp).
 void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
   const MoeConfig& e = *v.model.moe;
-  const std::int64_t T = c.tokens_per_micro_batch(), layers = v.model.moe_layers();
-  const std::int64_t copies = T * e.num_experts_per_tok;
+  const std::int64_t T = c.tokens_per_micro_batch();
   const RankLoad load = busiest_rank(
       route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, T), c.ep);
-  auto add = [&](StepPhase phase, const std::string& name, const MemopCase& mc) {
-    StepOperator op = make_op(StepFamily::memop, phase, name, layers * v.m, "");
-    op.memop = mc;
+  for (const MoeMemop& x : moe_layer_memops(v.model, T, c.tp, load.total, c.dtype)) {
+    const bool fwd = !x.backward;
+    const std::string label =
+        x.c.op == MemOp::swiglu || x.c.op == MemOp::gelu
+            ? fmt::format("{} {} ({})", memop_name(x.c.op), mem_pass_name(x.c.pass), x.label)
+            : "moe " + x.label;
+    StepOperator op = make_op(StepFamily::memop, fwd ? StepPhase::forward : StepPhase::backward,
+                              label, x.c.calls_per_step * v.m, "");
+    op.memop = memop_case(c, x.c.op, x.c.pass, x.c.rows, x.c.cols);
+    op.memop.vocab = x.c.vocab;
+    op.memop.dtype = x.c.dtype;
     out.push_back(op);
-    if (c.recompute == Recompute::full && phase == StepPhase::forward)
-      out.push_back(recomputed(op));
-  };
-  constexpr StepPhase fwd = StepPhase::forward, bwd = StepPhase::backward;
-  add(fwd, "moe router softmax fwd (fp32)", router_softmax_case(c, MemPass::fwd, T));
-  add(bwd, "moe router softmax bwd (fp32)", router_softmax_case(c, MemPass::bwd, T));
-  add(fwd, "moe permute: the copies gathered", token_rows_case(c, MemPass::fwd, copies, T));
-  add(bwd, "moe permute bwd: the copies' gradients added into their tokens",
-      token_rows_case(c, MemPass::bwd, copies, T));
-  add(fwd, "moe unpermute: the copies weighted and added into their tokens",
-      token_rows_case(c, MemPass::bwd, copies, T));
-  add(bwd, "moe unpermute bwd: the tokens' gradients gathered",
-      token_rows_case(c, MemPass::fwd, copies, T));
-  add(bwd, "moe unpermute bwd: the routing weights' gradient (a dot product a copy)",
-      memop_case(c, MemOp::copy, MemPass::fwd, 1, ceil_div(copies * v.model.hidden_size, 2)));
-  const MemOp act = v.model.gated_mlp ? MemOp::swiglu : MemOp::gelu;
-  auto activation = [&](const std::string& what, std::int64_t rows, std::int64_t cols) {
-    for (MemPass p : {MemPass::fwd, MemPass::bwd})
-      add(p == MemPass::fwd ? fwd : bwd,
-          fmt::format("{} {} ({})", memop_name(act), mem_pass_name(p), what),
-          memop_case(c, act, p, rows, cols));
-  };
-  if (load.total > 0)
-    activation(fmt::format("routed experts, rank {}: {} tokens", load.rank, load.total), load.total,
-               e.moe_intermediate_size / c.tp);
-  if (e.n_shared_experts > 0)
-    activation("shared experts", T, e.n_shared_experts * e.moe_intermediate_size / c.tp);
+    if (c.recompute == Recompute::full && fwd) out.push_back(recomputed(op));
+  }
 }
 
 // AdamW over the rank's shard of the stage's parameters, once per step: fp32 throughout for an

@@ -121,6 +121,22 @@ add_test(NAME "step: each operator missing from --from-reports is named with a c
 set_tests_properties("step: each operator missing from --from-reports is named with a command that measures exactly its row"
   PROPERTIES PASS_REGULAR_EXPRESSION "hints-ok [1-9][0-9]*")
 
+# An MoE model's memory-bound operators (the router's softmax, the permute and unpermute, the
+# routed and shared experts' SwiGLU) are rows of bench_memops --model, which bench_step's fused
+# plan finds: over that report only its GEMMs (24 of linears, 6 of the experts) and attention's 2
+# are left without a time, and no memory-bound operator is named.
+add_test(NAME "step: an MoE model's memory-bound operators from bench_memops --model, found by --from-reports"
+  COMMAND sh -c "rm -rf step_moe_memops && $<TARGET_FILE:bench_memops> --model-config-path \
+    ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model moe-cpu-xs --seq-len 64 --dtype fp32 \
+    --backend cpu --max-time 0.01 --min-time 0 --min-samples 1 --peak-bw 20 --quiet \
+    --report-dir-path step_moe_memops/memops && $<TARGET_FILE:bench_step> --model-config-path \
+    ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model moe-cpu-xs --seq-len 64 --dtype fp32 \
+    --backend cpu --from-reports step_moe_memops/memops --report-dir-path step_moe_memops/step"
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties("step: an MoE model's memory-bound operators from bench_memops --model, found by --from-reports"
+  PROPERTIES PASS_REGULAR_EXPRESSION "no step time: 32 operators without a time"
+  FAIL_REGULAR_EXPRESSION "\n    (moe |swiglu|softmax|embedding|rmsnorm|add |cross_entropy|rope|adamw)")
+
 # Ctrl-C while bench_step measures (issue 27 item 6): exit 130, every operator measured before it
 # kept in its family's report, the step rows written from the times there are (micro-batch 1
 # whole from an earlier run's reports, micro-batch 2 empty with a note saying it was interrupted).

@@ -315,7 +315,7 @@ TEST_CASE(
   REQUIRE(gather_back);
   CHECK(gather_back->memop.rows == 128);
   CHECK(gather_back->count == 4);
-  const StepOperator* routed = named(fused, "swiglu fwd (routed experts, rank 0: 128 tokens)");
+  const StepOperator* routed = named(fused, "swiglu fwd (routed experts: 128 tokens)");
   REQUIRE(routed);
   CHECK(routed->memop.rows == 128);
   CHECK(routed->memop.cols == 32);
