@@ -10,6 +10,7 @@
 #include "memops/memop_inputs.hpp"
 #include "memops/memop_operands.hpp"
 #include "tests/unit/memop_case.hpp"
+#include "tests/unit/step_models.hpp"
 
 using namespace opbench;
 
@@ -202,24 +203,9 @@ TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
 TEST_CASE(
     "the memory-bound operators of an MoE step: the router's softmax, the permute and "
     "unpermute, the routed and shared experts' activation") {
-  // DeepSeek's layout at test size: 3 layers, the first dense; 8 experts of 32, top-2, 1 shared;
-  // hidden 64. One micro-batch of 16 tokens: 32 copies routed, every expert on the rank.
-  ModelConfig m;
-  m.name = "moe";
-  m.seqlen = 16;
-  m.hidden_size = 64;
-  m.intermediate_size = 128;
-  m.num_attention_heads = 4;
-  m.num_key_value_heads = 4;
-  m.head_dim = 16;
-  m.vocab_size = 256;
-  m.num_hidden_layers = 3;
-  m.moe = MoeConfig{};
-  m.moe->n_routed_experts = 8;
-  m.moe->num_experts_per_tok = 2;
-  m.moe->moe_intermediate_size = 32;
-  m.moe->n_shared_experts = 1;
-  m.moe->first_k_dense_replace = 1;
+  // test::small_moe_model: 3 layers, the first dense; 4 experts of 32, top-2, 1 shared; hidden
+  // 64. One micro-batch of its 32 tokens: 64 copies routed, every expert on the rank.
+  const ModelConfig m = test::small_moe_model();
   MemopModelRun run;
   const auto cases = model_memop_cases(m, run, {}, {MemPass::fwd, MemPass::bwd}, DType::bf16);
   auto with_note = [&](const std::string& what, MemPass pass) {
@@ -228,28 +214,28 @@ TEST_CASE(
       if (c.pass == pass && c.note.find(what) != std::string::npos) found.push_back(c);
     return found;
   };
-  // The router's softmax over 8 experts for the 16 tokens, in fp32, once per MoE layer (2).
+  // The router's softmax over 4 experts for the 32 tokens, in fp32, once per MoE layer (2).
   const auto softmax = with_note("router softmax", MemPass::fwd);
   REQUIRE(softmax.size() == 1);
-  CHECK((softmax[0].op == MemOp::softmax && softmax[0].rows == 16 && softmax[0].cols == 8));
+  CHECK((softmax[0].op == MemOp::softmax && softmax[0].rows == 32 && softmax[0].cols == 4));
   CHECK((softmax[0].dtype == DType::fp32 && softmax[0].calls_per_step == 2));
-  // The permute: 32 rows of 64 gathered from the 16 tokens' (an embedding over 16 rows).
+  // The permute: 64 rows of 64 gathered from the 32 tokens' (an embedding over 32 rows).
   const auto permute = with_note("MoE permute: the copies gathered", MemPass::fwd);
   REQUIRE(permute.size() == 1);
-  CHECK((permute[0].op == MemOp::embedding && permute[0].rows == 32 && permute[0].vocab == 16));
-  CHECK(memop_write_bytes(permute[0]) == 32 * 64 * 2);
-  // The unpermute adds them into the 16 tokens' rows: an embedding's backward, 16 x 64 written.
+  CHECK((permute[0].op == MemOp::embedding && permute[0].rows == 64 && permute[0].vocab == 32));
+  CHECK(memop_write_bytes(permute[0]) == 64 * 64 * 2);
+  // The unpermute adds them into the 32 tokens' rows: an embedding's backward, 32 x 64 written.
   const auto unpermute = with_note("MoE unpermute: the copies weighted", MemPass::bwd);
   REQUIRE(unpermute.size() == 1);
-  CHECK(memop_write_bytes(unpermute[0]) == 16 * 64 * 2);
-  // SwiGLU over the 32 routed rows at the expert's width and over the 16 tokens for the shared
-  // one; the dense layer's over 16 x 128 once.
-  const auto routed = with_note("routed experts: 32 tokens", MemPass::bwd);
+  CHECK(memop_write_bytes(unpermute[0]) == 32 * 64 * 2);
+  // SwiGLU over the 64 routed rows at the expert's width and over the 32 tokens for the shared
+  // one; the dense layer's over 32 x 128 once.
+  const auto routed = with_note("routed experts: 64 tokens", MemPass::bwd);
   REQUIRE(routed.size() == 1);
-  CHECK((routed[0].op == MemOp::swiglu && routed[0].rows == 32 && routed[0].cols == 32));
+  CHECK((routed[0].op == MemOp::swiglu && routed[0].rows == 64 && routed[0].cols == 32));
   const auto shared = with_note("shared experts", MemPass::fwd);
   REQUIRE(shared.size() == 1);
-  CHECK((shared[0].rows == 16 && shared[0].cols == 32 && shared[0].calls_per_step == 2));
+  CHECK((shared[0].rows == 32 && shared[0].cols == 32 && shared[0].calls_per_step == 2));
   const auto dense = with_note("the dense layers' MLP", MemPass::fwd);
   REQUIRE(dense.size() == 1);
   CHECK((dense[0].cols == 128 && dense[0].calls_per_step == 1));
