@@ -36,6 +36,18 @@ StepConfig small_config(Kernels kernels) {
   return c;
 }
 
+// `model`'s eager fp32 step of 2 micro-batches of 2 sequences of its seqlen, AdamW per tensor.
+StepConfig two_by_two_eager(const ModelConfig& model) {
+  StepConfig c;
+  c.model = model;
+  c.micro_batch = 2;
+  c.grad_accum = 2;
+  c.dtype = DType::fp32;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::single;
+  return c;
+}
+
 std::vector<StageOperators> stages_of(const StepConfig& c) {
   StageOperators stage;
   for (const auto& op : step_operators(c, 0))
@@ -163,13 +175,7 @@ TEST_CASE(
     "table's gradient sum",
     "[step]") {
   // 2 micro-batches of 2 sequences of 32 tokens: T = 64 tokens a micro-batch.
-  StepConfig c;
-  c.model = test::small_gpt_model();
-  c.micro_batch = 2;
-  c.grad_accum = 2;
-  c.dtype = DType::fp32;
-  c.kernels = Kernels::eager;
-  c.optimizer_impl = OptimizerImpl::single;
+  const StepConfig c = two_by_two_eager(test::small_gpt_model());
   const auto ops = step_operators(c, 0);
   // q's bias broadcast into its 64 x 64 output (a fill: 16 KiB written, nothing read), once a
   // layer and micro-batch; its gradient reads dy (64 x 64) and writes 64: a copy of half of
@@ -239,13 +245,7 @@ TEST_CASE(
   // test::small_moe_model: 2 MoE layers of 4 experts (width 32, top-2) and a shared one, after
   // 1 dense layer. 2 micro-batches of 2 x 32 tokens: T = 64 tokens, 128 copies routed, 32 an
   // expert under balanced routing.
-  StepConfig c;
-  c.model = test::small_moe_model();
-  c.micro_batch = 2;
-  c.grad_accum = 2;
-  c.dtype = DType::fp32;
-  c.kernels = Kernels::eager;
-  c.optimizer_impl = OptimizerImpl::single;
+  StepConfig c = two_by_two_eager(test::small_moe_model());
   c.moe_impl = MoeImpl::loop;
   const auto ops = step_operators(c, 0);
   // The router's softmax over 4 experts, 64 rows, in fp32; a layer and micro-batch: 4 calls.
