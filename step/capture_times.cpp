@@ -104,6 +104,7 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
     }
     return std::nullopt;
   }
+  if (op.family == StepFamily::experts && op.moe_impl == MoeImpl::loop) return expert_loop_time(op);
   if (op.family == StepFamily::collective) {
     const StepCollective& c = op.collective;
     const auto it = collectives_.find(coll_key(
@@ -112,6 +113,68 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
       return time(it->second, 1, fmt::format("{} B over {} ranks", c.size_bytes, c.group_size));
   }
   return std::nullopt;
+}
+
+// A job that loops over its experts calls one GEMM per expert at the tokens the router gave it,
+// which change from layer to layer and step to step: no captured shape is the plan's balanced
+// one. The job's GEMMs that differ from an expert's only in the tokens' dimension (m in fprop and
+// dgrad, k in wgrad; the shared experts' too, at every token) say how fast the job ran that
+// GEMM: each expert's time is their in-job average at its tokens, interpolated linearly between
+// the nearest captured token counts on either side (a GEMM's time is close to affine in one
+// dimension over a short range), or scaled in proportion from the nearest one outside them.
+std::optional<OperatorTime> CaptureTimes::expert_loop_time(const StepOperator& op) const {
+  const bool wgrad = op.experts.pass == GemmPass::wgrad;
+  double total_us = 0;
+  std::int64_t shapes = 0, calls = 0;
+  std::map<std::int64_t, const Shape*> seen;  // every captured token count used
+  for (std::size_t i = 0; i < op.experts.tokens.size(); ++i) {
+    if (op.experts.tokens[i] == 0) continue;  // no GEMM: wgrad's zeroed gradient is not timed
+    const GemmProblem p = op.experts.expert(i);
+    const std::int64_t tokens = wgrad ? p.k : p.m;
+    std::map<std::int64_t, const Shape*> curve;  // tokens -> the job's shape
+    for (const auto& [key, shape] : gemms_) {
+      const auto& [m, n, k, batch, ta, tb, dtype] = key;
+      if (batch == 1 && ta == p.transa && tb == p.transb && dtype == dtype_name(p.dtype) &&
+          n == p.n && (wgrad ? m == p.m : k == p.k))
+        curve[wgrad ? k : m] = &shape;
+    }
+    if (curve.empty()) return std::nullopt;
+    const auto above = curve.lower_bound(tokens);
+    double us = 0;
+    if (above != curve.end() && above->first == tokens) {
+      us = above->second->average_us;
+      seen[above->first] = above->second;
+    } else if (above != curve.end() && above != curve.begin()) {
+      const auto below = std::prev(above);
+      const double f = static_cast<double>(tokens - below->first) /
+                       static_cast<double>(above->first - below->first);
+      us = below->second->average_us + f * (above->second->average_us - below->second->average_us);
+      seen[below->first] = below->second;
+      seen[above->first] = above->second;
+    } else {
+      const auto nearest = above == curve.end() ? std::prev(above) : above;
+      us = nearest->second->average_us * static_cast<double>(tokens) /
+           static_cast<double>(nearest->first);
+      seen[nearest->first] = nearest->second;
+    }
+    total_us += us;
+  }
+  if (seen.empty()) return std::nullopt;
+  std::string api;
+  for (const auto& [tokens, shape] : seen) {
+    calls += shape->calls;
+    ++shapes;
+    if (api.find(shape->api) == std::string::npos) api += (api.empty() ? "" : " + ") + shape->api;
+  }
+  OperatorTime t;
+  t.time_us = total_us;
+  t.source = fmt::format(
+      "{}: {} expert GEMMs ({} n {}, the tokens' dimension varying) at their tokens from {} of "
+      "the job's {} shapes, in-job averages of {} calls",
+      dir_, op.experts.experts(), op.experts.expert(0).layout(), op.experts.expert(0).n, shapes,
+      api, calls);
+  t.origin = "captured";
+  return t;
 }
 
 }  // namespace opbench

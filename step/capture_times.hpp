@@ -23,8 +23,10 @@ class CaptureTimes {
   // The in-job average of `op`'s shape (its total time over its timed calls): a GEMM by (m, n, k,
   // layout, dtype) and batch, a batched GEMM also as `batch` calls of one entry (a CPU BLAS runs
   // torch.bmm entry by entry); an attention call by its shape, mask, pass and dtype (a converted
-  // trace's SDPA operators); a collective by (op, dtype, bytes, ranks). nullopt for the other
-  // families and uncaptured shapes.
+  // trace's SDPA operators); a collective by (op, dtype, bytes, ranks). Routed experts run as a
+  // loop (--moe-impl loop): each expert's GEMM at its tokens, from the job's GEMMs of the same
+  // shape but for the tokens' dimension (expert_loop_time). nullopt for the other families and
+  // uncaptured shapes.
   std::optional<OperatorTime> find(const StepOperator& op) const;
 
   std::size_t shapes() const { return gemms_.size() + attention_.size() + collectives_.size(); }
@@ -39,6 +41,7 @@ class CaptureTimes {
                              std::string>;  // m n k batch transa transb dtype
   using CollKey = std::tuple<std::string, std::string, std::uint64_t, int>;  // op dtype bytes ranks
   using AttentionKey = std::string;  // AttentionShape::dims(), the pass and the dtype
+  std::optional<OperatorTime> expert_loop_time(const StepOperator& op) const;
   std::string dir_;
   std::map<GemmKey, Shape> gemms_;
   std::map<CollKey, Shape> collectives_;

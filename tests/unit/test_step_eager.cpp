@@ -453,6 +453,53 @@ TEST_CASE("capture times: two APIs of one shape add up, their averages weighed b
   CHECK_THAT(t->source, Catch::Matchers::Contains("40 calls"));
 }
 
+TEST_CASE(
+    "capture times: a loop over experts, each expert's GEMM at its tokens from the job's GEMMs "
+    "of that shape",
+    "[step]") {
+  // The job's fprop GEMMs of n 128, k 32, NT at 48 and 80 rows (its experts' at their routed
+  // tokens) took 40 and 60 us; at 200 rows (a shared expert's, every token) 150 us.
+  const auto dir = test::fresh_temp_dir("capture_times_experts");
+  std::ofstream(dir / "capture-n1-rank0.csv")
+      << kCaptureHeader
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,48,128,32,1,NT,,,,,,3,3,120,40,40,40,40,40,\n"
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,80,128,32,1,NT,,,,,,5,5,300,60,60,60,60,60,\n"
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,200,128,32,1,NT,,,,,,2,2,300,150,150,150,150,150,\n"
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,32,128,48,1,TN,,,,,,4,4,200,50,50,50,50,50,\n";
+  const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
+  // The plan's experts of a layer of 128 outputs from 32 inputs, balanced at 64 rows each, and
+  // one at 320 (past every captured count): 64 lies 16/32 of the way from 48 to 80, so 50 us
+  // each; 320 rows scale the nearest, 200 rows' 150 us, to 240.
+  StepOperator experts;
+  experts.family = StepFamily::experts;
+  experts.moe_impl = MoeImpl::loop;
+  experts.experts.pass = GemmPass::fprop;
+  experts.experts.N = 128;
+  experts.experts.K = 32;
+  experts.experts.tokens = {64, 64, 320, 0};
+  experts.experts.dtype = DType::fp32;
+  const auto t = times.find(experts);
+  REQUIRE(t);
+  CHECK(t->time_us == Approx(50 + 50 + 240));
+  CHECK(t->origin == "captured");
+  CHECK_THAT(t->source, Catch::Matchers::Contains("from 3 of the job's sgemm_ shapes"));
+  // wgrad varies k (the tokens): its 48-token expert is the job's 32 x 128 x 48 TN GEMM, 50 us.
+  experts.experts.pass = GemmPass::wgrad;
+  experts.experts.N = 32;
+  experts.experts.K = 128;
+  experts.experts.tokens = {48};
+  const auto w = times.find(experts);
+  REQUIRE(w);
+  CHECK(w->time_us == Approx(50));
+  // A grouped call is one kernel over every expert: no GEMM of the job times it, nor a loop over
+  // GEMMs the job never ran.
+  experts.moe_impl = MoeImpl::grouped;
+  CHECK_FALSE(times.find(experts));
+  experts.moe_impl = MoeImpl::loop;
+  experts.experts.N = 64;
+  CHECK_FALSE(times.find(experts));
+}
+
 TEST_CASE("capture times from a converted GPU trace: GEMM, attention and all-reduce kernels",
           "[step]") {
   // tests/data/trace's GPU step (test_trace.cpp works its figures out): the mm's two kernels
