@@ -163,7 +163,9 @@ void print_memory(const StepMemory& m, std::optional<double> capacity_gib,
   auto gib = [](std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; };
   const double peak = gib(m.peak());
   fmt::print(out, "  memory per rank (stage {}): peak {:.2f} GiB {}", m.stage, peak,
-             m.peak_in_backward() ? "at the start of the backward" : "in the optimizer step");
+             m.peak_in_backward()       ? "at the start of the backward"
+             : m.peak_at_backward_end() ? "at the end of the backward"
+                                        : "in the optimizer step");
   if (!capacity_gib)
     fmt::print(out, "; device memory unknown (--memory-capacity-gib GiB to check it)\n");
   else if (m.peak() <= *capacity_gib * kGiB)
@@ -179,11 +181,14 @@ void print_memory(const StepMemory& m, std::optional<double> capacity_gib,
         gib(m.weights), gib(m.optimizer), gib(m.grads_in_backward), gib(m.activations), m.in_flight,
         m.in_flight == 1 ? "" : "es", gib(m.backward_transient));
   else
-    fmt::print(out,
-               "    weights {:.2f} + optimizer state {:.2f} + gradients {:.2f} + the step's "
-               "temporaries {:.2f} GiB (backward's peak {:.2f} GiB, activations {:.2f})\n",
-               gib(m.weights), gib(m.optimizer), gib(m.grads), gib(m.optimizer_transient),
-               gib(m.backward_peak()), gib(m.activations));
+    fmt::print(
+        out,
+        "    weights {:.2f} + optimizer state {:.2f} + gradients {:.2f} + {} {:.2f} GiB "
+        "(backward's peak {:.2f} GiB, activations {:.2f})\n",
+        gib(m.weights), gib(m.optimizer), gib(m.grads),
+        m.peak_at_backward_end() ? "the tied table's second gradient" : "the step's temporaries",
+        gib(m.peak_at_backward_end() ? m.backward_end_transient : m.optimizer_transient),
+        gib(m.backward_peak()), gib(m.activations));
 }
 
 }  // namespace opbench

@@ -391,6 +391,17 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // An eager training loop (logits = model(x); loss.backward(); opt.step()) still holds the last
   // micro-batch's logits while the optimizer runs; Megatron's loss function does not keep them.
   if (c.kernels == Kernels::eager) r.optimizer_transient += logits;
+  // A tied table on a stage holding both ends: autograd keeps the LM head's gradient of it from
+  // the start of the backward, and at the embedding's backward the embedding's dense one exists
+  // beside it until their sum (in place into the first: PyTorch 2's InputBuffer::accumulate,
+  // can_accumulate_inplace; 1.13 made a third tensor) goes to the AccumulateGrad. With one
+  // micro-batch the sum becomes the gradient (counted above), so one table-sized tensor is
+  // transient; after the first, the accumulated gradient exists beside both. The eager loop
+  // still holds its logits.
+  if (c.model.tie_word_embeddings && stage == 0 && stage == c.pp - 1) {
+    const std::int64_t table = ceil_div(c.model.vocab_size, c.tp) * c.model.hidden_size * gb;
+    r.backward_end_transient = (m > 1 ? 2 : 1) * table + (c.kernels == Kernels::eager ? logits : 0);
+  }
   return r;
 }
 

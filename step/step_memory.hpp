@@ -61,12 +61,20 @@ struct StepMemory {  // bytes per rank of one stage
   std::int64_t grads_in_backward = 0;
   std::int64_t backward_transient = 0;
   std::int64_t optimizer_transient = 0;  // the optimizer step's temporaries
+  // At the backward's end, every gradient there: a tied table's second gradient beside them.
+  std::int64_t backward_end_transient = 0;
   std::int64_t backward_peak() const {
     return weights + optimizer + grads_in_backward + activations + backward_transient;
   }
+  std::int64_t backward_end_peak() const {
+    return weights + optimizer + grads + backward_end_transient;
+  }
   std::int64_t optimizer_peak() const { return weights + optimizer + grads + optimizer_transient; }
-  std::int64_t peak() const { return std::max(backward_peak(), optimizer_peak()); }
-  bool peak_in_backward() const { return backward_peak() >= optimizer_peak(); }
+  std::int64_t peak() const {
+    return std::max({backward_peak(), backward_end_peak(), optimizer_peak()});
+  }
+  bool peak_in_backward() const { return backward_peak() == peak(); }
+  bool peak_at_backward_end() const { return !peak_in_backward() && backward_end_peak() == peak(); }
 };
 
 StepMemory step_memory(const StepConfig& c, std::int64_t stage);

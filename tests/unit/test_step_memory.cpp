@@ -178,6 +178,35 @@ TEST_CASE("step memory: recomputation, pipeline in flight, optimizer temporaries
   CHECK(in_flight_micro_batches(c, 0) == 5.5);
 }
 
+TEST_CASE("step memory: a tied table's two gradients at the backward's end", "[step][memory]") {
+  // test::small_gpt_model (tied, a 256 x 64 table) at 2 tokens in fp32, fused AdamW: the
+  // activations are small, so the backward's end is the peak. Its one micro-batch's sum (in
+  // place into the LM head's contribution) becomes the gradient; the embedding's dense one is
+  // the transient: 256 · 64 · 4 = 65,536 B.
+  StepConfig c;
+  c.model = test::small_gpt_model();
+  c.seqlen = 2;
+  c.dtype = DType::fp32;
+  StepMemory m = step_memory(c, 0);
+  CHECK(m.backward_end_transient == 65536);
+  CHECK(m.peak_at_backward_end());
+  CHECK(m.peak() == m.weights + m.optimizer + m.grads + 65536);
+  // After the first micro-batch the accumulated gradient exists beside both contributions.
+  c.grad_accum = 2;
+  CHECK(step_memory(c, 0).backward_end_transient == 2 * 65536);
+  // The eager loop holds its logits too (2 · 256 · 4 B).
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::fused;
+  CHECK(step_memory(c, 0).backward_end_transient == 2 * 65536 + 2048);
+  // None untied, nor on a stage holding one end of a pipeline.
+  c.model.tie_word_embeddings = false;
+  CHECK(step_memory(c, 0).backward_end_transient == 0);
+  c.model = test::small_gpt_model();
+  c.pp = 2;
+  for (std::int64_t stage : {0, 1})
+    CHECK(step_memory(c, stage).backward_end_transient == 0);
+}
+
 TEST_CASE("step memory: Llama-3.1 70B with ddp does not fit 8 H100 80GB", "[step][memory]") {
   StepConfig c;
   c.model = model_from("/configs/models.json", "llama3.1-70b");
