@@ -64,7 +64,7 @@ void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, s
   out.push_back({"mlp_down", tokens, m.hidden_size, I, layers, ""});
 }
 
-void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
+void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, bool separate,
              std::vector<LinearLayer>& out) {
   const auto& e = *m.moe;
   const std::int64_t layers = m.moe_layers(), H = m.hidden_size;
@@ -75,17 +75,26 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
                                           tokens, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
   out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
-  // Experts are MLPs like the dense one: gate and up fused when gated (SwiGLU), up alone when not.
-  const std::int64_t in_width = m.gated_mlp ? 2 : 1;
-  const std::string in_name = m.gated_mlp ? "gate_up" : "up";
-  out.push_back(
-      {"moe_expert_" + in_name, expert_tokens, in_width * I, H, expert_calls, balance, true});
-  out.push_back({"moe_expert_down", expert_tokens, H, I, expert_calls, balance, true});
+  // Experts are MLPs like the dense one: gate and up fused when gated (SwiGLU), or separate
+  // projections as Hugging Face writes them (Mixtral's w1 and w3) with `separate`; up alone when
+  // not gated.
+  auto inputs = [&](const std::string& who, std::int64_t rows, std::int64_t width,
+                    std::int64_t calls, const std::string& note, bool experts) {
+    if (m.gated_mlp && separate) {
+      out.push_back({who + "_gate", rows, width, H, calls, note, experts});
+      out.push_back({who + "_up", rows, width, H, calls, note, experts});
+    } else if (m.gated_mlp) {
+      out.push_back({who + "_gate_up", rows, 2 * width, H, calls, note, experts});
+    } else {
+      out.push_back({who + "_up", rows, width, H, calls, note, experts});
+    }
+    out.push_back({who + "_down", rows, H, width, calls, note, experts});
+  };
+  inputs("moe_expert", expert_tokens, I, expert_calls, balance, true);
   if (e.n_shared_experts > 0) {
     const std::int64_t shared = split_tp(m, e.n_shared_experts * e.moe_intermediate_size, tp,
                                          "n_shared_experts x moe_intermediate_size");
-    out.push_back({"moe_shared_" + in_name, tokens, in_width * shared, H, layers, ""});
-    out.push_back({"moe_shared_down", tokens, H, shared, layers, ""});
+    inputs("moe_shared", tokens, shared, layers, "", false);
   }
 }
 
@@ -129,7 +138,7 @@ std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const Paralle
   add_attention(m, tokens, p.tp, p.separate_projections, out);
   if (m.dense_mlp_layers() > 0)
     add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), p.separate_projections, out);
-  if (m.moe) add_moe(m, tokens, p.tp, out);
+  if (m.moe) add_moe(m, tokens, p.tp, p.separate_projections, out);
   // The LM head's vocabulary is padded up to a multiple of tp, as Megatron pads it.
   std::int64_t vocab = ceil_div(m.vocab_size, p.tp);
   out.push_back({"lm_head", tokens, vocab, m.hidden_size, 1,

@@ -49,6 +49,7 @@ std::vector<MemopCase> build_cases(const MemopOptions& o, const std::vector<DTyp
         auto more = model_memop_cases(model, o.model_run, o.ops, o.passes, t);
         cases.insert(cases.end(), more.begin(), more.end());
       }
+    merge_same_cases(cases);  // the router's fp32 softmax under every --dtype
   }
   if (!o.shapes_path.empty()) {
     auto more = memop_shape_file_cases(o.shapes_path, dtypes);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/int_math.hpp"
@@ -163,7 +165,29 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
           c.dtype = x.c.dtype;
         }
     }
+  merge_same_cases(out);
   return out;
+}
+
+void merge_same_cases(std::vector<MemopCase>& cases) {
+  auto key = [](const MemopCase& c) {
+    return std::tuple{c.report,   c.source,   c.op,    c.pass,  c.rows, c.cols,        c.heads,
+                      c.kv_heads, c.head_dim, c.vocab, c.dtype, c.tp,   c.micro_batch, c.seqlen};
+  };
+  std::vector<MemopCase> merged;
+  std::map<decltype(key(cases.front())), std::size_t> seen;
+  for (MemopCase& c : cases) {
+    const auto [it, fresh] = seen.emplace(key(c), merged.size());
+    if (fresh) {
+      merged.push_back(std::move(c));
+      continue;
+    }
+    MemopCase& first = merged[it->second];
+    first.calls_per_step += c.calls_per_step;
+    if (!c.note.empty() && first.note.find(c.note) == std::string::npos)
+      first.note += (first.note.empty() ? "" : "; ") + c.note;
+  }
+  cases = std::move(merged);
 }
 
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,

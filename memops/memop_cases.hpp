@@ -54,6 +54,12 @@ struct MoeMemop {
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
                                        std::int64_t routed, DType dtype);
 
+// The cases of `cases` that are the same case (operator, pass, shape, dtype, model run) become
+// one, its calls per step summed and its notes joined, in first-seen order: an MoE layer's permute
+// and its unpermute's backward are one gather, and the router's fp32 softmax is the same case
+// under every --dtype.
+void merge_same_cases(std::vector<MemopCase>& cases);
+
 // An elementwise pass over a rank's parameters (AdamW, the gradient accumulation add) as a
 // model's cases time it: `calls` equal calls of `elements` (at most 2^28) that cover them all.
 // No framework runs one kernel over every parameter either (its optimizers loop over tensors or

@@ -121,7 +121,8 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
 // dgrad, k in wgrad; the shared experts' too, at every token) say how fast the job ran that
 // GEMM: each expert's time is their in-job average at its tokens, interpolated linearly between
 // the nearest captured token counts on either side (a GEMM's time is close to affine in one
-// dimension over a short range), or scaled in proportion from the nearest one outside them.
+// dimension over a short range); past the largest, scaled in proportion from it; below the
+// smallest, the smallest's own (a small GEMM's fixed cost and tile rounding do not shrink with it).
 std::optional<OperatorTime> CaptureTimes::expert_loop_time(const StepOperator& op) const {
   const bool wgrad = op.experts.pass == GemmPass::wgrad;
   double total_us = 0;
@@ -151,11 +152,14 @@ std::optional<OperatorTime> CaptureTimes::expert_loop_time(const StepOperator& o
       us = below->second->average_us + f * (above->second->average_us - below->second->average_us);
       seen[below->first] = below->second;
       seen[above->first] = above->second;
+    } else if (above == curve.end()) {
+      const auto largest = std::prev(above);
+      us = largest->second->average_us * static_cast<double>(tokens) /
+           static_cast<double>(largest->first);
+      seen[largest->first] = largest->second;
     } else {
-      const auto nearest = above == curve.end() ? std::prev(above) : above;
-      us = nearest->second->average_us * static_cast<double>(tokens) /
-           static_cast<double>(nearest->first);
-      seen[nearest->first] = nearest->second;
+      us = above->second->average_us;
+      seen[above->first] = above->second;
     }
     total_us += us;
   }

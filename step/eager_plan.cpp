@@ -199,10 +199,9 @@ void add_position_embedding(EagerKernels& k, const StepConfig& c, std::int64_t T
   k.memop(kBwd, "position embedding bwd", scatter, 1);
 }
 
-// A gated expert MLP's activation over `rows` x `width` as the peer runs it, `calls` times:
-// silu(gate) * up on the halves of the fused gate/up output; backward the two products'
-// gradients, silu's, and the cat that chunk's backward makes of the two halves' gradients. Not
-// gated: GELU each way.
+// An expert MLP's kernels besides its GEMMs over `rows` x `width`, as the peer runs each expert,
+// `calls` times: silu(gate) * up; backward the two products' gradients, silu's, and the sum of
+// the gate's and up's input gradients (rows x H). Not gated: GELU each way.
 void add_expert_mlp(EagerKernels& k, const StepConfig& c, const std::string& who, std::int64_t rows,
                     std::int64_t width, std::int64_t calls) {
   const std::int64_t n = rows * width;
@@ -216,7 +215,7 @@ void add_expert_mlp(EagerKernels& k, const StepConfig& c, const std::string& who
   k.kernel(kFwd, who + " silu * up", MemOp::mul, f, n, calls);
   k.kernel(kBwd, who + " mul bwd (grad * up, grad * silu)", MemOp::mul, f, n, 2 * calls);
   k.kernel(kBwd, who + " silu bwd", MemOp::silu, MemPass::bwd, n, calls);
-  k.kernel(kBwd, who + " chunk bwd: cat of the gate and up gradients", MemOp::copy, f, 2 * n,
+  k.kernel(kBwd, who + " sum of gate/up input gradients", MemOp::add, f, rows * c.model.hidden_size,
            calls);
 }
 

@@ -155,10 +155,31 @@ void add_mlp(Lists& l, const StepConfig& c, const Dims& x, const ActivationModel
   if (am.dropout) l.add("MLP output dropout mask", x.rows * x.H, 1);
 }
 
-// An MoE layer's feed-forward part: the router's probabilities (fp32), the tokens the most
-// loaded expert-parallel rank receives through its experts (as the gated MLP above) and their
+// An expert MLP's saved tensors over `rows` tokens of width `width`: the fused plan's as its
+// SwiGLU keeps them (the gate/up GEMM's output, the activation's), the eager one's as the dense
+// eager MLP above (silu keeps its input, the product both operands).
+void add_expert_activations(Lists& l, const StepConfig& c, const Dims& x, const std::string& who,
+                            std::int64_t rows, std::int64_t width) {
+  const std::int64_t n = rows * width;
+  if (!c.model.gated_mlp) {
+    l.add(who + " up output (GELU input)", n, x.b);
+    l.add(who + " GELU output (down input)", n, x.b);
+  } else if (c.kernels == Kernels::eager) {
+    l.add(who + " gate output (SiLU input)", n, x.b);
+    l.add(who + " SiLU output", n, x.b);
+    l.add(who + " up output", n, x.b);
+    l.add(who + " SiLU * up (down input)", n, x.b);
+  } else {
+    l.add(who + " gate/up output (SwiGLU input)", 2 * n, x.b);
+    l.add(who + " SwiGLU output (down input)", n, x.b);
+  }
+}
+
+// An MoE layer's feed-forward part: the router's probabilities (fp32); the tokens the most
+// loaded expert-parallel rank receives through its experts; the rank's T·k token copies'
 // outputs, which the routing weights' gradient needs (PyTorch's mul by the weights saves them,
-// as Megatron's unpermute does), the shared experts on every token. Both plans alike.
+// as Megatron's unpermute does), and with eager kernels the weighted copies too (index_add_'s
+// backward keeps its source); the shared experts on every token.
 void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   const MoeConfig& e = *c.model.moe;
   l.add("router and experts input (norm 2 output)", x.rows * x.H, x.b);
@@ -166,15 +187,14 @@ void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   const RankLoad load = busiest_rank(
       route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, x.T), c.ep);
   const std::int64_t R = load.total, Ie = e.moe_intermediate_size / c.tp;
-  const std::int64_t in_width = c.model.gated_mlp ? 2 * Ie : Ie;
+  const std::int64_t copies = x.T * e.num_experts_per_tok;
   l.add("routed tokens (experts' input)", R * x.H, x.b);
-  l.add("experts' gate/up output", R * in_width, x.b);
-  l.add("experts' activation output", R * Ie, x.b);
-  l.add("experts' output (for the routing weights' gradient)", R * x.H, x.b);
-  if (e.n_shared_experts > 0) {
-    l.add("shared experts' gate/up output", x.T * e.n_shared_experts * in_width, x.b);
-    l.add("shared experts' activation output", x.T * e.n_shared_experts * Ie, x.b);
-  }
+  add_expert_activations(l, c, x, "experts'", R, Ie);
+  l.add("experts' output (for the routing weights' gradient)", copies * x.H, x.b);
+  if (c.kernels == Kernels::eager)
+    l.add("weighted copies (index_add_'s source)", copies * x.H, x.b);
+  if (e.n_shared_experts > 0)
+    add_expert_activations(l, c, x, "shared experts'", x.T, e.n_shared_experts * Ie);
 }
 
 std::int64_t sum_bytes(const std::vector<SavedTensor>& list) {
@@ -400,7 +420,10 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // still holds its logits.
   if (c.model.tie_word_embeddings && stage == 0 && stage == c.pp - 1) {
     const std::int64_t table = ceil_div(c.model.vocab_size, c.tp) * c.model.hidden_size * gb;
-    r.backward_end_transient = (m > 1 ? 2 : 1) * table + (c.kernels == Kernels::eager ? logits : 0);
+    // Megatron's fused gradient accumulation sends the LM head's wgrad to the accumulated
+    // gradient: only the embedding's is ever held beside it.
+    const std::int64_t tables = m > 1 && !c.fused_grad_accum ? 2 : 1;
+    r.backward_end_transient = tables * table + (c.kernels == Kernels::eager ? logits : 0);
   }
   return r;
 }

@@ -28,7 +28,7 @@ Model (Llama style, every choice from the entry's keys):
                   runs it (Megatron's SequentialMLP, Hugging Face's loop over experts): router
                   [E, H] without bias, softmax in fp32, top-k (weights not renormalised); the
                   token copies sorted by expert and gathered into contiguous rows; each expert's
-                  MLP (gate and up in one weight) on its rows; the outputs concatenated, scaled by
+                  MLP (gate, up and down, as Mixtral's w1, w3, w2) on its rows; the outputs concatenated, scaled by
                   the routing weights and index_add_-ed into a zeroed [T, H]; plus the shared
                   experts' MLP (width n_shared_experts x moe_intermediate_size) on every token
 MLA models are refused.
@@ -521,19 +521,23 @@ def build_model(torch, shape: Shape):
             return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))
 
     class Experts(nn.Module):
-        """`count` experts' MLPs of width `width`, gate and up fused in one weight (as
-        bench_step's moe_expert_gate_up GEMM); count 1 is the shared experts' MLP."""
+        """`count` experts' MLPs of width `width`, each as the dense MLP (Mixtral's w1, w3 and w2:
+        gate, up and down, separate); count 1 is the shared experts' MLP."""
 
         def __init__(self, count, width):
             super().__init__()
-            w = 2 * width if shape.gated else width
-            self.up = nn.ModuleList(nn.Linear(shape.H, w, bias=False) for _ in range(count))
-            self.down = nn.ModuleList(nn.Linear(width, shape.H, bias=False) for _ in range(count))
+
+            def linears(n_in, n_out):
+                return nn.ModuleList(nn.Linear(n_in, n_out, bias=False) for _ in range(count))
+
+            if shape.gated:
+                self.gate = linears(shape.H, width)
+            self.up = linears(shape.H, width)
+            self.down = linears(width, shape.H)
 
         def mlp(self, e, x):
             if shape.gated:
-                gate, up = self.up[e](x).chunk(2, dim=-1)
-                return self.down[e](F.silu(gate) * up)
+                return self.down[e](F.silu(self.gate[e](x)) * self.up[e](x))
             return self.down[e](F.gelu(self.up[e](x), approximate="tanh"))
 
     class MoE(nn.Module):

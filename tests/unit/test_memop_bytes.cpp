@@ -219,9 +219,12 @@ TEST_CASE(
   REQUIRE(softmax.size() == 1);
   CHECK((softmax[0].op == MemOp::softmax && softmax[0].rows == 32 && softmax[0].cols == 4));
   CHECK((softmax[0].dtype == DType::fp32 && softmax[0].calls_per_step == 2));
-  // The permute: 64 rows of 64 gathered from the 32 tokens' (an embedding over 32 rows).
+  // The permute: 64 rows of 64 gathered from the 32 tokens' (an embedding over 32 rows), the
+  // same gather as the unpermute's backward: one case, 2 calls a layer.
   const auto permute = with_note("MoE permute: the copies gathered", MemPass::fwd);
   REQUIRE(permute.size() == 1);
+  CHECK(permute[0].calls_per_step == 4);
+  CHECK_THAT(permute[0].note, Catch::Contains("unpermute bwd: the tokens' gradients gathered"));
   CHECK((permute[0].op == MemOp::embedding && permute[0].rows == 64 && permute[0].vocab == 32));
   CHECK(memop_write_bytes(permute[0]) == 64 * 64 * 2);
   // The unpermute adds them into the 32 tokens' rows: an embedding's backward, 32 x 64 written.

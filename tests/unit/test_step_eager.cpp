@@ -273,15 +273,17 @@ TEST_CASE(
   CHECK(unpermute->memop.pass == MemPass::bwd);
   CHECK(memop_write_bytes(unpermute->memop) == 64 * 64 * 4);
   // Each expert's activation is its own call on its 32 rows of width 32: 4 experts x 2 layers x
-  // 2 micro-batches = 16 calls; chunk's backward cats the gate and up halves (2 x 32 x 32).
+  // 2 micro-batches = 16 calls; its rows feed its gate and up, whose input gradients are summed
+  // (32 x 64).
   const StepOperator* silu = named(ops, "moe experts (32 rows each) silu (eager)");
   REQUIRE(silu);
   CHECK(silu->memop.elements() == 32 * 32);
   CHECK(silu->count == 16);
-  const StepOperator* chunk =
-      named(ops, "moe experts (32 rows each) chunk bwd: cat of the gate and up gradients (eager)");
-  REQUIRE(chunk);
-  CHECK(chunk->memop.elements() == 2 * 32 * 32);
+  const StepOperator* expert_sum =
+      named(ops, "moe experts (32 rows each) sum of gate/up input gradients (eager)");
+  REQUIRE(expert_sum);
+  CHECK(expert_sum->memop.elements() == 32 * 64);
+  CHECK(expert_sum->count == 16);
   // The shared expert runs on all 64 tokens; its output is added to the routed ones.
   const StepOperator* shared = named(ops, "moe shared experts silu (eager)");
   REQUIRE(shared);
@@ -299,10 +301,15 @@ TEST_CASE(
   CHECK(gate_up->count == 2);
   for (const auto& op : ops)
     CHECK(op.memop.op != MemOp::swiglu);
-  // The experts' GEMMs as the loop runs them: 4 per layer and micro-batch, 32 rows each.
-  const StepOperator* experts = named(ops, "moe_expert_gate_up fprop");
+  // The experts' GEMMs as the loop runs them, gate and up separate as Hugging Face writes them:
+  // 4 per layer and micro-batch, 32 rows each.
+  const StepOperator* experts = named(ops, "moe_expert_gate fprop");
   REQUIRE(experts);
   CHECK(experts->moe_impl == MoeImpl::loop);
+  CHECK(experts->experts.tokens == std::vector<std::int64_t>{32, 32, 32, 32});
+  CHECK(experts->experts.N == 32);
+  CHECK(named(ops, "moe_expert_gate_up fprop") == nullptr);
+  REQUIRE(named(ops, "moe_shared_up wgrad"));
 
   // The fused plan: the same softmax, the permute and unpermute each way as single kernels, and
   // SwiGLU over the 128 copies and over the 64 tokens for the shared expert.
@@ -320,14 +327,22 @@ TEST_CASE(
   CHECK(routed->memop.rows == 128);
   CHECK(routed->memop.cols == 32);
   REQUIRE(named(fused, "swiglu bwd (shared experts)"));
-  // Both plans' memory keeps the experts' 128 x 64 outputs for the routing weights' gradient.
-  bool found = false;
-  for (const auto& t : layer_saved_tensors(c, true))
-    if (t.what == "experts' output (for the routing weights' gradient)") {
-      found = true;
-      CHECK(t.bytes() == 128 * 64 * 4);
-    }
-  CHECK(found);
+  // Both plans' memory keeps the experts' 128 x 64 outputs for the routing weights' gradient;
+  // the eager one also index_add_'s weighted source and, as the dense eager MLP, the SiLU
+  // output beside the gate's and up's (128 x 32 each).
+  auto saved = [](const StepConfig& of, const std::string& what) -> std::int64_t {
+    for (const auto& t : layer_saved_tensors(of, true))
+      if (t.what == what) return t.bytes();
+    return -1;
+  };
+  CHECK(saved(c, "experts' output (for the routing weights' gradient)") == 128 * 64 * 4);
+  CHECK(saved(c, "weighted copies (index_add_'s source)") == -1);
+  CHECK(saved(c, "experts' gate/up output (SwiGLU input)") == 128 * 64 * 4);
+  c.kernels = Kernels::eager;
+  CHECK(saved(c, "experts' output (for the routing weights' gradient)") == 128 * 64 * 4);
+  CHECK(saved(c, "weighted copies (index_add_'s source)") == 128 * 64 * 4);
+  CHECK(saved(c, "experts' SiLU output") == 128 * 32 * 4);
+  CHECK(saved(c, "shared experts' SiLU output") == 64 * 32 * 4);
 }
 
 TEST_CASE("bench_step's default experts' implementation follows the kernel plan", "[step]") {
@@ -467,22 +482,24 @@ TEST_CASE(
       << "n1,0,1,sgemm_,gemm,gemm,fp32,200,128,32,1,NT,,,,,,2,2,300,150,150,150,150,150,\n"
       << "n1,0,1,sgemm_,gemm,gemm,fp32,32,128,48,1,TN,,,,,,4,4,200,50,50,50,50,50,\n";
   const CaptureTimes times = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
-  // The plan's experts of a layer of 128 outputs from 32 inputs, balanced at 64 rows each, and
-  // one at 320 (past every captured count): 64 lies 16/32 of the way from 48 to 80, so 50 us
-  // each; 320 rows scale the nearest, 200 rows' 150 us, to 240.
+  // The plan's experts of a layer of 128 outputs from 32 inputs, balanced at 64 rows each, one
+  // at 320 (past every captured count) and one at 24 (below them): 64 lies 16/32 of the way from
+  // 48 to 80, so 50 us each; 320 rows scale the largest, 200 rows' 150 us, to 240; 24 rows take
+  // the smallest's 40 us.
   StepOperator experts;
   experts.family = StepFamily::experts;
   experts.moe_impl = MoeImpl::loop;
   experts.experts.pass = GemmPass::fprop;
   experts.experts.N = 128;
   experts.experts.K = 32;
-  experts.experts.tokens = {64, 64, 320, 0};
+  experts.experts.tokens = {64, 64, 320, 24, 0};
   experts.experts.dtype = DType::fp32;
   const auto t = times.find(experts);
   REQUIRE(t);
-  CHECK(t->time_us == Approx(50 + 50 + 240));
+  CHECK(t->time_us == Approx(50 + 50 + 240 + 40));
   CHECK(t->origin == "captured");
   CHECK_THAT(t->source, Catch::Matchers::Contains("from 3 of the job's sgemm_ shapes"));
+  CHECK_THAT(t->source, Catch::Matchers::Contains("5 expert GEMMs"));
   // wgrad varies k (the tokens): its 48-token expert is the job's 32 x 128 x 48 TN GEMM, 50 us.
   experts.experts.pass = GemmPass::wgrad;
   experts.experts.N = 32;

@@ -194,6 +194,10 @@ TEST_CASE("step memory: a tied table's two gradients at the backward's end", "[s
   // After the first micro-batch the accumulated gradient exists beside both contributions.
   c.grad_accum = 2;
   CHECK(step_memory(c, 0).backward_end_transient == 2 * 65536);
+  // Unless the wgrad GEMM accumulates in place (Megatron's fused gradient accumulation).
+  c.fused_grad_accum = true;
+  CHECK(step_memory(c, 0).backward_end_transient == 65536);
+  c.fused_grad_accum = false;
   // The eager loop holds its logits too (2 · 256 · 4 B).
   c.kernels = Kernels::eager;
   c.optimizer_impl = OptimizerImpl::fused;
