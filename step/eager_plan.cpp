@@ -266,8 +266,10 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
           token_rows_case(c, MemPass::bwd, copies, T), layers);
   k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", T * E + 2 * copies, layers);
   k.memop(kBwd, "moe router softmax bwd (fp32)", router_softmax_case(c, MemPass::bwd, T), layers);
-  k.kernel(kBwd, "moe input gradient sums (router, permute, shared experts)", MemOp::add, f, T * H,
-           (shared > 0 ? 2 : 1) * layers);
+  k.kernel(kBwd,
+           shared > 0 ? "moe input gradient sums (router, permute, shared experts)"
+                      : "moe input gradient sum (router, permute)",
+           MemOp::add, f, T * H, (shared > 0 ? 2 : 1) * layers);
 }
 
 }  // namespace
