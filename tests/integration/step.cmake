@@ -120,6 +120,17 @@ add_test(NAME "step: each operator missing from --from-reports is named with a c
           -- --model tiny --seq-len 64 --dtype fp32 --grad-accum 2 --kernels eager --attention-kernels fused)
 set_tests_properties("step: each operator missing from --from-reports is named with a command that measures exactly its row"
   PROPERTIES PASS_REGULAR_EXPRESSION "hints-ok [1-9][0-9]*")
+# The same for an MoE model's eager step (the router's softmax, the permute and unpermute as
+# embeddings over the tokens, the experts' kernels one call each): every memory-bound, GEMM and
+# attention row is measured exactly by the command named; the 9 expert GEMM operators (gate, up
+# and down, three passes), which no sweep reproduces, are left to bench_step --measure.
+add_test(NAME "step: an MoE model's eager operators missing from --from-reports are named with the commands that measure them"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_measure_hints.py
+          ${CMAKE_CURRENT_BINARY_DIR}/step_measure_hints_moe ${CMAKE_BINARY_DIR}
+          -- --model-config-path ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model moe-cpu-xs
+          --seq-len 32 --dtype fp32 --grad-accum 2 --kernels eager --attention-kernels fused)
+set_tests_properties("step: an MoE model's eager operators missing from --from-reports are named with the commands that measure them"
+  PROPERTIES PASS_REGULAR_EXPRESSION "hints-ok [1-9][0-9]*, 9 for bench_step --measure")
 
 # An MoE model's memory-bound operators (the router's softmax, the permute and unpermute, the
 # routed and shared experts' SwiGLU) are rows of bench_memops --model, which bench_step's fused
