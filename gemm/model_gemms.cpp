@@ -51,17 +51,28 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, b
   out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
 }
 
+// An MLP's projections named `prefix`_…, `rows` tokens of the hidden through `width`: gate and up
+// fused when gated (SwiGLU), or separate as Hugging Face writes them with `separate`; up alone
+// when not gated; then down. The dense MLP, the routed experts and the shared experts alike.
+void add_mlp_projections(const ModelConfig& m, const std::string& prefix, std::int64_t rows,
+                         std::int64_t width, std::int64_t calls, const std::string& note,
+                         bool routed_expert, bool separate, std::vector<LinearLayer>& out) {
+  const std::int64_t H = m.hidden_size;
+  if (m.gated_mlp && separate) {
+    out.push_back({prefix + "_gate", rows, width, H, calls, note, routed_expert});
+    out.push_back({prefix + "_up", rows, width, H, calls, note, routed_expert});
+  } else if (m.gated_mlp) {
+    out.push_back({prefix + "_gate_up", rows, 2 * width, H, calls, note, routed_expert});
+  } else {
+    out.push_back({prefix + "_up", rows, width, H, calls, note, routed_expert});
+  }
+  out.push_back({prefix + "_down", rows, H, width, calls, note, routed_expert});
+}
+
 void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, std::int64_t layers,
                    bool separate, std::vector<LinearLayer>& out) {
   const std::int64_t I = split_tp(m, m.intermediate_size, tp, "intermediate_size");
-  if (m.gated_mlp && separate) {
-    out.push_back({"mlp_gate", tokens, I, m.hidden_size, layers, ""});
-    out.push_back({"mlp_up", tokens, I, m.hidden_size, layers, ""});
-  } else if (m.gated_mlp)
-    out.push_back({"mlp_gate_up", tokens, 2 * I, m.hidden_size, layers, ""});
-  else
-    out.push_back({"mlp_up", tokens, I, m.hidden_size, layers, ""});
-  out.push_back({"mlp_down", tokens, m.hidden_size, I, layers, ""});
+  add_mlp_projections(m, "mlp", tokens, I, layers, "", false, separate, out);
 }
 
 void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, bool separate,
@@ -75,26 +86,12 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, bool se
                                           tokens, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
   out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
-  // Experts are MLPs like the dense one: gate and up fused when gated (SwiGLU), or separate
-  // projections as Hugging Face writes them (Mixtral's w1 and w3) with `separate`; up alone when
-  // not gated.
-  auto inputs = [&](const std::string& who, std::int64_t rows, std::int64_t width,
-                    std::int64_t calls, const std::string& note, bool experts) {
-    if (m.gated_mlp && separate) {
-      out.push_back({who + "_gate", rows, width, H, calls, note, experts});
-      out.push_back({who + "_up", rows, width, H, calls, note, experts});
-    } else if (m.gated_mlp) {
-      out.push_back({who + "_gate_up", rows, 2 * width, H, calls, note, experts});
-    } else {
-      out.push_back({who + "_up", rows, width, H, calls, note, experts});
-    }
-    out.push_back({who + "_down", rows, H, width, calls, note, experts});
-  };
-  inputs("moe_expert", expert_tokens, I, expert_calls, balance, true);
+  add_mlp_projections(m, "moe_expert", expert_tokens, I, expert_calls, balance, true, separate,
+                      out);
   if (e.n_shared_experts > 0) {
     const std::int64_t shared = split_tp(m, e.n_shared_experts * e.moe_intermediate_size, tp,
                                          "n_shared_experts x moe_intermediate_size");
-    inputs("moe_shared", tokens, shared, layers, "", false);
+    add_mlp_projections(m, "moe_shared", tokens, shared, layers, "", false, separate, out);
   }
 }
 
