@@ -124,44 +124,41 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
 // dimension over a short range); past the largest, scaled in proportion from it; below the
 // smallest, the smallest's own (a small GEMM's fixed cost and tile rounding do not shrink with it).
 std::optional<OperatorTime> CaptureTimes::expert_loop_time(const StepOperator& op) const {
+  if (op.experts.tokens.empty()) return std::nullopt;
   const bool wgrad = op.experts.pass == GemmPass::wgrad;
+  // Every expert of the call shares the GEMM's other dimensions: expert 0's say which they are.
+  const GemmProblem first = op.experts.expert(0);
+  std::map<std::int64_t, const Shape*> curve;  // tokens -> the job's shape
+  for (const auto& [key, shape] : gemms_) {
+    const auto& [m, n, k, batch, ta, tb, dtype] = key;
+    if (batch == 1 && ta == first.transa && tb == first.transb &&
+        dtype == dtype_name(first.dtype) && n == first.n && (wgrad ? m == first.m : k == first.k))
+      curve[wgrad ? k : m] = &shape;
+  }
+  if (curve.empty()) return std::nullopt;
   double total_us = 0;
   std::int64_t shapes = 0, calls = 0;
   std::map<std::int64_t, const Shape*> seen;  // every captured token count used
-  for (std::size_t i = 0; i < op.experts.tokens.size(); ++i) {
-    if (op.experts.tokens[i] == 0) continue;  // no GEMM: wgrad's zeroed gradient is not timed
-    const GemmProblem p = op.experts.expert(i);
-    const std::int64_t tokens = wgrad ? p.k : p.m;
-    std::map<std::int64_t, const Shape*> curve;  // tokens -> the job's shape
-    for (const auto& [key, shape] : gemms_) {
-      const auto& [m, n, k, batch, ta, tb, dtype] = key;
-      if (batch == 1 && ta == p.transa && tb == p.transb && dtype == dtype_name(p.dtype) &&
-          n == p.n && (wgrad ? m == p.m : k == p.k))
-        curve[wgrad ? k : m] = &shape;
-    }
-    if (curve.empty()) return std::nullopt;
+  for (const std::int64_t tokens : op.experts.tokens) {
+    if (tokens == 0) continue;  // no GEMM: wgrad's zeroed gradient is not timed
     const auto above = curve.lower_bound(tokens);
-    double us = 0;
-    if (above != curve.end() && above->first == tokens) {
-      us = above->second->average_us;
-      seen[above->first] = above->second;
-    } else if (above != curve.end() && above != curve.begin()) {
+    if (above == curve.end()) {  // past the largest: in proportion to it
+      const auto largest = std::prev(above);
+      total_us += largest->second->average_us * static_cast<double>(tokens) /
+                  static_cast<double>(largest->first);
+      seen.insert(*largest);
+    } else if (above->first == tokens || above == curve.begin()) {  // captured, or below them all
+      total_us += above->second->average_us;
+      seen.insert(*above);
+    } else {
       const auto below = std::prev(above);
       const double f = static_cast<double>(tokens - below->first) /
                        static_cast<double>(above->first - below->first);
-      us = below->second->average_us + f * (above->second->average_us - below->second->average_us);
-      seen[below->first] = below->second;
-      seen[above->first] = above->second;
-    } else if (above == curve.end()) {
-      const auto largest = std::prev(above);
-      us = largest->second->average_us * static_cast<double>(tokens) /
-           static_cast<double>(largest->first);
-      seen[largest->first] = largest->second;
-    } else {
-      us = above->second->average_us;
-      seen[above->first] = above->second;
+      total_us +=
+          below->second->average_us + f * (above->second->average_us - below->second->average_us);
+      seen.insert(*below);
+      seen.insert(*above);
     }
-    total_us += us;
   }
   if (seen.empty()) return std::nullopt;
   std::string api;
@@ -175,8 +172,7 @@ std::optional<OperatorTime> CaptureTimes::expert_loop_time(const StepOperator& o
   t.source = fmt::format(
       "{}: {} expert GEMMs ({} n {}, the tokens' dimension varying) at their tokens from {} of "
       "the job's {} shapes, in-job averages of {} calls",
-      dir_, op.experts.experts(), op.experts.expert(0).layout(), op.experts.expert(0).n, shapes,
-      api, calls);
+      dir_, op.experts.experts(), first.layout(), first.n, shapes, api, calls);
   t.origin = "captured";
   return t;
 }
