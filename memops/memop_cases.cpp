@@ -76,19 +76,20 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
             "splits them)",
             tp, tokens));
       const std::int64_t sp_tokens = tokens / tp;
+      MemopCase run_case;  // this run's, its operator and shape to fill in
+      run_case.report = run_case.source = m.name;
+      run_case.dtype = dtype;
+      run_case.tp = tp;
+      run_case.micro_batch = mb;
+      run_case.seqlen = seqlen;
       auto add = [&](MemOp op, std::int64_t rows, std::int64_t cols, std::int64_t calls,
                      const std::string& note) -> MemopCase& {
-        MemopCase c;
-        c.report = m.name;
-        c.source = m.name;
+        MemopCase c = run_case;
         c.op = op;
         c.rows = rows;
         c.cols = cols;
         c.dtype = memop_dtype(op, dtype);
         c.calls_per_step = calls;
-        c.tp = tp;
-        c.micro_batch = mb;
-        c.seqlen = seqlen;
         c.note = note;
         out.push_back(c);
         return out.back();
@@ -153,16 +154,13 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
       add_passes(MemOp::fp8_quantize, sp_tokens, H, 2 * L,
                  "fp8 training: the inputs of the QKV and gate/up GEMMs");
       if (run.moe_layers && m.moe && m.moe_layers() > 0)
-        for (const MoeMemop& x :
-             moe_layer_memops(m, tokens, tp, tokens * m.moe->num_experts_per_tok, dtype)) {
+        for (MoeMemop& x :
+             moe_layer_memops(m, run_case, tokens, tp, tokens * m.moe->num_experts_per_tok)) {
           if (!wanted(ops, x.c.op) ||
               std::find(passes.begin(), passes.end(), x.c.pass) == passes.end())
             continue;
-          MemopCase& c = add(x.c.op, x.c.rows, x.c.cols, x.c.calls_per_step,
-                             "MoE " + x.label + " (every expert on the rank, balanced routing)");
-          c.pass = x.c.pass;
-          c.vocab = x.c.vocab;
-          c.dtype = x.c.dtype;
+          x.c.note = "MoE " + x.label + " (every expert on the rank, balanced routing)";
+          out.push_back(std::move(x.c));
         }
     }
   merge_same_cases(out);
@@ -190,48 +188,68 @@ void merge_same_cases(std::vector<MemopCase>& cases) {
   cases = std::move(merged);
 }
 
-std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
-                                       std::int64_t routed, DType dtype) {
+MemopCase moe_router_softmax_case(MemopCase base, MemPass pass, std::int64_t tokens,
+                                  std::int64_t experts) {
+  base.op = MemOp::softmax;
+  base.pass = pass;
+  base.rows = tokens;
+  base.cols = experts;
+  base.dtype = DType::fp32;
+  return base;
+}
+
+MemopCase moe_token_rows_case(MemopCase base, MemPass pass, std::int64_t copies,
+                              std::int64_t tokens, std::int64_t hidden) {
+  base.op = MemOp::embedding;
+  base.pass = pass;
+  base.rows = copies;
+  base.cols = hidden;
+  base.vocab = tokens;
+  return base;
+}
+
+std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
+                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed) {
   std::vector<MoeMemop> out;
   if (!m.moe || m.moe_layers() == 0) return out;
   const MoeConfig& e = *m.moe;
-  const std::int64_t copies = tokens * e.num_experts_per_tok;
-  auto add = [&](const std::string& label, bool backward, MemOp op, MemPass pass, std::int64_t rows,
-                 std::int64_t cols, DType t) -> MemopCase& {
-    MemopCase c;
+  const std::int64_t copies = tokens * e.num_experts_per_tok, H = m.hidden_size;
+  auto add = [&](const std::string& label, bool backward, MemopCase c) {
+    c.calls_per_step = m.moe_layers();
+    c.note = label;
+    out.push_back({label, backward, std::move(c)});
+  };
+  auto elementwise = [&](MemOp op, MemPass pass, std::int64_t rows, std::int64_t cols) {
+    MemopCase c = base;
     c.op = op;
     c.pass = pass;
     c.rows = rows;
     c.cols = cols;
-    c.dtype = t;
-    c.calls_per_step = m.moe_layers();
-    c.note = label;
-    out.push_back({label, backward, c});
-    return out.back().c;
+    return c;
   };
   constexpr MemPass fwd = MemPass::fwd, bwd = MemPass::bwd;
   const std::int64_t E = e.n_routed_experts;
-  add("router softmax fwd (fp32)", false, MemOp::softmax, fwd, tokens, E, DType::fp32);
-  add("router softmax bwd (fp32)", true, MemOp::softmax, bwd, tokens, E, DType::fp32);
-  // The token rows the copies move between: an embedding over a vocabulary of the tokens.
-  auto rows = [&](const std::string& label, bool backward, MemPass pass) {
-    add(label, backward, MemOp::embedding, pass, copies, m.hidden_size, dtype).vocab = tokens;
-  };
-  rows("permute: the copies gathered", false, fwd);
-  rows("permute bwd: the copies' gradients added into their tokens", true, bwd);
-  rows("unpermute: the copies weighted and added into their tokens", false, bwd);
-  rows("unpermute bwd: the tokens' gradients gathered", true, fwd);
+  add("router softmax fwd (fp32)", false, moe_router_softmax_case(base, fwd, tokens, E));
+  add("router softmax bwd (fp32)", true, moe_router_softmax_case(base, bwd, tokens, E));
+  add("permute: the copies gathered", false, moe_token_rows_case(base, fwd, copies, tokens, H));
+  add("permute bwd: the copies' gradients added into their tokens", true,
+      moe_token_rows_case(base, bwd, copies, tokens, H));
+  add("unpermute: the copies weighted and added into their tokens", false,
+      moe_token_rows_case(base, bwd, copies, tokens, H));
+  add("unpermute bwd: the tokens' gradients gathered", true,
+      moe_token_rows_case(base, fwd, copies, tokens, H));
   // The routing weights' gradient, a dot product of each copy's saved output with its gradient:
   // its bytes (T·k x H read) as a copy's.
-  add("unpermute bwd: the routing weights' gradient", true, MemOp::copy, fwd, 1,
-      (copies * m.hidden_size + 1) / 2, dtype);
+  add("unpermute bwd: the routing weights' gradient", true,
+      elementwise(MemOp::copy, fwd, 1, (copies * H + 1) / 2));
   const MemOp act = m.gated_mlp ? MemOp::swiglu : MemOp::gelu;
   const std::int64_t width = e.moe_intermediate_size / tp;
   for (MemPass p : {fwd, bwd}) {
     if (routed > 0)
-      add(fmt::format("routed experts: {} tokens", routed), p == bwd, act, p, routed, width, dtype);
+      add(fmt::format("routed experts: {} tokens", routed), p == bwd,
+          elementwise(act, p, routed, width));
     if (e.n_shared_experts > 0)
-      add("shared experts", p == bwd, act, p, tokens, e.n_shared_experts * width, dtype);
+      add("shared experts", p == bwd, elementwise(act, p, tokens, e.n_shared_experts * width));
   }
   return out;
 }

@@ -45,14 +45,27 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& model, const MemopMo
 // experts' over the T tokens. `label` names each for bench_step's operator list and
 // bench_memops's note. bench_memops --model and bench_step list the same cases, so bench_step
 // --from-reports finds them.
+// Each case is `base` (the run: model, dtype, tp, micro-batch, sequence) with the operator, pass,
+// shape, calls per step and, as its note, the label filled in.
 struct MoeMemop {
   std::string label;
   bool backward = false;  // runs in the step's backward (not the same as c.pass: the unpermute
                           // is an embedding's backward in the forward)
-  MemopCase c;            // op, pass, rows, cols, vocab, dtype and calls_per_step set
+  MemopCase c;
 };
-std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, std::int64_t tokens, std::int64_t tp,
-                                       std::int64_t routed, DType dtype);
+std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
+                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed);
+
+// The two MoE shapes both of bench_step's plans time, as cases of `base`'s run: the router's
+// softmax over the E experts of `tokens` rows, in fp32 whatever the model's dtype, as frameworks
+// run it; and the token copies moved between the tokens' rows and the experts' order, `copies`
+// rows of the hidden gathered from a table of `tokens` rows (fwd: x[token], the permute) or added
+// into a zeroed one (bwd: index_add_, the unpermute), exactly an embedding's lookup and its
+// backward over a vocabulary of the tokens.
+MemopCase moe_router_softmax_case(MemopCase base, MemPass pass, std::int64_t tokens,
+                                  std::int64_t experts);
+MemopCase moe_token_rows_case(MemopCase base, MemPass pass, std::int64_t copies,
+                              std::int64_t tokens, std::int64_t hidden);
 
 // The cases of `cases` that are the same case (operator, pass, shape, dtype, model run) become
 // one, its calls per step summed and its notes joined, in first-seen order: an MoE layer's permute

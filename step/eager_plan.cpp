@@ -4,7 +4,6 @@
 
 #include "common/rotation.hpp"
 
-#include "gemm/moe_routing.hpp"
 #include "memops/memop_cases.hpp"
 #include "step/step_operators.hpp"
 
@@ -233,14 +232,15 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   const MoeConfig& e = *m.moe;
   const std::int64_t H = m.hidden_size, E = e.n_routed_experts, K = e.num_experts_per_tok;
   const std::int64_t copies = T * K, Ie = e.moe_intermediate_size / c.tp;
-  const RankLoad load = busiest_rank(route_tokens(c.routing, E, K, c.ep, T), c.ep);
+  const RankLoad load = busiest_expert_rank(c, T);
   const std::int64_t experts = E / c.ep, per_expert = ceil_div(load.total, experts);
   constexpr MemPass f = MemPass::fwd;
-  k.memop(kFwd, "moe router softmax fwd (fp32)", router_softmax_case(c, MemPass::fwd, T), layers);
+  k.memop(kFwd, "moe router softmax fwd (fp32)",
+          moe_router_softmax_case(run_memop_case(c), MemPass::fwd, T, E), layers);
   k.bytes(kFwd, "moe top-k", T * E + 2 * copies, layers);
   k.bytes(kFwd, "moe copies sorted by expert (sort, bincount, // top-k)", 4 * copies, layers);
   k.memop(kFwd, "moe permute: the copies gathered (x[token])",
-          token_rows_case(c, MemPass::fwd, copies, T), layers);
+          moe_token_rows_case(run_memop_case(c), MemPass::fwd, copies, T, H), layers);
   if (load.total > 0)
     add_expert_mlp(k, c, fmt::format("moe experts ({} rows each)", per_expert), per_expert, Ie,
                    experts * layers);
@@ -248,14 +248,14 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.bytes(kFwd, "moe routing weights gathered", 2 * copies, layers);
   k.kernel(kFwd, "moe outputs * routing weights", MemOp::scale, f, copies * H, layers);
   k.memop(kFwd, "moe unpermute: zeros, index_add_ of the copies",
-          token_rows_case(c, MemPass::bwd, copies, T), layers);
+          moe_token_rows_case(run_memop_case(c), MemPass::bwd, copies, T, H), layers);
   const std::int64_t shared = e.n_shared_experts * Ie;
   if (shared > 0) {
     add_expert_mlp(k, c, "moe shared experts", T, shared, layers);
     k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, T * H, layers);
   }
   k.memop(kBwd, "moe unpermute bwd: the tokens' gradients gathered",
-          token_rows_case(c, MemPass::fwd, copies, T), layers);
+          moe_token_rows_case(run_memop_case(c), MemPass::fwd, copies, T, H), layers);
   k.kernel(kBwd, "moe outputs * routing weights bwd", MemOp::scale, f, copies * H, layers);
   k.kernel(kBwd, "moe routing weights' gradient: grad * output", MemOp::mul, f, copies * H, layers);
   k.bytes(kBwd, "moe routing weights' gradient: sum over the hidden", copies * H + copies, layers);
@@ -263,9 +263,10 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.kernel(kBwd, "moe split bwd: cat of the experts' input gradients", MemOp::copy, f,
            load.total * H, layers);
   k.memop(kBwd, "moe permute bwd: zeros, index_put_ (accumulate) of the copies",
-          token_rows_case(c, MemPass::bwd, copies, T), layers);
+          moe_token_rows_case(run_memop_case(c), MemPass::bwd, copies, T, H), layers);
   k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", T * E + 2 * copies, layers);
-  k.memop(kBwd, "moe router softmax bwd (fp32)", router_softmax_case(c, MemPass::bwd, T), layers);
+  k.memop(kBwd, "moe router softmax bwd (fp32)",
+          moe_router_softmax_case(run_memop_case(c), MemPass::bwd, T, E), layers);
   k.kernel(kBwd,
            shared > 0 ? "moe input gradient sums (router, permute, shared experts)"
                       : "moe input gradient sum (router, permute)",

@@ -9,8 +9,8 @@
 #include "common/param_layout.hpp"
 #include "common/rotation.hpp"
 #include "fsdp/fsdp_plan.hpp"
-#include "gemm/moe_routing.hpp"
 #include "step/step_operators.hpp"
+#include "step/step_stage.hpp"
 
 namespace opbench {
 namespace {
@@ -184,8 +184,7 @@ void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   const MoeConfig& e = *c.model.moe;
   l.add("router and experts input (norm 2 output)", x.rows * x.H, x.b);
   l.add("router probabilities (fp32)", x.T * e.n_routed_experts, kFp32);
-  const RankLoad load = busiest_rank(
-      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, x.T), c.ep);
+  const RankLoad load = busiest_expert_rank(c, x.T);
   const std::int64_t R = load.total, Ie = e.moe_intermediate_size / c.tp;
   const std::int64_t copies = x.T * e.num_experts_per_tok;
   l.add("routed tokens (experts' input)", R * x.H, x.b);

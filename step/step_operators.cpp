@@ -10,7 +10,6 @@
 #include "attention/attention_shape.hpp"
 #include "common/param_layout.hpp"
 #include "gemm/gemm_cases.hpp"
-#include "gemm/moe_routing.hpp"
 #include "memops/memop_cases.hpp"
 #include "step/eager_plan.hpp"
 #include "step/step_stage.hpp"
@@ -134,11 +133,9 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
 void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
-  const MoeConfig& e = *v.model.moe;
   const std::int64_t T = c.tokens_per_micro_batch();
-  const RankLoad load = busiest_rank(
-      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, T), c.ep);
-  for (const MoeMemop& x : moe_layer_memops(v.model, T, c.tp, load.total, c.dtype)) {
+  const RankLoad load = busiest_expert_rank(c, T);
+  for (const MoeMemop& x : moe_layer_memops(v.model, run_memop_case(c), T, c.tp, load.total)) {
     const bool fwd = !x.backward;
     const std::string label =
         x.c.op == MemOp::swiglu || x.c.op == MemOp::gelu
@@ -146,9 +143,8 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
             : "moe " + x.label;
     StepOperator op = make_op(StepFamily::memop, fwd ? StepPhase::forward : StepPhase::backward,
                               label, x.c.calls_per_step * v.m, "");
-    op.memop = memop_case(c, x.c.op, x.c.pass, x.c.rows, x.c.cols);
-    op.memop.vocab = x.c.vocab;
-    op.memop.dtype = x.c.dtype;
+    op.memop = x.c;
+    op.memop.note.clear();  // the label names the operator
     out.push_back(op);
     if (c.recompute == Recompute::full && fwd) out.push_back(recomputed(op));
   }

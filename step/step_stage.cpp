@@ -21,14 +21,9 @@ StepOperator recomputed(StepOperator op) {
   return op;
 }
 
-MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t rows,
-                     std::int64_t cols) {
+MemopCase run_memop_case(const StepConfig& c) {
   MemopCase mc;
   mc.report = mc.source = c.model.name;
-  mc.op = op;
-  mc.pass = pass;
-  mc.rows = rows;
-  mc.cols = cols;
   mc.dtype = c.dtype;
   mc.tp = c.tp;
   mc.micro_batch = c.micro_batch;
@@ -36,17 +31,20 @@ MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t r
   return mc;
 }
 
-MemopCase token_rows_case(const StepConfig& c, MemPass pass, std::int64_t copies,
-                          std::int64_t tokens) {
-  MemopCase mc = memop_case(c, MemOp::embedding, pass, copies, c.model.hidden_size);
-  mc.vocab = tokens;
+MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t rows,
+                     std::int64_t cols) {
+  MemopCase mc = run_memop_case(c);
+  mc.op = op;
+  mc.pass = pass;
+  mc.rows = rows;
+  mc.cols = cols;
   return mc;
 }
 
-MemopCase router_softmax_case(const StepConfig& c, MemPass pass, std::int64_t tokens) {
-  MemopCase mc = memop_case(c, MemOp::softmax, pass, tokens, c.model.moe->n_routed_experts);
-  mc.dtype = DType::fp32;
-  return mc;
+RankLoad busiest_expert_rank(const StepConfig& c, std::int64_t tokens) {
+  const MoeConfig& e = *c.model.moe;
+  return busiest_rank(
+      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, tokens), c.ep);
 }
 
 }  // namespace opbench

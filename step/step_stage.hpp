@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gemm/moe_routing.hpp"
 #include "step/step_config.hpp"
 #include "step/step_operator.hpp"
 
@@ -30,14 +31,12 @@ StepOperator recomputed(StepOperator op);
 MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t rows,
                      std::int64_t cols);
 
-// An MoE layer's token copies moved between the tokens' rows and the experts' order: `copies`
-// rows of the hidden gathered from a table of `tokens` rows (fwd: x[token], the permute) or added
-// into a zeroed one (bwd: index_add_, the unpermute), exactly an embedding's lookup and its
-// backward over a vocabulary of the tokens.
-MemopCase token_rows_case(const StepConfig& c, MemPass pass, std::int64_t copies,
-                          std::int64_t tokens);
+// A memory-bound case of the step's run (model, dtype, tp, micro-batch, sequence), its operator
+// and shape to fill in: what memop_case starts from, and the base of memops's MoE cases.
+MemopCase run_memop_case(const StepConfig& c);
 
-// The router's softmax over the experts, which frameworks run in fp32 whatever the model's dtype.
-MemopCase router_softmax_case(const StepConfig& c, MemPass pass, std::int64_t tokens);
+// An MoE model's expert-parallel rank with the most routed tokens under --routing, of `tokens`
+// per rank.
+RankLoad busiest_expert_rank(const StepConfig& c, std::int64_t tokens);
 
 }  // namespace opbench
