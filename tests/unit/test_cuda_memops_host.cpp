@@ -143,6 +143,19 @@ TEST_CASE("row plans: fewest blocks a row within 512 threads, then 1024, cluster
   // Two operands held (softmax's backward): half the vectors a thread.
   CHECK(max_row_items(8, 2) == 2);
   CHECK(max_row_items(4, 1) == 8);
+  // Llama 3.1 8B's hidden size (4096): two vectors a thread, in bf16 (256 threads; one vector
+  // a thread of 512 ran at 71% and 39% of the copy rate) as in fp32 (512 threads), for the
+  // norms (two held) as for LayerNorm (one).
+  CHECK(plan_of(4096, 2, 2, true) == P{256, 2, 1, 0});
+  CHECK(plan_of(4096, 2, 1, true) == P{256, 2, 1, 0});
+  CHECK(plan_of(4096, 4, 2, true) == P{512, 2, 1, 0});
+  // Llama 3.2 3B's 3072 in bf16: 384 vectors, 192 threads of two.
+  CHECK(plan_of(3072, 2, 2, true) == P{192, 2, 1, 0});
+  // Up to two vectors for each thread of a warp (64): one a thread; 65: two.
+  CHECK(plan_of(512, 2, 1, true) == P{64, 1, 1, 0});
+  CHECK(plan_of(520, 2, 1, true) == P{64, 2, 1, 0});
+  // Where a thread's registers take one vector alone (8 held fp32 operands): one.
+  CHECK(register_row_plan(1024, 4, 8, true).items == 1);
   // Short rows: one warp. Past 8 blocks of 1024 x 4 vectors: the split even with clusters.
   CHECK(plan_of(7, 2, 1, true) == P{32, 1, 1, 0});
   CHECK(register_row_plan(1 << 20, 8, 1, true).chunks > 0);
