@@ -14,6 +14,9 @@
 //   nonblocking    2 all_reduce calls of 512 fp32 on an NCCL nonblocking communicator
 //   hang           an operation that never ends, then a call of 4x4x4 fp32 (behind it), then
 //                  fork(): the child exits 7 at once; prints how long fork and the call took
+//   park           a call of 1 ms, 400 ms of host work (the poller parks once nothing is in
+//                  flight), a second call of 1 ms, 100 ms more: prints the event queries made
+//                  during the last 200 ms of the idle time and after the second call
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -133,6 +136,20 @@ int hang(cublasHandle_t h) {
   return 0;
 }
 
+int park(cublasHandle_t h) {
+  standin_set_op_us(1000);
+  CHECK(square_sgemm(h, 24));
+  host_work_us(200000);
+  const long idle_from = standin_queries();
+  host_work_us(200000);
+  const long idle_to = standin_queries();
+  CHECK(square_sgemm(h, 24));
+  host_work_us(100000);
+  std::printf("idle_queries %ld woken_queries %ld\n", idle_to - idle_from,
+              standin_queries() - idle_to);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +161,7 @@ int main(int argc, char** argv) {
   if (mode == "implicit") return implicit(h);
   if (mode == "nonblocking") return nonblocking();
   if (mode == "hang") return hang(h);
+  if (mode == "park") return park(h);
   const float one = 1.0f;
   // column-major (N, T, 64, 32, 16) x 3: row-major m 32, n 64, k 16, layout TN
   for (int i = 0; i < 3; ++i)

@@ -744,6 +744,20 @@ def gpu_async_mode(a):
         check((r["calls"], r["timed_calls"], r["count"]) == ("2", "0", "512"), f"nonblocking: {r}")
         check("ncclInProgress" in r["note"], f"nonblocking: the note says {r['note']}")
 
+    # 4b. the poller parks when nothing is in flight (no polls, so a hooked call has no thread to
+    # wake while a job keeps the GPU busy), and a call after that wakes it: its timing is read
+    # while the job runs, not left to the exit's drain
+    out = fresh(os.path.join(a.out, "park"))
+    p = capture(out, [a.prog, "park"])
+    idle, woken = figures(p.stdout, "idle_queries", "woken_queries")
+    print(f"park: {idle} event queries in 200 ms with nothing in flight, {woken} after the next call")
+    check(p.returncode == 0, f"park: exit {p.returncode}")
+    check(idle == 0, f"park: {idle} event queries with nothing in flight: the poller did not park")
+    check(woken is not None and woken >= 1,
+          f"park: {woken} event queries after a call to a parked poller: the call did not wake it")
+    r = square_row(one_table(out), 24)
+    check(r is not None and r["timed_calls"] == "2", f"park: the two 1 ms calls: {r}")
+
     # 5. a kernel that never ends: the next call, fork() and exit do not wait for it
     out = fresh(os.path.join(a.out, "hang"))
     t0 = time.time()
