@@ -49,6 +49,12 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
                embedding eager (bench_memops's kernels, one per PyTorch kernel), AdamW as IMPL;
   calibrated   the same plan with --trace-path: the GEMMs' and attention's in-job times from the
                profiled step's trace in place of the isolated ones;
+  profiled     (the parts table, the AdamW that recorded the trace) the profiled step's own GPU
+               time by part, from trace_convert (--trace-convert) of its trace: the in-job kernel
+               times of the GEMMs, attention, the memory-bound operators and the optimizer's
+               (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time between its first
+               and last kernel (an upper bound: the profiler slows the host side), beside the
+               projections' parts;
   fused        bench_step's fused plan (fused QKV, norms, SwiGLU, loss, AdamW), for reference;
   memory       the matched plan's mem_peak_gib against the peak;
 with autocast the projections count the activations in bf16 where autocast keeps the residual
@@ -60,8 +66,10 @@ Exit 0 when every run worked; 1 when a child failed (its last lines are printed)
 """
 import argparse
 import csv
+import glob
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -203,6 +211,44 @@ def parts_text(row):
                                                            "optimizer_ms"))
 
 
+# The optimizer's kernels among a trace's memory-bound operators: foreach AdamW's _foreach_* ops
+# and fused AdamW's one kernel (aten::_fused_adamw_).
+OPTIMIZER_APIS = ("aten::_foreach_", "aten::_fused_adam")
+
+
+def traced_parts(a, trace, out):
+    """The profiled step's GPU time by part, from trace_convert's table of its trace: in-job
+    kernel times of the GEMMs, attention, the memory-bound operators, the optimizer's among them,
+    and the GPU's idle time between its first and last kernel, each per step (ms); None when the
+    trace could not be converted. The profiled step's host side is slower than an unprofiled
+    one's (the profiler records every operator), so its idle time is an upper bound."""
+    if not os.access(a.trace_convert, os.X_OK):
+        return None
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    try:
+        said = run([a.trace_convert, "--trace-path", trace, "--out", out])
+    except ChildFailed:
+        return None
+    steps = re.search(r"(\d+) steps?\b", said)
+    steps = max(1, int(steps.group(1))) if steps else 1
+    total = {"gemm": 0.0, "attention": 0.0, "memory_bound": 0.0, "optimizer": 0.0, "idle": 0.0,
+             "other": 0.0}
+    for path in glob.glob(os.path.join(out, "*.csv")):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                kind = r["kind"] if r["kind"] in total else "other"
+                if kind == "memory_bound" and r["api"].startswith(OPTIMIZER_APIS):
+                    kind = "optimizer"
+                total[kind] += float(r["total_us"] or 0) / 1e3 / steps
+    return total
+
+
+def traced_text(t):
+    return " / ".join(f"{t[k]:.1f}" for k in ("gemm", "attention", "memory_bound", "optimizer",
+                                               "idle"))
+
+
 def emit(line):
     """A line of the table, out at once: a run ended at its time budget keeps its finished rows."""
     print(line, flush=True)
@@ -215,8 +261,9 @@ def cuda_cases(a, cases, work):
     emit("| case | adamw | tokens/step | measured ms | matched ms (error) | calibrated ms (error) "
          "| fused ms (error) | peak GiB | predicted GiB (error) |")
     emit("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    parts = ["| case | adamw | GEMM / attention / memory-bound / optimizer ms: matched | calibrated |",
-             "|---|---|---|---|"]
+    parts = ["| case | adamw | GEMM / attention / memory-bound / optimizer ms: matched | calibrated "
+             "| the profiled step's kernels (+ GPU idle) |",
+             "|---|---|---|---|---|"]
     notes, misses, failures = [], [], []
     impls = [i for i in a.optimizer_impl.split(",") if i]
     for model, seq in cases:
@@ -238,11 +285,13 @@ def cuda_cases(a, cases, work):
 
 def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misses):
     """One case's row (emitted); returns the reports and the trace the next AdamW reuses."""
+    traced = None
     if trace is None:
         trace = os.path.join(work, "trace-" + name)
         if os.path.isdir(trace):
             shutil.rmtree(trace)
         measured = torch_step_cuda(a, model, seq, impl, trace)
+        traced = traced_parts(a, trace, os.path.join(work, "traced-" + name))
     else:
         measured = torch_step_cuda(a, model, seq, impl)
     ms = measured["median_ms"]
@@ -270,7 +319,8 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
          f"{cell(step_ms(fused), errors['fused'], 1)} | "
          f"{'-' if peak is None else f'{peak:.2f}'} | "
          f"{cell(mem_gib(matched), errors['memory'], 2)} |")
-    parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} |")
+    parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} | "
+                 f"{traced_text(traced) if traced else '-'} |")
     note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
             f"{measured.get('precision')}, attention {measured.get('attention')}; trace {trace}")
     if not str(measured.get("attention", "")).startswith("cudnn"):
@@ -322,9 +372,14 @@ def main() -> int:
     ap.add_argument("--bench-step", default=os.path.join(ROOT, "build/step/bench_step"))
     ap.add_argument("--bench-ccl", default=os.path.join(ROOT, "build/collectives/bench_ccl"))
     ap.add_argument("--capture-lib", default=os.path.join(ROOT, "build/capture/libopbench_capture.so"))
+    ap.add_argument("--trace-convert", default=None,
+                    help="trace_convert, for the profiled step's breakdown (default: beside --bench-step's "
+                         "build tree, trace/trace_convert)")
     ap.add_argument("--work-dir", help="keep the reports and captures here (default: a temporary folder)")
     a = ap.parse_args()
     cuda = a.device == "cuda"
+    a.trace_convert = a.trace_convert or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(a.bench_step))), "trace", "trace_convert")
     if a.model_config_path is None:
         a.model_config_path = os.path.join(ROOT, "configs/models.json" if cuda else "bench/peers/step_models.json")
     if a.cases is None:

@@ -277,6 +277,12 @@ set_tests_properties("peers: step_vs_torch.py prints bench_step's projection aga
   PROPERTIES PASS_REGULAR_EXPRESSION
   "\\| llama-cpu-xs, seq 256 \\| 256 \\| [0-9]+ \\| [0-9]+ \\([-+][0-9.]+%\\) \\| [0-9]+ \\([-+][0-9.]+%\\) \\| [0-9]+ \\([-+][0-9.]+%\\) \\|.*timed steps on jemalloc"
   TIMEOUT 600 FIXTURES_SETUP torch_step_capture)
+# On the GPU, step_vs_torch.py sets the profiled step's kernel time by part beside the
+# projections' (traced_parts): checked on the repository's GPU step trace, worked by hand.
+add_test(NAME "peers: step_vs_torch.py's profiled-step breakdown sums the trace's kernels by part"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_traced_parts.py $<TARGET_FILE:trace_convert>)
+set_tests_properties("peers: step_vs_torch.py's profiled-step breakdown sums the trace's kernels by part"
+  PROPERTIES PASS_REGULAR_EXPRESSION "traced parts: ok" TIMEOUT 60)
 # The peer's MoE model (moe-cpu-xs, DeepSeek's layout) builds the parameters bench_step counts,
 # worked by hand: 4 layers' attention (q, o 512 x 512, k, v 128 x 512) 4 x 655,360 and norms
 # 4 x 1,024; the dense first layer's MLP 3 x 512 x 1408 = 2,162,688; 3 MoE layers, each a router

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""step_vs_torch.py's breakdown of a profiled GPU step (traced_parts), on the repository's GPU
+step trace (tests/data/trace/host-a_4242.1700000000000.pt.trace.json), worked by hand from its
+kernels: the GEMM (200 us) and its split-K reduction (20) 0.22 ms; flash attention 300 us 0.30;
+the memory-bound aten::add_ kernel (30) and the host-to-device copy (20) 0.05; the NCCL kernel
+(100) and the kernel no operator launched (10) 0.11 as other; 0.10 ms with no kernel between
+the first kernel's start and the last one's end. Renamed aten::_foreach_add_, the add's 30 us
+are the optimizer's.
+
+Usage: check_traced_parts.py TRACE_CONVERT; exit 0 when every value matches.
+"""
+import json
+import os
+import sys
+import tempfile
+import types
+import importlib.util
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURE = os.path.join(ROOT, "tests/data/trace/host-a_4242.1700000000000.pt.trace.json")
+
+
+def load_step_vs_torch():
+    sys.path.insert(0, os.path.join(ROOT, "bench/peers"))
+    spec = importlib.util.spec_from_file_location("step_vs_torch",
+                                                  os.path.join(ROOT, "bench/peers/step_vs_torch.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parts_of(svt, trace_convert, events, work):
+    folder = os.path.join(work, "trace")
+    os.makedirs(folder)
+    with open(os.path.join(folder, os.path.basename(FIXTURE)), "w") as f:
+        json.dump(events, f)
+    got = svt.traced_parts(types.SimpleNamespace(trace_convert=trace_convert), folder,
+                           os.path.join(work, "table"))
+    return {k: round(v, 6) for k, v in got.items()} if got else got
+
+
+def main() -> int:
+    svt = load_step_vs_torch()
+    with open(FIXTURE) as f:
+        trace = json.load(f)
+    failures = []
+    with tempfile.TemporaryDirectory() as work:
+        got = parts_of(svt, sys.argv[1], trace, os.path.join(work, "plain"))
+        want = {"gemm": 0.22, "attention": 0.3, "memory_bound": 0.05, "optimizer": 0.0,
+                "idle": 0.1, "other": 0.11}
+        if got != want:
+            failures.append(f"the trace as recorded: {got}, expected {want}")
+        for e in trace["traceEvents"]:
+            if e.get("name") == "aten::add_":
+                e["name"] = "aten::_foreach_add_"
+        got = parts_of(svt, sys.argv[1], trace, os.path.join(work, "foreach"))
+        want.update(memory_bound=0.02, optimizer=0.03)
+        if got != want:
+            failures.append(f"the add renamed aten::_foreach_add_: {got}, expected {want}")
+        if svt.traced_parts(types.SimpleNamespace(trace_convert="/nonexistent"), work,
+                            os.path.join(work, "none")) is not None:
+            failures.append("no trace_convert: a breakdown, expected none")
+    for f in failures:
+        print(f"FAIL: {f}", file=sys.stderr)
+    print("traced parts: " + ("ok" if not failures else f"{len(failures)} failed"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
