@@ -15,8 +15,8 @@ namespace opbench {
 // tensors used twice, the layout copies and the zero fills of the backward.
 void add_eager_layer_kernels(const StageView& v, std::vector<StepOperator>& out);
 
-// AdamW's step as torch.optim.AdamW runs it when not fused: nine elementwise kernels, once per
-// parameter tensor (single) or once over all of them (foreach).
+// AdamW's step as torch.optim.AdamW runs it when not fused: PyTorch 2's eight elementwise
+// kernels, once per parameter tensor (single) or once over all of them (foreach).
 void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out);
 
 }  // namespace opbench
