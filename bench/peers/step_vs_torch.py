@@ -322,7 +322,9 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
     parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} | "
                  f"{traced_text(traced) if traced else '-'} |")
     note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
-            f"{measured.get('precision')}, attention {measured.get('attention')}; trace {trace}")
+            f"{measured.get('precision')}, attention {measured.get('attention')}; host cost of "
+            f"an eager operator {measured.get('host_us_per_op_fwd', '-')} us forward, "
+            f"{measured.get('host_us_per_op_bwd', '-')} us backward; trace {trace}")
     if not str(measured.get("attention", "")).startswith("cudnn"):
         # PyTorch 2.11 prefers cuDNN's SDPA on sm_90 and sm_100 with cuDNN above 9.15
         # (check_prefer_cudnn_attention, aten/src/ATen/native/transformers/cuda/sdp_utils.cpp);

@@ -134,9 +134,11 @@ Under scripts/capture.sh the script empties the capture's tables after the warm-
 (opbench_capture_reset, "capture_reset" in the JSON line), so the capture holds the timed steps'
 calls (and the profiled step's, with --profile), not the first steps' slow ones.
 
-Output: the settings, the timed steps, the median step time, the peak memory, then one line of
-JSON (the last line of stdout): model, params, micro_batch, seq_len, grad_accum, threads,
-world_size, step_times_ms, median_ms, tokens_per_s, peak_mem_gib and a few more. Bad arguments or a bad models file: one `error:` line on
+Output: the settings, the timed steps, the median step time, the peak memory, the host cost of
+one eager operator (a chain of 2000 scalar products on the device, forward and backward: what a
+step whose kernels are shorter waits for), then one line of JSON (the last line of stdout):
+model, params, micro_batch, seq_len, grad_accum, threads, world_size, step_times_ms, median_ms,
+tokens_per_s, peak_mem_gib, host_us_per_op_fwd, host_us_per_op_bwd and a few more. Bad arguments or a bad models file: one `error:` line on
 stderr, exit 2.
 
 Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
@@ -912,6 +914,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
                             args.kineto_steps, cuda, ddp)
     # the high-water mark before attention_path's own small tensors
     peak_mem = peak_gpu if cuda else proc_status_bytes("VmHWM") - rss_before
+    host_fwd_us, host_bwd_us = host_op_us(torch, args.device, sync_device) if rank == 0 else (0, 0)
     attn = attention_path(torch, shape, args.device, torch.float32 if args.precision == "fp32"
                           else torch.bfloat16) if rank == 0 else None
 
@@ -937,6 +940,9 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         else:
             print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (VmHWM less VmRSS before the model "
                   f"was built{', rank 0' if world > 1 else ''})")
+        print(f"host cost of an eager operator: {host_fwd_us:.1f} us forward, {host_bwd_us:.1f} us "
+              f"backward (a chain of {HOST_OPS} scalar products of 16 elements; a step whose "
+              f"kernels are shorter waits for its host)")
         if other_pct + steal_pct > 10:  # even with a core to spare, a step ran up to 2x slower
             warn(f"other processes used {other_pct:.0f}% of the machine's CPU time during the "
                  f"timed steps (steal {steal_pct:.0f}%): these are not a quiet machine's times"
@@ -958,6 +964,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             "torch": torch.__version__,
             "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
             "peak_mem_gib": round(peak_mem / 2 ** 30, 4),
+            "host_us_per_op_fwd": host_fwd_us, "host_us_per_op_bwd": host_bwd_us,
         }
         if cuda:
             summary["gpu"] = torch.cuda.get_device_name()
@@ -971,6 +978,34 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     if ddp:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
+
+
+HOST_OPS = 2000
+
+
+def host_op_us(torch, device: str, sync_device, repeats: int = 3) -> tuple:
+    """PyTorch's host cost of one eager operator on `device`, in us: a chain of HOST_OPS products
+    of a 16-element tensor that requires grad by a scalar, timed forward (each a launch that
+    autograd records) and backward (a MulBackward0 node and its kernel each), the device
+    synchronized at both ends; the fastest of `repeats`. The kernels are tiny, so this is the
+    dispatcher's, autograd's and the launch's cost: where a step's kernels are shorter, the
+    device waits for the host (bench_step has no term for it)."""
+    fwd = bwd = float("inf")
+    for _ in range(repeats):
+        x = torch.ones(16, device=device, requires_grad=True)
+        sync_device()
+        t0 = time.perf_counter()
+        y = x
+        for _ in range(HOST_OPS):
+            y = y * 1.0001
+        sync_device()
+        t1 = time.perf_counter()
+        y.sum().backward()
+        sync_device()
+        t2 = time.perf_counter()
+        fwd = min(fwd, (t1 - t0) / HOST_OPS * 1e6)
+        bwd = min(bwd, (t2 - t1) / HOST_OPS * 1e6)
+    return round(fwd, 2), round(bwd, 2)
 
 
 PRECISIONS = {"fp32": "fp32", "bf16": "bf16 parameters, gradients and AdamW state",

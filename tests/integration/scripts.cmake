@@ -288,14 +288,15 @@ set_tests_properties("peers: step_vs_torch.py's profiled-step breakdown sums the
 # 4 x 1,024; the dense first layer's MLP 3 x 512 x 1408 = 2,162,688; 3 MoE layers, each a router
 # of 8 x 512 and 9 experts (8 routed, 1 shared) of 3 x 512 x 704, 3 x 9,736,192; the embedding and
 # LM head 2 x 16,000 x 512 and the final norm 512: 50,381,312. One training step runs (its loss is
-# finite); a built model off its own formula prints "the formula says".
+# finite); a built model off its own formula prints "the formula says". The host cost of an eager
+# operator is measured (non-zero: a product's dispatch costs more than 0.05 us either way).
 add_test(NAME "peers: torch_train_step.py trains an MoE model of the parameters counted by hand"
   COMMAND ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/torch_train_step.py
           --model-config-path ${PROJECT_SOURCE_DIR}/bench/peers/step_models.json --model moe-cpu-xs
           --seq-len 64 --warmup 0 --steps 1)
 set_tests_properties("peers: torch_train_step.py trains an MoE model of the parameters counted by hand"
   PROPERTIES PASS_REGULAR_EXPRESSION
-  "3 MoE layers of 8 experts x 704 \\(top-2, 1 shared\\); 50,381,312 params.*\"params\": 50381312, .*\"loss\": [0-9]"
+  "3 MoE layers of 8 experts x 704 \\(top-2, 1 shared\\); 50,381,312 params.*host cost of an eager operator: [0-9.]*[1-9][0-9.]* us forward, [0-9.]*[1-9][0-9.]* us backward.*\"params\": 50381312, .*\"loss\": [0-9].*\"host_us_per_op_fwd\": [0-9.]*[1-9]"
   FAIL_REGULAR_EXPRESSION "formula says")
 # plot_report draws one series per shape and per collective case (issue 32, items 1 and 2): two
 # attention shapes that share their lengths (batch 1 MHA and batch 2 GQA at 1024 and 2048) are
