@@ -371,10 +371,10 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
     MemOp op;
   };
   static const Kernel kernels[] = {
-      {"p *= 1 - lr*wd", MemOp::scale_inplace},   {"m.lerp_(g, 1-b1)", MemOp::axpy_inplace},
-      {"v *= b2", MemOp::scale_inplace},          {"v += (1-b2)*g*g", MemOp::axpy_inplace},
-      {"den = sqrt(v)", MemOp::sqrt},             {"den /= bias corr", MemOp::scale_inplace},
-      {"den += eps", MemOp::scale_inplace},       {"p -= step*m/den", MemOp::addcdiv_inplace}};
+      {"p *= 1 - lr*wd", MemOp::scale_inplace}, {"m.lerp_(g, 1-b1)", MemOp::axpy_inplace},
+      {"v *= b2", MemOp::scale_inplace},        {"v += (1-b2)*g*g", MemOp::axpy_inplace},
+      {"den = sqrt(v)", MemOp::sqrt},           {"den /= bias corr", MemOp::scale_inplace},
+      {"den += eps", MemOp::scale_inplace},     {"p -= step*m/den", MemOp::addcdiv_inplace}};
   const std::int64_t shards = optimizer_shards(c) * c.tp;
   const std::string impl = optimizer_impl_name(c.optimizer_impl);
   // single: once per parameter tensor; foreach: once over the rank's whole shard. Either is
