@@ -54,6 +54,8 @@ constexpr ColumnRow kColumns[] = {
     {"copy_gbps", "copy_bandwidth_bytes_per_second", kGiga, "", ""},
     {"copy_rate_gbps", "copy_rate_bytes_per_second", kGiga, "", ""},
     {"pct_of_copy", "copy_rate_ratio", kPercent, "", ""},
+    {"copy_same_bytes_gbps", "copy_rate_bytes_per_second", kGiga, "copy", "same_bytes"},
+    {"pct_of_copy_same_bytes", "copy_rate_ratio", kPercent, "copy", "same_bytes"},
     // MoE expert rows
     {"efficiency", "expert_efficiency_ratio", 1, "", ""},
     {"tokens_min", "expert_tokens", 1, "stat", "min"},

@@ -13,7 +13,7 @@ bool against_device_memory(const MemopCase& c) {
 }
 
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
-                 const BandwidthRoof& roof) {
+                 const BandwidthRoof& roof, std::optional<double> copy_same_bytes_gbps) {
   const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
   const Stats& s = r.measurement.stats;
   const bool peer = c.op == MemOp::peer || c.op == MemOp::peer_all;
@@ -72,6 +72,13 @@ Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopR
   row.optional_metric("pct_of_copy", by_copy && bw
                                          ? std::optional<double>(100.0 * *bw / *roof.copy_gbps)
                                          : std::nullopt);
+  // A row of a few MB pays its launch and its last wave as a copy of the same bytes would: its
+  // share of such a copy says how much of the shortfall against the run's copy is its size's.
+  const bool by_same = memory_roof && copy_same_bytes_gbps && *copy_same_bytes_gbps > 0;
+  row.optional_metric("copy_same_bytes_gbps", by_same ? copy_same_bytes_gbps : std::nullopt);
+  row.optional_metric(
+      "pct_of_copy_same_bytes",
+      by_same && bw ? std::optional<double>(100.0 * *bw / *copy_same_bytes_gbps) : std::nullopt);
 
   row.result("impl", text_or_empty(r.impl)).result("cache", text_or_empty(r.cache));
   row.result("working_set_bytes", number_or_empty(r.working_set_bytes));

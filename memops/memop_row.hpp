@@ -25,7 +25,10 @@ struct BandwidthRoof {
 // copy); copies over a link (host <-> device, peer) are not.
 bool against_device_memory(const MemopCase& c);
 
+// `copy_same_bytes_gbps`: the rate of a device copy of the row's own bytes (bench_memops's
+// SameBytesCopies), for the rows too small for the run's copy rate to be their ceiling.
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
-                 const BandwidthRoof& roof);
+                 const BandwidthRoof& roof,
+                 std::optional<double> copy_same_bytes_gbps = std::nullopt);
 
 }  // namespace opbench

@@ -5,7 +5,9 @@ Checks every CSV it is told about: the required columns, the row count, and for 
 bytes recomputed here from the operator's own formula (docs/formulas.md, "Memory-bound
 operators") — written out again independently of the C++ — then io = read + write,
 mem_bw_gbps = io / time, copy_gbps = copied / time, pct_peak_bw = mem_bw / roof_gbps and
-pct_of_copy = mem_bw / copy_rate_gbps, one copy rate for every row of a run but the link copies'. With
+pct_of_copy = mem_bw / copy_rate_gbps, one copy rate for every row of a run but the link copies';
+copy_same_bytes_gbps on exactly the CPU rows of device memory under 16 MiB moved (not the copy
+itself, not a link copy), and pct_of_copy_same_bytes = mem_bw / copy_same_bytes_gbps. With
 --checked every ok row must say check=passed.
 
 Usage: check_memops_reports.py BENCH OUT_DIR --expect FILE:ROWS[:OK_ROWS] [--checked]
@@ -18,7 +20,7 @@ from report_check import close, count_problems, expected_files, exit_problem, ch
 
 REQUIRED = ("model op pass rows cols dtype backend provider device time_us samples rse read_bytes "
             "write_bytes io_bytes mem_bw_gbps copied_bytes copy_gbps pct_peak_bw roof_gbps roof copy_rate_gbps "
-            "pct_of_copy impl "
+            "pct_of_copy copy_same_bytes_gbps pct_of_copy_same_bytes impl "
             "check max_abs_err tolerance status note").split()
 SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
 F32, ID = 4, 8
@@ -98,9 +100,21 @@ def check_csv(path: str, rows_expected: int, ok_expected: int, checked: bool) ->
             problems.append(f"{where}: no copy rate (copy_rate_gbps {r['copy_rate_gbps']!r})")
         elif not link:
             copy_rates.add(r["copy_rate_gbps"])
+        same = r["copy_same_bytes_gbps"]
+        wants_same = (not link and r["op"] != "copy" and r["backend"] == "cpu"
+                      and read + write < 1 << 24 and r["time_us"] != "")
+        if wants_same and not (same and float(same) > 0):
+            problems.append(f"{where}: {read + write} bytes moved and no copy_same_bytes_gbps")
+        if not wants_same and r["backend"] == "cpu" and (same or r["pct_of_copy_same_bytes"]):
+            problems.append(f"{where}: copy_same_bytes_gbps {same!r} where none is measured")
         if r["status"] != "ok":
             continue
         t = float(r["time_us"])
+        if same:
+            want = 100 * (read + write) / t / 1e3 / float(same)
+            if not close(float(r["pct_of_copy_same_bytes"] or "nan"), want, 1e-3):
+                problems.append(f"{where}: pct_of_copy_same_bytes {r['pct_of_copy_same_bytes']} "
+                                f"!= 100 mem_bw / copy of the same bytes {want}")
         if not link and r["copy_rate_gbps"]:
             want = 100 * (read + write) / t / 1e3 / float(r["copy_rate_gbps"])
             if not close(float(r["pct_of_copy"] or "nan"), want, 1e-3):
