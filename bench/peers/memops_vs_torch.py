@@ -124,7 +124,10 @@ def main() -> int:
         if ratio > 1.05:
             verdict.append("below torch")
         if pct_copy and float(pct_copy) < TARGET_PCT_OF_COPY:
-            verdict.append(f"below {TARGET_PCT_OF_COPY:.0f}% of copy")
+            same = r.get("pct_of_copy_same_bytes") or ""
+            # a row too small for the run's copy to be its ceiling: say how a copy of its bytes fares
+            verdict.append(f"below {TARGET_PCT_OF_COPY:.0f}% of copy"
+                           + (f" ({float(same):.0f}% of a copy of its bytes)" if same else ""))
         if verdict:
             below.append(f"{r['model']} {r['op']} {r['pass']} {r['dtype']}")
         fmt = lambda v: f"{float(v):.1f}" if v else "-"  # noqa: E731
