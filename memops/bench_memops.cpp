@@ -131,6 +131,25 @@ BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provide
   return roof;
 }
 
+// A device copy of `elements` in `dtype`, measured by `provider` as the operators are (its check
+// off): GB/s counting bytes read and written, or nothing, with why in `why`.
+std::optional<double> measure_copy(MemopProvider& provider, std::int64_t elements, DType dtype,
+                                   const MemopRunOptions& run, std::string& why) {
+  const MemopCase copy = memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {elements},
+                                           std::min<std::int64_t>(4096, elements), 32768, {dtype})
+                             .front();
+  MemopRunOptions quiet = run;
+  quiet.check = false;
+  quiet.corrupt_for_test = false;
+  const MemopResult r = run_memop_case(provider, copy, quiet);
+  const double mean_us = r.measurement.stats.mean;
+  if (r.status != Status::ok || !(mean_us > 0)) {
+    why = r.note;
+    return std::nullopt;
+  }
+  return static_cast<double>(memop_io_bytes(copy)) / (mean_us * 1e-6) / 1e9;
+}
+
 // The run's copy rate (pct_of_copy) where the roof's loops gave none: bench_memops's own device
 // copy, measured here by the first provider as the operators are (rotated past the cache), on
 // 2^28 elements (512 MiB each way in bf16) on a GPU and 2^23 (32 MiB each way in fp32) on the
@@ -140,33 +159,25 @@ void add_copy_rate(BandwidthRoof& roof, const std::vector<MemopCase>& cases,
                    Progress& progress) {
   if (roof.copy_gbps || std::none_of(cases.begin(), cases.end(), against_device_memory)) return;
   const std::int64_t elements = std::int64_t{1} << (provider.backend() == "cpu" ? 23 : 28);
-  const MemopCase copy =
-      memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {elements}, 4096, 32768, {dtype}).front();
-  MemopRunOptions quiet = run;
-  quiet.check = false;
-  quiet.corrupt_for_test = false;
-  const MemopResult r = run_memop_case(provider, copy, quiet);
-  const double mean_us = r.measurement.stats.mean;
-  if (r.status != Status::ok || !(mean_us > 0)) {
-    progress.note(fmt::format("copy rate: not measured ({}); pct_of_copy stays empty", r.note));
+  std::string why;
+  roof.copy_gbps = measure_copy(provider, elements, dtype, run, why);
+  if (!roof.copy_gbps) {
+    progress.note(fmt::format("copy rate: not measured ({}); pct_of_copy stays empty", why));
     return;
   }
-  roof.copy_gbps = static_cast<double>(memop_io_bytes(copy)) / (mean_us * 1e-6) / 1e9;
-  roof.copy_source = fmt::format("copy of {} {} elements", elements, dtype_name(copy.dtype));
+  roof.copy_source = fmt::format("copy of {} {} elements", elements, dtype_name(dtype));
 }
 
-// Device copies of a row's own bytes (copy_same_bytes_gbps), for the rows that move less than
-// kSameBytesCopyBelow: on an H200 the norms of Llama 3.1 70B's tp-8 shard (1024 x 8192, 16 MB
-// each way) ran at 55% of the run's copy of 512 MiB, ours and cuDNN's alike; whether a copy of
-// those bytes fares better says whether the kernel or the size is short. Each size and dtype
-// once, by the run's first provider, measured as the operators are.
+// Device copies of a row's own bytes (copy_same_bytes_gbps), for the rows that move less than a
+// quarter of the run's reference copy (1 GiB moved on a GPU, 64 MiB on the CPU): on an H200 the
+// norms of Llama 3.1 70B's tp-8 shard (1024 x 8192, 16 MB each way) ran at 55% of the run's
+// copy of 512 MiB, ours and cuDNN's alike; whether a copy of those bytes fares better says
+// whether the kernel or the size is short. Each size and dtype once, by the run's first
+// provider.
 class SameBytesCopies {
  public:
-  SameBytesCopies(MemopProvider& provider, const MemopRunOptions& run) : provider_(provider) {
-    run_ = run;
-    run_.check = false;
-    run_.corrupt_for_test = false;
-  }
+  SameBytesCopies(MemopProvider& provider, const MemopRunOptions& run)
+      : provider_(provider), run_(run) {}
 
   std::optional<double> rate(const MemopCase& c) {
     const std::int64_t io = memop_io_bytes(c);
@@ -176,21 +187,11 @@ class SameBytesCopies {
         std::max<std::int64_t>(1, io / 2 / static_cast<std::int64_t>(dtype_size(c.dtype)));
     const auto key = std::make_pair(elements, c.dtype);
     if (const auto it = seen_.find(key); it != seen_.end()) return it->second;
-    const std::int64_t cols = std::min<std::int64_t>(4096, elements);
-    const MemopCase copy =
-        memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {elements}, cols, 32768, {c.dtype})
-            .front();
-    const MemopResult r = run_memop_case(provider_, copy, run_);
-    const double mean_us = r.measurement.stats.mean;
-    std::optional<double> gbps;
-    if (r.status == Status::ok && mean_us > 0)
-      gbps = static_cast<double>(memop_io_bytes(copy)) / (mean_us * 1e-6) / 1e9;
-    return seen_[key] = gbps;
+    std::string why;
+    return seen_[key] = measure_copy(provider_, elements, c.dtype, run_, why);
   }
 
  private:
-  // Rows below the run's reference copy (2^28 elements of bf16 on a GPU: 1 GiB moved; 2^23 of
-  // fp32 on the CPU: 64 MiB) by a factor of 4.
   static constexpr std::int64_t kGpuBelow = std::int64_t{1} << 28;
   static constexpr std::int64_t kCpuBelow = std::int64_t{1} << 24;
   MemopProvider& provider_;
