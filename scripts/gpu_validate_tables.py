@@ -47,6 +47,15 @@ def memops_rows(folder):
     return rows
 
 
+def under_copy(rows):
+    """The rows under issue 41's share of the run's copy rate, and how many of those reach it
+    against a copy of their own bytes (too small for the large copy to be their ceiling)."""
+    below = [r for r in rows if r.get("pct_of_copy") and float(r["pct_of_copy"]) < TARGET_PCT_OF_COPY]
+    sized = sum(1 for r in below if r.get("pct_of_copy_same_bytes")
+                and float(r["pct_of_copy_same_bytes"]) >= TARGET_PCT_OF_COPY)
+    return below, sized
+
+
 def memops_table(rows):
     def num(v, digits=1):
         return f"{float(v):.{digits}f}" if v not in ("", None) else "-"
@@ -59,13 +68,10 @@ def memops_table(rows):
                    f"| {num(r.get('pct_of_copy'))} | {num(r.get('pct_of_copy_same_bytes'))} "
                    f"| {num(r.get('pct_peak_bw'))} | {r['status']} |")
     rates = sorted({r["copy_rate_gbps"] for r in rows if r.get("copy_rate_gbps")})
-    below = [r for r in rows if r.get("pct_of_copy") and float(r["pct_of_copy"]) < TARGET_PCT_OF_COPY]
-    # a row too small for the run's copy rate to be its ceiling: a copy of its own bytes is
-    sized = [r for r in below if r.get("pct_of_copy_same_bytes")
-             and float(r["pct_of_copy_same_bytes"]) >= TARGET_PCT_OF_COPY]
+    below, sized = under_copy(rows)
     out.append(f"\n{len(rows)} rows; copy rate {', '.join(num(v) for v in rates) or '-'} GB/s; "
                f"{len(below)} rows under {TARGET_PCT_OF_COPY:.0f}% of it (issue 41's target)"
-               + (f", {len(sized)} of them at {TARGET_PCT_OF_COPY:.0f}% or more of a copy of their "
+               + (f", {sized} of them at {TARGET_PCT_OF_COPY:.0f}% or more of a copy of their "
                   "own bytes (their size, not the kernel, is short of the large copy)" if sized else ""))
     return "\n".join(out)
 
@@ -111,9 +117,7 @@ def verdict_of(out, name):
             if unchecked:
                 return "FAILED", seconds, note + f"; {unchecked} ok rows without a passed check"
             return "passed", seconds, note + "; every result within its tolerance"
-        below = [r for r in rows if r.get("pct_of_copy") and float(r["pct_of_copy"]) < TARGET_PCT_OF_COPY]
-        sized = sum(1 for r in below if r.get("pct_of_copy_same_bytes")
-                    and float(r["pct_of_copy_same_bytes"]) >= TARGET_PCT_OF_COPY)
+        below, sized = under_copy(rows)
         return "passed", seconds, (note + f"; {len(below)} under {TARGET_PCT_OF_COPY:.0f}% of the copy rate"
                                    + (f" ({sized} of them not under a copy of their own bytes)" if sized else ""))
     md = [l for l in read(os.path.join(out, name + ".md")).strip().splitlines() if l.strip()]
