@@ -92,6 +92,7 @@ constexpr ColumnRow kColumns[] = {
     {"exposed_comm_ms", "projected_time_by_part_seconds", kMilli, "part", "exposed_comm"},
     {"bubble_ms", "projected_time_by_part_seconds", kMilli, "part", "bubble"},
     {"optimizer_ms", "projected_time_by_part_seconds", kMilli, "part", "optimizer"},
+    {"host_ms", "projected_time_by_part_seconds", kMilli, "part", "host"},
     {"micro_batch_ms", "projected_micro_batch_seconds", kMilli, "", ""},
     {"dp_comm_ms", "data_parallel_comm_seconds", kMilli, "", ""},
     {"hidden_comm_ms", "hidden_comm_seconds", kMilli, "", ""},

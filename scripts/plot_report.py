@@ -307,7 +307,7 @@ PART_COLOURS = {"GEMM": "tab:blue", "MoE expert GEMMs": "tab:cyan", "attention":
                 "memory-bound": "tab:green", "exposed communication": "tab:red",
                 "communication (tp, ep, pp)": "tab:red",
                 "data-parallel communication (before overlap)": "lightcoral",
-                "pipeline bubble": "tab:gray", "optimizer": "tab:purple"}
+                "pipeline bubble": "tab:gray", "optimizer": "tab:purple", "host (framework)": "tab:brown"}
 
 
 def stacked_bars(ax, units, parts, per_unit):
@@ -384,7 +384,7 @@ def plot_fsdp(rows, title, out, args):
 
 STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound", "memop_ms"),
               ("exposed communication", "exposed_comm_ms"), ("pipeline bubble", "bubble_ms"),
-              ("optimizer", "optimizer_ms"))
+              ("optimizer", "optimizer_ms"), ("host (framework)", "host_ms"))
 # A configuration's columns beyond those every bar label shows (world_size and global_batch follow
 # from those): a label names them only where the report's configurations differ in them.
 STEP_CONFIG_NAMED = ("vpp", "ep", "sp", "sharding", "seqlen", "dtype", "overlap")
@@ -412,7 +412,7 @@ def plot_step(rows, title, out, args):
         mfu = num(r["mfu"])
         label += f"\nMFU {100 * mfu:.1f}%" if mfu is not None else ""
         labels.append(label)
-        per_config[label] = {name: num(r[column]) or 0.0 for name, column in STEP_PARTS}
+        per_config[label] = {name: num(r.get(column, "")) or 0.0 for name, column in STEP_PARTS}
     fig.set_figwidth(fig.get_figwidth() + 3)
     stacked_bars(ax, labels, [name for name, _ in STEP_PARTS], per_config)
     # the legend beside the bars, never over them

@@ -13,6 +13,9 @@ struct StageSums {
   double gemm = 0, attention = 0, memop = 0, critical_comm = 0, optimizer = 0;
   double grad_sync = 0, param_gather = 0;
   double backward_compute = 0;  // backward and recompute compute, all micro-batches
+  double forward_compute = 0;   // forward compute, all micro-batches
+  // kernels launched: the forward's, the backward's (recomputation included), the optimizer's
+  double forward_kernels = 0, backward_kernels = 0, optimizer_kernels = 0;
   double compute() const { return gemm + attention + memop; }
   double critical() const { return compute() + critical_comm; }
 };
@@ -47,10 +50,32 @@ StageSums sum_stage(const StageOperators& ops) {
     }
     const bool compute =
         part == StepPart::gemm || part == StepPart::attention || part == StepPart::memop;
-    if (compute && (t.op.phase == StepPhase::backward || t.op.phase == StepPhase::recompute))
+    const double kernels = static_cast<double>(t.op.count);
+    if (compute && (t.op.phase == StepPhase::backward || t.op.phase == StepPhase::recompute)) {
       s.backward_compute += ms;
+      s.backward_kernels += kernels;
+    } else if (compute && t.op.phase == StepPhase::forward) {
+      s.forward_compute += ms;
+      s.forward_kernels += kernels;
+    } else if (part == StepPart::optimizer) {
+      s.optimizer_kernels += kernels;
+    }
   }
   return s;
+}
+
+// The framework's host time the device does not hide (StepConfig::host_us_fwd): on the CPU every
+// kernel's, as the host runs it; on a GPU, phase by phase (the forward, the backward, the
+// optimizer), what its launches take beyond its kernels. A phase repeats the same layers, so
+// the host and the device run at the slower one's pace (two stages in tandem with a queue
+// between them); a GPU that waits in one phase cannot bank the time for the next.
+double host_wait(const StepConfig& c, const StageSums& s) {
+  const double fwd = s.forward_kernels * c.host_us_fwd / 1e3;
+  const double bwd = s.backward_kernels * c.host_us_bwd / 1e3;
+  const double opt = s.optimizer_kernels * c.host_us_bwd / 1e3;
+  if (c.host_serial) return fwd + bwd + opt;
+  return std::max(0.0, fwd - s.forward_compute) + std::max(0.0, bwd - s.backward_compute) +
+         std::max(0.0, opt - s.optimizer);
 }
 
 __int128 total_flops(const StepConfig& c, const std::vector<StageOperators>& stages, bool model) {
@@ -154,6 +179,7 @@ StepProjection compose_step(const StepConfig& c, const std::vector<StageOperator
   p.parts.exposed_comm_ms = s.critical_comm + p.dp_comm_ms - p.hidden_comm_ms;
   p.parts.bubble_ms = static_cast<double>(c.pp - 1) / static_cast<double>(c.vpp) * p.micro_batch_ms;
   p.parts.optimizer_ms = s.optimizer;
+  p.parts.host_ms = host_wait(c, s);
   if (!p.missing.empty()) return p;
 
   p.step_ms = p.parts.total();

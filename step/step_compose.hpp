@@ -37,8 +37,9 @@ struct StepBreakdown {
   double exposed_comm_ms = 0;  // tp/ep/pp collectives, and what overlap leaves of dp/FSDP's
   double bubble_ms = 0;        // the pipeline's fill and drain
   double optimizer_ms = 0;
+  double host_ms = 0;  // the framework's host time the device waits for (--host-us-per-kernel)
   double total() const {
-    return gemm_ms + attention_ms + memop_ms + exposed_comm_ms + bubble_ms + optimizer_ms;
+    return gemm_ms + attention_ms + memop_ms + exposed_comm_ms + bubble_ms + optimizer_ms + host_ms;
   }
 };
 

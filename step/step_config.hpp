@@ -81,6 +81,13 @@ struct StepConfig {
   // torchtitan, autocast's fp32 parameters), or dtype itself (pure bf16 training, torchtune's
   // dtype bf16: no master copy, the parameters are updated in place). --optimizer-dtype.
   DType optimizer_dtype = DType::fp32;
+  // The framework's host cost of one kernel, µs (--host-us-per-kernel FORWARD[,BACKWARD]: its
+  // dispatcher's, autograd's and launch's, as torch_train_step.py measures it; 0: not modelled).
+  // The backward's serves the optimizer too. host_serial (the CPU): the host runs the kernels
+  // itself, so each kernel's cost adds; on a GPU it shows only where a phase's launches take
+  // longer than its kernels (docs/formulas.md, "Composition").
+  double host_us_fwd = 0, host_us_bwd = 0;
+  bool host_serial = false;
 
   Kernels attention() const { return attention_kernels.value_or(kernels); }
   bool master_weights() const { return optimizer_dtype == DType::fp32 && dtype != DType::fp32; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include "common/progress.hpp"
 #include "step/megatron_flops.hpp"
@@ -139,10 +140,12 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
       {"memory-bound", p.parts.memop_ms},
       {"exposed communication", p.parts.exposed_comm_ms},
       {"pipeline bubble", p.parts.bubble_ms},
-      {"optimizer", p.parts.optimizer_ms}};
+      {"optimizer", p.parts.optimizer_ms},
+      {"host (framework)", p.parts.host_ms}};
   for (const auto& [name, ms] : parts)
-    fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", name, time_text(ms * 1e3),
-               step > 0 ? 100 * ms / step : 0.0);
+    if (ms > 0 || name != std::string_view("host (framework)"))  // host: only when modelled
+      fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", name, time_text(ms * 1e3),
+                 step > 0 ? 100 * ms / step : 0.0);
   if (p.dp_comm_ms > 0)
     fmt::print(out, "  (data-parallel communication {}, of which the overlap model hides {})\n",
                time_text(p.dp_comm_ms * 1e3), time_text(p.hidden_comm_ms * 1e3));
@@ -240,6 +243,7 @@ std::string fusion_text(const std::vector<StepConfig>& configs,
       row("optimizer", a.optimizer_ms, b.optimizer_ms);
       row("exposed communication", a.exposed_comm_ms, b.exposed_comm_ms);
       row("pipeline bubble", a.bubble_ms, b.bubble_ms);
+      if (a.host_ms > 0 || b.host_ms > 0) row("host (framework)", a.host_ms, b.host_ms);
       row("step", a.total(), b.total());
       out += "\n";
     }

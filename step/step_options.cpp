@@ -4,6 +4,9 @@
 #include <cxxopts.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <tuple>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/list_items.hpp"
@@ -12,6 +15,24 @@
 
 namespace opbench {
 namespace {
+
+// FORWARD[,BACKWARD] in µs, each a finite number >= 0; one number serves both.
+std::pair<double, double> parse_host_us(const std::string& text) {
+  const auto parts = split(text, ',');
+  std::vector<double> v;
+  for (const auto& part : parts) {
+    char* end = nullptr;
+    const double x = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || !std::isfinite(x) || x < 0)
+      throw bad_input(fmt::format(
+          "--host-us-per-kernel: '{}' is not FORWARD[,BACKWARD], microseconds >= 0", text));
+    v.push_back(x);
+  }
+  if (v.empty() || v.size() > 2)
+    throw bad_input(fmt::format(
+        "--host-us-per-kernel: '{}' is not FORWARD[,BACKWARD], microseconds >= 0", text));
+  return {v.front(), v.back()};
+}
 
 double parse_overlap(const std::string& text) {
   const std::string t = to_lower(text);
@@ -59,7 +80,8 @@ void add_flags(cxxopts::Options& options) {
     ("fused-grad-accum", "the wgrad GEMMs accumulate into the gradients (Megatron's gradient_accumulation_fusion): no gradient accumulation add")
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
     ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
-    ("moe-impl", "MoE experts: grouped (one grouped GEMM), loop (a GEMM per expert) or padded; default grouped with --kernels fused, loop (as PyTorch eager runs them) with eager", cxxopts::value<std::string>());
+    ("moe-impl", "MoE experts: grouped (one grouped GEMM), loop (a GEMM per expert) or padded; default grouped with --kernels fused, loop (as PyTorch eager runs them) with eager", cxxopts::value<std::string>())
+    ("host-us-per-kernel", "the framework's host cost of one kernel in us, FORWARD[,BACKWARD] (bench/peers/torch_train_step.py prints PyTorch's): added to every kernel on the CPU; on a GPU the step waits where a phase's launches take longer than its kernels (default 0: not modelled)", cxxopts::value<std::string>());
   options.add_options("Memory")
     ("memory-capacity-gib", "memory per device in GiB that a configuration must fit (default: the device's from hardware.json; the machine's on the CPU)", cxxopts::value<std::string>())
     ("fits-only", "keep only the configurations whose peak memory fits (those left out are counted)");
@@ -154,6 +176,8 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   c.grad_dtype = parse_dtype(str("grad-dtype"));
   c.optimizer_dtype = parse_dtype(str("optimizer-dtype"));
   c.overlap = parse_overlap(str("overlap"));
+  if (p.count("host-us-per-kernel"))
+    std::tie(c.host_us_fwd, c.host_us_bwd) = parse_host_us(str("host-us-per-kernel"));
   c.fused_grad_accum = p.count("fused-grad-accum") > 0;
   c.bucket_bytes = one_int(p, "bucket-mb") << 20;
   c.routing = parse_routing(str("routing"));
@@ -228,6 +252,7 @@ std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelCon
               c.optimizer_impl = o.optimizer_impl.value_or(default_optimizer_impl(kernels, device));
               c.moe_impl =
                   o.moe_impl.value_or(kernels == Kernels::eager ? MoeImpl::loop : MoeImpl::grouped);
+              c.host_serial = device == Backend::cpu;
               validate(c);
               out.push_back(c);
             }

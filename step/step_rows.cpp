@@ -68,7 +68,8 @@ Record step_row(const StepConfig& c, const StepProjection& p, const std::string&
       .metric("memop_ms", part(p.parts.memop_ms))
       .metric("exposed_comm_ms", part(p.parts.exposed_comm_ms))
       .metric("bubble_ms", part(p.parts.bubble_ms))
-      .metric("optimizer_ms", part(p.parts.optimizer_ms));
+      .metric("optimizer_ms", part(p.parts.optimizer_ms))
+      .metric("host_ms", part(p.parts.host_ms));
   r.metric("micro_batch_ms", part(p.micro_batch_ms))
       .metric("dp_comm_ms", part(p.dp_comm_ms))
       .metric("hidden_comm_ms", part(p.hidden_comm_ms))

@@ -57,6 +57,9 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
                projections' parts;
   fused        bench_step's fused plan (fused QKV, norms, SwiGLU, loss, AdamW), for reference;
   memory       the matched plan's mem_peak_gib against the peak;
+every projection (on the CPU too) with --host-us-per-kernel FORWARD,BACKWARD from the torch step's
+own host cost of an eager operator (torch_train_step.py measures it on the step's device; the
+parts' "host" column), unless --no-host-cost;
 with autocast the projections count the activations in bf16 where autocast keeps the residual
 stream, the norms and the loss in fp32 (they say so). Targets on the GPU (issue 41): matched
 within 10%, calibrated within 5%, memory within 10%.
@@ -108,6 +111,15 @@ def torch_step(a, model, seq, ranks, capture_dir=None, memory=False):
     if not lines:
         raise ChildFailed("torch_train_step.py printed no JSON line")
     return json.loads(lines[-1])
+
+
+def host_flags(a, measured):
+    """bench_step --host-us-per-kernel with the torch step's own host cost of an eager operator
+    (torch_train_step.py measures it on the step's device), unless --no-host-cost."""
+    fwd, bwd = measured.get("host_us_per_op_fwd"), measured.get("host_us_per_op_bwd")
+    if a.no_host_cost or not fwd or not bwd:
+        return []
+    return ["--host-us-per-kernel", f"{fwd},{bwd}"]
 
 
 def bench_step(a, model, seq, out, extra=(), prefix=()):
@@ -207,8 +219,8 @@ def bench_step_cuda(a, model, seq, out, extra=()):
 
 
 def parts_text(row):
-    return " / ".join(f"{float(row[c] or 0):.1f}" for c in ("gemm_ms", "attention_ms", "memop_ms",
-                                                           "optimizer_ms"))
+    return " / ".join(f"{float(row.get(c) or 0):.1f}" for c in ("gemm_ms", "attention_ms", "memop_ms",
+                                                               "optimizer_ms", "host_ms"))
 
 
 # The optimizer's kernels among a trace's memory-bound operators: foreach AdamW's _foreach_* ops
@@ -261,8 +273,8 @@ def cuda_cases(a, cases, work):
     emit("| case | adamw | tokens/step | measured ms | matched ms (error) | calibrated ms (error) "
          "| fused ms (error) | peak GiB | predicted GiB (error) |")
     emit("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    parts = ["| case | adamw | GEMM / attention / memory-bound / optimizer ms: matched | calibrated "
-             "| the profiled step's kernels (+ GPU idle) |",
+    parts = ["| case | adamw | GEMM / attention / memory-bound / optimizer / host ms: matched | calibrated "
+             "| the profiled step's kernels / GPU idle |",
              "|---|---|---|---|---|"]
     notes, misses, failures = [], [], []
     impls = [i for i in a.optimizer_impl.split(",") if i]
@@ -295,7 +307,8 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
     else:
         measured = torch_step_cuda(a, model, seq, impl)
     ms = measured["median_ms"]
-    plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl]
+    plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl,
+            *host_flags(a, measured)]
     if first:
         plan += ["--from-reports", first, "--measure"]
     rows = bench_step_cuda(a, model, seq, os.path.join(work, name), plan)
@@ -306,7 +319,8 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
     calibrated = bench_step_cuda(a, model, seq, os.path.join(work, name + "-calibrated"),
                                  ["--kernels", "eager", "--attention-kernels", "fused",
                                   "--optimizer-impl", impl, "--trace-path", trace,
-                                  "--from-reports", reports, "--measure"])[0]
+                                  "--from-reports", reports, "--measure",
+                                  *host_flags(a, measured)])[0]
     tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
     errors = {"matched": error(step_ms(matched), ms), "calibrated": error(step_ms(calibrated), ms),
               "fused": error(step_ms(fused), ms)}
@@ -374,6 +388,9 @@ def main() -> int:
     ap.add_argument("--bench-step", default=os.path.join(ROOT, "build/step/bench_step"))
     ap.add_argument("--bench-ccl", default=os.path.join(ROOT, "build/collectives/bench_ccl"))
     ap.add_argument("--capture-lib", default=os.path.join(ROOT, "build/capture/libopbench_capture.so"))
+    ap.add_argument("--no-host-cost", action="store_true",
+                    help="project without the torch step's host cost of an eager operator "
+                         "(bench_step --host-us-per-kernel, given by default)")
     ap.add_argument("--trace-convert", default=None,
                     help="trace_convert, for the profiled step's breakdown (default: beside --bench-step's "
                          "build tree, trace/trace_convert)")
@@ -445,12 +462,13 @@ def main() -> int:
             if measured.get("alloc") != want:
                 raise ChildFailed(f"the torch step ran on allocation mode {measured.get('alloc')}, not {want}")
             ms = measured["median_ms"]
-            rows = bench_step(a, model, seq, os.path.join(work, name), ["--kernels", "eager,fused"])
+            host = host_flags(a, measured)
+            rows = bench_step(a, model, seq, os.path.join(work, name), ["--kernels", "eager,fused", *host])
             eager = next(r for r in rows if r["kernels"] == "eager")
             fused = next(r for r in rows if r["kernels"] == "fused")
             calibrated = bench_step(a, model, seq, os.path.join(work, name + "-calibrated"),
                                     ["--kernels", "eager", "--capture-path", capture,
-                                     "--from-reports", os.path.join(work, name), "--measure"])[0]
+                                     "--from-reports", os.path.join(work, name), "--measure", *host])[0]
             tokens = measured["micro_batch"] * measured["seq_len"] * measured["grad_accum"]
             errors = (error(step_ms(eager), ms), error(step_ms(calibrated), ms), error(step_ms(fused), ms))
             peak = torch_step(a, model, seq, 1, memory=True).get("peak_mem_gib")

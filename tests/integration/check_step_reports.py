@@ -153,7 +153,7 @@ def main() -> int:
         if not close(exposed, f["exposed_comm_ms"], rel=1e-5):
             problems.append(f"{where}: exposed_comm_ms {f['exposed_comm_ms']} != {exposed}")
         parts = sum(f[c] for c in ("gemm_ms", "attention_ms", "memop_ms", "exposed_comm_ms", "bubble_ms",
-                                   "optimizer_ms"))
+                                   "optimizer_ms") + (("host_ms",) if "host_ms" in f else ()))
         step = f["step_time_ms"]
         if not close(parts, step, rel=1e-5):
             problems.append(f"{where}: step_time_ms {step} != the sum of its parts {parts}")

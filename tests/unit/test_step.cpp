@@ -228,6 +228,43 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
   }
 }
 
+TEST_CASE("step: the framework's host time, added on the CPU, only where launches outlast kernels "
+          "on a GPU",
+          "[step]") {
+  // 100 forward kernels of 10 us (1 ms), 200 backward ones of 50 us (10 ms), 8 optimizer ones
+  // of 1 ms (8 ms); the host 30 us a forward launch, 20 a backward or optimizer one: 3, 4 and
+  // 0.16 ms of launches.
+  auto timed = [](StepPhase phase, std::int64_t count, double us) {
+    TimedOperator t;
+    t.op.family = StepFamily::memop;
+    t.op.phase = phase;
+    t.op.name = "kernel";
+    t.op.count = count;
+    t.time = OperatorTime{us, "test", "", std::nullopt};
+    return t;
+  };
+  const StageOperators stage = {timed(StepPhase::forward, 100, 10),
+                                timed(StepPhase::backward, 200, 50),
+                                timed(StepPhase::optimizer, 8, 1000)};
+  StepConfig c;
+  c.model = small_model();
+  const double kernels = 1 + 10 + 8;
+  CHECK(compose_step(c, {stage}, std::nullopt).parts.host_ms == 0);  // not modelled
+  c.host_us_fwd = 30;
+  c.host_us_bwd = 20;
+  // A GPU: the forward waits 3 - 1 ms for its launches; the backward's 4 ms and the optimizer's
+  // 0.16 hide under their kernels.
+  StepProjection p = compose_step(c, {stage}, std::nullopt);
+  CHECK(p.parts.host_ms == Approx(2.0));
+  REQUIRE(p.step_ms);
+  CHECK(*p.step_ms == Approx(kernels + 2.0));
+  // The CPU: the host runs every kernel after its dispatch: 3 + 4 + 0.16 ms more.
+  c.host_serial = true;
+  p = compose_step(c, {stage}, std::nullopt);
+  CHECK(p.parts.host_ms == Approx(7.16));
+  CHECK(*p.step_ms == Approx(kernels + 7.16));
+}
+
 TEST_CASE("step: configurations that cannot be built are refused naming the flag", "[step]") {
   StepConfig c;
   c.model = small_model();
