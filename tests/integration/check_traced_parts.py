@@ -16,6 +16,8 @@ import tempfile
 import types
 import importlib.util
 
+from report_check import verdict
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURE = os.path.join(ROOT, "tests/data/trace/host-a_4242.1700000000000.pt.trace.json")
 
@@ -60,10 +62,7 @@ def main() -> int:
         if svt.traced_parts(types.SimpleNamespace(trace_convert="/nonexistent"), work,
                             os.path.join(work, "none")) is not None:
             failures.append("no trace_convert: a breakdown, expected none")
-    for f in failures:
-        print(f"FAIL: {f}", file=sys.stderr)
-    print("traced parts: " + ("ok" if not failures else f"{len(failures)} failed"))
-    return 1 if failures else 0
+    return verdict(failures, None, "traced parts: ok")
 
 
 if __name__ == "__main__":
