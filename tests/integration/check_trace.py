@@ -30,6 +30,15 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       two profiling cycles of one process (tensorboard_trace_handler's host-a_4242.<time> names,
       the GPU step twice): two tables, capture-host-a-rank1-1 and -2 in file-name order, each
       with the step's aten::mm (220 us), where the second used to overwrite the first.
+  check_trace.py h200 --out DIR --trace-convert BIN
+      a real Kineto trace: tests/data/trace/h200/rank0.pt.trace.json.gz, torch 2.11's profiler on
+      an H200 (gpu_validate.sh's step_vs_torch, 2026-11-28: llama3.2-1b at 4096 tokens, bf16,
+      cuDNN SDPA, CPU and CUDA activities, record_shapes), cut by trim_trace.py to one step's
+      first 3000 events: the forward of its first 9 layers. Per layer (hidden 2048, 32 heads of
+      64, 8 kv heads: 512, MLP 8192) F.linear's x @ W^T is an NT aten::mm of m = 4096 tokens:
+      q and o 2048 x 2048 (18 calls), k and v 512 (18), gate and up 8192 (18), down 2048 from
+      8192 (9), all bf16 and timed; the attention one causal cuDNN SDPA forward of 32 heads (the
+      peer repeats the kv heads first) of 4096 tokens, head dim 64 (9 calls); one step.
   check_trace.py ddp --out DIR --trace-convert BIN
       the same step on 2 DDP ranks over gloo: each rank's table holds c10d::allreduce_ rows of
       comm_size 2 whose counts add up to the model's parameters (DDP's buckets), bytes = 4 x
@@ -320,6 +329,33 @@ def cycles_mode(a):
     check(len(mm) == 1 and float(mm[0]["total_us"]) == 220.0, f"the second cycle's aten::mm: {mm}")
 
 
+def h200_mode(a):
+    fixture = os.path.join(ROOT, "tests", "data", "trace", "h200")
+    table = os.path.join(a.out, "table")
+    shutil.rmtree(table, ignore_errors=True)
+    os.makedirs(a.out, exist_ok=True)
+    p = subprocess.run([a.trace_convert, "--trace-path", fixture, "--out", table],
+                       capture_output=True, text=True, timeout=60)
+    print(p.stdout.strip())
+    if not check(p.returncode == 0, f"trace_convert exited {p.returncode}: {p.stderr.strip()}"):
+        return
+    check("trace:gpu" in p.stdout and ", 1 steps" in p.stdout, f"not one GPU step: {p.stdout}")
+    with open(os.path.join(table, "capture-trace-rank0.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    mm = {(r["m"], r["n"], r["k"], r["layout"], r["dtype"]): int(r["calls"])
+          for r in rows if r["api"] == "aten::mm"}
+    want = {("4096", "2048", "2048", "NT", "bf16"): 18, ("4096", "512", "2048", "NT", "bf16"): 18,
+            ("4096", "8192", "2048", "NT", "bf16"): 18, ("4096", "2048", "8192", "NT", "bf16"): 9}
+    check(mm == want, f"aten::mm rows {mm}, expected {want}")
+    check(all(r["timed_calls"] == r["calls"] and float(r["total_us"]) > 0
+              for r in rows if r["api"] == "aten::mm"), "an aten::mm row without its kernels' time")
+    sdpa = [r for r in rows if r["kind"] == "attention"]
+    got = [(r["api"], r["op"], r["dtype"], r["heads_q"], r["heads_kv"], r["seq_q"], r["seq_kv"],
+            r["head_dim_qk"], r["head_dim_v"], r["causal"], r["calls"]) for r in sdpa]
+    check(got == [("aten::_scaled_dot_product_cudnn_attention", "fwd", "bf16", "32", "32", "4096",
+                   "4096", "64", "64", "true", "9")], f"attention rows {got}")
+
+
 def ddp_mode(a):
     tables = record_and_convert(a.out, a.trace_convert, 2, a.seq_len)
     for rank, rows in enumerate(tables):
@@ -337,7 +373,7 @@ def ddp_mode(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["et", "ddp", "attention", "trim", "cycles"])
+    p.add_argument("mode", choices=["et", "ddp", "attention", "trim", "cycles", "h200"])
     p.add_argument("--out", required=True)
     p.add_argument("--trace-convert")
     p.add_argument("--bench-gemm")

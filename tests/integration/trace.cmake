@@ -16,6 +16,8 @@ add_test(NAME "trace: trace_convert keeps two profiling cycles of one process as
 add_test(NAME "trace_convert bad input: an unknown flag is one error line, exit 2"
   COMMAND ${EXPECT_ERROR} --contains "unknown flag '--trace-pth'; did you mean --trace-path?"
           -- $<TARGET_FILE:trace_convert> --trace-pth x --out y)
+add_test(NAME "trace: a real torch 2.11 Kineto trace of an H200 step holds the model's forward GEMMs and cuDNN attention, each counted"
+  COMMAND ${CHECK_TRACE} h200 --out ${TRACE_OUT}/h200 --trace-convert $<TARGET_FILE:trace_convert>)
 add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
   COMMAND ${CHECK_TRACE} ddp --out ${TRACE_OUT}/ddp --trace-convert $<TARGET_FILE:trace_convert>)
 set_tests_properties(
