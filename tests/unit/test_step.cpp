@@ -228,9 +228,10 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
   }
 }
 
-TEST_CASE("step: the framework's host time, added on the CPU, only where launches outlast kernels "
-          "on a GPU",
-          "[step]") {
+TEST_CASE(
+    "step: the framework's host time, added on the CPU, only where launches outlast kernels "
+    "on a GPU",
+    "[step]") {
   // 100 forward kernels of 10 us (1 ms), 200 backward ones of 50 us (10 ms), 8 optimizer ones
   // of 1 ms (8 ms); the host 30 us a forward launch, 20 a backward or optimizer one: 3, 4 and
   // 0.16 ms of launches.
