@@ -235,12 +235,13 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   const RankLoad load = busiest_expert_rank(c, T);
   const std::int64_t experts = E / c.ep, per_expert = ceil_div(load.total, experts);
   constexpr MemPass f = MemPass::fwd;
-  k.memop(kFwd, "moe router softmax fwd (fp32)",
-          moe_router_softmax_case(run_memop_case(c), MemPass::fwd, T, E), layers);
+  const MemopCase base = step_memop_base(c);
+  k.memop(kFwd, "moe router softmax fwd (fp32)", moe_router_softmax_case(base, MemPass::fwd, T, E),
+          layers);
   k.bytes(kFwd, "moe top-k", T * E + 2 * copies, layers);
   k.bytes(kFwd, "moe copies sorted by expert (sort, bincount, // top-k)", 4 * copies, layers);
   k.memop(kFwd, "moe permute: the copies gathered (x[token])",
-          moe_token_rows_case(run_memop_case(c), MemPass::fwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::fwd, copies, T, H), layers);
   if (load.total > 0)
     add_expert_mlp(k, c, fmt::format("moe experts ({} rows each)", per_expert), per_expert, Ie,
                    experts * layers);
@@ -248,14 +249,14 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.bytes(kFwd, "moe routing weights gathered", 2 * copies, layers);
   k.kernel(kFwd, "moe outputs * routing weights", MemOp::scale, f, copies * H, layers);
   k.memop(kFwd, "moe unpermute: zeros, index_add_ of the copies",
-          moe_token_rows_case(run_memop_case(c), MemPass::bwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::bwd, copies, T, H), layers);
   const std::int64_t shared = e.n_shared_experts * Ie;
   if (shared > 0) {
     add_expert_mlp(k, c, "moe shared experts", T, shared, layers);
     k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, T * H, layers);
   }
   k.memop(kBwd, "moe unpermute bwd: the tokens' gradients gathered",
-          moe_token_rows_case(run_memop_case(c), MemPass::fwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::fwd, copies, T, H), layers);
   k.kernel(kBwd, "moe outputs * routing weights bwd", MemOp::scale, f, copies * H, layers);
   k.kernel(kBwd, "moe routing weights' gradient: grad * output", MemOp::mul, f, copies * H, layers);
   k.bytes(kBwd, "moe routing weights' gradient: sum over the hidden", copies * H + copies, layers);
@@ -263,10 +264,10 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.kernel(kBwd, "moe split bwd: cat of the experts' input gradients", MemOp::copy, f,
            load.total * H, layers);
   k.memop(kBwd, "moe permute bwd: zeros, index_put_ (accumulate) of the copies",
-          moe_token_rows_case(run_memop_case(c), MemPass::bwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::bwd, copies, T, H), layers);
   k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", T * E + 2 * copies, layers);
-  k.memop(kBwd, "moe router softmax bwd (fp32)",
-          moe_router_softmax_case(run_memop_case(c), MemPass::bwd, T, E), layers);
+  k.memop(kBwd, "moe router softmax bwd (fp32)", moe_router_softmax_case(base, MemPass::bwd, T, E),
+          layers);
   k.kernel(kBwd,
            shared > 0 ? "moe input gradient sums (router, permute, shared experts)"
                       : "moe input gradient sum (router, permute)",

@@ -21,7 +21,7 @@ StepOperator recomputed(StepOperator op) {
   return op;
 }
 
-MemopCase run_memop_case(const StepConfig& c) {
+MemopCase step_memop_base(const StepConfig& c) {
   MemopCase mc;
   mc.report = mc.source = c.model.name;
   mc.dtype = c.dtype;
@@ -33,7 +33,7 @@ MemopCase run_memop_case(const StepConfig& c) {
 
 MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t rows,
                      std::int64_t cols) {
-  MemopCase mc = run_memop_case(c);
+  MemopCase mc = step_memop_base(c);
   mc.op = op;
   mc.pass = pass;
   mc.rows = rows;

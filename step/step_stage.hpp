@@ -33,7 +33,7 @@ MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t r
 
 // A memory-bound case of the step's run (model, dtype, tp, micro-batch, sequence), its operator
 // and shape to fill in: what memop_case starts from, and the base of memops's MoE cases.
-MemopCase run_memop_case(const StepConfig& c);
+MemopCase step_memop_base(const StepConfig& c);
 
 // An MoE model's expert-parallel rank with the most routed tokens under --routing, of `tokens`
 // per rank.
