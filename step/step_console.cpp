@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
-#include <string_view>
 
 #include "common/progress.hpp"
 #include "step/megatron_flops.hpp"
@@ -134,18 +133,22 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
              time_text(step * 1e3), *p.tokens_per_s, *p.tflops_per_device);
   if (p.mfu) fmt::print(out, "  |  MFU {:.1f}%  HFU {:.1f}%", 100 * *p.mfu, 100 * *p.hfu);
   fmt::print(out, "  (busiest stage {})\n", p.stage);
-  const std::pair<const char*, double> parts[] = {
-      {"GEMM", p.parts.gemm_ms},
-      {"attention", p.parts.attention_ms},
-      {"memory-bound", p.parts.memop_ms},
-      {"exposed communication", p.parts.exposed_comm_ms},
-      {"pipeline bubble", p.parts.bubble_ms},
-      {"optimizer", p.parts.optimizer_ms},
-      {"host (framework)", p.parts.host_ms}};
-  for (const auto& [name, ms] : parts)
-    if (ms > 0 || name != std::string_view("host (framework)"))  // host: only when modelled
-      fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", name, time_text(ms * 1e3),
-                 step > 0 ? 100 * ms / step : 0.0);
+  struct Part {
+    const char* name;
+    double ms;
+    bool always;  // else only where it is modelled (non-zero)
+  };
+  const Part parts[] = {{"GEMM", p.parts.gemm_ms, true},
+                        {"attention", p.parts.attention_ms, true},
+                        {"memory-bound", p.parts.memop_ms, true},
+                        {"exposed communication", p.parts.exposed_comm_ms, true},
+                        {"pipeline bubble", p.parts.bubble_ms, true},
+                        {"optimizer", p.parts.optimizer_ms, true},
+                        {"host (framework)", p.parts.host_ms, false}};
+  for (const Part& part : parts)
+    if (part.always || part.ms > 0)
+      fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", part.name, time_text(part.ms * 1e3),
+                 step > 0 ? 100 * part.ms / step : 0.0);
   if (p.dp_comm_ms > 0)
     fmt::print(out, "  (data-parallel communication {}, of which the overlap model hides {})\n",
                time_text(p.dp_comm_ms * 1e3), time_text(p.hidden_comm_ms * 1e3));
