@@ -287,8 +287,8 @@ int bench_memops_main(int argc, char** argv) {
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
       went_on = loop.run(label, static_cast<double>(memop_io_bytes(c)), f, done, [&] {
         MemopResult r = run_memop_case(provider, c, run);
-        const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
-        Record row = memop_row(c, provider, r, roof, measured ? same_bytes.rate(c) : std::nullopt);
+        Record row =
+            memop_row(c, provider, r, roof, memop_measured(r) ? same_bytes.rate(c) : std::nullopt);
         std::string line = memop_progress_line(label, row, r);
         return MeasuredRow{std::move(row), r.measurement, std::move(line)};
       });

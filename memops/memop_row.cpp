@@ -8,13 +8,17 @@
 
 namespace opbench {
 
+bool memop_measured(const MemopResult& r) {
+  return r.status != Status::skipped && !r.measurement.samples_us.empty();
+}
+
 bool against_device_memory(const MemopCase& c) {
   return !is_copy(c.op) || c.op == MemOp::copy;
 }
 
 Record memop_row(const MemopCase& c, const MemopProvider& provider, const MemopResult& r,
                  const BandwidthRoof& roof, std::optional<double> copy_same_bytes_gbps) {
-  const bool measured = r.status != Status::skipped && !r.measurement.samples_us.empty();
+  const bool measured = memop_measured(r);
   const Stats& s = r.measurement.stats;
   const bool peer = c.op == MemOp::peer || c.op == MemOp::peer_all;
 

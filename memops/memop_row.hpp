@@ -21,6 +21,9 @@ struct BandwidthRoof {
   std::string copy_source;          // "the roof's copy loop", "copy of 268435456 bf16 elements"
 };
 
+// Whether a run of a case has samples to make its figures from (not skipped, timed at least once).
+bool memop_measured(const MemopResult& r);
+
 // Whether a case's bandwidth is read against the device's memory (every operator and the device
 // copy); copies over a link (host <-> device, peer) are not.
 bool against_device_memory(const MemopCase& c);
