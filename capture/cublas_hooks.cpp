@@ -76,16 +76,17 @@ cudaStream_t handle_stream(cublasHandle_t handle) {
   return s;
 }
 
-// Times `call` on `stream` and records `key()` when it succeeded. Shapes are worked out after
-// the call, so a bad argument the library rejects costs nothing.
+// Times `call` on `stream` and records `key()` when it succeeded. The shape is worked out
+// before the call, for the sampling (gpu_sampling.hpp), and recorded only after it succeeded.
 template <class Call, class Key>
 auto timed_on(cudaStream_t stream, Call&& call, Key&& key) -> decltype(call()) {
   if (!should_record()) return call();
   CallScope scope;
-  GpuTiming timing = gpu_begin(stream);
+  const CaptureKey k = key();
+  GpuTiming timing = gpu_begin(stream, k);
   const auto status = call();
   if (static_cast<int>(status) == 0) {
-    gpu_end(timing, stream, key());
+    gpu_end(timing, stream, k);
   } else {
     gpu_cancel(timing);
   }

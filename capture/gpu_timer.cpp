@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/gpu_sampling.hpp"
 #include "capture/runtime.hpp"
 
 namespace opbench::capture {
@@ -101,11 +102,16 @@ struct Timer {
   bool closing = false;  // the exit drain polls alone
 };
 
-// Polls with nothing in flight before the poller parks (about 100 ms at 200 µs a poll). While
-// a job keeps the GPU busy the poller never parks, so a hooked call hands its timing over
-// without signalling a thread: on the first H200 runs (gVisor, where a futex wake is a system
-// call into the sandbox) the capture cost a 93 ms PyTorch step 2.1% with a wake-up a call.
-inline constexpr int kIdlePollsBeforePark = 500;
+// The poller's pause between polls. The time of a GPU call does not depend on when it is read,
+// only the events held meanwhile do; the poller's driver calls (a context made current and a
+// query per busy stream) run beside the job's own launches, so it polls once a millisecond
+// rather than every 200 µs as it did until the H200 runs of issue 41.
+inline constexpr long kPollPauseNs = 1000000;
+// Polls with nothing in flight before the poller parks (about 100 ms). While a job keeps the
+// GPU busy the poller never parks, so a hooked call hands its timing over without signalling a
+// thread: on the first H200 runs (gVisor, where a futex wake is a system call into the sandbox)
+// the capture cost a 93 ms PyTorch step 2.1% with a wake-up a call.
+inline constexpr int kIdlePollsBeforePark = 100;
 
 Timer& timer() {
   static Timer* t = [] {
@@ -220,9 +226,7 @@ void poller_loop() {
       }
     }
     idle_polls = poll_once(t, false) == 0 ? idle_polls + 1 : 0;
-    // 200 µs between polls, with the lock free: the time of a GPU call does not depend on when
-    // it is read, only the memory held by pending events does
-    struct timespec pause = {0, 200000};
+    struct timespec pause = {0, kPollPauseNs};  // with the lock free
     nanosleep(&pause, nullptr);
   }
 }
@@ -235,7 +239,7 @@ void start_poller(Timer& t) {
 
 }  // namespace
 
-GpuTiming gpu_begin(void* stream) {
+GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
   GpuTiming g;
   g.stream = stream;
   const Driver& d = driver();
@@ -256,6 +260,10 @@ GpuTiming gpu_begin(void* stream) {
       g.why = Untimed::graph_capture;
       return g;
     }
+  }
+  if (!sample_gpu_call(key)) {
+    g.why = Untimed::not_sampled;
+    return g;
   }
   Timer& t = timer();
   g.start = take_event(t, g.context);

@@ -17,7 +17,7 @@
 //
 // The job must never wait for the capture: a hooked call only takes events from a pool and hands
 // a pair over, under a lock that no driver call is ever made under; the poller queries outside
-// it, every 200 µs while timings are in flight, and sleeps when none are. A CUDA-graph capture
+// it, every millisecond while timings are in flight, and sleeps when none are. A CUDA-graph capture
 // in global mode (torch.cuda.graph's default) is invalidated by an event query from any thread
 // whose capture mode is not relaxed (CUDA Driver API, cuThreadExchangeStreamCaptureMode;
 // PyTorch's NCCL watchdog hit it: pytorch#104555), so the poller and the exit drain run relaxed.
@@ -35,8 +35,10 @@ struct GpuTiming {
   Untimed why = Untimed::no_gpu_events;
 };
 
-// Records the start event on `stream` (a cudaStream_t / CUstream); call before the real call.
-GpuTiming gpu_begin(void* stream);
+// Records the start event on `stream` (a cudaStream_t / CUstream) for the call of `key` about
+// to be made, unless the call is not to be timed (a CUDA-graph capture, the sampling:
+// gpu_sampling.hpp); call before the real call.
+GpuTiming gpu_begin(void* stream, const CaptureKey& key);
 // Records the end event on `stream` and hands the pair to the poller, which records `key` with
 // the elapsed time once the stream has reached it. Without events, records `key` untimed.
 void gpu_end(GpuTiming& timing, void* stream, const CaptureKey& key);

@@ -138,12 +138,11 @@ thread_local Group t_group;
 
 // A nonblocking communicator (ncclConfig_t.blocking = 0) answers ncclInProgress and enqueues the
 // kernel later from NCCL's own thread, after the end event: such a call is counted, untimed.
-template <class Key>
-void end_timing(GpuTiming& timing, cudaStream_t stream, ncclResult_t rc, Key&& key) {
+void end_timing(GpuTiming& timing, cudaStream_t stream, ncclResult_t rc, const CaptureKey& key) {
   if (rc == ncclSuccess)
-    gpu_end(timing, stream, key());
+    gpu_end(timing, stream, key);
   else if (rc == ncclInProgress)
-    gpu_end_untimed(timing, key(), Untimed::enqueued_later);
+    gpu_end_untimed(timing, key, Untimed::enqueued_later);
   else
     gpu_cancel(timing);
 }
@@ -162,9 +161,10 @@ ncclResult_t op_call(cudaStream_t stream, Call&& call, Key&& key) {
     return rc;
   }
   CallScope scope;
-  GpuTiming timing = gpu_begin(stream);
+  const CaptureKey k = key();
+  GpuTiming timing = gpu_begin(stream, k);
   const ncclResult_t rc = call();
-  end_timing(timing, stream, rc, key);
+  end_timing(timing, stream, rc, k);
   return rc;
 }
 
@@ -307,8 +307,9 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
   ops.swap(t_group.ops);
   const cudaStream_t stream = t_group.stream;
   CallScope scope;
-  GpuTiming timing = gpu_begin(stream);
+  const CaptureKey key = group_key(ops);
+  GpuTiming timing = gpu_begin(stream, key);
   const ncclResult_t rc = real_ncclGroupEnd();
-  end_timing(timing, stream, rc, [&] { return group_key(ops); });
+  end_timing(timing, stream, rc, key);
   return rc;
 }

@@ -53,8 +53,8 @@ std::string layout(const CaptureKey& k) {
 // Each reason for a missing time: its name in the JSON lines and the .prom label, and what it
 // means to a reader (table.hpp's Untimed, in order).
 constexpr const char* kUntimedName[kUntimedKinds] = {
-    "completion_unseen", "no_gpu_events",     "graph_capture", "capture_unknown",
-    "enqueued_later",    "in_flight_at_exit", "not_in_trace",  "no_kernel",
+    "completion_unseen", "no_gpu_events", "graph_capture", "capture_unknown", "enqueued_later",
+    "in_flight_at_exit", "not_in_trace",  "no_kernel",     "not_sampled",
 };
 constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "their completion was not seen by a Wait/Test call",
@@ -65,6 +65,8 @@ constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "still running on the GPU when the process ended",
     "from an execution trace, which records shapes and counts, not times",
     "without a GPU kernel in the trace",
+    "left untimed by the sampling (after a shape's first OPBENCH_CAPTURE_TIME_FIRST calls, one "
+    "in OPBENCH_CAPTURE_SAMPLE is timed)",
 };
 
 std::string note(const TableRow& r) {
@@ -164,6 +166,8 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
                         {"started", f.started}, {"written", written},
                         {"final", final_write}, {"forked_children", f.forked_children}};
   if (f.parent_pid != 0) run["parent_pid"] = f.parent_pid;
+  if (f.gpu_sample_one_in != 0)
+    run["gpu_sampling"] = {{"time_first", f.gpu_time_first}, {"one_in", f.gpu_sample_one_in}};
   std::string out;
   for (const TableRow& r : rows) {
     const CaptureKey& k = r.key;

@@ -22,6 +22,9 @@ struct ProcessFacts {
   // "trace:gpu" (kernel times), "trace:cpu" (operator times), "trace:et" (no times)
   std::string source = "capture";
   std::uint64_t forked_children = 0;  // fork() calls this process made so far
+  // The library's GPU sampling (gpu_sampling.hpp): each shape's first calls timed, then one in
+  // gpu_sample_one_in; 0 in a converted trace.
+  std::uint64_t gpu_time_first = 0, gpu_sample_one_in = 0;
 };
 
 // The CSV header, the columns every row has.

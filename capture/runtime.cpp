@@ -23,6 +23,7 @@
 #include <new>
 #include <vector>
 
+#include "capture/gpu_sampling.hpp"
 #include "capture/output.hpp"
 
 namespace opbench::capture {
@@ -365,6 +366,23 @@ void start_writer() {
              "); tables are written at exit only");
 }
 
+// A whole-number setting `name` of at least `least`, when set: `value` keeps its default
+// otherwise; false (the capture off, said once) for anything else.
+bool whole_setting(const char* name, std::uint64_t least, std::uint64_t& value) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return true;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < least || n > 1000000000ull) {
+    fail(std::string(name) + " '" + v + "': expected a whole number from " + std::to_string(least) +
+         " to 1000000000");
+    return false;
+  }
+  value = n;
+  return true;
+}
+
 bool initialise(Runtime& r) {
   r.facts.host = short_host();
   r.facts.rank = launcher_rank();
@@ -397,6 +415,13 @@ bool initialise(Runtime& r) {
     }
     r.interval_s = s;
   }
+  GpuSampling sampling;
+  if (!whole_setting("OPBENCH_CAPTURE_TIME_FIRST", 0, sampling.time_first) ||
+      !whole_setting("OPBENCH_CAPTURE_SAMPLE", 1, sampling.one_in))
+    return false;
+  set_gpu_sampling(sampling);
+  r.facts.gpu_time_first = sampling.time_first;
+  r.facts.gpu_sample_one_in = sampling.one_in;
   if (const char* port = std::getenv("OPBENCH_CAPTURE_PORT"); port != nullptr && *port != '\0') {
     char* end = nullptr;
     const long p = std::strtol(port, &end, 10);

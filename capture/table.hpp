@@ -67,6 +67,8 @@ enum class Untimed : std::uint8_t {
   // (converted traces) a GPU trace holds no kernel of this operator (it ran on the CPU, or its
   // kernels fell outside the trace)
   no_kernel,
+  // a GPU call past its shape's first calls that the sampling left untimed (gpu_sampling.hpp)
+  not_sampled,
   kinds
 };
 inline constexpr std::size_t kUntimedKinds = static_cast<std::size_t>(Untimed::kinds);
@@ -98,7 +100,7 @@ class ShapeTable {
   void record(const CaptureKey& key, double ns);
   // One call of `key` without a time, and why.
   void record_untimed(const CaptureKey& key, Untimed why);
-  // Every key's row, largest total time first.
+  // Every key's row, largest estimated time of all its calls (avg_us x calls) first.
   std::vector<TableRow> snapshot() const;
   // Changes since construction; the periodic writer skips a write when nothing changed.
   std::uint64_t generation() const;

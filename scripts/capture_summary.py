@@ -27,6 +27,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 from collections import Counter
 
@@ -320,6 +321,10 @@ def plural(n, word, words=None):
     return f"{n} {word if n == 1 else words or word + 's'}"
 
 
+# The count in a row's note of the calls the library's GPU sampling left untimed (output.cpp).
+NOT_SAMPLED = re.compile(r"(\d+) left untimed by the sampling")
+
+
 def process_notes(files, tables):
     """What the processes' files say of the calls they may have lost: forked children that left
     no file, files that are not their process's exit write."""
@@ -339,6 +344,15 @@ def process_notes(files, tables):
         notes.append(f"{plural(len(unfinished), 'file')} hold a periodic write, not the exit's "
                      f"({', '.join(unfinished[:3])}{', ...' if len(unfinished) > 3 else ''}): the "
                      "process still runs, or was killed; calls after that write are missing")
+    sampled_out = sum(int(m.group(1)) for rows in tables for r in rows
+                      for m in [NOT_SAMPLED.search(r.get("note") or "")] if m)
+    if sampled_out:
+        setting = next((f["gpu_sampling"] for f in facts if f.get("gpu_sampling")), {})
+        how = (f"each shape's first {setting['time_first']} calls timed, then one in "
+               f"{setting['one_in']}; " if setting else "")
+        notes.append(f"{plural(sampled_out, 'GPU call')} were left untimed by the sampling ({how}"
+                     "OPBENCH_CAPTURE_SAMPLE=1 times every call): they are counted, and their "
+                     "shapes' times are those of the timed calls")
     graph = sum(int(r.get("graph_capture_calls") or 0) for rows in tables for r in rows)
     if graph:
         notes.append(f"{plural(graph, 'GPU call')} were made inside CUDA-graph captures: they run "

@@ -6,7 +6,8 @@
 //   async N        N cublasSgemm_v2 calls of 2 ms of device time each, 100 µs of host work
 //                  between them: prints the loop's host time and how far the device runs behind
 //                  the host at its end (the whole queue when nothing made the host wait), and
-//                  how many event queries were made by the time the device caught up
+//                  how many event queries were made by the time the device caught up, and
+//                  how many events were recorded
 //   graph          3 calls of 16x16x16 fp32 while a graph capture in global mode is open, with a
 //                  20 ms operation still running from before it, then 2 calls after it; exit 1
 //                  when the capture was invalidated
@@ -38,6 +39,7 @@ ncclComm_t standin_nonblocking_comm();
 void standin_set_op_us(int us);
 double standin_lag_ms();
 long standin_queries();
+long standin_event_records();
 void standin_hang();
 void standin_begin_capture(int global_mode);
 int standin_end_capture();
@@ -84,8 +86,8 @@ int async_loop(cublasHandle_t h, int calls) {
   const double lag_ms = standin_lag_ms();
   // the device catches up; then how many event queries the capture made (none without it)
   host_work_us(lag_ms * 1e3 + 20000);
-  std::printf("loop_ms %.1f lag_ms %.1f queued_ms %d queries %ld\n", loop_ms, lag_ms, 2 * calls,
-              standin_queries());
+  std::printf("loop_ms %.1f lag_ms %.1f queued_ms %d queries %ld event_records %ld\n", loop_ms,
+              lag_ms, 2 * calls, standin_queries(), standin_event_records());
   return 0;
 }
 

@@ -131,7 +131,12 @@ STANDIN int cuEventCreate(void** e, unsigned) {
   *e = new FakeEvent();
   return 0;
 }
+std::atomic<long> g_records{0};
+STANDIN long standin_event_records() {
+  return g_records.load();
+}
 STANDIN int cuEventRecord(void* e, void*) {
+  ++g_records;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   static_cast<FakeEvent*>(e)->at =

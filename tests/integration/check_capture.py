@@ -596,6 +596,19 @@ def baddir_mode(a):
           f"expected one opbench-capture: line naming the folder, got {lines}")
     check(p.returncode == plain.returncode == 3, f"exit status {p.returncode}, expected 3")
     check(p.stdout == plain.stdout, "the program's output changed")
+    # a sampling setting that is not a whole number in range: the same one line, naming it
+    fresh(a.out)
+    for name, value in (("OPBENCH_CAPTURE_SAMPLE", "0"), ("OPBENCH_CAPTURE_TIME_FIRST", "-3"),
+                        ("OPBENCH_CAPTURE_SAMPLE", "8x")):
+        env = dict(os.environ, OPBENCH_CAPTURE_DIR=a.out, LD_PRELOAD=a.lib, **{name: value})
+        p = subprocess.run([a.prog, "threads", "2", "3"], env=env, capture_output=True, text=True)
+        lines = [line for line in p.stderr.splitlines() if line.strip()]
+        print(f"{name}={value}:", lines)
+        check(len(lines) == 1 and lines[0].startswith(f"opbench-capture: {name} '{value}': "
+                                                      "expected a whole number"),
+              f"{name}={value}: expected one opbench-capture: line naming it, got {lines}")
+        check(p.returncode == 3 and p.stdout == plain.stdout,
+              f"{name}={value}: exit {p.returncode}, the program's output changed")
     q = run(["bash", CAPTURE_SH, "--out", "/proc/no-such-folder", "--", a.prog, "threads", "1", "1"])
     print("capture.sh:", q.stderr.strip())
     check(q.returncode == 2 and q.stderr.startswith("error: capture.sh: --out"),
@@ -687,7 +700,8 @@ def gpu_async_mode(a):
     calls = 200
     plain = run([a.prog, "async", str(calls)])
     out = fresh(os.path.join(a.out, "async"))
-    p = capture(out, [a.prog, "async", str(calls)])
+    every = {"OPBENCH_CAPTURE_SAMPLE": "1"}  # every call timed, as before the sampling
+    p = capture(out, [a.prog, "async", str(calls)], env=every)
     loop0, lag0, queued = figures(plain.stdout, "loop_ms", "lag_ms", "queued_ms")
     loop1, lag1, queries = figures(p.stdout, "loop_ms", "lag_ms", "queries")
     print(f"{'':<18}{'loop_ms':>10}{'device behind host at the end (ms)':>38}")
@@ -710,6 +724,29 @@ def gpu_async_mode(a):
               f"32x32x32: {r['calls']} calls, {r['timed_calls']} timed, expected {calls}")
         check(abs(float(r["min_us"]) - 2000) < 1 and abs(float(r["max_us"]) - 2000) < 1,
               f"each call is 2000 us of device time: min {r['min_us']}, max {r['max_us']}")
+    records, = figures(p.stdout, "event_records")
+    check(records == 2 * calls, f"every call timed: {records} events recorded, expected {2 * calls}")
+
+    # 1b. the default sampling: the shape's first 32 calls timed, then one in each 8 of the other
+    # 168 (21): 53 timed, 106 events on the device's timeline instead of 400; every call counted
+    out = fresh(os.path.join(a.out, "sampled"))
+    p = capture(out, [a.prog, "async", str(calls)])
+    records, = figures(p.stdout, "event_records")
+    r = square_row(one_table(out), 32)
+    print(f"sampled: {records:.0f} events recorded; 32x32x32: calls {r and r['calls']}, timed "
+          f"{r and r['timed_calls']}; note: {r and r['note']}")
+    check(p.returncode == 0, f"sampled: exit {p.returncode}")
+    check(records == 2 * 53, f"sampled: {records} events recorded, expected {2 * 53}")
+    if check(r is not None, "sampled: no 32x32x32 row"):
+        check((r["calls"], r["timed_calls"]) == (str(calls), "53"),
+              f"sampled: {r['calls']} calls, {r['timed_calls']} timed, expected {calls} and 53")
+        check("147 left untimed by the sampling" in r["note"], f"sampled: the note says {r['note']}")
+        check(abs(float(r["avg_us"]) - 2000) < 1, f"sampled: the timed calls' mean {r['avg_us']}")
+    check("147 GPU calls were left untimed by the sampling (each shape's first 32 calls timed, "
+          "then one in 8;" in p.stdout + p.stderr, "sampled: the summary does not say so")
+    sampling = json.loads(open(files(out)[0][:-len(".csv")] + ".jsonl").readline())["run"]
+    check(sampling.get("gpu_sampling") == {"time_first": 32, "one_in": 8},
+          f"sampled: the JSON lines' run facts say {sampling.get('gpu_sampling')}")
 
     # 2. calls inside a global-mode graph capture: counted apart, and the poller's queries
     # (of a 20 ms operation from before the capture) do not invalidate the job's capture

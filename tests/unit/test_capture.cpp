@@ -1,12 +1,15 @@
 // The capture library's pure parts, on values worked out by hand: the histogram's quantiles and
-// their error bound, the table's merge of calls, the column-major -> row-major conversion and
-// nccl-tests' bytes that the capture and bench_ccl share. A separate executable
-// (capture_unit_tests): it links only opbench_capture_core, as the capture library does.
+// their error bound, the table's merge of calls and its order, the GPU sampling's choice of calls,
+// the column-major -> row-major conversion and nccl-tests' bytes that the capture and bench_ccl
+// share. A separate executable (capture_unit_tests): it links only opbench_capture_core, as the
+// capture library does.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <string>
 
+#include "capture/gpu_sampling.hpp"
 #include "capture/histogram.hpp"
 #include "capture/output.hpp"
 #include "capture/table.hpp"
@@ -93,4 +96,71 @@ TEST_CASE("capture: collective bytes as nccl-tests counts them") {
   CHECK(k.bytes == 4096);
   CHECK(std::string(k.dtype) == "fp32");
   CHECK(std::string(k.op) == "all_gather");
+}
+
+TEST_CASE("capture table: rows ordered by the time of all their calls, not of the timed ones") {
+  // A shape of 1000 calls timed one in 8 (125 timed at 10 us: total_us 1250, all calls ~10 ms)
+  // ranks above one of 10 calls of 200 us, all timed (total_us 2000, all calls 2 ms).
+  ShapeTable t;
+  CaptureKey often, rare;
+  often.api = rare.api = "cublasGemmEx";
+  often.kind = rare.kind = "gemm";
+  often.m = 64;
+  rare.m = 4096;
+  for (int i = 0; i < 1000; ++i) {
+    if (i % 8 == 0)
+      t.record(often, 10e3);
+    else
+      t.record_untimed(often, Untimed::not_sampled);
+  }
+  for (int i = 0; i < 10; ++i)
+    t.record(rare, 200e3);
+  const auto rows = t.snapshot();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].key.m == 64);
+  CHECK(rows[0].total_us == Approx(1250.0));
+  CHECK(rows[0].untimed[static_cast<std::size_t>(Untimed::not_sampled)] == 875);
+  CHECK(rows[1].key.m == 4096);
+}
+
+TEST_CASE("capture GPU sampling: the first calls, then exactly one call in each window") {
+  const GpuSampling every{32, 1};
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    CHECK(sampled_call(every, 12345, i));
+  const GpuSampling s{32, 8};
+  for (std::uint64_t hash : {0ull, 1ull, 0xDEADBEEFull, 0xFFFFFFFFFFFFFFFFull}) {
+    for (std::uint64_t i = 0; i < 32; ++i)
+      CHECK(sampled_call(s, hash, i));
+    std::set<std::uint64_t> positions;  // which call of its window was timed
+    for (std::uint64_t window = 0; window < 200; ++window) {
+      int timed = 0;
+      for (std::uint64_t j = 0; j < 8; ++j)
+        if (sampled_call(s, hash, 32 + window * 8 + j)) {
+          ++timed;
+          positions.insert(j);
+        }
+      CHECK(timed == 1);
+    }
+    // not always the same call of the window: 200 windows land on most of the 8 positions
+    CHECK(positions.size() >= 6);
+  }
+}
+
+TEST_CASE("capture GPU sampling: counted per shape") {
+  set_gpu_sampling(GpuSampling{2, 4});
+  CaptureKey a, b;
+  a.api = b.api = "cublasLtMatmul";
+  a.m = 1;
+  b.m = 2;
+  // each shape: its own first 2 calls, then one in each 4 (10 calls: 2 + 2 windows = 4 timed)
+  int timed_a = 0, timed_b = 0;
+  for (int i = 0; i < 10; ++i) {
+    timed_a += sample_gpu_call(a) ? 1 : 0;
+    timed_b += sample_gpu_call(b) ? 1 : 0;
+  }
+  set_gpu_sampling(GpuSampling{});
+  CHECK(timed_a == 4);
+  CHECK(timed_b == 4);
+  CHECK(gpu_sampling().time_first == 32);
+  CHECK(gpu_sampling().one_in == 8);
 }
