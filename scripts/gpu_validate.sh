@@ -31,7 +31,8 @@
 #                     tokens and llama3.2-3b at 2048, AdamW foreach and fused, bf16; the real
 #                     step, the matched plan, the calibrated one and memory, against issue 41's
 #                     targets [the CPU path, tiny at 32 tokens]
-#   capture_cost      item 4: bench/peers/capture_cost.py: the step with and without the capture,
+#   capture_cost      item 4: bench/peers/capture_cost.py: the step with and without the capture
+#                     (its default sampling, and every GPU call timed),
 #                     calls per step, in-job against isolated GEMMs [tiny]
 #   memops_check      every kernel path of item 2's tables (the same row lengths: 4096 to
 #                     40,960, the three vocabularies and 70B's tp-8 shard of one, AdamW with an
@@ -175,14 +176,14 @@ fi
 # Item 4: the capture's cost on the same kind of step.
 if [ "$cpu" = 1 ]; then
   step capture_cost 60 -- "$py" "$root/bench/peers/capture_cost.py" --device cpu --rounds 1 \
-    --steps 2 --warmup 1 --max-time 0.02 --bench-gemm "$bin/gemm/bench_gemm" \
+    --steps 2 --warmup 1 --max-time 0.02 --every-call --bench-gemm "$bin/gemm/bench_gemm" \
     --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
 else
   # Three rounds: the median then drops one slow process (the first H200 run, 2026-11-28, had
-  # rounds at +0.3% and +4.5%)
+  # rounds at +0.3% and +4.5%). --every-call sets the default sampling beside every call timed.
   rounds=3 csteps=10
   [ "$quick" = 1 ] && rounds=1 csteps=5
-  step capture_cost 100 -- "$py" "$root/bench/peers/capture_cost.py" --device cuda \
+  step capture_cost 150 -- "$py" "$root/bench/peers/capture_cost.py" --device cuda --every-call \
     --rounds "$rounds" --steps "$csteps" --max-time 0.05 --bench-gemm "$bin/gemm/bench_gemm" \
     --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/capture_cost"
 fi

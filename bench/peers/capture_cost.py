@@ -6,7 +6,9 @@ For --rounds rounds, alternating which runs first, bench/peers/torch_train_step.
 timed steps plainly and under scripts/capture.sh (libopbench_capture.so preloaded; the script
 empties the capture's tables after its warm-up, so they hold the timed steps' calls). Then:
   overhead          median step time with the capture / without - 1 (the medians over the rounds
-                    of each run's median step); issue 41's goal is under 1%
+                    of each run's median step); issue 41's goal is under 1%. With --every-call,
+                    each round also runs the step under the capture with every GPU call timed
+                    (OPBENCH_CAPTURE_SAMPLE=1), a second row beside the default sampling's
   calls per step    every call the capture holds (its files' `calls`) / the timed steps, and the
                     timed ones among them (`timed_calls`: on a GPU, those it timed with CUDA events);
                     on the CPU this counts the GEMMs of torch_train_step.py's one attention probe
@@ -17,6 +19,7 @@ in-job average (what the job's steps paid), its time alone, and their ratio.
 Usage: bench/peers/capture_cost.py [--device cuda|cpu] [--model M] [--seq-len S]
          [--model-config-path F] [--precision bf16|autocast|fp32] [--rounds R] [--steps N]
          [--warmup W] [--max-time T] [--work-dir DIR] [--bench-gemm BIN] [--capture-lib LIB]
+         [--every-call]
 Defaults: cuda, llama3.2-1b at 4096 tokens (configs/models.json), bf16, 2 rounds of 10 steps;
 --device cpu: tiny at 64 tokens, fp32. Prints Markdown tables; exit 0, 1 when a child failed
 (its last lines are printed), 2 on bad usage.
@@ -37,7 +40,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("OPBENCH_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
-def torch_step(a, capture_dir=None):
+def torch_step(a, capture_dir=None, settings=None):
     cmd = [a.python, os.path.join(ROOT, "bench/peers/torch_train_step.py"), "--model-config-path",
            a.model_config_path, "--model", a.model, "--seq-len", str(a.seq_len), "--device",
            a.device, "--precision", a.precision, "--warmup", str(a.warmup), "--steps", str(a.steps)]
@@ -47,7 +50,7 @@ def torch_step(a, capture_dir=None):
     if capture_dir:
         cmd = [os.path.join(ROOT, "scripts/capture.sh"), "--out", capture_dir, "--interval", "0",
                "--", *cmd]
-        env = dict(os.environ, OPBENCH_CAPTURE_LIB=a.capture_lib)
+        env = dict(os.environ, OPBENCH_CAPTURE_LIB=a.capture_lib, **(settings or {}))
     lines = [l for l in run(cmd, env).splitlines() if l.startswith("{")]
     if not lines:
         raise ChildFailed("torch_train_step.py printed no JSON line")
@@ -75,6 +78,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--max-time", type=float, default=0.2, help="bench_gemm --max-time")
+    ap.add_argument("--every-call", action="store_true",
+                    help="also run under the capture with every GPU call timed")
     ap.add_argument("--work-dir")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--bench-gemm", default=os.path.join(BUILD, "gemm/bench_gemm"))
@@ -94,38 +99,49 @@ def main() -> int:
             return 2
     work = a.work_dir or tempfile.mkdtemp(prefix="capture_cost_")
     os.makedirs(work, exist_ok=True)
-    plain, captured, per_step = [], [], []
+    # The captured configurations: the library's defaults, and (--every-call) every call timed.
+    configs = {"sampled (default)": {}}
+    if a.every_call:
+        configs["every call timed"] = {"OPBENCH_CAPTURE_SAMPLE": "1"}
+    plain, captured, per_step = [], {name: [] for name in configs}, {}
     try:
         for i in range(a.rounds):
-            capture = os.path.join(work, f"capture-{i + 1}")
-            order = ("plain", "captured") if i % 2 == 0 else ("captured", "plain")
+            # the order rotates from round to round, so that no configuration always runs first
+            order = ["plain", *configs]
+            order = order[i % len(order):] + order[:i % len(order)]
             for which in order:
                 if which == "plain":
                     plain.append(torch_step(a)["median_ms"])
-                else:
-                    if os.path.isdir(capture):
-                        for f in glob.glob(os.path.join(capture, "*")):
-                            os.remove(f)
-                    s = torch_step(a, capture)
-                    if not s.get("capture_reset"):
-                        raise ChildFailed("the step under capture.sh did not find the capture library")
-                    captured.append(s["median_ms"])
-                    per_step.append(captured_calls(capture))
+                    continue
+                folder = "capture" if not configs[which] else "capture-every-call"
+                capture = os.path.join(work, f"{folder}-{i + 1}")
+                if os.path.isdir(capture):
+                    for f in glob.glob(os.path.join(capture, "*")):
+                        os.remove(f)
+                s = torch_step(a, capture, configs[which])
+                if not s.get("capture_reset"):
+                    raise ChildFailed("the step under capture.sh did not find the capture library")
+                captured[which].append(s["median_ms"])
+                per_step.setdefault(which, captured_calls(capture))
     except ChildFailed as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     # The overhead table first, out at once: a replay that fails or outlasts a time budget does
     # not take it along.
-    without, with_ = statistics.median(plain), statistics.median(captured)
-    calls, timed = per_step[0]
-    print("| model, seq | precision | rounds x steps | without capture ms | with capture ms "
-          "| overhead | calls captured per step | timed per step |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    print(f"| {a.model}, seq {a.seq_len} | {a.precision} | {a.rounds} x {a.steps} | {without:.2f} "
-          f"| {with_:.2f} | {100 * (with_ / without - 1):+.2f}% | {calls / a.steps:.1f} "
-          f"| {timed / a.steps:.1f} |")
-    print(f"\n(per round, without: {', '.join(f'{v:.2f}' for v in plain)} ms; with: "
-          f"{', '.join(f'{v:.2f}' for v in captured)} ms; goal: overhead under 1%)", flush=True)
+    without = statistics.median(plain)
+    print("| model, seq | precision | capture | rounds x steps | without capture ms "
+          "| with capture ms | overhead | calls captured per step | timed per step |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for which, times in captured.items():
+        with_ = statistics.median(times)
+        calls, timed = per_step[which]
+        print(f"| {a.model}, seq {a.seq_len} | {a.precision} | {which} | {a.rounds} x {a.steps} "
+              f"| {without:.2f} | {with_:.2f} | {100 * (with_ / without - 1):+.2f}% "
+              f"| {calls / a.steps:.1f} | {timed / a.steps:.1f} |")
+    print(f"\n(per round, without: {', '.join(f'{v:.2f}' for v in plain)} ms; "
+          + "; ".join(f"{which}: {', '.join(f'{v:.2f}' for v in times)} ms"
+                      for which, times in captured.items())
+          + "; goal: overhead under 1%)", flush=True)
     replay = os.path.join(work, "replay")
     try:
         run([a.bench_gemm, "--backend", "cpu" if cpu else "cuda", "--capture-path",
