@@ -419,6 +419,7 @@ template <class S>
 struct RmsNormRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = false;
+  static constexpr bool kStreams = false;
   const S* x;
   const S* w;
   S* y;
@@ -440,6 +441,7 @@ template <class S>
 struct AddRmsNormRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = false;
+  static constexpr bool kStreams = false;
   const S* x;
   const S* residual;
   const S* w;
@@ -471,6 +473,7 @@ template <class S>
 struct LayerNormRows {
   static constexpr int kHeld = 1;
   static constexpr bool kSplits = false;
+  static constexpr bool kStreams = false;
   const S* x;
   const S* w;
   const S* b;

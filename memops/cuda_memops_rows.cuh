@@ -12,13 +12,19 @@
 //   kHeld                      the row operands' worth of registers it holds at once (1 or 2)
 //   kSplits                    whether it has the split; without, a row too long for a block or
 //                              a cluster is left to the operator's own two-pass kernel
+//   kStreams                   whether a row that takes a cluster is streamed through shared
+//                              memory (streamed_rows_kernel) rather than held in registers
 //   lead()                     the row operand whose address splits the rows (all agree)
 //   fused(row, part, reducer)  the row, its statistics reduced over the block or cluster
 // and, with kSplits:
 //   Stats, empty(), merge()    a part's statistics and their combination
 //   chunk_stats(row, part, reducer) -> Stats, chunk_finish(row, part, total)
+// and, with kStreams:
+//   streamed(row, part, slots, reducer)  as fused, from the lead operand's part in the thread's
+//                                        shared-memory slots (RowPart::copy_async put it there)
 // Included by the files of those operators alone.
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 
 #include <string>
 
@@ -86,6 +92,87 @@ struct RowPart {
       float e[1];
       cuda_memops::load<1>(p, base + edge_col(), e);
       edge = e[0];
+    }
+  }
+
+  // ---- the part streamed through shared memory (streamed_rows_kernel) ----
+  // A thread's slots: `slots` is its first, item i is slots[i * blockDim.x] (a warp's 16-byte
+  // slots of one item are consecutive: conflict-free).
+
+  // Starts the copies of the thread's vectors of p's row into its slots (cp.async through
+  // CUDA's pipeline primitives: CUDA C++ Programming Guide, "Asynchronous Data Copies",
+  // "Pipeline Primitives Interface"); the caller commits them and waits.
+  template <class S>
+  __device__ void copy_async(const S* p, uint4* slots) const {
+    const auto* bits = reinterpret_cast<const typename Codec<S>::Bits*>(p);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i)
+      if (has(i))
+        __pipeline_memcpy_async(slots + i * static_cast<int>(blockDim.x), bits + base + col(i),
+                                sizeof(uint4));
+  }
+
+  // The thread's head or tail element of p's row, or `fill` when it has none.
+  template <class S>
+  __device__ void load_edge(const S* p, float& edge, float fill) const {
+    edge = fill;
+    if (has_edge()) {
+      float e[1];
+      cuda_memops::load<1>(p, base + edge_col(), e);
+      edge = e[0];
+    }
+  }
+
+  // The largest of the slots' elements (vectors of S) and the edge.
+  template <class S>
+  __device__ float slots_max(const uint4* slots, float edge) const {
+    float m = edge;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has(i)) continue;
+      float a[V];
+      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        m = ::fmaxf(m, a[j]);
+    }
+    return m;
+  }
+
+  // The sum of f over the slots' elements and f(edge) (f maps the edge's fill, when the thread
+  // has none, to 0).
+  template <class S, class F>
+  __device__ float slots_sum(const uint4* slots, float edge, F f) const {
+    float sum = f(edge);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has(i)) continue;
+      float a[V];
+      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        sum += f(a[j]);
+    }
+    return sum;
+  }
+
+  // f(element, column) of the slots' elements and of the edge, stored into p's row.
+  template <class S, class F>
+  __device__ void store_slots(S* p, const uint4* slots, float edge, F f) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (!has(i)) continue;
+      float a[V];
+      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
+      const int c = col(i);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        a[j] = f(a[j], c + j);
+      cuda_memops::store<V>(p, base + c, a);
+    }
+    if (has_edge()) {
+      float e[1] = {f(edge, edge_col())};
+      cuda_memops::store<1>(p, base + edge_col(), e);
     }
   }
 
@@ -211,6 +298,43 @@ __global__ void __launch_bounds__(kRowMaxThreads)
   if constexpr (kCluster) cluster_wait();
 }
 
+// As fused_rows_kernel with clusters, the lead operand's part of each row streamed through
+// shared memory: two buffers of ITEMS x blockDim.x 16-byte slots (dynamic shared memory,
+// streamed_slots_bytes), the next row's copies started before this row's reductions, so the
+// memory keeps reading while the cluster reduces and writes. Launched persistent (one wave of
+// the clusters an SM's shared memory lets be resident, striding over the rows): launched a
+// cluster a row, as fused_rows_kernel is, a block would have no next row to read. A thread reads
+// only the slots it copied, so its own wait (__pipeline_wait_prior) is all the synchronisation the
+// data needs; the slots of a buffer are copied into again only after the thread has read them.
+template <class Op, int V, int ITEMS>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    streamed_rows_kernel(Op op, std::int64_t rows, int cols, int cluster, std::int64_t per_block) {
+  extern __shared__ uint4 row_slots[];
+  RowReducer<true> reducer;
+  const std::int64_t rank = blockIdx.x % cluster;
+  const std::int64_t step = gridDim.x / cluster;
+  const int other = ITEMS * static_cast<int>(blockDim.x);  // slots from one buffer to the other
+  auto part = [&](std::int64_t row) {
+    return RowPart<V, ITEMS>::of(op.lead(), row, cols, rank, per_block);
+  };
+  std::int64_t row = blockIdx.x / cluster;
+  uint4* mine = row_slots + threadIdx.x;  // this row's buffer
+  if (row < rows) part(row).copy_async(op.lead(), mine);
+  __pipeline_commit();
+  for (int b = 0; row < rows; row += step, b ^= 1) {
+    uint4* next = row_slots + threadIdx.x + (b == 0 ? other : 0);
+    if (row + step < rows) part(row + step).copy_async(op.lead(), next);
+    __pipeline_commit();       // (an empty group after the last row: the count stays uniform)
+    __pipeline_wait_prior(1);  // every group but the newest: this row's
+    // The wait is an asm without a memory clobber (cuda_pipeline_helpers.h): keep the compiler
+    // from moving the slots' reads above it.
+    asm volatile("" ::: "memory");
+    op.streamed(row, part(row), mine, reducer);
+    mine = next;
+  }
+  cluster_wait();
+}
+
 // The split, first kernel: block (chunk, row) reduces its chunk of the row to Op::Stats.
 template <class Op, int V, int ITEMS>
 __global__ void __launch_bounds__(kSplitThreads)
@@ -241,20 +365,20 @@ __global__ void __launch_bounds__(kSplitThreads)
 
 // ---- host side ----------------------------------------------------------------------------------
 
-// Whether a cluster launch of `kernel` as `config` says can be scheduled at all: the kernel's
-// code was compiled for compute_90 or later (a build for older GPUs alone, run by a Hopper through
-// its PTX, has the cluster kernels' trapping stand-ins), and a cluster's blocks fit one GPC's SMs
-// at once. A failed query counts as no.
+// How many clusters of a launch of `kernel` as `config` says can be resident at once (0: it
+// cannot be scheduled at all): the kernel's code was compiled for compute_90 or later (a build
+// for older GPUs alone, run by a Hopper through its PTX, has the cluster kernels' trapping
+// stand-ins), and a cluster's blocks fit one GPC's SMs at once. A failed query counts as 0.
 template <class Kernel>
-bool cluster_fits(Kernel kernel, const cudaLaunchConfig_t& config) {
+int resident_clusters(Kernel kernel, const cudaLaunchConfig_t& config) {
   cudaFuncAttributes attributes = {};
   int clusters = 0;
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess ||
       cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
     cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
-    return false;
+    return 0;
   }
-  return attributes.ptxVersion >= 90 && clusters > 0;
+  return attributes.ptxVersion >= 90 ? clusters : 0;
 }
 
 // Op's row kernels for `rows` rows of `cols` on storage S (V elements a vector): the plan
@@ -271,6 +395,7 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
   if constexpr (!Op::kSplits)              // held by one block, with or without clusters
     if (register_row_plan(vectors, kV, Op::kHeld, false).chunks > 0) return false;
   const cudaError_t pending = take_pending_cuda_error();
+  bool streamed = false;  // a cluster's rows streamed through shared memory
   // The plan's fused kernel (one block, or a cluster where it can be scheduled); false when the
   // plan splits the row or its cluster cannot be scheduled.
   auto fused = [&](const RegisterRowPlan& plan) {
@@ -300,8 +425,33 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
         attribute[0].val.clusterDim.z = 1;
         config.attrs = attribute;
         config.numAttrs = 1;
+        if constexpr (Op::kStreams) {  // streamed, where its buffers fit beside the cluster
+          auto* ks = streamed_rows_kernel<Op, kV, kI>;
+          const std::int64_t bytes = streamed_slots_bytes(plan);
+          // (refused past the device's shared memory a block may opt in to: 227 KiB on sm_90)
+          if (cudaFuncSetAttribute(ks, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(bytes)) == cudaSuccess) {
+            config.dynamicSmemBytes = static_cast<std::size_t>(bytes);
+            // persistent: one wave of clusters striding over the rows, so that each block has
+            // a next row to read while it reduces this one
+            if (const int resident = resident_clusters(ks, config); resident > 0) {
+              const std::int64_t waves = rows < resident ? rows : resident;
+              config.gridDim = dim3(static_cast<unsigned>(waves * plan.cluster));
+              const cudaError_t err =
+                  cudaLaunchKernelEx(&config, ks, op, rows, cols, plan.cluster, per_block);
+              if (err != cudaSuccess) {
+                cudaGetLastError();
+                throw run_failure(launch_failure_text(err, pending, kernel, __FILE__, __LINE__));
+              }
+              launched = streamed = true;
+              return;
+            }
+            config.dynamicSmemBytes = 0;
+          }
+          cudaGetLastError();  // a refused attribute: the registers' kernel below
+        }
         auto* k = fused_rows_kernel<Op, kV, kI, true>;
-        if (!cluster_fits(k, config)) return;
+        if (resident_clusters(k, config) == 0) return;
         const cudaError_t err =
             cudaLaunchKernelEx(&config, k, op, rows, cols, plan.cluster, per_block);
         if (err != cudaSuccess) {
@@ -350,6 +500,12 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
           "split: {} chunks of {} vectors a row, a block of {} threads each, {}; chunk statistics "
           "through memory, then a second kernel reads the row again",
           plan.chunks, plan.chunk_vectors, kSplitThreads, items);
+    else if (streamed)
+      how = fmt::format(
+          "the row streamed through shared memory: clusters of {} blocks x {} threads, {}, two "
+          "rows' buffers of {} KiB a block (the next row read while this one is reduced), "
+          "statistics through distributed shared memory",
+          plan.cluster, plan.threads, items, streamed_slots_bytes(plan) / 2048);
     else if (plan.cluster > 1)
       how = fmt::format(
           "the row in registers: clusters of {} blocks x {} threads, {}, statistics through "

@@ -170,11 +170,16 @@ __device__ MaxSum max_and_exps(Red& reducer, float (&a)[I][V], float& edge) {
   return {m, reducer.all(exps(a, edge, m), AddFloat{}, 0.0f)};
 }
 
-// The rows of x whose softmax, and whose max and sum (the normaliser), Finish writes.
+// The rows of x whose softmax, and whose max and sum (the normaliser), Finish writes: Finish
+// gives the destination (out()), the value written for e = e^(x - max) at a column (map(row,
+// total) returns that function, g) and what else a row writes (after(part, g, row, total)). Held in
+// registers (fused, the split's chunk_stats and chunk_finish) or, for rows that take a cluster,
+// streamed through shared memory (streamed: RowPart's slots).
 template <class S, class Finish>
 struct ExpRows {
   static constexpr int kHeld = 1;
   static constexpr bool kSplits = true;
+  static constexpr bool kStreams = true;
   using Stats = MaxSum;
   const S* x;
   Finish finish;
@@ -185,11 +190,21 @@ struct ExpRows {
     return fast_max_sum_merge<fast_math::Hardware>(a, b);
   }
 
+  // The row's part from its e^(x - max), held in `a` and `edge`.
+  template <class Part, int I, int V>
+  __device__ void write(std::int64_t row, const Part& p, float (&a)[I][V], float& edge,
+                        MaxSum total) const {
+    const auto g = finish.map(row, total);
+    p.each(a, edge, [&](float& v, int col) { v = g(v, col); });
+    p.store(finish.out(), a, edge);
+    finish.after(p, g, row, total);
+  }
+
   template <class Part, class Red>
   __device__ void fused(std::int64_t row, const Part& p, Red& reducer) const {
     float a[Part::kItems][Part::kV], edge;
     p.load(x, a, edge, -INFINITY);
-    finish(row, p, a, edge, max_and_exps(reducer, a, edge));
+    write(row, p, a, edge, max_and_exps(reducer, a, edge));
   }
   template <class Part, class Red>
   __device__ MaxSum chunk_stats(std::int64_t, const Part& p, Red& reducer) const {
@@ -203,7 +218,25 @@ struct ExpRows {
     float a[Part::kItems][Part::kV], edge;
     p.load(x, a, edge, -INFINITY);
     exps(a, edge, total.max);
-    finish(row, p, a, edge, total);
+    write(row, p, a, edge, total);
+  }
+
+  // The row's part in this thread's shared-memory slots (streamed_rows_kernel copied it there):
+  // read three times, for the max, for the sum of e^(x - max) and to write the row; e^(x - max)
+  // is computed for the sum and again for the write.
+  template <class Part, class Red>
+  __device__ void streamed(std::int64_t row, const Part& p, const uint4* slots,
+                           Red& reducer) const {
+    float edge;
+    p.load_edge(x, edge, -INFINITY);
+    const float m = reducer.all(p.template slots_max<S>(slots, edge), MaxFloat{}, -INFINITY);
+    const float shift = fast_math::scaled_shift(m);
+    auto e = [shift](float v) { return fast_math::exp_shifted<fast_math::Hardware>(v, shift); };
+    const MaxSum total{m, reducer.all(p.template slots_sum<S>(slots, edge, e), AddFloat{}, 0.0f)};
+    const auto g = finish.map(row, total);
+    p.template store_slots<S>(finish.out(), slots, edge,
+                              [&](float v, int col) { return g(e(v), col); });
+    finish.after(p, g, row, total);
   }
 };
 
@@ -211,18 +244,26 @@ struct ExpRows {
 template <class S>
 struct SoftmaxOut {
   S* y;
-  template <class Part, int I, int V>
-  __device__ void operator()(std::int64_t, const Part& p, float (&a)[I][V], float& edge,
-                             MaxSum total) const {
+  __device__ S* out() const { return y; }
+  __device__ auto map(std::int64_t, MaxSum total) const {
     const float inv = 1.0f / total.sum;
-    p.each(a, edge, [inv](float& v, int) { v *= inv; });
-    p.store(y, a, edge);
+    return [inv](float e, int) { return e * inv; };
   }
+  template <class Part, class Map>
+  __device__ void after(const Part&, const Map&, std::int64_t, MaxSum) const {}
 };
 
 // dlogits = e^(x - max) / (sum rows), minus 1/rows at the target (the CPU loop's order: scale,
 // then subtract); the row's first block's thread 0 writes the loss, max + log(sum) - x[target]
 // (NaN for a target outside [0, cols)).
+struct CrossEntropyMap {
+  int at;  // the target's column; -1 for a target outside [0, cols)
+  float scale, minus;
+  __device__ float operator()(float e, int col) const {
+    const float v = e * scale;
+    return col == at ? v - minus : v;
+  }
+};
 template <class S>
 struct CrossEntropyOut {
   const S* x;
@@ -231,23 +272,19 @@ struct CrossEntropyOut {
   float* loss;
   int cols;
   float inv_rows;
-  template <class Part, int I, int V>
-  __device__ void operator()(std::int64_t row, const Part& p, float (&a)[I][V], float& edge,
-                             MaxSum total) const {
+  __device__ S* out() const { return dx; }
+  __device__ CrossEntropyMap map(std::int64_t row, MaxSum total) const {
     const std::int64_t target = targets[row];
-    const bool valid = target >= 0 && target < cols;
-    const int at = valid ? static_cast<int>(target) : -1;
-    const float scale = inv_rows / total.sum, minus = inv_rows;
-    p.each(a, edge, [=](float& v, int col) {
-      v *= scale;
-      if (col == at) v -= minus;
-    });
-    p.store(dx, a, edge);
-    if (p.edges && threadIdx.x == 0) {
-      float xt[1] = {__uint_as_float(0x7FC00000u)};  // NaN: no valid target
-      if (valid) load<1>(x, p.base + target, xt);
-      loss[row] = valid ? total.max + ::logf(total.sum) - xt[0] : xt[0];
-    }
+    const int at = target >= 0 && target < cols ? static_cast<int>(target) : -1;
+    return {at, inv_rows / total.sum, inv_rows};
+  }
+  template <class Part>
+  __device__ void after(const Part& p, const CrossEntropyMap& g, std::int64_t row,
+                        MaxSum total) const {
+    if (!p.edges || threadIdx.x != 0) return;
+    float xt[1] = {__uint_as_float(0x7FC00000u)};  // NaN: no valid target
+    if (g.at >= 0) load<1>(x, p.base + g.at, xt);
+    loss[row] = g.at >= 0 ? total.max + ::logf(total.sum) - xt[0] : xt[0];
   }
 };
 
@@ -256,6 +293,7 @@ template <class S>
 struct SoftmaxBwdRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = true;
+  static constexpr bool kStreams = false;
   using Stats = float;
   const S* y;
   const S* dy;

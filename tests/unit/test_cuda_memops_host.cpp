@@ -161,6 +161,23 @@ TEST_CASE("row plans: fewest blocks a row within 512 threads, then 1024, cluster
   CHECK(register_row_plan(1 << 20, 8, 1, true).chunks > 0);
 }
 
+TEST_CASE("streamed rows: two buffers of a block's slots, where they fit a block's shared memory") {
+  // Cross-entropy's vocabularies in bf16 with clusters, 16 bytes a slot, two rows' buffers:
+  // 128,256 (8 blocks of 512 x 4 vectors): 2 x 512 x 4 x 16 = 64 KiB a block, three an SM.
+  auto bytes = [](std::int64_t cols, int elem_bytes) {
+    const int vec = 16 / elem_bytes;
+    return streamed_slots_bytes(register_row_plan(cols / vec, vec, 1, true));
+  };
+  CHECK(bytes(128256, 2) == 65536);
+  // 256,000: 8 blocks of 1024 x 4: 128 KiB. 50,257: 4 blocks of 416 x 4: 53,248 bytes.
+  CHECK(bytes(256000, 2) == 131072);
+  CHECK(plan_of(50257, 2, 1, true) == std::vector<std::int64_t>{416, 4, 4, 0});
+  CHECK(bytes(50257, 2) == 53248);
+  // fp32 at 256,000 (8 blocks of 1024 x 8 vectors): 256 KiB, past the 227 KiB an sm_90 block may
+  // opt in to: that row stays in registers.
+  CHECK(bytes(256000, 4) == 262144);
+}
+
 TEST_CASE(
     "elementwise grids: a thread per vector (or two) up to eight blocks an SM, at least one") {
   const Grid small = elementwise_grid(1000, 8, 132);  // 125 vectors
