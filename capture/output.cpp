@@ -65,8 +65,9 @@ constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "still running on the GPU when the process ended",
     "from an execution trace, which records shapes and counts, not times",
     "without a GPU kernel in the trace",
-    "left untimed by the sampling (after a shape's first OPBENCH_CAPTURE_TIME_FIRST calls, one "
-    "in OPBENCH_CAPTURE_SAMPLE is timed)",
+    // (parenthesised: one element, split over two lines)
+    ("left untimed by the sampling (after a shape's first OPBENCH_CAPTURE_TIME_FIRST calls, one "
+     "in OPBENCH_CAPTURE_SAMPLE is timed)"),
 };
 
 std::string note(const TableRow& r) {

@@ -87,12 +87,7 @@ struct RowPart {
           a[i][j] = fill;
       }
     }
-    edge = fill;
-    if (has_edge()) {
-      float e[1];
-      cuda_memops::load<1>(p, base + edge_col(), e);
-      edge = e[0];
-    }
+    load_edge(p, edge, fill);
   }
 
   // ---- the part streamed through shared memory (streamed_rows_kernel) ----
