@@ -69,7 +69,10 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       device more than half the queue behind the host with the capture as without it (a capture
       that waited for each call would leave it one call behind), each call timed at 2000 µs,
       and the poller's event queries a few per poll (one per busy stream), not one per call in
-      flight;
+      flight; with OPBENCH_CAPTURE_SAMPLE=1 every call timed (400 events), by default the
+      first 32 and one in 8 after (53 timed, 106 events, 147 counted not_sampled, said by the
+      summary and the JSON lines' run facts); a bad sampling setting (baddir mode) turns the
+      capture off with one line naming it;
       3 calls inside a global-mode graph capture counted in graph_capture_calls with the job's
       capture intact although the poller queried an event during it; a failing
       cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress counted
