@@ -253,7 +253,7 @@ fi
   echo "  {\"name\": \"check\", \"op\": \"adamw_bf16\", \"rows\": 1, \"cols\": 1000003}"
   echo "]"
 } > "$out/check_shapes.json"
-step memops_check 60 -- "$bin/memops/bench_memops" --backend "$backend" \
+step memops_check 90 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
   --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
   --report-dir-path "$out/memops_check"
