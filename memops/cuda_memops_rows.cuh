@@ -118,37 +118,27 @@ struct RowPart {
     }
   }
 
-  // The largest of the slots' elements (vectors of S) and the edge.
+  // Vector i of the thread's slots (vectors of S), as floats.
   template <class S>
-  __device__ float slots_max(const uint4* slots, float edge) const {
-    float m = edge;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      if (!has(i)) continue;
-      float a[V];
-      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        m = ::fmaxf(m, a[j]);
-    }
-    return m;
+  __device__ void slot(const uint4* slots, int i, float (&a)[V]) const {
+    decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
   }
 
-  // The sum of f over the slots' elements and f(edge) (f maps the edge's fill, when the thread
-  // has none, to 0).
-  template <class S, class F>
-  __device__ float slots_sum(const uint4* slots, float edge, F f) const {
-    float sum = f(edge);
+  // acc = op(acc, element) over the elements of the thread's slots, from `init`: the row's max
+  // and its sum of e^(x - max), with the edge's term in `init`.
+  template <class S, class Op>
+  __device__ float slots_fold(const uint4* slots, float init, Op op) const {
+    float acc = init;
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       if (!has(i)) continue;
       float a[V];
-      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
+      slot<S>(slots, i, a);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        sum += f(a[j]);
+        acc = op(acc, a[j]);
     }
-    return sum;
+    return acc;
   }
 
   // f(element, column) of the slots' elements and of the edge, stored into p's row.
@@ -158,7 +148,7 @@ struct RowPart {
     for (int i = 0; i < ITEMS; ++i) {
       if (!has(i)) continue;
       float a[V];
-      decode<V, S>(slots[i * static_cast<int>(blockDim.x)], a);
+      slot<S>(slots, i, a);
       const int c = col(i);
 #pragma unroll
       for (int j = 0; j < V; ++j)

@@ -229,10 +229,14 @@ struct ExpRows {
                            Red& reducer) const {
     float edge;
     p.load_edge(x, edge, -INFINITY);
-    const float m = reducer.all(p.template slots_max<S>(slots, edge), MaxFloat{}, -INFINITY);
+    const float m =
+        reducer.all(p.template slots_fold<S>(slots, edge, MaxFloat{}), MaxFloat{}, -INFINITY);
     const float shift = fast_math::scaled_shift(m);
     auto e = [shift](float v) { return fast_math::exp_shifted<fast_math::Hardware>(v, shift); };
-    const MaxSum total{m, reducer.all(p.template slots_sum<S>(slots, edge, e), AddFloat{}, 0.0f)};
+    // (the edge's fill, -inf, adds e(-inf) = 0)
+    const float sum =
+        p.template slots_fold<S>(slots, e(edge), [&](float acc, float v) { return acc + e(v); });
+    const MaxSum total{m, reducer.all(sum, AddFloat{}, 0.0f)};
     const auto g = finish.map(row, total);
     p.template store_slots<S>(finish.out(), slots, edge,
                               [&](float v, int col) { return g(e(v), col); });
