@@ -281,6 +281,10 @@ def read_capture_file(path):
     return check_table(path, read_csv(path))
 
 
+# A converted trace's idle rows split by the step's phase: "(GPU 0 idle, backward)"
+# (docs/architecture.md#profiler-traces).
+IDLE_PHASE = re.compile(r"\(GPU \S+ idle, (forward|backward|optimizer)\)")
+
 FAMILIES = (("gemm", ("gemm",)), ("attention", ("attention",)),
             ("communication", ("collective", "p2p")), ("memory-bound", ("memory_bound",)),
             ("other", ("other",)), ("GPU idle", ("idle",)))
@@ -490,6 +494,16 @@ def main(argv):
         print("  by family: " + ", ".join(f"{n} {100.0 * ms * 1e3 / total:.1f}%"
                                           for n, ms in families)
               + f" of the {traced} time")
+        waits = {}
+        for (api, _, _, _), e in merged.items():
+            phase = IDLE_PHASE.fullmatch(api) if e["kind"] == "idle" else None
+            if phase:
+                waits[phase.group(1)] = waits.get(phase.group(1), 0.0) + e["total"]
+        if waits:
+            print("  GPU idle by the phase whose kernels it waited for: "
+                  + ", ".join(f"{p} {100.0 * waits[p] / total:.1f}%"
+                              for p in ("forward", "backward", "optimizer") if p in waits)
+                  + f" of the {traced} time")
     elif not timed_any:
         counts = [(name, sum(e["calls"] for e in merged.values() if e["kind"] in kinds))
                   for name, kinds in FAMILIES]

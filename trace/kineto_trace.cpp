@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "trace/step_phase.hpp"
 
 namespace opbench::trace {
 namespace {
@@ -24,6 +25,7 @@ struct Instance {
   double cpu_ns = 0;  // a replayed call's whole duration; another's own (less its children)
   double gpu_ns = 0;
   std::uint32_t kernels = 0;
+  Phase phase = Phase::forward;  // of the step (trace/step_phase.hpp)
 };
 
 // An operator still open on its thread (a trace lists a thread's operators by start time).
@@ -34,11 +36,12 @@ struct Open {
   bool owner = false;            // it made its instance (not a call inside a replayed one)
   double children_us = 0;
   double dur_us = 0;
+  Phase phase = Phase::forward;
 };
 
 struct Kernel {
-  std::int64_t external = 0, correlation = 0;
-  double dur_ns = 0;
+  std::int64_t external = 0, correlation = 0, device = 0;
+  double start_us = 0, dur_ns = 0;
 };
 
 std::int64_t integer(const json& v) {
@@ -134,13 +137,13 @@ struct KinetoReader::State {
   std::vector<std::pair<std::int64_t, std::uint32_t>> links;    // External id -> instance
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // correlation -> External id
   std::vector<Kernel> kernels;
-  std::map<std::int64_t, std::vector<std::pair<double, double>>> busy;  // device -> intervals
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
   std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, overrun = 0, unknown_layout = 0,
                 unknown_causal = 0;
   std::int64_t first_pid = -1;
   bool rank_from_trace = false;
+  bool phases = false;  // an operator of the backward or the optimizer's step was seen
 
   std::uint32_t key_of(const capture::CaptureKey& k) {
     const auto [it, added] = key_index.emplace(k, static_cast<std::uint32_t>(keys.size()));
@@ -148,8 +151,8 @@ struct KinetoReader::State {
     return it->second;
   }
 
-  std::uint32_t new_instance(const capture::CaptureKey& k, bool replayed) {
-    instances.push_back({key_of(k), replayed, 0, 0, 0});
+  std::uint32_t new_instance(const capture::CaptureKey& k, bool replayed, Phase phase) {
+    instances.push_back({key_of(k), replayed, 0, 0, 0, phase});
     return static_cast<std::uint32_t>(instances.size() - 1);
   }
 
@@ -232,13 +235,15 @@ struct KinetoReader::State {
     Open o;
     o.end_us = ts + dur;
     o.dur_us = dur;
+    o.phase = phase_of(name, stack.empty() ? Phase::forward : stack.back().phase);
+    if (opens_phase(name)) phases = true;
     if (!stack.empty()) stack.back().children_us += dur;
     if (!stack.empty() && stack.back().inside_replayed) {
       o.instance = stack.back().instance;  // its kernels are the replayed call's
       o.inside_replayed = true;
     } else {
       const auto [key, replayed] = classify(name, args);
-      o.instance = new_instance(key, replayed);
+      o.instance = new_instance(key, replayed, o.phase);
       o.inside_replayed = replayed;
       o.owner = true;
     }
@@ -254,10 +259,10 @@ struct KinetoReader::State {
     Kernel k;
     k.external = integer(member_or(args, "External id", json(0)));
     k.correlation = integer(member_or(args, "correlation", json(0)));
+    k.start_us = ts;
     k.dur_ns = dur * 1e3;
+    k.device = integer(member_or(args, "device", member_or(e, "pid", json(0))));
     kernels.push_back(k);
-    const std::int64_t device = integer(member_or(args, "device", member_or(e, "pid", json(0))));
-    busy[device].emplace_back(ts, ts + dur);
   }
 
   std::unique_ptr<TraceTable> finish();
@@ -287,7 +292,13 @@ void KinetoReader::member(const std::string& key, const nlohmann::json& value) {
 void KinetoReader::event(nlohmann::json& e) {
   if (!e.is_object() || text(find(e, "ph")) != "X") return;
   const std::string cat = text(find(e, "cat"));
-  if (cat == "cpu_op" || (cat == "user_annotation" && is_step_marker(text(find(e, "name"))))) {
+  // Two annotations nest operators as an operator does: the step marker, and the optimizer's
+  // step (the phase of the operators inside it, trace/step_phase.hpp)
+  auto nests = [&] {
+    const std::string name = text(find(e, "name"));
+    return is_step_marker(name) || is_optimizer_step(name);
+  };
+  if (cat == "cpu_op" || (cat == "user_annotation" && nests())) {
     s_->op(e);
   } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
     s_->gpu(e);
@@ -340,6 +351,7 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     };
     double unlinked_ns = 0;
     std::uint64_t unlinked = 0;
+    std::map<std::int64_t, std::vector<GpuSpan>> spans;  // by device
     for (const Kernel& k : kernels) {
       std::int64_t external = k.external;
       if (external == 0 && k.correlation != 0) {  // through the launch that queued it
@@ -348,11 +360,16 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         if (it != launches.end() && it->first == k.correlation) external = it->second;
       }
       const std::uint32_t* i = external != 0 ? instance_of(external) : nullptr;
+      GpuSpan& span = spans[k.device].emplace_back();
+      span.start_us = k.start_us;
+      span.end_us = k.start_us + k.dur_ns / 1e3;
+      span.linked = i != nullptr;
       if (i == nullptr) {
         unlinked_ns += k.dur_ns;
         ++unlinked;
         continue;
       }
+      span.phase = instances[*i].phase;
       instances[*i].gpu_ns += k.dur_ns;
       ++instances[*i].kernels;
     }
@@ -369,15 +386,21 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
       t.notes.push_back(
           fmt::format("{} GPU kernels are linked to no operator of the trace", unlinked));
     }
-    // GPU idle: the time, between a device's first and last kernel, when none ran
-    for (auto& [device, spans] : busy) {
-      std::sort(spans.begin(), spans.end());
-      double idle = 0, reach = spans.front().second;
-      for (const auto& [start, end] : spans) {
-        if (start > reach) idle += start - reach;
-        reach = std::max(reach, end);
+    // GPU idle: the time, between a device's first and last kernel, when none ran; split by
+    // the phase of the kernel each wait ended in where the trace shows the step's phases
+    for (auto& [device, device_spans] : spans) {
+      const PhaseIdle idle = idle_by_phase(std::move(device_spans));
+      if (!phases) {
+        t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"),
+                 idle.total_us() * 1e3);
+        continue;
       }
-      t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"), idle * 1e3);
+      for (int p = 0; p < kPhases; ++p)
+        if (idle.seen[p])
+          t.record(t.unreplayed_key(
+                       fmt::format("(GPU {} idle, {})", device, phase_name(static_cast<Phase>(p))),
+                       "idle"),
+                   idle.idle_us[p] * 1e3);
     }
   } else {
     for (const Instance& inst : instances)

@@ -53,8 +53,9 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
                time by part, from trace_convert (--trace-convert) of its trace: the in-job kernel
                times of the GEMMs, attention, the memory-bound operators and the optimizer's
                (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time between its first
-               and last kernel (an upper bound: the profiler slows the host side), beside the
-               projections' parts;
+               and last kernel (an upper bound: the profiler slows the host side), split by
+               the phase whose kernel the GPU waited for (forward, backward, optimizer), beside
+               the projections' parts, whose host part is that wait as modelled;
   fused        bench_step's fused plan (fused QKV, norms, SwiGLU, loss, AdamW), for reference;
   memory       the matched plan's mem_peak_gib against the peak;
 every projection (on the CPU too) with --host-us-per-kernel FORWARD,BACKWARD from the torch step's
@@ -231,8 +232,9 @@ OPTIMIZER_APIS = ("aten::_foreach_", "aten::_fused_adam")
 def traced_parts(a, trace, out):
     """The profiled step's GPU time by part, from trace_convert's table of its trace: in-job
     kernel times of the GEMMs, attention, the memory-bound operators, the optimizer's among them,
-    and the GPU's idle time between its first and last kernel, each per step (ms); None when the
-    trace could not be converted. The profiled step's host side is slower than an unprofiled
+    and the GPU's idle time between its first and last kernel, each per step (ms), with that idle
+    time by phase (idle_forward, idle_backward, idle_optimizer) where the trace shows the phases;
+    None when the trace could not be converted. The profiled step's host side is slower than an unprofiled
     one's (the profiler records every operator), so its idle time is an upper bound."""
     if not os.access(a.trace_convert, os.X_OK):
         return None
@@ -252,13 +254,24 @@ def traced_parts(a, trace, out):
                 kind = r["kind"] if r["kind"] in total else "other"
                 if kind == "memory_bound" and r["api"].startswith(OPTIMIZER_APIS):
                     kind = "optimizer"
-                total[kind] += float(r["total_us"] or 0) / 1e3 / steps
+                ms = float(r["total_us"] or 0) / 1e3 / steps
+                total[kind] += ms
+                # "(GPU 0 idle, backward)": the wait before that phase's kernels (a trace that
+                # shows the step's phases, docs/architecture.md#profiler-traces)
+                phase = re.fullmatch(r"\(GPU \S+ idle, (\w+)\)", r["api"]) if kind == "idle" else None
+                if phase:
+                    total[f"idle_{phase.group(1)}"] = total.get(f"idle_{phase.group(1)}", 0.0) + ms
     return total
 
 
+IDLE_PHASES = ("forward", "backward", "optimizer")
+
+
 def traced_text(t):
-    return " / ".join(f"{t[k]:.1f}" for k in ("gemm", "attention", "memory_bound", "optimizer",
+    text = " / ".join(f"{t[k]:.1f}" for k in ("gemm", "attention", "memory_bound", "optimizer",
                                                "idle"))
+    split = [f"{p} {t[f'idle_{p}']:.1f}" for p in IDLE_PHASES if f"idle_{p}" in t]
+    return f"{text} ({', '.join(split)})" if split else text
 
 
 def emit(line):

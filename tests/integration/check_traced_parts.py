@@ -5,7 +5,10 @@ kernels: the GEMM (200 us) and its split-K reduction (20) 0.22 ms; flash attenti
 the memory-bound aten::add_ kernel (30) and the host-to-device copy (20) 0.05; the NCCL kernel
 (100) and the kernel no operator launched (10) 0.11 as other; 0.10 ms with no kernel between
 the first kernel's start and the last one's end. Renamed aten::_foreach_add_, the add's 30 us
-are the optimizer's.
+are the optimizer's. The step of tests/data/trace/phases (a forward, a backward on the autograd
+thread, foreach AdamW): GEMMs 0.30 ms, add_ 0.05, foreach 0.04, the kernel no operator launched
+0.01, and 0.24 ms idle: 0.05 before a forward kernel, 0.12 before backward ones, 0.07 before the
+optimizer's.
 
 Usage: check_traced_parts.py TRACE_CONVERT; exit 0 when every value matches.
 """
@@ -20,6 +23,7 @@ from report_check import verdict
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURE = os.path.join(ROOT, "tests/data/trace/host-a_4242.1700000000000.pt.trace.json")
+PHASES = os.path.join(ROOT, "tests/data/trace/phases/rank0.pt.trace.json")
 
 
 def load_step_vs_torch():
@@ -31,10 +35,10 @@ def load_step_vs_torch():
     return module
 
 
-def parts_of(svt, trace_convert, events, work):
+def parts_of(svt, trace_convert, events, work, fixture=FIXTURE):
     folder = os.path.join(work, "trace")
     os.makedirs(folder)
-    with open(os.path.join(folder, os.path.basename(FIXTURE)), "w") as f:
+    with open(os.path.join(folder, os.path.basename(fixture)), "w") as f:
         json.dump(events, f)
     got = svt.traced_parts(types.SimpleNamespace(trace_convert=trace_convert), folder,
                            os.path.join(work, "table"))
@@ -59,6 +63,17 @@ def main() -> int:
         want.update(memory_bound=0.02, optimizer=0.03)
         if got != want:
             failures.append(f"the add renamed aten::_foreach_add_: {got}, expected {want}")
+        with open(PHASES) as f:
+            phases = json.load(f)
+        got = parts_of(svt, sys.argv[1], phases, os.path.join(work, "phases"), PHASES)
+        want = {"gemm": 0.3, "attention": 0.0, "memory_bound": 0.05, "optimizer": 0.04,
+                "idle": 0.24, "other": 0.01, "idle_forward": 0.05, "idle_backward": 0.12,
+                "idle_optimizer": 0.07}
+        if got != want:
+            failures.append(f"the step with its phases: {got}, expected {want}")
+        text = svt.traced_text(got)
+        if text != "0.3 / 0.0 / 0.1 / 0.0 / 0.2 (forward 0.1, backward 0.1, optimizer 0.1)":
+            failures.append(f"the step with its phases as the parts table prints it: {text}")
         if svt.traced_parts(types.SimpleNamespace(trace_convert="/nonexistent"), work,
                             os.path.join(work, "none")) is not None:
             failures.append("no trace_convert: a breakdown, expected none")

@@ -5,6 +5,7 @@
 // Every figure below is worked out from the fixture's timestamps by hand.
 #include <zlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "tests/unit/temp_files.hpp"
 #include "trace/json_stream.hpp"
 #include "trace/op_shapes.hpp"
+#include "trace/step_phase.hpp"
 #include "trace/trace_reader.hpp"
 
 using namespace opbench;
@@ -315,4 +317,76 @@ TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files'
                  "1 communication calls whose trace records no group size (no \"Group size\", or "
                  "shapes from the execution trace): communicator size 4 assumed, this trace's "
                  "distributedInfo world_size")));
+}
+
+TEST_CASE(
+    "trace: a GPU step's idle time is split by the phase whose kernel the device waited for") {
+  // phases/: a forward GEMM and add_, the GEMM's backward on the autograd engine's thread
+  // (inside autograd::engine::evaluate_function), foreach AdamW inside Optimizer.step#; kernels
+  // [1100, 1200] fwd, [1250, 1300] fwd, [1400, 1600] bwd, [1620, 1630] no operator (after a
+  // backward kernel), [1700, 1740] optimizer
+  const auto tables = read_traces(kData + "phases");
+  REQUIRE(tables.size() == 1);
+  const TraceTable& t = *tables[0];
+  CHECK(t.facts.source == "trace:gpu");
+  const auto rows = by_api(t);
+  CHECK(rows.count("(GPU 0 idle)") == 0);
+  CHECK(rows.at("(GPU 0 idle, forward)").total_us == Approx(50.0));    // 1200 -> 1250
+  CHECK(rows.at("(GPU 0 idle, backward)").total_us == Approx(120.0));  // 1300 -> 1400, 1600 -> 1620
+  CHECK(rows.at("(GPU 0 idle, optimizer)").total_us == Approx(70.0));  // 1630 -> 1700
+  CHECK(rows.at("(GPU 0 idle, optimizer)").kind == "idle");
+  CHECK(rows.at("aten::mm").calls == 2);  // the forward's and the backward's, one shape
+  CHECK(rows.at("aten::mm").total_us == Approx(300.0));
+  CHECK(rows.at("aten::_foreach_add_").total_us == Approx(40.0));
+  CHECK(rows.at("(GPU work without an operator)").total_us == Approx(10.0));
+  CHECK(sum_us(t) == Approx(1740.0 - 1100.0));
+}
+
+TEST_CASE("trace: on the CPU the optimizer's step keeps the time none of its operators took") {
+  // The phases/ step without its kernels: Optimizer.step#AdamW.step (200 us) nests
+  // _foreach_add_ (50) and owns the rest; zero_grad's annotation nests nothing
+  std::ifstream in(kData + "phases/rank0.pt.trace.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  auto& events = doc["traceEvents"];
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [](const nlohmann::json& e) { return e["cat"] == "kernel"; }),
+               events.end());
+  const auto tables = read_traces(test::write_temp("cpu_phases.pt.trace.json", doc.dump()));
+  REQUIRE(tables.size() == 1);
+  const TraceTable& t = *tables[0];
+  CHECK(t.facts.source == "trace:cpu");
+  const auto rows = by_api(t);
+  CHECK(rows.at("Optimizer.step#AdamW.step").total_us == Approx(150.0));
+  CHECK(rows.at("Optimizer.step#AdamW.step").kind == "other");
+  CHECK(rows.count("Optimizer.zero_grad#AdamW.zero_grad") == 0);
+  // the step less its top-level operators (20 + 10 + 200)
+  CHECK(rows.at("ProfilerStep (time between operators)").total_us == Approx(1770.0));
+  // the autograd thread's: evaluate_function 100 - 90, MmBackward0 90 - 30, its mm 30
+  CHECK(rows.at("autograd::engine::evaluate_function: MmBackward0").total_us == Approx(10.0));
+  CHECK(rows.at("aten::mm").total_us == Approx(50.0));
+  CHECK(sum_us(t) == Approx(2000.0 + 100.0));
+}
+
+TEST_CASE("trace: idle_by_phase charges each gap to the kernel that ends it") {
+  using P = Phase;
+  // overlapping streams leave no gap; an unlinked first kernel is the forward's
+  PhaseIdle idle = idle_by_phase({{0, 10, P::forward, false},
+                                  {5, 8, P::backward, true},  // inside the first: no gap
+                                  {20, 30, P::backward, true},
+                                  {25, 40, P::optimizer, true},
+                                  {45, 50, P::optimizer, false}});  // the optimizer's, as before
+  CHECK(idle.idle_us[0] == 0.0);
+  CHECK(idle.idle_us[1] == 10.0);  // 10 -> 20
+  CHECK(idle.idle_us[2] == 5.0);   // 40 -> 45
+  CHECK(idle.total_us() == 15.0);
+  CHECK((idle.seen[0] && idle.seen[1] && idle.seen[2]));
+  // listed out of time order: sorted first
+  idle = idle_by_phase({{30, 40, P::optimizer, true}, {0, 10, P::forward, true}});
+  CHECK(idle.idle_us[2] == 20.0);
+  CHECK(!idle.seen[1]);
+  CHECK(idle_by_phase({}).total_us() == 0.0);
+  CHECK(phase_of("Optimizer.step#SGD.step", P::forward) == P::optimizer);
+  CHECK(phase_of("autograd::engine::evaluate_function: AddBackward0", P::forward) == P::backward);
+  CHECK(phase_of("aten::mm", P::backward) == P::backward);
+  CHECK(phase_of("Optimizer.zero_grad#SGD.zero_grad", P::forward) == P::forward);
 }

@@ -1,0 +1,64 @@
+#include "trace/step_phase.hpp"
+
+#include <algorithm>
+
+namespace opbench::trace {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+bool is_backward_node(std::string_view name) {
+  return starts_with(name, "autograd::engine::evaluate_function");
+}
+
+}  // namespace
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::backward:
+      return "backward";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::forward:
+      break;
+  }
+  return "forward";
+}
+
+bool is_optimizer_step(std::string_view name) {
+  // torch.optim.Optimizer's profile_hook_step: "Optimizer.step#AdamW.step"; zero_grad's
+  // "Optimizer.zero_grad#..." is not the step's update
+  return starts_with(name, "Optimizer.step#");
+}
+
+bool opens_phase(std::string_view name) {
+  return is_backward_node(name) || is_optimizer_step(name);
+}
+
+Phase phase_of(std::string_view name, Phase parent) {
+  if (is_optimizer_step(name)) return Phase::optimizer;
+  if (is_backward_node(name)) return Phase::backward;
+  return parent;
+}
+
+PhaseIdle idle_by_phase(std::vector<GpuSpan> spans) {
+  PhaseIdle out;
+  if (spans.empty()) return out;
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const GpuSpan& a, const GpuSpan& b) { return a.start_us < b.start_us; });
+  double reach = spans.front().start_us;
+  Phase last = Phase::forward;
+  for (const GpuSpan& s : spans) {
+    const Phase p = s.linked ? s.phase : last;
+    const auto i = static_cast<std::size_t>(p);
+    out.seen[i] = true;
+    if (s.start_us > reach) out.idle_us[i] += s.start_us - reach;
+    reach = std::max(reach, s.end_us);
+    last = p;
+  }
+  return out;
+}
+
+}  // namespace opbench::trace
