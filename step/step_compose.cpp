@@ -69,13 +69,13 @@ StageSums sum_stage(const StageOperators& ops) {
 // optimizer), what its launches take beyond its kernels. A phase repeats the same layers, so
 // the host and the device run at the slower one's pace (two stages in tandem with a queue
 // between them); a GPU that waits in one phase cannot bank the time for the next.
-double host_wait(const StepConfig& c, const StageSums& s) {
+StepBreakdown::HostWait host_wait(const StepConfig& c, const StageSums& s) {
   const double fwd = s.forward_kernels * c.host_us_fwd / 1e3;
   const double bwd = s.backward_kernels * c.host_us_bwd / 1e3;
   const double opt = s.optimizer_kernels * c.host_us_bwd / 1e3;
-  if (c.host_serial) return fwd + bwd + opt;
-  return std::max(0.0, fwd - s.forward_compute) + std::max(0.0, bwd - s.backward_compute) +
-         std::max(0.0, opt - s.optimizer);
+  if (c.host_serial) return {fwd, bwd, opt};
+  return {std::max(0.0, fwd - s.forward_compute), std::max(0.0, bwd - s.backward_compute),
+          std::max(0.0, opt - s.optimizer)};
 }
 
 __int128 total_flops(const StepConfig& c, const std::vector<StageOperators>& stages, bool model) {
@@ -179,7 +179,9 @@ StepProjection compose_step(const StepConfig& c, const std::vector<StageOperator
   p.parts.exposed_comm_ms = s.critical_comm + p.dp_comm_ms - p.hidden_comm_ms;
   p.parts.bubble_ms = static_cast<double>(c.pp - 1) / static_cast<double>(c.vpp) * p.micro_batch_ms;
   p.parts.optimizer_ms = s.optimizer;
-  p.parts.host_ms = host_wait(c, s);
+  const StepBreakdown::HostWait host = host_wait(c, s);
+  p.parts.host_by_phase = host;
+  p.parts.host_ms = host.forward_ms + host.backward_ms + host.optimizer_ms;
   if (!p.missing.empty()) return p;
 
   p.step_ms = p.parts.total();

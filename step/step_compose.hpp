@@ -38,6 +38,11 @@ struct StepBreakdown {
   double bubble_ms = 0;        // the pipeline's fill and drain
   double optimizer_ms = 0;
   double host_ms = 0;  // the framework's host time the device waits for (--host-us-per-kernel)
+  // host_ms by the phase whose kernels wait: what a GPU profiler trace's idle time by phase
+  // measures (trace/step_phase.hpp). Not added to the total again.
+  struct HostWait {
+    double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  } host_by_phase;
   double total() const {
     return gemm_ms + attention_ms + memop_ms + exposed_comm_ms + bubble_ms + optimizer_ms + host_ms;
   }

@@ -69,7 +69,10 @@ Record step_row(const StepConfig& c, const StepProjection& p, const std::string&
       .metric("exposed_comm_ms", part(p.parts.exposed_comm_ms))
       .metric("bubble_ms", part(p.parts.bubble_ms))
       .metric("optimizer_ms", part(p.parts.optimizer_ms))
-      .metric("host_ms", part(p.parts.host_ms));
+      .metric("host_ms", part(p.parts.host_ms))
+      .metric("host_forward_ms", part(p.parts.host_by_phase.forward_ms))
+      .metric("host_backward_ms", part(p.parts.host_by_phase.backward_ms))
+      .metric("host_optimizer_ms", part(p.parts.host_by_phase.optimizer_ms));
   r.metric("micro_batch_ms", part(p.micro_batch_ms))
       .metric("dp_comm_ms", part(p.dp_comm_ms))
       .metric("hidden_comm_ms", part(p.hidden_comm_ms))

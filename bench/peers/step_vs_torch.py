@@ -219,9 +219,18 @@ def bench_step_cuda(a, model, seq, out, extra=()):
         return list(csv.DictReader(f))
 
 
+# The phases of a step whose host wait bench_step projects and a GPU trace measures.
+IDLE_PHASES = ("forward", "backward", "optimizer")
+
+
 def parts_text(row):
-    return " / ".join(f"{float(row.get(c) or 0):.1f}" for c in ("gemm_ms", "attention_ms", "memop_ms",
+    """The parts, the host part split by phase as the trace's idle time is (traced_text)."""
+    text = " / ".join(f"{float(row.get(c) or 0):.1f}" for c in ("gemm_ms", "attention_ms", "memop_ms",
                                                                "optimizer_ms", "host_ms"))
+    if not float(row.get("host_ms") or 0):
+        return text
+    return text + " (" + ", ".join(f"{p} {float(row.get(f'host_{p}_ms') or 0):.1f}"
+                                   for p in IDLE_PHASES) + ")"
 
 
 # The optimizer's kernels among a trace's memory-bound operators: foreach AdamW's _foreach_* ops
@@ -262,9 +271,6 @@ def traced_parts(a, trace, out):
                 if phase:
                     total[f"idle_{phase.group(1)}"] = total.get(f"idle_{phase.group(1)}", 0.0) + ms
     return total
-
-
-IDLE_PHASES = ("forward", "backward", "optimizer")
 
 
 def traced_text(t):

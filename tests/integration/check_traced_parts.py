@@ -8,7 +8,7 @@ the first kernel's start and the last one's end. Renamed aten::_foreach_add_, th
 are the optimizer's. The step of tests/data/trace/phases (a forward, a backward on the autograd
 thread, foreach AdamW): GEMMs 0.30 ms, add_ 0.05, foreach 0.04, the kernel no operator launched
 0.01, and 0.24 ms idle: 0.05 before a forward kernel, 0.12 before backward ones, 0.07 before the
-optimizer's.
+optimizer's. A projection's parts print its host part split by phase in the same order.
 
 Usage: check_traced_parts.py TRACE_CONVERT; exit 0 when every value matches.
 """
@@ -74,6 +74,16 @@ def main() -> int:
         text = svt.traced_text(got)
         if text != "0.3 / 0.0 / 0.1 / 0.0 / 0.2 (forward 0.1, backward 0.1, optimizer 0.1)":
             failures.append(f"the step with its phases as the parts table prints it: {text}")
+        # the projection's parts beside them: the host part split the same way
+        row = {"gemm_ms": "40", "attention_ms": "10", "memop_ms": "20", "optimizer_ms": "12",
+               "host_ms": "2.5", "host_forward_ms": "2", "host_backward_ms": "0.5",
+               "host_optimizer_ms": "0"}
+        text = svt.parts_text(row)
+        if text != "40.0 / 10.0 / 20.0 / 12.0 / 2.5 (forward 2.0, backward 0.5, optimizer 0.0)":
+            failures.append(f"a projection's parts with a host part: {text}")
+        text = svt.parts_text(dict(row, host_ms="0"))
+        if text != "40.0 / 10.0 / 20.0 / 12.0 / 0.0":
+            failures.append(f"a projection's parts without a host part: {text}")
         if svt.traced_parts(types.SimpleNamespace(trace_convert="/nonexistent"), work,
                             os.path.join(work, "none")) is not None:
             failures.append("no trace_convert: a breakdown, expected none")

@@ -257,12 +257,18 @@ TEST_CASE(
   // 0.16 hide under their kernels.
   StepProjection p = compose_step(c, {stage}, std::nullopt);
   CHECK(p.parts.host_ms == Approx(2.0));
+  CHECK(p.parts.host_by_phase.forward_ms == Approx(2.0));
+  CHECK(p.parts.host_by_phase.backward_ms == 0.0);
+  CHECK(p.parts.host_by_phase.optimizer_ms == 0.0);
   REQUIRE(p.step_ms);
   CHECK(*p.step_ms == Approx(kernels + 2.0));
   // The CPU: the host runs every kernel after its dispatch: 3 + 4 + 0.16 ms more.
   c.host_serial = true;
   p = compose_step(c, {stage}, std::nullopt);
   CHECK(p.parts.host_ms == Approx(7.16));
+  CHECK(p.parts.host_by_phase.forward_ms == Approx(3.0));
+  CHECK(p.parts.host_by_phase.backward_ms == Approx(4.0));
+  CHECK(p.parts.host_by_phase.optimizer_ms == Approx(0.16));
   CHECK(*p.step_ms == Approx(kernels + 7.16));
 }
 
