@@ -167,7 +167,8 @@ if [ "$cpu" = 1 ]; then
 else
   cases=llama3.2-1b:4096,llama3.2-3b:2048 impls=foreach,fused steps_n=5
   [ "$quick" = 1 ] && cases=llama3.2-1b:4096 impls=foreach steps_n=3
-  step step_vs_torch 200 -- "$py" "$root/bench/peers/step_vs_torch.py" --device cuda \
+  # 240 s: each AdamW's run records and converts a trace of its own (its idle time by phase)
+  step step_vs_torch 240 -- "$py" "$root/bench/peers/step_vs_torch.py" --device cuda \
     --cases "$cases" --optimizer-impl "$impls" --warmup 2 --steps "$steps_n" --max-time 0.05 \
     --check-targets --bench-step "$bin/step/bench_step" --bench-ccl "$bin/collectives/bench_ccl" \
     --capture-lib "$bin/capture/libopbench_capture.so" --work-dir "$out/step_vs_torch"

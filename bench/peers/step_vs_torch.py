@@ -49,10 +49,10 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
                embedding eager (bench_memops's kernels, one per PyTorch kernel), AdamW as IMPL;
   calibrated   the same plan with --trace-path: the GEMMs' and attention's in-job times from the
                profiled step's trace in place of the isolated ones;
-  profiled     (the parts table, the AdamW that recorded the trace) the profiled step's own GPU
-               time by part, from trace_convert (--trace-convert) of its trace: the in-job kernel
-               times of the GEMMs, attention, the memory-bound operators and the optimizer's
-               (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time between its first
+  profiled     (the parts table) the profiled step's own GPU time by part, from trace_convert
+               (--trace-convert) of its trace (each AdamW's run records its own): the in-job
+               kernel times of the GEMMs, attention, the memory-bound operators and the
+               optimizer's (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time between its first
                and last kernel (an upper bound: the profiler slows the host side), split by
                the phase whose kernel the GPU waited for (forward, backward, optimizer), beside
                the projections' parts, whose host part is that wait as modelled;
@@ -298,15 +298,15 @@ def cuda_cases(a, cases, work):
     notes, misses, failures = [], [], []
     impls = [i for i in a.optimizer_impl.split(",") if i]
     for model, seq in cases:
-        # The first AdamW's run records the trace (the GEMMs and attention the calibration reads
-        # are the same whatever the optimizer), and its operators' reports serve the next ones,
-        # which measure only their optimizer's kernels.
-        first = trace = None
+        # The first AdamW's operators' reports serve the next ones, which measure only their
+        # optimizer's kernels. Each AdamW's run records its own trace: the GEMMs and attention
+        # the calibration reads are the same whatever the optimizer, but where the GPU waits for
+        # the host (the trace's idle time by phase) is not.
+        first = None
         for impl in impls:
             name = f"{model}-{seq or 'model'}-{impl}"
             try:
-                first, trace = cuda_case(a, model, seq, impl, name, work, first, trace, parts,
-                                         notes, misses)
+                first = cuda_case(a, model, seq, impl, name, work, first, parts, notes, misses)
             except ChildFailed as e:
                 emit(f"| {model}, seq {seq or '-'} | {impl} | failed: {str(e)[:200].replace('|', '/')} "
                      "| - | - | - | - | - | - |")
@@ -314,17 +314,13 @@ def cuda_cases(a, cases, work):
     return parts, notes, misses, failures
 
 
-def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misses):
-    """One case's row (emitted); returns the reports and the trace the next AdamW reuses."""
-    traced = None
-    if trace is None:
-        trace = os.path.join(work, "trace-" + name)
-        if os.path.isdir(trace):
-            shutil.rmtree(trace)
-        measured = torch_step_cuda(a, model, seq, impl, trace)
-        traced = traced_parts(a, trace, os.path.join(work, "traced-" + name))
-    else:
-        measured = torch_step_cuda(a, model, seq, impl)
+def cuda_case(a, model, seq, impl, name, work, first, parts, notes, misses):
+    """One case's row (emitted); returns the reports the next AdamW reuses."""
+    trace = os.path.join(work, "trace-" + name)
+    if os.path.isdir(trace):
+        shutil.rmtree(trace)
+    measured = torch_step_cuda(a, model, seq, impl, trace)
+    traced = traced_parts(a, trace, os.path.join(work, "traced-" + name))
     ms = measured["median_ms"]
     plan = ["--kernels", "eager,fused", "--attention-kernels", "fused", "--optimizer-impl", impl,
             *host_flags(a, measured)]
@@ -371,7 +367,7 @@ def cuda_case(a, model, seq, impl, name, work, first, trace, parts, notes, misse
         e = errors[what]
         if e is None or abs(e) > target:
             misses.append(f"{name}: {what} error {pct(e)} (target {100 * target:.0f}%)")
-    return first, trace
+    return first
 
 
 def main() -> int:
