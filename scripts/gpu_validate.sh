@@ -39,6 +39,9 @@
 #                     odd tail) at fewer rows, each result against the fp64 reference (--check);
 #                     the table names the kernel and plan that ran (impl); last, so that the
 #                     other steps' budgets come first [a few rows]
+#   kernel_times      the operators of item 2 still under 85% on the H200 (embedding backward,
+#                     cross-entropy, RMSNorm backward, LayerNorm), each kernel timed alone by
+#                     Nsight Compute (scripts/kernel_times.py): its share of the operator [not run]
 #   trace_*           issue 43 item 8: the profiled step's Kineto trace (CPU and CUDA activities,
 #                     record_shapes, SDPA, bf16; step_vs_torch's first case, or recorded here)
 #                     converted by trace_convert, replayed by bench_gemm and bench_attention
@@ -258,6 +261,10 @@ step memops_check 90 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
   --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
   --report-dir-path "$out/memops_check"
+# Where the operators under the target spend their time, kernel by kernel (Nsight Compute, after
+# the others: it only diagnoses; where ncu cannot read the GPU's counters it says so and passes).
+[ "$cpu" = 0 ] && step kernel_times 60 -- "$py" "$root/scripts/kernel_times.py" \
+  --bench-memops "$bin/memops/bench_memops" --out "$out/kernel_times"
 
 "$py" "$root/scripts/gpu_validate_tables.py" "$out" "$mode" "$quick" "${steps[@]}"
 status=$?

@@ -20,7 +20,7 @@ SECTIONS = (
     ("Environment", ("environment",)),
     ("Issue 41 item 2: memory-bound operators against the same run's copy rate, and beside "
      "PyTorch's kernels", ("memops_8b", "memops_70b", "memops_vocab", "memops_check",
-                           "memops_vs_torch")),
+                           "memops_vs_torch", "kernel_times")),
     ("Issue 41 item 3: bench_step against a real training step", ("step_vs_torch",)),
     ("Issue 41 item 4: the capture's cost on the step", ("capture_cost",)),
     ("Issue 43 item 8: a GPU step's profiler trace, converted and replayed",

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Where a memory-bound operator's time goes, kernel by kernel: bench_memops run once per case
+under Nsight Compute (ncu), which times every kernel it launches alone (gpu__time_duration), so
+that an operator under its target (issue 41: 85% of the copy rate) shows which of its kernels
+falls short, or which fixed cost (a sort, a second pass, a column reduction) eats its time.
+
+  scripts/kernel_times.py --bench-memops BIN --out DIR [--ncu NCU] [--shapes-json-path FILE]
+                          [--dtype bf16]
+
+One table row per kernel of each case: its launches, mean µs, its time per call of the operator
+(the case's calls are the launches of its least-launched kernel) and its share of the operator's
+kernel time; then per case the kernels' sum per call and the GB/s the operator's bytes (the
+report's io_bytes) would move in that time, against the report's copy rate. Kernels the run
+launches around the operator (fills of the operands, the clock probe, the stream blocker) are
+left out. ncu serialises the kernels and times each alone: the sum leaves out the gaps between
+launches that the event-timed figures include.
+
+Without ncu, or where it cannot read the GPU's counters (gVisor), it prints why and exits 0:
+a diagnostic that could not run fails nothing. Exit 2 for bad arguments.
+"""
+import argparse
+import csv
+import glob
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+# The cases of issue 41's tables that stayed under the target on an H200 (2026-11-28), at Llama
+# 3.1 8B's shapes and 8192 tokens.
+CASES = [
+    {"name": "embedding-bwd", "op": "embedding", "pass": "bwd", "rows": 8192, "cols": 4096,
+     "vocab": 128256},
+    {"name": "cross-entropy", "op": "cross_entropy", "rows": 8192, "cols": 128256},
+    {"name": "rmsnorm-bwd", "op": "rmsnorm", "pass": "bwd", "rows": 8192, "cols": 4096},
+    {"name": "layernorm-fwd", "op": "layernorm", "pass": "fwd", "rows": 8192, "cols": 4096},
+    {"name": "layernorm-bwd", "op": "layernorm", "pass": "bwd", "rows": 8192, "cols": 4096},
+]
+# What the run launches around the operator (common/cuda: fill.cu, clock_probe.cu; memops'
+# index fill); the stream blocker (spin_until_released) is no "kernel" by name and never timed.
+AROUND = ("fill_kernel", "fill_indices_kernel", "spin_kernel")
+NS_PER = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
+          "second": 1e9, "s": 1e9}
+
+
+def find_ncu(given):
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
+                    "/usr/local/cuda/nsight-compute*/ncu"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def kernel_rows(text):
+    """(kernel name, nanoseconds) of every gpu__time_duration row of ncu's --csv output; the
+    program's own lines and ncu's ==PROF== lines around it are passed over."""
+    lines = [l for l in text.splitlines() if l.startswith('"')]
+    out = []
+    for r in csv.DictReader(io.StringIO("\n".join(lines))):
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        scale = NS_PER.get((r.get("Metric Unit") or "").strip())
+        try:
+            value = float((r.get("Metric Value") or "").replace(",", ""))
+        except ValueError:
+            continue
+        if scale is None:
+            continue
+        out.append((r.get("Kernel Name") or "?", value * scale))
+    return out
+
+
+def short(name):
+    """A kernel's name without its template arguments and parameters."""
+    for cut in ("<", "("):
+        if cut in name:
+            name = name[:name.index(cut)]
+    words = name.split()  # "void ns::kernel": the return type before it
+    return (words[-1] if words else name).split("::")[-1] or name
+
+
+def case_table(case, times, report):
+    """The rows of one case and its closing line, from its kernels' times and its report row."""
+    by = {}
+    for name, ns in times:
+        if short(name) in AROUND:
+            continue
+        by.setdefault(short(name), []).append(ns)
+    if not by:
+        return [], f"{case['name']}: no kernel of the operator was timed"
+    calls = min(len(v) for v in by.values())
+    total = sum(sum(v) for v in by.values()) / calls
+    rows = []
+    for name, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+        per_call = sum(v) / calls
+        rows.append(f"| {case['name']} | {name} | {len(v)} | {sum(v) / len(v) / 1e3:.1f} | "
+                    f"{per_call / 1e3:.1f} | {100 * per_call / total:.0f}% |")
+    line = f"{case['name']}: its kernels take {total / 1e3:.1f} µs a call ({calls} calls timed)"
+    try:
+        io_bytes = float(report.get("io_bytes") or 0)
+        copy = float(report.get("copy_rate_gbps") or 0)
+    except ValueError:
+        io_bytes = copy = 0.0
+    if io_bytes > 0:
+        gbps = io_bytes / total
+        line += f": {gbps:.0f} GB/s for its {io_bytes / 1e6:.1f} MB"
+        if copy > 0:
+            line += f", {100 * gbps / copy:.0f}% of the run's copy rate ({copy:.0f} GB/s)"
+    return rows, line
+
+
+def report_row(folder):
+    for path in glob.glob(os.path.join(folder, "memops*.csv")):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                return r
+    return {}
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench-memops", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--ncu", default=None, help="Nsight Compute's CLI (default: ncu on the PATH, "
+                    "then /usr/local/cuda/bin and /opt/nvidia/nsight-compute)")
+    ap.add_argument("--shapes-json-path", default=None,
+                    help="the cases, in bench_memops' shapes format (default: issue 41's five)")
+    ap.add_argument("--dtype", default="bf16")
+    a = ap.parse_args(argv)
+    if not os.access(a.bench_memops, os.X_OK):
+        print(f"error: kernel_times.py: --bench-memops: {a.bench_memops} is not an executable",
+              file=sys.stderr)
+        return 2
+    cases = CASES
+    if a.shapes_json_path:
+        try:
+            with open(a.shapes_json_path) as f:
+                cases = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"error: kernel_times.py: --shapes-json-path: {e}", file=sys.stderr)
+            return 2
+    ncu = find_ncu(a.ncu)
+    if ncu is None:
+        print("kernel times: not measured: no Nsight Compute (ncu) found")
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    lines = []
+    for case in cases:
+        name = case.get("name", case.get("op", "case"))
+        folder = os.path.join(a.out, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        shapes = os.path.join(a.out, name + ".json")
+        with open(shapes, "w") as f:
+            json.dump([case], f)
+        # --clock-control none: the clocks as the GPU sets them (the device's METHOD.md);
+        # --cache-control none: each kernel finds the cache as the one before it left it, as in
+        # the operator's own run. Samples short: each kernel costs ncu milliseconds.
+        cmd = [ncu, "--csv", "--print-units", "base", "--clock-control", "none",
+               "--cache-control", "none", "--metrics", "gpu__time_duration.sum",
+               "--kernel-name", "regex:[Kk]ernel", a.bench_memops, "--backend", "cuda",
+               "--provider", "cuda", "--shapes-json-path", shapes, "--dtype", a.dtype,
+               "--warmup", "1", "--warmup-time", "0", "--min-samples", "2", "--max-samples", "2",
+               "--min-time", "0", "--max-time", "0.001", "--quiet", "--report-dir-path", folder]
+        result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        times = kernel_rows(result.stdout)
+        if not times:
+            said = [l for l in (result.stderr + result.stdout).splitlines()
+                    if "==ERROR==" in l or "error" in l.lower()]
+            print(f"kernel times: not measured: ncu timed no kernel of {name} (exit "
+                  f"{result.returncode}{': ' + said[0].strip() if said else ''})")
+            return 0
+        rows, line = case_table(dict(case, name=name), times, report_row(folder))
+        if not lines:  # the header once something was timed; each case's rows as it ends
+            print("| case | kernel | launches | mean µs | µs a call | share |")
+            print("|---|---|---:|---:|---:|---:|")
+        for r in rows:
+            print(r, flush=True)
+        lines.append(line)
+    print()
+    for line in lines:
+        print(f"- {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
