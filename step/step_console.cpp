@@ -149,6 +149,12 @@ void print_projection(const StepConfig& c, const std::vector<StageOperators>& st
     if (part.always || part.ms > 0)
       fmt::print(out, "  {:<22} {:>12}  {:5.1f}%\n", part.name, time_text(part.ms * 1e3),
                  step > 0 ? 100 * part.ms / step : 0.0);
+  if (p.parts.host_ms > 0) {  // where the device waits: what a GPU trace's idle time splits
+    const auto& h = p.parts.host_by_phase;
+    fmt::print(out, "  (host: the forward {}, the backward {}, the optimizer {})\n",
+               time_text(h.forward_ms * 1e3), time_text(h.backward_ms * 1e3),
+               time_text(h.optimizer_ms * 1e3));
+  }
   if (p.dp_comm_ms > 0)
     fmt::print(out, "  (data-parallel communication {}, of which the overlap model hides {})\n",
                time_text(p.dp_comm_ms * 1e3), time_text(p.hidden_comm_ms * 1e3));

@@ -155,6 +155,11 @@ def main() -> int:
         parts = sum(f[c] for c in ("gemm_ms", "attention_ms", "memop_ms", "exposed_comm_ms", "bubble_ms",
                                    "optimizer_ms") + (("host_ms",) if "host_ms" in f else ()))
         step = f["step_time_ms"]
+        if "host_forward_ms" in f:  # the host part by phase adds up to it
+            phases = f["host_forward_ms"] + f["host_backward_ms"] + f["host_optimizer_ms"]
+            if not close(phases, f["host_ms"], rel=1e-5) or min(
+                    f["host_forward_ms"], f["host_backward_ms"], f["host_optimizer_ms"]) < 0:
+                problems.append(f"{where}: host_ms {f['host_ms']} != its phases' {phases}")
         if not close(parts, step, rel=1e-5):
             problems.append(f"{where}: step_time_ms {step} != the sum of its parts {parts}")
         if not close(f["bubble_ms"], (f["pp"] - 1) / f["vpp"] * f["micro_batch_ms"], rel=1e-5):
