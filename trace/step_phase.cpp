@@ -5,12 +5,8 @@
 namespace opbench::trace {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 bool is_backward_node(std::string_view name) {
-  return starts_with(name, "autograd::engine::evaluate_function");
+  return name.starts_with("autograd::engine::evaluate_function");
 }
 
 }  // namespace
@@ -30,7 +26,7 @@ const char* phase_name(Phase p) {
 bool is_optimizer_step(std::string_view name) {
   // torch.optim.Optimizer's profile_hook_step: "Optimizer.step#AdamW.step"; zero_grad's
   // "Optimizer.zero_grad#..." is not the step's update
-  return starts_with(name, "Optimizer.step#");
+  return name.starts_with("Optimizer.step#");
 }
 
 bool opens_phase(std::string_view name) {
