@@ -79,7 +79,10 @@ def kernel_rows(text):
 
 
 def short(name):
-    """A kernel's name without its template arguments and parameters."""
+    """A kernel's name without its namespaces, template arguments and parameters (ncu writes an
+    anonymous namespace as <unnamed>::, which must not be taken for template arguments)."""
+    for anonymous in ("<unnamed>::", "(anonymous namespace)::"):
+        name = name.replace(anonymous, "")
     for cut in ("<", "("):
         if cut in name:
             name = name[:name.index(cut)]
@@ -160,16 +163,22 @@ def main(argv):
         shapes = os.path.join(a.out, name + ".json")
         with open(shapes, "w") as f:
             json.dump([case], f)
+        # Nsight Compute CLI manual: --print-kernel-base function, the name without its
+        # parameters and template arguments (the default, demangled, has both);
         # --clock-control none: the clocks as the GPU sets them (the device's METHOD.md);
         # --cache-control none: each kernel finds the cache as the one before it left it, as in
         # the operator's own run. Samples short: each kernel costs ncu milliseconds.
-        cmd = [ncu, "--csv", "--print-units", "base", "--clock-control", "none",
-               "--cache-control", "none", "--metrics", "gpu__time_duration.sum",
+        cmd = [ncu, "--csv", "--print-units", "base", "--print-kernel-base", "function",
+               "--clock-control", "none", "--cache-control", "none",
+               "--metrics", "gpu__time_duration.sum",
                "--kernel-name", "regex:[Kk]ernel", a.bench_memops, "--backend", "cuda",
                "--provider", "cuda", "--shapes-json-path", shapes, "--dtype", a.dtype,
                "--warmup", "1", "--warmup-time", "0", "--min-samples", "2", "--max-samples", "2",
                "--min-time", "0", "--max-time", "0.001", "--quiet", "--report-dir-path", folder]
-        result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The C locale: under another, ncu writes 65.77 as "65,77" (a comma this parser would
+        # take for a thousands separator).
+        result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, LC_ALL="C"))
         times = kernel_rows(result.stdout)
         if not times:
             said = [l for l in (result.stderr + result.stdout).splitlines()

@@ -4,6 +4,9 @@ what `ncu --csv --print-units base --metrics gpu__time_duration.sum` prints for 
 bench_memops case of the embedding's backward, three calls of it (a fill of the operands, the
 keys, three onesweep passes of CUB's sort a call, the segment starts, the rows), with the
 program's own lines around it, and writes the report bench_memops would into --report-dir-path.
+Units as older (nsecond, usecond, thousands separators) and newer ncu (ns) write them; names as
+ncu's default demangled base writes them (namespaces, an anonymous one as <unnamed>,
+template arguments, parameters), whatever --print-kernel-base says: the script copes with both.
 FAKE_NCU_FAIL=1: what ncu prints where it cannot read the GPU's counters, no kernel timed.
 """
 import os
@@ -24,15 +27,16 @@ header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Conte
           "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
           "Metric Value"]
 print(",".join(f'"{h}"' for h in header))
-launches = [("void fill_kernel<__nv_bfloat16>(T1 *, unsigned long, unsigned long long, T2)",
+launches = [("void opbench::<unnamed>::fill_kernel<__nv_bfloat16>(T1 *, unsigned long)",
              "nsecond", "1,000,000")] * 2
 for _ in range(3):
-    launches += [("embedding_keys_kernel", "nsecond", "2,000")]
+    launches += [("void opbench::cuda_memops::<unnamed>::embedding_keys_kernel(const long *)",
+                  "nsecond", "2,000")]
     launches += [("void cub::CUB_300000_SM_900::DeviceRadixSortOnesweepKernel<Policy>(int)",
                   "nsecond", "4,000")] * 3
     launches += [("embedding_starts_kernel", "usecond", "6")]
     launches += [("void opbench::cuda_memops::embedding_rows_kernel<8, __nv_bfloat16>"
-                  "(const T2 *, const unsigned int *)", "nsecond", "300,000")]
+                  "(const T2 *, const unsigned int *)", "ns", "300000")]
 for i, (name, unit, value) in enumerate(launches):
     row = [str(i), "4242", "bench_memops", "127.0.0.1", name, "1", "7", "(256, 1, 1)",
            "(528, 1, 1)", "0", "9.0", "Command line profiler metrics", "gpu__time_duration.sum",
