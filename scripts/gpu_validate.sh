@@ -263,7 +263,9 @@ step memops_check 90 -- "$bin/memops/bench_memops" --backend "$backend" \
   --report-dir-path "$out/memops_check"
 # Where the operators under the target spend their time, kernel by kernel (Nsight Compute, after
 # the others: it only diagnoses; where ncu cannot read the GPU's counters it says so and passes).
-[ "$cpu" = 0 ] && step kernel_times 60 -- "$py" "$root/scripts/kernel_times.py" \
+# 90 s: five cases, each a process under ncu, which replays every kernel it times, and whose
+# serialised launches hold each case's first stream-blocked sample to the blocker's 2 s timeout.
+[ "$cpu" = 0 ] && step kernel_times 90 -- "$py" "$root/scripts/kernel_times.py" \
   --bench-memops "$bin/memops/bench_memops" --out "$out/kernel_times"
 
 "$py" "$root/scripts/gpu_validate_tables.py" "$out" "$mode" "$quick" "${steps[@]}"
