@@ -52,10 +52,11 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
   profiled     (the parts table) the profiled step's own GPU time by part, from trace_convert
                (--trace-convert) of its trace (each AdamW's run records its own): the in-job
                kernel times of the GEMMs, attention, the memory-bound operators and the
-               optimizer's (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time between its first
-               and last kernel (an upper bound: the profiler slows the host side), split by
-               the phase whose kernel the GPU waited for (forward, backward, optimizer), beside
-               the projections' parts, whose host part is that wait as modelled;
+               optimizer's (aten::_foreach_*, aten::_fused_adamw_), and the GPU's idle time
+               between its first and last kernel (an upper bound: the profiler slows the host
+               side), split by the phase whose kernel the GPU waited for (forward, backward,
+               optimizer), beside the projections' parts, whose host part is that wait as
+               modelled;
   fused        bench_step's fused plan (fused QKV, norms, SwiGLU, loss, AdamW), for reference;
   memory       the matched plan's mem_peak_gib against the peak;
 every projection (on the CPU too) with --host-us-per-kernel FORWARD,BACKWARD from the torch step's
@@ -243,8 +244,8 @@ def traced_parts(a, trace, out):
     kernel times of the GEMMs, attention, the memory-bound operators, the optimizer's among them,
     and the GPU's idle time between its first and last kernel, each per step (ms), with that idle
     time by phase (idle_forward, idle_backward, idle_optimizer) where the trace shows the phases;
-    None when the trace could not be converted. The profiled step's host side is slower than an unprofiled
-    one's (the profiler records every operator), so its idle time is an upper bound."""
+    None when the trace could not be converted. The profiled step's host side is slower than an
+    unprofiled one's (the profiler records every operator), so its idle time is an upper bound."""
     if not os.access(a.trace_convert, os.X_OK):
         return None
     if os.path.isdir(out):
