@@ -490,19 +490,19 @@ def main(argv):
     families = [(name, sum(e["total"] for e in merged.values() if e["kind"] in kinds) / 1e3)
                 for name, kinds in FAMILIES]
     families = [(n, ms) for n, ms in families if ms > 0 or n in ("gemm", "communication")]
+    waits = {}  # µs of GPU idle by the phase it waited for, where the trace shows the phases
+    for (api, _, _, _), e in merged.items():
+        phase = IDLE_PHASE.fullmatch(api) if e["kind"] == "idle" else None
+        if phase:
+            waits[phase.group(1)] = waits.get(phase.group(1), 0.0) + e["total"]
+    waits = {p: waits[p] for p in ("forward", "backward", "optimizer") if p in waits}
     if total:
         print("  by family: " + ", ".join(f"{n} {100.0 * ms * 1e3 / total:.1f}%"
                                           for n, ms in families)
               + f" of the {traced} time")
-        waits = {}
-        for (api, _, _, _), e in merged.items():
-            phase = IDLE_PHASE.fullmatch(api) if e["kind"] == "idle" else None
-            if phase:
-                waits[phase.group(1)] = waits.get(phase.group(1), 0.0) + e["total"]
         if waits:
             print("  GPU idle by the phase whose kernels it waited for: "
-                  + ", ".join(f"{p} {100.0 * waits[p] / total:.1f}%"
-                              for p in ("forward", "backward", "optimizer") if p in waits)
+                  + ", ".join(f"{p} {100.0 * us / total:.1f}%" for p, us in waits.items())
                   + f" of the {traced} time")
     elif not timed_any:
         counts = [(name, sum(e["calls"] for e in merged.values() if e["kind"] in kinds))
@@ -529,7 +529,10 @@ def main(argv):
             print("  (-: run in another dtype than the job's, so no ratio; the row's note says "
                   "which)")
     if args.plot:
-        plot(args.plot, families, [r for r in replays if r[5] is not None])
+        # the idle bar split as the text splits it: where the host held the device back
+        charted = [f for f in families if f[0] != "GPU idle" or not waits]
+        charted += [(f"GPU idle: {p}", us / 1e3) for p, us in waits.items()]
+        plot(args.plot, charted, [r for r in replays if r[5] is not None])
         print(f"  chart: {args.plot}")
     return 0
 

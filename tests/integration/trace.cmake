@@ -22,14 +22,15 @@ add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that
   COMMAND ${CHECK_TRACE} ddp --out ${TRACE_OUT}/ddp --trace-convert $<TARGET_FILE:trace_convert>)
 # A GPU step with its phases (tests/data/trace/phases: a forward, a backward on the autograd
 # thread, foreach AdamW): 240 of its 640 traced us are idle, 50 before a forward kernel, 120
-# before backward ones, 70 before the optimizer's (tests/unit/test_trace.cpp works them out).
+# before backward ones, 70 before the optimizer's (tests/unit/test_trace.cpp works them out);
+# --plot draws the idle bar split the same way.
 add_test(NAME "trace: capture_summary.py splits a GPU step's idle time by the phase it waited for"
-  COMMAND bash -c "rm -rf \"$2\" && \"$1\" --trace-path \"$3\" --out \"$2\" > /dev/null && \"$4\" \"$5\" \"$2\""
+  COMMAND bash -c "rm -rf \"$2\" \"$2.png\" && \"$1\" --trace-path \"$3\" --out \"$2\" > /dev/null && \"$4\" \"$5\" \"$2\" --plot \"$2.png\" && test -s \"$2.png\""
           phases $<TARGET_FILE:trace_convert> ${TRACE_OUT}/phases ${PROJECT_SOURCE_DIR}/tests/data/trace/phases
           ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/capture_summary.py)
 set_tests_properties("trace: capture_summary.py splits a GPU step's idle time by the phase it waited for"
   PROPERTIES PASS_REGULAR_EXPRESSION
-  "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time")
+  "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time\n.*chart: .*phases\\.png")
 set_tests_properties(
   "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
