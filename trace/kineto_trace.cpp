@@ -236,7 +236,7 @@ struct KinetoReader::State {
     o.end_us = ts + dur;
     o.dur_us = dur;
     o.phase = phase_of(name, stack.empty() ? Phase::forward : stack.back().phase);
-    if (opens_phase(name)) phases = true;
+    if (o.phase != Phase::forward) phases = true;  // opened here or by an enclosing operator
     if (!stack.empty()) stack.back().children_us += dur;
     if (!stack.empty() && stack.back().inside_replayed) {
       o.instance = stack.back().instance;  // its kernels are the replayed call's

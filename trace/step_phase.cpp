@@ -12,25 +12,14 @@ bool is_backward_node(std::string_view name) {
 }  // namespace
 
 const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::backward:
-      return "backward";
-    case Phase::optimizer:
-      return "optimizer";
-    case Phase::forward:
-      break;
-  }
-  return "forward";
+  static constexpr const char* kNames[kPhases] = {"forward", "backward", "optimizer"};
+  return kNames[static_cast<int>(p)];
 }
 
 bool is_optimizer_step(std::string_view name) {
   // torch.optim.Optimizer's profile_hook_step: "Optimizer.step#AdamW.step"; zero_grad's
   // "Optimizer.zero_grad#..." is not the step's update
   return name.starts_with("Optimizer.step#");
-}
-
-bool opens_phase(std::string_view name) {
-  return is_backward_node(name) || is_optimizer_step(name);
 }
 
 Phase phase_of(std::string_view name, Phase parent) {

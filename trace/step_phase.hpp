@@ -23,8 +23,6 @@ enum class Phase : std::uint8_t { forward, backward, optimizer };
 inline constexpr int kPhases = 3;
 
 const char* phase_name(Phase p);
-// True for the names that open a phase other than the forward.
-bool opens_phase(std::string_view name);
 // The optimizer's step annotation (a user_annotation event, not an operator).
 bool is_optimizer_step(std::string_view name);
 // The phase of an operator named `name` whose enclosing operator on its thread is in `parent`
