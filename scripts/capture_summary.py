@@ -437,6 +437,9 @@ def main(argv):
                    "ratios) as a chart")
     p.add_argument("dir")
     args = p.parse_args(argv)
+    if args.plot and not args.plot.lower().endswith(".png"):
+        print(f"error: --plot: '{args.plot}' is not a .png file name", file=sys.stderr)
+        return 2
     # the names common/capture_tables.cpp takes (glob would read brackets in DIR as a pattern)
     names = os.listdir(args.dir) if os.path.isdir(args.dir) else []
     files = sorted(os.path.join(args.dir, n) for n in names
@@ -532,6 +535,10 @@ def main(argv):
         # the idle bar split as the text splits it: where the host held the device back
         charted = [f for f in families if f[0] != "GPU idle" or not waits]
         charted += [(f"GPU idle: {p}", us / 1e3) for p, us in waits.items()]
+        # plot_report.py's rule for every chart: never over a file no opbench run wrote
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from plot_report import claim
+        claim(args.plot, "capture_summary.py", "--plot")
         plot(args.plot, charted, [r for r in replays if r[5] is not None])
         print(f"  chart: {args.plot}")
     return 0

@@ -523,9 +523,10 @@ def label_ticks(ax, values, text):
 MANIFEST = ".opbench-manifest"  # the list of files opbench wrote in a folder (docs/outputs.md)
 
 
-def claim(path):
+def claim(path, binary="plot_report.py", flag="--out"):
     """A PNG is written only where no file is, or over one an opbench run wrote (its folder's
-    manifest lists it); then it is listed. Anything else is left as it is, and the run refused."""
+    manifest lists it); then it is listed as `binary`'s. Anything else is left as it is, and the
+    run refused (naming `flag`, the one that chose the path)."""
     folder, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
     manifest = os.path.join(folder, MANIFEST)
     listed = set()
@@ -539,9 +540,9 @@ def claim(path):
         return
     if os.path.lexists(path):
         fail(f"{path}: exists and no opbench run wrote it (it is not in {manifest}): left "
-             f"unchanged; name another --out")
+             f"unchanged; name another {flag}")
     with open(manifest, "a") as f:
-        f.write(json.dumps({"file": name, "binary": "plot_report.py"}) + "\n")
+        f.write(json.dumps({"file": name, "binary": binary}) + "\n")
 
 
 def finish(fig, ax, out, title, xlabel=None, ylabel=None, grid=None, legend=None, title_size=None):

@@ -31,6 +31,17 @@ add_test(NAME "trace: capture_summary.py splits a GPU step's idle time by the ph
 set_tests_properties("trace: capture_summary.py splits a GPU step's idle time by the phase it waited for"
   PROPERTIES PASS_REGULAR_EXPRESSION
   "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time\n.*chart: .*phases\\.png")
+# --plot writes only a .png, and never over a file no opbench run wrote (plot_report.py's rule):
+# one error line, exit 2, the user's file unchanged.
+add_test(NAME "capture_summary.py bad input: --plot not a .png, or over a file of the user's"
+  COMMAND bash -c "rm -rf \"$2\" && \"$1\" --trace-path \"$3\" --out \"$2/cap\" > /dev/null && echo mine > \"$2/mine.png\" \
+                   && { \"$4\" \"$5\" \"$2/cap\" --plot \"$2/notes.md\" > /dev/null; echo exit=$?; \
+                        \"$4\" \"$5\" \"$2/cap\" --plot \"$2/mine.png\" > /dev/null; echo exit=$?; cat \"$2/mine.png\"; }"
+          plot_refusals $<TARGET_FILE:trace_convert> ${TRACE_OUT}/plot_refusals ${PROJECT_SOURCE_DIR}/tests/data/trace/phases
+          ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/capture_summary.py)
+set_tests_properties("capture_summary.py bad input: --plot not a .png, or over a file of the user's"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "^error: --plot: '[^']*notes\\.md' is not a \\.png file name\nexit=2\nerror: [^\n]*mine\\.png: exists and no opbench run wrote it [^\n]*name another --plot\nexit=2\nmine\n$")
 set_tests_properties(
   "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
