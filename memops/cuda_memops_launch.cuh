@@ -402,7 +402,7 @@ void launch_elementwise(const char* kernel, const char* type, const Op& op, std:
 }
 
 template <class S>
-constexpr int vec_of() {
+__host__ __device__ constexpr int vec_of() {
   return kVectorBytes / static_cast<int>(sizeof(typename Codec<S>::Bits));
 }
 

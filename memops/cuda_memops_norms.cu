@@ -407,9 +407,8 @@ __device__ void rms_normalise(std::int64_t row, const Part& p, Red& reducer,
   const float ss = p.held_sum(a, edge, [](float v) { return v * v; });
   const float rs = rms_rstd(reducer.all(ss, AddFloat{}, 0.0f), cols, kRmsNormEps);
   if (p.edges && threadIdx.x == 0) rstd[row] = rs;
-  p.with_weights(a, w, static_cast<const S*>(nullptr),
-                 [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
-  p.store(y, a, edge);
+  p.store_with_weights(y, a, w, static_cast<const S*>(nullptr),
+                       [rs](float& v, float g, float) { v = rms_scale(v, rs, g); });
 }
 
 // y = (x rstd) w, rstd from the row's sum of squares. Registers as for two held rows: with 32
@@ -420,6 +419,11 @@ struct RmsNormRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = false;
   static constexpr bool kStreams = false;
+  // fused_rows_kernel's registers (ptxas, CUDA 13, sm_80/90/100: the least without a spill):
+  // 8 floats of the row a thread, or two vectors of one block: 32, the SM full.
+  __host__ __device__ static constexpr int registers(int items, bool cluster) {
+    return items * vec_of<S>() <= 8 || (items <= 2 && !cluster) ? 32 : 40;
+  }
   const S* x;
   const S* w;
   S* y;
@@ -442,6 +446,10 @@ struct AddRmsNormRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = false;
   static constexpr bool kStreams = false;
+  // fused_rows_kernel's registers (as RmsNormRows'): the residual's vector beside the row's.
+  __host__ __device__ static constexpr int registers(int items, bool) {
+    return items * vec_of<S>() <= 8 ? 32 : 40;
+  }
   const S* x;
   const S* residual;
   const S* w;
@@ -474,6 +482,13 @@ struct LayerNormRows {
   static constexpr int kHeld = 1;
   static constexpr bool kSplits = false;
   static constexpr bool kStreams = false;
+  // fused_rows_kernel's registers (as RmsNormRows'): b's vector beside w's, and the mean: 16
+  // floats of the row a thread (bf16 at 4096 columns) take 40 (1536 threads an SM), 48 in a
+  // cluster.
+  __host__ __device__ static constexpr int registers(int items, bool cluster) {
+    const int floats = items * vec_of<S>();
+    return floats <= 8 ? 32 : floats <= 16 ? (cluster ? 48 : 40) : 64;
+  }
   const S* x;
   const S* w;
   const S* b;
@@ -496,9 +511,8 @@ struct LayerNormRows {
       mean[row] = mu;
       rstd[row] = rs;
     }
-    p.with_weights(a, w, b,
-                   [mu, rs](float& v, float g, float bias) { v = (v - mu) * rs * g + bias; });
-    p.store(y, a, edge);
+    p.store_with_weights(y, a, w, b,
+                         [mu, rs](float& v, float g, float bias) { v = (v - mu) * rs * g + bias; });
   }
 };
 

@@ -10,6 +10,8 @@
 // (chunk_stats_kernel, chunk_finish_kernel). An operator is a struct Op
 // (memops/cuda_memops_softmax.cu, memops/cuda_memops_norms.cu) with
 //   kHeld                      the row operands' worth of registers it holds at once (1 or 2)
+//   registers(items, cluster)  the registers a thread of its fused_rows_kernel may use (see
+//                              there), at most 64 (blocks of kRowMaxThreads)
 //   kSplits                    whether it has the split; without, a row too long for a block or
 //                              a cluster is left to the operator's own two-pass kernel
 //   kStreams                   whether a row that takes a cluster is streamed through shared
@@ -27,6 +29,7 @@
 #include <cuda_pipeline.h>
 
 #include <string>
+#include <type_traits>
 
 #include "memops/cuda_memops_launch.cuh"
 #include "memops/fast_math.hpp"
@@ -186,13 +189,17 @@ struct RowPart {
     return has_edge() ? s + f(edge) : s;
   }
 
-  // f(element, w[column], b[column]) on every element the thread holds, for operators with
-  // weight rows (one value a column, the same for every row): w and b (null: 0) read a 16-byte
-  // vector at a time, one vector of each live at once (a thread's registers hold the row, not
-  // its weights). Only for rows that start 16-byte aligned and are whole vectors (the callers
-  // check: norm_forward): no head or tail, and w's vectors at the held columns aligned too.
+  // f(element, w[column], b[column]) on every element the thread holds, stored into y's row, a
+  // vector at a time, for operators with weight rows (one value a column, the same for every
+  // row): w and b (null: 0) read a 16-byte vector at a time, each vector's result stored before
+  // the next vector's weights are read, so that a thread's registers hold the row and one vector
+  // of each weight, not every vector's weights at once (ptxas -v, sm_90: LayerNorm's bf16 kernel
+  // held 55 registers when all of the row's results were stored at the end). Only for rows that
+  // start 16-byte aligned and are whole vectors (the callers check: norm_forward): no head or
+  // tail, and w's vectors at the held columns aligned too.
   template <class S, class F>
-  __device__ void with_weights(float (&a)[ITEMS][V], const S* w, const S* b, F f) const {
+  __device__ void store_with_weights(S* y, float (&a)[ITEMS][V], const S* w, const S* b,
+                                     F f) const {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       if (!has(i)) continue;
@@ -205,6 +212,7 @@ struct RowPart {
 #pragma unroll
       for (int j = 0; j < V; ++j)
         f(a[i][j], g[j], h[j]);
+      cuda_memops::store<V>(y, base + col(i), a[i]);
     }
   }
 
@@ -273,14 +281,46 @@ struct RowReducer {
 // One block (kCluster false) or one cluster of `cluster` blocks per row, rows striding; block
 // `rank` of a cluster holds vectors [rank per_block, (rank + 1) per_block) of each row.
 template <class Op, int V, int ITEMS, bool kCluster>
-__global__ void __launch_bounds__(kRowMaxThreads)
-    fused_rows_kernel(Op op, std::int64_t rows, int cols, int cluster, std::int64_t per_block) {
+__device__ __forceinline__ void fused_rows(const Op& op, std::int64_t rows, int cols, int cluster,
+                                           std::int64_t per_block) {
   RowReducer<kCluster> reducer;
   const std::int64_t rank = blockIdx.x % cluster;
   const std::int64_t step = gridDim.x / cluster;
   for (std::int64_t row = blockIdx.x / cluster; row < rows; row += step)
     op.fused(row, RowPart<V, ITEMS>::of(op.lead(), row, cols, rank, per_block), reducer);
   if constexpr (kCluster) cluster_wait();
+}
+
+// fused_rows as a kernel, with Op::registers(ITEMS, kCluster) registers a thread. A block holds
+// one row at a time, so the rows in flight on an SM, and with them the bytes the memory is asked
+// for, are the blocks resident there, which the registers a thread decide: an SM has 65,536, so
+// 32 a thread let it run 2048 threads (its most), 40 1536, 64 1024. On an H200 (2026-11-28) the
+// bf16 norms at 4096 columns (blocks of 256 threads) ran at 84% of the copy (RMSNorm, 37
+// registers: 6 blocks an SM) and 61% (LayerNorm, 55: 4), where softmax's kernel at 32 ran at
+// 96%. An Op's budget is the least ptxas (CUDA 13) fits without spilling on sm_80, sm_90 and
+// sm_100, and the build fails on a spill (CMakeLists.txt: --warn-on-spills), so a budget too
+// small cannot go unseen. A budget under 64 is __maxnreg__'s (CUDA C++ Programming Guide,
+// "Maximum Number of Registers per Thread"; CUDA 12.4 and later); 64 keeps the launch bound of
+// blocks of kRowMaxThreads, which ptxas fits differently (__maxnreg__(64) spilled cross-entropy's
+// fp32 kernel of 8 vectors a thread, the launch bound does not).
+#if defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define OPBENCH_MAX_REGISTERS(n) __maxnreg__(n)
+#else
+#define OPBENCH_MAX_REGISTERS(n) __launch_bounds__(kRowMaxThreads)
+#endif
+template <class Op, int V, int ITEMS, bool kCluster,
+          std::enable_if_t<(Op::registers(ITEMS, kCluster) >= 64), int> = 0>
+__global__ void __launch_bounds__(kRowMaxThreads)
+    fused_rows_kernel(Op op, std::int64_t rows, int cols, int cluster, std::int64_t per_block) {
+  static_assert(Op::registers(ITEMS, kCluster) == 64, "a block of kRowMaxThreads: 64 at most");
+  fused_rows<Op, V, ITEMS, kCluster>(op, rows, cols, cluster, per_block);
+}
+template <class Op, int V, int ITEMS, bool kCluster,
+          std::enable_if_t<(Op::registers(ITEMS, kCluster) < 64), int> = 0>
+__global__ void OPBENCH_MAX_REGISTERS(Op::registers(ITEMS, kCluster))
+    fused_rows_kernel(Op op, std::int64_t rows, int cols, int cluster, std::int64_t per_block) {
+  fused_rows<Op, V, ITEMS, kCluster>(op, rows, cols, cluster, per_block);
 }
 
 // As fused_rows_kernel with clusters, the lead operand's part of each row streamed through
@@ -366,6 +406,25 @@ int resident_clusters(Kernel kernel, const cudaLaunchConfig_t& config) {
   return attributes.ptxVersion >= 90 ? clusters : 0;
 }
 
+// "; 32 registers a thread, 8 blocks an SM": `kernel`'s registers and the blocks of `threads`
+// (with `shared` bytes of dynamic shared memory) the occupancy calculator lets an SM hold (CUDA
+// Runtime API, cudaOccupancyMaxActiveBlocksPerMultiprocessor), for the plan a row names: what
+// bounds the rows in flight (fused_rows_kernel). "" where a query fails. Asked before the
+// launch, so a failed query's error, taken here, is never a launch's.
+template <class Kernel>
+std::string occupancy_text(Kernel kernel, int threads, std::size_t shared) {
+  cudaFuncAttributes attributes = {};
+  int blocks = 0;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared) !=
+          cudaSuccess) {
+    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
+    return "";
+  }
+  return fmt::format("; {} registers a thread, {} block{} an SM", attributes.numRegs, blocks,
+                     blocks == 1 ? "" : "s");
+}
+
 // Op's row kernels for `rows` rows of `cols` on storage S (V elements a vector): the plan
 // (register_row_plan, clusters from compute capability 9), then the launch. `workspace` holds
 // the split's statistics (row_stats_workspace_bytes). The description (for l.shape) names
@@ -381,6 +440,7 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
     if (register_row_plan(vectors, kV, Op::kHeld, false).chunks > 0) return false;
   const cudaError_t pending = take_pending_cuda_error();
   bool streamed = false;  // a cluster's rows streamed through shared memory
+  std::string occupancy;  // of the kernel launched, for the description (l.shape)
   // The plan's fused kernel (one block, or a cluster where it can be scheduled); false when the
   // plan splits the row or its cluster cannot be scheduled.
   auto fused = [&](const RegisterRowPlan& plan) {
@@ -390,9 +450,10 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
       if constexpr (kI <= kMost) {
         if (plan.items != kI || plan.chunks > 0) return;
         if (plan.cluster == 1) {
-          fused_rows_kernel<Op, kV, kI, false>
-              <<<grid_of(row_grid_blocks(rows)), plan.threads, 0, l.stream>>>(op, rows, cols, 1,
-                                                                              vectors);
+          auto* k = fused_rows_kernel<Op, kV, kI, false>;
+          if (l.shape) occupancy = occupancy_text(k, plan.threads, 0);
+          k<<<grid_of(row_grid_blocks(rows)), plan.threads, 0, l.stream>>>(op, rows, cols, 1,
+                                                                           vectors);
           launched = true;
           return;
         }
@@ -422,6 +483,8 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
             if (const int resident = resident_clusters(ks, config); resident > 0) {
               const std::int64_t waves = rows < resident ? rows : resident;
               config.gridDim = dim3(static_cast<unsigned>(waves * plan.cluster));
+              if (l.shape)
+                occupancy = occupancy_text(ks, plan.threads, static_cast<std::size_t>(bytes));
               const cudaError_t err =
                   cudaLaunchKernelEx(&config, ks, op, rows, cols, plan.cluster, per_block);
               if (err != cudaSuccess) {
@@ -437,6 +500,7 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
         }
         auto* k = fused_rows_kernel<Op, kV, kI, true>;
         if (resident_clusters(k, config) == 0) return;
+        if (l.shape) occupancy = occupancy_text(k, plan.threads, 0);
         const cudaError_t err =
             cudaLaunchKernelEx(&config, k, op, rows, cols, plan.cluster, per_block);
         if (err != cudaSuccess) {
@@ -465,8 +529,9 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
       auto* stats = static_cast<typename Op::Stats*>(workspace);
       const dim3 grid(static_cast<unsigned>(plan.chunks),
                       static_cast<unsigned>(rows < 65535 ? rows : 65535));
-      chunk_stats_kernel<Op, kV, kMost>
-          <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
+      auto* k = chunk_stats_kernel<Op, kV, kMost>;
+      if (l.shape) occupancy = occupancy_text(k, kSplitThreads, 0);
+      k<<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
       chunk_finish_kernel<Op, kV, kMost>
           <<<grid, kSplitThreads, 0, l.stream>>>(op, rows, cols, plan.chunk_vectors, stats);
     } else {
@@ -498,7 +563,8 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
           plan.cluster, plan.threads, items);
     else
       how = fmt::format("the row in registers: a block of {} threads, {}", plan.threads, items);
-    describe(l, fmt::format("{}<{}> x{}: {} ({} rows{})", name, Codec<S>::kName, kV, how, rows,
+    describe(l, fmt::format("{}<{}> x{}: {}{} ({} rows{})", name, Codec<S>::kName, kV, how,
+                            occupancy, rows,
                             cols % kV != 0 ? "; the unaligned head and tail of a row element by "
                                              "element"
                                            : ""));

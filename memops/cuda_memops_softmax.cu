@@ -180,6 +180,9 @@ struct ExpRows {
   static constexpr int kHeld = 1;
   static constexpr bool kSplits = true;
   static constexpr bool kStreams = true;
+  __host__ __device__ static constexpr int registers(int, bool) {
+    return 64;
+  }  // fused_rows_kernel's
   using Stats = MaxSum;
   const S* x;
   Finish finish;
@@ -298,6 +301,9 @@ struct SoftmaxBwdRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = true;
   static constexpr bool kStreams = false;
+  __host__ __device__ static constexpr int registers(int, bool) {
+    return 64;
+  }  // fused_rows_kernel's
   using Stats = float;
   const S* y;
   const S* dy;
