@@ -180,9 +180,9 @@ struct ExpRows {
   static constexpr int kHeld = 1;
   static constexpr bool kSplits = true;
   static constexpr bool kStreams = true;
-  __host__ __device__ static constexpr int registers(int, bool) {
-    return 64;
-  }  // fused_rows_kernel's
+  // fused_rows_kernel's registers: 64, the launch bound of blocks of kRowMaxThreads (no budget:
+  // softmax ran at 96-99% of the H200's copy; cross-entropy's long rows are streamed).
+  __host__ __device__ static constexpr int registers(int, bool) { return 64; }
   using Stats = MaxSum;
   const S* x;
   Finish finish;
@@ -301,9 +301,9 @@ struct SoftmaxBwdRows {
   static constexpr int kHeld = 2;
   static constexpr bool kSplits = true;
   static constexpr bool kStreams = false;
-  __host__ __device__ static constexpr int registers(int, bool) {
-    return 64;
-  }  // fused_rows_kernel's
+  // fused_rows_kernel's registers: 64, the launch bound of blocks of kRowMaxThreads (no budget:
+  // softmax's backward ran at 102-104% of the H200's copy).
+  __host__ __device__ static constexpr int registers(int, bool) { return 64; }
   using Stats = float;
   const S* y;
   const S* dy;
