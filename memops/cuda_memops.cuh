@@ -247,6 +247,19 @@ constexpr NormBwdPlan norm_bwd_plan(std::int64_t rows, std::int64_t cols, int ve
   return {};
 }
 
+// Whether the persistent backward (norm_bwd_rows_kernel) loads the next row's dy and x while its
+// block reduces this row, for `live_words` (norm_bwd_live_words: the words a thread holds with the
+// next row loaded ahead) and `items` vectors a thread, on compute capability `cc_major`: where
+// ptxas (CUDA 13) fits that in 64 registers (a 1024-thread SM's share) without spilling. Within
+// 48 words every kernel fits. LayerNorm's 16-bit kernel of one vector a thread (56) fits on sm_80
+// and sm_90 and spills 8 bytes on sm_100; its fp32 kernel of two vectors (56 too) spills 52 and
+// more everywhere. Without the next row in flight the memory idles while a block reduces: on an
+// H200 (2026-11-28) LayerNorm's bf16 backward ran at 59.8% of the copy, RMSNorm's (46 words,
+// loaded ahead) at 78.7%, LayerNorm's fp32 (one vector, 36 words, loaded ahead) at 85%.
+OPBENCH_HD constexpr bool norm_bwd_loads_ahead(int live_words, int items, int cc_major) {
+  return live_words <= 48 || (items == 1 && live_words <= 56 && cc_major < 10);
+}
+
 // ---- the embedding's backward (memops/cuda_memops_embedding.cu) -------------------------------
 
 // A token's sort key: its id, or `vocab` for an id outside [0, vocab) (sorted after every row's

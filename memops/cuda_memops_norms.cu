@@ -213,12 +213,18 @@ struct LayerNormBwd {
 // thread t holds vectors t + i blockDim.x (i < ITEMS) of every row, with w and its share of the
 // weight gradients in registers across the block's rows; each gradient is written once, to the
 // block's partial row g (partials + (g gridDim.x + b) cols), which sum_partials adds up.
-// kPrefetch: the next row's dy, x and statistics are loaded before this row's reduction (both
-// rows' vectors then live at once).
-template <int V, int ITEMS, bool kPrefetch, class Op, class S>
+// kPrefetch (norm_bwd_loads_ahead of kLiveWords, for the architecture compiled): the next row's
+// dy, x and statistics are loaded before this row's reduction (both rows' vectors then live at
+// once).
+template <int V, int ITEMS, int kLiveWords, class Op, class S>
 __global__ void __launch_bounds__(kRowMaxThreads)
     norm_bwd_rows_kernel(Op op, const S* dy, const S* x, const S* w, S* dx, float* partials,
                          std::int64_t rows, int cols, std::int64_t rows_per_block) {
+#ifdef __CUDA_ARCH__
+  constexpr bool kPrefetch = norm_bwd_loads_ahead(kLiveWords, ITEMS, __CUDA_ARCH__ / 100);
+#else
+  constexpr bool kPrefetch = false;  // the host's pass: a launch stub, the body never runs
+#endif
   constexpr int kGrads = Op::kGrads;
   const int vectors = cols / V;
   int at[ITEMS];
@@ -631,23 +637,27 @@ std::string norm_bwd_text(const char* kernel, const char* type, int vec, std::in
       reductions, (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes);
 }
 
+// The words a thread of the persistent kernel holds while a row's dx is computed, with the next
+// row loaded ahead (norm_bwd_loads_ahead): for each of its `items` vectors w and the next row's
+// dy and x (raw: 4 each) and the gradients; the computed vector's dy, x and w as floats; the
+// row's coefficients.
+template <class Op, class S>
+constexpr int norm_bwd_live_words(int items) {
+  constexpr int kV = vec_of<S>();
+  return items * (12 + Op::kGrads * kV) + 3 * kV +
+         static_cast<int>(sizeof(typename Op::Coef) / sizeof(float));
+}
+
 // The persistent kernel for plan `p`, its ITEMS vectors a thread; false when p's items are not
 // ITEMS.
 template <int ITEMS, class Op, class S>
 bool launch_norm_bwd_rows(const NormBwdPlan& p, const Op& op, const S* dy, const S* x, const S* w,
                           S* dx, float* partials, std::int64_t rows, int cols, const Launch& l) {
   constexpr int kV = vec_of<S>();
-  // The words live while a row's dx is computed, with the next row loaded ahead: for each item w
-  // and the next row's dy and x (raw: 4 each) and the gradients; the computed item's dy, x and w
-  // as floats; the row's coefficients. Within 48 the next row is loaded ahead (64 registers a
-  // thread at most): ptxas (CUDA 13) spilled LayerNorm's bf16 kernel at 56 on sm_100, and no
-  // kernel at 46.
-  constexpr int kLiveWords = ITEMS * (12 + Op::kGrads * kV) + 3 * kV +
-                             static_cast<int>(sizeof(typename Op::Coef) / sizeof(float));
-  constexpr bool kPrefetch = kLiveWords <= 48;
   if (p.items != ITEMS) return false;
-  norm_bwd_rows_kernel<kV, ITEMS, kPrefetch><<<grid_of(p.blocks), p.threads, 0, l.stream>>>(
-      op, dy, x, w, dx, partials, rows, cols, p.rows_per_block);
+  norm_bwd_rows_kernel<kV, ITEMS, norm_bwd_live_words<Op, S>(ITEMS)>
+      <<<grid_of(p.blocks), p.threads, 0, l.stream>>>(op, dy, x, w, dx, partials, rows, cols,
+                                                      p.rows_per_block);
   return true;
 }
 
@@ -671,14 +681,18 @@ bool norm_bwd_persistent(const char* name, const Op& op, const S* dy, const S* x
                            l.stream);
   if (l.shape) {
     const char* named = Op::kGrads == 1 ? "dw" : "dw and db";
-    describe(l,
-             fmt::format("{}_bwd_rows<{}> x{}: {} blocks x {} threads, {} vector{} a thread "
-                         "(persistent: {} rows a block, w and {} in registers across them, dy "
-                         "and x read once, {} written once a block), then {} x sum_partials: "
-                         "{} blocks x {} threads",
-                         name, Codec<S>::kName, kV, plan.blocks, plan.threads, plan.items,
-                         plan.items == 1 ? "" : "s", plan.rows_per_block, named, named, Op::kGrads,
-                         (cols + kPartialCols - 1) / kPartialCols, kPartialCols * kPartialLanes));
+    describe(l, fmt::format("{}_bwd_rows<{}> x{}: {} blocks x {} threads, {} vector{} a thread "
+                            "(persistent: {} rows a block, w and {} in registers across them, dy "
+                            "and x read once{}, {} written once a block), then {} x sum_partials: "
+                            "{} blocks x {} threads",
+                            name, Codec<S>::kName, kV, plan.blocks, plan.threads, plan.items,
+                            plan.items == 1 ? "" : "s", plan.rows_per_block, named,
+                            norm_bwd_loads_ahead(norm_bwd_live_words<Op, S>(plan.items), plan.items,
+                                                 l.cc_major)
+                                ? ", the next row's while this one is reduced"
+                                : "",
+                            named, Op::kGrads, (cols + kPartialCols - 1) / kPartialCols,
+                            kPartialCols * kPartialLanes));
   }
   return true;
 }

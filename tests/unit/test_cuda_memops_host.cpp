@@ -512,6 +512,24 @@ TEST_CASE("RMSNorm's backward plan: a wave of persistent blocks, w and dw in reg
         2 * norm_bwd_blocks(8192, 132) * 16384);
 }
 
+TEST_CASE("a norm's persistent backward loads the next row ahead where ptxas fits it") {
+  // The live words as norm_bwd_live_words counts them: per vector 12 raw words of w, dy and x
+  // plus the gradients, 3 vectors of floats, the coefficients (RMSNorm 2, LayerNorm 4).
+  const int rms_bf16 = 1 * (12 + 8) + 3 * 8 + 2;                // 46
+  const int layernorm_bf16 = 1 * (12 + 2 * 8) + 3 * 8 + 4;      // 56
+  const int layernorm_fp32_two = 2 * (12 + 2 * 4) + 3 * 4 + 4;  // 56
+  for (int cc : {8, 9, 10})
+    CHECK(norm_bwd_loads_ahead(rms_bf16, 1, cc));
+  // LayerNorm bf16 at 4096 columns: one vector a thread; sm_100's ptxas spilled it by 8 bytes.
+  CHECK(norm_bwd_loads_ahead(layernorm_bf16, 1, 8));
+  CHECK(norm_bwd_loads_ahead(layernorm_bf16, 1, 9));
+  CHECK_FALSE(norm_bwd_loads_ahead(layernorm_bf16, 1, 10));
+  // LayerNorm fp32 at 8192 columns: two vectors a thread spill everywhere.
+  for (int cc : {8, 9, 10})
+    CHECK_FALSE(norm_bwd_loads_ahead(layernorm_fp32_two, 2, cc));
+  CHECK_FALSE(norm_bwd_loads_ahead(57, 1, 9));
+}
+
 // Block b of plan p's rows, as norm_bwd_rows_kernel gives them out; every row once.
 template <class Row>
 void for_each_block_row(const NormBwdPlan& p, std::int64_t rows, Row row) {
