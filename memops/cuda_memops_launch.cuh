@@ -362,18 +362,27 @@ void with_storage(DType t, const char* op, F&& f) {
   }
 }
 
+// Blocks of `threads` (with `shared` bytes of dynamic shared memory) that an SM holds at once
+// running `kernel` (the occupancy calculator: CUDA Runtime API,
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor); -1 where the runtime cannot say.
+template <class Kernel>
+int blocks_per_sm(Kernel kernel, int threads, std::size_t shared = 0) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared) !=
+      cudaSuccess) {
+    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
+    return -1;
+  }
+  return blocks;
+}
+
 // Blocks of kElementwiseThreads that an SM holds at once running `kernel` (its registers decide:
 // AdamW with a bf16 gradient takes 80 a thread, 3 blocks); kElementwiseBlocksPerSm where the
 // runtime cannot say.
 template <class Kernel>
 int resident_blocks(Kernel kernel) {
-  int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kElementwiseThreads, 0) !=
-      cudaSuccess) {
-    cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
-    return kElementwiseBlocksPerSm;
-  }
-  return blocks;
+  const int blocks = blocks_per_sm(kernel, kElementwiseThreads);
+  return blocks < 0 ? kElementwiseBlocksPerSm : blocks;
 }
 
 // An elementwise operator: vectors of V elements when every operand is 16-byte aligned, U of

@@ -407,20 +407,18 @@ int resident_clusters(Kernel kernel, const cudaLaunchConfig_t& config) {
 }
 
 // "; 32 registers a thread, 8 blocks an SM": `kernel`'s registers and the blocks of `threads`
-// (with `shared` bytes of dynamic shared memory) the occupancy calculator lets an SM hold (CUDA
-// Runtime API, cudaOccupancyMaxActiveBlocksPerMultiprocessor), for the plan a row names: what
-// bounds the rows in flight (fused_rows_kernel). "" where a query fails. Asked before the
-// launch, so a failed query's error, taken here, is never a launch's.
+// (with `shared` bytes of dynamic shared memory) an SM holds (blocks_per_sm), for the plan a row
+// names: what bounds the rows in flight (fused_rows_kernel). "" where a query fails. Asked
+// before the launch, so a failed query's error, taken here, is never a launch's.
 template <class Kernel>
 std::string occupancy_text(Kernel kernel, int threads, std::size_t shared) {
   cudaFuncAttributes attributes = {};
-  int blocks = 0;
-  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared) !=
-          cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
     cudaGetLastError();  // the query's own failure, taken so it is not reported as a launch's
     return "";
   }
+  const int blocks = blocks_per_sm(kernel, threads, shared);
+  if (blocks < 0) return "";
   return fmt::format("; {} registers a thread, {} block{} an SM", attributes.numRegs, blocks,
                      blocks == 1 ? "" : "s");
 }
