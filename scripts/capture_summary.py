@@ -399,10 +399,7 @@ def replay_rows(dirs):
     return out
 
 
-def plot(path, families, replays):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot(plt, path, families, replays):
     panels = 2 if replays else 1
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels + 2, 4.5), squeeze=False)
     names = [n for n, _ in families]
@@ -440,6 +437,10 @@ def main(argv):
     if args.plot and not args.plot.lower().endswith(".png"):
         print(f"error: --plot: '{args.plot}' is not a .png file name", file=sys.stderr)
         return 2
+    if args.plot:  # plot_report.py's matplotlib and its rule for every chart's file
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import plot_report
+        plot_report.require_matplotlib("capture_summary.py --plot")
     # the names common/capture_tables.cpp takes (glob would read brackets in DIR as a pattern)
     names = os.listdir(args.dir) if os.path.isdir(args.dir) else []
     files = sorted(os.path.join(args.dir, n) for n in names
@@ -536,10 +537,8 @@ def main(argv):
         charted = [f for f in families if f[0] != "GPU idle" or not waits]
         charted += [(f"GPU idle: {p}", us / 1e3) for p, us in waits.items()]
         # plot_report.py's rule for every chart: never over a file no opbench run wrote
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from plot_report import claim
-        claim(args.plot, "capture_summary.py", "--plot")
-        plot(args.plot, charted, [r for r in replays if r[5] is not None])
+        plot_report.claim(args.plot, "capture_summary.py", "--plot")
+        plot(plot_report.plt, args.plot, charted, [r for r in replays if r[5] is not None])
         print(f"  chart: {args.plot}")
     return 0
 

@@ -62,6 +62,13 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def require_matplotlib(who: str) -> None:
+    """One line and exit 2 where this Python cannot import matplotlib (`who` names the caller)."""
+    if plt is None:
+        fail(f"{who} needs matplotlib, which {sys.executable} cannot import ({MATPLOTLIB_MISSING}): "
+             "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)")
+
+
 def num(text):
     try:
         v = float(text)
@@ -656,9 +663,7 @@ def main() -> int:
     parser.add_argument("--peak-tflops", type=float, help="roofline: peak compute")
     parser.add_argument("--peak-bw", type=float, help="roofline and bench_memops: peak memory bandwidth (GB/s)")
     args = parser.parse_args()
-    if plt is None:
-        fail(f"plot_report.py needs matplotlib, which {sys.executable} cannot import ({MATPLOTLIB_MISSING}): "
-             "run it with /usr/bin/python3 (Debian's python3-matplotlib; scripts/setup.sh installs it)")
+    require_matplotlib("plot_report.py")
     # Read and recognise every input first: a bad one fails before any chart is drawn.
     reports = [(path, *read_report(path)) for path in args.reports]
     # a bench_memops report's own roof (roof_gbps, the CPU's best loop) is the memory roof of a

@@ -42,6 +42,17 @@ add_test(NAME "capture_summary.py bad input: --plot not a .png, or over a file o
 set_tests_properties("capture_summary.py bad input: --plot not a .png, or over a file of the user's"
   PROPERTIES PASS_REGULAR_EXPRESSION
   "^error: --plot: '[^']*notes\\.md' is not a \\.png file name\nexit=2\nerror: [^\n]*mine\\.png: exists and no opbench run wrote it [^\n]*name another --plot\nexit=2\nmine\n$")
+# A Python without matplotlib (tests/data/no_matplotlib's stand-in refuses the import): one line
+# naming it, exit 2, nothing written beside the capture (not even the manifest's claim).
+add_test(NAME "capture_summary.py --plot without matplotlib names the Python that lacks it, writes nothing, exits 2"
+  COMMAND bash -c "rm -rf \"$2\" && \"$1\" --trace-path \"$3\" --out \"$2/cap\" > /dev/null \
+                   && { PYTHONPATH=\"$6\" \"$4\" \"$5\" \"$2/cap\" --plot \"$2/chart.png\" > /dev/null; echo exit=$?; ls -A \"$2\"; }"
+          plot_no_matplotlib $<TARGET_FILE:trace_convert> ${TRACE_OUT}/plot_no_matplotlib
+          ${PROJECT_SOURCE_DIR}/tests/data/trace/phases ${OPBENCH_PYTHON}
+          ${PROJECT_SOURCE_DIR}/scripts/capture_summary.py ${DATA}/no_matplotlib)
+set_tests_properties("capture_summary.py --plot without matplotlib names the Python that lacks it, writes nothing, exits 2"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "^error: capture_summary\\.py --plot needs matplotlib, which [^\n]* cannot import [^\n]*scripts/setup\\.sh installs it\\)\nexit=2\ncap\n$")
 set_tests_properties(
   "trace: a PyTorch step's execution trace holds bench_gemm's linear GEMMs and the attention products, each once, and bench_gemm --trace-path replays them"
   "trace: 2 DDP ranks' execution traces hold all-reduce buckets that add up to the parameters"
