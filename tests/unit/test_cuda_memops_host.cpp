@@ -638,7 +638,7 @@ TEST_CASE("LayerNorm's backward as the persistent blocks run it gives the CPU lo
   }
 }
 
-TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a warp per row slice") {
+TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a warp per 32 rows") {
   // 300 tokens over a vocabulary of 50 (most ids shared, some rows untouched, two ids out of
   // range) and rows of 24: the keys (out-of-range ids sort last), a stable sort of (key,
   // position) pairs as CUB's radix sort is, every row's segment by segment_begin, and each row
@@ -676,25 +676,59 @@ TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a war
   CHECK(starts[40] == starts[49]);   // untouched rows: empty segments
   std::vector<float> got(want.size(), -7.0f);
   std::vector<int> written(want.size(), 0);
+  // The rows kernel's groups: a warp per 32 rows at one slice; lane l holds row l's segment and
+  // the warp takes row r's from lane r (the shuffle), as embedding_rows_kernel does. 50 rows are
+  // two groups a slice, the second of 18 rows.
   const int vec = 8;
   const std::int64_t slices = embedding_slices(cols, vec);
-  for (std::int64_t v = 0; v < vocab; ++v)
-    for (std::int64_t slice = 0; slice < slices; ++slice)
+  CHECK(embedding_groups(vocab, slices) == 2 * slices);
+  CHECK(embedding_group(2 * slices - 1, slices, vec).first_row == 32);
+  for (std::int64_t g = 0; g < embedding_groups(vocab, slices); ++g) {
+    const EmbeddingGroup group = embedding_group(g, slices, vec);
+    std::uint32_t begin[32] = {}, end[32] = {};
+    for (int lane = 0; lane < 32; ++lane)
+      if (group.first_row + lane < vocab) {
+        begin[lane] = starts[static_cast<std::size_t>(group.first_row + lane)];
+        end[lane] = starts[static_cast<std::size_t>(group.first_row + lane + 1)];
+      }
+    const int rows_here = static_cast<int>(std::min<std::int64_t>(32, vocab - group.first_row));
+    for (int r = 0; r < rows_here; ++r)
       for (int lane = 0; lane < 32; ++lane)
         for (int u = 0; u < kEmbeddingUnroll; ++u) {
-          const std::int64_t col = slice * embedding_slice_cols(vec) + (u * 32 + lane) * vec;
+          const std::int64_t v = group.first_row + r;
+          const std::int64_t col = group.first_col + (u * 32 + lane) * vec;
           if (col + vec > cols) continue;
           for (int j = 0; j < vec; ++j) {
             float acc = 0.0f;
-            for (std::uint32_t p = starts[static_cast<std::size_t>(v)];
-                 p < starts[static_cast<std::size_t>(v + 1)]; ++p)
+            for (std::uint32_t p = begin[r]; p < end[r]; ++p)
               acc += dy[static_cast<std::size_t>(positions[p] * cols + col + j)];
             got[static_cast<std::size_t>(v * cols + col + j)] = acc;
             ++written[static_cast<std::size_t>(v * cols + col + j)];
           }
         }
+  }
   CHECK(std::count(written.begin(), written.end(), 1) == vocab * cols);
   CHECK(got == want);
+  // Wider rows take several slices: 70 rows of 1104 columns in vectors of 8 are 3 slices of 512
+  // (the last holding 80 columns) in 3 row groups, 9 groups whose warps write every 8-column
+  // vector of the table once.
+  {
+    const std::int64_t wide = 1104, table_rows = 70;
+    const std::int64_t n = embedding_slices(wide, vec);
+    CHECK(n == 3);
+    CHECK(embedding_groups(table_rows, n) == 9);
+    std::vector<int> hits(static_cast<std::size_t>(table_rows * wide / vec), 0);
+    for (std::int64_t g = 0; g < embedding_groups(table_rows, n); ++g) {
+      const EmbeddingGroup group = embedding_group(g, n, vec);
+      for (std::int64_t v = group.first_row; v < std::min(group.first_row + 32, table_rows); ++v)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int u = 0; u < kEmbeddingUnroll; ++u) {
+            const std::int64_t col = group.first_col + (u * 32 + lane) * vec;
+            if (col + vec <= wide) ++hits[static_cast<std::size_t>((v * wide + col) / vec)];
+          }
+    }
+    CHECK(std::count(hits.begin(), hits.end(), 1) == table_rows * wide / vec);
+  }
   // The workspace's parts do not overlap and the temporary storage comes last.
   const EmbeddingSortLayout at = embedding_sort_layout(8192, 128256, 1000);
   CHECK(at.positions_in == 32768);
