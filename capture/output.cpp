@@ -88,6 +88,10 @@ std::uint64_t graph_capture_calls(const TableRow& r) {
   return r.untimed[static_cast<std::size_t>(Untimed::graph_capture)];
 }
 
+std::uint64_t not_sampled_calls(const TableRow& r) {
+  return r.untimed[static_cast<std::size_t>(Untimed::not_sampled)];
+}
+
 std::string prom_seconds(double us) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", us / 1e6);
@@ -117,8 +121,8 @@ std::string shape_label(const CaptureKey& k) {
 std::string csv_header() {
   return "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
          "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,placement,calls,"
-         "timed_calls,"
-         "graph_capture_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+         "timed_calls,graph_capture_calls,not_sampled_calls,total_us,avg_us,min_us,p50_us,p99_us,"
+         "max_us,note\n";
 }
 
 namespace {
@@ -147,7 +151,8 @@ std::string csv_text(const ProcessFacts& f, const std::vector<TableRow>& rows) {
                        f.source + "," + csv_field(k.api) + "," + k.kind + "," + csv_field(k.op) +
                        "," + k.dtype + "," + shape_cells(k);
     line += "," + std::to_string(r.calls) + "," + std::to_string(r.timed_calls) + "," +
-            std::to_string(graph_capture_calls(r)) + ",";
+            std::to_string(graph_capture_calls(r)) + "," + std::to_string(not_sampled_calls(r)) +
+            ",";
     if (timed) {
       line += num(r.total_us) + "," + num(r.avg_us) + "," + num(r.min_us) + "," + num(r.p50_us) +
               "," + num(r.p99_us) + "," + num(r.max_us);
@@ -198,6 +203,7 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
     row["calls"] = r.calls;
     row["timed_calls"] = r.timed_calls;
     row["graph_capture_calls"] = graph_capture_calls(r);
+    row["not_sampled_calls"] = not_sampled_calls(r);
     if (r.timed_calls < r.calls) {
       nlohmann::json why = nlohmann::json::object();
       for (std::size_t i = 0; i < kUntimedKinds; ++i)

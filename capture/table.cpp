@@ -125,12 +125,12 @@ std::vector<TableRow> ShapeTable::snapshot() const {
       rows.push_back(row);
     }
   }
-  // Largest time of all the calls first, as the timed ones' mean gives it: with the GPU
-  // sampling (gpu_sampling.hpp) total_us sums a shape's timed calls only, which would rank a
-  // shape called a few times above one called a thousand times and timed one call in eight.
-  auto all_calls_us = [](const TableRow& r) { return r.avg_us * static_cast<double>(r.calls); };
-  std::sort(rows.begin(), rows.end(), [&](const TableRow& a, const TableRow& b) {
-    if (all_calls_us(a) != all_calls_us(b)) return all_calls_us(a) > all_calls_us(b);
+  // Largest time in the job first: with the GPU sampling (gpu_sampling.hpp) total_us sums a
+  // shape's timed calls only, which would rank a shape called a few times above one called a
+  // thousand times and timed one call in eight; the calls the sampling skipped count at the
+  // timed ones' mean (job_time_us).
+  std::sort(rows.begin(), rows.end(), [](const TableRow& a, const TableRow& b) {
+    if (job_time_us(a) != job_time_us(b)) return job_time_us(a) > job_time_us(b);
     return a.calls > b.calls;
   });
   return rows;

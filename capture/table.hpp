@@ -92,6 +92,14 @@ struct TableRow {
   double total_us = 0, avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
 };
 
+// A shape's time in the job: its timed calls' total, and the calls the GPU sampling left untimed
+// at the timed calls' mean (they ran; only their events were spared). Calls untimed for another
+// reason (made inside a graph capture, enqueued later by NCCL, ...) are not guessed at.
+inline double job_time_us(const TableRow& r) {
+  return r.total_us +
+         r.avg_us * static_cast<double>(r.untimed[static_cast<std::size_t>(Untimed::not_sampled)]);
+}
+
 class ShapeTable {
  public:
   static constexpr std::size_t kShards = 32;
@@ -100,7 +108,7 @@ class ShapeTable {
   void record(const CaptureKey& key, double ns);
   // One call of `key` without a time, and why.
   void record_untimed(const CaptureKey& key, Untimed why);
-  // Every key's row, largest estimated time of all its calls (avg_us x calls) first.
+  // Every key's row, largest time in the job (job_time_us) first.
   std::vector<TableRow> snapshot() const;
   // Changes since construction; the periodic writer skips a write when nothing changed.
   std::uint64_t generation() const;

@@ -219,11 +219,21 @@ void check_row(const CaptureRow& row, const std::string& where) {
   if (timed > calls) r.fail("timed_calls", fmt::format("{} exceeds calls ({})", timed, calls));
   if (timed > 0 && r.cell("total_us").empty())
     r.fail("total_us", fmt::format("empty, but timed_calls is {}", timed));
+  std::int64_t graph = 0;
   if (r.has("graph_capture_calls")) {
-    const std::int64_t graph = r.whole("graph_capture_calls");
+    graph = r.whole("graph_capture_calls");
     if (graph > calls - timed)
       r.fail("graph_capture_calls",
              fmt::format("{} exceeds the untimed calls ({})", graph, calls - timed));
+  }
+  if (r.has("not_sampled_calls")) {
+    const std::int64_t skipped = r.whole("not_sampled_calls");
+    if (skipped > calls - timed - graph)
+      r.fail("not_sampled_calls",
+             fmt::format("{} exceeds the untimed calls less those in graph captures ({})", skipped,
+                         calls - timed - graph));
+    if (skipped > 0 && timed == 0)
+      r.fail("not_sampled_calls", fmt::format("{}, but no call was timed", skipped));
   }
   if (kind != "collective" && kind != "p2p") return;
   const std::string &api = r.cell("api"), &op = r.cell("op"), &dtype = r.cell("dtype");

@@ -78,7 +78,14 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       s.key = key;
       s.calls += std::stoll(row.at("calls"));
       s.timed_calls += std::stoll(row.at("timed_calls"));
-      if (!row.at("total_us").empty()) s.total_us += std::stod(row.at("total_us"));
+      if (row.at("total_us").empty()) continue;  // no call timed
+      const double total = std::stod(row.at("total_us"));
+      // the rules (capture_rows.hpp) allow sampled-out calls only beside timed ones
+      const std::int64_t timed = std::stoll(row.at("timed_calls"));
+      const std::int64_t skipped =
+          row.count("not_sampled_calls") ? std::stoll(row.at("not_sampled_calls")) : 0;
+      s.total_us += total;
+      s.job_us += skipped > 0 ? total + total / static_cast<double>(timed) * skipped : total;
     }
   }
   if (q.rank && std::find(ranks_seen.begin(), ranks_seen.end(), std::to_string(*q.rank)) ==
@@ -96,7 +103,7 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
   for (auto& [key, shape] : merged)
     out.push_back(std::move(shape));
   std::stable_sort(out.begin(), out.end(), [](const CapturedShape& a, const CapturedShape& b) {
-    return a.total_us > b.total_us;
+    return a.job_us > b.job_us;
   });
   return out;
 }

@@ -17,7 +17,10 @@ struct CapturedShape {
   std::vector<std::string> key;  // the cells of the key columns, in the order asked for
   std::int64_t calls = 0;        // summed over the files
   std::int64_t timed_calls = 0;
-  double total_us = 0;
+  double total_us = 0;  // the timed calls'
+  // The shape's time in the job: total_us, and the calls the GPU sampling left untimed at their
+  // row's mean (capture/table.hpp job_time_us)
+  double job_us = 0;
   std::int64_t tables = 0;  // the tables (processes, ranks) that made these calls
   // The job's average time of one call: total over the timed calls (nullopt when none was timed).
   std::optional<double> in_job_us() const;

@@ -232,10 +232,18 @@ def check_row(row, where):
         fail("timed_calls", f"{timed} exceeds calls ({calls})")
     if timed > 0 and row["total_us"] == "":
         fail("total_us", f"empty, but timed_calls is {timed}")
+    graph = 0
     if "graph_capture_calls" in row:
         graph = whole("graph_capture_calls")
         if graph > calls - timed:
             fail("graph_capture_calls", f"{graph} exceeds the untimed calls ({calls - timed})")
+    if "not_sampled_calls" in row:
+        skipped = whole("not_sampled_calls")
+        if skipped > calls - timed - graph:
+            fail("not_sampled_calls", f"{skipped} exceeds the untimed calls less those in graph "
+                 f"captures ({calls - timed - graph})")
+        if skipped > 0 and timed == 0:
+            fail("not_sampled_calls", f"{skipped}, but no call was timed")
     if kind not in ("collective", "p2p"):
         return
     rule = bytes_rule(row["api"], row["op"], row["dtype"], comm_size)
@@ -311,6 +319,14 @@ def num(text):
     return float(text) if text not in ("", None) else 0.0
 
 
+def job_time_us(row):
+    """A capture row's time in the job: its timed calls' total, and the calls the GPU sampling
+    left untimed at their mean (capture/table.hpp job_time_us; files without the column: 0)."""
+    skipped, timed = int(row.get("not_sampled_calls") or 0), int(row.get("timed_calls") or 0)
+    total = num(row.get("total_us"))
+    return total + total / timed * skipped if skipped and timed else total
+
+
 def run_facts(csv_path):
     """The process's facts from the .jsonl beside a capture file (empty when it has no rows)."""
     try:
@@ -326,7 +342,6 @@ def plural(n, word, words=None):
 
 
 # The count in a row's note of the calls the library's GPU sampling left untimed (output.cpp).
-NOT_SAMPLED = re.compile(r"(\d+) left untimed by the sampling")
 
 
 def process_notes(files, tables):
@@ -348,15 +363,14 @@ def process_notes(files, tables):
         notes.append(f"{plural(len(unfinished), 'file')} hold a periodic write, not the exit's "
                      f"({', '.join(unfinished[:3])}{', ...' if len(unfinished) > 3 else ''}): the "
                      "process still runs, or was killed; calls after that write are missing")
-    sampled_out = sum(int(m.group(1)) for rows in tables for r in rows
-                      for m in [NOT_SAMPLED.search(r.get("note") or "")] if m)
+    sampled_out = sum(int(r.get("not_sampled_calls") or 0) for rows in tables for r in rows)
     if sampled_out:
         setting = next((f["gpu_sampling"] for f in facts if f.get("gpu_sampling")), {})
         how = (f"each shape's first {setting['time_first']} calls timed, then one in "
                f"{setting['one_in']}; " if setting else "")
         notes.append(f"{plural(sampled_out, 'GPU call')} were left untimed by the sampling ({how}"
-                     "OPBENCH_CAPTURE_SAMPLE=1 times every call): they are counted, and their "
-                     "shapes' times are those of the timed calls")
+                     "OPBENCH_CAPTURE_SAMPLE=1 times every call): they are counted, and each "
+                     "shape's total counts them at its timed calls' mean")
     graph = sum(int(r.get("graph_capture_calls") or 0) for rows in tables for r in rows)
     if graph:
         notes.append(f"{plural(graph, 'GPU call')} were made inside CUDA-graph captures: they run "
@@ -461,10 +475,12 @@ def main(argv):
         for row in rows:
             key = (row["api"], row["op"], row["dtype"], shape_of(row))
             entry = merged.setdefault(key, {"kind": row["kind"], "calls": 0, "total": 0.0,
-                                            "timed": 0, "p99": 0.0, "procs": 0})
+                                            "timed": 0, "timed_us": 0.0, "p99": 0.0,
+                                            "procs": 0})
             entry["calls"] += int(row["calls"])
             entry["timed"] += int(row["timed_calls"])
-            entry["total"] += num(row["total_us"])
+            entry["total"] += job_time_us(row)  # in the job: the calls sampled out counted
+            entry["timed_us"] += num(row["total_us"])
             entry["p99"] = max(entry["p99"], num(row["p99_us"]))
             entry["procs"] += 1
     total = sum(e["total"] for e in merged.values())
@@ -485,7 +501,7 @@ def main(argv):
     for (api, op, dtype, shape), e in rows:
         if e["timed"]:
             share = 100.0 * e["total"] / total if total else 0.0
-            times = (f"{e['total'] / 1e3:>11.2f}{e['total'] / e['timed']:>11.1f}{e['p99']:>11.1f}"
+            times = (f"{e['total'] / 1e3:>11.2f}{e['timed_us'] / e['timed']:>11.1f}{e['p99']:>11.1f}"
                      f"{share:>7.1f}%")
         else:  # no call of the shape timed (a trace without times, calls inside a graph capture)
             times = f"{'-':>11}{'-':>11}{'-':>11}{'-':>8}"

@@ -33,6 +33,8 @@ CASES = [
     ("folder_named_like_a_file", "capture-h-rank1.csv: a folder, not a capture file"),
     ("total_us_inf", "capture-h-rank0.csv row 1 total_us: expected a finite number >= 0, got 'inf'"),
     ("timed_calls_exceed_calls", "capture-h-rank0.csv row 1 timed_calls: 18 exceeds calls (10)"),
+    ("not_sampled_exceed_untimed", "capture-h-rank0.csv row 1 not_sampled_calls: 168 exceeds the "
+                                   "untimed calls less those in graph captures (160)"),
     ("bytes_not_count", "capture-h-rank0.csv row 2 bytes: 12344, but count 1024 of fp32 (4 B each) "
                         "makes 4096 for MPI_Allreduce"),
     ("bytes_of_the_dtype", "capture-h-rank0.csv row 2 bytes: 16384, but count 1024 of bf16 (2 B each) "

@@ -744,7 +744,13 @@ def gpu_async_mode(a):
         check((r["calls"], r["timed_calls"]) == (str(calls), "53"),
               f"sampled: {r['calls']} calls, {r['timed_calls']} timed, expected {calls} and 53")
         check("147 left untimed by the sampling" in r["note"], f"sampled: the note says {r['note']}")
+        check(r["not_sampled_calls"] == "147",
+              f"sampled: not_sampled_calls {r['not_sampled_calls']}, expected 147")
         check(abs(float(r["avg_us"]) - 2000) < 1, f"sampled: the timed calls' mean {r['avg_us']}")
+    # the summary's time in the job counts the 147 calls sampled out at the timed ones' 2000 us:
+    # 400 ms, as every call timed gave above (the 53 timed calls alone are 106 ms)
+    check("200 calls, 400.0 ms captured" in p.stdout + p.stderr,
+          "sampled: the summary's total is not the job's 200 x 2 ms")
     check("147 GPU calls were left untimed by the sampling (each shape's first 32 calls timed, "
           "then one in 8;" in p.stdout + p.stderr, "sampled: the summary does not say so")
     sampling = json.loads(open(files(out)[0][:-len(".csv")] + ".jsonl").readline())["run"]

@@ -120,7 +120,13 @@ TEST_CASE("capture table: rows ordered by the time of all their calls, not of th
   CHECK(rows[0].key.m == 64);
   CHECK(rows[0].total_us == Approx(1250.0));
   CHECK(rows[0].untimed[static_cast<std::size_t>(Untimed::not_sampled)] == 875);
+  CHECK(job_time_us(rows[0]) == Approx(10000.0));  // 1250 + 875 calls x 10 us
   CHECK(rows[1].key.m == 4096);
+  CHECK(job_time_us(rows[1]) == Approx(2000.0));
+  // calls made inside a graph capture did not run then: they add nothing
+  for (int i = 0; i < 500; ++i)
+    t.record_untimed(rare, Untimed::graph_capture);
+  CHECK(job_time_us(t.snapshot()[1]) == Approx(2000.0));
 }
 
 TEST_CASE("capture GPU sampling: the first calls, then exactly one call in each window") {
