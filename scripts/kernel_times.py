@@ -8,15 +8,21 @@ falls short, or which fixed cost (a sort, a second pass, a column reduction) eat
                           [--dtype bf16]
 
 One table row per kernel of each case: its launches, mean µs, its time per call of the operator
-(the case's calls are the launches of its least-launched kernel) and its share of the operator's
-kernel time; then per case the kernels' sum per call and the GB/s the operator's bytes (the
-report's io_bytes) would move in that time, against the report's copy rate. Kernels the run
-launches around the operator (fills of the operands, the clock probe, the stream blocker) are
-left out. ncu serialises the kernels and times each alone: the sum leaves out the gaps between
-launches that the event-timed figures include.
+and its share of the operator's kernel time; then per case the kernels' sum per call and the GB/s
+the operator's bytes (the report's io_bytes) would move in that time, against the report's copy
+rate. The case's calls are the launch count most of its kernels share (the larger on a tie):
+every kernel of the operator runs once a call or a whole number of times (a sort's passes), while
+a kernel that sets the operands up (cross-entropy's wide logits scaled once, a backward's forward
+run once to derive its inputs) runs fewer times; such kernels are listed as set-up, outside the
+operator's sum. Kernels the run launches around the operator by name (fills of the operands, the
+clock probe, the stream blocker) are left out. ncu serialises the kernels and times each alone:
+the sum leaves out the gaps between launches that the event-timed figures include. Each case's
+ncu output is kept in DIR/<case>.ncu.log.
 
 Without ncu, or where it cannot read the GPU's counters (gVisor), it prints why and exits 0:
-a diagnostic that could not run fails nothing. Exit 2 for bad arguments.
+a diagnostic that could not run fails nothing. Where ncu times nothing under the environment it
+was given, it is tried once more with its own library folders first on LD_LIBRARY_PATH (a
+PyTorch wheel's CUPTI folder there holds other builds of libnvperf). Exit 2 for bad arguments.
 """
 import argparse
 import csv
@@ -27,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 # The cases of issue 41's tables that stayed under the target on an H200 (2026-11-28), at Llama
 # 3.1 8B's shapes and 8192 tokens.
@@ -57,6 +64,15 @@ def find_ncu(given):
         if hits:
             return hits[-1]
     return None
+
+
+def ncu_library_path(ncu):
+    """Nsight Compute's own library folders (host/ and target/ beside the ncu it runs), joined
+    for LD_LIBRARY_PATH; "" when there are none (a stand-in, a wrapper script elsewhere)."""
+    root = os.path.dirname(os.path.realpath(ncu))
+    found = sorted(glob.glob(os.path.join(root, "host", "*")) +
+                   glob.glob(os.path.join(root, "target", "*")))
+    return ":".join(d for d in found if os.path.isdir(d))
 
 
 def kernel_rows(text):
@@ -99,13 +115,19 @@ def case_table(case, times, report):
         by.setdefault(short(name), []).append(ns)
     if not by:
         return [], f"{case['name']}: no kernel of the operator was timed"
-    calls = min(len(v) for v in by.values())
+    counts = Counter(len(v) for v in by.values())
+    calls = max(counts, key=lambda n: (counts[n], n))
+    setup = {name: v for name, v in by.items() if len(v) < calls}
+    by = {name: v for name, v in by.items() if len(v) >= calls}
     total = sum(sum(v) for v in by.values()) / calls
     rows = []
     for name, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
         per_call = sum(v) / calls
         rows.append(f"| {case['name']} | {name} | {len(v)} | {sum(v) / len(v) / 1e3:.1f} | "
                     f"{per_call / 1e3:.1f} | {100 * per_call / total:.0f}% |")
+    for name, v in sorted(setup.items(), key=lambda kv: -sum(kv[1])):
+        rows.append(f"| {case['name']} | {name} | {len(v)} | {sum(v) / len(v) / 1e3:.1f} | – | "
+                    "set-up |")
     line = f"{case['name']}: its kernels take {total / 1e3:.1f} µs a call ({calls} calls timed)"
     try:
         io_bytes = float(report.get("io_bytes") or 0)
@@ -177,14 +199,29 @@ def main(argv):
                "--min-time", "0", "--max-time", "0.001", "--quiet", "--report-dir-path", folder]
         # The C locale: under another, ncu writes 65.77 as "65,77" (a comma this parser would
         # take for a thousands separator).
+        env = dict(os.environ, LC_ALL="C")
         result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=dict(os.environ, LC_ALL="C"))
+                                env=env)
         times = kernel_rows(result.stdout)
+        own = ncu_library_path(ncu)
+        if not times and not lines and own:  # the first case: retry with ncu's libraries first
+            env["LD_LIBRARY_PATH"] = ":".join([own] + [p for p in [os.environ.get(
+                "LD_LIBRARY_PATH", "")] if p])
+            retry = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=env)
+            if kernel_rows(retry.stdout):
+                print(f"kernel times: ncu timed nothing until its own libraries ({own}) came "
+                      "first on LD_LIBRARY_PATH")
+                result, times = retry, kernel_rows(retry.stdout)
+        log = os.path.join(a.out, name + ".ncu.log")
+        with open(log, "w") as f:
+            f.write(result.stdout + result.stderr)
         if not times:
             said = [l for l in (result.stderr + result.stdout).splitlines()
                     if "==ERROR==" in l or "error" in l.lower()]
             print(f"kernel times: not measured: ncu timed no kernel of {name} (exit "
-                  f"{result.returncode}{': ' + said[0].strip() if said else ''})")
+                  f"{result.returncode}{': ' + said[0].strip() if said else ''}; its output: "
+                  f"{log})")
             return 0
         rows, line = case_table(dict(case, name=name), times, report_row(folder))
         if not lines:  # the header once something was timed; each case's rows as it ends

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A stand-in for Nsight Compute's CLI in scripts/kernel_times.py's test (no GPU here): prints
 what `ncu --csv --print-units base --metrics gpu__time_duration.sum` prints for one
-bench_memops case of the embedding's backward, three calls of it (a fill of the operands, the
-keys, three onesweep passes of CUB's sort a call, the segment starts, the rows), with the
+bench_memops case of the embedding's backward, three calls of it (a fill of the operands, a
+set-up kernel once, then a call's keys, three onesweep passes of CUB's sort, the segment starts,
+the rows), with the
 program's own lines around it, and writes the report bench_memops would into --report-dir-path.
 Units as older (nsecond, usecond, thousands separators) and newer ncu (ns) write them; names as
 ncu's default demangled base writes them (namespaces, an anonymous one as <unnamed>,
@@ -29,6 +30,9 @@ header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Conte
 print(",".join(f'"{h}"' for h in header))
 launches = [("void opbench::<unnamed>::fill_kernel<__nv_bfloat16>(T1 *, unsigned long)",
              "nsecond", "1,000,000")] * 2
+# a kernel of the set-up, once: an operand derived before the first call
+launches += [("void opbench::cuda_memops::<unnamed>::elementwise_kernel<8, 2>(Op, long)",
+              "usecond", "50")]
 for _ in range(3):
     launches += [("void opbench::cuda_memops::<unnamed>::embedding_keys_kernel(const long *)",
                   "nsecond", "2,000")]
