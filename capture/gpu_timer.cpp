@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -70,8 +71,13 @@ const Driver& driver() {
 class RelaxedCaptureMode {
  public:
   RelaxedCaptureMode() {
-    if (driver().exchange_capture_mode)
-      changed_ = driver().exchange_capture_mode(&mode_) == kSuccess;
+    if (!driver().exchange_capture_mode) return;  // a driver before CUDA 10.1: no graphs either
+    const CUresult r = driver().exchange_capture_mode(&mode_);
+    changed_ = r == kSuccess;
+    if (!changed_)
+      say_once("cuThreadExchangeStreamCaptureMode failed (CUresult " + std::to_string(r) +
+               "): the capture's event queries could invalidate a CUDA graph the job captures "
+               "in global mode");
   }
   ~RelaxedCaptureMode() {
     if (changed_) driver().exchange_capture_mode(&mode_);
@@ -288,14 +294,20 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
     record_untimed(key, Untimed::no_gpu_events);
     return;
   }
-  bool wake = false;
+  bool wake = false, closing = false;
   {
     std::lock_guard<std::mutex> lock(t.mutex);
-    t.pending.push_back(Pending{key, g});
-    if (!t.poller_started) at_exit_before_write(gpu_drain);
-    start_poller(t);
-    wake = t.parked;
+    closing = t.closing;
+    if (!closing) {
+      t.pending.push_back(Pending{key, g});
+      if (!t.poller_started) at_exit_before_write(gpu_drain);
+      start_poller(t);
+      wake = t.parked;
+    }
   }
+  // A call handed over once the exit drain has begun may come after its last poll: it would be
+  // in no table. It is counted as still running at exit, its events kept out of the pool.
+  if (closing) record_untimed(key, Untimed::in_flight_at_exit);
   if (wake) t.wake.notify_one();
 }
 

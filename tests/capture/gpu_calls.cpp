@@ -44,6 +44,7 @@ void standin_hang();
 void standin_begin_capture(int global_mode);
 int standin_end_capture();
 void standin_capture_status_fails(int fails);
+void standin_exchange_mode_fails(int fails);
 }
 
 #define CHECK(x)                                                          \
@@ -113,6 +114,15 @@ int implicit(cublasHandle_t h) {
   return 0;
 }
 
+// The driver refuses to make the poller's thread relaxed: the capture must say so (its queries
+// could then break a global-mode graph capture), and still time the calls.
+int exchange_fails(cublasHandle_t h) {
+  standin_exchange_mode_fails(1);
+  for (int i = 0; i < 2; ++i)
+    CHECK(square_sgemm(h, 8));
+  return 0;
+}
+
 int nonblocking() {
   for (int i = 0; i < 2; ++i) {
     const ncclResult_t rc = ncclAllReduce(nullptr, nullptr, 512, ncclFloat32, ncclSum,
@@ -161,6 +171,7 @@ int main(int argc, char** argv) {
   if (mode == "async") return async_loop(h, argc > 2 ? std::atoi(argv[2]) : 200);
   if (mode == "graph") return graph(h);
   if (mode == "implicit") return implicit(h);
+  if (mode == "exchange_fails") return exchange_fails(h);
   if (mode == "nonblocking") return nonblocking();
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);

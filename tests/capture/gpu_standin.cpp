@@ -47,6 +47,7 @@ struct Device {
   bool capture_global = false;
   bool capture_invalidated = false;
   bool capture_status_fails = false;
+  bool exchange_mode_fails = false;  // cuThreadExchangeStreamCaptureMode returns an error
 };
 Device& device() {
   static Device* d = new Device();
@@ -170,7 +171,15 @@ STANDIN int cuStreamIsCapturing(void*, int* status) {
   *status = d.capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE : _NONE
   return 0;
 }
+STANDIN void standin_exchange_mode_fails(int fails) {
+  std::lock_guard<std::mutex> lock(device().mutex);
+  device().exchange_mode_fails = fails != 0;
+}
 STANDIN int cuThreadExchangeStreamCaptureMode(int* mode) {
+  {
+    std::lock_guard<std::mutex> lock(device().mutex);
+    if (device().exchange_mode_fails) return 1;  // CUDA_ERROR_INVALID_VALUE
+  }
   const int old = t_capture_mode;
   t_capture_mode = *mode;
   *mode = old;

@@ -70,11 +70,13 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       that waited for each call would leave it one call behind), each call timed at 2000 µs,
       and the poller's event queries a few per poll (one per busy stream), not one per call in
       flight; with OPBENCH_CAPTURE_SAMPLE=1 every call timed (400 events), by default the
-      first 32 and one in 8 after (53 timed, 106 events, 147 counted not_sampled, said by the
-      summary and the JSON lines' run facts); a bad sampling setting (baddir mode) turns the
-      capture off with one line naming it;
+      first 32 and one in 8 after (53 timed, 106 events, 147 counted in not_sampled_calls and
+      at the timed calls' mean in the summary's 400 ms, said by the summary and the JSON lines'
+      run facts); a bad sampling setting (baddir mode) turns the capture off with one line
+      naming it;
       3 calls inside a global-mode graph capture counted in graph_capture_calls with the job's
-      capture intact although the poller queried an event during it; a failing
+      capture intact although the poller queried an event during it; a driver that refuses the
+      relaxed capture mode said in one line, the calls still timed; a failing
       cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress counted
       untimed with their reason; after an operation that never ends, the next call, fork() and
       the exit return (the call counted as still running at exit).
@@ -777,6 +779,18 @@ def gpu_async_mode(a):
     p = capture(out, [a.prog, "implicit"])
     check(p.returncode == 0, f"implicit: exit {p.returncode}")
     expect_untimed(one_table(out), 8, 2, 0, 0, "cuStreamIsCapturing failed")
+
+    # 3b. the driver refuses the relaxed capture mode: one line says what that risks, and the
+    # calls are still timed
+    out = fresh(os.path.join(a.out, "exchange_fails"))
+    p = capture(out, [a.prog, "exchange_fails"])
+    check(p.returncode == 0, f"exchange_fails: exit {p.returncode}")
+    check("opbench-capture: cuThreadExchangeStreamCaptureMode failed (CUresult 1): the capture's "
+          "event queries could invalidate a CUDA graph the job captures in global mode"
+          in p.stderr, f"exchange_fails: stderr says {p.stderr.strip()[-300:]}")
+    r = square_row(one_table(out), 8)
+    check(r is not None and (r["calls"], r["timed_calls"]) == ("2", "2"),
+          f"exchange_fails: the two calls, timed: {r}")
 
     # 4. an NCCL nonblocking communicator: ncclInProgress, counted untimed
     out = fresh(os.path.join(a.out, "nonblocking"))
