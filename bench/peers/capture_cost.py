@@ -22,13 +22,15 @@ Usage: bench/peers/capture_cost.py [--device cuda|cpu] [--model M] [--seq-len S]
          [--every-call]
 Defaults: cuda, llama3.2-1b at 4096 tokens (configs/models.json), bf16, 2 rounds of 10 steps;
 --device cpu: tiny at 64 tokens, fp32. Prints Markdown tables; exit 0, 1 when a child failed
-(its last lines are printed), 2 on bad usage.
+(its last lines are printed), 2 on bad usage. SIGTERM (a time budget's `timeout`) ends it with
+the overhead table of the runs that ended, and exit 1.
 """
 import argparse
 import csv
 import glob
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -65,6 +67,14 @@ def captured_calls(folder):
                 calls += int(r["calls"] or 0)
                 timed += int(r["timed_calls"] or 0)
     return calls, timed
+
+
+class Stopped(Exception):
+    """SIGTERM (a time budget's `timeout`): the rounds measured so far still make a table."""
+
+
+def stop(signum, frame):
+    raise Stopped()
 
 
 def main() -> int:
@@ -104,6 +114,8 @@ def main() -> int:
     if a.every_call:
         configs["every call timed"] = {"OPBENCH_CAPTURE_SAMPLE": "1"}
     plain, captured, per_step = [], {name: [] for name in configs}, {}
+    stopped = False
+    signal.signal(signal.SIGTERM, stop)
     try:
         for i in range(a.rounds):
             # the order rotates from round to round, so that no configuration always runs first
@@ -126,22 +138,34 @@ def main() -> int:
     except ChildFailed as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except Stopped:
+        stopped = True
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    measured = {which: times for which, times in captured.items() if times}
+    if not plain or not measured:
+        print("error: stopped (SIGTERM) before a step ran both with and without the capture",
+              file=sys.stderr)
+        return 1
     # The overhead table first, out at once: a replay that fails or outlasts a time budget does
     # not take it along.
     without = statistics.median(plain)
     print("| model, seq | precision | capture | rounds x steps | without capture ms "
           "| with capture ms | overhead | calls captured per step | timed per step |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|")
-    for which, times in captured.items():
+    for which, times in measured.items():
         with_ = statistics.median(times)
         calls, timed = per_step[which]
-        print(f"| {a.model}, seq {a.seq_len} | {a.precision} | {which} | {a.rounds} x {a.steps} "
+        print(f"| {a.model}, seq {a.seq_len} | {a.precision} | {which} | {len(times)} x {a.steps} "
               f"| {without:.2f} | {with_:.2f} | {100 * (with_ / without - 1):+.2f}% "
               f"| {calls / a.steps:.1f} | {timed / a.steps:.1f} |")
     print(f"\n(per round, without: {', '.join(f'{v:.2f}' for v in plain)} ms; "
           + "; ".join(f"{which}: {', '.join(f'{v:.2f}' for v in times)} ms"
-                      for which, times in captured.items())
+                      for which, times in measured.items())
           + "; goal: overhead under 1%)", flush=True)
+    if stopped:
+        print(f"\n(stopped by SIGTERM, a time budget, before its {a.rounds} rounds ended: the "
+              "table holds the runs that ended; no GEMM replay)", flush=True)
+        return 1
     replay = os.path.join(work, "replay")
     try:
         run([a.bench_gemm, "--backend", "cpu" if cpu else "cuda", "--capture-path",

@@ -424,3 +424,15 @@ add_test(NAME "kernel_times.py: an ncu that times nothing, or none, is said and 
 set_tests_properties("kernel_times.py: an ncu that times nothing, or none, is said and fails nothing"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "^kernel times: not measured: ncu timed no kernel of embedding-bwd \\(exit 1: ==ERROR== Failed to initialize the profiler: LibraryNotLoaded; its output: [^\n]*/fail/embedding-bwd\\.ncu\\.log\\)\nexit=0\nkernel times: not measured: no Nsight Compute \\(ncu\\) found\nexit=0\n$")
+# capture_cost.py ended by its time budget's `timeout` (gpu_validate.sh's capture_cost step): the
+# rounds that ended still make the overhead table, and it says it was stopped; no replay. 50
+# rounds of a tiny CPU step never end in 20 s; one round (about 4 s here) always does.
+add_test(NAME "capture_cost.py: SIGTERM keeps the overhead table of the rounds that ended"
+  COMMAND bash -c "timeout -s TERM 20 \"$@\"; echo \"exit=$?\"" capture_cost
+          ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/capture_cost.py --device cpu
+          --rounds 50 --steps 1 --warmup 0 --max-time 0.02 --bench-gemm $<TARGET_FILE:bench_gemm>
+          --capture-lib $<TARGET_FILE:opbench_capture>
+          --work-dir ${CMAKE_CURRENT_BINARY_DIR}/capture_cost_sigterm)
+set_tests_properties("capture_cost.py: SIGTERM keeps the overhead table of the rounds that ended"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "\\| tiny, seq 64 \\| fp32 \\| sampled \\(default\\) \\| [1-9][0-9]* x 1 \\| [0-9.]+ \\| [0-9.]+ \\| [-+][0-9.]+% \\|.*stopped by SIGTERM, a time budget, before its 50 rounds ended.*exit=124")
