@@ -26,6 +26,12 @@
 #   memops_vocab      cross-entropy and embedding at vocabularies 50,257, 128,256 and 256,000,
 #                     8192 tokens (--quick: 128,256), and LayerNorm (GPT's norm, which no Llama
 #                     has) at 8192 x 4096, forward and backward [8 tokens]
+#   memops_check      every kernel path of item 2's tables (the same row lengths: 4096 to
+#                     40,960, the three vocabularies and 70B's tp-8 shard of one, AdamW with an
+#                     odd tail) at fewer rows, each result against the fp64 reference (--check);
+#                     the table names the kernel and plan that ran (impl); right after the
+#                     tables it vouches for, before the longer steps can spend the budget
+#                     [a few rows]
 #   memops_vs_torch   every row beside PyTorch's own kernel (bench/peers/memops_vs_torch.py)
 #   step_vs_torch     item 3: bench/peers/step_vs_torch.py --device cuda: llama3.2-1b at 4096
 #                     tokens and llama3.2-3b at 2048, AdamW foreach and fused, bf16; the real
@@ -34,11 +40,6 @@
 #   capture_cost      item 4: bench/peers/capture_cost.py: the step with and without the capture
 #                     (its default sampling, and every GPU call timed),
 #                     calls per step, in-job against isolated GEMMs [tiny]
-#   memops_check      every kernel path of item 2's tables (the same row lengths: 4096 to
-#                     40,960, the three vocabularies and 70B's tp-8 shard of one, AdamW with an
-#                     odd tail) at fewer rows, each result against the fp64 reference (--check);
-#                     the table names the kernel and plan that ran (impl); last, so that the
-#                     other steps' budgets come first [a few rows]
 #   kernel_times      the operators of item 2 still under 85% on the H200 (embedding backward,
 #                     cross-entropy, RMSNorm backward, LayerNorm), each kernel timed alone by
 #                     Nsight Compute (scripts/kernel_times.py): its share of the operator [not run]
@@ -156,6 +157,46 @@ vocabs="50257 128256 256000"
 step memops_vocab 30 -- "$bin/memops/bench_memops" --backend "$backend" \
   --shapes-json-path "$out/vocab_shapes.json" --dtype "$dtypes" "${mem_quick[@]}" \
   --report-dir-path "$out/memops_vocab"
+# Every kernel path of item 2's tables, its results checked: the same row lengths (they pick
+# the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
+# rows, each output compared with the fp64 reference (--check); 600 rows a norm keep the norms'
+# backward persistent blocks at two rows or more (LayerNorm's at 4096; 12,288 takes its
+# block-per-row kernel). The norms also where their forward takes a cluster on sm_90 (16,384;
+# LayerNorm 32,768) and its two-pass kernel (40,960: longer than a block holds; 4098: rows not
+# 16-byte aligned).
+if [ "$cpu" = 1 ]; then
+  nrows=8 crows=4 vocab_list="512" evocab=512
+else
+  # 400 cross-entropy rows: more than two per cluster of the streamed kernel's persistent wave
+  # (about 50 clusters at 128,256 bf16 on 132 SMs, 132 at 50,257), so its next-row copies and
+  # buffer swap are checked, not only its first row
+  nrows=600 crows=400 vocab_list="50257 128256 256000" evocab=16032
+fi
+{
+  echo "["
+  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"add_rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4096 12288 32768; do echo "  {\"name\": \"check\", \"op\": \"layernorm\", \"rows\": $nrows, \"cols\": $c},"; done
+  for c in 4098 40960; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": 64, \"cols\": $c},"; done
+  for c in 3584 14336; do echo "  {\"name\": \"check\", \"op\": \"swiglu\", \"rows\": 64, \"cols\": $c},"; done
+  echo "  {\"name\": \"check\", \"op\": \"add\", \"rows\": 64, \"cols\": 4096},"
+  echo "  {\"name\": \"check\", \"op\": \"fp8_quantize\", \"rows\": 64, \"cols\": 4096},"
+  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 5120, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128},"
+  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 1152, \"heads\": 8, \"kv_heads\": 1, \"head_dim\": 128},"
+  echo "  {\"name\": \"check\", \"op\": \"softmax\", \"rows\": 64, \"cols\": 8192},"
+  for v in $vocab_list $evocab; do
+    echo "  {\"name\": \"check\", \"op\": \"cross_entropy\", \"rows\": $crows, \"cols\": $v},"
+    echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 256, \"vocab\": $v},"
+  done
+  echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 4096, \"vocab\": $evocab},"
+  echo "  {\"name\": \"check\", \"op\": \"adamw\", \"rows\": 1, \"cols\": 1000003},"
+  echo "  {\"name\": \"check\", \"op\": \"adamw_bf16\", \"rows\": 1, \"cols\": 1000003}"
+  echo "]"
+} > "$out/check_shapes.json"
+step memops_check 90 -- "$bin/memops/bench_memops" --backend "$backend" \
+  --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
+  --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
+  --report-dir-path "$out/memops_check"
 memops_reports=()
 for d in memops_8b memops_70b memops_vocab; do [ -d "$out/$d" ] && memops_reports+=("$out/$d"); done
 step memops_vs_torch 70 -- "$py" "$root/bench/peers/memops_vs_torch.py" "${memops_reports[@]}" \
@@ -221,46 +262,6 @@ trace_file=$(ls "$traces"/*.pt.trace.json* 2>/dev/null | head -1)
 step trace_fixture 15 -- "$py" "$root/scripts/trim_trace.py" "${trace_file:-$traces/none}" \
   "$out/trace_fixture.pt.trace.json.gz" --steps 1 --max-events 3000
 
-# Every kernel path of item 2's tables, its results checked: the same row lengths (they pick
-# the kernel and its plan: registers, a cluster, a split, the unaligned head and tail) at fewer
-# rows, each output compared with the fp64 reference (--check); 600 rows a norm keep the norms'
-# backward persistent blocks at two rows or more (LayerNorm's at 4096; 12,288 takes its
-# block-per-row kernel). The norms also where their forward takes a cluster on sm_90 (16,384;
-# LayerNorm 32,768) and its two-pass kernel (40,960: longer than a block holds; 4098: rows not
-# 16-byte aligned).
-if [ "$cpu" = 1 ]; then
-  nrows=8 crows=4 vocab_list="512" evocab=512
-else
-  # 400 cross-entropy rows: more than two per cluster of the streamed kernel's persistent wave
-  # (about 50 clusters at 128,256 bf16 on 132 SMs, 132 at 50,257), so its next-row copies and
-  # buffer swap are checked, not only its first row
-  nrows=600 crows=400 vocab_list="50257 128256 256000" evocab=16032
-fi
-{
-  echo "["
-  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
-  for c in 4096 8192 16384; do echo "  {\"name\": \"check\", \"op\": \"add_rmsnorm\", \"rows\": $nrows, \"cols\": $c},"; done
-  for c in 4096 12288 32768; do echo "  {\"name\": \"check\", \"op\": \"layernorm\", \"rows\": $nrows, \"cols\": $c},"; done
-  for c in 4098 40960; do echo "  {\"name\": \"check\", \"op\": \"rmsnorm\", \"rows\": 64, \"cols\": $c},"; done
-  for c in 3584 14336; do echo "  {\"name\": \"check\", \"op\": \"swiglu\", \"rows\": 64, \"cols\": $c},"; done
-  echo "  {\"name\": \"check\", \"op\": \"add\", \"rows\": 64, \"cols\": 4096},"
-  echo "  {\"name\": \"check\", \"op\": \"fp8_quantize\", \"rows\": 64, \"cols\": 4096},"
-  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 5120, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128},"
-  echo "  {\"name\": \"check\", \"op\": \"rope\", \"rows\": 64, \"cols\": 1152, \"heads\": 8, \"kv_heads\": 1, \"head_dim\": 128},"
-  echo "  {\"name\": \"check\", \"op\": \"softmax\", \"rows\": 64, \"cols\": 8192},"
-  for v in $vocab_list $evocab; do
-    echo "  {\"name\": \"check\", \"op\": \"cross_entropy\", \"rows\": $crows, \"cols\": $v},"
-    echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 256, \"vocab\": $v},"
-  done
-  echo "  {\"name\": \"check\", \"op\": \"embedding\", \"rows\": 64, \"cols\": 4096, \"vocab\": $evocab},"
-  echo "  {\"name\": \"check\", \"op\": \"adamw\", \"rows\": 1, \"cols\": 1000003},"
-  echo "  {\"name\": \"check\", \"op\": \"adamw_bf16\", \"rows\": 1, \"cols\": 1000003}"
-  echo "]"
-} > "$out/check_shapes.json"
-step memops_check 90 -- "$bin/memops/bench_memops" --backend "$backend" \
-  --shapes-json-path "$out/check_shapes.json" --dtype "$dtypes" --check --warmup 1 \
-  --warmup-time 0 --min-samples 2 --min-time 0 --max-time 0.01 --quiet \
-  --report-dir-path "$out/memops_check"
 # Where the operators under the target spend their time, kernel by kernel (Nsight Compute, after
 # the others: it only diagnoses; where ncu cannot read the GPU's counters it says so and passes).
 # 90 s: five cases, each a process under ncu, which replays every kernel it times, and whose
