@@ -29,10 +29,18 @@ struct OutputCheck {
   std::int64_t worst = -1;
   double got = 0, want = 0;
 
+  // NaN matches NaN (a fully masked softmax row), an infinity the same infinity (a masked
+  // target's loss), and neither anything else; the scale is the largest finite |want|, so that an
+  // infinite reference neither makes every other error read 0 nor (as inf - inf) hides the check.
   void add(std::int64_t i, double g, double w) {
-    max_ref = std::max(max_ref, std::fabs(w));
+    if (std::isfinite(w)) max_ref = std::max(max_ref, std::fabs(w));
     double err = std::fabs(g - w);
-    if (std::isnan(g) || std::isnan(w)) err = std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY;
+    if (std::isnan(g) || std::isnan(w))
+      err = std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY;
+    else if (g == w)
+      err = 0.0;
+    else if (std::isinf(g) || std::isinf(w))
+      err = INFINITY;
     if (worst < 0 || err > max_err) {
       max_err = err;
       worst = i;

@@ -10,6 +10,7 @@
 #include "common/dtype.hpp"
 #include "memops/cpu_memops.hpp"
 #include "memops/elementwise.hpp"
+#include "memops/memop_check.hpp"
 #include "memops/memop_math.hpp"
 #include "memops/memop_provider.hpp"
 #include "memops/memop_run.hpp"
@@ -359,6 +360,32 @@ std::vector<MemopCase> every_case(std::int64_t rows, std::int64_t cols) {
 }
 
 }  // namespace
+
+TEST_CASE("--check: NaN matches NaN and an infinity itself; the scale is the finite values'") {
+  OutputCheck c;
+  c.tolerance = 1e-6;
+  c.add(0, INFINITY, INFINITY);  // a masked target's loss on both sides: no error
+  c.add(1, 2.0, 2.0 + 1e-9);
+  c.add(2, NAN, NAN);
+  CHECK(c.scale() == 2.0 + 1e-9);  // not inf, which made every finite error read 0
+  CHECK(c.relative() == Approx(0.5e-9).epsilon(1e-6));
+  CHECK(c.passed());
+  CHECK(c.where() == "[1]");
+  OutputCheck wrong;  // inf where a finite value was due, the other infinity, NaN for a number
+  wrong.tolerance = 1e-6;
+  wrong.add(0, INFINITY, 1.0);
+  CHECK_FALSE(wrong.passed());
+  OutputCheck sign;
+  sign.tolerance = 1e-6;
+  sign.add(0, -INFINITY, INFINITY);
+  CHECK_FALSE(sign.passed());
+  OutputCheck nan;
+  nan.tolerance = 1e-6;
+  nan.add(0, 1.0, 1.0);
+  nan.add(1, NAN, 3.0);
+  CHECK_FALSE(nan.passed());
+  CHECK(nan.where() == "[1]");
+}
 
 TEST_CASE("the CPU memops provider measures and checks every operator") {
   auto provider = make_cpu_memop_provider();
