@@ -25,7 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import torch_memops  # noqa: E402
-from peer_common import gpu_samples_us, host_samples_us  # noqa: E402
+from peer_common import host_samples_us  # noqa: E402
 
 TARGET_PCT_OF_COPY = 85.0
 
@@ -44,6 +44,10 @@ def report_rows(paths):
     return rows
 
 
+class NotCovered(Exception):
+    """A row the peer has no PyTorch call for, and why (listed with the skipped rows)."""
+
+
 def torch_us(torch, r, device, repeats, threads):
     """PyTorch's mean time for the row, or None when it has no kernel for it."""
     op, pas, dtype = r["op"], r["pass"], r["dtype"]
@@ -56,17 +60,10 @@ def torch_us(torch, r, device, repeats, threads):
             n = rows * cols
             rows, cols = 1, n
         if dtype not in ("fp32", "bf16") and op not in ("cast_to_bf16", "cast_to_fp32", "adamw"):
-            return None
-        tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}.get(dtype, torch.bfloat16)
-        s = 4 if dtype == "fp32" else 2
-        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
-        sets = max(1, min(64, -(-4 * l2 // torch_memops.set_bytes(op, rows, cols, s, vocab))))
-        calls = [torch_memops.make_gpu_call(torch, op, pas, rows, cols, tdtype, vocab, i + 1)
-                 for i in range(sets)]
-        grad = op == "cross_entropy" or (pas == "bwd" and op in torch_memops.GPU_BACKWARD)
-        with torch.enable_grad() if grad else torch.no_grad():
-            samples = gpu_samples_us(torch, calls, repeats)
-        del calls
+            raise NotCovered(f"{dtype}: the peer times fp32 and bf16")
+        samples, _ = torch_memops.gpu_samples(
+            torch, op, pas, rows, cols, dtype if dtype in ("fp32", "bf16") else "bf16", vocab,
+            repeats)
         torch.cuda.empty_cache()
         return statistics.mean(samples)
     if op not in torch_memops.OPS or dtype != "fp32" or (pas == "bwd" and op not in torch_memops.BACKWARD):
@@ -108,6 +105,9 @@ def main() -> int:
         if key not in timed:
             try:
                 timed[key] = torch_us(torch, r, a.device, a.repeats, a.threads)
+            except NotCovered as e:
+                timed[key] = None
+                refused[key] = str(e)
             except Exception as e:  # one operator PyTorch refuses must not lose the others
                 timed[key] = None
                 refused[key] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:80]}"
@@ -129,7 +129,7 @@ def main() -> int:
             verdict.append(f"below {TARGET_PCT_OF_COPY:.0f}% of copy"
                            + (f" ({float(same):.0f}% of a copy of its bytes)" if same else ""))
         if verdict:
-            below.append(f"{r['model']} {r['op']} {r['pass']} {r['dtype']}")
+            below.append(f"{r['model']} {r['op']} {r['pass']} {r['dtype']} ({r['provider']})")
         fmt = lambda v: f"{float(v):.1f}" if v else "-"  # noqa: E731
         print(f"| {r['model']} | {r['op']} | {r['pass']} | {r['rows']} x {r['cols']} | {r['dtype']} "
               f"| {r['provider']} | {float(r['mem_bw_gbps']):.1f} | {fmt(pct_copy)} "

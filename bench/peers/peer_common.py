@@ -74,11 +74,17 @@ def host_samples_us(call, repeats: int) -> list:
 def gpu_samples_us(torch, calls: list, repeats: int) -> list:
     """The memops peers' timing on a GPU, as bench_memops times a GPU operator: `calls` (one per
     operand set, together past the L2) in turn, at least 3 calls and 0.2 s of warm-up, then
-    `repeats` calls each between two CUDA events on the current stream, in microseconds."""
+    `repeats` calls each between two CUDA events on the current stream, in microseconds. The
+    turn goes on from the warm-up to the samples (starting again at set 0 would time sets the
+    warm-up's last calls left in L2), and each call's result is kept until its set comes round
+    again: PyTorch's caching allocator would otherwise give every call the block the call before
+    it wrote, still in L2, where bench_memops's outputs rotate with their sets."""
+    kept = [None] * len(calls)
     warmups, start, launch_s = 0, time.perf_counter(), []
     while warmups < 3 or time.perf_counter() - start < 0.2:
         t0 = time.perf_counter()
-        calls[warmups % len(calls)]()
+        j = warmups % len(calls)
+        kept[j] = calls[j]()
         launch_s.append(time.perf_counter() - t0)  # the host's time to queue the call
         warmups += 1
         torch.cuda.synchronize()
@@ -92,8 +98,10 @@ def gpu_samples_us(torch, calls: list, repeats: int) -> list:
     queue_s = min(0.2, 2 * repeats * statistics.median(launch_s))
     torch.cuda._sleep(int(queue_s * 2e9))
     for i, (begin, end) in enumerate(pairs):
+        j = (warmups + i) % len(calls)
         begin.record()
-        calls[i % len(calls)]()
+        kept[j] = calls[j]()
         end.record()
     torch.cuda.synchronize()
+    del kept
     return [begin.elapsed_time(end) * 1e3 for begin, end in pairs]

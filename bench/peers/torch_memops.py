@@ -40,13 +40,19 @@ On a GPU (--device cuda, --dtype bf16|fp32; PyTorch with CUDA) more operators ar
 as PyTorch's own kernel for what bench_memops's operator computes (GPU_OPS below: rmsnorm is
 F.rms_norm and its autograd backward, silu's backward aten::silu_backward, embedding's backward
 aten::embedding_dense_backward over a table of --vocab rows, adamw torch.optim.AdamW(fused=True)
-on fp32 state, the casts Tensor.to, the eager kernels their in-place or out= calls). Timing
-there as bench_memops times a GPU operator: inputs rotate over as many sets as make 4 times the
-device's L2 at least, a warm-up of at least 3 calls and 0.2 s, then REPEATS calls each timed by
-a pair of CUDA events on the current stream (gpu_samples_us). The line adds device=cuda.
+on fp32 state whatever --adamw says, the casts Tensor.to, the eager kernels their in-place or
+out= calls). Where PyTorch runs an operator as several kernels (cross-entropy's four, SwiGLU's
+two each way), it is timed so: the row compares our kernel with eager PyTorch, not with a fused
+kernel of another library. Timing there as bench_memops times a GPU operator: inputs (and the
+outputs PyTorch allocates, each kept until its set comes round again, so that the caching
+allocator cannot hand the next call the block the last one wrote in L2) rotate over as many sets
+of the row's own pass as make 4 times the device's L2 at least (an embedding lookup's table
+shared, as ours), a warm-up of at least 3 calls and 0.2 s, then REPEATS calls each timed by a
+pair of CUDA events on the current stream, the rotation going on from the warm-up
+(gpu_samples_us). The line adds device=cuda.
 
 Usage: bench/peers/torch_memops.py OP ROWS COLS [--pass fwd|bwd] [--repeats R] [--threads T]
-         [--fresh-pages] [--adamw foreach|single|fused] [--device cpu|cuda] [--dtype fp32|bf16]
+         [--fresh-pages] [--adamw foreach|single] [--device cpu|cuda] [--dtype fp32|bf16]
          [--vocab V]
   OP on the CPU: layernorm, softmax, swiglu, cross_entropy, adamw; on cuda also rmsnorm,
   silu, gelu, embedding, add, mul, scale, sqrt, fill, copy, cast_to_bf16, cast_to_fp32,
@@ -155,6 +161,10 @@ def make_call(torch, op, pas, rows, cols, adamw_impl):
         dy, x, [cols], mean, rstd, w, b, [True, True, True])
 
 
+# What the operand sets of one row share (an embedding lookup's table), until its samples end.
+_SHARED = {}
+
+
 def make_gpu_call(torch, op, pas, rows, cols, dtype, vocab, seed):
     """One operand set on the GPU and PyTorch's call for the operator on it."""
     import torch.nn.functional as F
@@ -178,9 +188,12 @@ def make_gpu_call(torch, op, pas, rows, cols, dtype, vocab, seed):
         targets = torch.randint(0, cols, (rows,), generator=g, device=dev)
         return lambda: torch.autograd.grad(F.cross_entropy(logits, targets), logits)
     if op == "embedding":
-        table = randn(vocab, cols)
         ids = torch.randint(0, vocab, (rows,), generator=g, device=dev)
-        if fwd:
+        if fwd:  # one table for every set, as bench_memops's: each set's ids read other rows
+            key = ("table", vocab, cols, dtype)
+            if key not in _SHARED:
+                _SHARED[key] = randn(vocab, cols)
+            table = _SHARED[key]
             return lambda: F.embedding(ids, table)
         dy = randn(rows, cols)
         return lambda: torch.ops.aten.embedding_dense_backward(dy, ids, vocab, -1, False)
@@ -244,11 +257,31 @@ def make_gpu_call(torch, op, pas, rows, cols, dtype, vocab, seed):
     return calls[op]
 
 
-def set_bytes(op, rows, cols, s, vocab):
-    """Bytes of one operand set, for how many sets rotate past the L2."""
+def set_bytes(op, pas, rows, cols, s, vocab):
+    """Bytes of one operand set of the row's own pass, for how many sets rotate past the L2 (an
+    embedding lookup's: the ids, the rows it reads and its output; its table is shared, as
+    bench_memops's is)."""
     if op == "adamw":
         return 16 * rows * cols
-    return max(op_bytes(op, "bwd" if op in GPU_BACKWARD else "fwd", rows, cols, s, vocab), 1)
+    return max(op_bytes(op, pas, rows, cols, s, vocab), 1)
+
+
+def gpu_samples(torch, op, pas, rows, cols, dtype, vocab, repeats):
+    """PyTorch's times (µs) for the operator on the GPU, as bench_memops times it: operand sets
+    together at least 4 times the L2 (at most 64), taken in turn (gpu_samples_us). Returns the
+    samples and the number of sets. dtype: "fp32" or "bf16"."""
+    s = 4 if dtype == "fp32" else 2
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+    sets = max(1, min(64, -(-4 * l2 // set_bytes(op, pas, rows, cols, s, vocab))))
+    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    calls = [make_gpu_call(torch, op, pas, rows, cols, tdtype, vocab, i + 1)
+             for i in range(sets)]
+    grad = op == "cross_entropy" or (pas == "bwd" and op in GPU_BACKWARD)
+    with torch.enable_grad() if grad else torch.no_grad():
+        samples = gpu_samples_us(torch, calls, repeats)
+    del calls
+    _SHARED.clear()
+    return samples, sets
 
 
 def run_gpu(args) -> int:
@@ -258,15 +291,9 @@ def run_gpu(args) -> int:
         print(f"error: --device cuda: this PyTorch ({torch.__version__}) has no usable CUDA device",
               file=sys.stderr)
         return 2
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    samples, sets = gpu_samples(torch, args.op, args.pas, args.rows, args.cols, args.dtype,
+                                args.vocab, args.repeats)
     s = 4 if args.dtype == "fp32" else 2
-    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
-    sets = max(1, min(64, -(-4 * l2 // set_bytes(args.op, args.rows, args.cols, s, args.vocab))))
-    calls = [make_gpu_call(torch, args.op, args.pas, args.rows, args.cols, dtype, args.vocab, i + 1)
-             for i in range(sets)]
-    with torch.no_grad() if args.op not in ("cross_entropy",) and not (
-            args.pas == "bwd" and args.op in GPU_BACKWARD) else torch.enable_grad():
-        samples = gpu_samples_us(torch, calls, args.repeats)
     nbytes = op_bytes(args.op, args.pas, args.rows, args.cols, s, args.vocab)
     if args.op == "adamw":
         nbytes = 28 * args.rows * args.cols
@@ -294,6 +321,8 @@ def main() -> int:
                         help="cuda: the operands' dtype (the CPU times fp32)")
     parser.add_argument("--vocab", type=int, default=32768, help="embedding: the table's rows")
     args = parser.parse_args()
+    if args.rows < 1 or args.cols < 1 or args.repeats < 1 or args.threads < 1:
+        parser.error("ROWS, COLS, --repeats and --threads must be at least 1")
     if args.device == "cuda":
         if args.pas == "bwd" and args.op not in GPU_BACKWARD:
             print(f"error: {args.op} bwd is not covered (bwd: {', '.join(sorted(GPU_BACKWARD))})",
@@ -304,8 +333,6 @@ def main() -> int:
         print(f"error: on the CPU this peer times {', '.join(OPS)} in fp32 ({args.op} "
               f"{args.dtype}: --device cuda)", file=sys.stderr)
         return 2
-    if args.rows < 1 or args.cols < 1 or args.repeats < 1 or args.threads < 1:
-        parser.error("ROWS, COLS, --repeats and --threads must be at least 1")
     if args.pas == "bwd" and args.op not in BACKWARD:
         print(f"error: {args.op} bwd is not covered (bwd: {', '.join(sorted(BACKWARD))}; "
               "cross_entropy's fwd is loss and gradient)", file=sys.stderr)
