@@ -397,6 +397,8 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
       MemopCase mc = memop_case(c, kernel.op, MemPass::fwd, 1, pass.elements);
       mc.dtype = c.optimizer_dtype;
       op.memop = mc;
+      // the framework launches a _foreach_ operator once, a single-tensor one once a tensor
+      op.launches = c.optimizer_impl == OptimizerImpl::single ? count : 1;
       out.push_back(op);
     }
 }

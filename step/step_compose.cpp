@@ -50,7 +50,7 @@ StageSums sum_stage(const StageOperators& ops) {
     }
     const bool compute =
         part == StepPart::gemm || part == StepPart::attention || part == StepPart::memop;
-    const double kernels = static_cast<double>(t.op.count);
+    const double kernels = static_cast<double>(t.op.host_launches());
     if (compute && (t.op.phase == StepPhase::backward || t.op.phase == StepPhase::recompute)) {
       s.backward_compute += ms;
       s.backward_kernels += kernels;

@@ -36,6 +36,11 @@ struct StepOperator {
   StepPhase phase = StepPhase::forward;
   std::string name;        // "attn_qkv fprop", "rmsnorm bwd", "tp all_gather (attention in)"
   std::int64_t count = 0;  // calls per step on this rank, over all micro-batches
+  // The framework's launches per step where they are not one per timed call (-1): a pass over
+  // every parameter is timed in pieces of 2^28 elements, but a _foreach_ or fused optimizer
+  // operator is one launch, and AccumulateGrad one per parameter tensor (the host term).
+  std::int64_t launches = -1;
+  std::int64_t host_launches() const { return launches >= 0 ? launches : count; }
   std::string note;
   // Counted with attention in the step's parts though measured as a GEMM or memory-bound
   // operator: the kernels of unfused attention (--kernels eager).

@@ -180,6 +180,7 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
                                           dtype_name(c.optimizer_dtype))
                             : ""));
   op.memop = mc;
+  op.launches = 1;  // PyTorch's fused AdamW: one _fused_adamw_ call over every tensor
   out.push_back(op);
 }
 
@@ -196,6 +197,7 @@ void add_gradient_sum(const StageView& v, const std::string& name, const Paramet
   StepOperator op = make_op(StepFamily::memop, StepPhase::backward, name, times * pass.calls,
                             note + parameter_pass_note(pass));
   op.memop = mc;
+  op.launches = times;  // one add a time however many pieces it is timed in
   out.push_back(op);
 }
 
@@ -209,6 +211,10 @@ void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& ou
                    "grad += new for every micro-batch after the first (not with "
                    "--fused-grad-accum)",
                    out);
+  std::int64_t tensors = 0;  // AccumulateGrad adds each parameter tensor's gradient apart
+  for (const auto& [numel, count] : stage_parameter_tensors(v.c, v.stage))
+    tensors += count;
+  out.back().launches = (v.m - 1) * tensors;
 }
 
 // Tied embeddings on a stage that holds both the embedding and the LM head: the table gets a

@@ -428,6 +428,13 @@ def main() -> int:
     if cuda and a.ddp:
         print("error: --ddp: with --device cpu only (one GPU here)", file=sys.stderr)
         return 2
+    if cuda and "single" in a.optimizer_impl.split(","):
+        # its kernels (mul_, lerp_, addcmul_, ...) are the step's other elementwise kernels by
+        # name: the traced parts table finds the optimizer by its _foreach_/_fused_ kernels
+        print("error: --optimizer-impl single: with --device cpu only (on a GPU the per-tensor "
+              "AdamW's kernels cannot be told from the step's own by name, so the traced parts "
+              "table would count them as memory-bound)", file=sys.stderr)
+        return 2
     for path, what in ((a.bench_step, "--bench-step"), (a.bench_ccl, "--bench-ccl")):
         if not os.access(path, os.X_OK):
             print(f"error: {what} {path}: not built (bash scripts/build.sh)", file=sys.stderr)
@@ -506,7 +513,7 @@ def main() -> int:
                 measured = torch_step(a, model, seq, a.ddp)
                 projected = bench_step(a, model, seq, os.path.join(work, name + "-ddp"),
                                        ["--kernels", "eager", "--dp", str(a.ddp), "--overlap", "full",
-                                        "--from-reports", ccl, "--measure"],
+                                        "--from-reports", ccl, "--measure", *host_flags(a, measured)],
                                        ["taskset", "-c", "0"])[0]
                 ms = measured["median_ms"]
                 lines.append(f"| {model}, seq {measured['seq_len']}, DDP {a.ddp} ranks | {tokens * a.ddp} | "

@@ -272,6 +272,31 @@ TEST_CASE(
   CHECK(*p.step_ms == Approx(kernels + 7.16));
 }
 
+TEST_CASE("step: the host term counts launches: a _foreach_ operator once, AccumulateGrad a tensor",
+          "[step]") {
+  // Llama 3.2 3B on one rank: 3,212,749,824 parameters, timed in 12 pieces of at most 2^28
+  // elements; PyTorch launches each of foreach AdamW's 8 operators once over all of them, the
+  // fused one once, and AccumulateGrad adds each of the 254 tensors (28 layers x 9, the tied
+  // embedding, the final norm) apart for the second micro-batch.
+  StepConfig c;
+  c.model = configs_model("llama3.2-3b");
+  c.seqlen = 2048;
+  c.grad_accum = 2;
+  c.kernels = Kernels::eager;
+  REQUIRE(parameter_pass(stage_parameters(c, 0)).calls == 12);
+  for (OptimizerImpl impl : {OptimizerImpl::foreach, OptimizerImpl::fused}) {
+    c.optimizer_impl = impl;
+    std::int64_t timed = 0, launches = 0, accumulate = 0;
+    for (const StepOperator& op : step_operators(c, 0)) {
+      if (op.phase == StepPhase::optimizer) timed += op.count, launches += op.host_launches();
+      if (op.name == "gradient accumulation add") accumulate = op.host_launches();
+    }
+    CHECK(timed == (impl == OptimizerImpl::foreach ? 8 * 12 : 12));
+    CHECK(launches == (impl == OptimizerImpl::foreach ? 8 : 1));
+    CHECK(accumulate == 254);
+  }
+}
+
 TEST_CASE("step: configurations that cannot be built are refused naming the flag", "[step]") {
   StepConfig c;
   c.model = small_model();
