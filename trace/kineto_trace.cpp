@@ -140,7 +140,7 @@ struct KinetoReader::State {
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
   std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, overrun = 0, unknown_layout = 0,
-                unknown_causal = 0;
+                no_timestamp = 0, unknown_causal = 0;
   std::int64_t first_pid = -1;
   bool rank_from_trace = false;
   bool phases = false;  // an operator of the backward or the optimizer's step was seen
@@ -256,6 +256,10 @@ struct KinetoReader::State {
     const json* args_p = find(e, "args");
     const json& args = args_p != nullptr ? *args_p : empty;
     const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
+    if (!(ts > 0)) {   // no timestamp (pytorch/kineto#109): its gap to the next kernel would be
+      ++no_timestamp;  // the whole epoch, charged as idle
+      return;
+    }
     Kernel k;
     k.external = integer(member_or(args, "External id", json(0)));
     k.correlation = integer(member_or(args, "correlation", json(0)));
@@ -406,6 +410,11 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     for (const Instance& inst : instances)
       t.record(keys[inst.key], inst.cpu_ns);
   }
+  if (no_timestamp > 0)
+    t.notes.push_back(
+        fmt::format("{} GPU events without a timestamp (ts 0) left out: their time "
+                    "is in no row, and no idle time is counted around them",
+                    no_timestamp));
   if (out_of_order > 0 || overrun > 0)
     t.notes.push_back(fmt::format(
         "{} operators started before an earlier one of their thread, {} had children "

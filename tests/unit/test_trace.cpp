@@ -92,6 +92,32 @@ TEST_CASE("trace: a GPU trace's rows are its kernels' times and sum to the devic
   }
 }
 
+TEST_CASE("trace: a GPU event without a timestamp is left out, said, and adds no idle time") {
+  // the GPU step above with a kernel at ts 0 (pytorch/kineto#109): as a span it would open a
+  // gap of 1080 µs before the first real kernel, charged as idle
+  std::ifstream in(kData + "host-a_4242.1700000000000.pt.trace.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string anchor = "\"traceEvents\": [";
+  const auto at = text.find(anchor);
+  REQUIRE(at != std::string::npos);
+  text.insert(at + anchor.size(),
+              R"({"ph": "X", "cat": "kernel", "name": "stray", "pid": 0, "tid": 7, "ts": 0,
+                  "dur": 5, "args": {"device": 0}},)");
+  const auto dir = test::fresh_temp_dir("trace_no_ts");
+  const std::string path = (dir / "host-a_4242.1700000000000.pt.trace.json").string();
+  std::ofstream(path) << text;
+  const auto tables = read_traces(path);
+  REQUIRE(tables.size() == 1);
+  const auto rows = by_api(*tables[0]);
+  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(100.0));
+  CHECK(rows.at("(GPU work without an operator)").total_us == Approx(10.0));
+  CHECK(sum_us(*tables[0]) == Approx(1860.0 - 1080.0));
+  CHECK_THAT(tables[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 GPU events without a timestamp (ts 0) left out: their time is in no row, and "
+                 "no idle time is counted around them")));
+}
+
 TEST_CASE("trace: a CPU trace's rows are the operators' own times and sum to the step") {
   const auto tables = read_traces(kData + "cpu_rank0.pt.trace.json");
   REQUIRE(tables.size() == 1);
