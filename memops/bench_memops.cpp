@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/hardware.hpp"
 #include "common/harness_cost.hpp"
+#include "common/int_math.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_reader.hpp"
 #include "common/model_list.hpp"
@@ -131,13 +132,28 @@ BandwidthRoof bandwidth_roof(const MemopOptions& o, const MemopProvider& provide
   return roof;
 }
 
+// A device copy of `elements` in `dtype` (rows of at most 4096, as even as they divide: the
+// elements of a size that is no multiple of 4096, not the nearest multiple below it), as a case.
+MemopCase copy_case(std::int64_t elements, DType dtype) {
+  const std::int64_t rows = ceil_div(elements, 4096);
+  const std::int64_t cols = ceil_div(elements, rows);
+  return memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {rows * cols}, cols, 32768, {dtype})
+      .front();
+}
+
+// The provider that measures the copies: the first that runs one (cuDNN's runs only norms).
+MemopProvider& copy_provider(const std::vector<std::unique_ptr<MemopProvider>>& providers,
+                             DType dtype) {
+  for (const auto& p : providers)
+    if (!p->unsupported(copy_case(4096, dtype))) return *p;
+  return *providers.front();
+}
+
 // A device copy of `elements` in `dtype`, measured by `provider` as the operators are (its check
 // off): GB/s counting bytes read and written, or nothing, with why in `why`.
 std::optional<double> measure_copy(MemopProvider& provider, std::int64_t elements, DType dtype,
                                    const MemopRunOptions& run, std::string& why) {
-  const MemopCase copy = memop_sweep_cases({MemOp::copy}, {MemPass::fwd}, {elements},
-                                           std::min<std::int64_t>(4096, elements), 32768, {dtype})
-                             .front();
+  const MemopCase copy = copy_case(elements, dtype);
   MemopRunOptions quiet = run;
   quiet.check = false;
   quiet.corrupt_for_test = false;
@@ -151,7 +167,7 @@ std::optional<double> measure_copy(MemopProvider& provider, std::int64_t element
 }
 
 // The run's copy rate (pct_of_copy) where the roof's loops gave none: bench_memops's own device
-// copy, measured here by the first provider as the operators are (rotated past the cache), on
+// copy, measured here by the copying provider as the operators are (rotated past the cache), on
 // 2^28 elements (512 MiB each way in bf16) on a GPU and 2^23 (32 MiB each way in fp32) on the
 // CPU. Skipped when no case is read against device memory (only link copies).
 void add_copy_rate(BandwidthRoof& roof, const std::vector<MemopCase>& cases,
@@ -172,8 +188,8 @@ void add_copy_rate(BandwidthRoof& roof, const std::vector<MemopCase>& cases,
 // quarter of the run's reference copy (1 GiB moved on a GPU, 64 MiB on the CPU): on an H200 the
 // norms of Llama 3.1 70B's tp-8 shard (1024 x 8192, 16 MB each way) ran at 55% of the run's
 // copy of 512 MiB, ours and cuDNN's alike; whether a copy of those bytes fares better says
-// whether the kernel or the size is short. Each size and dtype once, by the run's first
-// provider.
+// whether the kernel or the size is short. Each size and dtype once, by the provider that
+// measured the run's copy.
 class SameBytesCopies {
  public:
   SameBytesCopies(MemopProvider& provider, const MemopRunOptions& run)
@@ -244,7 +260,8 @@ int bench_memops_main(int argc, char** argv) {
   const MeasureOptions measure = resolve(backend_traits(choice.backend).profile, o.measure);
   progress.set_stop_bound(stop_bound(measure));
   const MemopRunOptions run{measure, o.check, o.cold, o.corrupt_for_test};
-  add_copy_rate(roof, cases, primary, run, dtypes.front(), progress);
+  MemopProvider& copier = copy_provider(providers, dtypes.front());
+  add_copy_rate(roof, cases, copier, run, dtypes.front(), progress);
   if (roof.copy_gbps) {
     progress.note(fmt::format("copy rate: {} ({}; pct_of_copy is each row's GB/s against it)",
                               bandwidth_text(*roof.copy_gbps), roof.copy_source));
@@ -264,7 +281,7 @@ int bench_memops_main(int argc, char** argv) {
                       {"pct_peak_bw", "%roof", 5},
                       {"pct_of_copy", "%copy", 5},
                       {"status", "", 7}});
-  SameBytesCopies same_bytes(primary, run);
+  SameBytesCopies same_bytes(copier, run);
   std::vector<Record> rows;
   RunTally tally;
   tally.planned = bytes.size();
@@ -287,8 +304,12 @@ int bench_memops_main(int argc, char** argv) {
       const std::string label = case_label(c) + (providers.size() > 1 ? " " + provider.name() : "");
       went_on = loop.run(label, static_cast<double>(memop_io_bytes(c)), f, done, [&] {
         MemopResult r = run_memop_case(provider, c, run);
-        Record row =
-            memop_row(c, provider, r, roof, memop_measured(r) ? same_bytes.rate(c) : std::nullopt);
+        std::optional<double> same;
+        try {  // an interrupt now stops the run after this row, which stands without the copy
+          if (memop_measured(r)) same = same_bytes.rate(c);
+        } catch (const CaseInterrupted&) {
+        }
+        Record row = memop_row(c, provider, r, roof, same);
         std::string line = memop_progress_line(label, row, r);
         return MeasuredRow{std::move(row), r.measurement, std::move(line)};
       });
