@@ -71,13 +71,17 @@ note() { printf '%s\t%s\t%s\n' "$(stat -c %s "$1")" "${1#"$dest"/}" "$2" >> "$ma
 
 # What the GPU machine brings itself: CUDA's libraries (the driver's, and the toolkit's or the
 # torch venv's wheels: cudart, cuBLAS, cuBLASLt, cuDNN, NCCL, nvrtc, nvJitLink) and the C/C++
-# runtime.
-provided() {
+# runtime; and anything this machine's CUDA toolkit or an NVIDIA wheel provides here (CUPTI,
+# cuFFT, ...), whose copy there matches its driver where this one's may not.
+provided() {  # soname path
   case "$1" in
     linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libutil.so*|\
     libstdc++.so*|libgcc_s.so*|libz.so*|libresolv.so*|libssl.so*|libcrypto.so*) return 0 ;;
     libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libcudnn*.so*|libnccl.so*|\
     libnvrtc*.so*|libnvJitLink.so*|libnvidia-*.so*) return 0 ;;
+  esac
+  case "$(readlink -f "$2" 2>/dev/null || echo "$2")" in
+    /usr/local/cuda*|/usr/local/cuda-*|*/site-packages/nvidia/*) return 0 ;;
   esac
   return 1
 }
@@ -85,7 +89,7 @@ provided() {
 # ldd cannot find here is a build problem (exit 2).
 needs() {
   ldd "$1" | awk '/=>/ {print $1, $3} !/=>/ && $1 ~ /^\// {next}' | while read -r name path; do
-    provided "$name" && continue
+    provided "$name" "$path" && continue
     [ "$path" != "not" ] || { echo "MISSING $name"; continue; }
     echo "$name $path"
   done

@@ -9,7 +9,8 @@
 #
 #   --out DIR     the folder (default reports/validate-<date>-<time>): DIR/<step>.log (stderr),
 #                 DIR/<step>.md (the step's tables), the reports under DIR/<step>/, tables.md,
-#                 verdict.md
+#                 verdict.md; an earlier run's files there move into DIR/earlier-<date>-<time>/,
+#                 a folder of anything else is refused
 #   --export DIR  at the end, copy tables.md, verdict.md, the trimmed trace fixture and
 #                 validate.tar.gz (DIR without its traces and captures) into DIR: four files, for
 #                 a device session's $OUT (which returns at most 8)
@@ -76,6 +77,24 @@ fi
 out="${out:-reports/validate-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out" || { echo "error: gpu_validate.sh: cannot create $out" >&2; exit 2; }
 out="$(cd "$out" && pwd)"
+# A folder an earlier run of this script wrote (its mark, .gpu_validate) is moved aside into
+# earlier-<date>-<time>/, not mixed with this run's (trace_convert refuses a table folder that is
+# not empty; a step that does not run would leave the earlier one's files): on a warm device
+# machine a rerun names the same --out. A folder of anything else is refused, untouched.
+shopt -s nullglob dotglob
+previous=("$out"/*)
+shopt -u nullglob dotglob
+if [ ${#previous[@]} -gt 0 ]; then
+  [ -f "$out/.gpu_validate" ] || { echo "error: gpu_validate.sh: --out $out holds files no run of this script wrote; name a new or empty folder" >&2; exit 2; }
+  aside="$out/earlier-$(date +%Y%m%d-%H%M%S)"
+  mkdir -p "$aside" || { echo "error: gpu_validate.sh: cannot create $aside" >&2; exit 2; }
+  for f in "${previous[@]}"; do
+    case "$(basename "$f")" in earlier-*|.gpu_validate) continue ;; esac
+    mv -- "$f" "$aside/" || { echo "error: gpu_validate.sh: cannot move $f aside" >&2; exit 2; }
+  done
+  echo "gpu_validate.sh: the earlier run's files moved to $aside" >&2
+fi
+: > "$out/.gpu_validate"
 if [ "$cpu" = 1 ]; then
   py=/usr/bin/python3 backend=cpu device=cpu
 else
@@ -275,9 +294,15 @@ if [ -n "$export_dir" ]; then
   mkdir -p "$export_dir"
   cp "$out/tables.md" "$out/verdict.md" "$export_dir/"
   [ -f "$out/trace_fixture.pt.trace.json.gz" ] && cp "$out/trace_fixture.pt.trace.json.gz" "$export_dir/"
-  tar -C "$(dirname "$out")" -czf "$export_dir/validate.tar.gz" --exclude='*/trace/kineto' \
-    --exclude='*/trace-*' --exclude='*/step_vs_torch/capture-*' --exclude='*/capture_cost/capture-*' \
-    --exclude='*.pt.trace.json*' "$(basename "$out")"
+  leave_out=(--exclude='*/trace/kineto' --exclude='*/trace-*' --exclude='*/step_vs_torch/capture-*'
+             --exclude='*/capture_cost/capture-*' --exclude='*.pt.trace.json*' --exclude='*/earlier-*')
+  tar -C "$(dirname "$out")" -czf "$export_dir/validate.tar.gz" "${leave_out[@]}" "$(basename "$out")"
+  # a device session returns no file over 16 MiB: past 15, the logs stay behind
+  if [ "$(stat -c %s "$export_dir/validate.tar.gz")" -gt $(( 15 << 20 )) ]; then
+    tar -C "$(dirname "$out")" -czf "$export_dir/validate.tar.gz" "${leave_out[@]}" \
+      --exclude='*.log' "$(basename "$out")"
+    echo "gpu_validate.sh: validate.tar.gz without the logs (over 15 MiB with them)" >&2
+  fi
   echo "gpu_validate.sh: exported tables.md, verdict.md, the trace fixture and validate.tar.gz to $export_dir" >&2
 fi
 exit "$status"

@@ -22,7 +22,8 @@ ncu output is kept in DIR/<case>.ncu.log.
 Without ncu, or where it cannot read the GPU's counters (gVisor), it prints why and exits 0:
 a diagnostic that could not run fails nothing. Where ncu times nothing under the environment it
 was given, it is tried once more with its own library folders first on LD_LIBRARY_PATH (a
-PyTorch wheel's CUPTI folder there holds other builds of libnvperf). Exit 2 for bad arguments.
+PyTorch wheel's CUPTI folder there holds other builds of libnvperf): beside the ncu it runs, or
+in the newest install under /opt/nvidia/nsight-compute. Exit 2 for bad arguments.
 """
 import argparse
 import csv
@@ -67,11 +68,16 @@ def find_ncu(given):
 
 
 def ncu_library_path(ncu):
-    """Nsight Compute's own library folders (host/ and target/ beside the ncu it runs), joined
-    for LD_LIBRARY_PATH; "" when there are none (a stand-in, a wrapper script elsewhere)."""
-    root = os.path.dirname(os.path.realpath(ncu))
-    found = sorted(glob.glob(os.path.join(root, "host", "*")) +
-                   glob.glob(os.path.join(root, "target", "*")))
+    """Nsight Compute's own library folders (host/ and target/ beside the ncu it runs, else in
+    the installs under /opt/nvidia/nsight-compute and CUDA's nsight-compute*, which a wrapper
+    script such as /usr/local/cuda/bin/ncu starts), joined for LD_LIBRARY_PATH; "" when there
+    are none (a stand-in)."""
+    roots = [os.path.dirname(os.path.realpath(ncu))]
+    if not glob.glob(os.path.join(roots[0], "host", "*")):
+        roots = sorted(glob.glob("/opt/nvidia/nsight-compute/*") +
+                       glob.glob("/usr/local/cuda/nsight-compute*"))[-1:]
+    found = sorted(d for root in roots for sub in ("host", "target")
+                   for d in glob.glob(os.path.join(root, sub, "*")))
     return ":".join(d for d in found if os.path.isdir(d))
 
 
