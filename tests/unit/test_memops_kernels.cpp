@@ -361,7 +361,7 @@ std::vector<MemopCase> every_case(std::int64_t rows, std::int64_t cols) {
 
 }  // namespace
 
-TEST_CASE("--check: NaN matches NaN and an infinity itself; the scale is the finite values'") {
+TEST_CASE("memops check: NaN matches NaN, an infinity itself, and the scale is the finite values") {
   OutputCheck c;
   c.tolerance = 1e-6;
   c.add(0, INFINITY, INFINITY);  // a masked target's loss on both sides: no error
