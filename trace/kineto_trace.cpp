@@ -143,7 +143,8 @@ struct KinetoReader::State {
                 no_timestamp = 0, unknown_causal = 0;
   std::int64_t first_pid = -1;
   bool rank_from_trace = false;
-  bool phases = false;  // an operator of the backward or the optimizer's step was seen
+  bool phases = false;          // an operator of the backward or the optimizer's step was seen
+  bool optimizer_seen = false;  // one inside Optimizer.step#: torch.optim's annotation
 
   std::uint32_t key_of(const capture::CaptureKey& k) {
     const auto [it, added] = key_index.emplace(k, static_cast<std::uint32_t>(keys.size()));
@@ -237,6 +238,7 @@ struct KinetoReader::State {
     o.dur_us = dur;
     o.phase = phase_of(name, stack.empty() ? Phase::forward : stack.back().phase);
     if (o.phase != Phase::forward) phases = true;  // opened here or by an enclosing operator
+    if (o.phase == Phase::optimizer) optimizer_seen = true;
     if (!stack.empty()) stack.back().children_us += dur;
     if (!stack.empty() && stack.back().inside_replayed) {
       o.instance = stack.back().instance;  // its kernels are the replayed call's
@@ -410,6 +412,11 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     for (const Instance& inst : instances)
       t.record(keys[inst.key], inst.cpu_ns);
   }
+  if (phases && !optimizer_seen && !kernels.empty())
+    t.notes.push_back(
+        "a backward but no Optimizer.step# annotation (an optimizer outside torch.optim, or one "
+        "run under torch.compile): the optimizer's kernels and the GPU's waits for them count "
+        "with the forward's");
   if (no_timestamp > 0)
     t.notes.push_back(
         fmt::format("{} GPU events without a timestamp (ts 0) left out: their time "

@@ -368,6 +368,28 @@ TEST_CASE(
   CHECK(sum_us(t) == Approx(1740.0 - 1100.0));
 }
 
+TEST_CASE("trace: a GPU step whose optimizer has no Optimizer.step# annotation says so") {
+  // phases/ with its optimizer's annotation renamed, as a step compiled by torch.compile or an
+  // optimizer outside torch.optim records it: its kernel's wait (1630 -> 1700) is the forward's
+  std::ifstream in(kData + "phases/rank0.pt.trace.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  for (auto& e : doc["traceEvents"])
+    if (e.value("name", "") == "Optimizer.step#AdamW.step") e["name"] = "CompiledFunction";
+  const auto tables = read_traces(test::write_temp("no_optimizer.pt.trace.json", doc.dump()));
+  REQUIRE(tables.size() == 1);
+  const auto rows = by_api(*tables[0]);
+  CHECK(rows.count("(GPU 0 idle, optimizer)") == 0);
+  CHECK(rows.at("(GPU 0 idle, forward)").total_us == Approx(50.0 + 70.0));
+  const std::string note =
+      "a backward but no Optimizer.step# annotation (an optimizer outside torch.optim, or one run "
+      "under torch.compile): the optimizer's kernels and the GPU's waits for them count with the "
+      "forward's";
+  CHECK_THAT(tables[0]->notes, Catch::VectorContains(note));
+  // with the annotation (the fixture as it is) there is no such note
+  const auto plain = read_traces(kData + "phases");
+  CHECK_THAT(plain[0]->notes, !Catch::VectorContains(note));
+}
+
 TEST_CASE("trace: on the CPU the optimizer's step keeps the time none of its operators took") {
   // The phases/ step without its kernels: Optimizer.step#AdamW.step (200 us) nests
   // _foreach_add_ (50) and owns the rest; zero_grad's annotation nests nothing
