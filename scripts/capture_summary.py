@@ -341,9 +341,6 @@ def plural(n, word, words=None):
     return f"{n} {word if n == 1 else words or word + 's'}"
 
 
-# The count in a row's note of the calls the library's GPU sampling left untimed (output.cpp).
-
-
 def process_notes(files, tables):
     """What the processes' files say of the calls they may have lost: forked children that left
     no file, files that are not their process's exit write."""

@@ -209,16 +209,17 @@ def main(argv):
         result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env)
         times = kernel_rows(result.stdout)
-        own = ncu_library_path(ncu)
-        if not times and not lines and own:  # the first case: retry with ncu's libraries first
-            env["LD_LIBRARY_PATH"] = ":".join([own] + [p for p in [os.environ.get(
-                "LD_LIBRARY_PATH", "")] if p])
+        own = ncu_library_path(ncu) if not times and not lines else ""
+        if own:  # the first case timed nothing: once more with ncu's libraries first
+            earlier = os.environ.get("LD_LIBRARY_PATH")
+            env["LD_LIBRARY_PATH"] = own + (":" + earlier if earlier else "")
             retry = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env)
-            if kernel_rows(retry.stdout):
+            retried = kernel_rows(retry.stdout)
+            if retried:
                 print(f"kernel times: ncu timed nothing until its own libraries ({own}) came "
                       "first on LD_LIBRARY_PATH")
-                result, times = retry, kernel_rows(retry.stdout)
+                result, times = retry, retried
         log = os.path.join(a.out, name + ".ncu.log")
         with open(log, "w") as f:
             f.write(result.stdout + result.stderr)
