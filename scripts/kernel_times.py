@@ -10,7 +10,7 @@ falls short, or which fixed cost (a sort, a second pass, a column reduction) eat
 One table row per kernel of each case: its launches, mean µs, its time per call of the operator
 and its share of the operator's kernel time; then per case the kernels' sum per call and the GB/s
 the operator's bytes (the report's io_bytes) would move in that time, against the report's copy
-rate. The case's calls are the launch count most of its kernels share (the larger on a tie):
+rate. The case's calls are the smallest launch count above one that divides every larger one:
 every kernel of the operator runs once a call or a whole number of times (a sort's passes), while
 a kernel that sets the operands up (cross-entropy's wide logits scaled once, a backward's forward
 run once to derive its inputs) runs fewer times; such kernels are listed as set-up, outside the
@@ -34,7 +34,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import Counter
 
 # The cases of issue 41's tables that stayed under the target on an H200 (2026-11-28), at Llama
 # 3.1 8B's shapes and 8192 tokens.
@@ -112,6 +111,19 @@ def short(name):
     return (words[-1] if words else name).split("::")[-1] or name
 
 
+def call_count(counts):
+    """The operator's calls, from its kernels' launch counts: the smallest count above one that
+    divides every larger count. Each kernel of a call runs once or a whole number of times a call
+    (a sort's passes, LayerNorm's two column sums: twice a call, which outnumber no kernel that
+    runs once), while a set-up kernel runs once a case; the run makes at least three calls (one
+    warm-up, two samples). Where no count fits, the largest (nothing is then set-up)."""
+    distinct = sorted(set(counts))
+    for n in distinct:
+        if n > 1 and all(c % n == 0 for c in distinct if c >= n):
+            return n
+    return distinct[-1]
+
+
 def case_table(case, times, report):
     """The rows of one case and its closing line, from its kernels' times and its report row."""
     by = {}
@@ -121,8 +133,7 @@ def case_table(case, times, report):
         by.setdefault(short(name), []).append(ns)
     if not by:
         return [], f"{case['name']}: no kernel of the operator was timed"
-    counts = Counter(len(v) for v in by.values())
-    calls = max(counts, key=lambda n: (counts[n], n))
+    calls = call_count([len(v) for v in by.values()])
     setup = {name: v for name, v in by.items() if len(v) < calls}
     by = {name: v for name, v in by.items() if len(v) >= calls}
     total = sum(sum(v) for v in by.values()) / calls
