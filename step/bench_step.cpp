@@ -21,6 +21,7 @@
 #include "common/summary.hpp"
 #include "common/text.hpp"
 #include "step/capture_times.hpp"
+#include "step/family_calibration.hpp"
 #include "step/step_console.hpp"
 #include "step/step_measure.hpp"
 #include "step/step_memory.hpp"
@@ -354,7 +355,10 @@ Projections project_steps(const StepOptions& o, const std::vector<StepConfig>& c
   Projections out;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const StepConfig& c = configs[i];
-    const auto stages = timed(plans[i], &times);
+    auto stages = timed(plans[i], &times);
+    if (times.capture)
+      for (const std::string& line : calibrate_families(c, stages, *times.capture))
+        if (!o.report.quiet) fmt::print(stderr, "times from the job: {}\n", line);
     // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
     std::string device = times_device(stages.back());
     const Peaks peaks = Peaks::for_device(device, o.peaks);

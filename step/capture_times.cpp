@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "attention/capture_attention.hpp"
 #include "collectives/capture_messages.hpp"
 #include "gemm/capture_cases.hpp"
@@ -56,6 +58,13 @@ CaptureTimes CaptureTimes::load(const ShapeSource& source) {
     if (!c.captured->in_job_us) continue;
     add_shape(t.attention_, attention_key(c.shape, c.pass),
               {c.captured->api, c.captured->calls, *c.captured->in_job_us});
+  }
+  for (const CapturedShape& shape :
+       read_capture_shapes({source, std::nullopt, {"memory_bound"}, {"api"}})) {
+    const bool optimizer = shape.key[0].rfind("aten::_foreach_", 0) == 0 ||
+                           shape.key[0].rfind("aten::_fused_adam", 0) == 0;
+    (optimizer ? t.families_.optimizer_us : t.families_.memop_us) += shape.job_us;
+    (optimizer ? t.families_.optimizer_calls : t.families_.memop_calls) += shape.calls;
   }
   for (const CapturedMessage& msg : captured_messages(source, std::nullopt, nullptr)) {
     if (!msg.in_job_us) continue;
@@ -113,6 +122,25 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
       return time(it->second, 1, fmt::format("{} B over {} ranks", c.size_bytes, c.group_size));
   }
   return std::nullopt;
+}
+
+std::optional<double> CaptureTimes::steps_held(const std::vector<StepOperator>& ops) const {
+  std::map<
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, std::string>,
+      std::int64_t>
+      planned;  // a shape's calls in one step: several operators may share it
+  for (const StepOperator& op : ops)
+    if (op.family == StepFamily::gemm) planned[gemm_key(op.gemm, op.gemm.batch)] += op.count;
+  std::vector<double> ratios;
+  for (const auto& [key, calls] : planned) {
+    const auto it = gemms_.find(key);
+    if (it != gemms_.end() && calls > 0)
+      ratios.push_back(static_cast<double>(it->second.calls) / static_cast<double>(calls));
+  }
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  return n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
 }
 
 // A job that loops over its experts calls one GEMM per expert at the tokens the router gave it,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "common/capture_tables.hpp"
 #include "step/operator_times.hpp"
@@ -31,6 +32,21 @@ class CaptureTimes {
 
   std::size_t shapes() const { return gemms_.size() + attention_.size() + collectives_.size(); }
 
+  // The job's own time in its memory-bound kernels (a profiler trace's memory_bound rows; a
+  // capture has none): the optimizer's (PyTorch's aten::_foreach_* and aten::_fused_adam*
+  // operators) apart from the others'. Summed over the source's steps and files.
+  struct FamilyTotals {
+    double memop_us = 0, optimizer_us = 0;
+    std::int64_t memop_calls = 0, optimizer_calls = 0;
+  };
+  const FamilyTotals& families() const { return families_; }
+
+  // How many of the plan's steps the source holds: for each GEMM shape of `ops` the source has
+  // exactly, its calls there over the calls the plan makes of it in a step, the median over the
+  // shapes (a trace of 2 steps of one rank: 2; a capture of 5 steps of 8 ranks: 40). nullopt
+  // when no GEMM of the plan is there.
+  std::optional<double> steps_held(const std::vector<StepOperator>& ops) const;
+
  private:
   struct Shape {
     std::string api;
@@ -46,6 +62,7 @@ class CaptureTimes {
   std::map<GemmKey, Shape> gemms_;
   std::map<CollKey, Shape> collectives_;
   std::map<AttentionKey, Shape> attention_;
+  FamilyTotals families_;
 };
 
 }  // namespace opbench

@@ -48,7 +48,8 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
                backward), the norms, rotary embedding, activations, residual adds, loss and
                embedding eager (bench_memops's kernels, one per PyTorch kernel), AdamW as IMPL;
   calibrated   the same plan with --trace-path: the GEMMs' and attention's in-job times from the
-               profiled step's trace in place of the isolated ones;
+               profiled step's trace in place of the isolated ones, and the memory-bound and
+               optimizer operators scaled as families to the trace's kernels of each;
   profiled     (the parts table) the profiled step's own GPU time by part, from trace_convert
                (--trace-convert) of its trace (each AdamW's run records its own): the in-job
                kernel times of the GEMMs, attention, the memory-bound operators and the

@@ -12,6 +12,7 @@
 #include "common/cpu_parallel.hpp"
 #include "memops/memop_operands.hpp"
 #include "step/capture_times.hpp"
+#include "step/family_calibration.hpp"
 #include "step/step_compose.hpp"
 #include "step/step_memory.hpp"
 #include "step/step_operators.hpp"
@@ -597,4 +598,80 @@ TEST_CASE("limit_cpu_threads caps the CPU providers' threads", "[step]") {
   limit_cpu_threads(0, 0);
   CHECK(openblas_get_num_threads() == static_cast<int>(usable_cores()));
   CHECK(parallel_threads(1000) == usable_cores());
+}
+
+TEST_CASE(
+    "family calibration: the memory-bound and optimizer operators scaled to the job's time per "
+    "step, the steps counted by the GEMMs' calls",
+    "[step]") {
+  // Two steps of a job: the plan's GEMM (3 calls a step) 6 times; its memory-bound kernels 4000
+  // µs (2000 a step), the foreach optimizer's 1000 (500 a step).
+  const auto dir = test::fresh_temp_dir("family_calibration");
+  // a converted trace's table (trace_convert): its rows name PyTorch's operators
+  const std::string header =
+      "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
+      "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,redop,placement,calls,timed_calls,"
+      "graph_capture_calls,not_sampled_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,note\n";
+  const std::string blank13 = ",,,,,,,,,,,,,";  // heads_q .. placement
+  std::ofstream(dir / "capture-trace-rank0.csv")
+      << header << "trace,0,1,trace:gpu,aten::mm,gemm,gemm,fp32,64,128,32,1,NT" << blank13
+      << ",6,6,0,0,600,100,100,100,100,100,\n"
+      << "trace,0,1,trace:gpu,aten::mul,memory_bound,,,,,,," << blank13
+      << ",30,30,0,0,3000,100,100,100,100,100,\n"
+      << "trace,0,1,trace:gpu,aten::copy_,memory_bound,,,,,,," << blank13
+      << ",10,10,0,0,1000,100,100,100,100,100,\n"
+      << "trace,0,1,trace:gpu,aten::_foreach_lerp_,memory_bound,,,,,,," << blank13
+      << ",4,4,0,0,1000,250,250,250,250,250,\n";
+  const CaptureTimes job = CaptureTimes::load(ShapeSource::capture_folder(dir.string()));
+  CHECK(job.families().memop_us == Approx(4000));
+  CHECK(job.families().optimizer_us == Approx(1000));
+  const auto timed_op = [](StepOperator op, std::int64_t count, double us) {
+    op.count = count;
+    OperatorTime t;
+    t.time_us = us;
+    t.cv = 0.01;
+    return TimedOperator{op, t};
+  };
+  StepOperator memop;
+  memop.family = StepFamily::memop;
+  memop.phase = StepPhase::forward;
+  StepOperator memop_bwd = memop;
+  memop_bwd.phase = StepPhase::backward;
+  StepOperator optimizer = memop;
+  optimizer.phase = StepPhase::optimizer;
+  // planned: memory-bound 5 x 200 + 10 x 50 = 1.5 ms, the optimizer 250 µs, the GEMM 3 x 100
+  const std::vector<StageOperators> planned{{timed_op(captured_gemm(), 3, 100),
+                                             timed_op(memop, 5, 200), timed_op(memop_bwd, 10, 50),
+                                             timed_op(optimizer, 1, 250)}};
+  StepConfig c;
+  auto stages = planned;
+  const auto said = calibrate_families(c, stages, job);
+  REQUIRE(said.size() == 2);
+  CHECK_THAT(said[0], Catch::Matchers::Contains("memory-bound scaled x 1.333"));
+  CHECK_THAT(said[0], Catch::Matchers::Contains("2.00 ms a step (40 calls over 2 steps)"));
+  CHECK_THAT(said[1], Catch::Matchers::Contains("optimizer scaled x 2.000"));
+  CHECK(stages[0][0].time->time_us == Approx(100));  // the GEMM is left as it was
+  CHECK(stages[0][1].time->time_us == Approx(200 * 4.0 / 3));
+  CHECK(stages[0][2].time->time_us == Approx(50 * 4.0 / 3));
+  CHECK(stages[0][1].time->origin == "captured");
+  CHECK_FALSE(stages[0][1].time->cv);
+  CHECK(stages[0][3].time->time_us == Approx(500));
+  // a pipeline's rank holds one stage's kernels: nothing is scaled, and that is said
+  c.pp = 2;
+  stages = planned;
+  const auto at_pp2 = calibrate_families(c, stages, job);
+  REQUIRE(at_pp2.size() == 1);
+  CHECK_THAT(at_pp2[0], Catch::Matchers::Contains("pp > 1"));
+  CHECK(stages[0][1].time->time_us == Approx(200));
+  // a capture (no memory-bound rows) calibrates no family, silently
+  c.pp = 1;
+  const auto capture_dir = test::fresh_temp_dir("family_calibration_capture");
+  std::ofstream(capture_dir / "capture-n1-rank0.csv")
+      << kCaptureHeader
+      << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,6,6,600,100,100,100,100,100,\n";
+  stages = planned;
+  CHECK(calibrate_families(c, stages,
+                           CaptureTimes::load(ShapeSource::capture_folder(capture_dir.string())))
+            .empty());
+  CHECK(stages[0][1].time->time_us == Approx(200));
 }
