@@ -136,6 +136,7 @@ struct KinetoReader::State {
   std::vector<Instance> instances;
   std::vector<std::pair<std::int64_t, std::uint32_t>> links;    // External id -> instance
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // correlation -> External id
+  std::vector<std::pair<std::int64_t, double>> launch_ends;     // correlation -> when it returned
   std::vector<Kernel> kernels;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
@@ -313,6 +314,8 @@ void KinetoReader::event(nlohmann::json& e) {
       const std::int64_t ext = integer(member_or(*a, "External id", json(0)));
       const std::int64_t corr = integer(member_or(*a, "correlation", json(0)));
       if (ext != 0 && corr != 0) s_->launches.emplace_back(corr, ext);
+      const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
+      if (corr != 0 && ts > 0) s_->launch_ends.emplace_back(corr, ts + dur);
     }
   }
 }
@@ -350,13 +353,13 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
   if (on_gpu) {
     std::sort(links.begin(), links.end());
     std::sort(launches.begin(), launches.end());
+    std::sort(launch_ends.begin(), launch_ends.end());
     auto instance_of = [&](std::int64_t external) -> const std::uint32_t* {
       const auto it =
           std::lower_bound(links.begin(), links.end(), std::make_pair(external, std::uint32_t{0}));
       return it != links.end() && it->first == external ? &it->second : nullptr;
     };
-    double unlinked_ns = 0;
-    std::uint64_t unlinked = 0;
+    // Every kernel as a span on its device, with the operator that launched it and when
     std::map<std::int64_t, std::vector<GpuSpan>> spans;  // by device
     for (const Kernel& k : kernels) {
       std::int64_t external = k.external;
@@ -370,14 +373,44 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
       span.start_us = k.start_us;
       span.end_us = k.start_us + k.dur_ns / 1e3;
       span.linked = i != nullptr;
-      if (i == nullptr) {
-        unlinked_ns += k.dur_ns;
-        ++unlinked;
+      if (i != nullptr) {
+        span.phase = instances[*i].phase;
+        span.owner = *i;
+      }
+      if (k.correlation != 0) {
+        const auto at = std::lower_bound(launch_ends.begin(), launch_ends.end(),
+                                         std::make_pair(k.correlation, -1e300));
+        if (at != launch_ends.end() && at->first == k.correlation) span.launched_us = at->second;
+      }
+    }
+    // GPU idle: the time, between a device's first and last kernel, when none ran; split by
+    // the phase of the kernel each wait ended in where the trace shows the step's phases. The
+    // gaps before kernels already queued count in their operators' time (idle_by_phase).
+    double unlinked_ns = 0;
+    std::uint64_t unlinked = 0;
+    for (auto& [device, device_spans] : spans) {
+      const PhaseIdle idle = idle_by_phase(device_spans);
+      for (const GpuSpan& span : device_spans) {
+        const double ns = (span.end_us - span.start_us + span.queued_gap_us) * 1e3;
+        if (span.owner < 0) {
+          unlinked_ns += ns;
+          ++unlinked;
+          continue;
+        }
+        instances[static_cast<std::size_t>(span.owner)].gpu_ns += ns;
+        ++instances[static_cast<std::size_t>(span.owner)].kernels;
+      }
+      if (!phases) {
+        t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"),
+                 idle.total_us() * 1e3);
         continue;
       }
-      span.phase = instances[*i].phase;
-      instances[*i].gpu_ns += k.dur_ns;
-      ++instances[*i].kernels;
+      for (int p = 0; p < kPhases; ++p)
+        if (idle.seen[p])
+          t.record(t.unreplayed_key(
+                       fmt::format("(GPU {} idle, {})", device, phase_name(static_cast<Phase>(p))),
+                       "idle"),
+                   idle.idle_us[p] * 1e3);
     }
     for (const Instance& inst : instances) {
       if (inst.kernels > 0)
@@ -391,22 +424,6 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         t.record(key, unlinked_ns / static_cast<double>(unlinked));
       t.notes.push_back(
           fmt::format("{} GPU kernels are linked to no operator of the trace", unlinked));
-    }
-    // GPU idle: the time, between a device's first and last kernel, when none ran; split by
-    // the phase of the kernel each wait ended in where the trace shows the step's phases
-    for (auto& [device, device_spans] : spans) {
-      const PhaseIdle idle = idle_by_phase(std::move(device_spans));
-      if (!phases) {
-        t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"),
-                 idle.total_us() * 1e3);
-        continue;
-      }
-      for (int p = 0; p < kPhases; ++p)
-        if (idle.seen[p])
-          t.record(t.unreplayed_key(
-                       fmt::format("(GPU {} idle, {})", device, phase_name(static_cast<Phase>(p))),
-                       "idle"),
-                   idle.idle_us[p] * 1e3);
     }
   } else {
     for (const Instance& inst : instances)

@@ -28,18 +28,23 @@ Phase phase_of(std::string_view name, Phase parent) {
   return parent;
 }
 
-PhaseIdle idle_by_phase(std::vector<GpuSpan> spans) {
+PhaseIdle idle_by_phase(std::vector<GpuSpan>& spans) {
   PhaseIdle out;
   if (spans.empty()) return out;
   std::stable_sort(spans.begin(), spans.end(),
                    [](const GpuSpan& a, const GpuSpan& b) { return a.start_us < b.start_us; });
   double reach = spans.front().start_us;
   Phase last = Phase::forward;
-  for (const GpuSpan& s : spans) {
+  for (GpuSpan& s : spans) {
     const Phase p = s.linked ? s.phase : last;
     const auto i = static_cast<std::size_t>(p);
     out.seen[i] = true;
-    if (s.start_us > reach) out.idle_us[i] += s.start_us - reach;
+    if (s.start_us > reach) {
+      if (s.launched_us <= reach)  // false for NaN: no launch known, the host's
+        s.queued_gap_us = s.start_us - reach;
+      else
+        out.idle_us[i] += s.start_us - reach;
+    }
     reach = std::max(reach, s.end_us);
     last = p;
   }

@@ -14,6 +14,7 @@
 // Optimizer.profile_hook_step's in torch/optim/optimizer.py.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct GpuSpan {
   double start_us = 0, end_us = 0;
   Phase phase = Phase::forward;
   bool linked = true;
+  // When the host's launch call for it returned (its cuda_runtime or cuda_driver event's end),
+  // NaN where the trace has none (a kernel no launch correlates with)
+  double launched_us = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t owner = -1;  // the caller's index of the operator that launched it
+  // Set by idle_by_phase: the device's wait before it while it was already queued
+  double queued_gap_us = 0;
 };
 
 struct PhaseIdle {
@@ -46,6 +53,11 @@ struct PhaseIdle {
 // The device's idle time between its first kernel's start and its last one's end, each gap
 // charged to the phase of the kernel that ends it (the GPU waited for that kernel's launch). A
 // kernel no operator launched takes the phase of the kernel before it in time (forward if first).
-PhaseIdle idle_by_phase(std::vector<GpuSpan> spans);
+// A gap before a kernel the host had launched by the time the device was free is not a wait
+// for the host: it is the device's own cost of starting the next queued kernel (about 1 µs
+// between an H200's back-to-back kernels), which an event-timed run of an operator includes, so
+// it goes into that span's queued_gap_us (the caller adds it to the operator's time), not the
+// idle time. Sorts `spans` by start.
+PhaseIdle idle_by_phase(std::vector<GpuSpan>& spans);
 
 }  // namespace opbench::trace

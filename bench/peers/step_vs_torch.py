@@ -61,8 +61,9 @@ foreach,fused: torch.optim.AdamW's default on CUDA and fused=True)
   fused        bench_step's fused plan (fused QKV, norms, SwiGLU, loss, AdamW), for reference;
   memory       the matched plan's mem_peak_gib against the peak;
 every projection (on the CPU too) with --host-us-per-kernel FORWARD,BACKWARD from the torch step's
-own host cost of an eager operator (torch_train_step.py measures it on the step's device; the
-parts' "host" column), unless --no-host-cost;
+own host cost a kernel (torch_train_step.py measures it on the step's device: on the GPU each
+phase's issue time over the kernels its profiled step launched there, else one eager operator
+alone; the parts' "host" column), unless --no-host-cost;
 with autocast the projections count the activations in bf16 where autocast keeps the residual
 stream, the norms and the loss in fp32 (they say so). Targets on the GPU (issue 41): matched
 within 10%, calibrated within 5%, memory within 10%.
@@ -114,6 +115,18 @@ def torch_step(a, model, seq, ranks, capture_dir=None, memory=False):
     if not lines:
         raise ChildFailed("torch_train_step.py printed no JSON line")
     return json.loads(lines[-1])
+
+
+def host_source(measured):
+    """Where torch_train_step.py's host cost a kernel came from, in words."""
+    if measured.get("host_us_from") == "step":
+        issued, launches = measured.get("host_issue_ms", {}), measured.get("launches_per_step", {})
+        return "the step's own: " + ", ".join(
+            f"{p} {issued.get(p, 0):.1f} ms to issue {launches.get(p, 0):.0f} kernels"
+            for p in ("forward", "backward", "optimizer")) + (
+            f"; one operator alone {measured.get('host_us_one_op_fwd')} and "
+            f"{measured.get('host_us_one_op_bwd')} us")
+    return "one eager operator alone"
 
 
 def host_flags(a, measured):
@@ -353,9 +366,10 @@ def cuda_case(a, model, seq, impl, name, work, first, parts, notes, misses):
     parts.append(f"| {case} | {impl} | {parts_text(matched)} | {parts_text(calibrated)} | "
                  f"{traced_text(traced) if traced else '-'} |")
     note = (f"{case}, adamw {impl}: torch {measured.get('torch')} on {measured.get('gpu')}, "
-            f"{measured.get('precision')}, attention {measured.get('attention')}; host cost of "
-            f"an eager operator {measured.get('host_us_per_op_fwd', '-')} us forward, "
-            f"{measured.get('host_us_per_op_bwd', '-')} us backward; trace {trace}")
+            f"{measured.get('precision')}, attention {measured.get('attention')}; host cost a "
+            f"kernel {measured.get('host_us_per_op_fwd', '-')} us forward, "
+            f"{measured.get('host_us_per_op_bwd', '-')} us backward "
+            f"({host_source(measured)}); trace {trace}")
     if not str(measured.get("attention", "")).startswith("cudnn"):
         # PyTorch 2.11 prefers cuDNN's SDPA on sm_90 and sm_100 with cuDNN above 9.15
         # (check_prefer_cudnn_attention, aten/src/ATen/native/transformers/cuda/sdp_utils.cpp);

@@ -895,6 +895,34 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
     # before any profiler: a profiler once attached can leave CUPTI's callbacks in the launch path
     # (pytorch#144455: launches 10-20% slower after profiling), which this cost must not include
     host_fwd_us, host_bwd_us = host_op_us(torch, args.device, sync_device) if rank == 0 else (0, 0)
+    alone_us = (host_fwd_us, host_bwd_us)
+
+    def issue_ms(batch) -> dict:
+        """The host's time (ms) to issue the forward, the backward and the optimizer of a step's
+        first micro-batch: the device synchronized before it and after, not between (the host
+        runs ahead of the device as in a step)."""
+        ids = batch[0]
+        sync_device()
+        t0 = time.perf_counter()
+        with forward_ctx():
+            logits = model(ids[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        t3 = time.perf_counter()
+        sync_device()
+        return {"forward": (t1 - t0) * 1e3, "backward": (t2 - t1) * 1e3,
+                "optimizer": (t3 - t2) * 1e3}
+
+    # On the GPU, the step's own host cost a kernel: each phase's issue time (the fastest of
+    # three steps, before any profiler) over the kernels the Kineto trace below sees it launch
+    issued = None
+    if cuda and not ddp and args.kineto_trace and rank == 0:
+        runs = [issue_ms(tokens()) for _ in range(3)]
+        issued = {p: min(r[p] for r in runs) for p in runs[0]}
 
     profile_pct = None
     if args.profile:
@@ -912,9 +940,20 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             b = breakdown(prof.events(), profiled_ms * 1e3)
     if args.execution_trace:
         record_execution_trace(torch, args.execution_trace, rank, lambda: step(tokens()), ddp)
+    launches = in_step_us = None
+    host_from = "one operator"
     if args.kineto_trace:
         record_kineto_trace(torch, args.kineto_trace, rank, lambda: step(tokens()),
                             args.kineto_steps, cuda, ddp)
+        if issued:
+            import gzip
+            with gzip.open(os.path.join(args.kineto_trace, f"rank{rank}.pt.trace.json.gz"),
+                           "rt") as f:
+                launches = launches_by_phase(json.load(f))
+            in_step_us = kernel_host_us(issued, launches) if launches else None
+            if in_step_us and "forward" in in_step_us and "backward" in in_step_us:
+                host_fwd_us, host_bwd_us = in_step_us["forward"], in_step_us["backward"]
+                host_from = "step"
     # the high-water mark before attention_path's own small tensors
     peak_mem = peak_gpu if cuda else proc_status_bytes("VmHWM") - rss_before
     attn = attention_path(torch, shape, args.device, torch.float32 if args.precision == "fp32"
@@ -942,9 +981,16 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         else:
             print(f"peak memory: {peak_mem / 2 ** 30:.3f} GiB (VmHWM less VmRSS before the model "
                   f"was built{', rank 0' if world > 1 else ''})")
-        print(f"host cost of an eager operator: {host_fwd_us:.1f} us forward, {host_bwd_us:.1f} us "
+        print(f"host cost of an eager operator: {alone_us[0]:.1f} us forward, {alone_us[1]:.1f} us "
               f"backward (a chain of {HOST_OPS} scalar products of 16 elements; a step whose "
               f"kernels are shorter waits for its host)")
+        if issued and launches:
+            phases = ", ".join(
+                f"{p} {issued[p]:.1f} ms for {launches[p]:.0f} kernels"
+                + (f" ({in_step_us[p]:.1f} us each)" if p in in_step_us else "")
+                for p in ("forward", "backward", "optimizer"))
+            print(f"host cost of a kernel in this step: {phases} (the host's time to issue each "
+                  "phase, over the kernels the profiled step launched in it)")
         if other_pct + steal_pct > 10:  # even with a core to spare, a step ran up to 2x slower
             warn(f"other processes used {other_pct:.0f}% of the machine's CPU time during the "
                  f"timed steps (steal {steal_pct:.0f}%): these are not a quiet machine's times"
@@ -967,7 +1013,15 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             "other_cpu_pct": round(other_pct, 1), "steal_pct": round(steal_pct, 1),
             "peak_mem_gib": round(peak_mem / 2 ** 30, 4),
             "host_us_per_op_fwd": host_fwd_us, "host_us_per_op_bwd": host_bwd_us,
+            # where those come from: the step's own phases over their kernels ("step"), or one
+            # operator alone (host_op_us), which leaves out the model's Python between kernels
+            "host_us_from": host_from,
+            "host_us_one_op_fwd": alone_us[0], "host_us_one_op_bwd": alone_us[1],
         }
+        if issued:
+            summary["host_issue_ms"] = {p: round(v, 3) for p, v in issued.items()}
+        if launches:
+            summary["launches_per_step"] = launches
         if cuda:
             summary["gpu"] = torch.cuda.get_device_name()
             summary["peak_reserved_gib"] = round(reserved_gpu / 2 ** 30, 4)
@@ -1008,6 +1062,50 @@ def host_op_us(torch, device: str, sync_device, repeats: int = 3) -> tuple:
         fwd = min(fwd, (t1 - t0) / HOST_OPS * 1e6)
         bwd = min(bwd, (t2 - t1) / HOST_OPS * 1e6)
     return round(fwd, 2), round(bwd, 2)
+
+
+# A kernel launch in a Kineto trace: the host's call of the CUDA runtime or driver that carries
+# the correlation id of a kernel (cudaLaunchKernel for ATen's kernels, cuLaunchKernelEx for
+# cuBLAS's and cuDNN's); memsets and copies carry none of a kernel's.
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+
+
+def launches_by_phase(trace: dict):
+    """The kernels each phase of a profiled step launched, a step's worth: every launch (above)
+    inside a ProfilerStep# range, by when the host made it: the forward until the step's first
+    autograd::engine::evaluate_function (the backward's first node), the backward until its
+    Optimizer.step# range, the optimizer from there (as trace/step_phase.cpp splits a step).
+    {"forward": n, "backward": n, "optimizer": n, "steps": s}; None without a step range."""
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "ts" in e]
+    steps = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in events
+             if str(e.get("name", "")).startswith("ProfilerStep#")]
+    if not steps:
+        return None
+    kernels = {e.get("args", {}).get("correlation") for e in events if e.get("cat") == "kernel"}
+    kernels.discard(None)
+    counts = {"forward": 0, "backward": 0, "optimizer": 0}
+    for start, end in steps:
+        inside = [e for e in events if start <= e["ts"] <= end]
+        backward = min((e["ts"] for e in inside if str(e.get("name", "")).startswith(
+            "autograd::engine::evaluate_function")), default=end)
+        optimizer = min((e["ts"] for e in inside if str(e.get("name", "")).startswith(
+            "Optimizer.step#")), default=end)
+        for e in inside:
+            if e.get("cat") in LAUNCH_CATS and e.get("args", {}).get("correlation") in kernels:
+                phase = ("forward" if e["ts"] < min(backward, optimizer) else
+                         "backward" if e["ts"] < optimizer else "optimizer")
+                counts[phase] += 1
+    return {k: v / len(steps) for k, v in counts.items()} | {"steps": len(steps)}
+
+
+def kernel_host_us(issue_ms: dict, launches: dict) -> dict:
+    """The host's cost of a kernel in the step's own code, µs a launch: the time the host took to
+    issue the forward (the model and the loss), the backward (loss.backward()) or the optimizer
+    (step and zero_grad) over the kernels that phase launched; a phase that launched none is
+    left out. Beside one operator alone (host_op_us), it has what the model's own Python and
+    ATen add between its kernels: nn.Module calls, views, reshapes, autograd's bookkeeping."""
+    return {p: round(issue_ms[p] * 1e3 / launches[p], 2) for p in ("forward", "backward", "optimizer")
+            if launches.get(p)}
 
 
 PRECISIONS = {"fp32": "fp32", "bf16": "bf16 parameters, gradients and AdamW state",

@@ -16,8 +16,9 @@ against what bench_gemm derives for the model (tests/integration/torch_step_gemm
       forward (b2, 32/8 heads, 512 tokens, d 128, causal, bf16 in the job, fp32 here) as one row
       with captured_calls 1, in_job_us 300 (its kernel) and in_job_ratio = 300 / time_us; then
       capture_summary.py on the converted trace with --replay and --plot: each family's share of
-      the 780 us traced (220 GEMM, 300 attention, 100 all-reduce, 30 + 20 memory-bound, 10 other,
-      100 GPU idle) and the replayed shape's line.
+      the 780 us traced (220 GEMM, 300 attention, 150 all-reduce: its kernel and the 50 us before
+      it while its launch was queued, 30 + 20 memory-bound, 10 other, 50 GPU idle) and the
+      replayed shape's line.
   check_trace.py trim --out DIR --trace-convert BIN
       scripts/trim_trace.py on that GPU step with --max-events 15: the step marker and the first
       two top-level operators whole (linear with its mm and 2 launches, copy_ with its launch),
@@ -234,8 +235,8 @@ def attention_mode(a):
                        capture_output=True, text=True, timeout=120)
     print(p.stdout)
     check(p.returncode == 0, f"capture_summary.py exited {p.returncode}: {p.stderr[-300:]}")
-    families = ("by family: gemm 28.2%, attention 38.5%, communication 12.8%, memory-bound 6.4%, "
-                "other 1.3%, GPU idle 12.8% of the traced time")  # 220, 300, 100, 50, 10, 100 of 780
+    families = ("by family: gemm 28.2%, attention 38.5%, communication 19.2%, memory-bound 6.4%, "
+                "other 1.3%, GPU idle 6.4% of the traced time")  # 220, 300, 150, 50, 10, 50 of 780
     check(families in p.stdout, f"the summary's families are not '{families}'")
     replay = {line.split()[-3]: line.split()[-1] for line in p.stdout.splitlines()
               if line.strip().startswith("attention ")}  # in_job_us: ratio

@@ -285,6 +285,12 @@ add_test(NAME "peers: step_vs_torch.py's profiled-step breakdown sums the trace'
   COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_traced_parts.py $<TARGET_FILE:trace_convert>)
 set_tests_properties("peers: step_vs_torch.py's profiled-step breakdown sums the trace's kernels by part"
   PROPERTIES PASS_REGULAR_EXPRESSION "traced parts: ok" TIMEOUT 60)
+# On the GPU, torch_train_step.py's host cost a kernel is each phase's issue time over the kernels
+# its profiled step launched in it (launches_by_phase): a trace made by the check, worked by hand.
+add_test(NAME "peers: torch_train_step.py counts a profiled step's kernel launches by phase"
+  COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_launch_phases.py)
+set_tests_properties("peers: torch_train_step.py counts a profiled step's kernel launches by phase"
+  PROPERTIES PASS_REGULAR_EXPRESSION "launch phases: ok" TIMEOUT 60)
 # The peer's MoE model (moe-cpu-xs, DeepSeek's layout) builds the parameters bench_step counts,
 # worked by hand: 4 layers' attention (q, o 512 x 512, k, v 128 x 512) 4 x 655,360 and norms
 # 4 x 1,024; the dense first layer's MLP 3 x 512 x 1408 = 2,162,688; 3 MoE layers, each a router

@@ -63,14 +63,17 @@ TEST_CASE("trace: a GPU trace's rows are its kernels' times and sum to the devic
   // the flash kernel is launched by _flash_attention_forward inside the SDPA call: the call's
   CHECK(rows.at("aten::_scaled_dot_product_flash_attention").total_us == Approx(300.0));
   CHECK(rows.count("aten::_flash_attention_forward") == 0);
-  CHECK(rows.at("record_param_comms").total_us == Approx(100.0));  // nccl:all_reduce's kernel
+  // nccl:all_reduce's kernel (100 µs) and the 50 µs before it (1650 -> 1700), when its launch
+  // (at 1265) was long queued: the device's, not a wait for the host
+  CHECK(rows.at("record_param_comms").total_us == Approx(150.0));
   CHECK(rows.at("aten::add_").kind == "memory_bound");
   CHECK(rows.at("aten::add_").total_us == Approx(30.0));
   CHECK(rows.at("aten::copy_").total_us == Approx(20.0));  // its memcpy
   CHECK(rows.at("(GPU work without an operator)").total_us == Approx(10.0));
-  // busy [1080, 1650], [1700, 1800], [1850, 1860]: 50 + 50 µs idle
+  // busy [1080, 1650], [1700, 1800], [1850, 1860]: of the 50 + 50 µs between, the last kernel's
+  // wait is the host's (no launch correlates with it)
   CHECK(rows.at("(GPU 0 idle)").kind == "idle");
-  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(100.0));
+  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(50.0));
   CHECK(sum_us(t) == Approx(1860.0 - 1080.0));
   for (const auto& r : t.rows()) {
     const std::string api = r.key.api;
@@ -109,7 +112,7 @@ TEST_CASE("trace: a GPU event without a timestamp is left out, said, and adds no
   const auto tables = read_traces(path);
   REQUIRE(tables.size() == 1);
   const auto rows = by_api(*tables[0]);
-  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(100.0));
+  CHECK(rows.at("(GPU 0 idle)").total_us == Approx(50.0));
   CHECK(rows.at("(GPU work without an operator)").total_us == Approx(10.0));
   CHECK(sum_us(*tables[0]) == Approx(1860.0 - 1080.0));
   CHECK_THAT(tables[0]->notes,
@@ -415,24 +418,49 @@ TEST_CASE("trace: on the CPU the optimizer's step keeps the time none of its ope
   CHECK(sum_us(t) == Approx(2000.0 + 100.0));
 }
 
+TEST_CASE(
+    "trace: a gap before a kernel the host had already launched is the device's own, not idle") {
+  using P = Phase;
+  // the second kernel was launched at 8, before the first ended at 10: its 2 µs gap (10 -> 12)
+  // is the device's cost of starting a queued kernel; the third was launched at 25, after the
+  // second ended at 20: the device waited 20 -> 27 for the host. A kernel with no known launch
+  // (NaN) is the host's wait, as before.
+  std::vector<GpuSpan> spans{{0, 10, P::forward, true},
+                             {12, 20, P::forward, true},
+                             {27, 30, P::backward, true},
+                             {35, 40, P::backward, true}};
+  spans[1].launched_us = 8;
+  spans[2].launched_us = 25;
+  const PhaseIdle idle = idle_by_phase(spans);
+  CHECK(spans[1].queued_gap_us == 2.0);
+  CHECK(spans[2].queued_gap_us == 0.0);
+  CHECK(spans[3].queued_gap_us == 0.0);
+  CHECK(idle.idle_us[0] == 0.0);
+  CHECK(idle.idle_us[1] == 7.0 + 5.0);  // 20 -> 27, 30 -> 35
+}
+
 TEST_CASE("trace: idle_by_phase charges each gap to the kernel that ends it") {
   using P = Phase;
   // overlapping streams leave no gap; an unlinked first kernel is the forward's
-  PhaseIdle idle = idle_by_phase({{0, 10, P::forward, false},
-                                  {5, 8, P::backward, true},  // inside the first: no gap
-                                  {20, 30, P::backward, true},
-                                  {25, 40, P::optimizer, true},
-                                  {45, 50, P::optimizer, false}});  // the optimizer's, as before
+  std::vector<GpuSpan> spans{{0, 10, P::forward, false},
+                             {5, 8, P::backward, true},  // inside the first: no gap
+                             {20, 30, P::backward, true},
+                             {25, 40, P::optimizer, true},
+                             {45, 50, P::optimizer, false}};  // the optimizer's, as before
+  PhaseIdle idle = idle_by_phase(spans);
   CHECK(idle.idle_us[0] == 0.0);
   CHECK(idle.idle_us[1] == 10.0);  // 10 -> 20
   CHECK(idle.idle_us[2] == 5.0);   // 40 -> 45
   CHECK(idle.total_us() == 15.0);
   CHECK((idle.seen[0] && idle.seen[1] && idle.seen[2]));
   // listed out of time order: sorted first
-  idle = idle_by_phase({{30, 40, P::optimizer, true}, {0, 10, P::forward, true}});
+  spans = {{30, 40, P::optimizer, true}, {0, 10, P::forward, true}};
+  idle = idle_by_phase(spans);
   CHECK(idle.idle_us[2] == 20.0);
   CHECK(!idle.seen[1]);
-  CHECK(idle_by_phase({}).total_us() == 0.0);
+  CHECK(spans[0].start_us == 0.0);
+  spans.clear();
+  CHECK(idle_by_phase(spans).total_us() == 0.0);
   CHECK(phase_of("Optimizer.step#SGD.step", P::forward) == P::optimizer);
   CHECK(phase_of("autograd::engine::evaluate_function: AddBackward0", P::forward) == P::backward);
   CHECK(phase_of("aten::mm", P::backward) == P::backward);
