@@ -136,9 +136,16 @@ calls (and the profiled step's, with --profile), not the first steps' slow ones.
 
 Output: the settings, the timed steps, the median step time, the peak memory, the host cost of
 one eager operator (a chain of 2000 scalar products on the device, forward and backward: what a
-step whose kernels are shorter waits for), then one line of JSON (the last line of stdout):
-model, params, micro_batch, seq_len, grad_accum, threads, world_size, step_times_ms, median_ms,
-tokens_per_s, peak_mem_gib, host_us_per_op_fwd, host_us_per_op_bwd and a few more. Bad arguments or a bad models file: one `error:` line on
+step whose kernels are shorter waits for); on the GPU with --kineto-trace also the host cost of a
+kernel in this step (each phase's issue time, the fastest of three steps before any profiler,
+over the kernels the profiled step launched in that phase: the model's own Python, views and
+autograd bookkeeping between kernels included; a phase the device holds back, its launch queue
+full, issues no faster than the device runs it, which leaves the projection's max of host and
+device unchanged); then one line of JSON (the last line of stdout): model, params,
+micro_batch, seq_len, grad_accum, threads, world_size, step_times_ms, median_ms, tokens_per_s,
+peak_mem_gib, host_us_per_op_fwd and host_us_per_op_bwd (the step's own where measured,
+host_us_from "step", else one operator's, "one operator"; host_us_one_op_fwd/bwd always the
+latter; host_issue_ms and launches_per_step by phase) and a few more. Bad arguments or a bad models file: one `error:` line on
 stderr, exit 2.
 
 Usage: bench/peers/torch_train_step.py --model NAME [--model-config-path FILE] [--layers N]
