@@ -356,9 +356,13 @@ Projections project_steps(const StepOptions& o, const std::vector<StepConfig>& c
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const StepConfig& c = configs[i];
     auto stages = timed(plans[i], &times);
-    if (times.capture)
-      for (const std::string& line : calibrate_families(c, stages, *times.capture))
-        if (!o.report.quiet) fmt::print(stderr, "times from the job: {}\n", line);
+    if (times.capture) {
+      const FamilyCalibration families = calibrate_families(c, stages, *times.capture);
+      if (!families.not_done.empty()) fmt::print(stderr, "note: {}\n", families.not_done);
+      if (!o.report.quiet)
+        for (const std::string& line : families.scaled)
+          fmt::print(stderr, "times from the job: {}\n", line);
+    }
     // MFU against the peak of the device the times come from (hardware.json, or --peak-tflops).
     std::string device = times_device(stages.back());
     const Peaks peaks = Peaks::for_device(device, o.peaks);

@@ -29,25 +29,34 @@ void scale(std::vector<StageOperators>& stages, StepPart part, double factor,
 
 }  // namespace
 
-std::vector<std::string> calibrate_families(const StepConfig& c,
-                                            std::vector<StageOperators>& stages,
-                                            const CaptureTimes& job) {
+FamilyCalibration calibrate_families(const StepConfig& c, std::vector<StageOperators>& stages,
+                                     const CaptureTimes& job) {
   const CaptureTimes::FamilyTotals& f = job.families();
   if (f.memop_calls + f.optimizer_calls == 0) return {};
   if (c.pp > 1)
-    return {
-        "the job's memory-bound and optimizer kernels calibrate nothing at pp > 1 (a rank's "
-        "trace holds its own stage's kernels): their times are isolated ones"};
-  std::vector<StepOperator> ops;
+    return {{},
+            "the job's memory-bound and optimizer kernels calibrate nothing at pp > 1 (a rank's "
+            "trace holds its own stage's kernels): their times are isolated ones"};
+  std::vector<StepOperator> ops, backward;
   for (const auto& stage : stages)
-    for (const TimedOperator& t : stage)
+    for (const TimedOperator& t : stage) {
       ops.push_back(t.op);
+      if (t.op.phase == StepPhase::backward && t.op.family == StepFamily::gemm)
+        backward.push_back(t.op);
+    }
   const std::optional<double> steps = job.steps_held(ops);
   if (!steps || *steps <= 0)
-    return {
-        "the job's memory-bound and optimizer kernels calibrate nothing: none of the step's "
-        "GEMMs is in it, so how many steps it holds is unknown"};
-  std::vector<std::string> said;
+    return {{},
+            "the job's memory-bound and optimizer kernels calibrate nothing: none of the step's "
+            "GEMMs is in it, so how many steps it holds is unknown"};
+  // A trace of the forward alone (an inference job, a profile cut short) holds the forward's
+  // memory-bound kernels only: scaling the whole step's to them would shrink the backward's.
+  if (!backward.empty() && !job.steps_held(backward))
+    return {{},
+            "the job's memory-bound and optimizer kernels calibrate nothing: none of the step's "
+            "backward GEMMs is in it (a trace of the forward alone?), so its kernels are not a "
+            "whole step's"};
+  FamilyCalibration said;
   const auto calibrate = [&](StepPart part, double job_us, std::int64_t calls, const char* what) {
     const double planned = family_ms(stages, part);
     if (calls == 0 || planned <= 0) return;
@@ -57,7 +66,7 @@ std::vector<std::string> calibrate_families(const StepConfig& c,
         fmt::format("the job's {} kernels, {:.2f} ms a step ({} calls over {:.3g} step{})", what,
                     job_ms, calls, *steps, *steps == 1 ? "" : "s");
     scale(stages, part, factor, why);
-    said.push_back(
+    said.scaled.push_back(
         fmt::format("{} scaled x {:.3f} to {} (projected {:.2f} ms)", what, factor, why, planned));
   };
   calibrate(StepPart::memop, f.memop_us, f.memop_calls, "memory-bound");

@@ -13,13 +13,19 @@
 
 namespace opbench {
 
+struct FamilyCalibration {
+  std::vector<std::string> scaled;  // a line for each family scaled: its factor and why
+  // why the job's kernels calibrate nothing ("" where they did, or where the source has none to
+  // offer: a capture, an execution trace)
+  std::string not_done;
+};
+
 // Scales the memory-bound operators (StepPart::memop) and the optimizer's of every stage by the
 // job's time for that family per step over the plan's; their OperatorTime then says so in its
-// source and is "captured". Returns a line for each family it calibrated or could not ("" when
-// the source has no memory-bound time: a capture, an execution trace). Only with one pipeline
-// stage: a rank's trace holds its own stage's kernels, not the busiest stage's.
-std::vector<std::string> calibrate_families(const StepConfig& c,
-                                            std::vector<StageOperators>& stages,
-                                            const CaptureTimes& job);
+// source and is "captured". Not with more than one pipeline stage (a rank's trace holds its own
+// stage's kernels, not the busiest stage's), nor from a source that holds none of the step's
+// backward GEMMs (a trace of the forward alone: its kernels are not a whole step's).
+FamilyCalibration calibrate_families(const StepConfig& c, std::vector<StageOperators>& stages,
+                                     const CaptureTimes& job);
 
 }  // namespace opbench

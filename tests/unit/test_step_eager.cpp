@@ -647,10 +647,11 @@ TEST_CASE(
   StepConfig c;
   auto stages = planned;
   const auto said = calibrate_families(c, stages, job);
-  REQUIRE(said.size() == 2);
-  CHECK_THAT(said[0], Catch::Matchers::Contains("memory-bound scaled x 1.333"));
-  CHECK_THAT(said[0], Catch::Matchers::Contains("2.00 ms a step (40 calls over 2 steps)"));
-  CHECK_THAT(said[1], Catch::Matchers::Contains("optimizer scaled x 2.000"));
+  CHECK(said.not_done.empty());
+  REQUIRE(said.scaled.size() == 2);
+  CHECK_THAT(said.scaled[0], Catch::Matchers::Contains("memory-bound scaled x 1.333"));
+  CHECK_THAT(said.scaled[0], Catch::Matchers::Contains("2.00 ms a step (40 calls over 2 steps)"));
+  CHECK_THAT(said.scaled[1], Catch::Matchers::Contains("optimizer scaled x 2.000"));
   CHECK(stages[0][0].time->time_us == Approx(100));  // the GEMM is left as it was
   CHECK(stages[0][1].time->time_us == Approx(200 * 4.0 / 3));
   CHECK(stages[0][2].time->time_us == Approx(50 * 4.0 / 3));
@@ -661,18 +662,29 @@ TEST_CASE(
   c.pp = 2;
   stages = planned;
   const auto at_pp2 = calibrate_families(c, stages, job);
-  REQUIRE(at_pp2.size() == 1);
-  CHECK_THAT(at_pp2[0], Catch::Matchers::Contains("pp > 1"));
+  CHECK(at_pp2.scaled.empty());
+  CHECK_THAT(at_pp2.not_done, Catch::Matchers::Contains("pp > 1"));
   CHECK(stages[0][1].time->time_us == Approx(200));
-  // a capture (no memory-bound rows) calibrates no family, silently
+  // a trace with no backward GEMM of the plan (the forward alone) calibrates no family: its
+  // memory-bound kernels are not a whole step's
   c.pp = 1;
+  StepOperator dgrad = captured_gemm();
+  dgrad.phase = StepPhase::backward;
+  dgrad.gemm.transb = false;  // NN: a shape the trace does not hold
+  auto with_backward = planned;
+  with_backward[0].push_back(timed_op(dgrad, 3, 100));
+  const auto forward_only = calibrate_families(c, with_backward, job);
+  CHECK(forward_only.scaled.empty());
+  CHECK_THAT(forward_only.not_done, Catch::Matchers::Contains("the forward alone"));
+  CHECK(with_backward[0][1].time->time_us == Approx(200));
+  // a capture (no memory-bound rows) calibrates no family, silently
   const auto capture_dir = test::fresh_temp_dir("family_calibration_capture");
   std::ofstream(capture_dir / "capture-n1-rank0.csv")
       << kCaptureHeader
       << "n1,0,1,sgemm_,gemm,gemm,fp32,64,128,32,1,NT,,,,,,6,6,600,100,100,100,100,100,\n";
   stages = planned;
-  CHECK(calibrate_families(c, stages,
-                           CaptureTimes::load(ShapeSource::capture_folder(capture_dir.string())))
-            .empty());
+  const auto from_capture = calibrate_families(
+      c, stages, CaptureTimes::load(ShapeSource::capture_folder(capture_dir.string())));
+  CHECK((from_capture.scaled.empty() && from_capture.not_done.empty()));
   CHECK(stages[0][1].time->time_us == Approx(200));
 }
