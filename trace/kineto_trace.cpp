@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -37,6 +38,12 @@ struct Open {
   double children_us = 0;
   double dur_us = 0;
   Phase phase = Phase::forward;
+};
+
+// A CUDA runtime or driver call that carries a correlation id (a launch, a copy, a memset).
+struct LaunchCall {
+  std::int64_t correlation = 0, external = 0;  // External id 0: the trace names none
+  double end_us = 0;                           // when it returned; NaN without a timestamp
 };
 
 struct Kernel {
@@ -134,9 +141,8 @@ struct KinetoReader::State {
   std::vector<capture::CaptureKey> keys;
   std::unordered_map<capture::CaptureKey, std::uint32_t, capture::CaptureKeyHash> key_index;
   std::vector<Instance> instances;
-  std::vector<std::pair<std::int64_t, std::uint32_t>> links;    // External id -> instance
-  std::vector<std::pair<std::int64_t, std::int64_t>> launches;  // correlation -> External id
-  std::vector<std::pair<std::int64_t, double>> launch_ends;     // correlation -> when it returned
+  std::vector<std::pair<std::int64_t, std::uint32_t>> links;  // External id -> instance
+  std::vector<LaunchCall> launches;                           // by correlation once sorted
   std::vector<Kernel> kernels;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Open>> threads;
   std::map<std::pair<std::int64_t, std::int64_t>, double> last_start;
@@ -313,9 +319,10 @@ void KinetoReader::event(nlohmann::json& e) {
     if (const json* a = find(e, "args")) {
       const std::int64_t ext = integer(member_or(*a, "External id", json(0)));
       const std::int64_t corr = integer(member_or(*a, "correlation", json(0)));
-      if (ext != 0 && corr != 0) s_->launches.emplace_back(corr, ext);
       const double ts = number(e.value("ts", json(0.0))), dur = number(e.value("dur", json(0.0)));
-      if (corr != 0 && ts > 0) s_->launch_ends.emplace_back(corr, ts + dur);
+      if (corr != 0)
+        s_->launches.push_back(
+            {corr, ext, ts > 0 ? ts + dur : std::numeric_limits<double>::quiet_NaN()});
     }
   }
 }
@@ -352,8 +359,9 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
   t.facts.source = on_gpu ? "trace:gpu" : "trace:cpu";
   if (on_gpu) {
     std::sort(links.begin(), links.end());
-    std::sort(launches.begin(), launches.end());
-    std::sort(launch_ends.begin(), launch_ends.end());
+    std::sort(launches.begin(), launches.end(), [](const LaunchCall& a, const LaunchCall& b) {
+      return a.correlation < b.correlation;
+    });
     auto instance_of = [&](std::int64_t external) -> const std::uint32_t* {
       const auto it =
           std::lower_bound(links.begin(), links.end(), std::make_pair(external, std::uint32_t{0}));
@@ -362,12 +370,17 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     // Every kernel as a span on its device, with the operator that launched it and when
     std::map<std::int64_t, std::vector<GpuSpan>> spans;  // by device
     for (const Kernel& k : kernels) {
-      std::int64_t external = k.external;
-      if (external == 0 && k.correlation != 0) {  // through the launch that queued it
-        const auto it = std::lower_bound(launches.begin(), launches.end(),
-                                         std::make_pair(k.correlation, std::int64_t{0}));
-        if (it != launches.end() && it->first == k.correlation) external = it->second;
-      }
+      // The launch that queued it (CUPTI gives every API call its own correlation id): its
+      // External id where the kernel has none, and when it returned
+      const auto l = std::lower_bound(launches.begin(), launches.end(), k.correlation,
+                                      [](const LaunchCall& a, std::int64_t correlation) {
+                                        return a.correlation < correlation;
+                                      });
+      const LaunchCall* launch =
+          k.correlation != 0 && l != launches.end() && l->correlation == k.correlation ? &*l
+                                                                                       : nullptr;
+      const std::int64_t external =
+          k.external != 0 || launch == nullptr ? k.external : launch->external;
       const std::uint32_t* i = external != 0 ? instance_of(external) : nullptr;
       GpuSpan& span = spans[k.device].emplace_back();
       span.start_us = k.start_us;
@@ -377,11 +390,7 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         span.phase = instances[*i].phase;
         span.owner = *i;
       }
-      if (k.correlation != 0) {
-        const auto at = std::lower_bound(launch_ends.begin(), launch_ends.end(),
-                                         std::make_pair(k.correlation, -1e300));
-        if (at != launch_ends.end() && at->first == k.correlation) span.launched_us = at->second;
-      }
+      if (launch != nullptr) span.launched_us = launch->end_us;
     }
     // GPU idle: the time, between a device's first and last kernel, when none ran; split by
     // the phase of the kernel each wait ended in where the trace shows the step's phases. The
