@@ -125,10 +125,7 @@ std::optional<OperatorTime> CaptureTimes::find(const StepOperator& op) const {
 }
 
 std::optional<double> CaptureTimes::steps_held(const std::vector<StepOperator>& ops) const {
-  std::map<
-      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, std::string>,
-      std::int64_t>
-      planned;  // a shape's calls in one step: several operators may share it
+  std::map<GemmKey, std::int64_t> planned;  // a shape's calls in one step: operators may share it
   for (const StepOperator& op : ops)
     if (op.family == StepFamily::gemm) planned[gemm_key(op.gemm, op.gemm.batch)] += op.count;
   std::vector<double> ratios;

@@ -876,6 +876,11 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         if cuda:
             torch.cuda.synchronize()
 
+    def micro_batch_loss(ids):  # the forward and the loss of one micro-batch
+        with forward_ctx():
+            logits = model(ids[:, :-1])
+            return F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+
     def step(batch):
         # the loss stays a tensor: .item() would sync the device inside the timed step, which a
         # training loop that logs every few steps does not
@@ -884,9 +889,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
             sync = not ddp or i == G - 1  # DDP all-reduces on the last micro-batch only
             ctx = model.no_sync() if not sync else _null()
             with ctx:
-                with forward_ctx():
-                    logits = model(ids[:, :-1])
-                    loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+                loss = micro_batch_loss(ids)
                 loss.backward()
             total = total + loss.detach()
         opt.step()
@@ -911,9 +914,7 @@ def run(rank: int, world: int, args, shape: Shape, port: int) -> None:
         ids = batch[0]
         sync_device()
         t0 = time.perf_counter()
-        with forward_ctx():
-            logits = model(ids[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)) / G
+        loss = micro_batch_loss(ids)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
