@@ -12,6 +12,7 @@
 
 #include "capture/histogram.hpp"
 #include "common/coll_formulas.hpp"
+#include "common/job_time.hpp"
 
 namespace opbench::capture {
 
@@ -92,12 +93,10 @@ struct TableRow {
   double total_us = 0, avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
 };
 
-// A shape's time in the job: its timed calls' total, and the calls the GPU sampling left untimed
-// at the timed calls' mean (they ran; only their events were spared). Calls untimed for another
-// reason (made inside a graph capture, enqueued later by NCCL, ...) are not guessed at.
+// A shape's time in the job (common/job_time.hpp).
 inline double job_time_us(const TableRow& r) {
-  return r.total_us +
-         r.avg_us * static_cast<double>(r.untimed[static_cast<std::size_t>(Untimed::not_sampled)]);
+  return opbench::job_time_us(r.total_us, r.timed_calls,
+                              r.untimed[static_cast<std::size_t>(Untimed::not_sampled)]);
 }
 
 class ShapeTable {

@@ -10,6 +10,7 @@
 
 #include "common/capture_rows.hpp"
 #include "common/error.hpp"
+#include "common/job_time.hpp"
 #include "common/record.hpp"
 #include "common/report.hpp"
 
@@ -85,7 +86,8 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       const std::int64_t skipped =
           row.count("not_sampled_calls") ? std::stoll(row.at("not_sampled_calls")) : 0;
       s.total_us += total;
-      s.job_us += skipped > 0 ? total + total / static_cast<double>(timed) * skipped : total;
+      s.job_us += job_time_us(total, static_cast<std::uint64_t>(timed),
+                              static_cast<std::uint64_t>(skipped));
     }
   }
   if (q.rank && std::find(ranks_seen.begin(), ranks_seen.end(), std::to_string(*q.rank)) ==

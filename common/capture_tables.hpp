@@ -19,7 +19,7 @@ struct CapturedShape {
   std::int64_t timed_calls = 0;
   double total_us = 0;  // the timed calls'
   // The shape's time in the job: total_us, and the calls the GPU sampling left untimed at their
-  // row's mean (capture/table.hpp job_time_us)
+  // row's mean (common/job_time.hpp)
   double job_us = 0;
   std::int64_t tables = 0;  // the tables (processes, ranks) that made these calls
   // The job's average time of one call: total over the timed calls (nullopt when none was timed).

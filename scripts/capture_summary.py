@@ -321,7 +321,7 @@ def num(text):
 
 def job_time_us(row):
     """A capture row's time in the job: its timed calls' total, and the calls the GPU sampling
-    left untimed at their mean (capture/table.hpp job_time_us; files without the column: 0)."""
+    left untimed at their mean (common/job_time.hpp; files without the column: 0)."""
     skipped, timed = int(row.get("not_sampled_calls") or 0), int(row.get("timed_calls") or 0)
     total = num(row.get("total_us"))
     return total + total / timed * skipped if skipped and timed else total

@@ -7,6 +7,7 @@
 
 #include "common/capture_rows.hpp"
 #include "common/error.hpp"
+#include "common/job_time.hpp"
 
 using namespace opbench;
 
@@ -88,4 +89,12 @@ TEST_CASE("Counts and times of a capture row") {
   row[17] = "9223372036854775808";  // one above the largest int64
   CHECK(refusal(row) ==
         "cap.csv row 1 calls: expected a whole number >= 0, got '9223372036854775808'");
+}
+
+// 10 timed calls of 1000 us in all (100 us each) and 5 the sampling skipped: 1500 us in the job.
+// Without a timed call there is no mean to give the skipped ones.
+TEST_CASE("A shape's time in the job counts the sampled-out calls at the timed calls' mean") {
+  CHECK(job_time_us(1000.0, 10, 5) == Approx(1500.0));
+  CHECK(job_time_us(1000.0, 10, 0) == Approx(1000.0));
+  CHECK(job_time_us(0.0, 0, 5) == 0.0);
 }
