@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs a command that must refuse its input: exit code 2 (never a signal), exactly one line on
-stderr starting with 'error:', containing every --contains text.
+stderr starting with 'error:', containing every --contains text, and for each --note-contains text
+a line starting with 'note:' that contains it (what a refusal adds beside its error).
 
-Usage: expect_error.py [--contains TEXT]... -- COMMAND [ARGS...]
+Usage: expect_error.py [--contains TEXT]... [--note-contains TEXT]... -- COMMAND [ARGS...]
 """
 import argparse
 import subprocess
@@ -12,6 +13,7 @@ import sys
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--contains", action="append", default=[])
+    parser.add_argument("--note-contains", action="append", default=[])
     parser.add_argument("--exit-code", type=int, default=2)
     argv = sys.argv[1:]
     if "--" not in argv:
@@ -31,6 +33,10 @@ def main() -> int:
     for text in args.contains:
         if not any(text in line for line in errors):
             problems.append(f"the error line does not contain {text!r}")
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note:")]
+    for text in args.note_contains:
+        if not any(text in line for line in notes):
+            problems.append(f"no 'note:' line on stderr contains {text!r}")
     if problems:
         print("command:", " ".join(command))
         print("stderr:", proc.stderr)

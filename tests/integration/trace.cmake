@@ -25,12 +25,12 @@ add_test(NAME "trace: 2 DDP ranks' execution traces hold all-reduce buckets that
 # before backward ones, 70 before the optimizer's (tests/unit/test_trace.cpp works them out);
 # --plot draws the idle bar split the same way.
 add_test(NAME "trace: capture_summary.py splits a GPU step's idle time by the phase it waited for"
-  COMMAND bash -c "rm -rf \"$2\" \"$2.png\" && \"$1\" --trace-path \"$3\" --out \"$2\" > /dev/null && \"$4\" \"$5\" \"$2\" --plot \"$2.png\" && test -s \"$2.png\""
+  COMMAND bash -c "rm -rf \"$2\" \"$2.png\" && \"$1\" --trace-path \"$3\" --out \"$2\" > /dev/null && \"$4\" \"$5\" \"$2\" --plot \"$2.png\" && test -s \"$2.png\" && echo png-ok"
           phases $<TARGET_FILE:trace_convert> ${TRACE_OUT}/phases ${PROJECT_SOURCE_DIR}/tests/data/trace/phases
           ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/capture_summary.py)
 set_tests_properties("trace: capture_summary.py splits a GPU step's idle time by the phase it waited for"
   PROPERTIES PASS_REGULAR_EXPRESSION
-  "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time\n.*chart: .*phases\\.png")
+  "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time\n.*chart: .*phases\\.png\npng-ok")
 # --plot writes only a .png, and never over a file no opbench run wrote (plot_report.py's rule):
 # one error line, exit 2, the user's file unchanged.
 add_test(NAME "capture_summary.py bad input: --plot not a .png, or over a file of the user's"
