@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/host_buffer.hpp"
 #include "temp_files.hpp"
+#include "tests/unit/worst_error.hpp"
 
 using namespace opbench;
 
@@ -45,7 +46,7 @@ std::pair<double, double> blocked_vs_reference(const AttentionShape& s) {
       reference_forward_head(s, in, b, h, o, l);
       for (std::int64_t i = 0; i < s.seqlen_q; ++i)
         for (std::int64_t d = 0; d < Dv; ++d)
-          fwd = std::max(
+          fwd = worse(
               fwd, std::fabs(out[((b * s.seqlen_q + i) * s.heads_q + h) * Dv + d] - o[i * Dv + d]));
     }
     for (std::int64_t hk = 0; hk < s.heads_kv; ++hk) {
@@ -54,17 +55,17 @@ std::pair<double, double> blocked_vs_reference(const AttentionShape& s) {
       for (std::int64_t g = 0; g < s.group(); ++g)
         for (std::int64_t i = 0; i < s.seqlen_q; ++i)
           for (std::int64_t d = 0; d < Dq; ++d)
-            bwd = std::max(
+            bwd = worse(
                 bwd,
                 std::fabs(dq[((b * s.seqlen_q + i) * s.heads_q + hk * s.group() + g) * Dq + d] -
                           rq[(g * s.seqlen_q + i) * Dq + d]));
       for (std::int64_t j = 0; j < s.seqlen_kv; ++j) {
         for (std::int64_t d = 0; d < Dq; ++d)
-          bwd = std::max(bwd, std::fabs(dk[((b * s.seqlen_kv + j) * s.heads_kv + hk) * Dq + d] -
-                                        rk[j * Dq + d]));
+          bwd = worse(bwd, std::fabs(dk[((b * s.seqlen_kv + j) * s.heads_kv + hk) * Dq + d] -
+                                     rk[j * Dq + d]));
         for (std::int64_t d = 0; d < Dv; ++d)
-          bwd = std::max(bwd, std::fabs(dv[((b * s.seqlen_kv + j) * s.heads_kv + hk) * Dv + d] -
-                                        rv[j * Dv + d]));
+          bwd = worse(bwd, std::fabs(dv[((b * s.seqlen_kv + j) * s.heads_kv + hk) * Dv + d] -
+                                     rv[j * Dv + d]));
       }
     }
   }

@@ -17,6 +17,7 @@
 #include "memops/memop_check.hpp"
 #include "memops/reference_memops.hpp"
 #include "tests/unit/fast_math_models.hpp"
+#include "tests/unit/worst_error.hpp"
 
 using namespace opbench;
 namespace fm = opbench::fast_math;
@@ -55,8 +56,8 @@ TEST_CASE("fast math: sigmoid and 1 - sigmoid within the bounds fast_math.hpp de
       const double ds = std::fabs(got.s - s), d1 = std::fabs(got.one_minus - one_minus);
       const double bound_s = (1.53 + 3 * s) * kU;
       const double bound_1 = z >= 0 ? (0.35 + 9 * one_minus) * kU : bound_s + one_minus * kU;
-      worst_s = std::max(worst_s, ds / bound_s);
-      worst_one_minus = std::max(worst_one_minus, d1 / bound_1);
+      worst_s = worse(worst_s, ds / bound_s);
+      worst_one_minus = worse(worst_one_minus, d1 / bound_1);
     }
   });
   INFO("worst |ds| / bound " << worst_s << ", worst |d(1 - s)| / bound " << worst_one_minus);
@@ -130,7 +131,7 @@ double sensitivity_bound(F sensitivity) {
   double worst = 0, scale = 0;
   for (int i = 0; i <= 80000; ++i) {
     const Sensitivity s = sensitivity(-4.0 + i * 1e-4);
-    worst = std::max(worst, s.error);
+    worst = worse(worst, s.error);
     scale = std::max(scale, std::fabs(s.f));
   }
   return worst / scale;
@@ -161,7 +162,7 @@ TEST_CASE("fast math: the activations' sigmoid error, carried to the outputs, is
   // The CPU's exp_approx within the 4u taken above.
   double worst_exp = 0;
   for (float x = -87.0f; x <= 88.0f; x += 0.0137f)
-    worst_exp = std::max(worst_exp, std::fabs(mm::exp_approx(x) / std::exp(double{x}) - 1.0));
+    worst_exp = worse(worst_exp, std::fabs(mm::exp_approx(x) / std::exp(double{x}) - 1.0));
   CHECK(worst_exp <= 4 * kU);
 }
 
@@ -189,9 +190,9 @@ double activation_error(MemOp op, MemPass pass, std::int64_t n) {
       float a[3] = {in[0][at], in[1][at], in[2][at]}, b[2] = {};
       F{}.template operator()<M>(a, b);
       scale = std::max(scale, std::fabs(want[static_cast<std::size_t>(k)][at]));
-      err = std::max(err, std::fabs(b[k] - want[static_cast<std::size_t>(k)][at]));
+      err = worse(err, std::fabs(b[k] - want[static_cast<std::size_t>(k)][at]));
     }
-    worst = std::max(worst, err / scale);
+    worst = worse(worst, err / scale);
   }
   return worst;
 }
@@ -207,7 +208,7 @@ TEST_CASE("fast math: every activation, the GPU's and the CPU's, within the chec
     using F = decltype(kernel);
     double fast = 0;
     for_each_model([&](auto model) {
-      fast = std::max(fast, activation_error<F, fm::FastSigmoid<decltype(model)>>(op, pass, n));
+      fast = worse(fast, activation_error<F, fm::FastSigmoid<decltype(model)>>(op, pass, n));
     });
     const double cpu = activation_error<F, mm::ExpApprox>(op, pass, n);
     INFO(memop_name(op) << " " << mem_pass_name(pass) << ": GPU's worst " << fast / kU << "u, CPU "
@@ -243,16 +244,16 @@ TEST_CASE("fast math: softmax's exponentials within the fast-exp allowance") {
     for (float v : x) {
       const float e = fm::exp_shifted<P>(v, shift);
       sum += e;
-      worst_term = std::max(worst_term, std::fabs(e - std::exp(static_cast<double>(v) - max)));
+      worst_term = worse(worst_term, std::fabs(e - std::exp(static_cast<double>(v) - max)));
     }
     const float inv = static_cast<float>(1.0 / sum);
     double scale = 0, err = 0;
     for (std::size_t j = 0; j < x.size(); ++j) {
       const float y = fm::exp_shifted<P>(x[j], shift) * inv;
       scale = std::max(scale, want[j]);
-      err = std::max(err, std::fabs(y - want[j]));
+      err = worse(err, std::fabs(y - want[j]));
     }
-    worst_y = std::max(worst_y, err / scale);
+    worst_y = worse(worst_y, err / scale);
     CHECK(fm::exp_shifted<P>(x[17], shift) == 0.0f);  // the masked place: exactly 0
   });
   // A term of e^(x - max) <= 1: within 5u + 1.23u/e of it; the softmax within the fast-exp

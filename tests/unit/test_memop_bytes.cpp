@@ -190,7 +190,9 @@ TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
   CHECK((tied[0].cols == 65667072 && tied[0].calls_per_step == 1 && tied[0].dtype == DType::bf16));
   run.parameter_passes = false;
   CHECK(parameter_adds(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16)).empty());
-  for (const auto& c : model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16))
+  const auto activations_only = model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16);
+  REQUIRE_FALSE(activations_only.empty());  // the layers' operators stay
+  for (const auto& c : activations_only)
     CHECK(c.op != MemOp::adamw_bf16);
   run.parameter_passes = true;
   m.tie_word_embeddings = false;
@@ -244,12 +246,19 @@ TEST_CASE(
   CHECK((dense[0].cols == 128 && dense[0].calls_per_step == 1));
   // bench_step lists the MoE layers' own under its routing; --op picks among them too.
   run.moe_layers = false;
-  for (const auto& c : model_memop_cases(m, run, {}, {MemPass::fwd, MemPass::bwd}, DType::bf16))
+  const auto dense_only = model_memop_cases(m, run, {}, {MemPass::fwd, MemPass::bwd}, DType::bf16);
+  REQUIRE_FALSE(dense_only.empty());  // the norms, attention's and the dense layers' own stay
+  for (const auto& c : dense_only)
     CHECK(c.note.find("MoE") == std::string::npos);
   run.moe_layers = true;
-  for (const auto& c :
-       model_memop_cases(m, run, {MemOp::softmax}, {MemPass::fwd, MemPass::bwd}, DType::bf16))
+  // --op softmax: the attention scores' and the MoE router's, forward and backward.
+  const auto softmaxes =
+      model_memop_cases(m, run, {MemOp::softmax}, {MemPass::fwd, MemPass::bwd}, DType::bf16);
+  REQUIRE(softmaxes.size() == 4);
+  for (const auto& c : softmaxes)
     CHECK(c.op == MemOp::softmax);
+  CHECK(softmaxes[2].note.find("MoE router") != std::string::npos);
+  CHECK(softmaxes[3].note.find("MoE router") != std::string::npos);
 }
 
 TEST_CASE("the operand catalogue: one list every provider binds, the bytes are its sums") {

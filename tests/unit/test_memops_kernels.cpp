@@ -17,6 +17,7 @@
 #include "memops/reference_memops.hpp"
 #include "tests/unit/memop_case.hpp"
 #include "tests/unit/quick_measure.hpp"
+#include "tests/unit/worst_error.hpp"
 
 using namespace opbench;
 namespace mm = opbench::memop_math;
@@ -226,9 +227,9 @@ TEST_CASE("memops by hand: the eager kernels, one element each") {
 TEST_CASE("memops by hand: exp_approx and sqrt_approx stay within 2 ulp") {
   double worst_exp = 0, worst_sqrt = 0;
   for (float x = -80.0f; x <= 80.0f; x += 0.0137f)
-    worst_exp = std::max(worst_exp, std::fabs(mm::exp_approx(x) / std::exp(double{x}) - 1.0));
+    worst_exp = worse(worst_exp, std::fabs(mm::exp_approx(x) / std::exp(double{x}) - 1.0));
   for (float x = 1e-30f; x < 1e30f; x *= 1.37f)
-    worst_sqrt = std::max(worst_sqrt, std::fabs(mm::sqrt_approx(x) / std::sqrt(double{x}) - 1.0));
+    worst_sqrt = worse(worst_sqrt, std::fabs(mm::sqrt_approx(x) / std::sqrt(double{x}) - 1.0));
   CHECK(worst_exp < 2.4e-7);  // 2 ulp at the bottom of a binade: 2 x 2^-23
   CHECK(worst_sqrt < 2.4e-7);
   CHECK(mm::exp_approx(0.0f) == 1.0f);
@@ -461,4 +462,13 @@ TEST_CASE("the CPU roof is the best of its six loops") {
   }
   CHECK(roof.gbps == best);
   CHECK_FALSE(roof.best.empty());
+}
+
+// The error maxima of these tests keep NaN (tests/unit/worst_error.hpp): std::max would drop it.
+TEST_CASE("worst_error: the largest error keeps a NaN, wherever it comes") {
+  CHECK(worse(1.0, 2.0) == 2.0);
+  CHECK(worse(2.0, 1.0) == 2.0);
+  CHECK(std::isnan(worse(0.0, std::nan(""))));
+  CHECK(std::isnan(worse(std::nan(""), 5.0)));
+  CHECK_FALSE(worse(worse(0.0, std::nan("")), 1.0) < 1e-5);
 }

@@ -197,10 +197,6 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
   REQUIRE(p.step_ms);
   CHECK(p.missing.empty());
   CHECK(*p.step_ms == Approx(p.parts.total()));
-  // 1F1B: the bubble is (pp - 1) micro-batch slots of the busiest stage.
-  CHECK(p.parts.bubble_ms == Approx(p.micro_batch_ms));
-  // The gradient all-reduce may hide half of itself, within one micro-batch's backward.
-  CHECK(p.hidden_comm_ms == Approx(0.5 * p.dp_comm_ms));
   CHECK(*p.tokens_per_s == Approx(4 * 2 * 32 / (*p.step_ms / 1e3)));
   CHECK(*p.mfu == Approx(*p.tflops_per_device / 100));
 
@@ -226,6 +222,50 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
     CHECK(q.missing[0] == "fsdp all_gather (forward) [" + twins[0].op.args() + "] (3 calls)");
     CHECK(q.missing[1] == "fsdp all_gather (backward) [" + twins[1].op.args() + "] (5 calls)");
   }
+}
+
+// Two pipeline stages built by hand, 4 micro-batches, dp 2, half the gradient all-reduce
+// overlappable. Stage 0 per step: forward GEMMs 4 x 100 us, backward 4 x 200 us, its pp sends
+// 4 x 25 us (critical: 1.3 ms), the all-reduce 1 ms, AdamW 0.3 ms; stage 1 half of each.
+//   t_mb = 1.3 / 4 = 0.325 ms; bubble = (pp - 1) t_mb = 0.325
+//   hidden = min(0.5 x 1.0, backward 0.8 / 4) = 0.2; exposed = 0.1 + 1.0 - 0.2 = 0.9
+//   step = GEMM 1.2 + exposed 0.9 + bubble 0.325 + optimizer 0.3 = 2.725 ms
+TEST_CASE("step: a two-stage pipeline's step by hand: bubble, hidden all-reduce, busiest stage",
+          "[step]") {
+  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us) {
+    TimedOperator t;
+    t.op.family = family;
+    t.op.phase = phase;
+    t.op.name = "op";
+    t.op.count = count;
+    t.time = OperatorTime{us, "test", "", std::nullopt};
+    return t;
+  };
+  auto stage = [&](double scale) {
+    return StageOperators{op(StepFamily::gemm, StepPhase::forward, 4, 100 * scale),
+                          op(StepFamily::gemm, StepPhase::backward, 4, 200 * scale),
+                          op(StepFamily::collective, StepPhase::forward, 4, 25 * scale),
+                          op(StepFamily::collective, StepPhase::grad_sync, 1, 1000 * scale),
+                          op(StepFamily::memop, StepPhase::optimizer, 1, 300 * scale)};
+  };
+  StepConfig c;
+  c.model = small_model();
+  c.grad_accum = 4;
+  c.pp = 2;
+  c.dp = 2;
+  c.overlap = 0.5;
+  const StepProjection p = compose_step(c, {stage(0.5), stage(1.0)}, std::nullopt);
+  REQUIRE(p.step_ms);
+  CHECK(p.micro_batch_ms == Approx(0.325));
+  CHECK(p.parts.gemm_ms == Approx(1.2));
+  CHECK(p.parts.bubble_ms == Approx(0.325));
+  CHECK(p.dp_comm_ms == Approx(1.0));
+  CHECK(p.hidden_comm_ms == Approx(0.2));
+  CHECK(p.parts.exposed_comm_ms == Approx(0.9));
+  CHECK(p.parts.optimizer_ms == Approx(0.3));
+  CHECK(*p.step_ms == Approx(2.725));
+  // 8 sequences of the model's 32 tokens a step
+  CHECK(*p.tokens_per_s == Approx(8 * 32 / 2.725e-3));
 }
 
 TEST_CASE(
