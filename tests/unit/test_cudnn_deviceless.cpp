@@ -2,6 +2,7 @@
 // reason of a refusal is read out of cuDNN's log records.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,18 +22,45 @@ TEST_CASE("every shipped device profile is a device description cuDNN accepts") 
   CHECK_THROWS(make_device_description(wrong.dump()));
 }
 
+namespace {
+std::vector<std::int64_t> sorted_uids(const SdpaGraph& g) {
+  std::vector<std::int64_t> u = g.pack_uids();
+  std::sort(u.begin(), u.end());
+  return u;
+}
+}  // namespace
+
+// Finalized, and binding the tensors the form in attention/cudnn_sdpa_graph.hpp names: the
+// causal mask's -inf fill, the backward's dO, gradients, softmax_sum and fp32 dQ scratch, and
+// the sequence lengths by value only where the bottom-right band shifts (Sq < Skv).
 TEST_CASE("the SDPA graphs finalize with no handle, forward and backward, GQA and MLA dims") {
+  using U = std::vector<std::int64_t>;
   AttentionShape s;
   s.batch = 1;
   s.seqlen_q = s.seqlen_kv = 1024;
   s.heads_q = 32;
   s.heads_kv = 8;
   s.head_dim_qk = s.head_dim_v = 128;
-  CHECK_NOTHROW(build_sdpa_forward(nullptr, s));
-  CHECK_NOTHROW(build_sdpa_backward(nullptr, s));
+  s.causal = true;
+  const U forward{kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale};
+  U causal_forward = forward;
+  causal_forward.push_back(kUidNegInf);
+  const U backward{kUidQ,   kUidK,  kUidV,  kUidO,  kUidStats, kUidScale,      kUidNegInf,
+                   kUidOne, kUidDO, kUidDQ, kUidDK, kUidDV,    kUidSoftmaxSum, kUidDQAccum};
+  auto sorted = [](U u) {
+    std::sort(u.begin(), u.end());
+    return u;
+  };
+  CHECK(sorted_uids(build_sdpa_forward(nullptr, s)) == sorted(causal_forward));
+  CHECK(sorted_uids(build_sdpa_backward(nullptr, s)) == sorted(backward));
+  s.causal = false;
+  CHECK(sorted_uids(build_sdpa_forward(nullptr, s)) == sorted(forward));
+  s.causal = true;
   s.head_dim_qk = 192;
-  s.seqlen_q = 512;  // bottom-right causal with Sq < Skv
-  CHECK_NOTHROW(build_sdpa_backward(nullptr, s));
+  s.seqlen_q = 512;  // bottom-right causal with Sq < Skv: the shift by value
+  U shifted = backward;
+  shifted.insert(shifted.end(), {kUidSeqKv, kUidSeqQ});
+  CHECK(sorted_uids(build_sdpa_backward(nullptr, s)) == sorted(shifted));
 }
 
 TEST_CASE("a refusal's reason is the innermost Reason of each error stack, with its engine") {
