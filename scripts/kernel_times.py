@@ -31,6 +31,7 @@ import glob
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,27 @@ def report_row(folder):
     return {}
 
 
+def case_name(case):
+    return case.get("name", case.get("op", "case"))
+
+
+def case_names_problem(cases):
+    """Why the cases cannot be run, or None: a list of objects whose names (`name`, else `op`)
+    are plain file names, each once (they name the case's files in --out)."""
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        return "expected a list of case objects, as bench_memops' --shapes-json-path takes"
+    seen = set()
+    for i, case in enumerate(cases):
+        name = case_name(case)
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+            return (f"entry {i} name: {json.dumps(name)} is not a plain file name (letters, "
+                    "digits, '_', '.', '-'): it names the case's files in --out")
+        if name in seen:
+            return f"entry {i} name: '{name}' names two cases"
+        seen.add(name)
+    return None
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench-memops", required=True)
@@ -189,17 +211,31 @@ def main(argv):
         except (OSError, ValueError) as e:
             print(f"error: kernel_times.py: --shapes-json-path: {e}", file=sys.stderr)
             return 2
+    bad = case_names_problem(cases)
+    if bad:
+        print(f"error: kernel_times.py: --shapes-json-path {a.shapes_json_path}: {bad}",
+              file=sys.stderr)
+        return 2
     ncu = find_ncu(a.ncu)
     if ncu is None:
         print("kernel times: not measured: no Nsight Compute (ncu) found")
         return 0
     os.makedirs(a.out, exist_ok=True)
+    # Each case's files are this script's (plot_report.py's rule: written only where no file is,
+    # or over one an opbench run wrote); its report folder is bench_memops', which keeps an
+    # earlier run's reports apart itself.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import plot_report
+    for case in cases:  # every case's files, before anything runs
+        for suffix in (".json", ".ncu.log"):
+            plot_report.claim(os.path.join(a.out, case_name(case) + suffix), "kernel_times.py",
+                              "--out")
     lines = []
     for case in cases:
-        name = case.get("name", case.get("op", "case"))
+        name = case_name(case)
         folder = os.path.join(a.out, name)
-        shutil.rmtree(folder, ignore_errors=True)
         shapes = os.path.join(a.out, name + ".json")
+        log = os.path.join(a.out, name + ".ncu.log")
         with open(shapes, "w") as f:
             json.dump([case], f)
         # Nsight Compute CLI manual: --print-kernel-base function, the name without its
@@ -231,9 +267,13 @@ def main(argv):
                 print(f"kernel times: ncu timed nothing until its own libraries ({own}) came "
                       "first on LD_LIBRARY_PATH")
                 result, times = retry, retried
-        log = os.path.join(a.out, name + ".ncu.log")
         with open(log, "w") as f:
             f.write(result.stdout + result.stderr)
+        refused = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+        if not times and result.returncode == 2 and refused:  # bench_memops refused the case
+            print(f"error: kernel_times.py: bench_memops refused case {name}: "
+                  f"{refused[0][len('error: '):]}", file=sys.stderr)
+            return 2
         if not times:
             said = [l for l in (result.stderr + result.stdout).splitlines()
                     if "==ERROR==" in l or "error" in l.lower()]

@@ -417,8 +417,8 @@ set_tests_properties("gpu_run.sh: an OPBENCH_GPU_ROOT holding other files is ref
 set(KERNEL_TIMES ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/kernel_times.py
     --bench-memops $<TARGET_FILE:bench_memops> --shapes-json-path ${DATA}/kernel_times_case.json)
 add_test(NAME "kernel_times.py: each kernel of an operator timed by ncu, its share and the operator's rate"
-  COMMAND ${WITH_EXIT} ${KERNEL_TIMES} --out ${CMAKE_CURRENT_BINARY_DIR}/kernel_times
-          --ncu ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.py)
+  COMMAND bash -c "rm -rf \"$0\" && \"$@\" --out \"$0\"; echo exit=$?" ${CMAKE_CURRENT_BINARY_DIR}/kernel_times
+          ${KERNEL_TIMES} --ncu ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.py)
 set_tests_properties("kernel_times.py: each kernel of an operator timed by ncu, its share and the operator's rate"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "\\| embedding-bwd \\| embedding_rows_kernel \\| 3 \\| 300\\.0 \\| 300\\.0 \\| 94% \\|\n\\| embedding-bwd \\| DeviceRadixSortOnesweepKernel \\| 9 \\| 4\\.0 \\| 12\\.0 \\| 4% \\|\n\\| embedding-bwd \\| embedding_starts_kernel \\| 3 \\| 6\\.0 \\| 6\\.0 \\| 2% \\|\n\\| embedding-bwd \\| embedding_keys_kernel \\| 3 \\| 2\\.0 \\| 2\\.0 \\| 1% \\|\n\\| embedding-bwd \\| elementwise_kernel \\| 1 \\| 50\\.0 \\| – \\| set-up \\|\n\n- embedding-bwd: its kernels take 320\\.0 µs a call \\(3 calls timed\\): 4000 GB/s for its 1280\\.0 MB, 95% of the run's copy rate \\(4200 GB/s\\)\nexit=0")
@@ -427,15 +427,28 @@ set_tests_properties("kernel_times.py: each kernel of an operator timed by ncu, 
 # column sums' 6 (the rule before counted 6 on the tie and took the rows kernel for set-up: 4.7
 # µs a call, 1021% of the copy rate): 70 µs a call, 294 MB in it: 4200 GB/s, 100%.
 add_test(NAME "kernel_times.py: kernels launched twice a call do not halve the operator's calls"
-  COMMAND ${CMAKE_COMMAND} -E env FAKE_NCU_CASE=layernorm_bwd
+  COMMAND bash -c "rm -rf \"$0\" && FAKE_NCU_CASE=layernorm_bwd \"$@\" --out \"$0\"" ${CMAKE_CURRENT_BINARY_DIR}/kernel_times_layernorm
           ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/kernel_times.py
           --bench-memops $<TARGET_FILE:bench_memops> --shapes-json-path ${DATA}/kernel_times_layernorm.json
-          --out ${CMAKE_CURRENT_BINARY_DIR}/kernel_times_layernorm --ncu ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.py)
+          --ncu ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.py)
 set_tests_properties("kernel_times.py: kernels launched twice a call do not halve the operator's calls"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "\\| layernorm-bwd \\| norm_bwd_rows_kernel \\| 3 \\| 60\\.0 \\| 60\\.0 \\| 86% \\|\n\\| layernorm-bwd \\| sum_partials_kernel \\| 6 \\| 5\\.0 \\| 10\\.0 \\| 14% \\|\n\\| layernorm-bwd \\| elementwise_kernel \\| 1 \\| 50\\.0 \\| – \\| set-up \\|\n\n- layernorm-bwd: its kernels take 70\\.0 µs a call \\(3 calls timed\\): 4200 GB/s for its 294\\.0 MB, 100% of the run's copy rate \\(4200 GB/s\\)\n")
+# Case names name files in --out: one that leaves it ("../x") or a file of the user's there is
+# refused before anything runs, exit 2, the user's file unchanged; a shapes file that is not a
+# list of cases is refused as well.
+add_test(NAME "kernel_times.py bad input: a case name outside --out, a file of the user's, not a list"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/out\" && echo mine > \"$t/out/rmsnorm.json\" \
+    && echo '[{\"name\": \"../x\", \"op\": \"rmsnorm\", \"rows\": 8, \"cols\": 8}]' > \"$t/up.json\" \
+    && echo '[{\"op\": \"rmsnorm\", \"rows\": 8, \"cols\": 8}]' > \"$t/plain.json\" && echo '{}' > \"$t/obj.json\"; \
+    for f in up plain obj; do \"$@\" --ncu /bin/true --out \"$t/out\" --shapes-json-path \"$t/$f.json\"; echo exit=$?; done; \
+    cat \"$t/out/rmsnorm.json\"; ls \"$t\"" ${CMAKE_CURRENT_BINARY_DIR}/kernel_times_bad
+          ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/kernel_times.py --bench-memops $<TARGET_FILE:bench_memops>)
+set_tests_properties("kernel_times.py bad input: a case name outside --out, a file of the user's, not a list"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "entry 0 name: \"\\.\\./x\" is not a plain file name[^\n]*\nexit=2\nerror: [^\n]*/out/rmsnorm\\.json: exists and no opbench run wrote it[^\n]*\nexit=2\nerror: [^\n]*obj\\.json: expected a list of case objects[^\n]*\nexit=2\nmine\nobj\\.json\nout\nplain\\.json\nup\\.json\n$")
 add_test(NAME "kernel_times.py: an ncu that times nothing, or none, is said and fails nothing"
-  COMMAND bash -c "FAKE_NCU_FAIL=1 \"\${@:2}\" --out \"$0/fail\" --ncu \"$1\"; echo exit=$?; \"\${@:2}\" --out \"$0/none\" --ncu /nonexistent; echo exit=$?"
+  COMMAND bash -c "rm -rf \"$0\"; FAKE_NCU_FAIL=1 \"\${@:2}\" --out \"$0/fail\" --ncu \"$1\"; echo exit=$?; \"\${@:2}\" --out \"$0/none\" --ncu /nonexistent; echo exit=$?"
           ${CMAKE_CURRENT_BINARY_DIR}/kernel_times_not ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.py ${KERNEL_TIMES})
 set_tests_properties("kernel_times.py: an ncu that times nothing, or none, is said and fails nothing"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
