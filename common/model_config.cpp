@@ -136,6 +136,7 @@ TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp) {
     h.kv /= tp;
   } else if (tp % h.kv == 0) {
     h.kv = 1;
+    h.kv_replicas = tp / m.num_key_value_heads;
     h.note = fmt::format("{} KV heads replicated over tp {}", m.num_key_value_heads, tp);
   } else {
     throw bad_input(fmt::format(

@@ -57,6 +57,7 @@ struct ModelConfig {
 // head per rank (said in `note`). A tp that fits neither is a bad_input error naming --tp.
 struct TpHeads {
   std::int64_t q = 0, kv = 0;
+  std::int64_t kv_replicas = 1;  // ranks holding each KV head (tp / KV heads when they are fewer)
   std::string note;
 };
 TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp);

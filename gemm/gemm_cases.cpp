@@ -102,6 +102,7 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
             c.micro_batch = mb;
             c.seqlen = seqlen > 0 ? seqlen : model.seqlen;
             c.note = layer.note;
+            c.repeated_flops = layer.repeated_flops(c.problem.flops());
             if (layer.routed_expert)
               add_expert_cases(c, layer, model, moe, *routed, dtype, pass, out);
             else

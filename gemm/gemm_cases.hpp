@@ -46,7 +46,8 @@ struct GemmCase {
   std::int64_t calls_per_step = 1;
   std::int64_t tp = 1, micro_batch = 0, seqlen = 0;  // 0: not from a model
   std::string note;
-  std::optional<ExpertCase> experts;     // set on expert rows; `problem` is then the padded problem
+  std::int64_t repeated_flops = 0;    // of flops(), what other tp ranks compute alike (LinearLayer)
+  std::optional<ExpertCase> experts;  // set on expert rows; `problem` is then the padded problem
   std::optional<CapturedGemm> captured;  // set on rows replaying a capture
 
   // FLOPs on real data: the experts' own for an expert row.

@@ -27,13 +27,14 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, b
     const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
     // The down projections are small and replicated on every tensor-parallel rank.
     if (a.q_lora_rank) {
-      out.push_back({"attn_q_down", tokens, *a.q_lora_rank, H, L, "replicated across tp"});
+      out.push_back({"attn_q_down", tokens, *a.q_lora_rank, H, L, "replicated across tp", false,
+                     *a.q_lora_rank, tp});
       out.push_back({"attn_q_up", tokens, heads * qk_head, *a.q_lora_rank, L, ""});
     } else {
       out.push_back({"attn_q", tokens, heads * qk_head, H, L, ""});
     }
     out.push_back({"attn_kv_down", tokens, a.kv_lora_rank + a.qk_rope_head_dim, H, L,
-                   "replicated across tp"});
+                   "replicated across tp", false, a.kv_lora_rank + a.qk_rope_head_dim, tp});
     out.push_back(
         {"attn_kv_up", tokens, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, L, ""});
     out.push_back({"attn_out", tokens, H, heads * a.v_head_dim, L, ""});
@@ -41,12 +42,15 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, b
   }
   // GQA with fewer KV heads than tp ranks replicates each KV head (as Megatron does).
   const TpHeads split = heads_per_tp_rank(m, tp);
+  const bool replicated = split.kv_replicas > 1;
   if (separate) {
     out.push_back({"attn_q", tokens, heads * m.head_dim, H, L, ""});
-    out.push_back({"attn_k", tokens, split.kv * m.head_dim, H, L, split.note});
-    out.push_back({"attn_v", tokens, split.kv * m.head_dim, H, L, split.note});
+    for (const char* name : {"attn_k", "attn_v"})
+      out.push_back({name, tokens, split.kv * m.head_dim, H, L, split.note, false,
+                     replicated ? split.kv * m.head_dim : 0, split.kv_replicas});
   } else {
-    out.push_back({"attn_qkv", tokens, (heads + 2 * split.kv) * m.head_dim, H, L, split.note});
+    out.push_back({"attn_qkv", tokens, (heads + 2 * split.kv) * m.head_dim, H, L, split.note, false,
+                   replicated ? 2 * split.kv * m.head_dim : 0, split.kv_replicas});
   }
   out.push_back({"attn_out", tokens, H, heads * m.head_dim, L, ""});
 }

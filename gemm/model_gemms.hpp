@@ -26,6 +26,13 @@ struct LinearLayer {
   // A routed expert's layer (N and K per expert; M the balanced share, calls one per expert):
   // bench_gemm runs these as grouped GEMMs over the routed token counts (expert_gemm.hpp).
   bool routed_expert = false;
+  // Output columns (of N) that `replicas` tensor-parallel ranks each compute alike: GQA's KV
+  // heads where tp exceeds them, MLA's down projections. Model FLOPs count that work once.
+  std::int64_t replicated_n = 0, replicas = 1;
+  // The FLOPs of one call (in any pass: 2·M·N·K of the layer) that other ranks repeat.
+  std::int64_t repeated_flops(std::int64_t call_flops) const {
+    return replicated_n == 0 ? 0 : call_flops / N * replicated_n * (replicas - 1) / replicas;
+  }
 };
 
 struct ParallelConfig {

@@ -49,7 +49,9 @@ class EagerKernels {
     push(op, attention_core);
   }
 
-  // A batched per-head GEMM of the unfused attention (torch.bmm / matmul on [B·heads, ...]).
+  // A batched per-head GEMM of the unfused attention (torch.bmm / matmul on [B·heads, ...]). It
+  // computes the whole S x S score matrix (its hardware FLOPs); the model FLOPs are Megatron's,
+  // the causal half, as the fused kernel's (add_attention in step_operators.cpp).
   void bmm(StepPhase phase, const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k,
            bool ta, bool tb, std::int64_t batch, std::int64_t calls) {
     StepOperator op =
@@ -60,7 +62,8 @@ class EagerKernels {
     op.gemm.transa = ta, op.gemm.transb = tb;
     op.gemm.dtype = v_.c.dtype;
     op.gemm.out_dtype = gemm_output_dtype(v_.c.dtype);
-    op.model_flops = op.hardware_flops = op.gemm.flops();
+    op.hardware_flops = op.gemm.flops();
+    op.model_flops = op.hardware_flops / 2;
     push(op, true);
   }
 

@@ -108,8 +108,8 @@ void print_operator_list(const StepConfig& c, const std::vector<StageOperators>&
   const double model = static_cast<double>(total_model_flops(c, stages));
   const double hardware = static_cast<double>(total_hardware_flops(c, stages));
   fmt::print(out,
-             "{} operators; model FLOPs per step over {} devices: {} (hardware, with "
-             "recomputation: {})\n",
+             "{} operators; model FLOPs per step over {} devices: {} (hardware, with recomputed, "
+             "replicated and masked-out work: {})\n",
              stages[busiest].size(), c.world(), flops_text(model), flops_text(hardware));
   if (auto megatron = megatron_model_flops(c.model, c.sequences_per_step(), c.seq(), c.tp))
     fmt::print(out, "Megatron's model-FLOPs formula: {}{}\n",

@@ -36,7 +36,10 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
     StepOperator op = make_op(StepFamily::gemm, forward ? StepPhase::forward : StepPhase::backward,
                               g.gemm + " " + g.pass, g.calls_per_step * v.m, g.note);
     op.gemm = g.problem;
-    op.model_flops = op.hardware_flops = g.problem.flops();
+    op.hardware_flops = g.problem.flops();
+    // KV heads or MLA's down projections several tp ranks compute alike count once (Megatron
+    // counts each head's work once; its model has no replication).
+    op.model_flops = op.hardware_flops - g.repeated_flops;
     if (g.experts) {
       op.family = StepFamily::experts;
       op.experts = g.experts->experts;
@@ -54,9 +57,10 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
   }
 }
 
-// Attention forward and backward per layer. FLOPs in Megatron's convention (the whole S x S
-// score matrix, causal or not; backward twice the forward), so that the list adds up to
-// Megatron's model FLOPs; bench_attention's own flops column halves a causal mask's.
+// Attention forward and backward per layer. FLOPs in Megatron's convention (the S x S score
+// matrix halved under the causal mask; backward twice the forward), so that the list adds up to
+// Megatron's model FLOPs; bench_attention's flops column halves a causal mask's the same way
+// (its backward counts 2.5 forwards, FlashAttention's convention).
 void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   AttentionShape s =
@@ -65,8 +69,9 @@ void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   // Face's repeat_kv, the peer's model; the eager plan lists the copy): the kernel runs MHA.
   const bool repeated_kv = c.kernels == Kernels::eager && s.heads_kv != s.heads_q;
   if (repeated_kv) s.heads_kv = s.heads_q;
-  const std::int64_t fwd_flops =
+  const std::int64_t whole =
       2 * s.batch * s.heads_q * s.seqlen_q * s.seqlen_kv * (s.head_dim_qk + s.head_dim_v);
+  const std::int64_t fwd_flops = s.causal ? whole / 2 : whole;
   const std::int64_t calls = v.model.num_hidden_layers * v.m;
   StepOperator fwd =
       make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls,

@@ -16,8 +16,7 @@ StepOperator make_op(StepFamily family, StepPhase phase, std::string name, std::
 StepOperator recomputed(StepOperator op) {
   op.phase = StepPhase::recompute;
   op.name += " (recomputed)";
-  op.hardware_flops = op.model_flops > 0 ? op.model_flops : op.hardware_flops;
-  op.model_flops = 0;
+  op.model_flops = 0;  // the hardware runs the forward's again; the model counts it once
   return op;
 }
 

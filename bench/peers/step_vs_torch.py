@@ -483,9 +483,10 @@ def main() -> int:
                 print(f"target missed: {m}", file=sys.stderr)
             return 1
         return 0
-    lines = ["| case | tokens/step | measured ms | eager ms (error) | calibrated ms (error) | fused ms (error) "
-             "| peak memory GiB | predicted GiB (error) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    # Each row is printed as its case ends (emit): a run stopped at its time budget keeps them.
+    emit("| case | tokens/step | measured ms | eager ms (error) | calibrated ms (error) | fused ms (error) "
+         "| peak memory GiB | predicted GiB (error) |")
+    emit("|---|---:|---:|---:|---:|---:|---:|---:|")
     breakdown = ["| case | " + " | ".join(f"{name} ms (eager / torch)" for name, _, _ in PARTS) + " |",
                  "|---|" + "---:|" * len(PARTS)]
     misses = []
@@ -511,10 +512,10 @@ def main() -> int:
             errors = (error(step_ms(eager), ms), error(step_ms(calibrated), ms), error(step_ms(fused), ms))
             peak = torch_step(a, model, seq, 1, memory=True).get("peak_mem_gib")
             mem_err = error(mem_gib(eager), peak)
-            lines.append(f"| {model}, seq {measured['seq_len']} | {tokens} | {ms:.0f} | "
-                         f"{cell(step_ms(eager), errors[0])} | {cell(step_ms(calibrated), errors[1])} | "
-                         f"{cell(step_ms(fused), errors[2])} | {'-' if peak is None else f'{peak:.2f}'} | "
-                         f"{cell(mem_gib(eager), mem_err, 2)} |")
+            emit(f"| {model}, seq {measured['seq_len']} | {tokens} | {ms:.0f} | "
+                 f"{cell(step_ms(eager), errors[0])} | {cell(step_ms(calibrated), errors[1])} | "
+                 f"{cell(step_ms(fused), errors[2])} | {'-' if peak is None else f'{peak:.2f}'} | "
+                 f"{cell(mem_gib(eager), mem_err, 2)} |")
             breakdown.append(f"| {model}, seq {measured['seq_len']} | "
                              + " | ".join(parts(eager, measured.get("profile_pct"), ms)) + " |")
             for what, e, target in (("eager", errors[0], 0.15), ("calibrated", errors[1], 0.05),
@@ -531,13 +532,11 @@ def main() -> int:
                                         "--from-reports", ccl, "--measure", *host_flags(a, measured)],
                                        ["taskset", "-c", "0"])[0]
                 ms = measured["median_ms"]
-                lines.append(f"| {model}, seq {measured['seq_len']}, DDP {a.ddp} ranks | {tokens * a.ddp} | "
-                             f"{ms:.0f} | {cell(step_ms(projected), error(step_ms(projected), ms))} | - | - | - | - |")
+                emit(f"| {model}, seq {measured['seq_len']}, DDP {a.ddp} ranks | {tokens * a.ddp} | "
+                     f"{ms:.0f} | {cell(step_ms(projected), error(step_ms(projected), ms))} | - | - | - | - |")
     except ChildFailed as e:
-        print("\n".join(lines))
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print("\n".join(lines))
     if a.profile:
         print("\n" + "\n".join(breakdown))
     print(f"\n(torch: fp32, {a.threads} OpenMP thread(s) per process, timed steps on {a.allocator}"

@@ -57,10 +57,11 @@ TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs
   c.tp = 8;
   c.pp = 4;
   // 8 sequences of 8192 tokens; Megatron's formula multiplied out by hand:
-  //   attention 12·8·8192·32·(4096·4096 + 4096·128·8 + 8192·4096) = 1,372,190,511,464,448
-  //   MLP       18·8·8192·4096·32·14336                             = 2,216,615,441,596,416
-  //   logits     6·8·8192·4096·128256                               =   206,570,747,068,416
-  const __int128 megatron = 3795376700129280LL;
+  //   attention 12·8·8192·32·(4096·4096 + 4096·128·8)
+  //              + 6·8·8192·32·8192·4096 (the causal half)     =   949,978,046,398,464
+  //   MLP       18·8·8192·4096·32·14336                        = 2,216,615,441,596,416
+  //   logits     6·8·8192·4096·128256                          =   206,570,747,068,416
+  const __int128 megatron = 3373164235063296LL;
   REQUIRE(megatron_model_flops(c.model, 8, 8192, 8).value() == megatron);
   const auto stages = all_stages(c);
   CHECK(total_model_flops(c, stages) == megatron);
@@ -83,15 +84,30 @@ TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs
     c.recompute = Recompute::selective;
     auto s2 = all_stages(c);
     CHECK(total_model_flops(c, s2) == megatron);
-    // Selective: the attention core once more, forward only: 4·8·8192²·4096·32 / 3 of the term.
-    const __int128 attention_fwd = static_cast<__int128>(4) * 8 * 8192 * 8192 * 4096 * 32;
+    // Selective: the attention core once more, forward only: its causal half, 2·8·8192²·4096·32.
+    const __int128 attention_fwd = static_cast<__int128>(2) * 8 * 8192 * 8192 * 4096 * 32;
     CHECK(total_hardware_flops(c, s2) == megatron + attention_fwd);
     c.recompute = Recompute::full;
     auto s3 = all_stages(c);
     // Full: every layer's forward again (a third of the layers' FLOPs; the LM head is not).
-    const __int128 layers = 1372190511464448LL + 2216615441596416LL;
+    const __int128 layers = 949978046398464LL + 2216615441596416LL;
     CHECK(total_hardware_flops(c, s3) == megatron + layers / 3);
   }
+}
+
+// tp 16 over Llama-3.1 8B's 8 KV heads: each rank computes one, every head on two ranks. The
+// model FLOPs count that work once (Megatron's formula, one sequence of 8192 tokens); the
+// hardware FLOPs count it twice: k and v, 2·8192·128·4096 FLOPs a rank, layer and pass, over 3
+// passes, 32 layers and 16 ranks, half of it repeated: 13,194,139,533,312 FLOPs.
+TEST_CASE("step: KV heads replicated over tp count once in the model FLOPs", "[step]") {
+  StepConfig c;
+  c.model = configs_model("llama3.1-8b");
+  c.micro_batch = 1;
+  c.grad_accum = 1;
+  c.tp = 16;
+  const auto stages = all_stages(c);
+  CHECK(total_model_flops(c, stages) == megatron_model_flops(c.model, 1, 8192, 16).value());
+  CHECK(total_hardware_flops(c, stages) - total_model_flops(c, stages) == 13194139533312LL);
 }
 
 TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by hand", "[step]") {
