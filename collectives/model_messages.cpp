@@ -78,19 +78,27 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
         return fmt::format("sp {} of mbs*seq*hidden {}", coll_op_name(x.op), dims);
       },
       out);
-  shape.sp = false;
-  add_summed(
-      expert_parallel_messages(shape), m, static_cast<int>(p.ep),
-      [&](const ParallelMessage&) {
-        return fmt::format("ep all_to_all of tokens*top_k*hidden ({}x{}x{})", shape.tokens,
-                           shape.top_k, m.hidden_size);
-      },
-      out);
-  if (p.pp > 1)
-    out.push_back({"pp send_recv of mbs*seq*hidden activations", CollOp::send_recv,
-                   static_cast<std::uint64_t>(shape.tokens * m.hidden_size *
-                                              static_cast<std::int64_t>(dtype_size(p.dtype))),
-                   p.dtype, static_cast<int>(p.pp), 2});
+  // Expert and pipeline messages, without sequence parallelism and (tp > 1) with it, where
+  // each rank holds tokens / tp of the sequence: the sizes bench_step looks for either way.
+  for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    shape.sp = sp;
+    const std::string prefix = sp ? "sp " : "";
+    const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);
+    add_summed(
+        expert_parallel_messages(shape), m, static_cast<int>(p.ep),
+        [&](const ParallelMessage&) {
+          return fmt::format("{}ep all_to_all of tokens*top_k*hidden ({}x{}x{})", prefix, tokens,
+                             shape.top_k, m.hidden_size);
+        },
+        out);
+    // 1F1B pairs each stage's send with the next one's receive: a send_recv of 2 ranks.
+    if (p.pp > 1)
+      out.push_back({fmt::format("{}pp send_recv of mbs*seq*hidden activations", prefix),
+                     CollOp::send_recv,
+                     static_cast<std::uint64_t>(tokens * m.hidden_size *
+                                                static_cast<std::int64_t>(dtype_size(p.dtype))),
+                     p.dtype, 2, 2});
+  }
   return out;
 }
 

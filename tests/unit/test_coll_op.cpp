@@ -154,6 +154,29 @@ TEST_CASE("model messages: Llama-3.1 70B at tp 8 all-reduces 8192 x 8192 bf16 ac
   CHECK(moe[0].size_bytes == 4096ull * 2 * 4096 * 2);  // tokens x top-2 x hidden x 2 B
 }
 
+// The expert and pipeline messages bench_step looks for (--from-reports matches op, group and
+// size): with tp 2 and sequence parallelism each rank holds 2048 of 4096 tokens, and 1F1B's
+// send_recv is between two stages, whatever pp is.
+TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without sp") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto mixtral = select_models(models, "mixtral-8x7b", "m").front();
+  auto msgs = model_messages(mixtral, ModelParallel{2, 4, 4, 1, 4096, DType::bf16});
+  std::vector<ModelMessage> a2a, p2p;
+  for (const auto& x : msgs) {
+    if (x.op == CollOp::all_to_all) a2a.push_back(x);
+    if (x.op == CollOp::send_recv) p2p.push_back(x);
+  }
+  REQUIRE(a2a.size() == 2);
+  CHECK(a2a[0].size_bytes == 4096ull * 2 * 4096 * 2);  // tokens x top-2 x hidden x 2 B
+  CHECK(a2a[1].size_bytes == 2048ull * 2 * 4096 * 2);  // sp: tokens / tp
+  CHECK((a2a[0].group_size == 4 && a2a[1].group_size == 4));
+  CHECK(a2a[1].label.rfind("sp ep all_to_all", 0) == 0);
+  REQUIRE(p2p.size() == 2);
+  CHECK(p2p[0].size_bytes == 4096ull * 4096 * 2);
+  CHECK(p2p[1].size_bytes == 2048ull * 4096 * 2);
+  CHECK((p2p[0].group_size == 2 && p2p[1].group_size == 2));  // pp 4: still pairs
+}
+
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   const std::vector<std::string> even{"a", "a", "b", "b", "c", "c"};
   auto l = layout_of(even, 2);
