@@ -277,6 +277,18 @@ set_tests_properties("peers: step_vs_torch.py prints bench_step's projection aga
   PROPERTIES PASS_REGULAR_EXPRESSION
   "\\| llama-cpu-xs, seq 256 \\| 256 \\| [0-9]+ \\| [0-9]+ \\([-+][0-9.]+%\\) \\| [0-9]+ \\([-+][0-9.]+%\\) \\| [0-9]+ \\([-+][0-9.]+%\\) \\|.*timed steps on jemalloc"
   TIMEOUT 600 FIXTURES_SETUP torch_step_capture)
+# A run stopped after its first case (SIGTERM, as gpu_validate.sh's time budget sends) keeps
+# that case's row: rows are printed as each case ends, not at the end.
+add_test(NAME "peers: step_vs_torch.py stopped after a case keeps that case's row"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t\"; setsid \"$@\" --work-dir \"$t/work\" > \"$t/out.txt\" 2>&1 & pid=$!; \
+    for i in $(seq 600); do grep -q '| tiny, seq 32 |' \"$t/out.txt\" && break; sleep 0.2; done; \
+    kill -TERM -- -$pid; wait $pid; echo exit=$?; grep '^| tiny' \"$t/out.txt\"" ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch_term
+          ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/step_vs_torch.py --model-config-path ${PROJECT_SOURCE_DIR}/configs/models.json
+          --cases tiny:32,tiny:64 --warmup 1 --steps 2 --max-time 0.02 --bench-step $<TARGET_FILE:bench_step>
+          --bench-ccl $<TARGET_FILE:bench_ccl> --capture-lib $<TARGET_FILE:opbench_capture>)
+set_tests_properties("peers: step_vs_torch.py stopped after a case keeps that case's row"
+  PROPERTIES LABELS preload TIMEOUT 300 PASS_REGULAR_EXPRESSION
+  "exit=143\n\\| tiny, seq 32 \\| 32 \\| [0-9]+ \\| [0-9]+ \\([-+][0-9.]+%\\) \\|[^\n]*\n$")
 # On the GPU, step_vs_torch.py sets the profiled step's kernel time by part beside the
 # projections' (traced_parts): checked on the repository's GPU step trace, worked by hand.
 add_test(NAME "peers: step_vs_torch.py's profiled-step breakdown sums the trace's kernels by part"
