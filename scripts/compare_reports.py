@@ -301,8 +301,8 @@ def read_side(paths):
     rows, columns, kinds = [], None, set()
     for run, path in enumerate(paths):
         r, c, k = read(path)
-        for row in r:
-            row["_run"] = run
+        for index, row in enumerate(r, start=1):
+            row["_run"], row["_row"] = run, index
         rows += r
         columns = c if columns is None else [x for x in columns if x in c]
         kinds.add(k)
@@ -342,6 +342,12 @@ def main() -> int:
     if figure is None:
         fail("the two reports share no figure to compare (tflops, busbw_gbps or time_us)")
     column, higher_better = figure
+    # An ok row carries its figure: one without it would be 'not compared' and pass the gate.
+    for rows, paths in ((base, base_paths), (new, new_paths)):
+        for r in rows:
+            if r["status"] == "ok" and not (number(r.get(column)) or 0) > 0:
+                fail(f"{paths[r['_run']]} row {r['_row']}: {column}: an ok row needs a positive "
+                     f"number, got '{r.get(column)}'")
     floor = args.rerun_floor if args.rerun_floor is not None else default_floor(base_kind, base + new)
 
     def key(row):
@@ -374,6 +380,12 @@ def main() -> int:
         figure_b = rows[0][column] if len(rows) == 1 else (f"{b.value:.4g}" if b.value else "")
         if k not in new_rows:
             print(f"| {label}{' | ' if extra else ''}{' | '.join('' for _ in extra)} | {figure_b} | missing | | | REGRESSION | |")
+            counts["REGRESSION"] += 1
+            continue
+        absent = sorted(set(range(len(new_paths))) - {r["_run"] for r in new_rows[k]})
+        if absent:  # reruns of one binary hold the same cases: one lost is lost
+            print(f"| {label}{' | ' if extra else ''}{' | '.join('' for _ in extra)} | {figure_b} | "
+                  f"missing from {', '.join(new_paths[i] for i in absent)} | | | REGRESSION | |")
             counts["REGRESSION"] += 1
             continue
         n = Side(new_rows[k], column)
