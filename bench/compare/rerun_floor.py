@@ -95,7 +95,15 @@ def gate(base, new, files):
         if count:
             compared += int(count.group(1))
             regressed += int(count.group(2))
-    return max(codes), regressed, compared
+    return (max(codes) if codes else None), regressed, compared
+
+
+def gate_text(result):
+    """A gate's cell: compare_reports.py's worst exit and the rows it flagged, or why none ran."""
+    code, regressed, compared = result
+    if code is None:
+        return "no report in every run"
+    return f"exit {code}: {regressed} of {compared} rows regressed"
 
 
 TIMES = {"time_us", "median_us", "min_us", "max_us", "p50_us", "p99_us", "min_time_us", "max_time_us",
@@ -176,11 +184,9 @@ def main() -> int:
             return 2
         gates = [gate([a], [b], files)[0] for a, b in zip(folders, folders[1:])]
         half = runs // 2
-        halves = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], folders[half:], files)) \
-            if half >= 2 else "n/a"
+        halves = gate_text(gate(folders[:half], folders[half:], files)) if half >= 2 else "n/a"
         slow = [slowed(f, files, args.slower, f"{f}-slower") for f in folders[half:]]
-        caught = "exit {}: {} of {} rows regressed".format(*gate(folders[:half], slow, files)) \
-            if half >= 2 else "n/a"
+        caught = gate_text(gate(folders[:half], slow, files)) if half >= 2 else "n/a"
         # the floor of each report kind the binary writes (bench_step: step.csv's, step_operators.csv's)
         kinds = sorted({compare.read(os.path.join(folders[0], f))[2] for f in files
                         if os.path.exists(os.path.join(folders[0], f))})

@@ -40,9 +40,14 @@ def main() -> int:
     tmp, rounds, peer_name, ours_name, fmt = sys.argv[1], int(sys.argv[2]), *sys.argv[3:6]
     ref_name = sys.argv[6] if len(sys.argv) > 6 else None
     ours, peer, ref = {}, {}, {}
+    not_ok = {}  # (op, size): the status of a row of ours that has no time
     for r in range(1, rounds + 1):
         for row in csv.DictReader(open(f"{tmp}/ours_{r}.csv")):
-            ours.setdefault((row["op"], int(row["size_bytes"])), []).append(float(row["time_us"]))
+            at = (row["op"], int(row["size_bytes"]))
+            if row.get("status", "ok") != "ok" or not row.get("time_us"):
+                not_ok[at] = row.get("status") or "no time"
+                continue
+            ours.setdefault(at, []).append(float(row["time_us"]))
         read_peer(f"{tmp}/peer_{r}.txt", fmt, peer)
         if ref_name:
             read_peer(f"{tmp}/ref_{r}.txt", fmt, ref)
@@ -55,10 +60,13 @@ def main() -> int:
     head += [f"{ref_name} (us)"] if ref_name else []
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * (1 if show_op else 0) + "---:|" * (len(head) - (1 if show_op else 0)))
+    unmatched, shown = [], 0
     for op, size in sorted(ours, key=lambda k: (k[0], k[1])):
         p = times(peer, op, size)
         if not p:
+            unmatched.append(f"{op} {size}" if show_op else str(size))
             continue
+        shown += 1
         o, pm = statistics.median(ours[(op, size)]), statistics.median(p)
         cells = ([op] if show_op else []) + [str(size), f"{o:.2f}", f"{pm:.2f}", f"{o / pm:.3f}"]
         if ref_name:
@@ -66,6 +74,15 @@ def main() -> int:
             cells.append(f"{statistics.median(rt):.2f}" if rt else "-")
         print("| " + " | ".join(cells) + " |")
     print(f"(medians of {rounds} alternating runs each; ratio = {ours_name} / {peer_name})")
+    # Nothing left out unsaid: sizes the peer printed no time for, rows of ours that did not run.
+    if unmatched:
+        print(f"note: no {peer_name} time at: {', '.join(unmatched)}")
+    for (op, size), status in sorted(not_ok.items()):
+        print(f"note: {ours_name} {op} {size}: {status}, not compared")
+    if not_ok or not shown:
+        print(f"error: ratio_table.py: {'no size had both times' if not shown else 'rows of ' + ours_name + ' did not run'}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -131,6 +131,17 @@ add_test(NAME "rerun_floor.py --tables-only: the table again from the runs an ea
 set_tests_properties("rerun_floor.py --tables-only: the table again from the runs an earlier call left"
   PROPERTIES LABELS scripts FIXTURES_REQUIRED rerun_floor_runs PASS_REGULAR_EXPRESSION
   "the runs found.*\\| gemm tiny \\| 4 \\| 90 \\|.*\\| memops tiny \\| 4 \\| 90 \\|.*\\| step tiny \\| 4 \\| 180 \\|.*\\| ccl 2 ranks \\| 4 \\| 84 \\|")
+# Runs of which some left no report (a run stopped early): the gates say so instead of crashing
+# on the empty list of comparisons (max() of nothing).
+add_test(NAME "rerun_floor.py --tables-only: runs without reports are said, not a crash"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && for i in 0 1 2 3; do mkdir -p \"$t/gemm_tiny-$i\"; done \
+    && cp \"$2\" \"$t/gemm_tiny-0/gemm_tiny.csv\" && cp \"$2\" \"$t/gemm_tiny-2/gemm_tiny.csv\" \
+    && \"$1\" \"$3\" --tables-only --out \"$t\" --only gemm; echo exit=$?"
+          ${CMAKE_CURRENT_BINARY_DIR}/rerun_floor_partial ${OPBENCH_PYTHON} ${DATA}/compare_base.csv
+          ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py)
+set_tests_properties("rerun_floor.py --tables-only: runs without reports are said, not a crash"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "\\| gemm tiny \\| 4 \\| 4 \\| [^\n]*\\| 0 of 3 \\| no report in every run \\| no report in every run \\|\nexit=0")
 add_test(NAME "rerun_floor.py bad input: --tables-only without --out"
   COMMAND ${EXPECT_ERROR} --contains "--tables-only: name the folder of an earlier run with --out"
           -- ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/compare/rerun_floor.py --tables-only)
@@ -247,6 +258,17 @@ set_tests_properties("peers: gemm_vs_peer.sh prints one ratio table against the 
 
 # The collective peers share compare_rounds (ccl_peer_lib.sh); the plain MPI loop is the one
 # peer Debian provides the parts of (mpicc), so its script runs here: 2 ranks, one round.
+# ratio_table.py: a row of ours that did not run (skipped: no time) and a size the peer has no
+# time for are named, the others still tabled, and the run fails (exit 1); it crashed on the
+# empty time and passed over the size in silence.
+add_test(NAME "peers: ratio_table.py names a row of ours that did not run and a size the peer lacks"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t\" \
+    && printf 'op,size_bytes,time_us,status\\nall_reduce,1024,10.0,ok\\nall_reduce,2048,20.0,ok\\nall_reduce,4096,,skipped\\n' > \"$t/ours_1.csv\" \
+    && printf 'plain all_reduce 1024 5.0\\n' > \"$t/peer_1.txt\"; \"$1\" \"$2\" \"$t\" 1 loop bench_ccl plain; echo exit=$?"
+          ${CMAKE_CURRENT_BINARY_DIR}/ratio_table ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/ratio_table.py)
+set_tests_properties("peers: ratio_table.py names a row of ours that did not run and a size the peer lacks"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "\\| 1024 \\| 10\\.00 \\| 5\\.00 \\| 2\\.000 \\|\n[^\n]*\nnote: no loop time at: 2048\nnote: bench_ccl all_reduce 4096: skipped, not compared\n.*exit=1")
 add_test(NAME "peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain MPI_Allreduce loop"
   COMMAND env OMPI_MCA_mpi_yield_when_idle=1 timeout 120 bash ${PROJECT_SOURCE_DIR}/bench/peers/ccl_vs_mpi_loop.sh 2 1 20)
 set_tests_properties("peers: ccl_vs_mpi_loop.sh prints one ratio table against a plain MPI_Allreduce loop" PROPERTIES
