@@ -535,6 +535,8 @@ def claim(path, binary="plot_report.py", flag="--out"):
     manifest lists it); then it is listed as `binary`'s. Anything else is left as it is, and the
     run refused (naming `flag`, the one that chose the path)."""
     folder, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    if not os.path.isdir(folder):
+        fail(f"{flag} {path}: no such folder {folder}")
     manifest = os.path.join(folder, MANIFEST)
     listed = set()
     if os.path.exists(manifest):
@@ -692,6 +694,10 @@ def main() -> int:
         name = f"{stem}_{kind}.png"
         if name in written:  # two reports with one name (all.csv from two runs): add the folder
             name = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}_{name}"
+        base, n = name, 2
+        while name in written:  # and where that repeats too, a number: no chart over another
+            name = f"{base[:-len('.png')]}_{n}.png"
+            n += 1
         written.add(name)
         print(PLOTS[kind](rows, stem, os.path.join(args.out, name), args))
     if scaling:

@@ -36,11 +36,16 @@ def report_rows(paths):
         files += sorted(glob.glob(os.path.join(p, "*.csv"))) if os.path.isdir(p) else [p]
     rows = []
     for f in files:
-        with open(f, newline="") as fh:
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames or "mem_bw_gbps" not in reader.fieldnames:
-                continue  # not a bench_memops report (plans, summaries)
-            rows += [r for r in reader if r.get("status") == "ok"]
+        try:
+            with open(f, newline="") as fh:
+                reader = csv.DictReader(fh)
+                if not reader.fieldnames or "mem_bw_gbps" not in reader.fieldnames:
+                    continue  # not a bench_memops report (plans, summaries)
+                rows += [r for r in reader if r.get("status") == "ok"]
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            print(f"error: {f}: not a readable bench_memops report "
+                  f"({e.strerror if isinstance(e, OSError) and e.strerror else e})", file=sys.stderr)
+            sys.exit(2)
     return rows
 
 

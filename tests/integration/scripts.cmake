@@ -216,6 +216,14 @@ add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a lin
           "--plan-bar=decoder_layer:all_gather forward:2.902016" "--plan-bar=root:reduce_scatter backward:1.0496")
 set_tests_properties("plot_report: a run_script.sh sweep is one chart per op with a line per world size, the FSDP plan is drawn"
   PROPERTIES FIXTURES_REQUIRED run_script_sweep)
+# Three reports named alike (all.csv of three runs, two in folders of one name): three charts,
+# none drawn over another (the third took the second's name).
+add_test(NAME "plot_report: three reports of one name are three charts"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\"; for i in 1 2 3; do mkdir -p \"$t/p$i/r\" && cp \"$3\" \"$t/p$i/r/all.csv\"; done; \
+    \"$1\" \"$2\" \"$t/p1/r/all.csv\" \"$t/p2/r/all.csv\" \"$t/p3/r/all.csv\" --out \"$t/out\" > /dev/null && ls \"$t/out\""
+          ${CMAKE_CURRENT_BINARY_DIR}/plots_same_name ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/plot_memops_step.csv)
+set_tests_properties("plot_report: three reports of one name are three charts" PROPERTIES LABELS scripts
+  PASS_REGULAR_EXPRESSION "^all_memops\\.png\nr_all_memops\\.png\nr_all_memops_2\\.png\n$")
 add_test(NAME "plot_report bad input: a bad report after a good one fails before anything is drawn"
   COMMAND ${CHECK_FIGURES} fail-fast ${CMAKE_CURRENT_BINARY_DIR}/plots_fail_fast ${DATA}/compare_ccl_noisy_base.csv
           ${DATA}/compare_base.csv)

@@ -33,15 +33,16 @@ set_tests_properties("trace: capture_summary.py splits a GPU step's idle time by
   "GPU idle 37\\.5% of the traced time\n  GPU idle by the phase whose kernels it waited for: forward 7\\.8%, backward 18\\.8%, optimizer 10\\.9% of the traced time\n.*chart: .*phases\\.png\npng-ok")
 # --plot writes only a .png, and never over a file no opbench run wrote (plot_report.py's rule):
 # one error line, exit 2, the user's file unchanged.
-add_test(NAME "capture_summary.py bad input: --plot not a .png, or over a file of the user's"
+add_test(NAME "capture_summary.py bad input: --plot not a .png, over a file of the user's, or in no folder"
   COMMAND bash -c "rm -rf \"$2\" && \"$1\" --trace-path \"$3\" --out \"$2/cap\" > /dev/null && echo mine > \"$2/mine.png\" \
                    && { \"$4\" \"$5\" \"$2/cap\" --plot \"$2/notes.md\" > /dev/null; echo exit=$?; \
-                        \"$4\" \"$5\" \"$2/cap\" --plot \"$2/mine.png\" > /dev/null; echo exit=$?; cat \"$2/mine.png\"; }"
+                        \"$4\" \"$5\" \"$2/cap\" --plot \"$2/mine.png\" > /dev/null; echo exit=$?; cat \"$2/mine.png\"; \
+                        \"$4\" \"$5\" \"$2/cap\" --plot \"$2/no_folder/c.png\" > /dev/null; echo exit=$?; }"
           plot_refusals $<TARGET_FILE:trace_convert> ${TRACE_OUT}/plot_refusals ${PROJECT_SOURCE_DIR}/tests/data/trace/phases
           ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/capture_summary.py)
-set_tests_properties("capture_summary.py bad input: --plot not a .png, or over a file of the user's"
+set_tests_properties("capture_summary.py bad input: --plot not a .png, over a file of the user's, or in no folder"
   PROPERTIES PASS_REGULAR_EXPRESSION
-  "^error: --plot: '[^']*notes\\.md' is not a \\.png file name\nexit=2\nerror: [^\n]*mine\\.png: exists and no opbench run wrote it [^\n]*name another --plot\nexit=2\nmine\n$")
+  "^error: --plot: '[^']*notes\\.md' is not a \\.png file name\nexit=2\nerror: [^\n]*mine\\.png: exists and no opbench run wrote it [^\n]*name another --plot\nexit=2\nmine\nerror: --plot [^\n]*no_folder/c\\.png: no such folder [^\n]*\nexit=2\n$")
 # A Python without matplotlib (tests/data/no_matplotlib's stand-in refuses the import): one line
 # naming it, exit 2, nothing written beside the capture (not even the manifest's claim).
 add_test(NAME "capture_summary.py --plot without matplotlib names the Python that lacks it, writes nothing, exits 2"
