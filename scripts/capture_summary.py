@@ -18,7 +18,8 @@ Every row of every file must obey the capture's rules (the ones bench_gemm, benc
 bench_step --capture-path apply, docs/outputs.md#capture-files-libopbench_captureso): a file that
 breaks one is refused with one `error:` line naming the file, the row and the column.
 
-Usage: capture_summary.py [--top N] [--replay REPORT_DIR...] [--plot FILE.png] DIR
+Usage: capture_summary.py DIR [--top N] [--replay REPORT_DIR...] [--plot FILE.png]
+       (DIR before --replay, which takes every folder after it)
 Exit 0; 2 when DIR holds no capture files or one of them breaks a rule.
 """
 import argparse
@@ -388,25 +389,54 @@ def replay_rows(dirs):
         if not reports:  # a mistyped folder would read as "0 shapes", exit 0
             raise BadCapture(f"--replay {d}: {'no CSV report in it' if os.path.isdir(d) else 'no such folder'}")
         for path in reports:
-            with open(path, newline="") as f:
-                for r in csv.DictReader(f):
-                    if not r.get("in_job_us") or r.get("status", "ok") != "ok":
-                        continue
-                    if "gemm" in r and "m" in r:
-                        what = (f'{r["gemm"]} {r["m"]}x{r["n"]}x{r["k"]} '
-                                f'{r["transa"]}{r["transb"]} {r["dtype"]}')
-                        family = "gemm"
-                    elif "num_head_q" in r:
-                        what = (f'b{r["batch_size"]} s{r["seqlen_q"]}/{r["seqlen_kv"]} '
-                                f'h{r["num_head_q"]}/{r["num_head_kv"]} d{r["head_dim_qk"]} '
-                                f'{r["pass"]} {r["dtype"]}')
-                        family = "attention"
-                    else:
-                        what = f'{r.get("op", "")} {r.get("size_bytes", "")} B {r.get("dtype", "")}'
-                        family = "communication"
-                    out.append((family, what, int(r["captured_calls"] or 0), float(r["in_job_us"]),
-                                float(r["time_us"]),
-                                float(r["in_job_ratio"]) if r.get("in_job_ratio") else None))
+            try:
+                out += replay_report_rows(path)
+            except (OSError, UnicodeDecodeError, csv.Error) as e:
+                raise BadCapture(f"--replay {path}: not a readable report "
+                                 f"({e.strerror if isinstance(e, OSError) and e.strerror else e})")
+    return out
+
+
+def replay_report_rows(path):
+    """replay_rows()'s tuples of one report; BadCapture names the row and column a cell breaks."""
+    out = []
+    with open(path, newline="") as f:
+        for index, r in enumerate(csv.DictReader(f), start=1):
+            if not r.get("in_job_us") or r.get("status", "ok") != "ok":
+                continue
+            if None in r or any(v is None for v in r.values()):
+                raise BadCapture(f"{path} row {index}: not as many fields as the header")
+
+            def cell(column, parse=float, needed=True):
+                text = r.get(column)
+                if text is None or text == "":
+                    if needed:
+                        raise BadCapture(f"{path} row {index} {column}: missing on a replayed ok row")
+                    return None
+                try:
+                    return parse(text)
+                except ValueError:
+                    raise BadCapture(f"{path} row {index} {column}: '{shown(text)}' is not a number")
+
+            def text(*columns):
+                missing = [c for c in columns if c not in r]
+                if missing:
+                    raise BadCapture(f"{path} row {index}: no column {missing[0]}")
+                return [r[c] for c in columns]
+
+            if "gemm" in r and "m" in r:
+                gemm, m, n, k, ta, tb, dtype = text("gemm", "m", "n", "k", "transa", "transb", "dtype")
+                what, family = f"{gemm} {m}x{n}x{k} {ta}{tb} {dtype}", "gemm"
+            elif "num_head_q" in r:
+                b, sq, skv, hq, hkv, d, pas, dtype = text(
+                    "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk",
+                    "pass", "dtype")
+                what, family = f"b{b} s{sq}/{skv} h{hq}/{hkv} d{d} {pas} {dtype}", "attention"
+            else:
+                what = f'{r.get("op", "")} {r.get("size_bytes", "")} B {r.get("dtype", "")}'
+                family = "communication"
+            out.append((family, what, cell("captured_calls", int, needed=False) or 0,
+                        cell("in_job_us"), cell("time_us"), cell("in_job_ratio", needed=False)))
     return out
 
 
