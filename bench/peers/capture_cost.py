@@ -35,7 +35,7 @@ import statistics
 import sys
 import tempfile
 
-from peer_common import ChildFailed
+from peer_common import ChildFailed, fresh_folder
 from peer_common import run_child as run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -127,9 +127,7 @@ def main() -> int:
                     continue
                 folder = "capture" if not configs[which] else "capture-every-call"
                 capture = os.path.join(work, f"{folder}-{i + 1}")
-                if os.path.isdir(capture):
-                    for f in glob.glob(os.path.join(capture, "*")):
-                        os.remove(f)
+                fresh_folder(capture, "capture_cost.py")
                 s = torch_step(a, capture, configs[which])
                 if not s.get("capture_reset"):
                     raise ChildFailed("the step under capture.sh did not find the capture library")

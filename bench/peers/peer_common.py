@@ -4,10 +4,24 @@ step comparisons' way of running a child."""
 import argparse
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+
+
+def fresh_folder(path, who, flag="--work-dir"):
+    """Empties `path` for this run's files. Only a folder an earlier opbench run made there is
+    removed (its parent's manifest lists it: plot_report.py's rule); anything else of that name
+    is left as it is, and the run refused (exit 2, naming `flag`)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "scripts"))
+    import plot_report
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    plot_report.claim(path, who, flag)
+    if os.path.isdir(path):
+        shutil.rmtree(path)
 
 
 class ChildFailed(Exception):

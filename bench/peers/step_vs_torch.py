@@ -77,11 +77,10 @@ import glob
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 
-from peer_common import ChildFailed
+from peer_common import ChildFailed, fresh_folder
 from peer_common import run_child as run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -262,8 +261,7 @@ def traced_parts(a, trace, out):
     unprofiled one's (the profiler records every operator), so its idle time is an upper bound."""
     if not os.access(a.trace_convert, os.X_OK):
         return None
-    if os.path.isdir(out):
-        shutil.rmtree(out)
+    fresh_folder(out, "step_vs_torch.py")
     try:
         said = run([a.trace_convert, "--trace-path", trace, "--out", out])
     except ChildFailed:
@@ -332,8 +330,7 @@ def cuda_cases(a, cases, work):
 def cuda_case(a, model, seq, impl, name, work, first, parts, notes, misses):
     """One case's row (emitted); returns the reports the next AdamW reuses."""
     trace = os.path.join(work, "trace-" + name)
-    if os.path.isdir(trace):
-        shutil.rmtree(trace)
+    fresh_folder(trace, "step_vs_torch.py")
     measured = torch_step_cuda(a, model, seq, impl, trace)
     traced = traced_parts(a, trace, os.path.join(work, "traced-" + name))
     ms = measured["median_ms"]
@@ -494,8 +491,7 @@ def main() -> int:
         for model, seq in cases:
             name = f"{model}-{seq}" if seq else model
             capture = os.path.join(work, "capture-" + name)
-            if os.path.isdir(capture):
-                shutil.rmtree(capture)
+            fresh_folder(capture, "step_vs_torch.py")
             measured = torch_step(a, model, seq, 1, capture)
             want = "jemalloc" if a.allocator == "jemalloc" else "heap"
             if measured.get("alloc") != want:

@@ -327,6 +327,8 @@ def load_models(path: str) -> list:
             text = f.read()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        fail(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

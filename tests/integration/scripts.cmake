@@ -319,6 +319,23 @@ add_test(NAME "peers: step_vs_torch.py stopped after a case keeps that case's ro
 set_tests_properties("peers: step_vs_torch.py stopped after a case keeps that case's row"
   PROPERTIES LABELS preload TIMEOUT 300 PASS_REGULAR_EXPRESSION
   "exit=143\n\\| tiny, seq 32 \\| 32 \\| [0-9]+ \\| [0-9]+ \\([-+][0-9.]+%\\) \\|[^\n]*\n$")
+# A models file that is not UTF-8 (tests/data/bad_models_latin1.json: a Latin-1 é): one line
+# naming it, exit 2 (a UnicodeDecodeError traceback before).
+add_test(NAME "peers: torch_train_step.py bad input: a models file that is not UTF-8"
+  COMMAND ${EXPECT_ERROR} --contains "bad_models_latin1.json: not UTF-8 text"
+          -- ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/torch_train_step.py
+             --model-config-path ${DATA}/bad_models_latin1.json --model x)
+# A --work-dir holding a folder of the user's by the name a case's capture takes: refused before
+# anything runs (exit 2), the folder left as it is; it was removed.
+add_test(NAME "peers: step_vs_torch.py never removes a folder of the user's in --work-dir"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/capture-tiny-32\" && echo mine > \"$t/capture-tiny-32/notes.txt\"; \
+    \"$@\" --work-dir \"$t\" > /dev/null; echo exit=$?; cat \"$t/capture-tiny-32/notes.txt\"" ${CMAKE_CURRENT_BINARY_DIR}/step_vs_torch_user_dir
+          ${OPBENCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/peers/step_vs_torch.py --model-config-path ${PROJECT_SOURCE_DIR}/configs/models.json
+          --cases tiny:32 --bench-step $<TARGET_FILE:bench_step> --bench-ccl $<TARGET_FILE:bench_ccl>
+          --capture-lib $<TARGET_FILE:opbench_capture>)
+set_tests_properties("peers: step_vs_torch.py never removes a folder of the user's in --work-dir"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "error: [^\n]*capture-tiny-32: exists and no opbench run wrote it[^\n]*name another --work-dir\nexit=2\nmine\n$")
 # On the GPU, step_vs_torch.py sets the profiled step's kernel time by part beside the
 # projections' (traced_parts): checked on the repository's GPU step trace, worked by hand.
 add_test(NAME "peers: step_vs_torch.py's profiled-step breakdown sums the trace's kernels by part"
