@@ -94,6 +94,37 @@ KINDS = (
 )
 
 
+# The columns a kind's chart reads beyond those that name it, and of them the integers (int() of
+# an empty or fractional cell would end the script in a traceback after earlier charts).
+COLUMNS = {
+    "ccl": ({"op", "dtype", "placement", "status", "world_size", "size_bytes"},
+            {"world_size", "size_bytes"}),
+    "attention": ({"batch_size", "num_head_q", "num_head_kv", "seqlen_kv", "head_dim_qk",
+                   "head_dim_v", "pass", "dtype", "causal", "status", "tflops"},
+                  {"batch_size", "num_head_q", "num_head_kv", "seqlen_q", "seqlen_kv",
+                   "head_dim_qk", "head_dim_v"}),
+}
+
+
+def check_rows(path, kind, columns, rows):
+    """Exits 2 naming the file, row and column where a report cannot be drawn: a column its chart
+    reads is missing, a row is short of fields, or an ok row's integer cell is not one."""
+    needed, integers = COLUMNS.get(kind, (set(), set()))
+    missing = sorted(needed - set(columns))
+    if missing:
+        fail(f"{path}: a {kind} report without its {missing[0]} column")
+    for index, r in enumerate(rows, start=1):
+        if None in r or any(v is None for v in r.values()):
+            fail(f"{path} row {index}: not as many fields as the header (a truncated report?)")
+        if r.get("status") != "ok":
+            continue
+        for c in sorted(integers):
+            try:
+                int(r[c])
+            except ValueError:
+                fail(f"{path} row {index}: {c}: '{r[c]}' is not an integer")
+
+
 def kind_of(columns) -> str:
     return next((kind for kind, needed in KINDS if needed <= set(columns)), "")
 
@@ -656,6 +687,7 @@ def read_report(path: str):
     kind = kind_of(columns)  # from the header: a report whose run wrote no row is still one
     if not kind:
         fail(f"{path}: not an opbench report (bench_gemm, bench_ccl, bench_attention, bench_fsdp, bench_memops, bench_step or a capture)")
+    check_rows(path, kind, columns, rows)
     return rows, kind
 
 

@@ -216,6 +216,16 @@ add_test(NAME "plot_report: a run_script.sh sweep is one chart per op with a lin
           "--plan-bar=decoder_layer:all_gather forward:2.902016" "--plan-bar=root:reduce_scatter backward:1.0496")
 set_tests_properties("plot_report: a run_script.sh sweep is one chart per op with a line per world size, the FSDP plan is drawn"
   PROPERTIES FIXTURES_REQUIRED run_script_sweep)
+# A collectives report whose ok row has a size of 1024.0, and one without its placement column:
+# one error line naming the file, row and column, exit 2, nothing drawn (tracebacks before).
+add_test(NAME "plot_report bad input: a fractional size_bytes, a missing column"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t\" \
+    && awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; print; next } NR == 2 { $c[\"size_bytes\"] = $c[\"size_bytes\"] \".0\" } { print }' \"$3\" > \"$t/fraction.csv\" \
+    && awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == \"placement\") p = i } { $p = \"\"; sub(/,,/, \",\"); print }' \"$3\" > \"$t/noplacement.csv\"; \
+    for f in fraction noplacement; do \"$1\" \"$2\" \"$t/$f.csv\" --out \"$t/out\"; echo exit=$?; done; ls \"$t/out\" 2>/dev/null | wc -l"
+          ${CMAKE_CURRENT_BINARY_DIR}/plots_bad_cells ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/compare_ccl_noisy_base.csv)
+set_tests_properties("plot_report bad input: a fractional size_bytes, a missing column" PROPERTIES LABELS scripts
+  PASS_REGULAR_EXPRESSION "^error: [^\n]*fraction\\.csv row 1: size_bytes: '[0-9]+\\.0' is not an integer\nexit=2\nerror: [^\n]*noplacement\\.csv: a ccl report without its placement column\nexit=2\n0\n$")
 # Three reports named alike (all.csv of three runs, two in folders of one name): three charts,
 # none drawn over another (the third took the second's name).
 add_test(NAME "plot_report: three reports of one name are three charts"
