@@ -49,12 +49,28 @@ Found collective(const std::vector<StepOperator>& ops, const std::string& name, 
 
 }  // namespace
 
-TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs", "[step]") {
+// The small model in 2 pipeline stages over 2 replicas, 4 micro-batches each.
+StepConfig small_pipeline() {
+  StepConfig c;
+  c.model = small_model();
+  c.grad_accum = 4;
+  c.pp = 2;
+  c.dp = 2;
+  return c;
+}
+
+// Llama-3.1 8B, one sequence of its 8192 tokens a micro-batch.
+StepConfig llama_8b(std::int64_t tp, std::int64_t grad_accum) {
   StepConfig c;
   c.model = configs_model("llama3.1-8b");
   c.micro_batch = 1;
-  c.grad_accum = 8;
-  c.tp = 8;
+  c.grad_accum = grad_accum;
+  c.tp = tp;
+  return c;
+}
+
+TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs", "[step]") {
+  StepConfig c = llama_8b(8, 8);
   c.pp = 4;
   // 8 sequences of 8192 tokens; Megatron's formula multiplied out by hand:
   //   attention 12·8·8192·32·(4096·4096 + 4096·128·8)
@@ -100,24 +116,15 @@ TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs
 // hardware FLOPs count it twice: k and v, 2·8192·128·4096 FLOPs a rank, layer and pass, over 3
 // passes, 32 layers and 16 ranks, half of it repeated: 13,194,139,533,312 FLOPs.
 TEST_CASE("step: KV heads replicated over tp count once in the model FLOPs", "[step]") {
-  StepConfig c;
-  c.model = configs_model("llama3.1-8b");
-  c.micro_batch = 1;
-  c.grad_accum = 1;
-  c.tp = 16;
+  const StepConfig c = llama_8b(16, 1);
   const auto stages = all_stages(c);
   CHECK(total_model_flops(c, stages) == megatron_model_flops(c.model, 1, 8192, 16).value());
   CHECK(total_hardware_flops(c, stages) - total_model_flops(c, stages) == 13194139533312LL);
 }
 
 TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by hand", "[step]") {
-  StepConfig c;
-  c.model = small_model();
-  c.micro_batch = 1;
-  c.grad_accum = 4;
+  StepConfig c = small_pipeline();
   c.tp = 2;
-  c.pp = 2;
-  c.dp = 2;
   c.bucket_bytes = 65536;
   // A micro-batch is 32 tokens: the activation 32 x 64 in bf16 = 4096 bytes.
   const auto first = step_operators(c, 0), last = step_operators(c, 1);
@@ -198,11 +205,7 @@ TEST_CASE("step: FSDP's gathers per micro-batch, reduce-scatters once per step",
 }
 
 TEST_CASE("step: composition of a step from timed operators", "[step]") {
-  StepConfig c;
-  c.model = small_model();
-  c.grad_accum = 4;
-  c.pp = 2;
-  c.dp = 2;
+  StepConfig c = small_pipeline();
   c.overlap = 0.5;
   std::vector<StageOperators> stages = all_stages(c);
   // Every operator 10 µs per call: stage times follow the counts.
@@ -264,11 +267,7 @@ TEST_CASE("step: a two-stage pipeline's step by hand: bubble, hidden all-reduce,
                           op(StepFamily::collective, StepPhase::grad_sync, 1, 1000 * scale),
                           op(StepFamily::memop, StepPhase::optimizer, 1, 300 * scale)};
   };
-  StepConfig c;
-  c.model = small_model();
-  c.grad_accum = 4;
-  c.pp = 2;
-  c.dp = 2;
+  StepConfig c = small_pipeline();
   c.overlap = 0.5;
   const StepProjection p = compose_step(c, {stage(0.5), stage(1.0)}, std::nullopt);
   REQUIRE(p.step_ms);
