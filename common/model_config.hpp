@@ -52,7 +52,7 @@ struct ModelConfig {
   std::int64_t dense_mlp_layers() const { return num_hidden_layers - moe_layers(); }
 };
 
-// The attention heads one tensor-parallel rank holds (Megatron's split): the query heads divided
+// The attention heads one tensor-parallel rank holds: the query heads divided
 // by tp, and the KV heads divided by tp, or, when tp is a multiple of them, one replicated KV
 // head per rank (said in `note`). A tp that fits neither is a bad_input error naming --tp.
 struct TpHeads {

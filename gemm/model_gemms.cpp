@@ -40,7 +40,8 @@ void add_attention(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, b
     out.push_back({"attn_out", tokens, H, heads * a.v_head_dim, L, ""});
     return;
   }
-  // GQA with fewer KV heads than tp ranks replicates each KV head (as Megatron does).
+  // GQA with fewer KV heads than tp ranks replicates each KV head (as vLLM and TensorRT-LLM
+  // shard it; Megatron-core requires tp to divide them): model FLOPs count that work once.
   const TpHeads split = heads_per_tp_rank(m, tp);
   const bool replicated = split.kv_replicas > 1;
   if (separate) {
@@ -140,7 +141,7 @@ std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const Paralle
   if (m.dense_mlp_layers() > 0)
     add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), p.separate_projections, out);
   if (m.moe) add_moe(m, tokens, p.tp, p.separate_projections, out);
-  // The LM head's vocabulary is padded up to a multiple of tp, as Megatron pads it.
+  // The LM head's vocabulary is padded up to a multiple of tp (Megatron pads to 128 x tp).
   std::int64_t vocab = ceil_div(m.vocab_size, p.tp);
   out.push_back({"lm_head", tokens, vocab, m.hidden_size, 1,
                  m.vocab_size % p.tp
