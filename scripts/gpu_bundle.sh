@@ -26,7 +26,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${OPBENCH_BUILD_DIR:-$root/build}" out="$root/.gpu" max_mib=40
+fail() { echo "error: gpu_bundle.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  case "$1" in
+    --build|--out|--max-mib) [ $# -ge 2 ] || fail "$1 needs a value" ;;
+  esac
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -35,7 +39,12 @@ while [ $# -gt 0 ]; do
     *) echo "error: gpu_bundle.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-fail() { echo "error: gpu_bundle.sh: $*" >&2; exit 2; }
+[[ "$max_mib" =~ ^[1-9][0-9]*$ ]] || fail "--max-mib: '$max_mib' is not a whole number of MiB"
+# --out is replaced: only a bundle folder (its run and MANIFEST) or an empty or new one, never a
+# folder of the user's.
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && ! { [ -f "$out/run" ] && [ -f "$out/MANIFEST" ]; }; then
+  fail "--out $out holds files and is no bundle (no run and MANIFEST in it): left as it is; name a new or empty folder"
+fi
 [ -d "$build" ] || fail "no build tree at $build (bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90)"
 build="$(cd "$build" && pwd)"
 binaries=(gemm/bench_gemm attention/bench_attention memops/bench_memops collectives/bench_ccl
@@ -162,14 +171,18 @@ cp -r /usr/share/openmpi "$dest/ompi/share/openmpi"
 cp -r /etc/openmpi "$dest/ompi/etc/openmpi"
 [ -d /usr/lib/x86_64-linux-gnu/pmix2/share/pmix ] && cp -r /usr/lib/x86_64-linux-gnu/pmix2/share "$dest/pmix/share"
 
+# Made beside --out and put in its place only whole: a failure leaves the last bundle as it was.
+mkdir -p "$(dirname "$out")"
+new=$(mktemp -d "$(dirname "$out")/.gpu_bundle.XXXXXX")
+chmod 755 "$new"
+tar -C "$stage" -cJf "$new/bundle.tar.xz" root
+cp "$manifest" "$new/MANIFEST"
+cp "$root/scripts/gpu_run.sh" "$new/run"
+chmod +x "$new/run"
+( cd "$root" && git rev-parse HEAD 2>/dev/null || echo unknown ) > "$new/REVISION"
 rm -rf "$out"
-mkdir -p "$out"
+mv "$new" "$out"
 out="$(cd "$out" && pwd)"
-tar -C "$stage" -cJf "$out/bundle.tar.xz" root
-cp "$manifest" "$out/MANIFEST"
-cp "$root/scripts/gpu_run.sh" "$out/run"
-chmod +x "$out/run"
-( cd "$root" && git rev-parse HEAD 2>/dev/null || echo unknown ) > "$out/REVISION"
 unpacked=$(du -sb "$dest" | cut -f1)
 size=$(du -sb "$out" | cut -f1)
 echo "gpu_bundle.sh: $out: $(( size / 1024 / 1024 )) MiB ($size bytes; $(( unpacked / 1024 / 1024 )) MiB unpacked):" \
