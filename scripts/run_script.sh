@@ -171,12 +171,27 @@ job_limit() {  # NP OP
   echo $((300 + ${cases:-100} * 3 * ${case_timeout:-300}))
 }
 
+# The logs are this script's: written only where no file is, or over one an earlier run of it
+# wrote (the folder's .opbench-manifest lists it, as the binaries list theirs); a file of the
+# user's by a log's name is refused before anything runs, and left as it is.
+manifest="$out/.opbench-manifest"
+for np in $np_list; do
+  for op in $ops; do
+    name="${op}_np${np}.txt"
+    if [ -e "$out/$name" ] && ! grep -qF "\"file\": \"$name\"" "$manifest" 2>/dev/null; then
+      die "--out $out: $name exists and no opbench run wrote it: left as it is; name another --out"
+    fi
+  done
+done
+
 failed=0
 runs=0
 for np in $np_list; do
   for op in $ops; do
     csv="$out/${op}_np${np}.csv"
     log="$out/${op}_np${np}.txt"
+    grep -qF "\"file\": \"${op}_np${np}.txt\"" "$manifest" 2>/dev/null ||
+      printf '{"file": "%s", "binary": "run_script.sh"}\n' "${op}_np${np}.txt" >> "$manifest"
     runs=$((runs + 1))
     limit=$(job_limit "$np" "$op")
     timeout_args=()

@@ -179,6 +179,16 @@ set_tests_properties("run_script.sh installed finds <prefix>/bin/bench_ccl, and 
   PROPERTIES TIMEOUT 180)
 
 # run_script.sh: failures, exit codes and mpirun's arguments.
+# A file of the user's by a run's log name (OUT/<op>_np<N>.txt) is refused before anything runs
+# and left as it is (it was truncated); a log an earlier run wrote is written over.
+add_test(NAME "run_script.sh: a file of the user's by a log's name is refused and left as it is"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t\" && echo 'my notes' > \"$t/all_reduce_np2.txt\"; \
+    MPIRUN=false bash \"$1\" --ops all_reduce --np 2 --job-timeout 10 --out \"$t\" 2>&1; echo exit=$?; cat \"$t/all_reduce_np2.txt\"; \
+    rm \"$t/all_reduce_np2.txt\"; for i in 1 2; do MPIRUN=false bash \"$1\" --ops all_reduce --np 2 --job-timeout 10 --out \"$t\" > /dev/null 2>&1; echo exit=$?; done"
+          ${CMAKE_CURRENT_BINARY_DIR}/run_script_user_log ${RUN_SCRIPT})
+set_tests_properties("run_script.sh: a file of the user's by a log's name is refused and left as it is"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "error: run_script.sh: --out [^\n]*: all_reduce_np2\\.txt exists and no opbench run wrote it[^\n]*\nexit=2\nmy notes\nexit=1\nexit=1\n$")
 add_test(NAME "run_script.sh: a run bench_ccl refuses exits 1, quoting bench_ccl's error from the run's log"
   COMMAND ${CHECK_RUN_SCRIPT} failure ${RUN_SCRIPT} ${CMAKE_CURRENT_BINARY_DIR}/run_script_failure
           $<TARGET_FILE:bench_ccl>)
