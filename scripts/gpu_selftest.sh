@@ -26,6 +26,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="" ranks="" cpu=0 list_gpus=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --out|--ranks) [ $# -ge 2 ] || { echo "error: gpu_selftest.sh: $1 needs a value" >&2; exit 2; } ;;
+  esac
+  case "$1" in
     --out) out="$2"; shift 2 ;;
     --ranks) ranks="$2"; shift 2 ;;
     --cpu) cpu=1; shift ;;
@@ -68,7 +71,9 @@ if [ "$cpu" = 0 ] && [ "$gpus" -eq 0 ]; then
   exit 2
 fi
 out="${out:-reports/selftest-$(date +%Y%m%d-%H%M%S)}"
-mkdir -p "$out" || { echo "error: gpu_selftest.sh: cannot create $out" >&2; exit 2; }
+# shellcheck source=scripts/own_out_dir.sh
+. "$root/scripts/own_out_dir.sh"
+own_out_dir gpu_selftest.sh "$out" .gpu_selftest
 out="$(cd "$out" && pwd)"
 bin="${OPBENCH_BUILD_DIR:-$root/build}"
 for b in gemm/bench_gemm attention/bench_attention collectives/bench_ccl fsdp/bench_fsdp \

@@ -75,26 +75,10 @@ if [ "$cpu" = 0 ] && ! nvidia-smi -L >/dev/null 2>&1; then
   exit 2
 fi
 out="${out:-reports/validate-$(date +%Y%m%d-%H%M%S)}"
-mkdir -p "$out" || { echo "error: gpu_validate.sh: cannot create $out" >&2; exit 2; }
+# shellcheck source=scripts/own_out_dir.sh
+. "$root/scripts/own_out_dir.sh"
+own_out_dir gpu_validate.sh "$out" .gpu_validate
 out="$(cd "$out" && pwd)"
-# A folder an earlier run of this script wrote (its mark, .gpu_validate) is moved aside into
-# earlier-<date>-<time>/, not mixed with this run's (trace_convert refuses a table folder that is
-# not empty; a step that does not run would leave the earlier one's files): on a warm device
-# machine a rerun names the same --out. A folder of anything else is refused, untouched.
-shopt -s nullglob dotglob
-previous=("$out"/*)
-shopt -u nullglob dotglob
-if [ ${#previous[@]} -gt 0 ]; then
-  [ -f "$out/.gpu_validate" ] || { echo "error: gpu_validate.sh: --out $out holds files no run of this script wrote; name a new or empty folder" >&2; exit 2; }
-  aside="$out/earlier-$(date +%Y%m%d-%H%M%S)"
-  mkdir -p "$aside" || { echo "error: gpu_validate.sh: cannot create $aside" >&2; exit 2; }
-  for f in "${previous[@]}"; do
-    case "$(basename "$f")" in earlier-*|.gpu_validate) continue ;; esac
-    mv -- "$f" "$aside/" || { echo "error: gpu_validate.sh: cannot move $f aside" >&2; exit 2; }
-  done
-  echo "gpu_validate.sh: the earlier run's files moved to $aside" >&2
-fi
-: > "$out/.gpu_validate"
 if [ "$cpu" = 1 ]; then
   py=/usr/bin/python3 backend=cpu device=cpu
 else
