@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by gpu_validate.sh and gpu_selftest.sh: takes the --out folder for a run of the
 # calling script. A folder an earlier run of that script wrote (its mark file) has its files
 # moved aside into earlier-<date>-<time>/, not mixed with this run's (a step that does not run
