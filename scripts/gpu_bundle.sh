@@ -7,7 +7,8 @@
 #
 #   --build DIR    the build tree (default build/; configure it with
 #                  -DCMAKE_CUDA_ARCHITECTURES=90: the fatbins then hold Hopper's code alone)
-#   --out DIR      the bundle folder (default .gpu/ in the source tree; replaced)
+#   --out DIR      the bundle folder (default .gpu/ in the source tree; replaced when a bundle
+#                  or empty, refused otherwise)
 #   --max-mib N    refuse a bundle above N MiB (default 40: the device tool carries 64 MiB with
 #                  the working tree)
 #
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --max-mib) max_mib="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: gpu_bundle.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
