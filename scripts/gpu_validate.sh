@@ -57,8 +57,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="" export_dir="" quick=0 cpu=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out="${2:?--out needs a folder}"; shift 2 ;;
-    --export) export_dir="${2:?--export needs a folder}"; shift 2 ;;
+    --out|--export) [ $# -ge 2 ] || { echo "error: gpu_validate.sh: $1 needs a folder" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --export) export_dir="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     --cpu) cpu=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

@@ -145,8 +145,6 @@ for var in $(compgen -e | grep '^NCCL_' || true); do launch+=(-x "$var"); done
 launch+=(${MPIRUN_ARGS:-})
 launch+=(${mpirun_args[@]+"${mpirun_args[@]}"})
 
-mkdir -p "$out" || die "--out $out: cannot create the directory"
-
 # The most useful line of a failed run's log: the last `error:` line (bench_ccl's own message,
 # which mpirun's banner follows), else the last non-empty line.
 reason() {
@@ -162,6 +160,7 @@ case_timeout=300
 for ((i = 0; i < ${#extra[@]}; i++)); do
   [ "${extra[i]}" = --timeout ] && [ $((i + 1)) -lt ${#extra[@]} ] && case_timeout=${extra[i + 1]%.*}
 done
+[[ $case_timeout =~ ^[0-9]+$ ]] || die "-- --timeout: '$case_timeout' is not a number of seconds (bench_ccl's per-phase limit)"
 # The job's limit: what it is told, or derived from how many cases the run holds.
 job_limit() {  # NP OP
   if [ -n "$job_timeout" ]; then echo "$job_timeout"; return; fi
@@ -170,6 +169,8 @@ job_limit() {  # NP OP
     -d "$dtypes" ${extra[@]+"${extra[@]}"} 2>/dev/null | awk '/ cases on / {print $1}')
   echo $((300 + ${cases:-100} * 3 * ${case_timeout:-300}))
 }
+
+mkdir -p "$out" || die "--out $out: cannot create the directory"
 
 # The logs are this script's: written only where no file is, or over one an earlier run of it
 # wrote (the folder's .opbench-manifest lists it, as the binaries list theirs); a file of the

@@ -179,6 +179,16 @@ set_tests_properties("run_script.sh installed finds <prefix>/bin/bench_ccl, and 
   PROPERTIES TIMEOUT 180)
 
 # run_script.sh: failures, exit codes and mpirun's arguments.
+# Arguments checked before anything is made: bench_ccl's --timeout after -- must be seconds
+# (bash's 'unbound variable' before, the --out folder already made), and gpu_validate.sh's --out
+# given last is one error line, exit 2.
+add_test(NAME "run_script.sh and gpu_validate.sh: a bad --timeout, a flag without its value, nothing made"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\"; bash \"$1\" --out \"$t/rs\" -- --timeout abc 2>&1; echo exit=$?; \
+    test -e \"$t/rs\" && echo made; bash \"$2\" --out 2>&1; echo exit=$?"
+          ${CMAKE_CURRENT_BINARY_DIR}/script_flag_checks ${RUN_SCRIPT} ${PROJECT_SOURCE_DIR}/scripts/gpu_validate.sh)
+set_tests_properties("run_script.sh and gpu_validate.sh: a bad --timeout, a flag without its value, nothing made"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "^error: run_script.sh: -- --timeout: 'abc' is not a number of seconds[^\n]*\nexit=2\nerror: gpu_validate.sh: --out needs a folder\nexit=2\n$")
 # A file of the user's by a run's log name (OUT/<op>_np<N>.txt) is refused before anything runs
 # and left as it is (it was truncated); a log an earlier run wrote is written over.
 add_test(NAME "run_script.sh: a file of the user's by a log's name is refused and left as it is"
