@@ -74,6 +74,9 @@ if [ ! -f "$root/.unpacked" ]; then
     { say "error: cannot unpack $here/bundle.tar.xz into $root"; exit 2; }
   touch "$root/.unpacked"
 fi
+# Absolute from here on: the paths below go into PATH, LD_LIBRARY_PATH and OPAL_PREFIX, which a
+# child that changes folder (the peer scripts cd to the repository) would read from elsewhere.
+root="$(cd "$root" && pwd)"
 
 # CUDA's libraries: the wheels of the Python that holds torch first, then the toolkit's.
 dirs=()

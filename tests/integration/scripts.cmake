@@ -507,6 +507,16 @@ add_test(NAME "gpu_run.sh: an OPBENCH_GPU_ROOT holding other files is refused an
 set_tests_properties("gpu_run.sh: an OPBENCH_GPU_ROOT holding other files is refused and left untouched"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "error: OPBENCH_GPU_ROOT=.*/mine holds files but no unpacked bundle.*exit=2\nkeep")
+# A relative OPBENCH_GPU_ROOT is made absolute before it goes into OPBENCH_BUILD_DIR and the
+# library paths: a child that changes folder still finds the bundle (a stand-in bundle of an
+# empty tree; the command runs from /).
+add_test(NAME "gpu_run.sh: a relative OPBENCH_GPU_ROOT reaches its children as an absolute path"
+  COMMAND bash -c "t=\"$1\"; rm -rf \"$t\" && mkdir -p \"$t/.gpu\" \"$t/stage/root/build\" && cp \"$2\" \"$t/.gpu/run\" \
+    && tar -C \"$t/stage\" -cJf \"$t/.gpu/bundle.tar.xz\" root && cd \"$t\" \
+    && OPBENCH_GPU_ROOT=rel bash .gpu/run sh -c 'cd / && echo \"build=$OPBENCH_BUILD_DIR\"' 2>/dev/null" gpu_run
+          ${CMAKE_CURRENT_BINARY_DIR}/gpu_run_relative ${PROJECT_SOURCE_DIR}/scripts/gpu_run.sh)
+set_tests_properties("gpu_run.sh: a relative OPBENCH_GPU_ROOT reaches its children as an absolute path"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION "build=/[^\n]*/gpu_run_relative/rel/build\n")
 # scripts/kernel_times.py on a stand-in of Nsight Compute's CLI (tests/integration/fake_ncu.py:
 # no GPU here), one case of the embedding's backward, three calls: the rows kernel 300 µs a call
 # (94%), three sort passes of 4 µs (12, 4%), the starts 6 (2%), the keys 2 (1%), the fill left
