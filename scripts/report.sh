@@ -28,15 +28,20 @@ case "${1:-}" in
   -h|--help) usage; exit 0 ;;
   -*) echo "error: report.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
+[ $# -le 1 ] || { echo "error: report.sh: one OUT_DIR at most, got also '$2' (see --help)" >&2; exit 2; }
 # No cd: OUT_DIR and BUILD mean what they mean in the caller's shell; the script's own folder,
 # made absolute, finds plot_report.py and the source tree's build/.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-reports/suite-$(date +%Y%m%d-%H%M%S)}
 build=${BUILD:-$(dirname "$here")/build}
-[ -x "$build/gemm/bench_gemm" ] || {
-  echo "error: report.sh: $build/gemm/bench_gemm not found: run scripts/build.sh, or set BUILD to the build directory" >&2
-  exit 2
-}
+# Every binary the suite runs, before it starts (scripts/run_main.sh builds bench_gemm alone).
+for b in gemm/bench_gemm attention/bench_attention memops/bench_memops collectives/bench_ccl \
+         fsdp/bench_fsdp step/bench_step; do
+  [ -x "$build/$b" ] || {
+    echo "error: report.sh: $build/$b not found: run scripts/build.sh, or set BUILD to the build directory" >&2
+    exit 2
+  }
+done
 build=$(cd "$build" && pwd)  # absolute: mpirun and the ranks get the binaries' full paths
 # OUT_DIR is new, empty, or a folder report.sh made before (it holds .opbench-suite): report.sh
 # never moves, overwrites or deletes a file it did not write. An earlier suite's own files (its

@@ -189,6 +189,17 @@ add_test(NAME "run_script.sh and gpu_validate.sh: a bad --timeout, a flag withou
 set_tests_properties("run_script.sh and gpu_validate.sh: a bad --timeout, a flag without its value, nothing made"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "^error: run_script.sh: -- --timeout: 'abc' is not a number of seconds[^\n]*\nexit=2\nerror: gpu_validate.sh: --out needs a folder\nexit=2\n$")
+# report.sh checks its arguments and every binary it runs before it starts: a second argument
+# was ignored, and a build of bench_gemm alone (run_main.sh's) ran the GEMMs for minutes before
+# bash's 'No such file' (exit 127). Nothing made in either case.
+add_test(NAME "report.sh: a second argument and a build without all six binaries refused before anything runs"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/build/gemm\" && printf '#!/bin/sh\\n' > \"$t/build/gemm/bench_gemm\" \
+    && chmod +x \"$t/build/gemm/bench_gemm\"; bash \"$1\" \"$t/a\" \"$t/b\" 2>&1; echo exit=$?; \
+    BUILD=\"$t/build\" bash \"$1\" \"$t/out\" 2>&1; echo exit=$?; ls \"$t\""
+          ${CMAKE_CURRENT_BINARY_DIR}/report_sh_checks ${REPORT_SH})
+set_tests_properties("report.sh: a second argument and a build without all six binaries refused before anything runs"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "^error: report.sh: one OUT_DIR at most, got also '[^']*/b'[^\n]*\nexit=2\nerror: report.sh: [^\n]*/build/attention/bench_attention not found[^\n]*\nexit=2\nbuild\n$")
 # A file of the user's by a run's log name (OUT/<op>_np<N>.txt) is refused before anything runs
 # and left as it is (it was truncated); a log an earlier run wrote is written over.
 add_test(NAME "run_script.sh: a file of the user's by a log's name is refused and left as it is"
