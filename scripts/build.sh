@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 targets=() configure=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --target)
       [ $# -ge 2 ] || { echo "error: scripts/build.sh: --target needs a target name" >&2; exit 2; }
       targets+=(--target "$2")

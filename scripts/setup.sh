@@ -2,6 +2,11 @@
 # Installs every build and run dependency of opbench from Debian's packages.
 # Idempotent: when everything is already installed it only checks, and returns in about a second.
 set -euo pipefail
+case "${1:-}" in
+  "") ;;
+  -h|--help) sed -n '2,3p' "$0" | sed 's/^# //'; echo "  scripts/setup.sh   (no arguments)"; exit 0 ;;
+  *) echo "error: setup.sh: takes no arguments, got '$1' (see --help)" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config git

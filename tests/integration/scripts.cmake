@@ -189,6 +189,14 @@ add_test(NAME "run_script.sh and gpu_validate.sh: a bad --timeout, a flag withou
 set_tests_properties("run_script.sh and gpu_validate.sh: a bad --timeout, a flag without its value, nothing made"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "^error: run_script.sh: -- --timeout: 'abc' is not a number of seconds[^\n]*\nexit=2\nerror: gpu_validate.sh: --out needs a folder\nexit=2\n$")
+# --help of setup.sh and build.sh prints their help and runs nothing (setup.sh ran apt-get, and
+# build.sh passed --help to cmake's configure and built everything); setup.sh takes no argument.
+add_test(NAME "setup.sh and build.sh --help print their help, an argument setup.sh does not take is refused"
+  COMMAND bash -c "bash \"$0\" --help; echo exit=$?; bash \"$0\" --bogus 2>&1; echo exit=$?; bash \"$1\" --help; echo exit=$?"
+          ${PROJECT_SOURCE_DIR}/scripts/setup.sh ${PROJECT_SOURCE_DIR}/scripts/build.sh)
+set_tests_properties("setup.sh and build.sh --help print their help, an argument setup.sh does not take is refused"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
+  "^Installs every build and run dependency[^\n]*\n[^\n]*\n  scripts/setup.sh   \\(no arguments\\)\nexit=0\nerror: setup.sh: takes no arguments, got '--bogus'[^\n]*\nexit=2\nConfigures and builds opbench[^\n]*\n(.*\n)?exit=0\n$")
 # report.sh checks its arguments and every binary it runs before it starts: a second argument
 # was ignored, and a build of bench_gemm alone (run_main.sh's) ran the GEMMs for minutes before
 # bash's 'No such file' (exit 127). Nothing made in either case.
