@@ -510,12 +510,12 @@ endif()
 # gpu_bundle.sh replaces --out: only a bundle folder or an empty one, never a folder of the
 # user's (it did rm -rf it, whatever it held); a flag without its value and a --max-mib that is
 # no number are refused before anything is built.
-add_test(NAME "gpu_bundle.sh: an --out of the user's is refused and left as it is; flags checked first"
+add_test(NAME "gpu_bundle.sh: an --out of the user's is refused and left as it is, flags checked first"
   COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/mine\" && echo keep > \"$t/mine/notes.txt\"; \
     bash \"$1\" --out \"$t/mine\" 2>&1; echo exit=$?; bash \"$1\" --out 2>&1; echo exit=$?; \
     bash \"$1\" --max-mib abc 2>&1; echo exit=$?; cat \"$t/mine/notes.txt\""
           ${CMAKE_CURRENT_BINARY_DIR}/gpu_bundle_refusals ${PROJECT_SOURCE_DIR}/scripts/gpu_bundle.sh)
-set_tests_properties("gpu_bundle.sh: an --out of the user's is refused and left as it is; flags checked first"
+set_tests_properties("gpu_bundle.sh: an --out of the user's is refused and left as it is, flags checked first"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "error: gpu_bundle.sh: --out [^\n]*/mine holds files and is no bundle[^\n]*\nexit=2\nerror: gpu_bundle.sh: --out needs a value\nexit=2\nerror: gpu_bundle.sh: --max-mib: 'abc' is not a whole number of MiB\nexit=2\nkeep\n$")
 # .gpu/run never empties a folder the user named in OPBENCH_GPU_ROOT that holds something else
