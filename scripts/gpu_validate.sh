@@ -13,7 +13,8 @@
 #                 a folder of anything else is refused
 #   --export DIR  at the end, copy tables.md, verdict.md, the trimmed trace fixture and
 #                 validate.tar.gz (DIR without its traces and captures) into DIR: four files, for
-#                 a device session's $OUT (which returns at most 8)
+#                 a device session's $OUT (which returns at most 8); refused where DIR already
+#                 holds one of the four, or is in the --out folder
 #   --quick       Llama 3.1 8B's operators only, one vocabulary, one model and one AdamW in the
 #                 step check, fewer steps: about half the time
 #   --cpu         the same steps on the CPU providers and Debian's PyTorch, tiny shapes (the
@@ -78,6 +79,19 @@ if [ "$cpu" = 0 ] && ! nvidia-smi -L >/dev/null 2>&1; then
   exit 2
 fi
 out="${out:-reports/validate-$(date +%Y%m%d-%H%M%S)}"
+# --export writes four names into a folder the user gave: refused, before anything runs, where one
+# of them is already there (a file this run did not write is never overwritten), or where the
+# folder is --out or in it (validate.tar.gz would pack itself, and a rerun move the export aside).
+if [ -n "$export_dir" ]; then
+  for f in tables.md verdict.md trace_fixture.pt.trace.json.gz validate.tar.gz; do
+    [ -e "$export_dir/$f" ] && { echo "error: gpu_validate.sh: --export $export_dir already holds $f; name a new or empty folder" >&2; exit 2; }
+  done
+  case "$(realpath -m -- "$export_dir")/" in
+    "$(realpath -m -- "$out")/"*)
+      echo "error: gpu_validate.sh: --export $export_dir is in the --out folder, which validate.tar.gz packs; name a folder outside it" >&2
+      exit 2 ;;
+  esac
+fi
 # shellcheck source=scripts/own_out_dir.sh
 . "$root/scripts/own_out_dir.sh"
 own_out_dir gpu_validate.sh "$out" .gpu_validate
