@@ -547,6 +547,15 @@ def human_size(n: int) -> str:
     return str(n)
 
 
+def size_label(cell) -> str:
+    """A bytes cell of a label as people write it; a cell that is not an integer as it is (a
+    label is no figure: a row is not refused for it, as check_rows refuses a chart's axis)."""
+    try:
+        return human_size(int(cell))
+    except (TypeError, ValueError):
+        return str(cell or "?")
+
+
 def label_ticks(ax, values, text):
     """Ticks at the measured points (at most 12 of them), labelled as people write them."""
     if not values:
@@ -612,7 +621,7 @@ def capture_shape(r):
     if r["kind"] == "gemm":
         dims = f'{r["m"]}x{r["n"]}x{r["k"]}'
         return (f'b{r["batch"]} ' if r["batch"] not in ("", "1") else "") + f'{dims} {r["layout"]}'
-    return f'{human_size(int(r["bytes"] or 0))} on {r["comm_size"]}'
+    return f'{size_label(r["bytes"] or 0)} on {r["comm_size"]}'
 
 
 def plot_capture(rows, title, out, args):
@@ -643,7 +652,7 @@ def plot_capture_replay(rows, title, out, args):
             shape = (f'b{r["batch_size"]} s{r["seqlen_q"]}/{r["seqlen_kv"]} h{r["num_head_q"]}/'
                      f'{r["num_head_kv"]} d{r["head_dim_qk"]} {r["pass"]} {r["dtype"]}')
         else:
-            shape = f'{r.get("label", "")} {r.get("op", "")} {human_size(int(r["size_bytes"]))} {r.get("placement", "")}'
+            shape = f'{r.get("label", "")} {r.get("op", "")} {size_label(r.get("size_bytes"))} {r.get("placement", "")}'
         labels.append(shape)
         in_job.append(num(r["in_job_us"]))
         alone.append(num(r.get("time_us")) or 0.0)

@@ -265,6 +265,17 @@ add_test(NAME "plot_report bad input: a fractional size_bytes, a missing column"
           ${CMAKE_CURRENT_BINARY_DIR}/plots_bad_cells ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/compare_ccl_noisy_base.csv)
 set_tests_properties("plot_report bad input: a fractional size_bytes, a missing column" PROPERTIES LABELS scripts
   PASS_REGULAR_EXPRESSION "^error: [^\n]*fraction\\.csv row 1: size_bytes: '[0-9]+\\.0' is not an integer\nexit=2\nerror: [^\n]*noplacement\\.csv: a ccl report without its placement column\nexit=2\n0\n$")
+# A bench_ccl capture replay (tests/data/plot_ccl_replay.csv: bench_ccl --capture-path
+# tests/data/capture_placed, two ranks) whose size_bytes cells are empty: the label's size is the
+# cell as it is and the chart is drawn (int('') ended the script in a traceback; a label is no
+# figure, the bars are the times).
+add_test(NAME "plot_report: a capture replay with an empty size_bytes is still drawn"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t\" \
+    && awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; print; next } { $c[\"size_bytes\"] = \"\" } { print }' \"$3\" > \"$t/replay.csv\" \
+    && \"$1\" \"$2\" \"$t/replay.csv\" --out \"$t/out\" > /dev/null; echo exit=$?; ls \"$t/out\""
+          ${CMAKE_CURRENT_BINARY_DIR}/plots_replay_size ${OPBENCH_PYTHON} ${PLOT_REPORT} ${DATA}/plot_ccl_replay.csv)
+set_tests_properties("plot_report: a capture replay with an empty size_bytes is still drawn" PROPERTIES LABELS scripts
+  PASS_REGULAR_EXPRESSION "^exit=0\nreplay_capture_replay\.png\n$")
 # Three reports named alike (all.csv of three runs, two in folders of one name): three charts,
 # none drawn over another (the third took the second's name).
 add_test(NAME "plot_report: three reports of one name are three charts"
