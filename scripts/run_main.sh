@@ -6,14 +6,18 @@
 # Defaults: on a GPU, Llama-3.1 8B and 70B (tp 8) in bf16 with --check; without one, the tiny
 # model and Llama-3.1 8B at sequence length 256 in fp32 on OpenBLAS (a few minutes on 2 cores).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh --target bench_gemm
+# Run where the caller is, as bench_gemm is: a relative path among ARGS (--gemm-shapes-path,
+# --report-dir-path, ...) is the caller's, and the reports land in the caller's reports/.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bash "$root/scripts/setup.sh"
+bash "$root/scripts/build.sh" --target bench_gemm
+bench="$root/build/gemm/bench_gemm"
 if [ $# -gt 0 ]; then
-  exec ./build/gemm/bench_gemm "$@"
+  exec "$bench" "$@"
 fi
+models="$root/configs/models.json"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  ./build/gemm/bench_gemm --model-config-path configs/models.json --model llama3.1-8b --check
-  exec ./build/gemm/bench_gemm --model-config-path configs/models.json --model llama3.1-70b --tp 8 --check
+  "$bench" --model-config-path "$models" --model llama3.1-8b --check
+  exec "$bench" --model-config-path "$models" --model llama3.1-70b --tp 8 --check
 fi
-exec ./build/gemm/bench_gemm --model-config-path configs/models.json --model tiny,llama3.1-8b --seq-len 256 --check
+exec "$bench" --model-config-path "$models" --model tiny,llama3.1-8b --seq-len 256 --check

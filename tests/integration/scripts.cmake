@@ -197,6 +197,18 @@ add_test(NAME "setup.sh and build.sh --help print their help, an argument setup.
 set_tests_properties("setup.sh and build.sh --help print their help, an argument setup.sh does not take is refused"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION
   "^Installs every build and run dependency[^\n]*\n[^\n]*\n  scripts/setup.sh   \\(no arguments\\)\nexit=0\nerror: setup.sh: takes no arguments, got '--bogus'[^\n]*\nexit=2\nConfigures and builds opbench[^\n]*\n(.*\n)?exit=0\n$")
+# run_main.sh runs bench_gemm in the caller's folder: it changed into the repository first, so a
+# relative path among its arguments was looked for there and the reports landed there. Run from
+# a copy of the script beside stand-ins for setup.sh, build.sh and bench_gemm (which prints where
+# it runs and its arguments), from another folder.
+add_test(NAME "run_main.sh: bench_gemm runs in the caller's folder with the caller's arguments"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/repo/scripts\" \"$t/repo/build/gemm\" \"$t/caller\" \
+    && cp \"$1\" \"$t/repo/scripts/\" && : > \"$t/repo/scripts/setup.sh\" && : > \"$t/repo/scripts/build.sh\" \
+    && printf '#!/bin/sh\\necho \"ran in $(basename \\\"$(pwd)\\\"): $*\"\\n' > \"$t/repo/build/gemm/bench_gemm\" \
+    && chmod +x \"$t/repo/build/gemm/bench_gemm\" && cd \"$t/caller\" && bash ../repo/scripts/run_main.sh --gemm-shapes-path my.json"
+          ${CMAKE_CURRENT_BINARY_DIR}/run_main_cwd ${PROJECT_SOURCE_DIR}/scripts/run_main.sh)
+set_tests_properties("run_main.sh: bench_gemm runs in the caller's folder with the caller's arguments"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION "^ran in caller: --gemm-shapes-path my.json\n$")
 # report.sh checks its arguments and every binary it runs before it starts: a second argument
 # was ignored, and a build of bench_gemm alone (run_main.sh's) ran the GEMMs for minutes before
 # bash's 'No such file' (exit 127). Nothing made in either case.
