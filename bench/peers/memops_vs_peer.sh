@@ -19,6 +19,8 @@
 # ...), as bench_memops times a GPU operator, in one process: one table with the ratio (PYTHON=:
 # the Python with CUDA torch, default python3; the binaries from OPBENCH_BUILD_DIR, default build/).
 set -euo pipefail
+# (a relative OPBENCH_BUILD_DIR is the caller's, taken before the change into the repository)
+[ -z "${OPBENCH_BUILD_DIR:-}" ] || OPBENCH_BUILD_DIR=$(realpath -m -- "$OPBENCH_BUILD_DIR")
 cd "$(dirname "$0")/../.."
 peer=${1:?usage: $0 numpy|torch|torch-cuda [SIZE|MODELS] [COLS|DTYPES]}
 if [ "$peer" = torch-cuda ]; then

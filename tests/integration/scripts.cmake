@@ -325,6 +325,15 @@ add_test(NAME "peers: memops_vs_peer.sh prints one ratio table against the real 
 set_tests_properties("peers: memops_vs_peer.sh prints one ratio table against the real bench_memops" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\| add \\| fwd \\| 256 \\| 256 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|\n\\| copy \\| fwd \\| 256 \\| 256 \\| [0-9.]+ \\|.*\nexit=0")
 
+# memops_vs_peer.sh torch-cuda takes a relative OPBENCH_BUILD_DIR as the caller's (it was looked
+# for in the repository, where the script changes to): here a folder with no build, named.
+add_test(NAME "peers: memops_vs_peer.sh torch-cuda reads a relative OPBENCH_BUILD_DIR from the caller's folder"
+  COMMAND ${CMAKE_COMMAND} -E env OPBENCH_BUILD_DIR=no_build_here
+          ${EXPECT_ERROR} --contains "${CMAKE_CURRENT_BINARY_DIR}/no_build_here/memops/bench_memops not built"
+          -- bash ${PROJECT_SOURCE_DIR}/bench/peers/memops_vs_peer.sh torch-cuda
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties("peers: memops_vs_peer.sh torch-cuda reads a relative OPBENCH_BUILD_DIR from the caller's folder"
+  PROPERTIES LABELS scripts)
 # gemm_vs_peer.sh: the model's GEMMs read by column name from bench_gemm --dry-run (an empty
 # impl cell once shifted every column: m was read from batch), and one square against numpy.
 add_test(NAME "peers: gemm_vs_peer.sh reads a model's GEMMs from bench_gemm's dry run by column"
