@@ -11,8 +11,10 @@
 // the first: a job that calls a shape k times a step (once a layer) would otherwise time the
 // same layer's call every step wherever k is a multiple of `one_in`.
 //
-// Host-side calls (BLAS, MPI) are timed with the host clock and always timed; CUDA-graph and
-// nonblocking checks come first, so a call made inside a graph capture is still counted as such.
+// Host-side calls (BLAS, MPI) are timed with the host clock and always timed. The CUDA-graph
+// checks come first, so a call made inside a graph capture is still counted as such; a call an
+// NCCL nonblocking communicator enqueues later (ncclInProgress, known only after the call) is
+// counted as such whether the sampling picked it or not (gpu_end_untimed).
 #include <cstdint>
 
 #include "capture/table.hpp"

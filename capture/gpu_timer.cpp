@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -104,6 +105,7 @@ struct Timer {
   std::size_t in_hand = 0;       // taken by a poll that has not handed back what is still running
   std::condition_variable wake;  // the parked poller: something is pending
   bool poller_started = false;
+  bool drain_registered = false;  // gpu_drain is on the exit path
   bool parked = false;   // the poller waits on `wake`: only then does a hand-over signal it
   bool closing = false;  // the exit drain polls alone
 };
@@ -118,6 +120,12 @@ inline constexpr long kPollPauseNs = 1000000;
 // thread: on the first H200 runs (gVisor, where a futex wake is a system call into the sandbox)
 // the capture cost a 93 ms PyTorch step 2.1% with a wake-up a call.
 inline constexpr int kIdlePollsBeforePark = 100;
+
+double monotonic_s() {
+  struct timespec ts = {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 Timer& timer() {
   static Timer* t = [] {
@@ -237,10 +245,20 @@ void poller_loop() {
   }
 }
 
-void start_poller(Timer& t) {
-  if (t.poller_started) return;
+// Starts the poller (t.mutex held); false when no thread could be made (pthread_create's EAGAIN
+// in a container at its pids limit): the hooked calls then poll themselves (gpu_end), without
+// waiting, so that the timings are still read while the job runs and their events reused, and
+// the next hand-over tries again.
+bool start_poller(Timer& t) {
+  if (t.poller_started) return true;
+  const int rc = start_quiet_thread(poller_loop);
+  if (rc != 0) {
+    say_once("could not start the thread that reads GPU timings (pthread_create: " +
+             std::string(std::strerror(rc)) + "): the hooked calls read them, never waiting");
+    return false;
+  }
   t.poller_started = true;
-  start_quiet_thread(poller_loop);
+  return true;
 }
 
 }  // namespace
@@ -294,14 +312,15 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
     record_untimed(key, Untimed::no_gpu_events);
     return;
   }
-  bool wake = false, closing = false;
+  bool wake = false, closing = false, polled = true;
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     closing = t.closing;
     if (!closing) {
       t.pending.push_back(Pending{key, g});
-      if (!t.poller_started) at_exit_before_write(gpu_drain);
-      start_poller(t);
+      if (!t.drain_registered) at_exit_before_write(gpu_drain);
+      t.drain_registered = true;
+      polled = start_poller(t);
       wake = t.parked;
     }
   }
@@ -309,10 +328,17 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
   // in no table. It is counted as still running at exit, its events kept out of the pool.
   if (closing) record_untimed(key, Untimed::in_flight_at_exit);
   if (wake) t.wake.notify_one();
+  if (!polled) {  // no poller thread: one poll here, relaxed as the poller is (it never waits)
+    RelaxedCaptureMode relaxed;
+    poll_once(t, false);
+  }
 }
 
 void gpu_end_untimed(GpuTiming& g, const CaptureKey& key, Untimed why) {
-  record_untimed(key, g.ok ? why : g.why);
+  // The sampling's choice is made before the call; that the call could not be timed anyway
+  // (ncclInProgress) is the truer reason, and a call sampled out is counted in the job's time at
+  // the timed calls' mean (capture_summary's job time), which an enqueued call must not be.
+  record_untimed(key, g.ok || g.why == Untimed::not_sampled ? why : g.why);
   gpu_cancel(g);
 }
 
@@ -324,22 +350,28 @@ void gpu_cancel(GpuTiming& g) {
 
 void gpu_drain() {
   if (!driver().ok) return;
-  // At exit the program has usually synchronized already; timings still in flight get up to a
-  // second, polled as the background thread polls (never a synchronizing call); then the rest
-  // are counted untimed, so that their calls stay in the table.
-  RelaxedCaptureMode relaxed;
   Timer& t = timer();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     t.closing = true;
+    // Nothing in flight: no driver call at all. So it is in a forked child (the fork handler
+    // dropped the parent's timings), where CUDA must not be used: a DataLoader worker's exit
+    // must not touch the driver.
+    if (t.pending.empty() && t.in_hand == 0) return;
   }
+  // At exit the program has usually synchronized already; timings still in flight get up to a
+  // second of the clock, polled as the background thread polls (never a synchronizing call);
+  // then the rest are counted untimed, so that their calls stay in the table.
+  RelaxedCaptureMode relaxed;
+  const double deadline = monotonic_s() + 1.0;
   struct timespec ms = {0, 1000000};
-  for (int i = 0; i < 1000; ++i) {
+  while (monotonic_s() < deadline) {
     if (poll_once(t, false) == 0) return;
     nanosleep(&ms, nullptr);
   }
   // the poller hands back what it holds within microseconds, and takes nothing more
-  for (int i = 0; i < 100; ++i) {
+  const double hand_back = monotonic_s() + 0.1;
+  while (monotonic_s() < hand_back) {
     {
       std::lock_guard<std::mutex> lock(t.mutex);
       if (t.in_hand == 0) break;

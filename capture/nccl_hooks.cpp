@@ -7,9 +7,11 @@
 // recv together are send_recv), else `group`, and the sums of their counts and bytes.
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "capture/gpu_timer.hpp"
@@ -128,11 +130,11 @@ CaptureKey coll(const char* api, CollOp op, ncclDataType_t t, std::size_t count,
 }
 
 // The operations queued on this thread inside ncclGroupStart/End (groups nest; the outermost
-// ncclGroupEnd launches them).
+// ncclGroupEnd launches them), with the communicator and stream of each.
 struct Group {
   int depth = 0;
   std::vector<CaptureKey> ops;
-  cudaStream_t stream = nullptr;
+  std::vector<std::pair<ncclComm_t, cudaStream_t>> where;
 };
 thread_local Group t_group;
 
@@ -149,14 +151,14 @@ void end_timing(GpuTiming& timing, cudaStream_t stream, ncclResult_t rc, const C
 
 // One operation: inside a group it joins the group's list; outside it is timed on its stream.
 template <class Call, class Key>
-ncclResult_t op_call(cudaStream_t stream, Call&& call, Key&& key) {
+ncclResult_t op_call(ncclComm_t comm, cudaStream_t stream, Call&& call, Key&& key) {
   if (!should_record()) return call();
   if (t_group.depth > 0) {
     CallScope scope;
     const ncclResult_t rc = call();
     if (rc == ncclSuccess || rc == ncclInProgress) {
-      if (t_group.ops.empty()) t_group.stream = stream;
       t_group.ops.push_back(key());
+      t_group.where.emplace_back(comm, stream);
     }
     return rc;
   }
@@ -185,6 +187,28 @@ CaptureKey group_key(const std::vector<CaptureKey>& ops) {
   return key;
 }
 
+// A group's operations by communicator and stream, in the order each pair first appears. One
+// process driving several GPUs puts one operation a GPU in a group (NCCL's "Management of
+// multiple GPUs from one thread"): each GPU's all_reduce of N elements is its own operation, not
+// one of N x GPUs, and each runs on its own device's stream, which the events of the context
+// current at ncclGroupEnd cannot time.
+std::vector<std::vector<CaptureKey>> group_parts(
+    const std::vector<CaptureKey>& ops,
+    const std::vector<std::pair<ncclComm_t, cudaStream_t>>& where) {
+  std::vector<std::pair<ncclComm_t, cudaStream_t>> seen;
+  std::vector<std::vector<CaptureKey>> parts;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto at = std::find(seen.begin(), seen.end(), where[i]);
+    if (at == seen.end()) {
+      seen.push_back(where[i]);
+      parts.push_back({ops[i]});
+    } else {
+      parts[static_cast<std::size_t>(at - seen.begin())].push_back(ops[i]);
+    }
+  }
+  return parts;
+}
+
 }  // namespace
 }  // namespace opbench::capture
 
@@ -201,7 +225,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t
   OPBENCH_REAL(ncclAllReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
                                               ncclRedOp_t, ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclAllReduce(s, r, count, t, op, comm, stream); },
+      comm, stream, [&] { return real_ncclAllReduce(s, r, count, t, op, comm, stream); },
       [&] {
         return placed(coll("ncclAllReduce", CollOp::all_reduce, t, count, comm, redop_of(op)),
                       CollOp::all_reduce, s, r, t, count, comm);
@@ -214,7 +238,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t
   OPBENCH_REAL(ncclAllGather, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
                                               ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclAllGather(s, r, sendcount, t, comm, stream); },
+      comm, stream, [&] { return real_ncclAllGather(s, r, sendcount, t, comm, stream); },
       [&] {
         return placed(coll("ncclAllGather", CollOp::all_gather, t, sendcount, comm),
                       CollOp::all_gather, s, r, t, sendcount, comm);
@@ -227,7 +251,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, si
   OPBENCH_REAL(ncclReduceScatter, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
                                                   ncclRedOp_t, ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclReduceScatter(s, r, recvcount, t, op, comm, stream); },
+      comm, stream, [&] { return real_ncclReduceScatter(s, r, recvcount, t, op, comm, stream); },
       [&] {
         return placed(
             coll("ncclReduceScatter", CollOp::reduce_scatter, t, recvcount, comm, redop_of(op)),
@@ -241,7 +265,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t 
   OPBENCH_REAL(ncclAlltoAll, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                                              cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclAlltoAll(s, r, count, t, comm, stream); },
+      comm, stream, [&] { return real_ncclAlltoAll(s, r, count, t, comm, stream); },
       [&] {
         return placed(coll("ncclAlltoAll", CollOp::all_to_all, t, count, comm), CollOp::all_to_all,
                       s, r, t, count, comm);
@@ -254,7 +278,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t
   OPBENCH_REAL(ncclBroadcast, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, int,
                                               ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclBroadcast(s, r, count, t, root, comm, stream); },
+      comm, stream, [&] { return real_ncclBroadcast(s, r, count, t, root, comm, stream); },
       [&] {
         return placed(coll("ncclBroadcast", CollOp::broadcast, t, count, comm), CollOp::broadcast,
                       s, r, t, count, comm);
@@ -267,7 +291,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t co
   OPBENCH_REAL(ncclReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
                                            int, ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclReduce(s, r, count, t, op, root, comm, stream); },
+      comm, stream, [&] { return real_ncclReduce(s, r, count, t, op, root, comm, stream); },
       [&] {
         return placed(coll("ncclReduce", CollOp::reduce, t, count, comm, redop_of(op)),
                       CollOp::reduce, s, r, t, count, comm);
@@ -279,7 +303,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclSend(const void* buf, size_t count, nccl
   OPBENCH_REAL(ncclSend,
                ncclResult_t(*)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclSend(buf, count, t, peer, comm, stream); },
+      comm, stream, [&] { return real_ncclSend(buf, count, t, peer, comm, stream); },
       [&] { return nccl_key("ncclSend", "p2p", "send", CollOp::send_recv, t, count, comm, ""); });
 }
 
@@ -288,7 +312,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclRecv(void* buf, size_t count, ncclDataTy
   OPBENCH_REAL(ncclRecv,
                ncclResult_t(*)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   return op_call(
-      stream, [&] { return real_ncclRecv(buf, count, t, peer, comm, stream); },
+      comm, stream, [&] { return real_ncclRecv(buf, count, t, peer, comm, stream); },
       [&] { return nccl_key("ncclRecv", "p2p", "recv", CollOp::send_recv, t, count, comm, ""); });
 }
 
@@ -304,9 +328,19 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
   if (t_group.depth == 0 || t_depth > 0) return real_ncclGroupEnd();
   if (--t_group.depth > 0 || t_group.ops.empty()) return real_ncclGroupEnd();
   std::vector<CaptureKey> ops;
+  std::vector<std::pair<ncclComm_t, cudaStream_t>> where;
   ops.swap(t_group.ops);
-  const cudaStream_t stream = t_group.stream;
+  where.swap(t_group.where);
   CallScope scope;
+  const std::vector<std::vector<CaptureKey>> parts = group_parts(ops, where);
+  if (parts.size() > 1) {  // several communicators or streams: a row each, untimed
+    const ncclResult_t rc = real_ncclGroupEnd();
+    if (rc == ncclSuccess || rc == ncclInProgress)
+      for (const auto& part : parts)
+        record_untimed(group_key(part), Untimed::several_communicators);
+    return rc;
+  }
+  const cudaStream_t stream = where.front().second;
   const CaptureKey key = group_key(ops);
   GpuTiming timing = gpu_begin(stream, key);
   const ncclResult_t rc = real_ncclGroupEnd();

@@ -53,8 +53,9 @@ std::string layout(const CaptureKey& k) {
 // Each reason for a missing time: its name in the JSON lines and the .prom label, and what it
 // means to a reader (table.hpp's Untimed, in order).
 constexpr const char* kUntimedName[kUntimedKinds] = {
-    "completion_unseen", "no_gpu_events", "graph_capture", "capture_unknown", "enqueued_later",
-    "in_flight_at_exit", "not_in_trace",  "no_kernel",     "not_sampled",
+    "completion_unseen", "no_gpu_events",         "graph_capture", "capture_unknown",
+    "enqueued_later",    "in_flight_at_exit",     "not_in_trace",  "no_kernel",
+    "not_sampled",       "several_communicators",
 };
 constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "their completion was not seen by a Wait/Test call",
@@ -68,6 +69,7 @@ constexpr const char* kUntimedWhy[kUntimedKinds] = {
     // (parenthesised: one element, split over two lines)
     ("left untimed by the sampling (after a shape's first OPBENCH_CAPTURE_TIME_FIRST calls, one "
      "in OPBENCH_CAPTURE_SAMPLE is timed)"),
+    "ran in an NCCL group over several communicators, which one pair of events cannot time apart",
 };
 
 std::string note(const TableRow& r) {

@@ -70,6 +70,9 @@ enum class Untimed : std::uint8_t {
   no_kernel,
   // a GPU call past its shape's first calls that the sampling left untimed (gpu_sampling.hpp)
   not_sampled,
+  // an NCCL group over several communicators or streams (one process driving several GPUs):
+  // a row for each communicator's part, which the group's one pair of events cannot time apart
+  several_communicators,
   kinds
 };
 inline constexpr std::size_t kUntimedKinds = static_cast<std::size_t>(Untimed::kinds);

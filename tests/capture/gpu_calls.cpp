@@ -12,7 +12,11 @@
 //                  20 ms operation still running from before it, then 2 calls after it; exit 1
 //                  when the capture was invalidated
 //   implicit       2 calls of 8x8x8 fp32 while cuStreamIsCapturing fails
-//   nonblocking    2 all_reduce calls of 512 fp32 on an NCCL nonblocking communicator
+//   nonblocking    N (default 2) all_reduce calls of 512 fp32 on an NCCL nonblocking communicator
+//   nothread       no thread can be made (pthread_create fails): 20 calls of 0.5 ms with 1 ms of
+//                  host work after each; prints the loop's time and the events created
+//   multicomm      2 groups, each an all_reduce of 1024 fp32 on two communicators (one process
+//                  driving two GPUs), and 1 group of two on one communicator
 //   hang           an operation that never ends, then a call of 4x4x4 fp32 (behind it), then
 //                  fork(): the child exits 7 at once; prints how long fork and the call took
 //   park           a call of 1 ms, 400 ms of host work (the poller parks once nothing is in
@@ -36,6 +40,9 @@
 extern "C" {
 ncclComm_t standin_comm();
 ncclComm_t standin_nonblocking_comm();
+ncclComm_t standin_second_comm();
+long standin_event_creates();
+void standin_threads_fail(int fails);
 void standin_set_op_us(int us);
 double standin_lag_ms();
 long standin_queries();
@@ -123,12 +130,42 @@ int exchange_fails(cublasHandle_t h) {
   return 0;
 }
 
-int nonblocking() {
-  for (int i = 0; i < 2; ++i) {
+int nonblocking(int calls) {
+  for (int i = 0; i < calls; ++i) {
     const ncclResult_t rc = ncclAllReduce(nullptr, nullptr, 512, ncclFloat32, ncclSum,
                                           standin_nonblocking_comm(), nullptr);
     if (rc != ncclInProgress) return 1;
   }
+  return 0;
+}
+
+int nothread(cublasHandle_t h) {
+  standin_threads_fail(1);
+  standin_set_op_us(500);
+  const double t0 = now_ms();
+  for (int i = 0; i < 20; ++i) {
+    CHECK(square_sgemm(h, 12));
+    host_work_us(1000);
+  }
+  std::printf("loop_ms %.1f event_creates %ld\n", now_ms() - t0, standin_event_creates());
+  return 0;
+}
+
+int multicomm() {
+  cudaStream_t first = reinterpret_cast<cudaStream_t>(0x10),
+               second = reinterpret_cast<cudaStream_t>(0x20);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclGroupStart());
+    CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, standin_comm(), first));
+    CHECK(
+        ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, standin_second_comm(), second));
+    CHECK(ncclGroupEnd());
+  }
+  // one communicator, one stream: the group is one call, timed
+  CHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i)
+    CHECK(ncclAllReduce(nullptr, nullptr, 256, ncclFloat32, ncclSum, standin_comm(), first));
+  CHECK(ncclGroupEnd());
   return 0;
 }
 
@@ -172,7 +209,9 @@ int main(int argc, char** argv) {
   if (mode == "graph") return graph(h);
   if (mode == "implicit") return implicit(h);
   if (mode == "exchange_fails") return exchange_fails(h);
-  if (mode == "nonblocking") return nonblocking();
+  if (mode == "nonblocking") return nonblocking(argc > 2 ? std::atoi(argv[2]) : 2);
+  if (mode == "nothread") return nothread(h);
+  if (mode == "multicomm") return multicomm();
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);
   const float one = 1.0f;

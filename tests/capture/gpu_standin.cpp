@@ -6,14 +6,22 @@
 // timeline reaches it, and cuEventElapsedTime is the timeline's time between two events. It also
 // has the driver's stream capture (a graph capture in global or relaxed mode, which a query from
 // a thread not in relaxed mode invalidates), a cuStreamIsCapturing that can fail, an NCCL
-// nonblocking communicator (ncclInProgress) and an operation that never ends (a hung kernel).
+// nonblocking communicator (ncclInProgress), a second communicator (another GPU of the process),
+// an operation that never ends (a hung kernel), a driver that refuses a forked child (CUDA cannot
+// be used after fork: it says so on stderr) and threads that cannot be made (pthread_create's
+// EAGAIN at a container's pids limit).
 // It exports the real libraries' symbols with their real signatures (the toolkit's headers
 // declare them), which is all the capture sees of them.
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -81,6 +89,17 @@ int fake_context = 1;
 int fake_handle = 2;
 int fake_comm = 3;
 int fake_nonblocking_comm = 4;
+int fake_second_comm = 5;
+
+// The process the stand-in was loaded in: a driver call from a forked child is refused, as the
+// real driver's state is not valid after fork, and said on stderr so that a test can see it.
+const pid_t g_loaded_in = getpid();
+bool forked_child(const char* call) {
+  if (getpid() == g_loaded_in) return false;
+  std::fprintf(stderr, "stand-in: %s called in a forked child\n", call);
+  return true;
+}
+constexpr int kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
 }  // namespace
 
 #define STANDIN extern "C" __attribute__((visibility("default")))
@@ -120,15 +139,37 @@ STANDIN void standin_capture_status_fails(int fails) {
   device().capture_status_fails = fails != 0;
 }
 
+// pthread_create fails with EAGAIN while set (found before libc's: the program links the
+// stand-in first).
+std::atomic<bool> g_threads_fail{false};
+STANDIN void standin_threads_fail(int fails) {
+  g_threads_fail = fails != 0;
+}
+STANDIN int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                           void* arg) {
+  if (g_threads_fail) return EAGAIN;
+  using Real = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const auto real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "pthread_create"));
+  return real(thread, attr, fn, arg);
+}
+
 // ---- CUDA driver
 STANDIN int cuCtxGetCurrent(void** ctx) {
+  if (forked_child("cuCtxGetCurrent")) return kNotInitialized;
   *ctx = &fake_context;
   return 0;
 }
 STANDIN int cuCtxSetCurrent(void*) {
+  if (forked_child("cuCtxSetCurrent")) return kNotInitialized;
   return 0;
 }
+std::atomic<long> g_creates{0};
+STANDIN long standin_event_creates() {
+  return g_creates.load();
+}
 STANDIN int cuEventCreate(void** e, unsigned) {
+  if (forked_child("cuEventCreate")) return kNotInitialized;
+  ++g_creates;
   *e = new FakeEvent();
   return 0;
 }
@@ -137,6 +178,7 @@ STANDIN long standin_event_records() {
   return g_records.load();
 }
 STANDIN int cuEventRecord(void* e, void*) {
+  if (forked_child("cuEventRecord")) return kNotInitialized;
   ++g_records;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -149,6 +191,7 @@ STANDIN long standin_queries() {
   return g_queries.load();
 }
 STANDIN int cuEventQuery(void* e) {
+  if (forked_child("cuEventQuery")) return kNotInitialized;
   ++g_queries;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -156,6 +199,7 @@ STANDIN int cuEventQuery(void* e) {
   return now_ns() >= static_cast<FakeEvent*>(e)->at ? 0 : kNotReady;
 }
 STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
+  if (forked_child("cuEventElapsedTime_v2")) return kNotInitialized;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
@@ -165,6 +209,7 @@ STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
   return 0;
 }
 STANDIN int cuStreamIsCapturing(void*, int* status) {
+  if (forked_child("cuStreamIsCapturing")) return kNotInitialized;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (d.capture_status_fails) return kCaptureImplicit;
@@ -176,6 +221,7 @@ STANDIN void standin_exchange_mode_fails(int fails) {
   device().exchange_mode_fails = fails != 0;
 }
 STANDIN int cuThreadExchangeStreamCaptureMode(int* mode) {
+  if (forked_child("cuThreadExchangeStreamCaptureMode")) return kNotInitialized;
   {
     std::lock_guard<std::mutex> lock(device().mutex);
     if (device().exchange_mode_fails) return 1;  // CUDA_ERROR_INVALID_VALUE
@@ -302,4 +348,7 @@ STANDIN ncclComm_t standin_comm() {
 }
 STANDIN ncclComm_t standin_nonblocking_comm() {
   return reinterpret_cast<ncclComm_t>(&fake_nonblocking_comm);
+}
+STANDIN ncclComm_t standin_second_comm() {
+  return reinterpret_cast<ncclComm_t>(&fake_second_comm);
 }

@@ -77,9 +77,12 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       3 calls inside a global-mode graph capture counted in graph_capture_calls with the job's
       capture intact although the poller queried an event during it; a driver that refuses the
       relaxed capture mode said in one line, the calls still timed; a failing
-      cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress counted
-      untimed with their reason; after an operation that never ends, the next call, fork() and
-      the exit return (the call counted as still running at exit).
+      cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress (100 calls,
+      past the sampling's first 32) counted untimed with their reason; an NCCL group over two
+      communicators a row for each one's part, untimed; without a poller thread (pthread_create
+      fails) said once, the calls timed and their events reused; after an operation that never
+      ends, the next call, fork() and the exit return (the call counted as still running at
+      exit), and the forked child's exit makes no driver call.
 
 Every mode also runs the program without the capture where it can, and requires the same
 results (checksums) and exit status. Exit 0 when everything holds, 1 otherwise.
@@ -792,17 +795,54 @@ def gpu_async_mode(a):
     check(r is not None and (r["calls"], r["timed_calls"]) == ("2", "2"),
           f"exchange_fails: the two calls, timed: {r}")
 
-    # 4. an NCCL nonblocking communicator: ncclInProgress, counted untimed
+    # 4. an NCCL nonblocking communicator: ncclInProgress, counted untimed, for that reason past
+    # the sampling's first 32 calls too (they were counted as sampled out, which the summary's
+    # job time adds at the timed calls' mean)
     out = fresh(os.path.join(a.out, "nonblocking"))
-    p = capture(out, [a.prog, "nonblocking"])
+    p = capture(out, [a.prog, "nonblocking", "100"])
     check(p.returncode == 0, f"nonblocking: exit {p.returncode}")
     rows = [r for r in one_table(out) if r["api"] == "ncclAllReduce"]
     if check(len(rows) == 1, f"nonblocking: rows {rows}"):
         r = rows[0]
         print(f"  ncclAllReduce on a nonblocking communicator: calls {r['calls']}, timed "
-              f"{r['timed_calls']}; note: {r['note']}")
-        check((r["calls"], r["timed_calls"], r["count"]) == ("2", "0", "512"), f"nonblocking: {r}")
-        check("ncclInProgress" in r["note"], f"nonblocking: the note says {r['note']}")
+              f"{r['timed_calls']}, not sampled {r['not_sampled_calls']}; note: {r['note']}")
+        check((r["calls"], r["timed_calls"], r["count"], r["not_sampled_calls"]) ==
+              ("100", "0", "512", "0"), f"nonblocking: {r}")
+        check("100 calls without a time: 100 an NCCL nonblocking communicator enqueued them "
+              "later (ncclInProgress)" in r["note"], f"nonblocking: the note says {r['note']}")
+
+    # 4a. one process driving two GPUs: a group over two communicators is a row for each one's
+    # all_reduce of 1024 (not one of 2048), untimed; a group on one communicator and stream is
+    # one call, timed
+    out = fresh(os.path.join(a.out, "multicomm"))
+    p = capture(out, [a.prog, "multicomm"])
+    check(p.returncode == 0, f"multicomm: exit {p.returncode}")
+    groups = {r["count"]: r for r in one_table(out) if r["api"] == "ncclGroupEnd"}
+    print("  multicomm: " + "; ".join(f"count {c}: calls {r['calls']}, timed {r['timed_calls']}"
+                                      for c, r in sorted(groups.items())))
+    check(sorted(groups) == ["1024", "512"], f"multicomm: the group rows' counts {sorted(groups)}")
+    if "1024" in groups:
+        r = groups["1024"]
+        check((r["calls"], r["timed_calls"], r["bytes"]) == ("4", "0", "4096"),
+              f"multicomm: the two-communicator groups' row {r}")
+        check("several communicators" in r["note"], f"multicomm: the note says {r['note']}")
+    if "512" in groups:
+        check((groups["512"]["calls"], groups["512"]["timed_calls"]) == ("1", "1"),
+              f"multicomm: the one-communicator group's row {groups['512']}")
+
+    # 4c. no thread can be made for the poller: said once, and the hooked calls read the
+    # timings themselves without waiting, so the events are reused (not two new ones a call)
+    out = fresh(os.path.join(a.out, "nothread"))
+    p = capture(out, [a.prog, "nothread"])
+    loop_ms, creates = figures(p.stdout, "loop_ms", "event_creates")
+    print(f"nothread: loop {loop_ms} ms, {creates} events created for 20 calls")
+    check(p.returncode == 0, f"nothread: exit {p.returncode}")
+    check("could not start the thread that reads GPU timings (pthread_create: " in p.stderr,
+          f"nothread: stderr says {p.stderr.strip()[-300:]}")
+    check(creates is not None and creates <= 8, f"nothread: {creates} events created for 20 calls")
+    check(loop_ms is not None and loop_ms < 20 * 1.5 + 15, f"nothread: the loop took {loop_ms} ms")
+    r = square_row(one_table(out), 12)
+    check(r is not None and (r["calls"], r["timed_calls"]) == ("20", "20"), f"nothread: {r}")
 
     # 4b. the poller parks when nothing is in flight (no polls, so a hooked call has no thread to
     # wake while a job keeps the GPU busy), and a call after that wakes it: its timing is read
@@ -832,6 +872,10 @@ def gpu_async_mode(a):
     print(f"hang: the call behind it took {call_ms} ms, fork {fork_ms} ms, the child exited "
           f"{child}; the job ended {took:.1f} s after it started")
     check(p.returncode == 0 and child == 7, f"hang: exit {p.returncode}, child {child}")
+    # the child's exit makes no driver call (CUDA cannot be used after fork; the stand-in says
+    # when it is)
+    check("called in a forked child" not in p.stderr,
+          f"hang: the forked child called the driver: {p.stderr.strip()[-300:]}")
     expect_untimed(one_table(out), 4, 1, 0, 0, "still running on the GPU when the process ended")
 
 
