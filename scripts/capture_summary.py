@@ -374,6 +374,15 @@ def process_notes(files, tables):
         notes.append(f"{plural(graph, 'GPU call')} were made inside CUDA-graph captures: they run "
                      "at every replay of their graph, which no hook sees, so the job ran them more "
                      "often than the table counts")
+    # the capture's other untimed calls (a converted trace's are untimed by nature: not counted)
+    other = sum(int(r["calls"]) - int(r["timed_calls"]) - int(r.get("graph_capture_calls") or 0)
+                - int(r.get("not_sampled_calls") or 0)
+                for rows in tables for r in rows if r.get("source", "capture") == "capture")
+    if other > 0:
+        notes.append(f"{plural(other, 'call')} have no time for another reason (an NCCL "
+                     "nonblocking communicator's ncclInProgress, a group over several "
+                     "communicators, GPU work still running at exit, an MPI request never seen "
+                     "to complete): the capture files' note column says which, shape by shape")
     return notes
 
 
@@ -516,8 +525,10 @@ def main(argv):
     # An execution trace records calls and shapes, not times: "0.0 ms" and averages of 0 would
     # read as free calls, so a table with no timed call says so and shows no times at all.
     timed_any = any(e["timed"] for e in merged.values())
+    # (a capture's untimed calls say why in their rows' notes: a graph capture, ncclInProgress)
     amount = (f"{total / 1e3:.1f} ms {traced}" if timed_any else
-              "no call timed (calls and shapes only, as an execution trace records them)")
+              "no call timed (calls and shapes only, as an execution trace records them)"
+              if sources != ["capture"] else "no call timed (the notes below say why)")
     print(f"capture: {plural(len(files), 'process', 'processes')}, {plural(len(merged), 'shape')}, "
           f"{plural(calls, 'call')}, {amount} in {args.dir} (source: {', '.join(sources) or 'capture'})")
     rows = sorted(merged.items(), key=lambda kv: (-kv[1]["total"], -kv[1]["calls"]))[:args.top]

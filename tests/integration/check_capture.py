@@ -810,6 +810,11 @@ def gpu_async_mode(a):
               ("100", "0", "512", "0"), f"nonblocking: {r}")
         check("100 calls without a time: 100 an NCCL nonblocking communicator enqueued them "
               "later (ncclInProgress)" in r["note"], f"nonblocking: the note says {r['note']}")
+    # the summary says the calls have no time, and that the notes say why (not "as an execution
+    # trace records them")
+    check("100 calls, no call timed (the notes below say why)" in p.stdout + p.stderr and
+          "100 calls have no time for another reason" in p.stdout + p.stderr,
+          f"nonblocking: the summary says {(p.stdout + p.stderr)[-400:]}")
 
     # 4a. one process driving two GPUs: a group over two communicators is a row for each one's
     # all_reduce of 1024 (not one of 2048), untimed; a group on one communicator and stream is
