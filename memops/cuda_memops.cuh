@@ -268,6 +268,12 @@ OPBENCH_HD constexpr std::uint32_t embedding_sort_key(std::int64_t id, std::int6
   return static_cast<std::uint32_t>(id >= 0 && id < vocab ? id : vocab);
 }
 
+// Whether the backward's sort can take `rows` tokens over `vocab` rows: CUB's item count is an
+// int, and a key (an id, or vocab as the sentinel) and a segment start are 32-bit.
+constexpr bool embedding_sort_fits(std::int64_t rows, std::int64_t vocab) {
+  return rows <= std::int64_t{0x7FFFFFFF} && vocab < std::int64_t{0x7FFFFFFF};
+}
+
 // The key bits the radix sort looks at: enough for 0 .. vocab (the sentinel): 17 for 128,256.
 constexpr int embedding_key_bits(std::int64_t vocab) {
   int bits = 1;
@@ -373,19 +379,13 @@ constexpr Grid elementwise_grid(std::int64_t n, int vec, int sm_count, int unrol
 // 0), and a row of nothing but -inf has the max -inf and a sum of 0, whose softmax e^(x - max) /
 // sum is NaN in every element (-inf - -inf is NaN), as torch.softmax gives. A part that has seen
 // nothing but -inf yet must add 0 to the row, not NaN: its terms are taken against a max of 0
-// then (shift_of), and a rescaling by e^(max - max) is 1 without the subtraction.
+// then (fast_math::exp_origin), and a rescaling by e^(max - max) is 1 without the subtraction.
 struct MaxSum {
   float max, sum;
 };
 
 OPBENCH_HD inline MaxSum empty_max_sum() {
   return {-INFINITY, 0.0f};
-}
-
-// The max a part's terms are taken against: its own, or 0 while it is -inf (every term then is
-// e^-inf = 0).
-OPBENCH_HD inline float shift_of(float max) {
-  return max == -INFINITY ? 0.0f : max;
 }
 
 // e^(from - to) for from <= to, 1 when they are equal (-inf included).
@@ -409,7 +409,7 @@ OPBENCH_HD inline MaxSum max_sum_add(MaxSum acc, const float (&x)[N]) {
     acc.sum *= rescale(acc.max, vm);
     acc.max = vm;
   }
-  const float shift = shift_of(acc.max);
+  const float shift = fast_math::exp_origin(acc.max);
   for (int j = 0; j < N; ++j)
     acc.sum += memop_math::exp_or_zero(x[j] - shift);
   return acc;

@@ -211,8 +211,20 @@ void embedding_fwd(DType t, const void* table, const std::int64_t* ids, void* y,
   });
 }
 
+namespace {
+// Refuses a case the sort cannot take (before CUB is given a wrapped item count).
+void check_embedding_sort_fits(std::int64_t rows, std::int64_t vocab) {
+  if (!embedding_sort_fits(rows, vocab))
+    throw run_failure(fmt::format(
+        "embedding: {} tokens over a vocabulary of {} is beyond our kernel's sort (at most "
+        "2^31 - 1 tokens, a vocabulary below 2^31 - 1: CUB's int item count, 32-bit keys)",
+        rows, vocab));
+}
+}  // namespace
+
 std::int64_t embedding_bwd_workspace_bytes(DType, std::int64_t rows, std::int64_t,
                                            std::int64_t vocab) {
+  check_embedding_sort_fits(rows, vocab);
   const auto temp =
       static_cast<std::int64_t>(sort_temp_bytes(rows < 1 ? 1 : rows, embedding_key_bits(vocab)));
   return embedding_sort_layout(rows, vocab, temp).total;
@@ -221,10 +233,7 @@ std::int64_t embedding_bwd_workspace_bytes(DType, std::int64_t rows, std::int64_
 void embedding_bwd(DType t, const void* dy, const std::int64_t* ids, void* dtable, void* workspace,
                    std::int64_t rows, std::int64_t cols, std::int64_t vocab, const Launch& l) {
   const int c = checked_int(cols, "cols", "embedding");
-  if (rows > std::numeric_limits<unsigned>::max() - 1 || vocab >= std::numeric_limits<int>::max())
-    throw run_failure(fmt::format(
-        "embedding: {} tokens over a vocabulary of {} is beyond our kernel's 32-bit keys", rows,
-        vocab));
+  check_embedding_sort_fits(rows, vocab);
   if (vocab <= 0 || cols <= 0) return;
   with_storage(t, "embedding", [&](auto tag) {
     using S = decltype(tag);

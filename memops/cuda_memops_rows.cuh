@@ -433,6 +433,8 @@ bool launch_register_rows(const Op& op, std::int64_t rows, int cols, void* works
                           const Launch& l, const char* kernel) {
   constexpr int kV = vec_of<S>();
   constexpr int kMost = max_row_items(kV, Op::kHeld);
+  if constexpr (Op::kSplits)  // the workspace holds 8 bytes a chunk (split_stats_bytes)
+    static_assert(sizeof(typename Op::Stats) <= 8, "a split's statistics outgrow the workspace");
   const std::int64_t vectors = cols / kV;  // the most any row's split has
   if constexpr (!Op::kSplits)              // held by one block, with or without clusters
     if (register_row_plan(vectors, kV, Op::kHeld, false).chunks > 0) return false;

@@ -8,9 +8,9 @@
 // threads a block keep 66 MB live). Now:
 // - the row is read once and held in registers (memops/cuda_memops_rows.cuh) between the
 //   reductions and the write: its max (a block and, across blocks, a cluster reduction), then
-//   e = 2^(x log2 e - max log2 e), once per element (one FFMA and one ex2.approx,
-//   fast_math::exp_shifted) kept in place of x, their sum, then y = e / sum (one IEEE division a
-//   row) stored through cvt.rn.bf16x2.f32;
+//   e = 2^((x - max) log2 e), once per element (an FADD, an FMUL and one ex2.approx,
+//   fast_math::exp_shifted: the largest term exactly 1 however large the logits) kept in place of
+//   x, their sum, then y = e / sum (one IEEE division a row) stored through cvt.rn.bf16x2.f32;
 // - a row of up to 16,384 elements (512 threads of 32 floats' registers: 4 vectors of bf16, 8 of
 //   fp32, max_row_items) is one block of up to 512 threads (two or more blocks an SM, whose
 //   reductions overlap each other's loads), up to 32,768 one block of 1024; beyond, on sm_90 and
@@ -149,7 +149,7 @@ __device__ float local_max(const float (&a)[I][V], float edge) {
 // their sum is returned.
 template <int I, int V>
 __device__ float exps(float (&a)[I][V], float& edge, float max) {
-  const float shift = fast_math::scaled_shift(max);
+  const float shift = fast_math::exp_origin(max);
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < I; ++i)
@@ -234,7 +234,7 @@ struct ExpRows {
     p.load_edge(x, edge, -INFINITY);
     const float m =
         reducer.all(p.template slots_fold<S>(slots, edge, MaxFloat{}), MaxFloat{}, -INFINITY);
-    const float shift = fast_math::scaled_shift(m);
+    const float shift = fast_math::exp_origin(m);
     auto e = [shift](float v) { return fast_math::exp_shifted<fast_math::Hardware>(v, shift); };
     // (the edge's fill, -inf, adds e(-inf) = 0)
     const float sum =

@@ -30,12 +30,12 @@
 //   Against memop_math::ExpApprox (exp_approx within 4u, an IEEE division within u, 1 - s by
 //     subtraction): |ds| <= (1 + 2s)u. memops/memop_check.hpp's activation tolerance takes both,
 //     carried to the outputs by tests/unit/test_fast_math.cpp.
-//   softmax's e^(x - max) as 2^(x log2 e - max log2 e), one FMA (exp_shifted): the rounding of
-//     max log2 e is common to every element of the row and cancels in the normalisation; what is
-//     left is 1.23u |x - max| + 5u on a term of e^(x - max) <= 1, so that an element's error
-//     relative to the largest (e^0 = 1) is at most 5u + 1.23u/e (|d| e^-|d| <= 1/e), and the sum's
-//     at most 5u + 1.23u max |x - max| (a weighted mean of the terms' errors). memop_check.hpp's
-//     fast-exp allowance takes it for the benchmark's inputs.
+//   softmax's e^(x - max) as 2^((x - max) log2 e) (exp_shifted): the difference rounds once (not
+//     at all for bf16 inputs), the product once, and log2 e's 0.23u, so a term of e^(x - max) <= 1
+//     is within 2.23u |x - max| + 5u, an element's error relative to the largest (e^0 = 1 exactly)
+//     at most 5u + 2.23u/e (|d| e^-|d| <= 1/e), and the sum's at most 5u + 2.23u max |x - max| (a
+//     weighted mean of the terms' errors). memop_check.hpp's fast-exp allowance takes it for the
+//     benchmark's inputs.
 #include <math.h>
 
 #include "common/host_device.hpp"
@@ -79,20 +79,25 @@ struct FastSigmoid {
   }
 };
 
-// The max a row's (or a part's) terms are taken against, times log2 e: its own, or 0 while it is
-// -inf (a part of nothing but masked logits adds terms of 2^-inf = 0 then, not NaN; a row of
-// nothing but -inf gets a sum of 0 and softmax 0 x (1/0) = NaN in every element, as
+// The origin a row's (or a part's) terms e^(x - origin) are taken against: its max, or 0 while
+// the max is -inf (a part of nothing but masked logits adds terms of 2^-inf = 0 then, not NaN; a
+// row of nothing but -inf gets a sum of 0 and softmax 0 x (1/0) = NaN in every element, as
 // torch.softmax gives).
-OPBENCH_HD inline float scaled_shift(float max) {
-  return max == -INFINITY ? 0.0f : max * kLog2e;
+OPBENCH_HD inline float exp_origin(float max) {
+  return max == -INFINITY ? 0.0f : max;
 }
 
-// e^(x - max) as 2^(x log2 e - shift), shift = scaled_shift(max): the argument is one FMA, so
-// the element costs an FFMA and a MUFU.EX2. -inf gives 0.
+// e^(x - origin) as 2^((x - origin) log2 e), origin = exp_origin(max): an FADD, an FMUL and a
+// MUFU.EX2 an element. The difference first, so that the largest element's term is 2^0 = 1
+// however large the logits: the one-FMA form 2^(x log2 e - max log2 e) carried the rounding of
+// max log2 e (up to half its ulp: 18 at max = 1e9, 440 at 1e10) into every term's exponent,
+// which over- or underflowed past about 1.5e9 (a NaN row), and which a split row's chunks,
+// each against its own max, did not share (their merge rescales by the exact difference of the
+// maxes). -inf gives 0.
 OPBENCH_HD_TEMPLATE
 template <class P>
-OPBENCH_HD inline float exp_shifted(float x, float shift) {
-  return P::ex2(::fmaf(x, kLog2e, -shift));
+OPBENCH_HD inline float exp_shifted(float x, float origin) {
+  return P::ex2((x - origin) * kLog2e);
 }
 
 // 2^((from - to) log2 e) = e^(from - to), the rescaling of a part's sum to a larger max; 1 when

@@ -278,13 +278,20 @@ TEST_CASE("the online normaliser gives masked logits 0 and a fully masked row Na
 }
 
 TEST_CASE("the split row's chunk statistics, merged with the GPU's exp, give the row's softmax") {
-  // A row of 128,256 logits in [-4, 4) cut into 8 chunks, the third all masked: each chunk's max
-  // and its sum of exp_shifted against it, merged in chunk order (fast_max_sum_merge), then y =
-  // exp_shifted against the merged max / the merged sum, with ex2 at its documented worst, against
-  // the exact softmax; as the row kernels' split runs it.
+  // A row of 128,256 logits in [-4, 4), or those plus 4000, cut into 8 chunks, the third all
+  // masked: each chunk's max and its sum of exp_shifted against it, merged in chunk order
+  // (fast_max_sum_merge), then y = exp_shifted against the merged max / the merged sum, with ex2
+  // at its documented worst, against the exact softmax; as the row kernels' split runs it. With
+  // the offset, chunks whose maxes differ by less than 8 but whose max log2 e rounded apart
+  // (each chunk's terms were taken against its own rounded max log2 e, the merge rescaled by
+  // the exact difference): 742u off at an offset of 1000, past the tolerance near 2000.
   using opbench::testing::for_each_model;
   const std::int64_t cols = 128256, chunk = 16032;
+  const float offset = GENERATE(0.0f, 4000.0f);
+  CAPTURE(offset);
   auto x = logits(static_cast<std::size_t>(cols), 3);
+  for (float& v : x)
+    v += offset;
   for (std::int64_t j = 2 * chunk; j < 3 * chunk; ++j)
     x[static_cast<std::size_t>(j)] = -INFINITY;
   std::vector<double> want(x.size());
@@ -303,12 +310,12 @@ TEST_CASE("the split row's chunk statistics, merged with the GPU's exp, give the
       for (std::int64_t j = c0; j < c0 + chunk; ++j)
         m = std::max(m, x[static_cast<std::size_t>(j)]);
       for (std::int64_t j = c0; j < c0 + chunk; ++j)
-        s += fast_math::exp_shifted<P>(x[static_cast<std::size_t>(j)], fast_math::scaled_shift(m));
+        s += fast_math::exp_shifted<P>(x[static_cast<std::size_t>(j)], fast_math::exp_origin(m));
       if (c0 == 2 * chunk) CHECK(s == 0.0f);  // the masked chunk adds nothing
       total = fast_max_sum_merge<P>(total, MaxSum{m, s});
     }
     CHECK(total.max == max);
-    const float shift = fast_math::scaled_shift(total.max), inv = 1.0f / total.sum;
+    const float shift = fast_math::exp_origin(total.max), inv = 1.0f / total.sum;
     double worst = 0, scale = 0;
     for (std::size_t j = 0; j < x.size(); ++j) {
       const float y = fast_math::exp_shifted<P>(x[j], shift) * inv;
@@ -323,7 +330,7 @@ TEST_CASE("the split row's chunk statistics, merged with the GPU's exp, give the
   CHECK(none.max == -INFINITY);
   CHECK(none.sum == 0.0f);
   CHECK(std::isnan(fast_math::exp_shifted<opbench::testing::Model<2, 1>>(
-                       -INFINITY, fast_math::scaled_shift(none.max)) *
+                       -INFINITY, fast_math::exp_origin(none.max)) *
                    (1.0f / none.sum)));
 }
 
@@ -657,6 +664,10 @@ TEST_CASE("the embedding's backward as the kernels run it: sort, segments, a war
 
   CHECK(embedding_key_bits(vocab) == 6);  // 0 .. 50
   CHECK(embedding_key_bits(128256) == 17);
+  // CUB's item count is an int: 2^31 - 1 tokens fit, 2^31 do not (the guard let 2^32 - 2 in)
+  CHECK(embedding_sort_fits((std::int64_t{1} << 31) - 1, 128256));
+  CHECK_FALSE(embedding_sort_fits(std::int64_t{1} << 31, 128256));
+  CHECK_FALSE(embedding_sort_fits(8192, std::int64_t{1} << 31));
   CHECK(embedding_sort_key(-1, vocab) == vocab);
   CHECK(embedding_sort_key(49, vocab) == 49);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
