@@ -68,7 +68,8 @@ void check_cross_entropy(ReferenceCheck& k) {
 
 std::string row_rule(const MemopCase& c, const std::string& rounding) {
   const bool exps = c.op == MemOp::cross_entropy || c.pass == MemPass::fwd;
-  return reduction_rule(c.cols, "a row", (exps ? " + 16u (the GPU's exp)" : "") + rounding);
+  const std::string fast_exp = fmt::format(" + {:g}u (the GPU's exp)", kFastExpAllowance / kU);
+  return reduction_rule(c.cols, "a row", (exps ? fast_exp : "") + rounding);
 }
 
 }  // namespace opbench::memop_specs
