@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -318,8 +319,15 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
     closing = t.closing;
     if (!closing) {
       t.pending.push_back(Pending{key, g});
-      if (!t.drain_registered) at_exit_before_write(gpu_drain);
-      t.drain_registered = true;
+      if (!t.drain_registered) {
+        at_exit_before_write(gpu_drain);
+        // and as an exit handler of its own, registered now, after the CUDA runtime's (a GPU
+        // call has been made), so that it runs before the runtime shuts the driver down at exit
+        // (cudaErrorCudartUnloading: a call "after CUDA driver has been unloaded"); the
+        // capture's own exit write, registered when the library was loaded, runs after it
+        std::atexit(gpu_drain);
+        t.drain_registered = true;
+      }
       polled = start_poller(t);
       wake = t.parked;
     }

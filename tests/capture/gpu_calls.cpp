@@ -15,6 +15,8 @@
 //   nonblocking    N (default 2) all_reduce calls of 512 fp32 on an NCCL nonblocking communicator
 //   nothread       no thread can be made (pthread_create fails): 20 calls of 0.5 ms with 1 ms of
 //                  host work after each; prints the loop's time and the events created
+//   exit_inflight  one call of 50 ms, then the program returns at once: its time is read at exit,
+//                  before the driver shuts down
 //   multicomm      2 groups, each an all_reduce of 1024 fp32 on two communicators (one process
 //                  driving two GPUs), and 1 group of two on one communicator
 //   hang           an operation that never ends, then a call of 4x4x4 fp32 (behind it), then
@@ -151,6 +153,12 @@ int nothread(cublasHandle_t h) {
   return 0;
 }
 
+int exit_inflight(cublasHandle_t h) {
+  standin_set_op_us(50000);
+  CHECK(square_sgemm(h, 20));
+  return 0;
+}
+
 int multicomm() {
   cudaStream_t first = reinterpret_cast<cudaStream_t>(0x10),
                second = reinterpret_cast<cudaStream_t>(0x20);
@@ -212,6 +220,7 @@ int main(int argc, char** argv) {
   if (mode == "nonblocking") return nonblocking(argc > 2 ? std::atoi(argv[2]) : 2);
   if (mode == "nothread") return nothread(h);
   if (mode == "multicomm") return multicomm();
+  if (mode == "exit_inflight") return exit_inflight(h);
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);
   const float one = 1.0f;

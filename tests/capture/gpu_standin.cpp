@@ -8,7 +8,9 @@
 // a thread not in relaxed mode invalidates), a cuStreamIsCapturing that can fail, an NCCL
 // nonblocking communicator (ncclInProgress), a second communicator (another GPU of the process),
 // an operation that never ends (a hung kernel), a driver that refuses a forked child (CUDA cannot
-// be used after fork: it says so on stderr) and threads that cannot be made (pthread_create's
+// be used after fork: it says so on stderr), a driver shut down at exit by an exit handler
+// registered at the first driver call, as the CUDA runtime's is at its initialisation (every call
+// after it returns CUDA_ERROR_DEINITIALIZED) and threads that cannot be made (pthread_create's
 // EAGAIN at a container's pids limit).
 // It exports the real libraries' symbols with their real signatures (the toolkit's headers
 // declare them), which is all the capture sees of them.
@@ -22,6 +24,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <atomic>
@@ -100,6 +103,18 @@ bool forked_child(const char* call) {
   return true;
 }
 constexpr int kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
+constexpr int kDeinitialized = 4;   // CUDA_ERROR_DEINITIALIZED
+
+// The driver shut down by the exit handler the first driver call registers.
+std::atomic<bool> g_shut_down{false};
+bool shut_down() {
+  static const bool registered = [] {
+    std::atexit([] { g_shut_down = true; });
+    return true;
+  }();
+  (void)registered;
+  return g_shut_down;
+}
 }  // namespace
 
 #define STANDIN extern "C" __attribute__((visibility("default")))
@@ -156,11 +171,13 @@ STANDIN int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* 
 // ---- CUDA driver
 STANDIN int cuCtxGetCurrent(void** ctx) {
   if (forked_child("cuCtxGetCurrent")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   *ctx = &fake_context;
   return 0;
 }
 STANDIN int cuCtxSetCurrent(void*) {
   if (forked_child("cuCtxSetCurrent")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   return 0;
 }
 std::atomic<long> g_creates{0};
@@ -169,6 +186,7 @@ STANDIN long standin_event_creates() {
 }
 STANDIN int cuEventCreate(void** e, unsigned) {
   if (forked_child("cuEventCreate")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   ++g_creates;
   *e = new FakeEvent();
   return 0;
@@ -179,6 +197,7 @@ STANDIN long standin_event_records() {
 }
 STANDIN int cuEventRecord(void* e, void*) {
   if (forked_child("cuEventRecord")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   ++g_records;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -192,6 +211,7 @@ STANDIN long standin_queries() {
 }
 STANDIN int cuEventQuery(void* e) {
   if (forked_child("cuEventQuery")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   ++g_queries;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -200,6 +220,7 @@ STANDIN int cuEventQuery(void* e) {
 }
 STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
   if (forked_child("cuEventElapsedTime_v2")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
@@ -210,6 +231,7 @@ STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
 }
 STANDIN int cuStreamIsCapturing(void*, int* status) {
   if (forked_child("cuStreamIsCapturing")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (d.capture_status_fails) return kCaptureImplicit;
@@ -222,6 +244,7 @@ STANDIN void standin_exchange_mode_fails(int fails) {
 }
 STANDIN int cuThreadExchangeStreamCaptureMode(int* mode) {
   if (forked_child("cuThreadExchangeStreamCaptureMode")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
   {
     std::lock_guard<std::mutex> lock(device().mutex);
     if (device().exchange_mode_fails) return 1;  // CUDA_ERROR_INVALID_VALUE

@@ -80,7 +80,8 @@ tables against counts worked out by hand (tests/integration/capture.cmake runs e
       cuStreamIsCapturing and an NCCL nonblocking communicator's ncclInProgress (100 calls,
       past the sampling's first 32) counted untimed with their reason; an NCCL group over two
       communicators a row for each one's part, untimed; without a poller thread (pthread_create
-      fails) said once, the calls timed and their events reused; after an operation that never
+      fails) said once, the calls timed and their events reused; a call still running when the
+      program returns read before the driver shuts down at exit; after an operation that never
       ends, the next call, fork() and the exit return (the call counted as still running at
       exit), and the forked child's exit makes no driver call.
 
@@ -834,6 +835,17 @@ def gpu_async_mode(a):
     if "512" in groups:
         check((groups["512"]["calls"], groups["512"]["timed_calls"]) == ("1", "1"),
               f"multicomm: the one-communicator group's row {groups['512']}")
+
+    # 4b'. a call still running when the program returns is read at exit before the driver
+    # shuts down (the stand-in's exit handler, registered at its first call as the CUDA
+    # runtime's is): timed, not counted as lacking events
+    out = fresh(os.path.join(a.out, "exit_inflight"))
+    p = capture(out, [a.prog, "exit_inflight"])
+    check(p.returncode == 0, f"exit_inflight: exit {p.returncode}")
+    r = square_row(one_table(out), 20)
+    print(f"exit_inflight: {r and (r['calls'], r['timed_calls'], r['max_us'], r['note'])}")
+    check(r is not None and (r["calls"], r["timed_calls"]) == ("1", "1") and
+          abs(float(r["max_us"] or 0) - 50000) < 1, f"exit_inflight: the 50 ms call: {r}")
 
     # 4c. no thread can be made for the poller: said once, and the hooked calls read the
     # timings themselves without waiting, so the events are reused (not two new ones a call)
