@@ -169,6 +169,9 @@ std::optional<AttentionCall> attention_call(std::string_view name, const std::ve
 
 std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_nelems,
                                   std::int64_t out_nelems, int group_size, std::string_view dtype) {
+  // ProcessGroupNCCL's WorkNCCL::wait records its own record_param_comms ("wait", group size 1,
+  // Byte): a wait for a collective already counted, not one of its own
+  if (collective == "wait") return std::nullopt;
   CommCall c;
   const auto ours = dtype_of(dtype);
   c.dtype = ours.value_or("other");
@@ -235,6 +238,32 @@ std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Opera
 
 const char* unreplayed_kind(std::string_view name) {
   name = strip(name, "aten::");
+  // products that are not replayed (no shapes, or a form bench_gemm does not run): not
+  // memory-bound, though some begin as the elementwise add does
+  static constexpr std::array<std::string_view, 22> kProducts = {"mm",
+                                                                 "bmm",
+                                                                 "addmm",
+                                                                 "addmm_",
+                                                                 "_addmm_activation",
+                                                                 "baddbmm",
+                                                                 "baddbmm_",
+                                                                 "addbmm",
+                                                                 "addbmm_",
+                                                                 "addmv",
+                                                                 "addmv_",
+                                                                 "addr",
+                                                                 "addr_",
+                                                                 "matmul",
+                                                                 "linear",
+                                                                 "_scaled_mm",
+                                                                 "_grouped_mm",
+                                                                 "_scaled_grouped_mm",
+                                                                 "_int_mm",
+                                                                 "mv",
+                                                                 "dot",
+                                                                 "einsum"};
+  for (std::string_view p : kProducts)
+    if (name == p) return "other";
   static constexpr std::array<std::string_view, 21> kPrefixes = {
       "_foreach_", "_fused_adam", "add",  "sub",     "mul",      "div",          "neg",
       "exp",       "log",         "pow",  "rsqrt",   "sqrt",     "sigmoid",      "silu",

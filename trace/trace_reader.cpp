@@ -114,7 +114,8 @@ void host_and_pid(const std::string& name, TraceTable& t) {
 }
 
 // What a trace says before its events: which rank it is and how many there are. Reading stops at
-// the first event, so a trace of several GB costs its first few KB here.
+// the first event, so a trace of several GB costs its first few KB here. Only an event stops it:
+// Kineto writes the deviceProperties array (one element a GPU) before the distributedInfo.
 class HeaderSink : public JsonSink {
  public:
   struct Done {};
@@ -126,7 +127,9 @@ class HeaderSink : public JsonSink {
     if (w != value.end() && w->is_number_integer() && w->get<std::int64_t>() > 0)
       world_size = static_cast<int>(w->get<std::int64_t>());
   }
-  void element(const std::string&, nlohmann::json&) override { throw Done{}; }
+  void element(const std::string& key, nlohmann::json&) override {
+    if (key == "traceEvents" || key == "nodes") throw Done{};
+  }
 
   std::string rank;
   int world_size = 0;

@@ -238,6 +238,17 @@ TEST_CASE("trace: PyTorch's communication metadata as nccl-tests counts") {
   const auto a2a = comm_call("all_to_allv", 4000, 4000, 4, "Float");
   CHECK((a2a->op == CollOp::all_to_all && a2a->count == 1000));
   CHECK_FALSE(comm_call("barrier", 0, 0, 4, "")->replayable);
+  // WorkNCCL::wait's own record: no collective (it was a row of op other, inflating the calls)
+  CHECK_FALSE(comm_call("wait", 0, 0, 1, "Byte"));
+}
+
+TEST_CASE("trace: a product not replayed is not memory-bound, whatever its prefix") {
+  // addbmm, addmm_, addmv began as "add" does, and were counted in the memory-bound family
+  for (const char* name : {"aten::addbmm", "aten::addmm_", "aten::addmv", "aten::addr",
+                           "aten::baddbmm_", "aten::_grouped_mm", "aten::_int_mm", "aten::mm"})
+    CHECK(std::string(unreplayed_kind(name)) == "other");
+  CHECK(std::string(unreplayed_kind("aten::add_")) == "memory_bound");
+  CHECK(std::string(unreplayed_kind("aten::addcmul_")) == "memory_bound");
 }
 
 TEST_CASE("trace: children outlasting their parent give it no time, not a negative one") {
@@ -356,6 +367,17 @@ TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files'
                  "1 communication calls whose trace records no group size (no \"Group size\", or "
                  "shapes from the execution trace): communicator size 4 assumed, this trace's "
                  "distributedInfo world_size")));
+  // as Kineto writes a GPU trace: the deviceProperties array before the distributedInfo (the
+  // header's reading stopped at the array's first element, and the communicator was 1)
+  pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+  pt.insert(pt.find("\"traceEvents\""),
+            "\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\"}],\n "
+            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n ");
+  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+  const auto gpu = read_traces(dir);
+  REQUIRE(gpu.size() == 1);
+  const auto g = gather(*gpu[0]);
+  CHECK((g.count == 1024 && g.comm_size == 8 && g.bytes == 16384));
 }
 
 TEST_CASE(
