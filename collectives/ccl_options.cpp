@@ -80,7 +80,10 @@ cxxopts::Options ccl_flags() {
     ("group-size", "split the world into concurrent groups of this many consecutive ranks", cxxopts::value<int>()->default_value("0"));
   options.add_options("Timing and checks")
     ("n,iters", "calls per timed sample (samples repeat until the mean is precise; see Measurement)", cxxopts::value<int>()->default_value("20"))
-    ("w,warmup-iters", "untimed calls before timing", cxxopts::value<int>()->default_value("5"))
+    ("w,warmup-iters",
+     "untimed calls before timing; the first call is never timed (-w 0 makes it too, as "
+     "nccl-tests does: it sets up the communicator's connections)",
+     cxxopts::value<int>()->default_value("5"))
     ("c,check", "verified calls after timing (0: no check)", cxxopts::value<int>()->default_value("1"))
     ("a,average", "combine rank times: 0 rank 0, 1 mean, 2 min, 3 max", cxxopts::value<int>()->default_value("1"))
     ("per-iter", "time the -n calls back to back, one timestamp between each two, each call's time the slowest rank's (p50, p99, min, max, cv), as nccl-tests reports per-iteration times")

@@ -181,8 +181,11 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     failed_for_test_ = true;
     throw run_failure("test: the library refused this call (--test-fail-rank)");
   }
-  // The first call alone, under --timeout: it gives the time per call that bounds the rest.
-  if (options_.warmup > 0) {
+  // The first call alone, under --timeout: it gives the time per call that bounds the rest. It
+  // is made with -w 0 too, as nccl-tests makes one untimed call whatever -w says: NCCL sets up
+  // its connections (P2P, NVLS, the network) at a communicator's first call, which would be
+  // sample 1's, its noise keeping the loop sampling to --max-time and the mean far too high.
+  {
     CpuTimer first;
     comm.launch(call);
     comm.wait();
@@ -192,7 +195,7 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
     const auto firsts = session_.allgather(first.elapsed_s());
     per_call_s_ = *std::max_element(firsts.begin(), firsts.end());
     warn_if_close_to_timeout();
-    arm_phase("the warm-up", options_.warmup - 1);
+    arm_phase("the warm-up", std::max(0, options_.warmup - 1));
     for (int i = 1; i < options_.warmup; ++i)
       comm.launch(call);
     comm.wait();
@@ -255,7 +258,6 @@ void CollRunner::measure(Communicator& comm, const CollCall& call, CollResult& r
         rank_sums[i] += ranks[i];
       r.samples_us.push_back(combine(ranks));
       measured_s += *std::max_element(ranks.begin(), ranks.end()) * calls * 1e-6;
-      if (per_call_s_ == 0) warn_if_close_to_timeout(ranks);  // no warm-up: the first sample
       per_call_s_ = std::max(per_call_s_, *std::max_element(ranks.begin(), ranks.end()) * 1e-6);
     } while (!enough_samples(r.samples_us, measured_s, options_.measure));
     r.sampling_s = loop.elapsed_s();

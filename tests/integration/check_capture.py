@@ -986,6 +986,23 @@ def replay_gemm_mode(a):
 
 def replay_ccl_mode(a):
     out = fresh(a.out)
+    # bench_ccl -w 0 still makes its first call untimed (as nccl-tests does: NCCL sets up its
+    # connections at a communicator's first call): 1 + 2 samples x 3 calls of all_reduce on
+    # 1024 fp32 a rank in each placement, which the capture counts (6 before, the first call a
+    # sample's)
+    first = os.path.join(out, "first_call")
+    p = capture(first, [a.mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                        a.bench_ccl, "--backend", "mpi", "--op", "all_reduce", "-b", "4096",
+                        "-e", "4096", "-n", "3", "-w", "0", "-c", "0", "--min-samples", "2",
+                        "--max-samples", "2", "--report-dir-path", os.path.join(out, "first_rep")])
+    check(p.returncode == 0, f"bench_ccl -w 0 under the capture exited {p.returncode}")
+    for path in files(first):
+        calls = {r["placement"]: int(r["calls"]) for r in read_rows(path)
+                 if r["api"] == "MPI_Allreduce" and r["count"] == "1024"}
+        print(f"  -w 0: {os.path.basename(path)}: MPI_Allreduce calls of 1024 fp32 {calls}")
+        check(calls == {"out_of_place": 7, "in_place": 7},
+              f"-w 0: {calls} calls of the measured all_reduce, expected 1 + 2 x 3 each placement")
+    check(len(files(first)) == 2, f"-w 0: capture files {files(first)}")
     data = os.path.join(ROOT, "tests", "data", "capture_replay")
     # captured_calls per rank, as in_job_us: 5 on each of the 2 ranks (issue 44: the merged run
     # said 10, the ranks' calls summed)
