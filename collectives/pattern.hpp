@@ -27,10 +27,22 @@ struct PatternSpec {
   bool verifiable = true;  // false: no pattern tells a wrong result from rounding (not checked)
 };
 
+// A 64-bit mix of (rank, element) (splitmix64's finaliser, applied to the rank and then to the
+// rank's value plus the element): the values taken from it modulo 11 or less have no period in
+// either. The linear key 31 rank + 17 i it replaces repeated every 11 ranks and every 11
+// elements, so that ranks 11 apart sent the same data (a swapped peer passed the check) and a
+// reduce_scatter whose count was a multiple of 11 expected the same block on every rank.
+OPBENCH_HD inline unsigned long long pattern_mix(unsigned long long z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // Input element i of `rank`.
 OPBENCH_HD inline double pattern_input(const PatternSpec& s, int rank, long long i) {
-  unsigned long long key =
-      static_cast<unsigned long long>(rank) * 31ull + static_cast<unsigned long long>(i) * 17ull;
+  const unsigned long long key = pattern_mix(pattern_mix(static_cast<unsigned long long>(rank)) +
+                                             static_cast<unsigned long long>(i));
   if (s.red == PatternRed::prod) {
     if (s.is_unsigned) return (key % 5ull == 0) ? 2.0 : 1.0;
     return (key % 3ull == 0) ? -1.0 : 1.0;

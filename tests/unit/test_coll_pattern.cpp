@@ -171,3 +171,32 @@ TEST_CASE("fp8 avg at 8 ranks is exact, and a missing rank's share fails it") {
   CHECK(three.tolerance > 0);
   CHECK(three.tolerance < 1.0 / 3);  // below one rank's smallest share
 }
+
+TEST_CASE("no two ranks send the same data, and reduce_scatter's blocks differ at any count") {
+  // The linear key 31 rank + 17 i modulo 11 (amplitude 5) repeated every 11 ranks and every 11
+  // elements: ranks 0 and 11 sent the same data, so a swapped peer in all_gather or all_to_all
+  // passed the check, and a reduce_scatter whose per-rank count was a multiple of 11 (Qwen2.5
+  // 72B's FSDP2 MLP unit at 8 ranks: 90,832,896) expected the same block on every rank.
+  const PatternSpec s =
+      make_pattern(coll_call(CollOp::all_gather, DType::fp32, RedOp::sum, 1 << 20, 64), 64);
+  REQUIRE(s.amplitude == 5);
+  std::vector<std::vector<double>> sent;
+  for (int r = 0; r < 64; ++r) {
+    std::vector<double> v;
+    for (long long i = 0; i < 64; ++i)
+      v.push_back(pattern_input(s, r, i));
+    for (const auto& other : sent)
+      CHECK(v != other);
+    sent.push_back(v);
+  }
+  const PatternSpec rs =
+      make_pattern(coll_call(CollOp::reduce_scatter, DType::fp32, RedOp::sum, 1 << 20, 8), 8);
+  const long long count = 88;  // 8 x 11
+  for (int p = 1; p < 8; ++p) {
+    bool differs = false;
+    for (long long j = 0; j < count; ++j)
+      differs = differs || pattern_expected(CollOp::reduce_scatter, rs, 0, 0, count, j) !=
+                               pattern_expected(CollOp::reduce_scatter, rs, p, 0, count, j);
+    CHECK(differs);
+  }
+}
