@@ -43,6 +43,26 @@ void nccl_check(ncclResult_t r, const char* call) {
                                   ncclGetLastError(nullptr)));
 }
 
+// ncclGroupStart .. ncclGroupEnd, the group ended also when a call inside it throws: NCCL's
+// group depth is the thread's, so a group left open would defer every later call on this
+// thread (the next case's communicator included) forever.
+class NcclGroup {
+ public:
+  NcclGroup() { nccl_check(ncclGroupStart(), "GroupStart"); }
+  ~NcclGroup() {
+    if (open_) ncclGroupEnd();  // unwinding: its own error is not the one being reported
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  void end() {
+    open_ = false;
+    nccl_check(ncclGroupEnd(), "GroupEnd");
+  }
+
+ private:
+  bool open_ = true;
+};
+
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
     case DType::int8:
@@ -199,14 +219,15 @@ class NcclCommunicator final : public Communicator {
                    "ReduceScatter");
         break;
       }
-      case CollOp::all_to_all:
-        nccl_check(ncclGroupStart(), "GroupStart");
+      case CollOp::all_to_all: {
+        NcclGroup group;
         for (int peer = 0; peer < size_; ++peer) {
           nccl_check(ncclSend(send + peer * block, count, type, peer, comm_, stream_), "Send");
           nccl_check(ncclRecv(recv + peer * block, count, type, peer, comm_, stream_), "Recv");
         }
-        nccl_check(ncclGroupEnd(), "GroupEnd");
+        group.end();
         break;
+      }
       case CollOp::broadcast:
         nccl_check(ncclBroadcast(send, recv, count, type, c.root, comm_, stream_), "Broadcast");
         break;
@@ -214,13 +235,14 @@ class NcclCommunicator final : public Communicator {
         nccl_check(ncclReduce(send, recv, count, type, nccl_op(c.redop), c.root, comm_, stream_),
                    "Reduce");
         break;
-      case CollOp::send_recv:
-        nccl_check(ncclGroupStart(), "GroupStart");
+      case CollOp::send_recv: {
+        NcclGroup group;
         nccl_check(ncclSend(send, count, type, (rank_ + 1) % size_, comm_, stream_), "Send");
         nccl_check(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, comm_, stream_),
                    "Recv");
-        nccl_check(ncclGroupEnd(), "GroupEnd");
+        group.end();
         break;
+      }
     }
     if (!capturing_) mark(1);  // a captured call is marked by the graph's replays
   }

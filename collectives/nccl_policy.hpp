@@ -67,12 +67,15 @@ inline void nccl_teardown(NcclTeardownSteps& steps, NcclTeardown how) {
     steps.abort_communicator();
 }
 
-// ncclConfig_t.graphUsageMode, set as nccl-tests sets it (src/common.cu, threadInit, under
-// NCCL_VERSION_CODE >= NCCL_VERSION(2,29,0)): 1 (graph capture, no mixing) with -G, 0 (no
-// capture) without. NCCL's default, 2, lets captured and plain calls mix by adding event wait and
-// record nodes around every captured collective, so -G figures would differ from nccl-tests'.
-// The field exists from NCCL 2.29 (nccl.h's ncclConfig_t; 2.28.9's has no such field): both the
-// headers built with and the library running must have it. The mode, or nullopt where not set.
+// ncclConfig_t.graphUsageMode: 1 (graph capture, no mixing) with -G, 0 (no capture) without, as
+// a framework that replays its collectives from CUDA graphs sets it (TensorRT-LLM does, under
+// NCCL_VERSION_CODE >= NCCL_VERSION(2,29,0)). NCCL's default, 2, lets captured and plain calls
+// mix by adding event wait and record nodes around every captured collective. nccl-tests (2.19.6,
+// read 2026-11-29) does not set the field, so on NCCL 2.29 and later its -G runs mode 2 and may
+// be slower than ours at small sizes (an earlier comment here said nccl-tests sets it: it does
+// not). The field exists from NCCL 2.29 (nccl.h's ncclConfig_t; 2.28.9's has no such field):
+// both the headers built with and the library running must have it. The mode, or nullopt where
+// not set.
 inline std::optional<int> nccl_graph_usage_mode(int built_version, int running_version,
                                                 bool cuda_graphs) {
   if (built_version < 22900 || running_version < 22900) return std::nullopt;
