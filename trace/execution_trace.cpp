@@ -52,6 +52,28 @@ const json* member_of(const json& o, const char* key) {
   return it == o.end() ? nullptr : &*it;
 }
 
+// A node's attribute: a member of its own (schema 1.0.1: torch 1.13 to 2.2), or the value of its
+// entry in the "attrs" list of {"name", "type", "value"} (1.0.2-chakra.0.0.4 and later: torch 2.3
+// on, PyTorch's execution_trace_observer.cpp), where rf_id and op_schema moved.
+const json* attribute(const json& node, const char* key) {
+  if (const json* own = member_of(node, key)) return own;
+  const json* attrs = member_of(node, "attrs");
+  if (attrs == nullptr || !attrs->is_array()) return nullptr;
+  for (const json& a : *attrs) {
+    const json* name = member_of(a, "name");
+    if (name != nullptr && name->is_string() && name->get<std::string>() == key)
+      return member_of(a, "value");
+  }
+  return nullptr;
+}
+
+// A node's parent: "parent" (1.0.1), "ctrl_deps" (1.0.2-chakra and later).
+std::int64_t parent_of(const json& node) {
+  const json* parent = member_of(node, "parent");
+  if (parent == nullptr) parent = member_of(node, "ctrl_deps");
+  return parent != nullptr ? integer(*parent) : 0;
+}
+
 // A string member's text; "" where it is missing or not a string (nlohmann's value() throws).
 std::string text_of(const json* v) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
@@ -158,7 +180,7 @@ void ExecutionTraceReader::State::node(const json& n) {
   ++nodes;
   const std::string name = text_of(member_of(n, "name"));
   const std::int64_t id = integer(n.value("id", json(0)));
-  const std::int64_t parent = integer(n.value("parent", json(0)));
+  const std::int64_t parent = parent_of(n);
   if (starts_with(name, "[pytorch|profiler|execution_")) {
     if (name.find("thread") != std::string::npos) roots.insert(id);
     return;
@@ -213,7 +235,7 @@ void ExecutionTraceReader::State::node(const json& n) {
   if ((hint.gemm = gemm_call(name, operands))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
   } else if ((hint.attention =
-                  attention_call(name, operands, scalars, text_of(member_of(n, "op_schema"))))) {
+                  attention_call(name, operands, scalars, text_of(attribute(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
   } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world.size)
                                                       : std::optional<CommCall>())) {
@@ -222,7 +244,8 @@ void ExecutionTraceReader::State::node(const json& n) {
     t.record_untimed(t.comm_key(name, *hint.comm, world.size), capture::Untimed::not_in_trace);
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
-  if (replayed && n.contains("rf_id")) hints.emplace(integer(n["rf_id"]), std::move(hint));
+  if (const json* rf_id = attribute(n, "rf_id"); replayed && rf_id != nullptr)
+    hints.emplace(integer(*rf_id), std::move(hint));
   // Nodes come after their children: a parent learns it holds a replayed operator before it is
   // read. A top-level operator that holds none is what the replay leaves out.
   const bool holds = holds_replayed.erase(id) > 0;

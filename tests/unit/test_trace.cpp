@@ -160,6 +160,24 @@ TEST_CASE("trace: a profiler trace without shapes takes them from the execution 
   CHECK(rows.at("aten::_scaled_dot_product_flash_attention").kind == "attention");
 }
 
+TEST_CASE("trace: an execution trace of torch 2.3 and later (attrs, ctrl_deps) reads as 1.0.1's") {
+  // et_chakra/: schema 1.1.1-chakra.0.0.4, each node's parent in ctrl_deps and its rf_id in its
+  // attrs list: aten::linear (holding aten::t and aten::mm 64x128x256) and aten::relu under the
+  // thread. Read with top-level parent and rf_id only, relu was never counted (its parent read as
+  // 0) and no hint was kept, so et_chakra_joined/'s profiler trace without shapes was refused.
+  const auto alone = read_traces(kData + "et_chakra");
+  REQUIRE(alone.size() == 1);
+  const auto rows = by_api(*alone[0]);
+  CHECK(rows.at("aten::mm").kind == "gemm");
+  CHECK(rows.count("aten::relu") == 1);
+  CHECK(rows.at("aten::relu").kind == "memory_bound");
+  const auto joined = read_traces(kData + "et_chakra_joined");
+  REQUIRE(joined.size() == 1);
+  const auto timed = by_api(*joined[0]);
+  CHECK(timed.at("aten::mm").kind == "gemm");
+  CHECK(timed.at("aten::mm").timed == 1);
+}
+
 TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
   const std::string dir = test::fresh_temp_dir("trace_gz").string();
   const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
