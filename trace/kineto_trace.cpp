@@ -149,6 +149,7 @@ struct KinetoReader::State {
   std::uint64_t ops = 0, ops_with_shapes = 0, out_of_order = 0, overrun = 0, unknown_layout = 0,
                 no_timestamp = 0, unknown_causal = 0;
   std::int64_t first_pid = -1;
+  double overlap_us = 0;  // kernels of one device running at once, beyond the first
   bool rank_from_trace = false;
   bool phases = false;          // an operator of the backward or the optimizer's step was seen
   bool optimizer_seen = false;  // one inside Optimizer.step#: torch.optim's annotation
@@ -399,6 +400,14 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     std::uint64_t unlinked = 0;
     for (auto& [device, device_spans] : spans) {
       const PhaseIdle idle = idle_by_phase(device_spans);
+      // kernels on several streams at once (a collective under a GEMM) are each counted whole:
+      // the rows then sum to more than the device's span, by this much
+      double rows_us = idle.total_us(), first_us = device_spans.front().start_us, last_us = 0;
+      for (const GpuSpan& span : device_spans) {
+        rows_us += span.end_us - span.start_us + span.queued_gap_us;
+        last_us = std::max(last_us, span.end_us);
+      }
+      if (const double over = rows_us - (last_us - first_us); over > 0.5) overlap_us += over;
       for (const GpuSpan& span : device_spans) {
         const double ns = (span.end_us - span.start_us + span.queued_gap_us) * 1e3;
         if (span.owner < 0) {
@@ -443,6 +452,11 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         "a backward but no Optimizer.step# annotation (an optimizer outside torch.optim, or one "
         "run under torch.compile): the optimizer's kernels and the GPU's waits for them count "
         "with the forward's");
+  if (overlap_us > 0)
+    t.notes.push_back(fmt::format(
+        "kernels on several streams ran at once for {:.1f} us (communication under compute): "
+        "each is counted whole, so the rows sum to that much more than the devices' span",
+        overlap_us));
   if (no_timestamp > 0)
     t.notes.push_back(
         fmt::format("{} GPU events without a timestamp (ts 0) left out: their time "

@@ -178,6 +178,22 @@ TEST_CASE("trace: an execution trace of torch 2.3 and later (attrs, ctrl_deps) r
   CHECK(timed.at("aten::mm").timed == 1);
 }
 
+TEST_CASE(
+    "trace: kernels overlapping on two streams are each counted whole, and the note says by how "
+    "much") {
+  // overlap_rank0: an all_reduce's kernel on stream 20 over [100, 300] and a GEMM's on stream 7
+  // over [100, 200]: rows of 200 and 100 us for a span of 200 (no idle time), said in a note
+  // (the documentation said the rows sum to the span)
+  const auto tables = read_traces(kData + "overlap_rank0.pt.trace.json");
+  REQUIRE(tables.size() == 1);
+  CHECK(sum_us(*tables[0]) == Approx(300.0));
+  CHECK_THAT(tables[0]->notes,
+             Catch::VectorContains(std::string(
+                 "kernels on several streams ran at once for 100.0 us (communication under "
+                 "compute): each is counted whole, so the rows sum to that much more than the "
+                 "devices' span")));
+}
+
 TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
   const std::string dir = test::fresh_temp_dir("trace_gz").string();
   const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
