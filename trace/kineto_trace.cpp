@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,6 +36,10 @@ struct Open {
   std::uint32_t instance = 0;
   bool inside_replayed = false;  // it is a replayed call, or inside one: its children belong to it
   bool owner = false;            // it made its instance (not a call inside a replayed one)
+  // its key is a collective from the execution trace's shapes, with the group size assumed: a
+  // child's record_param_comms, which states the group, replaces it (comm_hint_name: its api)
+  bool comm_hint = false;
+  std::string comm_hint_name;
   double children_us = 0;
   double dur_us = 0;
   Phase phase = Phase::forward;
@@ -137,6 +142,7 @@ struct KinetoReader::State {
   std::uint64_t assumed_group = 0;  // communication calls whose group size is world.size
   const std::unordered_map<std::int64_t, ShapeHint>* hints = nullptr;
   std::uint64_t hinted = 0;
+  bool comm_hinted = false;  // classify's key was a collective from an execution-trace hint
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
   std::vector<capture::CaptureKey> keys;
   std::unordered_map<capture::CaptureKey, std::uint32_t, capture::CaptureKeyHash> key_index;
@@ -180,6 +186,22 @@ struct KinetoReader::State {
     inst.cpu_ns += own_us * 1e3;
   }
 
+  // A collective as the trace's communication metadata states it (record_param_comms'
+  // "Collective name", message sizes, "Group size"), keyed under `api`; nullopt without it.
+  std::optional<capture::CaptureKey> stated_comm(const std::string& api, const json& args) {
+    const json* coll = find(args, "Collective name");
+    if (coll == nullptr || !coll->is_string()) return std::nullopt;
+    const json* stated = find(args, "Group size");
+    const bool known = stated != nullptr && integer(*stated) > 0;
+    const int group = known ? static_cast<int>(integer(*stated)) : world.size;
+    const auto c = comm_call(
+        coll->get<std::string>(), integer(member_or(args, "In msg nelems", json(0))),
+        integer(member_or(args, "Out msg nelems", json(0))), group, text(find(args, "dtype")));
+    if (!c) return std::nullopt;
+    if (!known) ++assumed_group;
+    return table->comm_key(api, *c, group);
+  }
+
   // The key of an operator: its case when a benchmark replays it, else its own name.
   std::pair<capture::CaptureKey, bool> classify(const std::string& name, const json& args) {
     TraceTable& t = *table;
@@ -194,6 +216,7 @@ struct KinetoReader::State {
         if (h->second.attention) return {t.attention_key(name, *h->second.attention), true};
         if (h->second.comm) {
           ++assumed_group;  // an execution trace records no group size
+          comm_hinted = true;
           return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
         }
       }
@@ -206,17 +229,7 @@ struct KinetoReader::State {
       if (!a->causal) ++unknown_causal;
       return {t.attention_key(name, *a), true};
     }
-    if (const json* coll = find(args, "Collective name"); coll != nullptr && coll->is_string()) {
-      const json* stated = find(args, "Group size");
-      const bool known = stated != nullptr && integer(*stated) > 0;
-      const int group = known ? static_cast<int>(integer(*stated)) : world.size;
-      if (!known) ++assumed_group;
-      if (auto c = comm_call(coll->get<std::string>(),
-                             integer(member_or(args, "In msg nelems", json(0))),
-                             integer(member_or(args, "Out msg nelems", json(0))), group,
-                             text(find(args, "dtype"))))
-        return {t.comm_key(name, *c, group), true};
-    }
+    if (auto c = stated_comm(name, args)) return {*c, true};
     if (is_step_marker(name))
       return {t.unreplayed_key("ProfilerStep (time between operators)", "other"), false};
     return {t.unreplayed_key(name, unreplayed_kind(name)), false};
@@ -251,11 +264,23 @@ struct KinetoReader::State {
     if (!stack.empty() && stack.back().inside_replayed) {
       o.instance = stack.back().instance;  // its kernels are the replayed call's
       o.inside_replayed = true;
+      Open& parent = stack.back();
+      if (parent.comm_hint) {  // the stated group beats the one assumed for the hint
+        if (auto stated = stated_comm(parent.comm_hint_name, args)) {
+          instances[o.instance].key = key_of(*stated);
+          --assumed_group;  // the hint's assumption, no longer made
+          parent.comm_hint = false;
+        }
+      }
     } else {
       const auto [key, replayed] = classify(name, args);
       o.instance = new_instance(key, replayed, o.phase);
       o.inside_replayed = replayed;
       o.owner = true;
+      if (std::exchange(comm_hinted, false)) {
+        o.comm_hint = true;
+        o.comm_hint_name = name;
+      }
     }
     if (const json* ext = find(args, "External id")) links.emplace_back(integer(*ext), o.instance);
     stack.push_back(o);

@@ -412,6 +412,24 @@ TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files'
   REQUIRE(gpu.size() == 1);
   const auto g = gather(*gpu[0]);
   CHECK((g.count == 1024 && g.comm_size == 8 && g.bytes == 16384));
+  // the call's record_param_comms child states its group (4: an HSDP shard group of the 8
+  // ranks), which beats the execution trace's hint and its assumed world (it came out as 8)
+  pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+  pt.insert(pt.find("\"traceEvents\""),
+            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n ");
+  pt.insert(
+      pt.rfind("]"),
+      ",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 7, "
+      "\"tid\": 1, \"ts\": 1012, \"dur\": 30, \"args\": {\"External id\": 8, \"Record "
+      "function id\": 8, \"Collective name\": \"_allgather_base\", \"In msg nelems\": 1024, "
+      "\"Out msg nelems\": 4096, \"Group size\": 4, \"dtype\": \"BFloat16\"}}\n ");
+  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+  const auto grouped = read_traces(dir);
+  REQUIRE(grouped.size() == 1);
+  const auto h = gather(*grouped[0]);
+  CHECK((h.count == 1024 && h.comm_size == 4 && h.bytes == 8192));
+  for (const std::string& note : grouped[0]->notes)
+    CHECK(note.find("communicator size") == std::string::npos);
 }
 
 TEST_CASE(
