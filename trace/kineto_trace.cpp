@@ -374,7 +374,7 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
                                "torch.profiler.profile(record_shapes=True), or put the "
                                "execution trace of the same step beside it",
                                path),
-                   t.facts.rank);
+                   t.facts.rank, static_cast<long>(first_pid));
   if (hinted > 0)
     t.notes.push_back(
         fmt::format("{} calls' shapes from the execution trace beside it (linked "

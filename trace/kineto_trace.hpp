@@ -15,12 +15,14 @@ namespace opbench::trace {
 // the same step gives them (trace_reader tries that).
 class NoShapes : public Error {
  public:
-  NoShapes(const std::string& message, std::string rank)
-      : Error(ExitCode::bad_input, message), rank_(std::move(rank)) {}
+  NoShapes(const std::string& message, std::string rank, long pid)
+      : Error(ExitCode::bad_input, message), rank_(std::move(rank)), pid_(pid) {}
   const std::string& rank() const { return rank_; }  // distributedInfo's; "" when none
+  long pid() const { return pid_; }                  // its operators' process; -1 when none
 
  private:
   std::string rank_;
+  long pid_;
 };
 
 // Reads the events of one Kineto trace, handed over one at a time (json_stream), and builds

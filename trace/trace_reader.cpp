@@ -95,13 +95,18 @@ std::string rank_in_name(const std::string& name) {
     std::size_t j = i;
     while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])))
       ++j;
+    // as a number: rank00 is distributedInfo's rank 0
+    while (j - i > 1 && name[i] == '0')
+      ++i;
     if (j > i) return name.substr(i, j - i);
   }
   return "";
 }
 
-// tensorboard_trace_handler's <host>_<pid>.<time>.pt.trace.json
+// tensorboard_trace_handler's <host>_<pid>.<time>.pt.trace.json: only such a name (et_0.json is
+// no host "et" of pid 0)
 void host_and_pid(const std::string& name, TraceTable& t) {
+  if (!ends_with(name, ".pt.trace.json") && !ends_with(name, ".pt.trace.json.gz")) return;
   const std::string worker = name.substr(0, name.find('.'));
   const auto cut = worker.rfind('_');
   if (cut == std::string::npos || cut + 1 >= worker.size()) return;
@@ -111,6 +116,15 @@ void host_and_pid(const std::string& name, TraceTable& t) {
     return;
   t.facts.host = worker.substr(0, cut);
   t.facts.pid = std::stol(pid);
+}
+
+// Whether an execution trace (`et`) and a profiler trace of `rank` and `pid` are the same
+// process's: the same rank where both say one (rank00 and 0 alike: rank_in_name), else the
+// same pid (an execution trace's "pid" is its process's, which the profiler trace's operators
+// carry; Chakra's kineto_trace_0.json and et_0.json name no rank).
+bool same_process(const capture::ProcessFacts& et, const std::string& rank, long pid) {
+  if (!et.rank.empty() && !rank.empty()) return et.rank == rank;
+  return pid > 0 && et.pid == pid;
 }
 
 // What a trace says before its events: which rank it is and how many there are. Reading stops at
@@ -213,9 +227,9 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
     const std::string rank =
         why.rank().empty() ? rank_in_name(fs::path(file).filename().string()) : why.rank();
     const auto et = std::find_if(reads.begin(), reads.end(), [&](const Read& r) {
-      return r.execution_trace && r.table->facts.rank == rank;
+      return r.execution_trace && same_process(r.table->facts, rank, why.pid());
     });
-    if (rank.empty() || et == reads.end()) throw why;
+    if (et == reads.end()) throw why;
     TraceSink sink(file, world, &et->hints);
     stream_json(file, sink);
     Read r{sink.finish(), false, {}};
@@ -226,7 +240,8 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   for (Read& r : reads) {
     const bool timed_elsewhere =
         r.execution_trace && std::any_of(reads.begin(), reads.end(), [&](const Read& o) {
-          return !o.execution_trace && o.table->facts.rank == r.table->facts.rank;
+          return !o.execution_trace &&
+                 same_process(r.table->facts, o.table->facts.rank, o.table->facts.pid);
         });
     if (!timed_elsewhere) tables.push_back(std::move(r.table));
   }

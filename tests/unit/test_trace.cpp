@@ -194,6 +194,25 @@ TEST_CASE(
                  "devices' span")));
 }
 
+TEST_CASE(
+    "trace: a rank's profiler and execution traces pair by rank as a number, else by process") {
+  // pairs/rank00: rank00.et.json beside a profiler trace of distributedInfo rank 0, with
+  // shapes: one table (two before, rank "00" and rank "0": the rank counted twice)
+  const auto padded = read_traces(kData + "pairs/rank00");
+  REQUIRE(padded.size() == 1);
+  CHECK(padded[0]->facts.source == "trace:cpu");
+  // pairs/rank00_no_shapes: the same without shapes: the execution trace gives them (refused)
+  const auto hinted = read_traces(kData + "pairs/rank00_no_shapes");
+  REQUIRE(hinted.size() == 1);
+  CHECK(by_api(*hinted[0]).at("aten::mm").kind == "gemm");
+  // pairs/chakra_names: Chakra's kineto_trace_0.json and et_0.json (no rank in the names, the
+  // same pid 4242): one table, of pid 4242 (et_0 was read as host "et", pid 0, and counted)
+  const auto chakra = read_traces(kData + "pairs/chakra_names");
+  REQUIRE(chakra.size() == 1);
+  CHECK(chakra[0]->facts.pid == 4242);
+  CHECK(chakra[0]->facts.source == "trace:cpu");
+}
+
 TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
   const std::string dir = test::fresh_temp_dir("trace_gz").string();
   const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
