@@ -1,6 +1,7 @@
 #include "trace/trace_reader.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -83,6 +84,7 @@ class TraceSink : public JsonSink {
 
  public:
   bool execution_trace() const { return et_ != nullptr; }
+  bool any_trace() const { return kineto_ != nullptr || et_ != nullptr; }
   std::unordered_map<std::int64_t, ShapeHint> hints_out_;  // an execution trace's, after finish()
 };
 
@@ -159,6 +161,7 @@ World world_of(const std::vector<std::string>& files) {
     HeaderSink header;
     try {
       stream_json(file, header);
+      continue;  // no event or node: not a trace (read_traces leaves it out), no rank
     } catch (const HeaderSink::Done&) {
     }
     stated = std::max(stated, header.world_size);
@@ -212,9 +215,18 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
     host_and_pid(name, t);
     if (t.facts.rank.empty()) t.facts.rank = rank_in_name(name);
   };
+  // In a folder, a JSON file that is neither kind of trace (a config.json, export_memory_timeline's
+  // output) is left out, and said in every table's notes; alone, or when nothing else is left,
+  // it is refused.
+  const bool folder = fs::is_directory(path, ec);
+  std::vector<std::string> left_out;
   for (const std::string& file : files) {
     TraceSink sink(file, world);
     stream_json(file, sink);
+    if (folder && !sink.any_trace()) {
+      left_out.push_back(fs::path(file).filename().string());
+      continue;
+    }
     try {
       Read r{sink.finish(), sink.execution_trace(), std::move(sink.hints_out_)};
       label(*r.table, file);
@@ -245,6 +257,17 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
         });
     if (!timed_elsewhere) tables.push_back(std::move(r.table));
   }
+  if (tables.empty() && !left_out.empty())
+    throw bad_input(fmt::format(
+        "--trace-path {}: no PyTorch profiler or execution trace in the folder (neither "
+        "traceEvents nor nodes in {})",
+        path, fmt::join(left_out, ", ")));
+  for (auto& t : tables)
+    for (const std::string& name : left_out)
+      t->notes.push_back(fmt::format(
+          "{} in the same folder left out: neither a PyTorch profiler trace (no traceEvents) "
+          "nor an execution trace (no nodes)",
+          name));
   std::sort(tables.begin(), tables.end(),
             [](const auto& a, const auto& b) { return a->path < b->path; });
   return tables;

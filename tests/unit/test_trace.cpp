@@ -213,6 +213,22 @@ TEST_CASE(
   CHECK(chakra[0]->facts.source == "trace:cpu");
 }
 
+TEST_CASE("trace: a JSON file in the folder that is no trace is left out and said") {
+  // with_config/: cpu_rank0's trace beside a config.json: one table, as cpu_rank0 alone, with a
+  // note (the folder was refused: "neither a PyTorch profiler trace nor an execution trace");
+  // alone, the config is refused
+  const auto tables = read_traces(kData + "with_config");
+  REQUIRE(tables.size() == 1);
+  CHECK(sum_us(*tables[0]) == Approx(sum_us(*read_traces(kData + "cpu_rank0.pt.trace.json")[0])));
+  CHECK_THAT(tables[0]->notes,
+             Catch::VectorContains(std::string(
+                 "config.json in the same folder left out: neither a PyTorch profiler trace (no "
+                 "traceEvents) nor an execution trace (no nodes)")));
+  CHECK_THROWS_WITH(read_traces(kData + "with_config/config.json"),
+                    Catch::Contains("neither a PyTorch profiler trace (no traceEvents) nor an "
+                                    "execution trace (no nodes)"));
+}
+
 TEST_CASE("trace: gzip reads as plain, and a truncated gzip names the byte") {
   const std::string dir = test::fresh_temp_dir("trace_gz").string();
   const std::string text = test::read_text(kData + "cpu_rank0.pt.trace.json");
