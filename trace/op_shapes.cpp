@@ -48,10 +48,15 @@ struct SdpaOp {
   const char* pass;
   std::size_t query;      // the query's index; key and value follow it
   std::size_t is_causal;  // in ATen's signature (PyTorch 2.1 and later)
+  bool bshd = false;      // query, key and value [B, S, H, D] (flash-attn's), not [B, H, S, D]
+  std::string_view causal_name = "is_causal";  // the argument's name in the schema
 };
 // ATen's signatures: forward (query, key, value, ...), backward (grad_out, query, key, value,
-// ...), is_causal where each puts it.
-constexpr std::array<SdpaOp, 8> kSdpaOps = {{
+// ...), is_causal where each puts it. flash-attn's own operators (custom ops since flash-attn
+// 2.6, flash_attn_interface.py): _flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal,
+// ...) and _flash_attn_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p,
+// softmax_scale, causal, ...), their tensors [B, S, H, D].
+constexpr std::array<SdpaOp, 10> kSdpaOps = {{
     {"_scaled_dot_product_flash_attention", "fwd", 0, 4},
     {"_scaled_dot_product_flash_attention_for_cpu", "fwd", 0, 4},
     {"_scaled_dot_product_efficient_attention", "fwd", 0, 6},
@@ -60,6 +65,8 @@ constexpr std::array<SdpaOp, 8> kSdpaOps = {{
     {"_scaled_dot_product_flash_attention_for_cpu_backward", "bwd", 1, 7},
     {"_scaled_dot_product_efficient_attention_backward", "bwd", 1, 11},
     {"_scaled_dot_product_cudnn_attention_backward", "bwd", 1, 14},
+    {"flash_attn::_flash_attn_forward", "fwd", 0, 5, true, "causal"},
+    {"flash_attn::_flash_attn_backward", "bwd", 1, 11, true, "causal"},
 }};
 
 std::optional<bool> truth(const std::string& text) {
@@ -160,9 +167,10 @@ std::optional<AttentionCall> attention_call(std::string_view name, const std::ve
   AttentionCall a;
   a.pass = op->pass;
   a.dtype = *dtype;
-  a.batch = q.dims[0], a.heads_q = q.dims[1], a.seq_q = q.dims[2], a.head_dim_qk = q.dims[3];
-  a.heads_kv = k.dims[1], a.seq_kv = k.dims[2], a.head_dim_v = v.dims[3];
-  const std::size_t at = schema_index(schema, "is_causal").value_or(op->is_causal);
+  const std::size_t h = op->bshd ? 2 : 1, s = op->bshd ? 1 : 2;  // the heads' and sequence's dims
+  a.batch = q.dims[0], a.heads_q = q.dims[h], a.seq_q = q.dims[s], a.head_dim_qk = q.dims[3];
+  a.heads_kv = k.dims[h], a.seq_kv = k.dims[s], a.head_dim_v = v.dims[3];
+  const std::size_t at = schema_index(schema, op->causal_name).value_or(op->is_causal);
   if (at < concrete.size()) a.causal = truth(concrete[at]);
   return a;
 }

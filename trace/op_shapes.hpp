@@ -52,7 +52,8 @@ struct AttentionCall {
   std::optional<bool> causal;  // nullopt: the trace does not record is_causal's value
 };
 // aten::_scaled_dot_product_{flash,efficient,cudnn}_attention and their _backward: query, key
-// and value are [B, H, S, D]. `concrete` holds the arguments' values as the trace records them
+// and value are [B, H, S, D]; flash-attn's flash_attn::_flash_attn_forward and _backward: [B, S,
+// H, D]. `concrete` holds the arguments' values as the trace records them
 // (Kineto's "Concrete Inputs"; an execution trace's scalar inputs), `schema` the operator's
 // schema when the trace has it (is_causal is found by name there, else by its position in
 // ATen's signature of each operator).

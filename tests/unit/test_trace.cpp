@@ -296,6 +296,34 @@ TEST_CASE("trace: leaf products as bench_gemm GEMMs, layouts from strides") {
   CHECK_FALSE(gemm_call("aten::mm", {operand({8, 32}, false), operand({31, 4}, false)}));
 }
 
+TEST_CASE("trace: flash-attn's own operators as attention, [B, S, H, D]") {
+  // flash_attn::_flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, ...) on
+  // Llama-3.1 8B's heads, 2 x 4096 tokens (it was a row of kind other, never replayed)
+  auto bshd = [](std::int64_t heads) {
+    Operand o;
+    o.dims = {2, 4096, heads, 128};
+    o.type = "c10::BFloat16";
+    return o;
+  };
+  const auto fwd = attention_call("flash_attn::_flash_attn_forward", {bshd(32), bshd(8), bshd(8)},
+                                  {"", "", "", "0.0", "0.08838834764831845", "True"});
+  REQUIRE(fwd);
+  CHECK((fwd->batch == 2 && fwd->heads_q == 32 && fwd->heads_kv == 8 && fwd->seq_q == 4096 &&
+         fwd->seq_kv == 4096 && fwd->head_dim_qk == 128 && fwd->dtype == "bf16"));
+  CHECK(fwd->causal == std::optional<bool>(true));
+  // the backward: (dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p, softmax_scale,
+  // causal, ...); causal found by its name where the trace has the schema
+  const auto bwd = attention_call(
+      "flash_attn::_flash_attn_backward", {bshd(32), bshd(32), bshd(8), bshd(8)},
+      {"", "", "", "", "", "", "", "", "", "0.0", "0.088", "False"},
+      "flash_attn::_flash_attn_backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, "
+      "Tensor softmax_lse, Tensor(a!)? dq, Tensor(b!)? dk, Tensor(c!)? dv, float dropout_p, "
+      "float softmax_scale, bool causal, SymInt window_size_left) -> Tensor");
+  REQUIRE(bwd);
+  CHECK((std::string(bwd->pass) == "bwd" && bwd->heads_q == 32 && bwd->heads_kv == 8));
+  CHECK(bwd->causal == std::optional<bool>(false));
+}
+
 TEST_CASE("trace: PyTorch's communication metadata as nccl-tests counts") {
   // all_gather: 4 ranks each sending 1000 elements receive 4000; reduce_scatter the reverse
   const auto ag = comm_call("_allgather_base", 1000, 4000, 4, "BFloat16");
