@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -147,7 +148,7 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     if (comm_) {  // after an error abort() has already released it
       Teardown steps{*this};
-      nccl_teardown(steps, NcclTeardown::destroy);
+      nccl_teardown(steps, teardown_at_destruction(std::uncaught_exceptions()));
     }
     graph_.reset();  // normally already released, by the teardown or by abort()
     for (auto e : mark_events_)

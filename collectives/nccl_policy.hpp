@@ -50,6 +50,14 @@ enum class NcclTeardown {
   abort,    // after an error: nothing waits for peers
 };
 
+// How a communicator still held is torn down by its destructor: destroyed at a normal end; while
+// an error unwinds the stack (it escaped a case, and the job ends by MPI_Abort once it is
+// caught), aborted: ncclCommDestroy is an intra-node collective (NCCL's documentation), which
+// waits for peers that may be stuck in a call of their own, with no watchdog left to end it.
+inline NcclTeardown teardown_at_destruction(int uncaught_exceptions) {
+  return uncaught_exceptions > 0 ? NcclTeardown::abort : NcclTeardown::destroy;
+}
+
 // The graph goes first in both. Destroy synchronizes the stream before releasing it so no
 // replay is cut short. Abort does not: a peer that died would keep the replay from finishing
 // and the synchronize would hang, the very thing abort exists to avoid; a graph destroyed while

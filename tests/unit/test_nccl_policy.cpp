@@ -117,3 +117,10 @@ TEST_CASE("ncclConfig_t.graphUsageMode: 1 with -G, 0 without, only where NCCL ha
   CHECK_FALSE(nccl_graph_usage_mode(22900, 22809, true));  // built newer, running older
   CHECK_FALSE(nccl_graph_usage_mode(22809, 22907, false));
 }
+
+TEST_CASE("an NCCL communicator destroyed while an error unwinds is aborted, not destroyed") {
+  // ncclCommDestroy waits for the peers (an intra-node collective); an error escaping a case
+  // destroyed the communicators on the way to MPI_Abort, with no watchdog left
+  CHECK(teardown_at_destruction(0) == NcclTeardown::destroy);
+  CHECK(teardown_at_destruction(1) == NcclTeardown::abort);
+}
