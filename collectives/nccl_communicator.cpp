@@ -221,6 +221,12 @@ class NcclCommunicator final : public Communicator {
         break;
       }
       case CollOp::all_to_all: {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+        if (nccl_native_all_to_all(NCCL_VERSION_CODE, version_)) {
+          nccl_check(ncclAlltoAll(send, recv, count, type, comm_, stream_), "AlltoAll");
+          break;
+        }
+#endif
         NcclGroup group;
         for (int peer = 0; peer < size_; ++peer) {
           nccl_check(ncclSend(send + peer * block, count, type, peer, comm_, stream_), "Send");

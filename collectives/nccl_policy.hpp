@@ -50,6 +50,13 @@ enum class NcclTeardown {
   abort,    // after an error: nothing waits for peers
 };
 
+// all_to_all as NCCL's own ncclAlltoAll (from NCCL 2.28) where both the headers built with and
+// the library running have it, as nccl-tests 2.19 runs it (alltoall.cu, AlltoAllRunColl: the
+// same two checks); else one send and one receive a peer in a group, nccl-tests' fallback.
+inline bool nccl_native_all_to_all(int built_version, int running_version) {
+  return built_version >= 22800 && running_version >= 22800;
+}
+
 // How a communicator still held is torn down by its destructor: destroyed at a normal end; while
 // an error unwinds the stack (it escaped a case, and the job ends by MPI_Abort once it is
 // caught), aborted: ncclCommDestroy is an intra-node collective (NCCL's documentation), which

@@ -124,3 +124,9 @@ TEST_CASE("an NCCL communicator destroyed while an error unwinds is aborted, not
   CHECK(teardown_at_destruction(0) == NcclTeardown::destroy);
   CHECK(teardown_at_destruction(1) == NcclTeardown::abort);
 }
+
+TEST_CASE("all_to_all is NCCL's ncclAlltoAll where built and running NCCL have it, as nccl-tests") {
+  CHECK(nccl_native_all_to_all(22809, 22809));
+  CHECK_FALSE(nccl_native_all_to_all(22809, 22703));  // torch's older NCCL loaded at run time
+  CHECK_FALSE(nccl_native_all_to_all(22703, 22809));  // headers without it
+}
