@@ -238,8 +238,9 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   for (const auto& [file, why] : shapeless) {
     const std::string rank =
         why.rank().empty() ? rank_in_name(fs::path(file).filename().string()) : why.rank();
+    const long pid = why.pid();  // (a structured binding: not captured by a lambda in C++20)
     const auto et = std::find_if(reads.begin(), reads.end(), [&](const Read& r) {
-      return r.execution_trace && same_process(r.table->facts, rank, why.pid());
+      return r.execution_trace && same_process(r.table->facts, rank, pid);
     });
     if (et == reads.end()) throw why;
     TraceSink sink(file, world, &et->hints);
