@@ -447,51 +447,48 @@ TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files'
                  "1 communication calls whose trace records no group size (no \"Group size\", or "
                  "shapes from the execution trace): communicator size 1 assumed, the number of "
                  "ranks whose traces were read together (no distributedInfo world_size)")));
-  // the profiler trace's distributedInfo world_size wins
+  // rank 0's profiler trace with `header` before its events and `event` after them, read with
+  // its execution trace
   const std::string dir = test::fresh_temp_dir("trace_world").string();
-  std::string pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
-  pt.insert(pt.find("\"traceEvents\""),
-            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 4},\n ");
-  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
   std::ofstream(dir + "/rank0.et.json")
       << test::read_text(kData + "joined_all_gather/rank0.et.json");
-  const auto stated = read_traces(dir);
-  REQUIRE(stated.size() == 1);
-  const auto s = gather(*stated[0]);
+  auto read_with = [&](const std::string& header, const std::string& event = "") {
+    std::string pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+    if (!event.empty()) pt.insert(pt.rfind("]"), ",\n  " + event + "\n ");
+    pt.insert(pt.find("\"traceEvents\""), header + ",\n ");
+    std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+    auto tables = read_traces(dir);
+    REQUIRE(tables.size() == 1);
+    return std::move(tables[0]);
+  };
+  const std::string world_of_8 =
+      "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8}";
+  // the profiler trace's distributedInfo world_size wins
+  const auto stated =
+      read_with("\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 4}");
+  const auto s = gather(*stated);
   CHECK((s.count == 1024 && s.comm_size == 4 && s.bytes == 8192));
-  CHECK_THAT(stated[0]->notes,
+  CHECK_THAT(stated->notes,
              Catch::VectorContains(std::string(
                  "1 communication calls whose trace records no group size (no \"Group size\", or "
                  "shapes from the execution trace): communicator size 4 assumed, this trace's "
                  "distributedInfo world_size")));
   // as Kineto writes a GPU trace: the deviceProperties array before the distributedInfo (the
   // header's reading stopped at the array's first element, and the communicator was 1)
-  pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
-  pt.insert(pt.find("\"traceEvents\""),
-            "\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\"}],\n "
-            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n ");
-  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
-  const auto gpu = read_traces(dir);
-  REQUIRE(gpu.size() == 1);
-  const auto g = gather(*gpu[0]);
+  const auto g = gather(*read_with(
+      "\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\"}],\n " + world_of_8));
   CHECK((g.count == 1024 && g.comm_size == 8 && g.bytes == 16384));
   // the call's record_param_comms child states its group (4: an HSDP shard group of the 8
   // ranks), which beats the execution trace's hint and its assumed world (it came out as 8)
-  pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
-  pt.insert(pt.find("\"traceEvents\""),
-            "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n ");
-  pt.insert(
-      pt.rfind("]"),
-      ",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 7, "
-      "\"tid\": 1, \"ts\": 1012, \"dur\": 30, \"args\": {\"External id\": 8, \"Record "
-      "function id\": 8, \"Collective name\": \"_allgather_base\", \"In msg nelems\": 1024, "
-      "\"Out msg nelems\": 4096, \"Group size\": 4, \"dtype\": \"BFloat16\"}}\n ");
-  std::ofstream(dir + "/rank0.pt.trace.json") << pt;
-  const auto grouped = read_traces(dir);
-  REQUIRE(grouped.size() == 1);
-  const auto h = gather(*grouped[0]);
+  const auto grouped = read_with(
+      world_of_8,
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 7, \"tid\": "
+      "1, \"ts\": 1012, \"dur\": 30, \"args\": {\"External id\": 8, \"Record function id\": 8, "
+      "\"Collective name\": \"_allgather_base\", \"In msg nelems\": 1024, \"Out msg nelems\": "
+      "4096, \"Group size\": 4, \"dtype\": \"BFloat16\"}}");
+  const auto h = gather(*grouped);
   CHECK((h.count == 1024 && h.comm_size == 4 && h.bytes == 8192));
-  for (const std::string& note : grouped[0]->notes)
+  for (const std::string& note : grouped->notes)
     CHECK(note.find("communicator size") == std::string::npos);
 }
 
