@@ -122,12 +122,6 @@ inline constexpr long kPollPauseNs = 1000000;
 // the capture cost a 93 ms PyTorch step 2.1% with a wake-up a call.
 inline constexpr int kIdlePollsBeforePark = 100;
 
-double monotonic_s() {
-  struct timespec ts = {};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 Timer& timer() {
   static Timer* t = [] {
     auto* made = new Timer();
@@ -371,15 +365,15 @@ void gpu_drain() {
   // second of the clock, polled as the background thread polls (never a synchronizing call);
   // then the rest are counted untimed, so that their calls stay in the table.
   RelaxedCaptureMode relaxed;
-  const double deadline = monotonic_s() + 1.0;
+  const std::uint64_t deadline = now_ns() + 1000000000ULL;
   struct timespec ms = {0, 1000000};
-  while (monotonic_s() < deadline) {
+  while (now_ns() < deadline) {
     if (poll_once(t, false) == 0) return;
     nanosleep(&ms, nullptr);
   }
   // the poller hands back what it holds within microseconds, and takes nothing more
-  const double hand_back = monotonic_s() + 0.1;
-  while (monotonic_s() < hand_back) {
+  const std::uint64_t hand_back = now_ns() + 100000000ULL;
+  while (now_ns() < hand_back) {
     {
       std::lock_guard<std::mutex> lock(t.mutex);
       if (t.in_hand == 0) break;
