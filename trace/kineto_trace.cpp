@@ -426,15 +426,12 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
     for (auto& [device, device_spans] : spans) {
       const PhaseIdle idle = idle_by_phase(device_spans);
       // kernels on several streams at once (a collective under a GEMM) are each counted whole:
-      // the rows then sum to more than the device's span, by this much
-      double rows_us = idle.total_us(), first_us = device_spans.front().start_us, last_us = 0;
-      for (const GpuSpan& span : device_spans) {
-        rows_us += span.end_us - span.start_us + span.queued_gap_us;
-        last_us = std::max(last_us, span.end_us);
-      }
-      if (const double over = rows_us - (last_us - first_us); over > 0.5) overlap_us += over;
+      // the rows then sum to more than the device's span, by the overlap
+      double rows_us = idle.total_us(), last_us = 0;
       for (const GpuSpan& span : device_spans) {
         const double ns = (span.end_us - span.start_us + span.queued_gap_us) * 1e3;
+        rows_us += ns / 1e3;
+        last_us = std::max(last_us, span.end_us);
         if (span.owner < 0) {
           unlinked_ns += ns;
           ++unlinked;
@@ -443,6 +440,9 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         instances[static_cast<std::size_t>(span.owner)].gpu_ns += ns;
         ++instances[static_cast<std::size_t>(span.owner)].kernels;
       }
+      // (idle_by_phase sorted the spans by start)
+      const double over = rows_us - (last_us - device_spans.front().start_us);
+      if (over > 0.5) overlap_us += over;
       if (!phases) {
         t.record(t.unreplayed_key(fmt::format("(GPU {} idle)", device), "idle"),
                  idle.total_us() * 1e3);

@@ -186,7 +186,8 @@ World world_of(const std::vector<std::string>& files) {
 std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   std::error_code ec;
   std::vector<std::string> files;
-  if (fs::is_directory(path, ec)) {
+  const bool folder = fs::is_directory(path, ec);
+  if (folder) {
     for (const auto& entry : fs::directory_iterator(path, ec))
       if (entry.is_regular_file() && is_trace_name(entry.path().filename().string()))
         files.push_back(entry.path().string());
@@ -218,7 +219,6 @@ std::vector<std::unique_ptr<TraceTable>> read_traces(const std::string& path) {
   // In a folder, a JSON file that is neither kind of trace (a config.json, export_memory_timeline's
   // output) is left out, and said in every table's notes; alone, or when nothing else is left,
   // it is refused.
-  const bool folder = fs::is_directory(path, ec);
   std::vector<std::string> left_out;
   for (const std::string& file : files) {
     TraceSink sink(file, world);
