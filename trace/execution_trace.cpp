@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -139,12 +140,33 @@ bool transposes(std::string_view name, const std::vector<std::string>& scalars, 
   return r >= 2 && ((d0 == r - 1 && d1 == r - 2) || (d0 == r - 2 && d1 == r - 1));
 }
 
+// A collective as PyTorch 2.4 and later state it on an execution trace's record_param_comms node
+// (execution_trace_observer.cpp's getCommsNodeAttrs, pytorch#124674): the attrs
+// collective_name, dtype, in_msg_nelems, out_msg_nelems and pg_size, the process group's size.
+// nullopt for older traces, which write no such attrs, and for ProcessGroupNCCL's "wait".
+std::optional<ShapeHint> stated_comm(const json& n, const World& world) {
+  const json* collective = attribute(n, "collective_name");
+  if (collective == nullptr || !collective->is_string()) return std::nullopt;
+  const json* size = attribute(n, "pg_size");
+  auto nelems = [&](const char* key) {
+    const json* v = attribute(n, key);
+    return v != nullptr ? integer(*v) : 0;
+  };
+  ShapeHint h;
+  h.comm_size_stated = size != nullptr && integer(*size) > 0 && integer(*size) <= (1 << 24);
+  h.comm_size = h.comm_size_stated ? static_cast<int>(integer(*size)) : world.size;
+  h.comm = comm_call(collective->get<std::string>(), nelems("in_msg_nelems"),
+                     nelems("out_msg_nelems"), h.comm_size, text_of(attribute(n, "dtype")));
+  if (!h.comm) return std::nullopt;
+  return h;
+}
+
 }  // namespace
 
 struct ExecutionTraceReader::State {
   std::string path;
   World world;
-  std::uint64_t comm_calls = 0;
+  std::uint64_t assumed_size = 0;  // collectives counted with `world`'s size, not their own
   std::unique_ptr<TraceTable> table = std::make_unique<TraceTable>();
   std::unordered_set<std::int64_t> roots;             // the thread root nodes
   std::unordered_set<std::int64_t> holds_replayed;    // nodes with a replayed operator below
@@ -152,8 +174,21 @@ struct ExecutionTraceReader::State {
   std::unordered_map<std::int64_t, ShapeHint> hints;  // rf_id -> the replayed call's case
   std::uint64_t nodes = 0, with_shapes = 0;
   bool schema_seen = false;
+  // Collectives nest: _c10d_functional::all_reduce calls c10d::allreduce_, which records
+  // record_param_comms. A chain is one call, counted at its outermost collective with the best
+  // size the chain states; a collective waits here under its parent's id until the parent,
+  // always written after its children, is read.
+  struct PendingComm {
+    std::string api;
+    ShapeHint hint;
+  };
+  std::unordered_map<std::int64_t, std::vector<PendingComm>> comm_below;
 
   void node(const json& n);
+  std::optional<ShapeHint> comm_of(const std::string& name, const json& n,
+                                   const std::vector<Operand>& operands,
+                                   const std::vector<std::string>& scalars) const;
+  void tally(const PendingComm& c);
 };
 
 ExecutionTraceReader::ExecutionTraceReader(const std::string& path, const World& world)
@@ -237,11 +272,27 @@ void ExecutionTraceReader::State::node(const json& n) {
   } else if ((hint.attention =
                   attention_call(name, operands, scalars, text_of(attribute(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
-  } else if ((hint.comm = starts_with(name, "c10d::") ? c10d_call(name, operands, world.size)
-                                                      : std::optional<CommCall>())) {
-    hint.comm_size = world.size;
-    ++comm_calls;
-    t.record_untimed(t.comm_key(name, *hint.comm, world.size), capture::Untimed::not_in_trace);
+  } else if (auto comm = comm_of(name, n, operands, scalars)) {
+    hint = std::move(*comm);
+  }
+  // the collectives below this node: one is this collective's own call (its size, if it states
+  // one, beats an assumed one here); any other is a call of its own
+  if (auto below = comm_below.extract(id)) {
+    std::vector<PendingComm>& calls = below.mapped();
+    if (hint.comm && calls.size() == 1) {
+      const ShapeHint& inner = calls.front().hint;
+      if (inner.comm_size_stated || !hint.comm_size_stated) hint = inner;
+    } else {
+      for (const PendingComm& c : calls)
+        tally(c);
+    }
+  }
+  if (hint.comm) {
+    PendingComm c{name, hint};
+    if (roots.count(parent) > 0)
+      tally(c);  // no collective above it
+    else
+      comm_below[parent].push_back(std::move(c));
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
   if (const json* rf_id = attribute(n, "rf_id"); replayed && rf_id != nullptr)
@@ -256,6 +307,33 @@ void ExecutionTraceReader::State::node(const json& n) {
   }
 }
 
+// A collective's call as this node states it: record_param_comms' attrs, a c10d operator's
+// tensors (its size assumed), a functional collective's tensors and group_size.
+std::optional<ShapeHint> ExecutionTraceReader::State::comm_of(
+    const std::string& name, const json& n, const std::vector<Operand>& operands,
+    const std::vector<std::string>& scalars) const {
+  if (name == "record_param_comms") return stated_comm(n, world);
+  ShapeHint h;
+  if (starts_with(name, "c10d::")) {
+    h.comm = c10d_call(name, operands, world.size);
+    h.comm_size = world.size;
+  } else if (auto f = functional_call(name, operands, scalars, text_of(attribute(n, "op_schema")),
+                                      world.size)) {
+    h.comm = f->call;
+    h.comm_size = f->group_size;
+    h.comm_size_stated = f->size_stated;
+  }
+  if (!h.comm) return std::nullopt;
+  return h;
+}
+
+void ExecutionTraceReader::State::tally(const PendingComm& c) {
+  TraceTable& t = *table;
+  t.record_untimed(t.comm_key(c.api, *c.hint.comm, c.hint.comm_size),
+                   capture::Untimed::not_in_trace);
+  if (!c.hint.comm_size_stated) ++assumed_size;
+}
+
 std::unordered_map<std::int64_t, ShapeHint> ExecutionTraceReader::take_hints() {
   return std::move(s_->hints);
 }
@@ -265,10 +343,16 @@ std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
   if (s.nodes == 0) throw bad_input(fmt::format("{}: an execution trace without nodes", s.path));
   if (s.with_shapes == 0)
     throw bad_input(fmt::format("{}: the execution trace records no input shapes", s.path));
-  if (s.comm_calls > 0)
+  for (const auto& [parent, calls] : s.comm_below)  // below a node the trace never wrote
+    for (const State::PendingComm& c : calls)
+      s.tally(c);
+  s.comm_below.clear();
+  if (s.assumed_size > 0)
     s.table->notes.push_back(fmt::format(
-        "{} c10d calls: an execution trace does not record communicator sizes: {} assumed, {}",
-        s.comm_calls, s.world.size, s.world.from));
+        "{} communication calls whose execution trace states no group size (no "
+        "record_param_comms pg_size, as before PyTorch 2.4, nor a group_size argument): "
+        "communicator size {} assumed, {}",
+        s.assumed_size, s.world.size, s.world.from));
   return std::move(s.table);
 }
 

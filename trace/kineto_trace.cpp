@@ -215,8 +215,10 @@ struct KinetoReader::State {
         if (h->second.gemm) return {t.gemm_key(name, *h->second.gemm), true};
         if (h->second.attention) return {t.attention_key(name, *h->second.attention), true};
         if (h->second.comm) {
-          ++assumed_group;  // an execution trace records no group size
-          comm_hinted = true;
+          if (!h->second.comm_size_stated) {  // assumed: a record_param_comms child may state it
+            ++assumed_group;
+            comm_hinted = true;
+          }
           return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
         }
       }

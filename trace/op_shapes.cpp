@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <system_error>
 #include <utility>
 
 namespace opbench::trace {
@@ -242,6 +244,57 @@ std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Opera
   }
   const auto dtype = dtype_of(type);
   return comm_call(name, in_n, out_n, group_size, dtype ? std::string_view(type) : "");
+}
+
+std::optional<FunctionalComm> functional_call(std::string_view name, const std::vector<Operand>& in,
+                                              const std::vector<std::string>& scalars,
+                                              std::string_view schema, int assumed) {
+  const bool legacy = name.substr(0, 17) == "c10d_functional::";
+  if (!legacy && name.substr(0, 18) != "_c10d_functional::") return std::nullopt;
+  name.remove_prefix(name.find("::") + 2);
+  // all_reduce_ and broadcast_ work in place, the _out forms into a given tensor, the _coalesced
+  // ones on a list (its operand's elements are the list's, summed): one collective each
+  if (!name.empty() && name.back() == '_') name.remove_suffix(1);
+  for (std::string_view form : {std::string_view("_out"), std::string_view("_coalesced")})
+    if (name.size() > form.size() && name.substr(name.size() - form.size()) == form)
+      name.remove_suffix(form.size());
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  struct Kind {
+    std::string_view name;
+    const char* collective;  // comm_call's name
+    std::size_t group_size;  // its index in _c10d_functional's schema; kNone: no such argument
+  };
+  // torch/csrc/distributed/c10d/Functional.cpp's TORCH_LIBRARY(_c10d_functional)
+  static constexpr std::array<Kind, 5> kKinds = {{{"all_reduce", "all_reduce", kNone},
+                                                  {"all_gather_into_tensor", "all_gather", 1},
+                                                  {"reduce_scatter_tensor", "reduce_scatter", 2},
+                                                  {"all_to_all_single", "all_to_all", kNone},
+                                                  {"broadcast", "broadcast", kNone}}};
+  const auto kind =
+      std::find_if(kKinds.begin(), kKinds.end(), [&](const Kind& k) { return k.name == name; });
+  if (kind == kKinds.end() || in.empty()) return std::nullopt;
+  std::size_t at =
+      schema_index(schema, "group_size").value_or(legacy ? in.size() - 1 : kind->group_size);
+  FunctionalComm f;
+  f.group_size = assumed;
+  if (at < scalars.size() && !scalars[at].empty()) {
+    std::int64_t stated = 0;
+    const char* first = scalars[at].data();
+    const auto [end, error] = std::from_chars(first, first + scalars[at].size(), stated);
+    if (error == std::errc() && end == first + scalars[at].size() && stated > 0 &&
+        stated <= (1 << 24)) {
+      f.group_size = static_cast<int>(stated);
+      f.size_stated = true;
+    }
+  }
+  const Operand& tensor = in[0];
+  const auto dtype = dtype_of(tensor.type);
+  // the input's elements: each rank's share for a gather, the whole for a scatter
+  const auto c = comm_call(kind->collective, tensor.numel, 0, f.group_size,
+                           dtype ? std::string_view(tensor.type) : "");
+  if (!c) return std::nullopt;
+  f.call = *c;
+  return f;
 }
 
 const char* unreplayed_kind(std::string_view name) {

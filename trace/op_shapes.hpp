@@ -77,6 +77,21 @@ std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_n
 // are the tensors: the communicator's size is not recorded and comes from `group_size`.
 std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Operand>& in,
                                   int group_size);
+// The functional collectives of an execution trace (tensor parallelism, torch.compile'd jobs):
+// _c10d_functional:: (all_reduce(input, reduce_op, group_name), all_gather_into_tensor(input,
+// group_size, group_name), reduce_scatter_tensor(input, reduce_op, group_size, group_name), ...)
+// and the legacy c10d_functional:: of torch 2.0 to 2.2, whose last argument is group_size.
+// `scalars` holds each argument's value as text, `schema` the operator's schema where the trace
+// has it. `group_size` is the operator's own where it has one, else `assumed` and
+// `size_stated` false.
+struct FunctionalComm {
+  CommCall call;
+  int group_size = 1;
+  bool size_stated = false;
+};
+std::optional<FunctionalComm> functional_call(std::string_view name, const std::vector<Operand>& in,
+                                              const std::vector<std::string>& scalars,
+                                              std::string_view schema, int assumed);
 
 // What an execution trace knows of one replayed call, for a profiler trace of the same step that
 // recorded no shapes: the record-function id links them (an execution trace's rf_id, a Kineto
@@ -86,6 +101,7 @@ struct ShapeHint {
   std::optional<AttentionCall> attention;
   std::optional<CommCall> comm;
   int comm_size = 0;
+  bool comm_size_stated = false;  // the trace's own (pg_size, group_size), not an assumption
 };
 
 // The kind of time an operator no benchmark replays stands for: "memory_bound" (elementwise

@@ -339,6 +339,133 @@ TEST_CASE("trace: PyTorch's communication metadata as nccl-tests counts") {
   CHECK_FALSE(comm_call("wait", 0, 0, 1, "Byte"));
 }
 
+TEST_CASE("trace: a functional collective's group size is its own argument where it has one") {
+  auto tensor = [](std::int64_t n, const char* type) {
+    Operand o;
+    o.dims = {n};
+    o.numel = n;
+    o.type = type;
+    return o;
+  };
+  // _c10d_functional::reduce_scatter_tensor(input, reduce_op, group_size, group_name): 4 ranks
+  // reduce 4096 elements to 1024 each; with the schema, and without it (group_size's index in
+  // Functional.cpp's schema)
+  const std::vector<Operand> rs_in = {tensor(4096, "Tensor(c10::Float)"), {}, {}, {}};
+  const std::vector<std::string> rs_args = {"", "sum", "4", "0"};
+  for (const char* schema : {"_c10d_functional::reduce_scatter_tensor(Tensor input, str "
+                             "reduce_op, int group_size, str group_name) -> Tensor",
+                             ""}) {
+    const auto rs =
+        functional_call("_c10d_functional::reduce_scatter_tensor", rs_in, rs_args, schema, 8);
+    REQUIRE(rs);
+    CHECK((rs->call.op == CollOp::reduce_scatter && rs->call.count == 1024 && rs->group_size == 4 &&
+           rs->size_stated && rs->call.dtype == "fp32"));
+  }
+  // torch 2.0 to 2.2's c10d_functional::all_gather_into_tensor(shard, tag, ranks, group_size):
+  // the last argument, schema or not
+  const auto ag = functional_call("c10d_functional::all_gather_into_tensor",
+                                  {tensor(2048, "Tensor(c10::BFloat16)"), {}, {}, {}},
+                                  {"", "", "[0, 1]", "2"}, "", 8);
+  REQUIRE(ag);
+  CHECK((ag->call.op == CollOp::all_gather && ag->call.count == 2048 && ag->group_size == 2 &&
+         ag->size_stated));
+  // all_reduce(input, reduce_op, group_name) and its in-place form name no size: assumed
+  for (const char* name : {"_c10d_functional::all_reduce", "_c10d_functional::all_reduce_"}) {
+    const auto ar = functional_call(name, {tensor(1000, "Tensor(c10::BFloat16)"), {}, {}},
+                                    {"", "sum", "3"}, "", 8);
+    REQUIRE(ar);
+    CHECK((ar->call.op == CollOp::all_reduce && ar->call.count == 1000 && ar->group_size == 8 &&
+           !ar->size_stated));
+  }
+  // the _out form into a given tensor is the same gather
+  const auto out =
+      functional_call("_c10d_functional::all_gather_into_tensor_out",
+                      {tensor(512, "Tensor(c10::Float)"), {}, {}, {}}, {"", "4", "0", ""}, "", 8);
+  REQUIRE(out);
+  CHECK((out->call.count == 512 && out->group_size == 4));
+  // a group_size that is no positive number is not taken
+  const auto bad =
+      functional_call("_c10d_functional::all_gather_into_tensor",
+                      {tensor(512, "Tensor(c10::Float)"), {}, {}}, {"", "0", ""}, "", 8);
+  REQUIRE(bad);
+  CHECK((bad->group_size == 8 && !bad->size_stated));
+  CHECK_FALSE(functional_call("_c10d_functional::wait_tensor", {tensor(1, "Tensor(c10::Float)")},
+                              {""}, "", 8));
+  CHECK_FALSE(functional_call("c10d::allreduce_", {tensor(1, "Tensor(c10::Float)")}, {""}, "", 8));
+}
+
+TEST_CASE("trace: an execution trace's collective chain is one call, of the size it states") {
+  // et_collectives/ (schema 1.1.1-chakra.0.0.4, as PyTorch 2.4 and later write it): a tensor-
+  // parallel _c10d_functional::all_reduce -> c10d::allreduce_ -> record_param_comms (pg_size 2);
+  // an FSDP c10d::_allgather_base_ -> record_param_comms (pg_size 4); a
+  // _c10d_functional::reduce_scatter_tensor (group_size 4) -> c10d::_reduce_scatter_base_ ->
+  // record_param_comms without its metadata; a c10d::allreduce_ whose size nothing states; a
+  // wait_tensor holding ProcessGroupNCCL's "wait". Each collective was its c10d operator's row,
+  // of the assumed size (1: one rank's traces)
+  struct Comm {
+    std::string op;
+    std::int64_t count, comm_size, bytes;
+  };
+  auto comms = [](const TraceTable& t) {
+    std::map<std::string, Comm> out;
+    for (const auto& r : t.rows())
+      if (r.key.kind == std::string("collective"))
+        out[r.key.api] = {r.key.op, r.key.count, r.key.comm_size, r.key.bytes};
+    return out;
+  };
+  const auto alone = read_traces(kData + "et_collectives");
+  REQUIRE(alone.size() == 1);
+  const auto c = comms(*alone[0]);
+  REQUIRE(c.size() == 4);
+  const Comm& tp = c.at("_c10d_functional::all_reduce");
+  CHECK(
+      (tp.op == "all_reduce" && tp.count == 8388608 && tp.comm_size == 2 && tp.bytes == 16777216));
+  const Comm& ag = c.at("c10d::_allgather_base_");
+  CHECK((ag.op == "all_gather" && ag.count == 1048576 && ag.comm_size == 4 && ag.bytes == 8388608));
+  const Comm& rs = c.at("_c10d_functional::reduce_scatter_tensor");
+  CHECK((rs.op == "reduce_scatter" && rs.count == 1048576 && rs.comm_size == 4 &&
+         rs.bytes == 16777216));
+  const Comm& dp = c.at("c10d::allreduce_");
+  CHECK((dp.op == "all_reduce" && dp.count == 1000 && dp.comm_size == 1));
+  for (const auto& r : alone[0]->rows())
+    CHECK(r.calls == 1);
+  CHECK(by_api(*alone[0]).at("_c10d_functional::wait_tensor").kind == "other");
+  CHECK_THAT(alone[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose execution trace states no group size (no "
+                 "record_param_comms pg_size, as before PyTorch 2.4, nor a group_size "
+                 "argument): communicator size 1 assumed, the number of ranks whose traces were "
+                 "read together (no distributedInfo world_size)")));
+  // read with the step's profiler trace, recorded without shapes (and its record_param_comms
+  // without "Group size"): the outermost operators take the chains' stated sizes, and only the
+  // last all_reduce's is assumed (all three were, of size 1)
+  const std::string dir = test::fresh_temp_dir("trace_et_collectives").string();
+  std::ofstream(dir + "/rank0.et.json") << test::read_text(kData + "et_collectives/rank0.et.json");
+  std::ofstream(dir + "/rank0.pt.trace.json") << R"({
+ "schemaVersion": 1, "record_shapes": 0,
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 7, "tid": 1, "ts": 1000, "dur": 200, "args": {"External id": 1, "Record function id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "_c10d_functional::all_reduce", "pid": 7, "tid": 1, "ts": 1010, "dur": 40, "args": {"External id": 110, "Record function id": 110}},
+  {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 7, "tid": 1, "ts": 1012, "dur": 30, "args": {"External id": 111, "Record function id": 111}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 1, "ts": 1014, "dur": 20, "args": {"External id": 112, "Record function id": 112, "Collective name": "allreduce", "In msg nelems": 8388608, "Out msg nelems": 8388608, "dtype": "BFloat16"}},
+  {"ph": "X", "cat": "cpu_op", "name": "c10d::_allgather_base_", "pid": 7, "tid": 1, "ts": 1060, "dur": 40, "args": {"External id": 120, "Record function id": 120}},
+  {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 7, "tid": 1, "ts": 1110, "dur": 40, "args": {"External id": 140, "Record function id": 140}}
+ ]
+})";
+  const auto joined = read_traces(dir);
+  REQUIRE(joined.size() == 1);
+  const auto j = comms(*joined[0]);
+  CHECK((j.at("_c10d_functional::all_reduce").comm_size == 2 &&
+         j.at("_c10d_functional::all_reduce").count == 8388608));
+  CHECK(j.at("c10d::_allgather_base_").comm_size == 4);
+  CHECK(j.at("c10d::allreduce_").comm_size == 1);
+  CHECK_THAT(joined[0]->notes,
+             Catch::VectorContains(std::string(
+                 "1 communication calls whose trace records no group size (no \"Group size\", or "
+                 "shapes from the execution trace): communicator size 1 assumed, the number of "
+                 "ranks whose traces were read together (no distributedInfo world_size)")));
+}
+
 TEST_CASE("trace: a product not replayed is not memory-bound, whatever its prefix") {
   // addbmm, addmm_, addmv began as "add" does, and were counted in the memory-bound family
   for (const char* name : {"aten::addbmm", "aten::addmm_", "aten::addmv", "aten::addr",
