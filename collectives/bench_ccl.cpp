@@ -124,7 +124,7 @@ class CclLoop {
                                           call.counts.size_bytes(dtype_size(c.dtype)),
                                           dtype_name(c.dtype), placement_name(c.placement));
     return mpi_.run_case(
-        {c.group_size, false, reserve, call, label}, loop_, reports_.get(),
+        {c.group_size, c.stride, reserve, call, label}, loop_, reports_.get(),
         [&](const CollResult& r) {
           Record row = ccl_row(c, call, r, mpi_.context());
           std::string line =

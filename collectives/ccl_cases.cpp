@@ -61,6 +61,20 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
   if (messages.empty())
     throw bad_input(fmt::format("--op: the messages of --model {} at tp {}, ep {}, pp {} are {}",
                                 o.model, o.tp, o.ep, o.pp, join(offered, ", ")));
+  // Where each message's ranks lie, as Megatron-LM lays them out (collectives/rank_groups.hpp): an
+  // expert group's tp apart, a stage's neighbour world / pp on (consecutive ranks where pp does
+  // not divide the launch; ranks past the last whole block of a stride group consecutively).
+  auto stride = [&](const ModelMessage& m) {
+    switch (m.axis) {
+      case ParallelAxis::tp:
+        return 1;
+      case ParallelAxis::ep:
+        return static_cast<int>(o.tp);
+      case ParallelAxis::pp:
+        return world_size % o.pp == 0 ? world_size / static_cast<int>(o.pp) : 1;
+    }
+    return 1;
+  };
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)
@@ -72,7 +86,7 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
           m.group_size, m.group_size));
     for (Placement placement : o.placements)
       cases.push_back({m.op, m.dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size, m.label,
-                       m.calls_per_step});
+                       m.calls_per_step, stride(m)});
   }
   return cases;
 }

@@ -8,12 +8,13 @@
 #include <map>
 #include <set>
 
+#include "collectives/rank_groups.hpp"
 #include "common/capture_tables.hpp"
 #include "common/text.hpp"
 
 namespace opbench {
 
-Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool strided) {
+Layout layout_of(const std::vector<std::string>& hosts, int group_size, int stride) {
   Layout out;
   if (hosts.empty() || group_size < 1) return out;
   std::map<std::string, int> per_node;
@@ -25,15 +26,14 @@ Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool str
     out.ranks_per_node_max = std::max(out.ranks_per_node_max, n);
   }
   const int world = static_cast<int>(hosts.size());
-  const int groups = world / group_size;
-  int spanning = 0;
-  for (int g = 0; g < groups; ++g) {
-    std::set<std::string> nodes;
-    for (int i = 0; i < group_size; ++i)  // strided: the groups are ranks g, g + groups, ...
-      nodes.insert(hosts[static_cast<std::size_t>(strided ? g + i * groups : g * group_size + i)]);
-    spanning += nodes.size() > 1;
-  }
-  out.group_spans_nodes = spanning == 0 ? "no" : spanning == groups ? "yes" : "some";
+  std::map<int, std::set<std::string>> nodes;  // each group's, by its leader
+  for (int r = 0; r < world; ++r)
+    nodes[group_leader(r, world, {group_size, stride})].insert(hosts[static_cast<std::size_t>(r)]);
+  const auto spanning = std::count_if(nodes.begin(), nodes.end(),
+                                      [](const auto& group) { return group.second.size() > 1; });
+  out.group_spans_nodes = spanning == 0                                           ? "no"
+                          : spanning == static_cast<std::ptrdiff_t>(nodes.size()) ? "yes"
+                                                                                  : "some";
   return out;
 }
 
@@ -57,7 +57,7 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   Record row;
   row.arg("op", coll_op_name(c.op)).arg("label", c.label.empty() ? Value{} : Value{c.label});
   row.arg("world_size", std::int64_t{ctx.world_size}).arg("group_size", std::int64_t{n});
-  const Layout layout = layout_of(ctx.hosts, n, c.strided_groups);
+  const Layout layout = layout_of(ctx.hosts, n, c.stride);
   row.arg("num_groups", std::int64_t{groups})
       .arg("ranks_per_node", layout.ranks_per_node_min == layout.ranks_per_node_max
                                  ? Value{std::int64_t{layout.ranks_per_node_min}}

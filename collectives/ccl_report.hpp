@@ -30,7 +30,7 @@ struct CclCase {
   int group_size;
   std::string label;  // model messages: what it stands for
   std::int64_t calls_per_step = 0;
-  bool strided_groups = false;  // bench_fsdp's HSDP all-reduce: ranks r, r+g, r+2g ...
+  int stride = 1;  // the group's ranks this far apart (collectives/rank_groups.hpp)
   // --capture-path: the job's calls and average time of this message (in_job_us, in_job_ratio)
   bool captured = false;
   std::int64_t captured_calls = 0;
@@ -47,13 +47,13 @@ struct CclContext {
 
 // The layout facts of a row: ranks per node (least and most; equal when the layout is even),
 // and whether the groups of a case stay inside one node: "no" (every group inside a node),
-// "yes" (every group spans nodes) or "some". `strided`: HSDP's replica groups (ranks r, r+g,
-// r+2g ...) rather than consecutive ranks.
+// "yes" (every group spans nodes) or "some", the groups of `size` ranks `stride` apart
+// (collectives/rank_groups.hpp).
 struct Layout {
   int ranks_per_node_min = 1, ranks_per_node_max = 1;
   std::string group_spans_nodes = "no";
 };
-Layout layout_of(const std::vector<std::string>& hosts, int group_size, bool strided = false);
+Layout layout_of(const std::vector<std::string>& hosts, int group_size, int stride = 1);
 
 Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, const CclContext& ctx);
 

@@ -30,7 +30,7 @@ std::int64_t calls_per_step(const ParallelMessage& x, const ModelConfig& m) {
 // The messages of one pattern summed by what a benchmark case is (op, size, dtype), in the
 // order they first come; `label` names each from its op.
 void add_summed(const std::vector<ParallelMessage>& messages, const ModelConfig& m, int group,
-                const std::function<std::string(const ParallelMessage&)>& label,
+                ParallelAxis axis, const std::function<std::string(const ParallelMessage&)>& label,
                 std::vector<ModelMessage>& out) {
   std::map<std::tuple<CollOp, std::int64_t, DType>, std::size_t> index;
   for (const ParallelMessage& x : messages) {
@@ -38,7 +38,7 @@ void add_summed(const std::vector<ParallelMessage>& messages, const ModelConfig&
     auto it = index.find(key);
     if (it == index.end()) {
       it = index.emplace(key, out.size()).first;
-      out.push_back({label(x), x.op, static_cast<std::uint64_t>(x.bytes), x.dtype, group, 0});
+      out.push_back({label(x), x.op, static_cast<std::uint64_t>(x.bytes), x.dtype, group, 0, axis});
     }
     out[it->second].calls_per_step += calls_per_step(x, m);
   }
@@ -61,7 +61,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   // Tensor parallelism without sequence parallelism, then with it (the same step's alternative:
   // its all-gathers and reduce-scatters); the cross-entropy all-reduce is in both, listed once.
   add_summed(
-      tensor_parallel_messages(shape), m, tp,
+      tensor_parallel_messages(shape), m, tp, ParallelAxis::tp,
       [&](const ParallelMessage& x) {
         return x.dtype == DType::fp32 && x.bytes == shape.tokens * 4
                    ? fmt::format("tp all_reduce of cross-entropy stats ({}x{} fp32)", p.micro_batch,
@@ -73,7 +73,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   std::vector<ParallelMessage> with_sp = tensor_parallel_messages(shape);
   std::erase_if(with_sp, [](const ParallelMessage& x) { return x.op == CollOp::all_reduce; });
   add_summed(
-      with_sp, m, tp,
+      with_sp, m, tp, ParallelAxis::tp,
       [&](const ParallelMessage& x) {
         return fmt::format("sp {} of mbs*seq*hidden {}", coll_op_name(x.op), dims);
       },
@@ -85,7 +85,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
     const std::string prefix = sp ? "sp " : "";
     const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);
     add_summed(
-        expert_parallel_messages(shape), m, static_cast<int>(p.ep),
+        expert_parallel_messages(shape), m, static_cast<int>(p.ep), ParallelAxis::ep,
         [&](const ParallelMessage&) {
           return fmt::format("{}ep all_to_all of tokens*top_k*hidden ({}x{}x{})", prefix, tokens,
                              shape.top_k, m.hidden_size);
@@ -97,7 +97,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
                      CollOp::send_recv,
                      static_cast<std::uint64_t>(tokens * m.hidden_size *
                                                 static_cast<std::int64_t>(dtype_size(p.dtype))),
-                     p.dtype, 2, 2});
+                     p.dtype, 2, 2, ParallelAxis::pp});
   }
   return out;
 }

@@ -13,13 +13,19 @@
 
 namespace opbench {
 
+// The parallel dimension whose groups a message runs in: where its ranks lie in the launch
+// (collectives/rank_groups.hpp: tensor-parallel ranks consecutive, an expert group's tp apart, a
+// pipeline stage's neighbour world / pp on).
+enum class ParallelAxis { tp, ep, pp };
+
 struct ModelMessage {
   std::string label;  // what it stands for: "tp all_reduce of mbs*seq*hidden"
   CollOp op;
   std::uint64_t size_bytes;  // nccl-tests size: max(send, recv) bytes per rank
   DType dtype;               // --model-dtype, or fp32 for the cross-entropy statistics
-  int group_size;            // ranks that take part (tp, ep, or the pipeline's world)
+  int group_size;            // ranks that take part (tp, ep, or 2: a stage and the next)
   std::int64_t calls_per_step;
+  ParallelAxis axis = ParallelAxis::tp;
 };
 
 struct ModelParallel {

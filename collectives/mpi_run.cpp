@@ -84,13 +84,10 @@ void MpiRun::open_reports(const std::string& dir, const std::vector<NamedOutput>
   if (session_.any(!report_error.empty())) throw bad_input(report_error);
 }
 
-Communicator& MpiRun::communicator(int group_size, bool strided,
-                                   std::optional<std::size_t> reserve_bytes) {
-  auto& comm = comms_[{strided, group_size}];
+Communicator& MpiRun::communicator(RankGroups g, std::optional<std::size_t> reserve_bytes) {
+  auto& comm = comms_[g];
   if (!comm || comm->aborted()) {
-    MPI_Comm group = strided ? session_.strided_comm(session_.world_size() / group_size)
-                             : session_.group_comm(group_size);
-    comm = make_communicator(backend_, session_, group);
+    comm = make_communicator(backend_, session_, session_.group_comm(g));
     if (reserve_bytes) comm->reserve(*reserve_bytes);
   }
   return *comm;
@@ -118,7 +115,7 @@ bool MpiRun::run_case(const MpiCase& c, CaseLoop& loop, RowSink* reports, const 
     AbortHookScope hook(session_, write_failed_row);
     // Before the case's clock: a communicator's set-up (NCCL's) is its own, not the first case's.
     comm = runner_.start_case(c.label, [&]() -> Communicator& {
-      return communicator(c.group_size, c.strided, c.reserve_bytes);
+      return communicator({c.group_size, c.stride}, c.reserve_bytes);
     });
   }
   stopped_ = comm == nullptr;

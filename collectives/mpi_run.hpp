@@ -32,7 +32,7 @@ namespace opbench {
 // One case of collectives: the groups it runs in and the call.
 struct MpiCase {
   int group_size = 1;
-  bool strided = false;  // HSDP's replica groups: ranks r, r + world/group_size, ...
+  int stride = 1;  // the group's ranks this far apart (collectives/rank_groups.hpp)
   std::optional<std::size_t> reserve_bytes;  // buffers for the largest call of these groups
   CollCall call;
   std::string label;  // for progress and the hang guard's messages
@@ -83,11 +83,10 @@ class MpiRun {
   // and the closing lines; close_run), returning the exit code: called by finish() after the last
   // case, or by the thread that ends the job inside a case.
   void on_close(std::function<int(bool stopped)> close) { close_ = std::move(close); }
-  // The communicator of groups of `group_size` consecutive ranks, or with `strided` of ranks r,
-  // r + world/group_size, ... (HSDP's replica groups), made at its first case and again after an
-  // error aborted it; `reserve_bytes` sizes its buffers for the largest call it will make.
-  Communicator& communicator(int group_size, bool strided = false,
-                             std::optional<std::size_t> reserve_bytes = std::nullopt);
+  // The communicator of this rank's group of `g` (collectives/rank_groups.hpp), made at its first
+  // case and again after an error aborted it; `reserve_bytes` sizes its buffers for the largest
+  // call it will make.
+  Communicator& communicator(RankGroups g, std::optional<std::size_t> reserve_bytes = std::nullopt);
   // Runs case `c` on every rank; false on every rank, and nothing run, once SIGINT or SIGTERM has
   // reached any rank (mpirun passes a signal on to the ranks maybe not at once), so that every
   // rank stops before the same case. That agreement is an arrival check (--timeout): a rank that
@@ -115,9 +114,9 @@ class MpiRun {
   CclBackend choose_backend(const CclBackendRequest& request, int graph_replays);
 
   MpiSession& session_;
-  // (strided, group size): the communicators outlive the runner, whose watchdog thread ends
-  // before they go.
-  std::map<std::pair<bool, int>, std::unique_ptr<Communicator>> comms_;
+  // by their groups: the communicators outlive the runner, whose watchdog thread ends before
+  // they go.
+  std::map<RankGroups, std::unique_ptr<Communicator>> comms_;
   CollRunner runner_;  // before the backend: its watchdog guards the backend's choice
   CclBackend backend_;
   Environment env_;

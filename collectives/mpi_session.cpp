@@ -113,29 +113,19 @@ void MpiSession::leave_liveness() {
 
 MpiSession::~MpiSession() {
   liveness_.reset();  // goodbye first: rank 0 must not take a normal end for a lost rank
-  for (auto* list : {&groups_, &strided_})
-    for (auto& [size, comm] : *list)
-      if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  for (auto& [groups, comm] : groups_)
+    if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
   if (arrival_comm_ != MPI_COMM_NULL) MPI_Comm_free(&arrival_comm_);
   MPI_Finalize();
 }
 
-MPI_Comm MpiSession::group_comm(int group_size) {
-  if (group_size == world_size_) return MPI_COMM_WORLD;
-  for (auto& [size, comm] : groups_)
-    if (size == group_size) return comm;
+MPI_Comm MpiSession::group_comm(RankGroups g) {
+  if (g.size == world_size_) return MPI_COMM_WORLD;
+  for (auto& [groups, comm] : groups_)
+    if (groups == g) return comm;
   MPI_Comm comm;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank_ / group_size, world_rank_, &comm);
-  groups_.emplace_back(group_size, comm);
-  return comm;
-}
-
-MPI_Comm MpiSession::strided_comm(int group_size) {
-  for (auto& [size, comm] : strided_)
-    if (size == group_size) return comm;
-  MPI_Comm comm;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank_ % group_size, world_rank_, &comm);
-  strided_.emplace_back(group_size, comm);
+  MPI_Comm_split(MPI_COMM_WORLD, group_leader(world_rank_, world_size_, g), world_rank_, &comm);
+  groups_.emplace_back(g, comm);
   return comm;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collectives/abort_once.hpp"
+#include "collectives/rank_groups.hpp"
 #include "collectives/stall_detector.hpp"
 
 namespace opbench {
@@ -41,11 +42,9 @@ class MpiSession {
   std::string where(int rank) const;  // "rank 3 (node2)"
   MPI_Comm world() const { return MPI_COMM_WORLD; }
 
-  // Consecutive groups of `group_size` ranks (the whole world when it equals the world size).
-  MPI_Comm group_comm(int group_size);
-  int group_index(int group_size) const { return world_rank_ / group_size; }
-  // Ranks with the same position in every group of `group_size` (HSDP's replica groups).
-  MPI_Comm strided_comm(int group_size);
+  // This rank's group of `g` (collectives/rank_groups.hpp; the whole world when g.size is the
+  // world size), made at its first use.
+  MPI_Comm group_comm(RankGroups g);
 
   void barrier(MPI_Comm comm) const { MPI_Barrier(comm); }
   std::vector<double> allgather(double value) const;
@@ -107,7 +106,7 @@ class MpiSession {
   std::string host_;
   std::vector<std::string> hosts_;
   MPI_Comm arrival_comm_ = MPI_COMM_NULL;
-  std::vector<std::pair<int, MPI_Comm>> groups_, strided_;
+  std::vector<std::pair<RankGroups, MPI_Comm>> groups_;
   int arrival_tag_ = 0;
   AbortOnce abort_;                     // the running case's abort hook, taken at most once
   std::unique_ptr<Liveness> liveness_;  // every rank's TCP line to rank 0 (collectives/liveness)

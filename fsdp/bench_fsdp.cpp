@@ -107,6 +107,12 @@ class FsdpReplay {
   }
 
  private:
+  // HSDP's all-reduce runs across the shard groups: a replica group is one rank of each, world /
+  // group apart; the gathers and scatters run in consecutive ranks.
+  int replica_stride(CollOp op, std::int64_t group) const {
+    return op == CollOp::all_reduce ? mpi_.context().world_size / static_cast<int>(group) : 1;
+  }
+
   // Runs the collective of `e` on every rank; false when the run stopped before it.
   bool measure(const PlanEntry& e) {
     auto [op, dtype, count, group] = signature(e);
@@ -119,8 +125,7 @@ class FsdpReplay {
     call = CollCall{op, dtype, redop_, 0, probe.counts(), false};
     const std::string label =
         fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
-    // HSDP's all-reduce runs across the shard groups
-    const MpiCase c{static_cast<int>(group), op == CollOp::all_reduce, std::nullopt, call, label};
+    const MpiCase c{static_cast<int>(group), replica_stride(op, group), std::nullopt, call, label};
     return mpi_.run_case(c, loop_, reports_.get(), [&](const CollResult& r) {
       slot.second = r;  // rank 0's, for the later entries that share it
       std::string line = r.status == Status::ok
@@ -141,7 +146,7 @@ class FsdpReplay {
                     static_cast<int>(e.group_size),
                     e.unit,
                     e.calls_per_step,
-                    e.op == CollOp::all_reduce};  // HSDP's all-reduce runs across the shard groups
+                    replica_stride(e.op, e.group_size)};
     Record row;
     row.arg("unit", e.unit).arg("phase", e.phase).append(ccl_row(c, call, result, mpi_.context()));
     return row;

@@ -8,9 +8,10 @@ namespace made by the launch agent. mpirun runs here, in the root namespace, and
 nodes through a small plm_rsh_agent script (`AGENT IP COMMAND...` -> `ip netns exec NODE unshare
 --uts ...`); the hostfile lists the nodes by IP address, so nothing needs /etc/hosts.
 
-1. Healthy runs (bench_ccl 3 nodes x 2 ranks: the whole world, --group-size 2 and 3; bench_fsdp):
-   exit 0, rows ok, world_size 6, nodes 3, ranks_per_node 2, the layout columns where the build
-   has them, and the rank map of environment.json.
+1. Healthy runs (bench_ccl 3 nodes x 2 ranks: the whole world, --group-size 2 and 3, a model's
+   pipeline messages at tp 3, pp 2, whose neighbour stages are 3 ranks apart and so on two nodes
+   each; bench_fsdp): exit 0, rows ok, world_size 6, nodes 3, ranks_per_node 2, the layout
+   columns where the build has them, and the rank map of environment.json.
 2. Faults, each on a long bench_ccl sweep once its first row is written: node3's link taken down,
    rank 3 (on node2) killed, rank 3 stopped; and node3's link taken down between two cases, while
    rank 4 (on node3) is held after the first case (--test-stall-at between), so that the ranks'
@@ -753,6 +754,9 @@ def main():
                 ("bench_ccl, world of 6", args.bench_ccl, "ccl_world", small, "ccl", "yes"),
                 ("bench_ccl --group-size 2", args.bench_ccl, "ccl_group2", small + ["--group-size", "2"], "ccl", "no"),
                 ("bench_ccl --group-size 3", args.bench_ccl, "ccl_group3", small + ["--group-size", "3"], "ccl", "yes"),
+                ("bench_ccl --model tiny --tp 3 --pp 2 --op send_recv", args.bench_ccl, "ccl_pp",
+                 ["--backend", "mpi", "--model", "tiny", "--tp", "3", "--pp", "2", "--op", "send_recv",
+                  "-n", "5", "-w", "1", "--max-time", "0.2", "--quiet", "--timeout", "30"], "ccl", "yes"),
                 ("bench_fsdp --model tiny", args.bench_fsdp, "fsdp_tiny",
                  ["--model", "tiny", "--backend", "mpi", "-n", "5", "-w", "1", "--max-time", "0.2", "--quiet",
                   "--timeout", "30"], "fsdp", "yes"),
@@ -830,7 +834,7 @@ def main():
         log(f"\nFAIL ({took:.0f} s): {'; '.join(failures)}. Reports and logs kept in {args.out}")
         return 1
     if not args.keep:
-        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "fsdp_tiny", "fault_link", "fault_link_between",
+        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "ccl_pp", "fsdp_tiny", "fault_link", "fault_link_between",
                     "fault_kill", "fault_stop", "fault_link_retry", "fault_link_between_retry", "fault_kill_retry",
                     "fault_stop_retry"):
             shutil.rmtree(os.path.join(args.out, sub), ignore_errors=True)

@@ -6,6 +6,7 @@
 #include "collectives/coll_op.hpp"
 #include "collectives/model_messages.hpp"
 #include "collectives/mpi_run.hpp"
+#include "collectives/rank_groups.hpp"
 #include "collectives/rank_load.hpp"
 #include "common/case_loop.hpp"
 #include "common/error.hpp"
@@ -175,6 +176,11 @@ TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without 
   CHECK(p2p[0].size_bytes == 4096ull * 4096 * 2);
   CHECK(p2p[1].size_bytes == 2048ull * 4096 * 2);
   CHECK((p2p[0].group_size == 2 && p2p[1].group_size == 2));  // pp 4: still pairs
+  // each in its own dimension's groups (bench_ccl strides them as Megatron-LM lays them out)
+  for (const auto& x : msgs)
+    CHECK(x.axis == (x.op == CollOp::all_to_all  ? ParallelAxis::ep
+                     : x.op == CollOp::send_recv ? ParallelAxis::pp
+                                                 : ParallelAxis::tp));
 }
 
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
@@ -190,7 +196,34 @@ TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   CHECK(l.ranks_per_node_max == 3);
   CHECK(l.group_spans_nodes == "some");  // {a,a} inside, {a,b} across
   // HSDP's replica groups of 2 over shards of 2: ranks {0,2} and {1,3}, each across a and b
-  CHECK(layout_of({"a", "a", "b", "b"}, 2, true).group_spans_nodes == "yes");
+  CHECK(layout_of({"a", "a", "b", "b"}, 2, 2).group_spans_nodes == "yes");
+  // a pipeline of 3 stages on 3 nodes of 2 ranks (tp 2): stages 0 and 1 pair across a and b,
+  // the last stage's ranks pair inside c
+  CHECK(layout_of(even, 2, 2).group_spans_nodes == "some");
+  // 2 stages of tp 3: {0,3} {1,4} {2,5}, every pair across nodes (consecutive pairs stayed
+  // inside a node: the pipeline's link was measured as the node's own)
+  CHECK(layout_of(even, 2, 3).group_spans_nodes == "yes");
+}
+
+TEST_CASE("rank groups: size ranks stride apart, blocks of size x stride, the rest consecutive") {
+  auto leaders = [](int world, RankGroups g) {
+    std::vector<int> out;
+    for (int r = 0; r < world; ++r)
+      out.push_back(group_leader(r, world, g));
+    return out;
+  };
+  // consecutive: tensor parallelism of 2 over 6 ranks
+  CHECK(leaders(6, {2, 1}) == std::vector<int>{0, 0, 2, 2, 4, 4});
+  // Megatron-LM's expert groups of 4 at tp 2 over 16 ranks: {0,2,4,6} {1,3,5,7} {8,...} {9,...}
+  CHECK(leaders(16, {4, 2}) == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1, 8, 9, 8, 9, 8, 9, 8, 9});
+  // pipeline neighbours at pp 4 over 8 ranks (tp 2): stages 0-1 and 2-3, 2 ranks apart
+  CHECK(leaders(8, {2, 2}) == std::vector<int>{0, 1, 0, 1, 4, 5, 4, 5});
+  // pp 3 over 6 ranks: stages 0-1 pair, the last stage's two ranks pair with each other
+  CHECK(leaders(6, {2, 2}) == std::vector<int>{0, 1, 0, 1, 4, 4});
+  // HSDP's replicas: stride world / size
+  CHECK(leaders(8, {2, 4}) == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});
+  // a block larger than the launch (ep 4 at tp 2 on 4 ranks): consecutive, as before
+  CHECK(leaders(4, {4, 2}) == std::vector<int>{0, 0, 0, 0});
 }
 
 TEST_CASE("rank load: a host with more ranks than CPUs is oversubscribed, and named") {
