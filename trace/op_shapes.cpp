@@ -372,6 +372,13 @@ const char* unreplayed_kind(std::string_view name) {
   if (name.substr(0, 6) == "Memcpy" || name.substr(0, 6) == "Memset" ||
       name.substr(0, 9) == "threshold")
     return "memory_bound";
+  // torch.compile's Triton kernels, each launched inside a record_function of its name
+  // (triton_<first 3 letters of its category>_fused_...): pointwise, reductions, persistent
+  // reductions, foreach (a compiled optimizer) and scans stream memory; templates (triton_tem_:
+  // GEMMs, flex attention) do not
+  for (std::string_view p :
+       {"triton_poi_", "triton_red_", "triton_per_", "triton_for_", "triton_spl_"})
+    if (name.substr(0, p.size()) == p) return "memory_bound";
   return "other";
 }
 

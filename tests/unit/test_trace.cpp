@@ -466,12 +466,52 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
                  "ranks whose traces were read together (no distributedInfo world_size)")));
 }
 
+TEST_CASE("trace: a compiled step's fused Triton kernels are memory-bound rows of their own") {
+  // torch.compile's graph (CompiledFunction) launches each Triton kernel through the driver
+  // (cuLaunchKernel) inside a record_function of the kernel's name, its GEMMs as aten::mm: a
+  // fused RMSNorm (50 us), a GEMM (100 us), a Triton GEMM template (40 us), back to back. The
+  // fused kernels were rows of kind other, so a calibration from this trace lost them
+  const std::string dir = test::fresh_temp_dir("trace_compiled").string();
+  std::ofstream(dir + "/rank0.pt.trace.json") << R"({
+ "schemaVersion": 1, "record_shapes": 1,
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 7, "tid": 1, "ts": 1000, "dur": 300, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "CompiledFunction", "pid": 7, "tid": 1, "ts": 1010, "dur": 200, "args": {"External id": 2}},
+  {"ph": "X", "cat": "cpu_op", "name": "triton_red_fused_add_mean_mul_pow_rsqrt_0", "pid": 7, "tid": 1, "ts": 1020, "dur": 20, "args": {"External id": 3, "Input Dims": [[4096, 4096], [4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}},
+  {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 7, "tid": 1, "ts": 1025, "dur": 5, "args": {"External id": 3, "correlation": 100}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 1060, "dur": 30, "args": {"External id": 4, "Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"], "Input Strides": [[4096, 1], [4096, 1]]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 1065, "dur": 5, "args": {"External id": 4, "correlation": 101}},
+  {"ph": "X", "cat": "cpu_op", "name": "triton_tem_fused_mm_1", "pid": 7, "tid": 1, "ts": 1100, "dur": 20, "args": {"External id": 5, "Input Dims": [[4096, 4096], [4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}},
+  {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 7, "tid": 1, "ts": 1105, "dur": 5, "args": {"External id": 5, "correlation": 102}},
+  {"ph": "X", "cat": "kernel", "name": "triton_red_fused_add_mean_mul_pow_rsqrt_0", "pid": 0, "tid": 7, "ts": 1100, "dur": 50, "args": {"device": 0, "stream": 7, "correlation": 100}},
+  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7, "ts": 1150, "dur": 100, "args": {"device": 0, "stream": 7, "correlation": 101}},
+  {"ph": "X", "cat": "kernel", "name": "triton_tem_fused_mm_1", "pid": 0, "tid": 7, "ts": 1250, "dur": 40, "args": {"device": 0, "stream": 7, "correlation": 102}}
+ ]
+})";
+  const auto tables = read_traces(dir);
+  REQUIRE(tables.size() == 1);
+  const auto rows = by_api(*tables[0]);
+  const Row& norm = rows.at("triton_red_fused_add_mean_mul_pow_rsqrt_0");
+  CHECK((norm.kind == "memory_bound" && norm.total_us == Approx(50.0) && norm.timed == 1));
+  CHECK((rows.at("aten::mm").kind == "gemm" && rows.at("aten::mm").total_us == Approx(100.0)));
+  CHECK((rows.at("triton_tem_fused_mm_1").kind == "other" &&
+         rows.at("triton_tem_fused_mm_1").total_us == Approx(40.0)));
+  CHECK(rows.count("CompiledFunction") == 0);  // it ran no kernel of its own
+  CHECK(sum_us(*tables[0]) == Approx(190.0));
+}
+
 TEST_CASE("trace: a product not replayed is not memory-bound, whatever its prefix") {
   // addbmm, addmm_, addmv began as "add" does, and were counted in the memory-bound family
   for (const char* name : {"aten::addbmm", "aten::addmm_", "aten::addmv", "aten::addr",
                            "aten::baddbmm_", "aten::_grouped_mm", "aten::_int_mm", "aten::mm"})
     CHECK(std::string(unreplayed_kind(name)) == "other");
   CHECK(std::string(unreplayed_kind("aten::add_")) == "memory_bound");
+  // torch.compile's fused Triton kernels (Inductor's names): a template is a GEMM
+  CHECK(std::string(unreplayed_kind("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1")) ==
+        "memory_bound");
+  CHECK(std::string(unreplayed_kind("triton_poi_fused_add_cos_sin_0")) == "memory_bound");
+  CHECK(std::string(unreplayed_kind("triton_for_fused_0")) == "memory_bound");
+  CHECK(std::string(unreplayed_kind("triton_tem_fused_mm_0")) == "other");
   CHECK(std::string(unreplayed_kind("aten::addcmul_")) == "memory_bound");
 }
 
