@@ -61,10 +61,17 @@ void stream_json(const std::string& path, JsonSink& sink) {
     throw bad_input(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::istream in(buffer.get());
   using json = nlohmann::json;
-  std::string key;        // the top-level member being read
-  bool in_array = false;  // that member is an array
+  std::string key;         // the top-level member being read
+  bool in_array = false;   // that member is an array
+  bool top_array = false;  // the file is one array: the Chrome trace's JSON Array Format
   json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
     using E = json::parse_event_t;
+    if (depth == 0 && event == E::array_start) top_array = true;
+    if (depth == 1 && top_array) {  // an event, streamed as traceEvents' are (never kept)
+      if (event != E::object_end && event != E::array_end && event != E::value) return true;
+      sink.element("traceEvents", parsed);
+      return false;
+    }
     if (depth == 1) {
       if (event == E::key) {
         key = parsed.get<std::string>();

@@ -2,8 +2,10 @@
 // A profiler trace read as a stream: a trace of a real job is hundreds of MB to several GB of
 // JSON, one top-level object whose big member is an array of events (Kineto's `traceEvents`,
 // an execution trace's `nodes`). Each element of a top-level array is handed over as soon as it
-// is parsed and then dropped, so memory follows one event, not the file. Plain or gzip (zlib
-// reads both the same way).
+// is parsed and then dropped, so memory follows one event, not the file. A file that is one
+// array (the Chrome trace format's JSON Array Format, the legacy autograd profiler's export) is
+// that array of events: its elements come as `traceEvents`'. Plain or gzip (zlib reads both the
+// same way).
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -594,6 +594,33 @@ TEST_CASE("trace: nlohmann's exceptions from a reader are bad input naming the f
   }
 }
 
+TEST_CASE("trace: a trace that is one array of events streams as traceEvents, kept by nobody") {
+  // the Chrome trace's JSON Array Format (the legacy autograd profiler's export): each event was
+  // a top-level "member" of key "", every one of them held in memory until the file's end, and
+  // the trace then refused
+  struct Counting : JsonSink {
+    std::size_t members = 0, events = 0;
+    void member(const std::string&, const nlohmann::json&) override { ++members; }
+    void element(const std::string& key, nlohmann::json& value) override {
+      if (key == "traceEvents" && value.is_object()) ++events;
+    }
+  };
+  const std::string dir = test::fresh_temp_dir("trace_array").string();
+  const auto object = nlohmann::json::parse(test::read_text(kData + "cpu_rank0.pt.trace.json"));
+  std::ofstream(dir + "/cpu_rank0.pt.trace.json") << object.at("traceEvents").dump();
+  Counting sink;
+  stream_json(dir + "/cpu_rank0.pt.trace.json", sink);
+  CHECK((sink.members == 0 && sink.events == 13));
+  // the same rows as the object it came from
+  const auto array = read_traces(dir + "/cpu_rank0.pt.trace.json");
+  const auto whole = read_traces(kData + "cpu_rank0.pt.trace.json");
+  REQUIRE((array.size() == 1 && whole.size() == 1));
+  const auto a = by_api(*array[0]), w = by_api(*whole[0]);
+  REQUIRE(a.size() == w.size());
+  for (const auto& [api, row] : w)
+    CHECK((a.at(api).calls == row.calls && a.at(api).total_us == Approx(row.total_us)));
+}
+
 TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files', and says so") {
   // joined_all_gather/: rank 0's profiler trace without shapes and its execution trace, whose
   // c10d::_allgather_base_ gathers 1024 bf16 elements into 4096. Two files, one rank: the
