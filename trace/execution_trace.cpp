@@ -275,24 +275,28 @@ void ExecutionTraceReader::State::node(const json& n) {
   } else if (auto comm = comm_of(name, n, operands, scalars)) {
     hint = std::move(*comm);
   }
-  // the collectives below this node: one is this collective's own call (its size, if it states
-  // one, beats an assumed one here); any other is a call of its own
-  if (auto below = comm_below.extract(id)) {
-    std::vector<PendingComm>& calls = below.mapped();
-    if (hint.comm && calls.size() == 1) {
-      const ShapeHint& inner = calls.front().hint;
-      if (inner.comm_size_stated || !hint.comm_size_stated) hint = inner;
-    } else {
-      for (const PendingComm& c : calls)
-        tally(c);
-    }
+  // The collectives below this node, waiting for the outermost of their chain. A collective
+  // holding one takes it for its own call (the inner one's size, if it states one, beats one
+  // assumed here); one holding several (a coalesced group) is those calls, not one more. Any
+  // other node passes them up: a chain may run through an operator this reader does not know.
+  std::vector<PendingComm> calls;
+  if (auto below = comm_below.extract(id)) calls = std::move(below.mapped());
+  if (hint.comm && calls.size() == 1) {
+    const ShapeHint& inner = calls.front().hint;
+    if (inner.comm_size_stated || !hint.comm_size_stated) hint = inner;
+    calls.front() = {name, hint};
+  } else if (hint.comm && calls.empty()) {
+    calls.push_back({name, hint});
+  } else if (hint.comm) {
+    hint.comm.reset();  // a profiler trace joined to this one counts its calls below, too
   }
-  if (hint.comm) {
-    PendingComm c{name, hint};
-    if (roots.count(parent) > 0)
-      tally(c);  // no collective above it
-    else
-      comm_below[parent].push_back(std::move(c));
+  if (roots.count(parent) > 0) {
+    for (const PendingComm& c : calls)
+      tally(c);  // nothing above but the thread
+  } else if (!calls.empty()) {
+    auto& above = comm_below[parent];
+    above.insert(above.end(), std::make_move_iterator(calls.begin()),
+                 std::make_move_iterator(calls.end()));
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
   if (const json* rf_id = attribute(n, "rf_id"); replayed && rf_id != nullptr)

@@ -228,14 +228,16 @@ std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Opera
   // gathers and scatters of flat tensors
   std::int64_t in_n = 0, out_n = 0;
   std::string_view type;
-  if (name == "allreduce" || name == "broadcast" || name == "reduce" || name == "send" ||
-      name == "recv") {
+  if (name == "allreduce" || name == "allreduce_coalesced" || name == "broadcast" ||
+      name == "reduce" || name == "send" || name == "recv") {
     in_n = in[0].numel, type = in[0].type;
-  } else if (name == "allgather" && in.size() >= 2) {  // (output lists, inputs)
+  } else if ((name == "allgather" || name == "allgather_into_tensor_coalesced") &&
+             in.size() >= 2) {  // (output lists, inputs)
     in_n = in[1].numel, type = in[1].type;
   } else if ((name == "_allgather_base" || name == "alltoall_base") && in.size() >= 2) {
     in_n = in[1].numel, out_n = in[0].numel, type = in[1].type;  // (output, input)
-  } else if (name == "reduce_scatter" || name == "_reduce_scatter_base") {
+  } else if (name == "reduce_scatter" || name == "_reduce_scatter_base" ||
+             name == "reduce_scatter_tensor_coalesced") {
     out_n = in[0].numel, type = in[0].type;  // (output(s), input(s))
   } else if (name == "barrier") {
     return comm_call("barrier", 0, 0, group_size, "");
@@ -376,8 +378,9 @@ const char* unreplayed_kind(std::string_view name) {
   // (triton_<first 3 letters of its category>_fused_...): pointwise, reductions, persistent
   // reductions, foreach (a compiled optimizer) and scans stream memory; templates (triton_tem_:
   // GEMMs, flex attention) do not
+  // (cooperative reductions and fixed-configuration kernels fall to category "unknown")
   for (std::string_view p :
-       {"triton_poi_", "triton_red_", "triton_per_", "triton_for_", "triton_spl_"})
+       {"triton_poi_", "triton_red_", "triton_per_", "triton_for_", "triton_spl_", "triton_unk_"})
     if (name.substr(0, p.size()) == p) return "memory_bound";
   return "other";
 }
