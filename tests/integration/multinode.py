@@ -10,7 +10,8 @@ nodes through a small plm_rsh_agent script (`AGENT IP COMMAND...` -> `ip netns e
 
 1. Healthy runs (bench_ccl 3 nodes x 2 ranks: the whole world, --group-size 2 and 3, a model's
    pipeline messages at tp 3, pp 2, whose neighbour stages are 3 ranks apart and so on two nodes
-   each; bench_fsdp): exit 0, rows ok, world_size 6, nodes 3, ranks_per_node 2, the layout
+   each; bench_fsdp, and with HSDP, whose replica groups span the nodes and shard groups do not):
+   exit 0, rows ok, world_size 6, nodes 3, ranks_per_node 2, the layout
    columns where the build has them, and the rank map of environment.json.
 2. Faults, each on a long bench_ccl sweep once its first row is written: node3's link taken down,
    rank 3 (on node2) killed, rank 3 stopped; and node3's link taken down between two cases, while
@@ -380,9 +381,10 @@ def check_healthy(name, job, rc, report_dir, binary, spans):
                     problems.append(f"{base} row {i}: {c} = {row[col[c]]!r}, expected {want}")
             if "group_spans_nodes" in col:
                 got = truthy_span(row[col["group_spans_nodes"]])
-                if got != spans:
+                want = spans.get(row[col["op"]]) if isinstance(spans, dict) else spans
+                if got != want:
                     problems.append(f"{base} row {i}: group_spans_nodes = "
-                                    f"{row[col['group_spans_nodes']]!r}, expected {spans}")
+                                    f"{row[col['group_spans_nodes']]!r}, expected {want}")
         missing = [c for c in list(optional) + ["group_spans_nodes"] if c not in col]
         if missing:
             notes.append(f"NOTE: {base} has no column {', '.join(missing)} (not checked)")
@@ -760,6 +762,11 @@ def main():
                 ("bench_fsdp --model tiny", args.bench_fsdp, "fsdp_tiny",
                  ["--model", "tiny", "--backend", "mpi", "-n", "5", "-w", "1", "--max-time", "0.2", "--quiet",
                   "--timeout", "30"], "fsdp", "yes"),
+                # HSDP: shards within a node, the replicas' all-reduce one rank of each node
+                ("bench_fsdp --model tiny --shard-group 2", args.bench_fsdp, "fsdp_hsdp",
+                 ["--model", "tiny", "--shard-group", "2", "--backend", "mpi", "-n", "5", "-w", "1",
+                  "--max-time", "0.2", "--quiet", "--timeout", "30"], "fsdp",
+                 {"all_reduce": "yes", "all_gather": "no", "reduce_scatter": "no"}),
             ]
             log("\n## healthy runs")
             for title, binary, sub, bench_args, kind, spans in healthy:
@@ -834,7 +841,7 @@ def main():
         log(f"\nFAIL ({took:.0f} s): {'; '.join(failures)}. Reports and logs kept in {args.out}")
         return 1
     if not args.keep:
-        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "ccl_pp", "fsdp_tiny", "fault_link", "fault_link_between",
+        for sub in ("ccl_world", "ccl_group2", "ccl_group3", "ccl_pp", "fsdp_tiny", "fsdp_hsdp", "fault_link", "fault_link_between",
                     "fault_kill", "fault_stop", "fault_link_retry", "fault_link_between_retry", "fault_kill_retry",
                     "fault_stop_retry"):
             shutil.rmtree(os.path.join(args.out, sub), ignore_errors=True)
