@@ -161,6 +161,25 @@ std::optional<ShapeHint> stated_comm(const json& n, const World& world) {
   return h;
 }
 
+// The process group's size where an execution trace has no attrs for it: the inputs of a
+// record_param_comms node (RECORD_PARAM_COMMS and RECORD_PARAM_COMMS_DATA in
+// torch/csrc/distributed/c10d/ParamCommsUtils.hpp) end with the collective's name, its input
+// and output split sizes (two lists), the group's first global rank, its stride and its size.
+// Older versions end at the split sizes: nothing is read from them.
+std::optional<int> legacy_group_size(const json* values) {
+  if (values == nullptr || !values->is_array() || values->size() < 6) return std::nullopt;
+  const std::size_t n = values->size();
+  const json &collective = (*values)[n - 6], &in_split = (*values)[n - 5],
+             &out_split = (*values)[n - 4], &start = (*values)[n - 3], &stride = (*values)[n - 2],
+             &size = (*values)[n - 1];
+  if (!collective.is_string() || !in_split.is_array() || !out_split.is_array() ||
+      !start.is_number_integer() || !stride.is_number_integer() || !size.is_number_integer())
+    return std::nullopt;
+  const std::int64_t s = size.get<std::int64_t>();
+  if (s <= 0 || s > (1 << 24)) return std::nullopt;
+  return static_cast<int>(s);
+}
+
 }  // namespace
 
 struct ExecutionTraceReader::State {
@@ -183,11 +202,14 @@ struct ExecutionTraceReader::State {
     ShapeHint hint;
   };
   std::unordered_map<std::int64_t, std::vector<PendingComm>> comm_below;
+  // a c10d operator's group size, from the record_param_comms below it (legacy_group_size)
+  std::unordered_map<std::int64_t, int> size_below;
 
   void node(const json& n);
   std::optional<ShapeHint> comm_of(const std::string& name, const json& n,
                                    const std::vector<Operand>& operands,
-                                   const std::vector<std::string>& scalars) const;
+                                   const std::vector<std::string>& scalars,
+                                   std::optional<int> stated_size) const;
   void tally(const PendingComm& c);
 };
 
@@ -267,14 +289,18 @@ void ExecutionTraceReader::State::node(const json& n) {
 
   TraceTable& t = *table;
   ShapeHint hint;
+  std::optional<int> stated_size;
+  if (auto below = size_below.extract(id)) stated_size = below.mapped();
   if ((hint.gemm = gemm_call(name, operands))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
   } else if ((hint.attention =
                   attention_call(name, operands, scalars, text_of(attribute(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
-  } else if (auto comm = comm_of(name, n, operands, scalars)) {
+  } else if (auto comm = comm_of(name, n, operands, scalars, stated_size)) {
     hint = std::move(*comm);
   }
+  if (name == "record_param_comms" && attribute(n, "collective_name") == nullptr)
+    if (const auto size = legacy_group_size(in.values)) size_below[parent] = *size;
   // The collectives below this node, waiting for the outermost of their chain. A collective
   // holding one takes it for its own call (the inner one's size, if it states one, beats one
   // assumed here); one holding several (a coalesced group) is those calls, not one more. Any
@@ -312,15 +338,17 @@ void ExecutionTraceReader::State::node(const json& n) {
 }
 
 // A collective's call as this node states it: record_param_comms' attrs, a c10d operator's
-// tensors (its size assumed), a functional collective's tensors and group_size.
+// tensors (of `stated_size`, from its record_param_comms, else assumed), a functional
+// collective's tensors and group_size.
 std::optional<ShapeHint> ExecutionTraceReader::State::comm_of(
     const std::string& name, const json& n, const std::vector<Operand>& operands,
-    const std::vector<std::string>& scalars) const {
+    const std::vector<std::string>& scalars, std::optional<int> stated_size) const {
   if (name == "record_param_comms") return stated_comm(n, world);
   ShapeHint h;
   if (starts_with(name, "c10d::")) {
-    h.comm = c10d_call(name, operands, world.size);
-    h.comm_size = world.size;
+    h.comm_size = stated_size.value_or(world.size);
+    h.comm_size_stated = stated_size.has_value();
+    h.comm = c10d_call(name, operands, h.comm_size);
   } else if (auto f = functional_call(name, operands, scalars, text_of(attribute(n, "op_schema")),
                                       world.size)) {
     h.comm = f->call;
@@ -352,11 +380,11 @@ std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
       s.tally(c);
   s.comm_below.clear();
   if (s.assumed_size > 0)
-    s.table->notes.push_back(fmt::format(
-        "{} communication calls whose execution trace states no group size (no "
-        "record_param_comms pg_size, as before PyTorch 2.4, nor a group_size argument): "
-        "communicator size {} assumed, {}",
-        s.assumed_size, s.world.size, s.world.from));
+    s.table->notes.push_back(
+        fmt::format("{} communication calls whose execution trace states no group size (no "
+                    "record_param_comms that states it, as recent PyTorch versions write, nor a "
+                    "group_size argument): communicator size {} assumed, {}",
+                    s.assumed_size, s.world.size, s.world.from));
   return std::move(s.table);
 }
 

@@ -13,8 +13,8 @@ namespace opbench::trace {
 
 class ExecutionTraceReader {
  public:
-  // `world`: the communicators' size to take where the trace states none (no pg_size before
-  // PyTorch 2.4, no group_size argument).
+  // `world`: the communicators' size to take where the trace states none (no record_param_comms
+  // stating it, no group_size argument).
   ExecutionTraceReader(const std::string& path, const World& world);
   ~ExecutionTraceReader();
   ExecutionTraceReader(const ExecutionTraceReader&) = delete;

@@ -402,9 +402,11 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   // c10d::reduce_scatter_tensor_coalesced_ -> record_param_comms without its metadata; a
   // c10d::allreduce_ whose size nothing states; a wait_tensor holding ProcessGroupNCCL's "wait";
   // a _c10d_functional::all_gather_into_tensor -> c10d::allgather_into_tensor_coalesced_ ->
-  // record_param_comms (pg_size 4), as Functional.cpp routes them. Each collective was its c10d
-  // operator's row, of the assumed size (1: one rank's traces); then the coalesced c10d operators,
-  // unknown to the reader, left the functional gather counted twice
+  // record_param_comms (pg_size 4), as Functional.cpp routes them; a c10d::broadcast_ whose
+  // record_param_comms has the inputs of versions before the attrs, ending in its group's size
+  // (2). Each collective was its c10d operator's row, of the assumed size (1: one rank's
+  // traces); then the coalesced c10d operators, unknown to the reader, left the functional
+  // gather counted twice
   struct Comm {
     std::string op;
     std::int64_t count, comm_size, bytes;
@@ -419,7 +421,7 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   const auto alone = read_traces(kData + "et_collectives");
   REQUIRE(alone.size() == 1);
   const auto c = comms(*alone[0]);
-  REQUIRE(c.size() == 5);
+  REQUIRE(c.size() == 6);
   const Comm& tp = c.at("_c10d_functional::all_reduce");
   CHECK(
       (tp.op == "all_reduce" && tp.count == 8388608 && tp.comm_size == 2 && tp.bytes == 16777216));
@@ -430,6 +432,8 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
          rs.bytes == 16777216));
   const Comm& fg = c.at("_c10d_functional::all_gather_into_tensor");
   CHECK((fg.op == "all_gather" && fg.count == 2048 && fg.comm_size == 4 && fg.bytes == 16384));
+  const Comm& bc = c.at("c10d::broadcast_");
+  CHECK((bc.op == "broadcast" && bc.count == 2048 && bc.comm_size == 2 && bc.bytes == 8192));
   const Comm& dp = c.at("c10d::allreduce_");
   CHECK((dp.op == "all_reduce" && dp.count == 1000 && dp.comm_size == 1));
   for (const auto& r : alone[0]->rows())
@@ -438,9 +442,9 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   CHECK_THAT(alone[0]->notes,
              Catch::VectorContains(std::string(
                  "1 communication calls whose execution trace states no group size (no "
-                 "record_param_comms pg_size, as before PyTorch 2.4, nor a group_size "
-                 "argument): communicator size 1 assumed, the number of ranks whose traces were "
-                 "read together (no distributedInfo world_size)")));
+                 "record_param_comms that states it, as recent PyTorch versions write, nor a "
+                 "group_size argument): communicator size 1 assumed, the number of ranks whose "
+                 "traces were read together (no distributedInfo world_size)")));
   // read with the step's profiler trace, recorded without shapes (and its record_param_comms
   // without "Group size"): the outermost operators take the chains' stated sizes, and only the
   // last all_reduce's is assumed (all three were, of size 1)
