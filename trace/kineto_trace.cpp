@@ -157,7 +157,8 @@ struct KinetoReader::State {
   std::int64_t first_pid = -1;
   double overlap_us = 0;  // kernels of one device running at once, beyond the first
   bool rank_from_trace = false;
-  bool phases = false;          // an operator of the backward or the optimizer's step was seen
+  int late_world = 0;   // a distributedInfo world_size read after the events (an on-demand trace)
+  bool phases = false;  // an operator of the backward or the optimizer's step was seen
   bool optimizer_seen = false;  // one inside Optimizer.step#: torch.optim's annotation
 
   std::uint32_t key_of(const capture::CaptureKey& k) {
@@ -325,8 +326,13 @@ void KinetoReader::member(const std::string& key, const nlohmann::json& value) {
       s_->table->facts.rank = std::to_string(integer(*r));
       s_->rank_from_trace = true;
     }
-    if (const json* w = find(value, "world_size"); w != nullptr && integer(*w) > 0)
-      s_->world = {static_cast<int>(integer(*w)), "this trace's distributedInfo world_size"};
+    if (const json* w = find(value, "world_size"); w != nullptr && integer(*w) > 0) {
+      // after the events, the calls it would have sized are read already
+      if (s_->ops > 0)
+        s_->late_world = static_cast<int>(integer(*w));
+      else
+        s_->world = {static_cast<int>(integer(*w)), "this trace's distributedInfo world_size"};
+    }
   }
 }
 
@@ -497,8 +503,12 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
   if (assumed_group > 0)
     t.notes.push_back(fmt::format(
         "{} communication calls whose trace records no group size (no \"Group size\", or "
-        "shapes from the execution trace): communicator size {} assumed, {}",
-        assumed_group, world.size, world.from));
+        "shapes from the execution trace): communicator size {} assumed, {}{}",
+        assumed_group, world.size, world.from,
+        late_world > 0 && late_world != world.size
+            ? fmt::format(" (its distributedInfo, world_size {}, comes after the events)",
+                          late_world)
+            : ""));
   if (unknown_layout > 0)
     t.notes.push_back(
         fmt::format("{} GEMM calls without Input Strides: taken as layout NN", unknown_layout));

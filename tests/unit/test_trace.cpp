@@ -695,6 +695,24 @@ TEST_CASE("trace: a c10d call's communicator is the ranks' count, not the files'
   CHECK((h.count == 1024 && h.comm_size == 4 && h.bytes == 8192));
   for (const std::string& note : grouped->notes)
     CHECK(note.find("communicator size") == std::string::npos);
+  // an on-demand trace's distributedInfo after its events: the call was read with 1 (the ranks
+  // read together), which the note says, and that the trace's world_size came too late (it
+  // said "communicator size 8 assumed" of a row of 1)
+  {
+    std::string pt = test::read_text(kData + "joined_all_gather/rank0.pt.trace.json");
+    pt.insert(pt.rfind("}"), ",\n " + world_of_8 + "\n");
+    std::ofstream(dir + "/rank0.pt.trace.json") << pt;
+    const auto late = read_traces(dir);
+    REQUIRE(late.size() == 1);
+    CHECK(gather(*late[0]).comm_size == 1);
+    CHECK_THAT(late[0]->notes,
+               Catch::VectorContains(std::string(
+                   "1 communication calls whose trace records no group size (no \"Group size\", "
+                   "or shapes from the execution trace): communicator size 1 assumed, the number "
+                   "of ranks whose traces were read together (no distributedInfo world_size) (its "
+                   "distributedInfo, world_size 8, comes after the events)")));
+    CHECK(late[0]->facts.rank == "0");
+  }
 }
 
 TEST_CASE(
