@@ -1,10 +1,13 @@
 #include "collectives/bench_ccl.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "collectives/backend_select.hpp"
 #include "collectives/ccl_cases.hpp"
@@ -12,6 +15,7 @@
 #include "collectives/ccl_report.hpp"
 #include "collectives/mpi_main.hpp"
 #include "collectives/mpi_run.hpp"
+#include "collectives/rank_groups.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/harness_cost.hpp"
@@ -29,10 +33,19 @@ namespace {
 // --dry-run: the cases as they would run, one line each, and nothing else. The size is the one
 // the run measures and reports (the request rounded to whole elements per rank, as nccl-tests
 // rounds it: 1000 B of all_reduce on 3 ranks is 960 B), and the requested size beside it.
+// Rank 0's group of `c`: where its ranks lie (collectives/rank_groups.hpp), "0 1" or "0 8".
+std::string first_group(const CclCase& c, int world) {
+  std::vector<int> ranks;
+  for (int r = 0; r < world; ++r)
+    if (group_leader(r, world, {c.group_size, c.stride}) == 0) ranks.push_back(r);
+  return fmt::format("{}", fmt::join(ranks, " "));
+}
+
 int print_cases(const std::vector<CclCase>& cases, int world) {
   ConsoleTable table({{"op", "", 14},
                       {"label", "", 34},
                       {"group_size", "group", 5},
+                      {"ranks", "rank 0's group", 14},
                       {"dtype", "", 5},
                       {"placement", "", 12},
                       {"size_bytes", "", 12},
@@ -44,6 +57,7 @@ int print_cases(const std::vector<CclCase>& cases, int world) {
     r.arg("op", coll_op_name(c.op))
         .arg("label", c.label)
         .arg("group_size", std::int64_t{c.group_size})
+        .arg("ranks", first_group(c, world))
         .arg("dtype", std::string(dtype_name(c.dtype)))
         .arg("placement", placement_name(c.placement))
         .arg("size_bytes", coll_counts(c.op, c.size_bytes, ts, c.group_size).size_bytes(ts))
