@@ -59,6 +59,7 @@ Record ccl_row(const CclCase& c, const CollCall& call, const CollResult& r, cons
   row.arg("world_size", std::int64_t{ctx.world_size}).arg("group_size", std::int64_t{n});
   const Layout layout = layout_of(ctx.hosts, n, c.stride);
   row.arg("num_groups", std::int64_t{groups})
+      .arg("group_stride", std::int64_t{c.stride})
       .arg("ranks_per_node", layout.ranks_per_node_min == layout.ranks_per_node_max
                                  ? Value{std::int64_t{layout.ranks_per_node_min}}
                                  : Value{});

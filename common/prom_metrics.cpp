@@ -222,6 +222,7 @@ constexpr std::string_view kDescribesTheRun[] = {
     "group_spans_nodes",
     "nodes",
     "num_groups",
+    "group_stride",
     "times_from",
     "time_from",
     "source",

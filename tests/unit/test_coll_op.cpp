@@ -205,6 +205,24 @@ TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   CHECK(layout_of(even, 2, 3).group_spans_nodes == "yes");
 }
 
+TEST_CASE("a row says how far apart its groups' ranks are, and where they lie") {
+  // a pipeline pair of --model at pp 2 on 2 nodes of 4: ranks 0 and 4, 1 and 5, ...
+  CclCase c{CollOp::send_recv,       DType::bf16, RedOp::sum,     0, 4096,
+            Placement::out_of_place, 2,           "pp send_recv", 2, 4};
+  CclContext ctx;
+  ctx.world_size = 8;
+  ctx.hosts = {"a", "a", "a", "a", "b", "b", "b", "b"};
+  CollResult r;
+  r.time_us = 10;
+  r.rank_times_us.assign(8, 10.0);
+  const CollCall call{c.op, c.dtype, c.redop, 0, coll_counts(c.op, c.size_bytes, 2, 2), false};
+  const Record row = ccl_row(c, call, r, ctx);
+  REQUIRE(row.get<std::int64_t>("group_stride"));
+  CHECK(*row.get<std::int64_t>("group_stride") == 4);
+  CHECK(*row.get<std::int64_t>("num_groups") == 4);
+  CHECK(*row.get<std::string>("group_spans_nodes") == "yes");
+}
+
 TEST_CASE("rank groups: size ranks stride apart, blocks of size x stride, the rest consecutive") {
   auto leaders = [](int world, RankGroups g) {
     std::vector<int> out;
