@@ -163,21 +163,32 @@ std::optional<ShapeHint> stated_comm(const json& n, const World& world) {
 
 // The process group's size where an execution trace has no attrs for it: the inputs of a
 // record_param_comms node (RECORD_PARAM_COMMS and RECORD_PARAM_COMMS_DATA in
-// torch/csrc/distributed/c10d/ParamCommsUtils.hpp) end with the collective's name, its input
-// and output split sizes (two lists), the group's first global rank, its stride and its size.
-// Older versions end at the split sizes: nothing is read from them.
+// torch/csrc/distributed/c10d/ParamCommsUtils.hpp) have, across PyTorch's versions, the
+// collective's name followed by its input and output split sizes (two lists, which nothing else
+// precedes) and then nothing (the oldest: no size), the group's size, or its first global rank,
+// rank stride and size, the newest with a bool (isAsyncOp) after it. WorkNCCL::wait's own record
+// ("wait") gives its devices, not the group: not read.
 std::optional<int> legacy_group_size(const json* values) {
-  if (values == nullptr || !values->is_array() || values->size() < 6) return std::nullopt;
-  const std::size_t n = values->size();
-  const json &collective = (*values)[n - 6], &in_split = (*values)[n - 5],
-             &out_split = (*values)[n - 4], &start = (*values)[n - 3], &stride = (*values)[n - 2],
-             &size = (*values)[n - 1];
-  if (!collective.is_string() || !in_split.is_array() || !out_split.is_array() ||
-      !start.is_number_integer() || !stride.is_number_integer() || !size.is_number_integer())
-    return std::nullopt;
-  const std::int64_t s = size.get<std::int64_t>();
-  if (s <= 0 || s > (1 << 24)) return std::nullopt;
-  return static_cast<int>(s);
+  if (values == nullptr || !values->is_array()) return std::nullopt;
+  std::size_t n = values->size();
+  if (n > 0 && (*values)[n - 1].is_boolean()) --n;  // isAsyncOp
+  auto ints = [&](std::size_t from) {
+    for (std::size_t i = from; i < n; ++i)
+      if (!(*values)[i].is_number_integer()) return false;
+    return true;
+  };
+  for (const std::size_t tail : {6, 4}) {  // name, splits, start, stride, size; name, splits, size
+    if (n < tail) continue;
+    const json& collective = (*values)[n - tail];
+    if (!collective.is_string() || !(*values)[n - tail + 1].is_array() ||
+        !(*values)[n - tail + 2].is_array() || !ints(n - tail + 3))
+      continue;
+    if (collective.get<std::string>() == "wait") return std::nullopt;
+    const std::int64_t s = (*values)[n - 1].get<std::int64_t>();
+    if (s <= 0 || s > (1 << 24)) return std::nullopt;
+    return static_cast<int>(s);
+  }
+  return std::nullopt;
 }
 
 }  // namespace

@@ -605,6 +605,64 @@ TEST_CASE("trace: nlohmann's exceptions from a reader are bad input naming the f
   }
 }
 
+TEST_CASE(
+    "trace: a record_param_comms without attrs gives its group size in every form PyTorch wrote") {
+  // c10d::allreduce_ calls of 1000, 2000, 3000 and 4000 fp32 elements, each over a
+  // record_param_comms of one form of RECORD_PARAM_COMMS_DATA's inputs (ParamCommsUtils.hpp):
+  // ending in the size alone (4); in the first rank, stride and size, then isAsyncOp (8);
+  // WorkNCCL::wait's record, whose last value is its devices (1, not a group size: assumed);
+  // the oldest, ending at the split sizes (assumed). The world: 2 (the ranks read together).
+  using json = nlohmann::json;
+  json nodes = json::array();
+  nodes.push_back({{"id", 1},
+                   {"name", "[pytorch|profiler|execution_trace|thread]"},
+                   {"parent", 0},
+                   {"inputs", json::array()},
+                   {"input_shapes", json::array()},
+                   {"input_types", json::array()}});
+  const std::vector<json> tails = {
+      json::array({"allreduce", json::array(), json::array(), 4}),
+      json::array({"allreduce", json::array(), json::array(), 0, 1, 8, false}),
+      json::array({"wait", json::array(), json::array(), -1, -1, 1}),
+      json::array({"allreduce", json::array(), json::array()})};
+  int id = 10;
+  for (std::size_t i = 0; i < tails.size(); ++i, id += 2) {
+    json inputs = json::array({json::array({json::array({100 + id, 100 + id, 0, 1000, 4, "cpu"})}),
+                               7, 140000000 + id, 0});
+    for (const json& v : tails[i])
+      inputs.push_back(v);
+    nodes.push_back({{"id", id + 1},
+                     {"name", "record_param_comms"},
+                     {"parent", id},
+                     {"rf_id", id + 1},
+                     {"inputs", inputs},
+                     {"input_shapes", json::array()},
+                     {"input_types", json::array()}});
+    const std::int64_t count = 1000 * static_cast<std::int64_t>(i + 1);
+    nodes.push_back(
+        {{"id", id},
+         {"name", "c10d::allreduce_"},
+         {"parent", 1},
+         {"rf_id", id},
+         {"inputs",
+          json::array({json::array({json::array({100 + id, 100 + id, 0, count, 4, "cpu"})}),
+                       "<ProcessGroup>", "<ReduceOp>", -1})},
+         {"input_shapes", json::array({json::array({json::array({count})}), json::array(),
+                                       json::array(), json::array()})},
+         {"input_types", json::array({"GenericList[Tensor(float)]", "Object", "Object", "Int"})}});
+  }
+  const std::string dir = test::fresh_temp_dir("trace_legacy_comms").string();
+  std::ofstream(dir + "/rank0.et.json") << json{{"schema", "1.0.1"}, {"pid", 7}, {"nodes", nodes}};
+  std::ofstream(dir + "/rank1.et.json") << json{{"schema", "1.0.1"}, {"pid", 8}, {"nodes", nodes}};
+  const auto tables = read_traces(dir);
+  REQUIRE(tables.size() == 2);
+  std::map<std::int64_t, std::int64_t> size_of;  // count -> comm_size
+  for (const auto& r : tables[0]->rows())
+    if (r.key.kind == std::string("collective")) size_of[r.key.count] = r.key.comm_size;
+  CHECK(size_of ==
+        std::map<std::int64_t, std::int64_t>{{1000, 4}, {2000, 8}, {3000, 2}, {4000, 2}});
+}
+
 TEST_CASE("trace: a trace that is one array of events streams as traceEvents, kept by nobody") {
   // the Chrome trace's JSON Array Format (the legacy autograd profiler's export): each event was
   // a top-level "member" of key "", every one of them held in memory until the file's end, and
