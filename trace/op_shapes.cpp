@@ -275,7 +275,7 @@ std::optional<FunctionalComm> functional_call(std::string_view name, const std::
   const auto kind =
       std::find_if(kKinds.begin(), kKinds.end(), [&](const Kind& k) { return k.name == name; });
   if (kind == kKinds.end() || in.empty()) return std::nullopt;
-  std::size_t at =
+  const std::size_t at =
       schema_index(schema, "group_size").value_or(legacy ? in.size() - 1 : kind->group_size);
   FunctionalComm f;
   f.group_size = assumed;
@@ -376,9 +376,9 @@ const char* unreplayed_kind(std::string_view name) {
     return "memory_bound";
   // torch.compile's Triton kernels, each launched inside a record_function of its name
   // (triton_<first 3 letters of its category>_fused_...): pointwise, reductions, persistent
-  // reductions, foreach (a compiled optimizer) and scans stream memory; templates (triton_tem_:
-  // GEMMs, flex attention) do not
-  // (cooperative reductions and fixed-configuration kernels fall to category "unknown")
+  // reductions, foreach (a compiled optimizer), scans and the category "unknown" (cooperative
+  // reductions, fixed-configuration kernels) stream memory; templates (triton_tem_: GEMMs, flex
+  // attention) do not
   for (std::string_view p :
        {"triton_poi_", "triton_red_", "triton_per_", "triton_for_", "triton_spl_", "triton_unk_"})
     if (name.substr(0, p.size()) == p) return "memory_bound";
