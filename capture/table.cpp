@@ -52,10 +52,11 @@ CaptureKey collective_key(const char* api, const char* kind, const char* op_name
 bool CaptureKey::operator==(const CaptureKey& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && transa == o.transa &&
          transb == o.transb && count == o.count && bytes == o.bytes && comm_size == o.comm_size &&
-         heads_q == o.heads_q && heads_kv == o.heads_kv && seq_q == o.seq_q && seq_kv == o.seq_kv &&
-         head_dim_qk == o.head_dim_qk && head_dim_v == o.head_dim_v && causal == o.causal &&
-         same(api, o.api) && same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) &&
-         same(redop, o.redop) && same(placement, o.placement);
+         comm_stride == o.comm_stride && heads_q == o.heads_q && heads_kv == o.heads_kv &&
+         seq_q == o.seq_q && seq_kv == o.seq_kv && head_dim_qk == o.head_dim_qk &&
+         head_dim_v == o.head_dim_v && causal == o.causal && same(api, o.api) &&
+         same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) && same(redop, o.redop) &&
+         same(placement, o.placement);
 }
 
 std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
@@ -64,6 +65,7 @@ std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
                          k.seq_kv, k.head_dim_qk, k.head_dim_v})
     h = mix(h, std::hash<std::int64_t>{}(v));
   h = mix(h, static_cast<std::size_t>(k.comm_size));
+  h = mix(h, static_cast<std::size_t>(k.comm_stride));
   h = mix(h, (static_cast<std::size_t>(k.transa) << 8) | static_cast<unsigned char>(k.transb));
   h = mix(h, text_hash(k.dtype));
   h = mix(h, text_hash(k.op));

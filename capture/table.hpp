@@ -31,6 +31,10 @@ struct CaptureKey {
   // Collectives: element count of the call, bytes as nccl-tests counts them, communicator size.
   std::int64_t count = 0, bytes = 0;
   int comm_size = 0;
+  // How far apart the communicator's ranks are in the job's world: 1 consecutive, 8 for a group
+  // of ranks 0, 8, 16, ... (bench_ccl replays the groups so, collectives/rank_groups.hpp); 0 where
+  // the source cannot tell (an NCCL communicator, ranks not evenly spaced, an older trace).
+  int comm_stride = 0;
   const char* redop = "";  // "sum", ... for reductions; "" otherwise
   // Collectives: "in_place" (the send buffer is the result's: MPI_IN_PLACE, NCCL's sendbuff at
   // the rank's offset in recvbuff) or "out_of_place"; "" where a call has no such choice.

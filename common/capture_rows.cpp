@@ -206,6 +206,9 @@ void check_row(const CaptureRow& row, const std::string& where) {
     bytes = r.whole("bytes");
     count = r.whole("count");
     comm_size = r.whole("comm_size");
+    // comm_stride (absent from files written before it): empty where the source cannot tell
+    if (r.has("comm_stride") && !r.cell("comm_stride").empty() && r.whole("comm_stride") == 0)
+      r.fail("comm_stride", "0, but a stride is at least 1 (empty where it is not known)");
     if (!r.cell("redop").empty()) r.name("redop");
     if (r.has("placement")) {
       const std::string& p = r.cell("placement");

@@ -222,6 +222,8 @@ def check_row(row, where):
         size = whole("bytes")
         count = whole("count")
         comm_size = whole("comm_size")
+        if row.get("comm_stride", "") != "" and whole("comm_stride") == 0:
+            fail("comm_stride", "0, but a stride is at least 1 (empty where it is not known)")
         if row["redop"] != "":
             name("redop")
         if row.get("placement", "") not in ("", "in_place", "out_of_place"):
@@ -312,6 +314,8 @@ def shape_of(row):
                 + (" causal" if row["causal"] == "true" else ""))
     if kind in ("collective", "p2p"):
         text = f'{row["bytes"]} B (count {row["count"]}, comm {row["comm_size"]}'
+        if row.get("comm_stride", "") not in ("", "1"):
+            text += f' {row["comm_stride"]} apart'
         return text + (f', {row["redop"]})' if row["redop"] else ")")
     return ""
 

@@ -42,6 +42,8 @@ CASES = [
     ("garbled_cell", "capture-h-rank0.csv row 2 kind: '??gemm?' is not gemm, collective or p2p"),
     ("binary_garbage", "capture-h-rank0.csv row 2 pid: missing (the row has 2 of the header's 26 fields"),
     ("no_timed_calls_column", "capture-h-rank0.csv: no column 'timed_calls': not a capture file"),
+    ("comm_stride_zero", "capture-h-rank0.csv row 2 comm_stride: 0, but a stride is at least 1 "
+                         "(empty where it is not known)"),
     # a converted trace's table (trace_convert): its own sources, kinds and attention cells
     ("trace_source_unknown", "capture-h-rank0.csv row 2 source: 'trace:gpux' is not capture, "
                              "trace:gpu, trace:cpu or trace:et"),

@@ -96,6 +96,18 @@ TEST_CASE("capture: collective bytes as nccl-tests counts them") {
   CHECK(k.bytes == 4096);
   CHECK(std::string(k.dtype) == "fp32");
   CHECK(std::string(k.op) == "all_gather");
+  // The same call in groups whose ranks are 2 apart is another row: it crosses other links
+  CaptureKey apart = k;
+  apart.comm_stride = 2;
+  CHECK_FALSE(apart == k);
+  ShapeTable t;
+  t.record(k, 1000);
+  t.record(apart, 2000);
+  t.record(apart, 2000);
+  const auto rows = t.snapshot();
+  REQUIRE(rows.size() == 2);
+  CHECK((rows[0].key.comm_stride == 2 && rows[0].calls == 2 && rows[1].calls == 1));
+  CHECK(shape_label(rows[0].key) == "count=256 comm_size=4 comm_stride=2");
 }
 
 TEST_CASE("capture table: rows ordered by the time of all their calls, not of the timed ones") {
