@@ -142,33 +142,39 @@ bool transposes(std::string_view name, const std::vector<std::string>& scalars, 
 
 // A collective as PyTorch 2.4 and later state it on an execution trace's record_param_comms node
 // (execution_trace_observer.cpp's getCommsNodeAttrs, pytorch#124674): the attrs
-// collective_name, dtype, in_msg_nelems, out_msg_nelems and pg_size, the process group's size.
-// nullopt for older traces, which write no such attrs, and for ProcessGroupNCCL's "wait".
+// collective_name, dtype, in_msg_nelems, out_msg_nelems, pg_size (the process group's size) and
+// global_rank_stride (how far apart its ranks are). nullopt for older traces, which write no such
+// attrs, and for ProcessGroupNCCL's "wait".
 std::optional<ShapeHint> stated_comm(const json& n, const World& world) {
   const json* collective = attribute(n, "collective_name");
   if (collective == nullptr || !collective->is_string()) return std::nullopt;
   const json* size = attribute(n, "pg_size");
-  auto nelems = [&](const char* key) {
+  auto whole_attr = [&](const char* key) {
     const json* v = attribute(n, key);
     return v != nullptr ? integer(*v) : 0;
   };
   ShapeHint h;
-  h.comm_size_stated = size != nullptr && integer(*size) > 0 && integer(*size) <= (1 << 24);
-  h.comm_size = h.comm_size_stated ? static_cast<int>(integer(*size)) : world.size;
-  h.comm = comm_call(collective->get<std::string>(), nelems("in_msg_nelems"),
-                     nelems("out_msg_nelems"), h.comm_size, text_of(attribute(n, "dtype")));
+  h.comm_size_stated = size != nullptr && stated_ranks(integer(*size)) > 0;
+  h.comm_size = h.comm_size_stated ? stated_ranks(integer(*size)) : world.size;
+  h.comm_stride = stated_ranks(whole_attr("global_rank_stride"));
+  h.comm = comm_call(collective->get<std::string>(), whole_attr("in_msg_nelems"),
+                     whole_attr("out_msg_nelems"), h.comm_size, text_of(attribute(n, "dtype")));
   if (!h.comm) return std::nullopt;
   return h;
 }
 
-// The process group's size where an execution trace has no attrs for it: the inputs of a
+// The process group where an execution trace has no attrs for it: the inputs of a
 // record_param_comms node (RECORD_PARAM_COMMS and RECORD_PARAM_COMMS_DATA in
 // torch/csrc/distributed/c10d/ParamCommsUtils.hpp) have, across PyTorch's versions, the
 // collective's name followed by its input and output split sizes (two lists, which nothing else
 // precedes) and then nothing (the oldest: no size), the group's size, or its first global rank,
 // rank stride and size, the newest with a bool (isAsyncOp) after it. WorkNCCL::wait's own record
 // ("wait") gives its devices, not the group: not read.
-std::optional<int> legacy_group_size(const json* values) {
+struct StatedGroup {
+  int size = 0;
+  int stride = 0;  // 0 where the record does not say
+};
+std::optional<StatedGroup> legacy_group(const json* values) {
   if (values == nullptr || !values->is_array()) return std::nullopt;
   std::size_t n = values->size();
   if (n > 0 && (*values)[n - 1].is_boolean()) --n;  // isAsyncOp
@@ -184,9 +190,11 @@ std::optional<int> legacy_group_size(const json* values) {
         !(*values)[n - tail + 2].is_array() || !ints(n - tail + 3))
       continue;
     if (collective.get<std::string>() == "wait") return std::nullopt;
-    const std::int64_t s = (*values)[n - 1].get<std::int64_t>();
-    if (s <= 0 || s > (1 << 24)) return std::nullopt;
-    return static_cast<int>(s);
+    StatedGroup g;
+    g.size = stated_ranks((*values)[n - 1].get<std::int64_t>());
+    if (g.size == 0) return std::nullopt;
+    if (tail == 6) g.stride = stated_ranks((*values)[n - 2].get<std::int64_t>());
+    return g;
   }
   return std::nullopt;
 }
@@ -213,14 +221,14 @@ struct ExecutionTraceReader::State {
     ShapeHint hint;
   };
   std::unordered_map<std::int64_t, std::vector<PendingComm>> comm_below;
-  // a c10d operator's group size, from the record_param_comms below it (legacy_group_size)
-  std::unordered_map<std::int64_t, int> size_below;
+  // a c10d operator's group, from the record_param_comms below it (legacy_group)
+  std::unordered_map<std::int64_t, StatedGroup> group_below;
 
   void node(const json& n);
   std::optional<ShapeHint> comm_of(const std::string& name, const json& n,
                                    const std::vector<Operand>& operands,
                                    const std::vector<std::string>& scalars,
-                                   std::optional<int> stated_size) const;
+                                   std::optional<StatedGroup> stated) const;
   void tally(const PendingComm& c);
 };
 
@@ -300,18 +308,18 @@ void ExecutionTraceReader::State::node(const json& n) {
 
   TraceTable& t = *table;
   ShapeHint hint;
-  std::optional<int> stated_size;
-  if (auto below = size_below.extract(id)) stated_size = below.mapped();
+  std::optional<StatedGroup> stated_group;
+  if (auto below = group_below.extract(id)) stated_group = below.mapped();
   if ((hint.gemm = gemm_call(name, operands))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
   } else if ((hint.attention =
                   attention_call(name, operands, scalars, text_of(attribute(n, "op_schema"))))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
-  } else if (auto comm = comm_of(name, n, operands, scalars, stated_size)) {
+  } else if (auto comm = comm_of(name, n, operands, scalars, stated_group)) {
     hint = std::move(*comm);
   }
   if (name == "record_param_comms" && attribute(n, "collective_name") == nullptr)
-    if (const auto size = legacy_group_size(in.values)) size_below[parent] = *size;
+    if (const auto group = legacy_group(in.values)) group_below[parent] = *group;
   // The collectives below this node, waiting for the outermost of their chain. A collective
   // holding one takes it for its own call (the inner one's size, if it states one, beats one
   // assumed here); one holding several (a coalesced group) is those calls, not one more. Any
@@ -349,16 +357,17 @@ void ExecutionTraceReader::State::node(const json& n) {
 }
 
 // A collective's call as this node states it: record_param_comms' attrs, a c10d operator's
-// tensors (of `stated_size`, from its record_param_comms, else assumed), a functional
-// collective's tensors and group_size.
+// tensors (in the `stated` group, from its record_param_comms, else of an assumed size), a
+// functional collective's tensors and group_size.
 std::optional<ShapeHint> ExecutionTraceReader::State::comm_of(
     const std::string& name, const json& n, const std::vector<Operand>& operands,
-    const std::vector<std::string>& scalars, std::optional<int> stated_size) const {
+    const std::vector<std::string>& scalars, std::optional<StatedGroup> stated) const {
   if (name == "record_param_comms") return stated_comm(n, world);
   ShapeHint h;
   if (starts_with(name, "c10d::")) {
-    h.comm_size = stated_size.value_or(world.size);
-    h.comm_size_stated = stated_size.has_value();
+    h.comm_size = stated ? stated->size : world.size;
+    h.comm_size_stated = stated.has_value();
+    h.comm_stride = stated ? stated->stride : 0;
     h.comm = c10d_call(name, operands, h.comm_size);
   } else if (auto f = functional_call(name, operands, scalars, text_of(attribute(n, "op_schema")),
                                       world.size)) {
@@ -372,7 +381,7 @@ std::optional<ShapeHint> ExecutionTraceReader::State::comm_of(
 
 void ExecutionTraceReader::State::tally(const PendingComm& c) {
   TraceTable& t = *table;
-  t.record_untimed(t.comm_key(c.api, *c.hint.comm, c.hint.comm_size),
+  t.record_untimed(t.comm_key(c.api, *c.hint.comm, c.hint.comm_size, c.hint.comm_stride),
                    capture::Untimed::not_in_trace);
   if (!c.hint.comm_size_stated) ++assumed_size;
 }

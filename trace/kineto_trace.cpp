@@ -188,7 +188,8 @@ struct KinetoReader::State {
   }
 
   // A collective as the trace's communication metadata states it (record_param_comms'
-  // "Collective name", message sizes, "Group size"), keyed under `api`; nullopt without it.
+  // "Collective name", message sizes, "Group size", "Global rank stride": written only for a group
+  // whose ranks are evenly spaced), keyed under `api`; nullopt without it.
   std::optional<capture::CaptureKey> stated_comm(const std::string& api, const json& args) {
     const json* coll = find(args, "Collective name");
     if (coll == nullptr || !coll->is_string()) return std::nullopt;
@@ -200,7 +201,8 @@ struct KinetoReader::State {
         integer(member_or(args, "Out msg nelems", json(0))), group, text(find(args, "dtype")));
     if (!c) return std::nullopt;
     if (!known) ++assumed_group;
-    return table->comm_key(api, *c, group);
+    const json* stride = find(args, "Global rank stride");
+    return table->comm_key(api, *c, group, stride != nullptr ? stated_ranks(integer(*stride)) : 0);
   }
 
   // The key of an operator: its case when a benchmark replays it, else its own name.
@@ -220,7 +222,8 @@ struct KinetoReader::State {
             ++assumed_group;
             comm_hinted = true;
           }
-          return {t.comm_key(name, *h->second.comm, h->second.comm_size), true};
+          return {t.comm_key(name, *h->second.comm, h->second.comm_size, h->second.comm_stride),
+                  true};
         }
       }
     }

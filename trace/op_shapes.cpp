@@ -248,6 +248,10 @@ std::optional<CommCall> c10d_call(std::string_view name, const std::vector<Opera
   return comm_call(name, in_n, out_n, group_size, dtype ? std::string_view(type) : "");
 }
 
+int stated_ranks(std::int64_t value) {
+  return value > 0 && value <= (1 << 24) ? static_cast<int>(value) : 0;
+}
+
 std::optional<FunctionalComm> functional_call(std::string_view name, const std::vector<Operand>& in,
                                               const std::vector<std::string>& scalars,
                                               std::string_view schema, int assumed) {
@@ -283,9 +287,8 @@ std::optional<FunctionalComm> functional_call(std::string_view name, const std::
     std::int64_t stated = 0;
     const char* first = scalars[at].data();
     const auto [end, error] = std::from_chars(first, first + scalars[at].size(), stated);
-    if (error == std::errc() && end == first + scalars[at].size() && stated > 0 &&
-        stated <= (1 << 24)) {
-      f.group_size = static_cast<int>(stated);
+    if (error == std::errc() && end == first + scalars[at].size() && stated_ranks(stated) > 0) {
+      f.group_size = stated_ranks(stated);
       f.size_stated = true;
     }
   }

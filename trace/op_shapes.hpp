@@ -102,7 +102,13 @@ struct ShapeHint {
   std::optional<CommCall> comm;
   int comm_size = 0;
   bool comm_size_stated = false;  // the trace's own (pg_size, group_size), not an assumption
+  int comm_stride = 0;  // the group's global rank stride where the trace states it, else 0
 };
+
+// A process group's size or global rank stride as a trace states it, where the value is one (1 to
+// 2^24 ranks); 0 for anything else (PyTorch writes -1 for ranks not evenly spaced, 0 for a group
+// of one).
+int stated_ranks(std::int64_t value);
 
 // The kind of time an operator no benchmark replays stands for: "memory_bound" (elementwise
 // arithmetic, norms, softmax, losses, embeddings, copies, the optimizer's foreach and fused

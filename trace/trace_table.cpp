@@ -41,9 +41,13 @@ capture::CaptureKey TraceTable::attention_key(std::string_view api, const Attent
   return k;
 }
 
-capture::CaptureKey TraceTable::comm_key(std::string_view api, const CommCall& c, int comm_size) {
-  return capture::collective_key(name(api), c.p2p ? "p2p" : "collective", c.op_name, c.op,
-                                 name(c.dtype), dtype_bytes(c.dtype), c.count, comm_size, "");
+capture::CaptureKey TraceTable::comm_key(std::string_view api, const CommCall& c, int comm_size,
+                                         int comm_stride) {
+  capture::CaptureKey k =
+      capture::collective_key(name(api), c.p2p ? "p2p" : "collective", c.op_name, c.op,
+                              name(c.dtype), dtype_bytes(c.dtype), c.count, comm_size, "");
+  k.comm_stride = comm_size == 1 ? 1 : comm_stride;
+  return k;
 }
 
 capture::CaptureKey TraceTable::unreplayed_key(std::string_view api, const char* kind) {

@@ -47,7 +47,10 @@ class TraceTable {
   // Keys of each family, their text fields interned here.
   capture::CaptureKey gemm_key(std::string_view api, const GemmCall& g);
   capture::CaptureKey attention_key(std::string_view api, const AttentionCall& a);
-  capture::CaptureKey comm_key(std::string_view api, const CommCall& c, int comm_size);
+  // comm_stride: how far apart the group's ranks are, 0 where the trace does not say (1 for a
+  // group of one, whose ranks are trivially consecutive).
+  capture::CaptureKey comm_key(std::string_view api, const CommCall& c, int comm_size,
+                               int comm_stride);
   // What no benchmark replays: kind "memory_bound", "other" or "idle", keyed by the operator.
   capture::CaptureKey unreplayed_key(std::string_view api, const char* kind);
 

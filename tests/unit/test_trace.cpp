@@ -403,19 +403,22 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   // c10d::allreduce_ whose size nothing states; a wait_tensor holding ProcessGroupNCCL's "wait";
   // a _c10d_functional::all_gather_into_tensor -> c10d::allgather_into_tensor_coalesced_ ->
   // record_param_comms (pg_size 4), as Functional.cpp routes them; a c10d::broadcast_ whose
-  // record_param_comms has the inputs of versions before the attrs, ending in its group's size
-  // (2). Each collective was its c10d operator's row, of the assumed size (1: one rank's
-  // traces); then the coalesced c10d operators, unknown to the reader, left the functional
-  // gather counted twice
+  // record_param_comms has the inputs of versions before the attrs, ending in its group's first
+  // global rank, stride and size (0, 4, 2). Each collective was its c10d operator's row, of the
+  // assumed size (1: one rank's traces); then the coalesced c10d operators, unknown to the
+  // reader, left the functional gather counted twice. The FSDP groups' global_rank_stride is 2
+  // (ranks 0, 2, 4, 6 beside tensor parallelism 2), the broadcast's 4: each row's comm_stride,
+  // so that bench_ccl places the groups so (it read none: every group consecutive)
   struct Comm {
     std::string op;
     std::int64_t count, comm_size, bytes;
+    int comm_stride;
   };
   auto comms = [](const TraceTable& t) {
     std::map<std::string, Comm> out;
     for (const auto& r : t.rows())
       if (r.key.kind == std::string("collective"))
-        out[r.key.api] = {r.key.op, r.key.count, r.key.comm_size, r.key.bytes};
+        out[r.key.api] = {r.key.op, r.key.count, r.key.comm_size, r.key.bytes, r.key.comm_stride};
     return out;
   };
   const auto alone = read_traces(kData + "et_collectives");
@@ -436,6 +439,14 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   CHECK((bc.op == "broadcast" && bc.count == 2048 && bc.comm_size == 2 && bc.bytes == 8192));
   const Comm& dp = c.at("c10d::allreduce_");
   CHECK((dp.op == "all_reduce" && dp.count == 1000 && dp.comm_size == 1));
+  // the strides: stated by attrs (1, 2, 2), by the old inputs (4), by nothing (the functional
+  // scatter's group_size alone: 0), and 1 for an assumed group of one rank
+  CHECK(tp.comm_stride == 1);
+  CHECK(ag.comm_stride == 2);
+  CHECK(fg.comm_stride == 2);
+  CHECK(bc.comm_stride == 4);
+  CHECK(rs.comm_stride == 0);
+  CHECK(dp.comm_stride == 1);
   for (const auto& r : alone[0]->rows())
     CHECK(r.calls == 1);
   CHECK(by_api(*alone[0]).at("_c10d_functional::wait_tensor").kind == "other");
@@ -467,12 +478,39 @@ TEST_CASE("trace: an execution trace's collective chain is one call, of the size
   CHECK((j.at("_c10d_functional::all_reduce").comm_size == 2 &&
          j.at("_c10d_functional::all_reduce").count == 8388608));
   CHECK(j.at("c10d::_allgather_base_").comm_size == 4);
+  CHECK(j.at("c10d::_allgather_base_").comm_stride == 2);  // from the execution trace
   CHECK(j.at("c10d::allreduce_").comm_size == 1);
   CHECK_THAT(joined[0]->notes,
              Catch::VectorContains(std::string(
                  "1 communication calls whose trace records no group size (no \"Group size\", or "
                  "shapes from the execution trace): communicator size 1 assumed, the number of "
                  "ranks whose traces were read together (no distributedInfo world_size)")));
+}
+
+TEST_CASE("trace: a profiler trace's record_param_comms gives its group's global rank stride") {
+  // A data-parallel all_reduce over ranks 0, 2, 4, 6 ("Global rank stride" 2) and an all_gather
+  // over 4 ranks not evenly spaced, for which PyTorch writes no stride: comm_stride 2 and 0 (not
+  // known), where both read as consecutive ranks before
+  const std::string dir = test::fresh_temp_dir("trace_stride").string();
+  std::ofstream(dir + "/rank0.pt.trace.json") << R"({
+ "schemaVersion": 1, "record_shapes": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8},
+ "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 1, "ts": 10, "dur": 10, "args": {"External id": 2, "Input Dims": [[1024]], "Input type": ["float"], "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 4, "Global rank start": 0, "Global rank stride": 2, "Process Group Ranks": "[0, 2, 4, 6]", "dtype": "Float"}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 1, "ts": 30, "dur": 10, "args": {"External id": 3, "Input Dims": [[256]], "Input type": ["float"], "Collective name": "_allgather_base", "In msg nelems": 256, "Out msg nelems": 1024, "Group size": 4, "Process Group Ranks": "[0, 1, 4, 5]", "dtype": "Float"}}
+ ]
+})";
+  const auto tables = read_traces(dir);
+  REQUIRE(tables.size() == 1);
+  std::map<std::string, std::pair<int, int>> got;  // op -> (comm_size, comm_stride)
+  for (const auto& r : tables[0]->rows())
+    if (r.key.kind == std::string("collective"))
+      got[r.key.op] = {r.key.comm_size, r.key.comm_stride};
+  CHECK(got ==
+        std::map<std::string, std::pair<int, int>>{{"all_reduce", {4, 2}}, {"all_gather", {4, 0}}});
+  // and the capture file says so: 2 in the all_reduce's comm_stride cell, the gather's empty
+  const std::string csv = tables[0]->csv();
+  CHECK(csv.find(",4096,1024,4,2,,") != std::string::npos);
+  CHECK(csv.find(",4096,256,4,,,") != std::string::npos);
 }
 
 TEST_CASE("trace: a compiled step's fused Triton kernels are memory-bound rows of their own") {
