@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -46,6 +47,76 @@ int comm_rank(MPI_Comm comm) {
   int r = 0;
   pmpi<int (*)(MPI_Comm, int*)>(slot, "PMPI_Comm_rank")(comm, &r);
   return r;
+}
+
+// How far apart `comm`'s ranks are in MPI_COMM_WORLD: 1 for consecutive ranks, 8 for ranks
+// 0, 8, 16, ...; 0 where they are not evenly spaced, for an intercommunicator, and for ranks
+// outside this world (MPI_Comm_spawn). Worked out once per communicator and kept on it as an MPI
+// attribute, which MPI drops with the communicator (a later one may reuse the handle) and does not
+// copy to a duplicate (whose ranks are the same, but cheap to look at again).
+int no_copy(MPI_Comm, int, void*, void*, void*, int* flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+int no_delete(MPI_Comm, int, void*, void*) {
+  return MPI_SUCCESS;
+}
+
+int spacing(MPI_Comm comm) {
+  OPBENCH_PMPI(MPI_Comm_test_inter, int (*)(MPI_Comm, int*));
+  OPBENCH_PMPI(MPI_Comm_group, int (*)(MPI_Comm, MPI_Group*));
+  OPBENCH_PMPI(MPI_Group_translate_ranks, int (*)(MPI_Group, int, const int[], MPI_Group, int[]));
+  OPBENCH_PMPI(MPI_Group_free, int (*)(MPI_Group*));
+  // MPI_COMM_WORLD is the address of Open MPI's ompi_mpi_comm_world: looked up as MPI_SUM is
+  // (redop_of), the program's copy first
+  static const auto world = [] {
+    void* p = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
+    return reinterpret_cast<MPI_Comm>(p != nullptr ? p : resolve_symbol("ompi_mpi_comm_world"));
+  }();
+  int inter = 0;
+  if (world == nullptr || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+  const int n = comm_size(comm);
+  if (n <= 1) return 1;
+  // (MPI_GROUP_NULL is a libmpi object too: whether each group was made is kept apart instead)
+  MPI_Group group{}, world_group{};
+  const bool have_group = PMPI_Comm_group(comm, &group) == MPI_SUCCESS;
+  const bool have_world = PMPI_Comm_group(world, &world_group) == MPI_SUCCESS;
+  std::vector<int> ranks(static_cast<std::size_t>(n)), in_world(ranks.size(), MPI_UNDEFINED);
+  for (int i = 0; i < n; ++i)
+    ranks[static_cast<std::size_t>(i)] = i;
+  int stride = 0;
+  if (have_group && have_world &&
+      PMPI_Group_translate_ranks(group, n, ranks.data(), world_group, in_world.data()) ==
+          MPI_SUCCESS &&
+      in_world[0] != MPI_UNDEFINED) {
+    stride = in_world[1] - in_world[0];
+    for (int i = 1; i < n && stride > 0; ++i)
+      if (in_world[static_cast<std::size_t>(i)] != in_world[0] + i * stride) stride = 0;
+  }
+  if (have_group) PMPI_Group_free(&group);
+  if (have_world) PMPI_Group_free(&world_group);
+  return stride;
+}
+
+int comm_stride(MPI_Comm comm) {
+  OPBENCH_PMPI(MPI_Comm_create_keyval,
+               int (*)(MPI_Comm_copy_attr_function*, MPI_Comm_delete_attr_function*, int*, void*));
+  OPBENCH_PMPI(MPI_Comm_get_attr, int (*)(MPI_Comm, int, void*, int*));
+  OPBENCH_PMPI(MPI_Comm_set_attr, int (*)(MPI_Comm, int, void*));
+  static const int key = [&] {
+    int k = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(&no_copy, &no_delete, &k, nullptr) != MPI_SUCCESS)
+      return static_cast<int>(MPI_KEYVAL_INVALID);
+    return k;
+  }();
+  if (key == MPI_KEYVAL_INVALID) return spacing(comm);
+  void* kept = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, key, &kept, &found) == MPI_SUCCESS && found)
+    return static_cast<int>(reinterpret_cast<std::intptr_t>(kept));
+  const int stride = spacing(comm);
+  PMPI_Comm_set_attr(comm, key, reinterpret_cast<void*>(static_cast<std::intptr_t>(stride)));
+  return stride;
 }
 
 int type_size(MPI_Datatype t) {
@@ -108,8 +179,11 @@ const char* redop_of(MPI_Op op) {
 
 CaptureKey coll_key(const char* api, const char* kind, const char* op_name, CollOp op,
                     MPI_Datatype t, std::int64_t count, MPI_Comm comm, const char* redop) {
-  return collective_key(api, kind, op_name, op, dtype_of(t), static_cast<std::size_t>(type_size(t)),
-                        count, comm_size(comm), redop);
+  CaptureKey key =
+      collective_key(api, kind, op_name, op, dtype_of(t), static_cast<std::size_t>(type_size(t)),
+                     count, comm_size(comm), redop);
+  key.comm_stride = comm_stride(comm);
+  return key;
 }
 
 CaptureKey coll_key(const char* api, CollOp op, MPI_Datatype t, std::int64_t count, MPI_Comm comm,
@@ -330,6 +404,7 @@ OPBENCH_CAPTURE_EXPORT int MPI_Barrier(MPI_Comm comm) {
                  key.op = "barrier";
                  key.dtype = "none";
                  key.comm_size = comm_size(comm);
+                 key.comm_stride = comm_stride(comm);
                  return key;
                });
 }

@@ -11,11 +11,11 @@ namespace opbench {
 
 std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::optional<int> rank,
                                                std::vector<std::string>* left_out) {
-  const std::vector<CapturedShape> shapes =
-      read_capture_shapes({source,
-                           rank,
-                           {"collective", "p2p"},
-                           {"api", "op", "dtype", "bytes", "comm_size", "redop", "placement"}});
+  const std::vector<CapturedShape> shapes = read_capture_shapes(
+      {source,
+       rank,
+       {"collective", "p2p"},
+       {"api", "op", "dtype", "bytes", "comm_size", "redop", "placement", "comm_stride"}});
   std::vector<CapturedMessage> out;  // in the order read: largest in-job total first
   for (const CapturedShape& shape : shapes) {
     const std::string &api = shape.key[0], &op = shape.key[1], &dtype = shape.key[2];
@@ -47,6 +47,7 @@ std::vector<CapturedMessage> captured_messages(const ShapeSource& source, std::o
     // per rank, as in_job_us is: every rank of a communicator makes the same calls
     msg.calls = (shape.calls + shape.tables / 2) / std::max<std::int64_t>(1, shape.tables);
     msg.placement = shape.key[6];
+    msg.comm_stride = shape.key[7].empty() ? 0 : std::stoll(shape.key[7]);
     msg.in_job_us = shape.in_job_us();
     out.push_back(std::move(msg));
   }

@@ -21,6 +21,8 @@ struct CapturedMessage {
   RedOp redop = RedOp::sum;
   std::uint64_t size_bytes = 0;
   int comm_size = 0;
+  // how far apart the job's group's ranks were (1 consecutive); 0 where the tables do not say
+  std::int64_t comm_stride = 0;
   std::int64_t calls = 0;  // per rank: the calls over the tables / the tables that made them
   std::optional<double> in_job_us;  // Σ total_us / Σ timed_calls
   // "in_place" or "out_of_place" as the job called it; "" when the tables do not say (a capture
@@ -28,7 +30,8 @@ struct CapturedMessage {
   std::string placement;
 };
 
-// One message per captured collective key (api, op, dtype, bytes, comm_size, redop) over every
+// One message per captured collective key (api, op, dtype, bytes, comm_size, comm_stride, redop,
+// placement) over every
 // table of `source` (only rank `rank`'s rows when given), largest in-job total first.
 // Rows bench_ccl cannot run — one-sided send or recv, barrier, an unknown dtype or reduction —
 // are named in `left_out`. bad_input when the folder, its files or their columns are not a

@@ -94,6 +94,19 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
 std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lead) {
   std::vector<std::string> left_out;
   const auto messages = captured_messages(trace::job_shape_source(o.job), o.job.rank, &left_out);
+  std::vector<std::string> moved;  // groups this launch cannot space as the job did
+  // The job's groups as far apart as they were (a data-parallel group across nodes stays across
+  // them), where this launch has the size · stride ranks that takes; else consecutive ranks.
+  auto replay_stride = [&](const CapturedMessage& m) {
+    if (m.comm_stride <= 1 || m.comm_size <= 1) return 1;
+    if (m.comm_stride <= world_size / m.comm_size) return static_cast<int>(m.comm_stride);
+    moved.push_back(fmt::format(
+        "{} {} {} B: the job's groups of {} ranks were {} ranks apart, which takes {} x {} ranks; "
+        "this launch has {}: run on consecutive ranks instead",
+        m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, m.comm_stride, m.comm_size,
+        m.comm_stride, world_size));
+    return 1;
+  };
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (m.comm_size > world_size || world_size % m.comm_size != 0) {
@@ -103,11 +116,13 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
           m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, world_size, m.comm_size));
       continue;
     }
+    const int stride = replay_stride(m);
     // the placement the job called, with the job's time for it (both where the tables do not say)
     bool placed = false;
     for (Placement placement : o.placements) {
       if (!m.placement.empty() && m.placement != placement_name(placement)) continue;
       CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
+      c.stride = stride;
       c.captured = true;
       c.captured_calls = m.calls;
       c.in_job_us = m.in_job_us;
@@ -119,9 +134,12 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
           fmt::format("{} {} {} B: the job called it {}, which --placement leaves out", m.api,
                       coll_op_name(m.op), m.size_bytes, m.placement));
   }
-  if (lead)
+  if (lead) {
     for (const auto& why : left_out)
       fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
+    for (const auto& why : moved)
+      fmt::print(stderr, "warning: {}: {}\n", o.job.flag(), why);
+  }
   if (messages.empty())
     throw bad_input(fmt::format(
         "{} {}: no collective call in the job's tables (a job of one process makes none): "

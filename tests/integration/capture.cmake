@@ -71,6 +71,9 @@ set_tests_properties("capture: a Prometheus server scrapes the live /metrics and
 add_test(NAME "capture: bench_ccl --capture-path under mpirun -np 2 replays the captured all_reduce"
   COMMAND ${CHECK_CAPTURE} replay-ccl --out ${CAPTURE_OUT}/replay_ccl
           --bench-ccl $<TARGET_FILE:bench_ccl> --mpiexec ${MPIEXEC_EXECUTABLE})
+add_test(NAME "capture: a pipeline's pairs 2 ranks apart are captured 2 apart and bench_ccl --capture-path replays them so"
+  COMMAND ${CHECK_CAPTURE} replay-strided --out ${CAPTURE_OUT}/replay_strided --lib ${CAPTURE_LIB}
+          --bench-ccl $<TARGET_FILE:bench_ccl> --mpiexec ${MPIEXEC_EXECUTABLE})
 set_tests_properties(
   "capture: PyTorch training step, sgemm_ calls = bench_gemm's GEMMs + attention"
   "capture: MPI program under mpirun -np 2, counts and bytes on both ranks"
@@ -139,6 +142,7 @@ set(CAPTURE_PRELOAD_TESTS
   "capture: a call inside an intercepted call counts once"
   "capture: an unusable OPBENCH_CAPTURE_DIR is one line, the program runs unchanged"
   "capture: bench_gemm under the capture, calls = its warm-up runs + samples"
+  "capture: a pipeline's pairs 2 ranks apart are captured 2 apart and bench_ccl --capture-path replays them so"
   "capture: a Prometheus server scrapes the live /metrics and its API returns the series"
   "capture: capture.sh refuses a folder holding a user's file, and sets an earlier capture aside"
   "capture: capture.sh under a command that fails before any call keeps its status and blames nothing else")

@@ -298,6 +298,9 @@ def mpi_mode(a):
                    r["redop"], r["placement"])
             got[key] = got.get(key, 0) + int(r["calls"])
             check(r["comm_size"] == "2", f"{os.path.basename(path)}: comm_size of {key}")
+            # MPI_COMM_WORLD's ranks are consecutive
+            check(r["comm_stride"] == "1", f"{os.path.basename(path)}: comm_stride of {key}: "
+                  f"'{r['comm_stride']}'")
             check(r["timed_calls"] == r["calls"], f"{os.path.basename(path)}: {key} has "
                   f"{r['calls']} calls but {r['timed_calls']} timed")
         print(f"{os.path.basename(path)}:")
@@ -1072,6 +1075,53 @@ def replay_ccl_mode(a):
           f"capture_summary.py --replay on a failed row: exit {q.returncode}, {q.stdout[-400:]}")
 
 
+def replay_strided_mode(a):
+    """A job whose groups are not consecutive ranks, captured and replayed: bench_ccl --model tiny
+    --tp 2 --pp 2 on 4 ranks sends between pipeline stages 2 ranks apart (ranks 0 and 2, 1 and
+    3). The capture must say so (comm_stride 2 on those calls, 1 on the world's), and the replay
+    must run them 2 apart again (group_stride 2): it ran every captured group on consecutive
+    ranks, which on several nodes measures the link inside a node where the job crossed nodes."""
+    out = fresh(a.out)
+    mpirun = [a.mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca", "mpi_yield_when_idle",
+              "1", "-np", "4", a.bench_ccl, "--backend", "mpi"]
+    job = os.path.join(out, "job")
+    # fp32: MPI has no bf16, whose bytes move as uint16, a dtype bench_ccl does not replay
+    p = capture(job, mpirun + ["--model", "tiny", "--tp", "2", "--pp", "2", "--op", "send_recv",
+                               "--model-dtype", "fp32", "-n", "2", "-w", "1", "-c", "0", "--min-samples", "2",
+                               "--max-samples", "2", "--report-dir-path",
+                               os.path.join(out, "job_report")])
+    check(p.returncode == 0, f"bench_ccl --model under the capture exited {p.returncode}")
+    strides = {}  # (op, comm_size) -> the comm_stride cells seen
+    for path in files(job):
+        for r in read_rows(path):
+            if r["kind"] in ("collective", "p2p"):
+                strides.setdefault((r["op"], r["comm_size"]), set()).add(r["comm_stride"])
+    print("  captured (op, comm_size) -> comm_stride:", strides)
+    check(strides.get(("send_recv", "2")) == {"2"},
+          f"the pipeline's send_recv pairs: comm_stride {strides.get(('send_recv', '2'))}, expected 2")
+    world = {s for (op, size), cells in strides.items() if size == "4" for s in cells}
+    check(world == {"1"}, f"calls over all 4 ranks: comm_stride {world}, expected 1")
+    replay = os.path.join(out, "replay")
+    p = run(mpirun + ["--capture-path", job, "--report-dir-path", replay,
+                      "-n", "2", "-w", "1", "-c", "1"])
+    print(p.stdout[-300:], p.stderr[-300:])
+    check(p.returncode == 0, f"bench_ccl --capture-path exited {p.returncode}: {p.stderr[-300:]}")
+    path = os.path.join(replay, "ccl_send_recv.csv")
+    rows = [r for r in read_rows(path) if r["group_size"] == "2"] if os.path.exists(path) else []
+    print("  replayed pairs:", [(r["size_bytes"], r["group_size"], r["group_stride"], r["status"])
+                                for r in rows])
+    check(rows and all(r["group_stride"] == "2" and r["status"] == "ok" for r in rows),
+          f"{path}: the replayed pairs' group_stride, expected 2 (ok): {rows}")
+    # two ranks cannot hold a pair 2 apart: consecutive, and a warning says so
+    q = run([a.bench_ccl, "--backend", "mpi", "--capture-path", job, "--dry-run",
+             "--world-size", "2"])
+    said = ("the job's groups of 2 ranks were 2 ranks apart, which takes 2 x 2 ranks; this launch "
+            "has 2: run on consecutive ranks instead")
+    print("  --world-size 2:", q.returncode, [l for l in q.stderr.splitlines() if said in l][:1])
+    check(q.returncode == 0 and said in q.stderr,
+          f"--dry-run --world-size 2: exit {q.returncode}, expected '{said}': {q.stderr[-400:]}")
+
+
 def free_port():
     import socket
     with socket.socket() as sock:
@@ -1156,7 +1206,8 @@ def prometheus_mode(a):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
-                                    "stuckexit", "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl"])
+                                    "stuckexit", "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl",
+                                    "replay-strided"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")
