@@ -42,10 +42,17 @@ std::string first_group(const CclCase& c, int world) {
 }
 
 int print_cases(const std::vector<CclCase>& cases, int world) {
+  // a trace's operator names and a large group's ranks run past the usual widths: the columns
+  // widen to them, so that every line stays aligned
+  std::size_t label_width = 34, ranks_width = 14;
+  for (const auto& c : cases) {
+    label_width = std::max(label_width, c.label.size());
+    ranks_width = std::max(ranks_width, first_group(c, world).size());
+  }
   ConsoleTable table({{"op", "", 14},
-                      {"label", "", 34},
+                      {"label", "", static_cast<int>(label_width)},
                       {"group_size", "group", 5},
-                      {"ranks", "rank 0's group", 14},
+                      {"ranks", "rank 0's group", static_cast<int>(ranks_width)},
                       {"dtype", "", 5},
                       {"placement", "", 12},
                       {"size_bytes", "", 12},
