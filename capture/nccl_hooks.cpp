@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "capture/gpu_timer.hpp"
+#include "capture/nccl_comms.hpp"
 #include "capture/runtime.hpp"
 #include "common/coll_formulas.hpp"
 
@@ -120,8 +121,10 @@ CaptureKey placed(CaptureKey key, CollOp op, const void* s, const void* r, ncclD
 
 CaptureKey nccl_key(const char* api, const char* kind, const char* op_name, CollOp op,
                     ncclDataType_t t, std::size_t count, ncclComm_t comm, const char* redop) {
-  return collective_key(api, kind, op_name, op, dtype_of(t), type_size(t),
-                        static_cast<std::int64_t>(count), comm_count(comm), redop);
+  CaptureKey key = collective_key(api, kind, op_name, op, dtype_of(t), type_size(t),
+                                  static_cast<std::int64_t>(count), comm_count(comm), redop);
+  key.comm_id = nccl_comm_id(comm);
+  return key;
 }
 
 CaptureKey coll(const char* api, CollOp op, ncclDataType_t t, std::size_t count, ncclComm_t comm,
@@ -215,15 +218,11 @@ std::vector<std::vector<CaptureKey>> group_parts(
 using namespace opbench::capture;
 using opbench::CollOp;
 
-#define OPBENCH_REAL(name, ...)                   \
-  static std::atomic<void*> slot_##name{nullptr}; \
-  auto real_##name = real_function<__VA_ARGS__>(slot_##name, #name)
-
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t count,
                                                   ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                                                   cudaStream_t stream) {
-  OPBENCH_REAL(ncclAllReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
-                                              ncclRedOp_t, ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclAllReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                                 ncclRedOp_t, ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclAllReduce(s, r, count, t, op, comm, stream); },
       [&] {
@@ -235,8 +234,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t sendcount,
                                                   ncclDataType_t t, ncclComm_t comm,
                                                   cudaStream_t stream) {
-  OPBENCH_REAL(ncclAllGather, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
-                                              ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclAllGather, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                                 ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclAllGather(s, r, sendcount, t, comm, stream); },
       [&] {
@@ -248,8 +247,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, size_t recvcount,
                                                       ncclDataType_t t, ncclRedOp_t op,
                                                       ncclComm_t comm, cudaStream_t stream) {
-  OPBENCH_REAL(ncclReduceScatter, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
-                                                  ncclRedOp_t, ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclReduceScatter, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                                     ncclRedOp_t, ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclReduceScatter(s, r, recvcount, t, op, comm, stream); },
       [&] {
@@ -262,8 +261,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, si
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count,
                                                  ncclDataType_t t, ncclComm_t comm,
                                                  cudaStream_t stream) {
-  OPBENCH_REAL(ncclAlltoAll, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
-                                             cudaStream_t));
+  OPBENCH_REAL_FN(ncclAlltoAll, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                                ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclAlltoAll(s, r, count, t, comm, stream); },
       [&] {
@@ -275,8 +274,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t count,
                                                   ncclDataType_t t, int root, ncclComm_t comm,
                                                   cudaStream_t stream) {
-  OPBENCH_REAL(ncclBroadcast, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, int,
-                                              ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclBroadcast, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, int,
+                                                 ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclBroadcast(s, r, count, t, root, comm, stream); },
       [&] {
@@ -288,8 +287,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t count,
                                                ncclDataType_t t, ncclRedOp_t op, int root,
                                                ncclComm_t comm, cudaStream_t stream) {
-  OPBENCH_REAL(ncclReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
-                                           int, ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclReduce, ncclResult_t(*)(const void*, void*, size_t, ncclDataType_t,
+                                              ncclRedOp_t, int, ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclReduce(s, r, count, t, op, root, comm, stream); },
       [&] {
@@ -300,8 +299,8 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t co
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t t,
                                              int peer, ncclComm_t comm, cudaStream_t stream) {
-  OPBENCH_REAL(ncclSend,
-               ncclResult_t(*)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclSend, ncclResult_t(*)(const void*, size_t, ncclDataType_t, int, ncclComm_t,
+                                            cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclSend(buf, count, t, peer, comm, stream); },
       [&] { return nccl_key("ncclSend", "p2p", "send", CollOp::send_recv, t, count, comm, ""); });
@@ -309,22 +308,22 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclSend(const void* buf, size_t count, nccl
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t t, int peer,
                                              ncclComm_t comm, cudaStream_t stream) {
-  OPBENCH_REAL(ncclRecv,
-               ncclResult_t(*)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  OPBENCH_REAL_FN(ncclRecv,
+                  ncclResult_t(*)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   return op_call(
       comm, stream, [&] { return real_ncclRecv(buf, count, t, peer, comm, stream); },
       [&] { return nccl_key("ncclRecv", "p2p", "recv", CollOp::send_recv, t, count, comm, ""); });
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupStart() {
-  OPBENCH_REAL(ncclGroupStart, ncclResult_t(*)());
+  OPBENCH_REAL_FN(ncclGroupStart, ncclResult_t(*)());
   const ncclResult_t rc = real_ncclGroupStart();
   if (rc == ncclSuccess && should_record()) ++t_group.depth;
   return rc;
 }
 
 OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
-  OPBENCH_REAL(ncclGroupEnd, ncclResult_t(*)());
+  OPBENCH_REAL_FN(ncclGroupEnd, ncclResult_t(*)());
   if (t_group.depth == 0 || t_depth > 0) return real_ncclGroupEnd();
   if (--t_group.depth > 0 || t_group.ops.empty()) return real_ncclGroupEnd();
   std::vector<CaptureKey> ops;

@@ -102,6 +102,13 @@ std::string prom_seconds(double us) {
 
 }  // namespace
 
+std::string comm_id_text(std::uint64_t id) {
+  if (id == 0) return "";
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, id);
+  return text;
+}
+
 std::string shape_label(const CaptureKey& k) {
   if (is_attention(k))
     return "b" + std::to_string(k.batch) + " hq" + std::to_string(k.heads_q) + " hkv" +
@@ -116,6 +123,7 @@ std::string shape_label(const CaptureKey& k) {
   }
   std::string s = "count=" + std::to_string(k.count) + " comm_size=" + std::to_string(k.comm_size);
   if (k.comm_stride > 1) s += " comm_stride=" + std::to_string(k.comm_stride);
+  if (k.comm_id != 0) s += " comm_id=" + comm_id_text(k.comm_id);
   if (*k.redop) s += std::string(" redop=") + k.redop;
   if (std::string_view(k.placement) == "in_place") s += " in_place";
   return s;
@@ -123,8 +131,8 @@ std::string shape_label(const CaptureKey& k) {
 
 std::string csv_header() {
   return "host,rank,pid,source,api,kind,op,dtype,m,n,k,batch,layout,heads_q,heads_kv,seq_q,seq_kv,"
-         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,comm_stride,redop,placement,"
-         "calls,"
+         "head_dim_qk,head_dim_v,causal,flops,bytes,count,comm_size,comm_stride,comm_id,redop,"
+         "placement,calls,"
          "timed_calls,graph_capture_calls,not_sampled_calls,total_us,avg_us,min_us,p50_us,p99_us,"
          "max_us,note\n";
 }
@@ -134,16 +142,16 @@ namespace {
 std::string shape_cells(const CaptureKey& k) {
   if (is_gemm(k))
     return num(k.m) + "," + num(k.n) + "," + num(k.k) + "," + num(k.batch) + "," + layout(k) +
-           ",,,,,,,," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,,,";
+           ",,,,,,,," + num(2 * k.batch * k.m * k.n * k.k) + ",,,,,,,";
   if (is_attention(k))
     return ",,," + num(k.batch) + ",," + num(k.heads_q) + "," + num(k.heads_kv) + "," +
            num(k.seq_q) + "," + num(k.seq_kv) + "," + num(k.head_dim_qk) + "," + num(k.head_dim_v) +
-           "," + (k.causal ? "true" : "false") + ",,,,,,,";
+           "," + (k.causal ? "true" : "false") + ",,,,,,,,";
   if (is_collective(k))
     return ",,,,,,,,,,,,," + num(k.bytes) + "," + num(k.count) + "," + std::to_string(k.comm_size) +
-           "," + (k.comm_stride > 0 ? std::to_string(k.comm_stride) : "") + "," + k.redop + "," +
-           k.placement;
-  return ",,,,,,,,,,,,,,,,,,";
+           "," + (k.comm_stride > 0 ? std::to_string(k.comm_stride) : "") + "," +
+           comm_id_text(k.comm_id) + "," + k.redop + "," + k.placement;
+  return ",,,,,,,,,,,,,,,,,,,";
 }
 }  // namespace
 
@@ -203,6 +211,7 @@ std::string jsonl_text(const ProcessFacts& f, const std::vector<TableRow>& rows,
     } else if (is_collective(k)) {
       row.update({{"bytes", k.bytes}, {"count", k.count}, {"comm_size", k.comm_size}});
       if (k.comm_stride > 0) row["comm_stride"] = k.comm_stride;
+      if (k.comm_id != 0) row["comm_id"] = comm_id_text(k.comm_id);
       if (*k.redop) row["redop"] = k.redop;
       if (*k.placement) row["placement"] = k.placement;
     }

@@ -38,6 +38,8 @@ std::string prom_text(const ProcessFacts& facts, const std::vector<TableRow>& ro
 // for a collective, "b1 hq32 hkv8 sq4096 skv4096 d128/128 causal" for attention: the `shape`
 // label of the Prometheus series.
 std::string shape_label(const CaptureKey& key);
+// A communicator's number as the files write it: 16 hex digits; empty for 0 (not known).
+std::string comm_id_text(std::uint64_t id);
 
 // Writes `text` to dir/name through dir/.name.tmp<pid> and rename(2); false with errno set on
 // failure.

@@ -75,3 +75,9 @@ int start_quiet_thread(void (*body)());
 
 // Exported hooks need default visibility; everything else in the library is hidden.
 #define OPBENCH_CAPTURE_EXPORT extern "C" __attribute__((visibility("default")))
+
+// In a hook of `name`: real_<name>, the function it stands in front of, of type `...`, looked up
+// on the first call (real_function).
+#define OPBENCH_REAL_FN(name, ...)                \
+  static std::atomic<void*> slot_##name{nullptr}; \
+  auto real_##name = real_function<__VA_ARGS__>(slot_##name, #name)

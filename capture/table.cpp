@@ -66,6 +66,7 @@ std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {
     h = mix(h, std::hash<std::int64_t>{}(v));
   h = mix(h, static_cast<std::size_t>(k.comm_size));
   h = mix(h, static_cast<std::size_t>(k.comm_stride));
+  h = mix(h, std::hash<std::uint64_t>{}(k.comm_id));
   h = mix(h, (static_cast<std::size_t>(k.transa) << 8) | static_cast<unsigned char>(k.transb));
   h = mix(h, text_hash(k.dtype));
   h = mix(h, text_hash(k.op));

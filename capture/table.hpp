@@ -35,6 +35,9 @@ struct CaptureKey {
   // of ranks 0, 8, 16, ... (bench_ccl replays the groups so, collectives/rank_groups.hpp); 0 where
   // the source cannot tell (an NCCL communicator, ranks not evenly spaced, an older trace).
   int comm_stride = 0;
+  // NCCL: which communicator (capture/nccl_comms.hpp), the same number in every member's file,
+  // so that the files read together give its members and so its stride; 0 where not known
+  std::uint64_t comm_id = 0;
   const char* redop = "";  // "sum", ... for reductions; "" otherwise
   // Collectives: "in_place" (the send buffer is the result's: MPI_IN_PLACE, NCCL's sendbuff at
   // the rank's offset in recvbuff) or "out_of_place"; "" where a call has no such choice.

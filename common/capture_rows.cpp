@@ -47,6 +47,9 @@ bool all_of_chars(std::string_view text, bool (*ok)(char)) {
 bool digit(char c) {
   return c >= '0' && c <= '9';
 }
+bool hex_digit(char c) {
+  return digit(c) || (c >= 'a' && c <= 'f');
+}
 bool name_char(char c) {
   return digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
@@ -209,6 +212,10 @@ void check_row(const CaptureRow& row, const std::string& where) {
     // comm_stride (absent from files written before it): empty where the source cannot tell
     if (r.has("comm_stride") && !r.cell("comm_stride").empty() && r.whole("comm_stride") == 0)
       r.fail("comm_stride", "0, but a stride is at least 1 (empty where it is not known)");
+    if (r.has("comm_id") && !r.cell("comm_id").empty() &&
+        (r.cell("comm_id").size() != 16 || !all_of_chars(r.cell("comm_id"), hex_digit)))
+      r.fail("comm_id",
+             fmt::format("expected 16 hex digits (or empty), got '{}'", shown(r.cell("comm_id"))));
     if (!r.cell("redop").empty()) r.name("redop");
     if (r.has("placement")) {
       const std::string& p = r.cell("placement");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -32,6 +33,49 @@ std::vector<std::string> capture_files(const std::string& flag, const std::strin
     throw bad_input(fmt::format(
         "{} {}: no capture-*.csv files (scripts/capture.sh --out writes them)", flag, dir));
   return paths;
+}
+
+// The rank stride of each NCCL communicator whose members' tables are all here, by comm_id: the
+// capture writes the same comm_id in every member's table (capture/nccl_comms.hpp), and a table
+// is one rank's (its `rank` cells). NCCL tells no process the others, so only the tables read
+// together say that communicator 7f.. joined ranks 0, 8, 16 and 24: a stride of 8. A
+// communicator with a member's table missing (a folder of some ranks' files, a process without
+// a launcher's rank) or ranks not evenly spaced gets none.
+std::map<std::string, std::string> strides_by_comm_id(
+    const std::vector<std::vector<CaptureRow>>& tables) {
+  struct Members {
+    std::string comm_size;
+    std::set<long long> ranks;
+    bool complete = true;
+  };
+  std::map<std::string, Members> seen;
+  for (const auto& rows : tables)
+    for (const CaptureRow& row : rows) {
+      const auto id = row.find("comm_id");
+      if (id == row.end() || id->second.empty()) continue;
+      Members& m = seen[id->second];
+      m.comm_size = row.at("comm_size");
+      const std::string& rank = row.at("rank");
+      if (rank.empty())
+        m.complete = false;
+      else
+        m.ranks.insert(std::stoll(rank));
+    }
+  std::map<std::string, std::string> out;
+  for (const auto& [id, m] : seen) {
+    if (!m.complete || std::to_string(m.ranks.size()) != m.comm_size) continue;
+    if (m.ranks.size() == 1) {
+      out[id] = "1";
+      continue;
+    }
+    const long long first = *m.ranks.begin(), stride = *std::next(m.ranks.begin()) - first;
+    long long i = 0;
+    bool even = true;
+    for (long long r : m.ranks)
+      even = even && r == first + stride * i++;
+    if (even) out[id] = std::to_string(stride);
+  }
+  return out;
 }
 
 }  // namespace
@@ -63,6 +107,7 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
     for (const std::string& path : capture_files(q.source.flag, q.source.path))
       tables.push_back(read_capture_file(path));
   }
+  const std::map<std::string, std::string> member_strides = strides_by_comm_id(tables);
   for (const std::vector<CaptureRow>& rows : tables) {
     std::set<std::vector<std::string>> in_this_table;  // keys counted in `tables` already
     for (const CaptureRow& row : rows) {
@@ -72,8 +117,13 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
       if (q.rank && rank != std::to_string(*q.rank)) continue;
       if (std::find(q.kinds.begin(), q.kinds.end(), row.at("kind")) == q.kinds.end()) continue;
       std::vector<std::string> key;  // a column older files lack (placement) reads as empty
-      for (const auto& c : q.key_columns)
+      for (const auto& c : q.key_columns) {
         key.push_back(row.count(c) ? row.at(c) : std::string());
+        if (c == "comm_stride" && key.back().empty() && row.count("comm_id")) {
+          const auto found = member_strides.find(row.at("comm_id"));
+          if (found != member_strides.end()) key.back() = found->second;
+        }
+      }
       CapturedShape& s = merged[key];
       if (in_this_table.insert(key).second) ++s.tables;
       s.key = key;

@@ -51,6 +51,8 @@ struct CaptureQuery {
 // largest in-job total first. bad_input naming the flag, file, row and column when the folder,
 // its files or their cells are not a capture's (every row of every file is checked against the
 // rules of common/capture_rows.hpp, whatever the query keeps), or --rank names a rank no file has.
+// A key column comm_stride left empty by the capture (an NCCL communicator) reads as the stride
+// of the ranks whose files hold the row's comm_id, where every member's file is read.
 std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& query);
 
 // What a replayed case keeps of the job: the API or operator, its calls and in-job average.

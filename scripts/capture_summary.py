@@ -224,6 +224,9 @@ def check_row(row, where):
         comm_size = whole("comm_size")
         if row.get("comm_stride", "") != "" and whole("comm_stride") == 0:
             fail("comm_stride", "0, but a stride is at least 1 (empty where it is not known)")
+        comm_id = row.get("comm_id", "")
+        if comm_id != "" and (len(comm_id) != 16 or any(c not in "0123456789abcdef" for c in comm_id)):
+            fail("comm_id", f"expected 16 hex digits (or empty), got '{shown(comm_id)}'")
         if row["redop"] != "":
             name("redop")
         if row.get("placement", "") not in ("", "in_place", "out_of_place"):

@@ -24,6 +24,8 @@
 //   park           a call of 1 ms, 400 ms of host work (the poller parks once nothing is in
 //                  flight), a second call of 1 ms, 100 ms more: prints the event queries made
 //                  during the last 200 ms of the idle time and after the second call
+//   comms R        rank R of 4: a world communicator from a shared unique id, split into pairs
+//                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -35,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gemm/cublas_api.hpp"
@@ -177,6 +180,22 @@ int multicomm() {
   return 0;
 }
 
+// One rank of a job of 4 (each process its own, RANK set by the test): the world communicator
+// from a unique id all four share, split into the pairs of ranks 0 and 2, 1 and 3 (color
+// rank % 2), an all_reduce on each.
+int comms(int rank) {
+  ncclUniqueId id;
+  std::memset(&id, 7, sizeof id);  // as if broadcast from rank 0
+  ncclComm_t world = nullptr, pair = nullptr;
+  CHECK(ncclCommInitRank(&world, 4, id, rank));
+  CHECK(ncclCommSplit(world, rank % 2, rank, &pair, nullptr));
+  CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, world, nullptr));
+  CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, pair, nullptr));
+  CHECK(ncclCommDestroy(pair));
+  CHECK(ncclCommDestroy(world));
+  return 0;
+}
+
 int hang(cublasHandle_t h) {
   standin_hang();
   const double t0 = now_ms();
@@ -220,6 +239,7 @@ int main(int argc, char** argv) {
   if (mode == "nonblocking") return nonblocking(argc > 2 ? std::atoi(argv[2]) : 2);
   if (mode == "nothread") return nothread(h);
   if (mode == "multicomm") return multicomm();
+  if (mode == "comms") return comms(argc > 2 ? std::atoi(argv[2]) : 0);
   if (mode == "exit_inflight") return exit_inflight(h);
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 namespace {
 constexpr std::int64_t kStandinUs = 300;
@@ -318,13 +319,49 @@ STANDIN cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, co
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// ---- NCCL: a communicator of 4 ranks
-STANDIN ncclResult_t ncclCommCount(const ncclComm_t, int* n) {
-  *n = 4;
+// ---- NCCL: the fixed communicators above, of 4 ranks (this process rank 1); and those made
+// with ncclCommInitRank, of its nranks and rank, and by ncclCommSplit, which one process alone
+// cannot know the members of: a split here is the one the tests make, colors rank % 2, so half
+// the parent's ranks, this process the parent rank / 2 of its half.
+struct MadeComm {
+  int nranks, rank;
+};
+std::mutex made_mutex;
+std::vector<MadeComm*> made_comms;
+const MadeComm* made_comm(const ncclComm_t comm) {
+  std::lock_guard lock(made_mutex);
+  for (const MadeComm* m : made_comms)
+    if (reinterpret_cast<const void*>(m) == reinterpret_cast<const void*>(comm)) return m;
+  return nullptr;
+}
+ncclComm_t make_comm(int nranks, int rank) {
+  std::lock_guard lock(made_mutex);
+  made_comms.push_back(new MadeComm{nranks, rank});
+  return reinterpret_cast<ncclComm_t>(made_comms.back());
+}
+STANDIN ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  *comm = make_comm(nranks, rank);
   return ncclSuccess;
 }
-STANDIN ncclResult_t ncclCommUserRank(const ncclComm_t, int* rank) {
-  *rank = 1;
+STANDIN ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm,
+                                   ncclConfig_t*) {
+  const MadeComm* parent = made_comm(comm);
+  if (parent == nullptr) return ncclInvalidArgument;
+  *newcomm =
+      color == NCCL_SPLIT_NOCOLOR ? nullptr : make_comm(parent->nranks / 2, parent->rank / 2);
+  return ncclSuccess;
+}
+STANDIN ncclResult_t ncclCommDestroy(ncclComm_t) {
+  return ncclSuccess;  // the test's few stay allocated: a later one never reuses a handle here
+}
+STANDIN ncclResult_t ncclCommCount(const ncclComm_t comm, int* n) {
+  const MadeComm* m = made_comm(comm);
+  *n = m != nullptr ? m->nranks : 4;
+  return ncclSuccess;
+}
+STANDIN ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  const MadeComm* m = made_comm(comm);
+  *rank = m != nullptr ? m->rank : 1;
   return ncclSuccess;
 }
 // A nonblocking communicator's call returns ncclInProgress: NCCL's thread enqueues it later.

@@ -44,6 +44,8 @@ CASES = [
     ("no_timed_calls_column", "capture-h-rank0.csv: no column 'timed_calls': not a capture file"),
     ("comm_stride_zero", "capture-h-rank0.csv row 2 comm_stride: 0, but a stride is at least 1 "
                          "(empty where it is not known)"),
+    ("comm_id_not_hex", "capture-h-rank0.csv row 2 comm_id: expected 16 hex digits (or empty), got "
+                        "'9C0F3A51D2E87B4'"),
     # a converted trace's table (trace_convert): its own sources, kinds and attention cells
     ("trace_source_unknown", "capture-h-rank0.csv row 2 source: 'trace:gpux' is not capture, "
                              "trace:gpu, trace:cpu or trace:et"),

@@ -96,6 +96,9 @@ if(OPBENCH_HAVE_CUDA)
   add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
     COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
             --prog $<TARGET_FILE:capture_gpu_calls>)
+  add_test(NAME "capture: four ranks' NCCL communicators read together give their members, and bench_ccl replays a split's pairs 2 ranks apart"
+    COMMAND ${CHECK_CAPTURE} gpu-comms --out ${CAPTURE_OUT}/gpu_comms --lib ${CAPTURE_LIB}
+            --prog $<TARGET_FILE:capture_gpu_calls> --bench-ccl $<TARGET_FILE:bench_ccl>)
   add_test(NAME "capture: on an asynchronous stand-in GPU the host never waits, graph captures stay intact, a hung kernel holds neither fork nor exit"
     COMMAND ${CHECK_CAPTURE} gpu-async --out ${CAPTURE_OUT}/gpu_async --lib ${CAPTURE_LIB}
             --prog $<TARGET_FILE:capture_gpu_calls>)
@@ -149,6 +152,7 @@ set(CAPTURE_PRELOAD_TESTS
 if(OPBENCH_HAVE_CUDA)
   list(APPEND CAPTURE_PRELOAD_TESTS
     "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
+    "capture: four ranks' NCCL communicators read together give their members, and bench_ccl replays a split's pairs 2 ranks apart"
     "capture: on an asynchronous stand-in GPU the host never waits, graph captures stay intact, a hung kernel holds neither fork nor exit")
 endif()
 set_tests_properties(${CAPTURE_PRELOAD_TESTS} PROPERTIES LABELS preload)

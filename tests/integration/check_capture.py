@@ -676,6 +676,58 @@ def gpu_mode(a):
     compare("NCCL", colls, GPU_COLLS)
 
 
+def gpu_comms_mode(a):
+    """NCCL tells a process only its own rank in a communicator: the capture writes a comm_id
+    that every member computes alike, and the files read together give the members. Four ranks
+    (RANK 0-3, each its own process on the stand-in NCCL) make a world communicator and split it
+    into the pairs 0 and 2, 1 and 3; bench_ccl --capture-path must replay the pairs 2 ranks
+    apart, where it ran every NCCL group on consecutive ranks."""
+    out = fresh(a.out)
+    job = os.path.join(out, "job")
+    ranks = " ".join(f"RANK={r} '{a.prog}' comms {r} &" for r in range(4))
+    p = capture(job, ["bash", "-c", f"{ranks} wait"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    ids = {}  # rank -> {comm_size: comm_id}
+    for path in files(job):
+        for r in read_rows(path):
+            if r["api"] == "ncclAllReduce":
+                ids.setdefault(r["rank"], {})[r["comm_size"]] = r["comm_id"]
+                check(r["comm_stride"] == "", f"{path}: comm_stride '{r['comm_stride']}': an NCCL "
+                      "process cannot know it")
+    print("  comm_id by rank and size:", ids)
+    if not check(sorted(ids) == ["0", "1", "2", "3"], f"ranks with files: {sorted(ids)}"):
+        return
+    world = {ids[r].get("4") for r in ids}
+    check(len(world) == 1 and "" not in world and None not in world,
+          f"the world communicator's comm_id differs between ranks: {world}")
+    pairs = [ids[r].get("2") for r in "0123"]
+    check(pairs[0] == pairs[2] and pairs[1] == pairs[3] and pairs[0] != pairs[1]
+          and len(pairs[0] or "") == 16 and pairs[0] not in world,
+          f"the pairs' comm_ids: {pairs}, expected ranks 0 and 2 alike, 1 and 3 alike")
+
+    def dry_run(folder):
+        q = run([a.bench_ccl, "--backend", "mpi", "--capture-path", folder, "--dry-run",
+                 "--world-size", "4", "--placement", "in_place"])
+        check(q.returncode == 0, f"bench_ccl --dry-run on {folder}: exit {q.returncode} {q.stderr}")
+        # each all_reduce line's group column and rank 0's group ("2 0 2"): the cells between
+        # the label and the dtype, placement and sizes (calls/step is empty)
+        groups = sorted(" ".join(line.split()[2:-4]) for line in q.stdout.splitlines()
+                        if line.startswith("all_reduce"))
+        print(f"  bench_ccl --dry-run: (group, rank 0's group) {groups}")
+        return groups
+    got = dry_run(job)
+    check(got == ["2 0 2", "4 0 1 2 3"], f"replayed groups {got}, expected 2 of '0 2' and 4")
+    # without rank 3's file, the pair 1-3 and the world lack a member: their stride is not known
+    # (consecutive), the pair 0-2's still is
+    some = fresh(os.path.join(out, "some"))
+    for path in files(job):
+        if not path.endswith("rank3.csv"):
+            shutil.copy(path, some)
+    got = dry_run(some)
+    check(got == ["2 0 1", "2 0 2", "4 0 1 2 3"],
+          f"replayed groups without rank 3's file {got}, expected '0 1', '0 2' and 4")
+
+
 def figures(text, *names):
     """The numbers after `name` in a program's output line ("loop_ms 20.1 lag_ms 380.2")."""
     words = text.split()
@@ -1207,7 +1259,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["torch", "numpy", "mpi", "threads", "fork", "killed",
                                     "stuckexit", "nested", "baddir", "gpu", "gpu-async", "pyfork", "pyterm", "bench-gemm", "replay-gemm", "prometheus", "replay-ccl",
-                                    "replay-strided"])
+                                    "replay-strided", "gpu-comms"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
     p.add_argument("--lib")

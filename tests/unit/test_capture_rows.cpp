@@ -1,11 +1,15 @@
 // The rules a capture file's rows obey (common/capture_rows): the bytes a collective's count
-// makes, worked out by hand, and where the count alone does not give them.
+// makes, worked out by hand, and where the count alone does not give them; and what the tables
+// read together say (common/capture_tables): an NCCL communicator's members.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/capture_rows.hpp"
+#include "common/capture_tables.hpp"
 #include "common/error.hpp"
 #include "common/job_time.hpp"
 
@@ -97,4 +101,41 @@ TEST_CASE("A shape's time in the job counts the sampled-out calls at the timed c
   CHECK(job_time_us(1000.0, 10, 5) == Approx(1500.0));
   CHECK(job_time_us(1000.0, 10, 0) == Approx(1000.0));
   CHECK(job_time_us(0.0, 0, 5) == 0.0);
+}
+
+TEST_CASE("An NCCL communicator's stride comes from the ranks whose tables hold its comm_id") {
+  // Four ranks' tables: communicator a... on ranks 0 and 2 (stride 2), b... on ranks 0, 1 and 3
+  // (not evenly spaced), c... of 2 ranks whose second member's table is missing, and an MPI row
+  // that states its own stride, 4
+  auto table = [](const std::string& rank, const std::string& rows) {
+    return std::pair<std::string, std::string>{
+        "capture-h-rank" + rank + ".csv",
+        "host,rank,pid,api,kind,op,dtype,m,n,k,batch,layout,flops,bytes,count,comm_size,"
+        "comm_stride,comm_id,redop,calls,timed_calls,total_us,avg_us,min_us,p50_us,p99_us,max_us,"
+        "note\n" +
+            rows};
+  };
+  auto row = [](const std::string& rank, const std::string& bytes, const std::string& size,
+                const std::string& stride, const std::string& id) {
+    return "h," + rank + ",7,ncclAllReduce,collective,all_reduce,fp32,,,,,,," + bytes + "," +
+           std::to_string(std::stoll(bytes) / 4) + "," + size + "," + stride + "," + id +
+           ",sum,1,1,10.000,10.000,10.000,10.000,10.000,10.000,\n";
+  };
+  const std::string a = "aaaaaaaaaaaaaaaa", b = "bbbbbbbbbbbbbbbb", c = "cccccccccccccccc";
+  ShapeSource source{"--capture-path", "job", {}};
+  source.tables = {table("0", row("0", "4096", "2", "", a) + row("0", "8192", "3", "", b) +
+                                  row("0", "16384", "2", "", c) + row("0", "32768", "2", "4", "")),
+                   table("1", row("1", "8192", "3", "", b)),
+                   table("2", row("2", "4096", "2", "", a)),
+                   table("3", row("3", "8192", "3", "", b))};
+  std::map<std::string, std::string> stride;  // bytes -> comm_stride as the key reads it
+  for (const CapturedShape& s :
+       read_capture_shapes({source, std::nullopt, {"collective"}, {"bytes", "comm_stride"}}))
+    stride[s.key[0]] = s.key[1];
+  CHECK(stride == std::map<std::string, std::string>{
+                      {"4096", "2"}, {"8192", ""}, {"16384", ""}, {"32768", "4"}});
+  // the members come from every table, whatever --rank keeps
+  const auto rank2 = read_capture_shapes({source, 2, {"collective"}, {"bytes", "comm_stride"}});
+  REQUIRE(rank2.size() == 1);
+  CHECK(rank2[0].key == std::vector<std::string>{"4096", "2"});
 }
