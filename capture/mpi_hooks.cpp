@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <pthread.h>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -73,8 +74,12 @@ int spacing(MPI_Comm comm) {
     void* p = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
     return reinterpret_cast<MPI_Comm>(p != nullptr ? p : resolve_symbol("ompi_mpi_comm_world"));
   }();
-  int inter = 0;
-  if (world == nullptr || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+  // a program of MPI sessions only, which never called MPI_Init, has no MPI_COMM_WORLD to ask
+  OPBENCH_PMPI(MPI_Initialized, int (*)(int*));
+  int initialized = 0, inter = 0;
+  if (world == nullptr || PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized ||
+      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    return 0;
   const int n = comm_size(comm);
   if (n <= 1) return 1;
   // (MPI_GROUP_NULL is a libmpi object too: whether each group was made is kept apart instead)
@@ -88,10 +93,12 @@ int spacing(MPI_Comm comm) {
   if (have_group && have_world &&
       PMPI_Group_translate_ranks(group, n, ranks.data(), world_group, in_world.data()) ==
           MPI_SUCCESS &&
-      in_world[0] != MPI_UNDEFINED) {
+      std::find(in_world.begin(), in_world.end(), MPI_UNDEFINED) == in_world.end()) {
+    // where the ranks lie, in any order (MPI_Comm_split's key may reverse them)
+    std::sort(in_world.begin(), in_world.end());
     stride = in_world[1] - in_world[0];
-    for (int i = 1; i < n && stride > 0; ++i)
-      if (in_world[static_cast<std::size_t>(i)] != in_world[0] + i * stride) stride = 0;
+    for (std::size_t i = 2; i < in_world.size() && stride > 0; ++i)
+      if (in_world[i] - in_world[i - 1] != stride) stride = 0;
   }
   if (have_group) PMPI_Group_free(&group);
   if (have_world) PMPI_Group_free(&world_group);

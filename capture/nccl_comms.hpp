@@ -8,9 +8,11 @@
 // A communicator made from a unique id (ncclCommInitRank, ncclCommInitRankConfig,
 // ncclCommInitRankScalable) is known by a hash of the id, which every member was given. One made
 // by splitting or shrinking another (ncclCommSplit, ncclCommShrink) is known by its parent's
-// number, how many splits and shrinks of the parent came before (each is a call of every member
-// of the parent, so the count is the same in each) and the color, or the ranks left out: what its
-// members share. ncclCommInitAll (one process, every member) is not followed: 0.
+// number, how many splits (or shrinks) of the parent came before (a split is a call of every
+// member of the parent, a shrink of every member it keeps, so the count is the same in each) and
+// the color, or the ranks left out: what its members share. ncclCommInitAll (one process, every
+// member) is not followed: 0. Where NCCL_COMM_ID gives every unique id the same bytes, the
+// communicators of one size share a number.
 #include <nccl.h>
 
 #include <cstdint>
@@ -19,5 +21,10 @@ namespace opbench::capture {
 
 // The number of `comm` as above; 0 for a communicator the capture did not see made.
 std::uint64_t nccl_comm_id(ncclComm_t comm);
+
+// Takes in the children of splits whose handle NCCL has written since (a nonblocking split, one
+// inside a group): called where NCCL's work is known done, at ncclGroupEnd's return and whenever
+// ncclCommGetAsyncError is asked. Cheap when none waits.
+void nccl_take_finished_children();
 
 }  // namespace opbench::capture

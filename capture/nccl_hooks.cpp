@@ -322,10 +322,17 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupStart() {
   return rc;
 }
 
-OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
+// ncclGroupEnd, which also completes the splits of the group (nccl_comms.hpp).
+static ncclResult_t group_end() {
   OPBENCH_REAL_FN(ncclGroupEnd, ncclResult_t(*)());
-  if (t_group.depth == 0 || t_depth > 0) return real_ncclGroupEnd();
-  if (--t_group.depth > 0 || t_group.ops.empty()) return real_ncclGroupEnd();
+  const ncclResult_t rc = real_ncclGroupEnd();
+  nccl_take_finished_children();
+  return rc;
+}
+
+OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
+  if (t_group.depth == 0 || t_depth > 0) return group_end();
+  if (--t_group.depth > 0 || t_group.ops.empty()) return group_end();
   std::vector<CaptureKey> ops;
   std::vector<std::pair<ncclComm_t, cudaStream_t>> where;
   ops.swap(t_group.ops);
@@ -333,7 +340,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
   CallScope scope;
   const std::vector<std::vector<CaptureKey>> parts = group_parts(ops, where);
   if (parts.size() > 1) {  // several communicators or streams: a row each, untimed
-    const ncclResult_t rc = real_ncclGroupEnd();
+    const ncclResult_t rc = group_end();
     if (rc == ncclSuccess || rc == ncclInProgress)
       for (const auto& part : parts)
         record_untimed(group_key(part), Untimed::several_communicators);
@@ -342,7 +349,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclGroupEnd() {
   const cudaStream_t stream = where.front().second;
   const CaptureKey key = group_key(ops);
   GpuTiming timing = gpu_begin(stream, key);
-  const ncclResult_t rc = real_ncclGroupEnd();
+  const ncclResult_t rc = group_end();
   end_timing(timing, stream, rc, key);
   return rc;
 }

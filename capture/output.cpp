@@ -122,7 +122,7 @@ std::string shape_label(const CaptureKey& k) {
     return dims + " " + layout(k);
   }
   std::string s = "count=" + std::to_string(k.count) + " comm_size=" + std::to_string(k.comm_size);
-  if (k.comm_stride > 1) s += " comm_stride=" + std::to_string(k.comm_stride);
+  if (k.comm_stride > 0) s += " comm_stride=" + std::to_string(k.comm_stride);
   if (k.comm_id != 0) s += " comm_id=" + comm_id_text(k.comm_id);
   if (*k.redop) s += std::string(" redop=") + k.redop;
   if (std::string_view(k.placement) == "in_place") s += " in_place";

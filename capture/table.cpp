@@ -52,11 +52,11 @@ CaptureKey collective_key(const char* api, const char* kind, const char* op_name
 bool CaptureKey::operator==(const CaptureKey& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && transa == o.transa &&
          transb == o.transb && count == o.count && bytes == o.bytes && comm_size == o.comm_size &&
-         comm_stride == o.comm_stride && heads_q == o.heads_q && heads_kv == o.heads_kv &&
-         seq_q == o.seq_q && seq_kv == o.seq_kv && head_dim_qk == o.head_dim_qk &&
-         head_dim_v == o.head_dim_v && causal == o.causal && same(api, o.api) &&
-         same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) && same(redop, o.redop) &&
-         same(placement, o.placement);
+         comm_stride == o.comm_stride && comm_id == o.comm_id && heads_q == o.heads_q &&
+         heads_kv == o.heads_kv && seq_q == o.seq_q && seq_kv == o.seq_kv &&
+         head_dim_qk == o.head_dim_qk && head_dim_v == o.head_dim_v && causal == o.causal &&
+         same(api, o.api) && same(kind, o.kind) && same(op, o.op) && same(dtype, o.dtype) &&
+         same(redop, o.redop) && same(placement, o.placement);
 }
 
 std::size_t CaptureKeyHash::operator()(const CaptureKey& k) const {

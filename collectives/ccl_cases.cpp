@@ -99,7 +99,16 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
   // them), where this launch has the size · stride ranks that takes; else consecutive ranks.
   auto replay_stride = [&](const CapturedMessage& m) {
     if (m.comm_stride <= 1 || m.comm_size <= 1) return 1;
-    if (m.comm_stride <= world_size / m.comm_size) return static_cast<int>(m.comm_stride);
+    if (m.comm_stride <= world_size / m.comm_size) {
+      const std::int64_t block = m.comm_size * m.comm_stride;
+      if (world_size % block != 0)
+        moved.push_back(fmt::format(
+            "{} {} {} B: groups of {} ranks {} apart fill blocks of {} ranks; the last {} of this "
+            "launch's {} form consecutive groups",
+            m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, m.comm_stride, block,
+            world_size % block, world_size));
+      return static_cast<int>(m.comm_stride);
+    }
     moved.push_back(fmt::format(
         "{} {} {} B: the job's groups of {} ranks were {} ranks apart, which takes {} x {} ranks; "
         "this launch has {}: run on consecutive ranks instead",
@@ -116,23 +125,27 @@ std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lea
           m.api, coll_op_name(m.op), m.size_bytes, m.comm_size, world_size, m.comm_size));
       continue;
     }
-    const int stride = replay_stride(m);
     // the placement the job called, with the job's time for it (both where the tables do not say)
+    const std::size_t first = cases.size();
     bool placed = false;
     for (Placement placement : o.placements) {
       if (!m.placement.empty() && m.placement != placement_name(placement)) continue;
       CclCase c{m.op, m.dtype, m.redop, 0, m.size_bytes, placement, m.comm_size, m.api, 0};
-      c.stride = stride;
       c.captured = true;
       c.captured_calls = m.calls;
       c.in_job_us = m.in_job_us;
       cases.push_back(c);
       placed = true;
     }
-    if (!placed)
+    if (!placed) {
       left_out.push_back(
           fmt::format("{} {} {} B: the job called it {}, which --placement leaves out", m.api,
                       coll_op_name(m.op), m.size_bytes, m.placement));
+      continue;
+    }
+    const int stride = replay_stride(m);  // (its warnings only for what runs)
+    for (std::size_t i = first; i < cases.size(); ++i)
+      cases[i].stride = stride;
   }
   if (lead) {
     for (const auto& why : left_out)

@@ -44,7 +44,7 @@ std::vector<std::string> capture_files(const std::string& flag, const std::strin
 std::map<std::string, std::string> strides_by_comm_id(
     const std::vector<std::vector<CaptureRow>>& tables) {
   struct Members {
-    std::string comm_size;
+    long long comm_size = 0;
     std::set<long long> ranks;
     bool complete = true;
   };
@@ -54,7 +54,7 @@ std::map<std::string, std::string> strides_by_comm_id(
       const auto id = row.find("comm_id");
       if (id == row.end() || id->second.empty()) continue;
       Members& m = seen[id->second];
-      m.comm_size = row.at("comm_size");
+      m.comm_size = std::stoll(row.at("comm_size"));  // whole, as the rules checked
       const std::string& rank = row.at("rank");
       if (rank.empty())
         m.complete = false;
@@ -63,16 +63,15 @@ std::map<std::string, std::string> strides_by_comm_id(
     }
   std::map<std::string, std::string> out;
   for (const auto& [id, m] : seen) {
-    if (!m.complete || std::to_string(m.ranks.size()) != m.comm_size) continue;
+    if (!m.complete || static_cast<long long>(m.ranks.size()) != m.comm_size) continue;
     if (m.ranks.size() == 1) {
       out[id] = "1";
       continue;
     }
-    const long long first = *m.ranks.begin(), stride = *std::next(m.ranks.begin()) - first;
-    long long i = 0;
+    const long long stride = *std::next(m.ranks.begin()) - *m.ranks.begin();
     bool even = true;
-    for (long long r : m.ranks)
-      even = even && r == first + stride * i++;
+    for (auto r = std::next(m.ranks.begin()); r != m.ranks.end(); ++r)
+      even = even && *r - *std::prev(r) == stride;
     if (even) out[id] = std::to_string(stride);
   }
   return out;

@@ -25,7 +25,8 @@
 //                  flight), a second call of 1 ms, 100 ms more: prints the event queries made
 //                  during the last 200 ms of the idle time and after the second call
 //   comms R        rank R of 4: a world communicator from a shared unique id, split into pairs
-//                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each
+//                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each; the same pairs
+//                  split again nonblocking, a broadcast of 100 fp32 on them
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -191,6 +192,17 @@ int comms(int rank) {
   CHECK(ncclCommSplit(world, rank % 2, rank, &pair, nullptr));
   CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, world, nullptr));
   CHECK(ncclAllReduce(nullptr, nullptr, 1024, ncclFloat32, ncclSum, pair, nullptr));
+  // the same pairs again, split nonblocking: NCCL writes the handle once the split is done
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t later = nullptr;
+  if (ncclCommSplit(world, rank % 2, rank, &later, &config) != ncclInProgress || later != nullptr)
+    return 1;
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress)
+    CHECK(ncclCommGetAsyncError(world, &state));
+  CHECK(ncclBroadcast(nullptr, nullptr, 100, ncclFloat32, 0, later, nullptr));
+  CHECK(ncclCommDestroy(later));
   CHECK(ncclCommDestroy(pair));
   CHECK(ncclCommDestroy(world));
   return 0;

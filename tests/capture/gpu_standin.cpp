@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -343,12 +344,31 @@ STANDIN ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId
   *comm = make_comm(nranks, rank);
   return ncclSuccess;
 }
+// A nonblocking split (config->blocking 0) returns ncclInProgress with *newcomm still NULL, as
+// NCCL does: the handle is written when the split is done, here at the next
+// ncclCommGetAsyncError.
+std::vector<std::pair<ncclComm_t*, ncclComm_t>> splits_in_flight;
 STANDIN ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm,
-                                   ncclConfig_t*) {
+                                   ncclConfig_t* config) {
   const MadeComm* parent = made_comm(comm);
   if (parent == nullptr) return ncclInvalidArgument;
-  *newcomm =
-      color == NCCL_SPLIT_NOCOLOR ? nullptr : make_comm(parent->nranks / 2, parent->rank / 2);
+  *newcomm = nullptr;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  const ncclComm_t child = make_comm(parent->nranks / 2, parent->rank / 2);
+  if (config != nullptr && config->blocking == 0) {
+    std::lock_guard lock(made_mutex);
+    splits_in_flight.emplace_back(newcomm, child);
+    return ncclInProgress;
+  }
+  *newcomm = child;
+  return ncclSuccess;
+}
+STANDIN ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* state) {
+  std::lock_guard lock(made_mutex);
+  for (const auto& [handle, child] : splits_in_flight)
+    *handle = child;
+  splits_in_flight.clear();
+  *state = ncclSuccess;
   return ncclSuccess;
 }
 STANDIN ncclResult_t ncclCommDestroy(ncclComm_t) {

@@ -67,6 +67,14 @@ int main(int argc, char** argv) {
       MPI_Test(&r, &done, MPI_STATUS_IGNORE);
   }
   checksum += f[0] + g[0];
+  /* a communicator of the same ranks in reverse order (the split's key): 1 x 32 floats in place;
+   * its ranks are still consecutive */
+  {
+    MPI_Comm reversed;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
+    MPI_Allreduce(MPI_IN_PLACE, f, 32, MPI_FLOAT, MPI_SUM, reversed);
+    MPI_Comm_free(&reversed);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   printf("rank %d checksum %.6g\n", rank, checksum);

@@ -96,18 +96,32 @@ TEST_CASE("capture: collective bytes as nccl-tests counts them") {
   CHECK(k.bytes == 4096);
   CHECK(std::string(k.dtype) == "fp32");
   CHECK(std::string(k.op) == "all_gather");
-  // The same call in groups whose ranks are 2 apart is another row: it crosses other links
+  // Keys that differ only in where the communicator lies are rows apart: `once` called once,
+  // `twice` twice (the larger total, so the first row)
+  auto rows_of = [](const CaptureKey& once, const CaptureKey& twice) {
+    ShapeTable t;
+    t.record(once, 1000);
+    t.record(twice, 1000);
+    t.record(twice, 1000);
+    return t.snapshot();
+  };
+  // the same call in groups whose ranks are 2 apart: it crosses other links
   CaptureKey apart = k;
   apart.comm_stride = 2;
   CHECK_FALSE(apart == k);
-  ShapeTable t;
-  t.record(k, 1000);
-  t.record(apart, 2000);
-  t.record(apart, 2000);
-  const auto rows = t.snapshot();
+  const auto rows = rows_of(k, apart);
   REQUIRE(rows.size() == 2);
   CHECK((rows[0].key.comm_stride == 2 && rows[0].calls == 2 && rows[1].calls == 1));
   CHECK(shape_label(rows[0].key) == "count=256 comm_size=4 comm_stride=2");
+  CHECK(shape_label(rows[1].key) == "count=256 comm_size=4");
+  // on two NCCL communicators of the same size (a process in two groups of 4)
+  CaptureKey first = k, second = k;
+  first.comm_id = 0x1234;
+  second.comm_id = 0x5678;
+  CHECK_FALSE(first == second);
+  const auto two = rows_of(first, second);
+  REQUIRE(two.size() == 2);
+  CHECK(shape_label(two[0].key) == "count=256 comm_size=4 comm_id=0000000000005678");
 }
 
 TEST_CASE("capture table: rows ordered by the time of all their calls, not of the timed ones") {
