@@ -26,7 +26,10 @@
 //                  during the last 200 ms of the idle time and after the second call
 //   comms R        rank R of 4: a world communicator from a shared unique id, split into pairs
 //                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each; the same pairs
-//                  split again nonblocking, a broadcast of 100 fp32 on them
+//                  split again nonblocking, a broadcast of 100 fp32 on them; a world made with
+//                  ncclCommInitRankConfig and one with ncclCommInitRankScalable (an all_gather
+//                  and a reduce_scatter); ranks 0 and 2 shrink the world to themselves (an
+//                  all_to_all)
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -203,6 +206,24 @@ int comms(int rank) {
     CHECK(ncclCommGetAsyncError(world, &state));
   CHECK(ncclBroadcast(nullptr, nullptr, 100, ncclFloat32, 0, later, nullptr));
   CHECK(ncclCommDestroy(later));
+  // a world made with a config, one from two ids (ncclCommInitRankScalable): all_gather of 64
+  // and reduce_scatter of 32 fp32 on them
+  ncclUniqueId ids[2];
+  std::memset(ids, 9, sizeof ids);
+  ncclComm_t configured = nullptr, scalable = nullptr;
+  CHECK(ncclCommInitRankConfig(&configured, 4, ids[0], rank, nullptr));
+  CHECK(ncclCommInitRankScalable(&scalable, 4, rank, 2, ids, nullptr));
+  CHECK(ncclAllGather(nullptr, nullptr, 64, ncclFloat32, configured, nullptr));
+  CHECK(ncclReduceScatter(nullptr, nullptr, 32, ncclFloat32, ncclSum, scalable, nullptr));
+  // ranks 0 and 2 shrink the world, leaving 1 and 3 out, named in either order: all_to_all of
+  // 16 fp32 on the ranks kept
+  if (rank % 2 == 0) {
+    int left_out[2] = {rank == 0 ? 3 : 1, rank == 0 ? 1 : 3};
+    ncclComm_t kept = nullptr;
+    CHECK(ncclCommShrink(world, left_out, 2, &kept, nullptr, NCCL_SHRINK_DEFAULT));
+    CHECK(ncclAlltoAll(nullptr, nullptr, 16, ncclFloat32, kept, nullptr));
+    CHECK(ncclCommDestroy(kept));
+  }
   CHECK(ncclCommDestroy(pair));
   CHECK(ncclCommDestroy(world));
   return 0;

@@ -7,6 +7,7 @@
 // has the driver's stream capture (a graph capture in global or relaxed mode, which a query from
 // a thread not in relaxed mode invalidates), a cuStreamIsCapturing that can fail, an NCCL
 // nonblocking communicator (ncclInProgress), a second communicator (another GPU of the process),
+// communicators made, split (blocking, or nonblocking with the handle written later) and shrunk,
 // an operation that never ends (a hung kernel), a driver that refuses a forked child (CUDA cannot
 // be used after fork: it says so on stderr), a driver shut down at exit by an exit handler
 // registered at the first driver call, as the CUDA runtime's is at its initialisation (every call
@@ -344,6 +345,27 @@ STANDIN ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId
   *comm = make_comm(nranks, rank);
   return ncclSuccess;
 }
+STANDIN ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
+                                            ncclConfig_t*) {
+  *comm = make_comm(nranks, rank);
+  return ncclSuccess;
+}
+STANDIN ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int,
+                                              ncclUniqueId*, ncclConfig_t*) {
+  *comm = make_comm(nranks, rank);
+  return ncclSuccess;
+}
+// A shrink keeps the parent's ranks but the excluded, in order.
+STANDIN ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int count, ncclComm_t* newcomm,
+                                    ncclConfig_t*, int) {
+  const MadeComm* parent = made_comm(comm);
+  if (parent == nullptr) return ncclInvalidArgument;
+  int below = 0;
+  for (int i = 0; i < count; ++i)
+    below += exclude[i] < parent->rank ? 1 : 0;
+  *newcomm = make_comm(parent->nranks - count, parent->rank - below);
+  return ncclSuccess;
+}
 // A nonblocking split (config->blocking 0) returns ncclInProgress with *newcomm still NULL, as
 // NCCL does: the handle is written when the split is done, here at the next
 // ncclCommGetAsyncError.
@@ -402,6 +424,11 @@ STANDIN ncclResult_t ncclReduceScatter(const void*, void*, size_t, ncclDataType_
 }
 STANDIN ncclResult_t ncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
                                    cudaStream_t) {
+  work();
+  return ncclSuccess;
+}
+STANDIN ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                  cudaStream_t) {
   work();
   return ncclSuccess;
 }

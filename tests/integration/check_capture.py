@@ -682,8 +682,10 @@ def gpu_comms_mode(a):
     """NCCL tells a process only its own rank in a communicator: the capture writes a comm_id
     that every member computes alike, and the files read together give the members. Four ranks
     (RANK 0-3, each its own process on the stand-in NCCL) make a world communicator and split it
-    into the pairs 0 and 2, 1 and 3; bench_ccl --capture-path must replay the pairs 2 ranks
-    apart, where it ran every NCCL group on consecutive ranks."""
+    into the pairs 0 and 2, 1 and 3, twice (blocking, then nonblocking); make two more worlds
+    (ncclCommInitRankConfig, ncclCommInitRankScalable); and ranks 0 and 2 shrink the first world
+    to themselves. bench_ccl --capture-path must replay the pairs 2 ranks apart, where it ran
+    every NCCL group on consecutive ranks."""
     out = fresh(a.out)
     job = os.path.join(out, "job")
     ranks = " ".join(f"RANK={r} '{a.prog}' comms {r} &" for r in range(4))
@@ -692,7 +694,7 @@ def gpu_comms_mode(a):
     ids = {}  # rank -> {(api, comm_size): comm_id}
     for path in files(job):
         for r in read_rows(path):
-            if r["api"] in ("ncclAllReduce", "ncclBroadcast"):
+            if r["api"].startswith("nccl"):
                 ids.setdefault(r["rank"], {})[(r["api"], r["comm_size"])] = r["comm_id"]
                 check(r["comm_stride"] == "", f"{path}: comm_stride '{r['comm_stride']}': an NCCL "
                       "process cannot know it")
@@ -711,6 +713,15 @@ def gpu_comms_mode(a):
               f"{api}: the pairs' comm_ids: {pairs}, expected ranks 0 and 2 alike, 1 and 3 alike")
     check(ids["0"].get(("ncclAllReduce", "2")) != ids["0"].get(("ncclBroadcast", "2")),
           "the second split's pairs have the first's comm_id")
+    # the worlds made with a config and from two ids: one number each, in every rank
+    for api in ("ncclAllGather", "ncclReduceScatter"):
+        made = {ids[r].get((api, "4")) for r in ids}
+        check(len(made) == 1 and len(next(iter(made)) or "") == 16 and not made & world,
+              f"{api}: comm_ids {made}, expected one, not the first world's")
+    # the shrink of ranks 0 and 2, which named the ranks left out in different orders
+    kept = [ids[r].get(("ncclAlltoAll", "2")) for r in "0123"]
+    check(kept[0] == kept[2] and len(kept[0] or "") == 16 and kept[1] is None and kept[3] is None,
+          f"the shrunk communicator's comm_ids by rank: {kept}")
 
     def dry_run(folder):
         q = run([a.bench_ccl, "--backend", "mpi", "--capture-path", folder, "--dry-run",
@@ -718,13 +729,17 @@ def gpu_comms_mode(a):
         check(q.returncode == 0, f"bench_ccl --dry-run on {folder}: exit {q.returncode} {q.stderr}")
         # each all_reduce line's group column and rank 0's group ("2 0 2"): the cells between
         # the label and the dtype, placement and sizes (calls/step is empty)
-        groups = sorted(" ".join(line.split()[2:-4]) for line in q.stdout.splitlines()
-                        if line.startswith("all_reduce") or line.startswith("broadcast"))
+        groups = sorted(line.split()[0] + " " + " ".join(line.split()[2:-4])
+                        for line in q.stdout.splitlines()
+                        if line.split() and line.split()[0] in ("all_reduce", "broadcast",
+                                                                 "all_gather", "reduce_scatter",
+                                                                 "all_to_all"))
         print(f"  bench_ccl --dry-run: (group, rank 0's group) {groups}")
         return groups
     got = dry_run(job)
-    check(got == ["2 0 2", "2 0 2", "4 0 1 2 3"],
-          f"replayed groups {got}, expected two of 2 ranks '0 2' and one of 4")
+    expected = ["all_gather 4 0 1 2 3", "all_reduce 2 0 2", "all_reduce 4 0 1 2 3",
+                "all_to_all 2 0 2", "broadcast 2 0 2", "reduce_scatter 4 0 1 2 3"]
+    check(got == expected, f"replayed groups {got}, expected {expected}")
     # without rank 3's file, the pair 1-3 and the world lack a member: their stride is not known
     # (consecutive), the pair 0-2's still is
     some = fresh(os.path.join(out, "some"))
@@ -732,8 +747,10 @@ def gpu_comms_mode(a):
         if not path.endswith("rank3.csv"):
             shutil.copy(path, some)
     got = dry_run(some)
-    check(got == ["2 0 1", "2 0 1", "2 0 2", "2 0 2", "4 0 1 2 3"],
-          f"replayed groups without rank 3's file {got}, expected '0 1' and '0 2' twice, and 4")
+    expected = ["all_gather 4 0 1 2 3", "all_reduce 2 0 1", "all_reduce 2 0 2",
+                "all_reduce 4 0 1 2 3", "all_to_all 2 0 2", "broadcast 2 0 1", "broadcast 2 0 2",
+                "reduce_scatter 4 0 1 2 3"]
+    check(got == expected, f"replayed groups without rank 3's file {got}, expected {expected}")
 
 
 def figures(text, *names):
