@@ -12,7 +12,8 @@ if(MPIEXEC_EXECUTABLE)
   add_test(NAME "multinode: three namespaced nodes, healthy runs and faults"
     COMMAND ${OPBENCH_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/multinode.py
             --bench-ccl $<TARGET_FILE:bench_ccl> --bench-fsdp $<TARGET_FILE:bench_fsdp>
-            --mpirun ${MPIEXEC_EXECUTABLE} --out ${CMAKE_CURRENT_BINARY_DIR}/multinode --require-culprit)
+            --mpirun ${MPIEXEC_EXECUTABLE} --out ${CMAKE_CURRENT_BINARY_DIR}/multinode --require-culprit
+            --capture-lib $<TARGET_FILE:opbench_capture>)
   set_tests_properties("multinode: three namespaced nodes, healthy runs and faults"
     PROPERTIES LABELS "multinode;waiting" SKIP_RETURN_CODE 77 TIMEOUT 420)
 endif()

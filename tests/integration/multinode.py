@@ -28,8 +28,13 @@ Everything made (namespaces, veths, bridge, processes inside the namespaces, tem
 removed at the end, even on failure, and leftovers of an earlier crashed run (the opbn- prefix)
 at the start. Exit 77 (ctest: skipped) where this machine cannot make namespaces.
 
+   With --capture-lib, the pipeline job also runs under the capture (LD_PRELOAD for the ranks
+   only), whose tables must say its pairs were 3 ranks apart (comm_stride), and is replayed
+   from them (bench_ccl --capture-path): the replayed pairs must cross nodes as the job's did.
+
 Usage: multinode.py --bench-ccl PATH --bench-fsdp PATH [--mpirun PATH] --out DIR
                     [--keep] [--require-culprit] [--fault-bound S] [--only healthy|faults]
+                    [--capture-lib PATH]
 """
 import argparse
 import csv
@@ -267,10 +272,12 @@ class Job:
     """mpirun across the nodes, in its own session, output to files, bounded by mpirun's
     --timeout and by the test's own hard limit."""
 
-    def __init__(self, args, tmp, agent, hostfile, out_dir, binary, bench_args):
+    def __init__(self, args, tmp, agent, hostfile, out_dir, binary, bench_args, rank_env=()):
         os.makedirs(out_dir, exist_ok=True)
         self.out_dir = out_dir
-        self.cmd = [args.mpirun, "--allow-run-as-root", "--oversubscribe",
+        # variables for the ranks only (-x NAME=VALUE): LD_PRELOAD must not reach mpirun's daemons
+        exported = [a for pair in rank_env for a in ("-x", pair)]
+        self.cmd = [args.mpirun, "--allow-run-as-root", "--oversubscribe"] + exported + [
                     "--hostfile", hostfile, "-np", str(WORLD), "--map-by", "slot", "--bind-to", "none",
                     "--timeout", str(MPIRUN_TIMEOUT), "--tag-output",
                     "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
@@ -419,6 +426,39 @@ def check_healthy(name, job, rc, report_dir, binary, spans):
     summary = (f"{name}: exit {rc}, {took:.1f} s, {rows_total} rows"
                + (f", hosts {hosts_summary}" if hosts_summary else ""))
     return problems, notes, summary
+
+
+def captured_strides(folder):
+    """Problems of the pipeline job's capture: every rank's file, its MPI_Sendrecv rows (the pairs
+    between stages) comm_stride 3, the calls over all 6 ranks 1."""
+    problems = []
+    paths = sorted(f for f in os.listdir(folder) if f.startswith("capture-") and f.endswith(".csv")) \
+        if os.path.isdir(folder) else []
+    if len(paths) != WORLD:
+        return [f"{folder}: {len(paths)} capture files, expected one per rank ({WORLD})"]
+    for name in paths:
+        with open(os.path.join(folder, name), newline="") as f:
+            for r in csv.DictReader(f):
+                if r["kind"] not in ("collective", "p2p"):
+                    continue
+                want = "3" if r["api"] == "MPI_Sendrecv" else "1" if r["comm_size"] == str(WORLD) else None
+                if want and r.get("comm_stride") != want:
+                    problems.append(f"{name}: {r['api']} {r['bytes']} B over {r['comm_size']} ranks: "
+                                    f"comm_stride {r.get('comm_stride')!r}, expected {want}")
+    return problems
+
+
+def replayed_strides(report_dir):
+    """Problems of the replay: its send_recv rows in pairs 3 ranks apart, as the job's were."""
+    path = os.path.join(report_dir, "ccl_send_recv.csv")
+    if not os.path.exists(path):
+        return [f"no {path}"]
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["group_size"] == "2"]
+    if not rows:
+        return [f"{path}: no send_recv rows of groups of 2"]
+    return [f"{path}: {r['size_bytes']} B: group_stride {r['group_stride']!r}, expected 3"
+            for r in rows if r["group_stride"] != "3"]
 
 
 # ---------------------------------------------------------------- faults
@@ -695,6 +735,8 @@ def main():
     ap.add_argument("--require-culprit", action="store_true",
                     help="fail unless an opbench error line names the culprit rank and its host")
     ap.add_argument("--only", choices=["healthy", "faults"], help="run one half only")
+    ap.add_argument("--capture-lib", help="libopbench_capture.so: also capture the pipeline job and "
+                    "replay it from its tables (bench_ccl --capture-path), its pairs across nodes")
     ap.add_argument("--fault-bound", type=float, default=CCL_TIMEOUT + 30,
                     help="seconds from a fault to the end of mpirun, at most (default: %(default)s)")
     args = ap.parse_args()
@@ -768,19 +810,45 @@ def main():
                   "--max-time", "0.2", "--quiet", "--timeout", "30"], "fsdp",
                  {"all_reduce": "yes", "all_gather": "no", "reduce_scatter": "no"}),
             ]
+            if args.capture_lib:
+                # The pipeline job under the capture, then replayed from its tables: the pairs were
+                # 3 ranks apart (comm_stride 3), so the replay's pairs must cross nodes as the
+                # job's did (it ran them on consecutive ranks, inside a node). fp32: MPI moves bf16
+                # as uint16, which bench_ccl does not replay.
+                captured = os.path.join(os.path.abspath(args.out), "ccl_pp_captured", "capture")
+                healthy += [
+                    ("bench_ccl --model tiny --tp 3 --pp 2 under the capture", args.bench_ccl,
+                     "ccl_pp_captured",
+                     ["--backend", "mpi", "--model", "tiny", "--tp", "3", "--pp", "2", "--op",
+                      "send_recv", "--model-dtype", "fp32", "-n", "5", "-w", "1", "--max-time",
+                      "0.2", "--quiet", "--timeout", "30"], "ccl", "yes",
+                     [f"LD_PRELOAD={os.path.abspath(args.capture_lib)}",
+                      f"OPBENCH_CAPTURE_DIR={captured}"]),
+                    ("bench_ccl --capture-path of that job", args.bench_ccl, "ccl_pp_replayed",
+                     ["--backend", "mpi", "--capture-path", captured, "-n", "5", "-w", "1",
+                      "--max-time", "0.2", "--quiet", "--timeout", "30"], "ccl", "yes"),
+                ]
             log("\n## healthy runs")
-            for title, binary, sub, bench_args, kind, spans in healthy:
+            for title, binary, sub, bench_args, kind, spans, *rank_env in healthy:
                 if time.monotonic() - t_start > BUDGET:
                     failures.append(f"{title}: not run, past the {BUDGET} s budget")
                     continue
                 out_dir = os.path.join(args.out, sub)
                 shutil.rmtree(out_dir, ignore_errors=True)
                 report_dir = os.path.join(out_dir, "reports")
-                job = Job(args, tmp, agent, hostfile, out_dir, binary, bench_args + ["--report-dir-path", report_dir])
+                for pair in (rank_env[0] if rank_env else []):  # the capture's folder, made anew
+                    if pair.startswith("OPBENCH_CAPTURE_DIR="):
+                        os.makedirs(pair.split("=", 1)[1])
+                job = Job(args, tmp, agent, hostfile, out_dir, binary,
+                          bench_args + ["--report-dir-path", report_dir], *rank_env)
                 rc = job.wait(HARD_LIMIT)
                 for n in NODES:
                     kill_pids_in(n["name"])
                 problems, notes, summary = check_healthy(title, job, rc, report_dir, kind, spans)
+                if sub == "ccl_pp_captured":
+                    problems += captured_strides(captured)
+                if sub == "ccl_pp_replayed":
+                    problems += replayed_strides(report_dir)
                 log(("ok   " if not problems else "FAIL ") + summary)
                 for note in notes:
                     log("     " + note)
