@@ -31,8 +31,8 @@ struct CapturedMessage {
 };
 
 // One message per captured collective key (api, op, dtype, bytes, comm_size, comm_stride, redop,
-// placement) over every
-// table of `source` (only rank `rank`'s rows when given), largest in-job total first.
+// placement) over every table of `source` (only rank `rank`'s rows when given), largest in-job
+// total first.
 // Rows bench_ccl cannot run — one-sided send or recv, barrier, an unknown dtype or reduction —
 // are named in `left_out`. bad_input when the folder, its files or their columns are not a
 // capture's, or `rank` has no file.

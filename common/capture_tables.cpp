@@ -52,7 +52,9 @@ std::map<std::string, std::string> strides_by_comm_id(
   for (const auto& rows : tables)
     for (const CaptureRow& row : rows) {
       const auto id = row.find("comm_id");
-      if (id == row.end() || id->second.empty()) continue;
+      const std::string& kind = row.at("kind");
+      if (id == row.end() || id->second.empty() || (kind != "collective" && kind != "p2p"))
+        continue;  // (only these rows' comm_size is a number the rules checked)
       Members& m = seen[id->second];
       m.comm_size = std::stoll(row.at("comm_size"));  // whole, as the rules checked
       const std::string& rank = row.at("rank");

@@ -123,11 +123,14 @@ TEST_CASE("An NCCL communicator's stride comes from the ranks whose tables hold 
   };
   const std::string a = "aaaaaaaaaaaaaaaa", b = "bbbbbbbbbbbbbbbb", c = "cccccccccccccccc";
   ShapeSource source{"--capture-path", "job", {}};
-  source.tables = {table("0", row("0", "4096", "2", "", a) + row("0", "8192", "3", "", b) +
-                                  row("0", "16384", "2", "", c) + row("0", "32768", "2", "4", "")),
-                   table("1", row("1", "8192", "3", "", b)),
-                   table("2", row("2", "4096", "2", "", a)),
-                   table("3", row("3", "8192", "3", "", b))};
+  // (and a GEMM row with a stray comm_id, whose empty comm_size is no number: not a member)
+  const std::string gemm = "h,0,7,sgemm_,gemm,gemm,fp32,8,8,8,1,NN,1024,,,,," + a +
+                           ",,1,1,10.000,10.000,10.000,10.000,10.000,10.000,\n";
+  source.tables = {
+      table("0", row("0", "4096", "2", "", a) + row("0", "8192", "3", "", b) +
+                     row("0", "16384", "2", "", c) + row("0", "32768", "2", "4", "") + gemm),
+      table("1", row("1", "8192", "3", "", b)), table("2", row("2", "4096", "2", "", a)),
+      table("3", row("3", "8192", "3", "", b))};
   std::map<std::string, std::string> stride;  // bytes -> comm_stride as the key reads it
   for (const CapturedShape& s :
        read_capture_shapes({source, std::nullopt, {"collective"}, {"bytes", "comm_stride"}}))
