@@ -40,7 +40,8 @@ std::vector<std::string> capture_files(const std::string& flag, const std::strin
 // is one rank's (its `rank` cells). NCCL tells no process the others, so only the tables read
 // together say that communicator 7f.. joined ranks 0, 8, 16 and 24: a stride of 8. A
 // communicator with a member's table missing (a folder of some ranks' files, a process without
-// a launcher's rank) or ranks not evenly spaced gets none.
+// a launcher's rank) or ranks not evenly spaced gets none. scripts/capture_summary.py keeps a
+// copy (its strides_by_comm_id): change both, or neither.
 std::map<std::string, std::string> strides_by_comm_id(
     const std::vector<std::vector<CaptureRow>>& tables) {
   struct Members {

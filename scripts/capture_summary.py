@@ -304,6 +304,36 @@ FAMILIES = (("gemm", ("gemm",)), ("attention", ("attention",)),
             ("other", ("other",)), ("GPU idle", ("idle",)))
 
 
+def strides_by_comm_id(tables):
+    """The rank stride of each NCCL communicator whose members' tables are all here, by comm_id:
+    the ranks of the tables that hold it, where every member's is read and they are evenly
+    spaced. common/capture_tables.cpp's strides_by_comm_id, which bench_ccl --capture-path
+    replays by; change both, or neither."""
+    seen = {}  # comm_id -> [comm_size, set of ranks, complete]
+    for rows in tables:
+        for row in rows:
+            cid = row.get("comm_id", "")
+            if cid == "" or row["kind"] not in ("collective", "p2p"):
+                continue
+            m = seen.setdefault(cid, [0, set(), True])
+            m[0] = int(row["comm_size"])
+            if row["rank"] == "":
+                m[2] = False
+            else:
+                m[1].add(int(row["rank"]))
+    out = {}
+    for cid, (size, ranks, complete) in seen.items():
+        ranks = sorted(ranks)
+        if not complete or len(ranks) != size:
+            continue
+        steps = {b - a for a, b in zip(ranks, ranks[1:])}
+        if len(ranks) == 1:
+            out[cid] = "1"
+        elif len(steps) == 1:
+            out[cid] = str(steps.pop())
+    return out
+
+
 def shape_of(row):
     kind = row["kind"]
     if kind == "gemm":
@@ -514,8 +544,12 @@ def main(argv):
         return 2
     merged = {}
     sources = sorted({row.get("source", "capture") for rows in tables for row in rows})
+    # an NCCL row's stride, from the tables of its communicator's members read together
+    strides = strides_by_comm_id(tables)
     for rows in tables:
         for row in rows:
+            if row.get("comm_stride", "") == "" and row.get("comm_id", "") in strides:
+                row = dict(row, comm_stride=strides[row["comm_id"]])
             key = (row["api"], row["op"], row["dtype"], shape_of(row))
             entry = merged.setdefault(key, {"kind": row["kind"], "calls": 0, "total": 0.0,
                                             "timed": 0, "timed_us": 0.0, "p99": 0.0,
