@@ -348,7 +348,7 @@ def shape_of(row):
     if kind in ("collective", "p2p"):
         text = f'{row["bytes"]} B (count {row["count"]}, comm {row["comm_size"]}'
         if row.get("comm_stride", "") not in ("", "1"):
-            text += f' {row["comm_stride"]} apart'
+            text += f', ranks {row["comm_stride"]} apart'
         return text + (f', {row["redop"]})' if row["redop"] else ")")
     return ""
 

@@ -693,8 +693,9 @@ def gpu_comms_mode(a):
     check(p.returncode == 0, f"exit status {p.returncode}")
     # capture.sh's summary reads the members as bench_ccl does: the pairs 2 apart, the worlds 1
     said = [line.split() for line in p.stderr.splitlines() if line.strip().startswith("nccl")]
-    pairs = [l for l in said if l[0] == "ncclAllReduce" and "comm 2 2 apart" in " ".join(l)]
-    check(len(pairs) == 1, f"the summary's ncclAllReduce pairs: {said}, expected 'comm 2 2 apart'")
+    pairs = [l for l in said if l[0] == "ncclAllReduce" and "comm 2, ranks 2 apart" in " ".join(l)]
+    check(len(pairs) == 1,
+          f"the summary's ncclAllReduce pairs: {said}, expected 'comm 2, ranks 2 apart'")
     ids = {}  # rank -> {(api, comm_size): comm_id}
     for path in files(job):
         for r in read_rows(path):
