@@ -23,6 +23,7 @@
 
 #include "capture/runtime.hpp"
 #include "common/coll_formulas.hpp"
+#include "common/rank_spacing.hpp"
 
 namespace opbench::capture {
 namespace {
@@ -96,9 +97,7 @@ int spacing(MPI_Comm comm) {
       std::find(in_world.begin(), in_world.end(), MPI_UNDEFINED) == in_world.end()) {
     // where the ranks lie, in any order (MPI_Comm_split's key may reverse them)
     std::sort(in_world.begin(), in_world.end());
-    stride = in_world[1] - in_world[0];
-    for (std::size_t i = 2; i < in_world.size() && stride > 0; ++i)
-      if (in_world[i] - in_world[i - 1] != stride) stride = 0;
+    stride = static_cast<int>(even_spacing(in_world.begin(), in_world.end()));
   }
   if (have_group) PMPI_Group_free(&group);
   if (have_world) PMPI_Group_free(&world_group);

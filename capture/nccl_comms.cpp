@@ -56,6 +56,12 @@ Registry& registry() {
   return *r;
 }
 
+// What a call that makes a communicator returns when it made one: a nonblocking communicator's
+// ncclInProgress too.
+bool made(ncclResult_t rc) {
+  return rc == ncclSuccess || rc == ncclInProgress;
+}
+
 // FNV-1a, 64 bits: the same bytes give the same number in every process.
 std::uint64_t fnv(const void* data, std::size_t n, std::uint64_t h = 14695981039346656037ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -100,7 +106,7 @@ std::uint64_t child_id(ncclComm_t parent, bool shrink, std::uint64_t what) {
 
 // A split's or shrink's child: now where NCCL gave the handle, else once it does.
 void remember_child(ncclResult_t rc, ncclComm_t* handle, std::uint64_t id) {
-  if ((rc != ncclSuccess && rc != ncclInProgress) || handle == nullptr || id == 0) return;
+  if (!made(rc) || handle == nullptr || id == 0) return;
   if (*handle != nullptr) {
     remember(*handle, id);
     return;
@@ -150,8 +156,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nrank
   OPBENCH_REAL_FN(ncclCommInitRank, ncclResult_t(*)(ncclComm_t*, int, ncclUniqueId, int));
   const ncclResult_t rc = real_ncclCommInitRank(comm, nranks, id, rank);
   // InitRank writes the handle before it returns, ncclInProgress or not (init.cc)
-  if ((rc == ncclSuccess || rc == ncclInProgress) && enabled())
-    remember(*comm, id_of(&id, sizeof id, nranks));
+  if (made(rc) && enabled()) remember(*comm, id_of(&id, sizeof id, nranks));
   return rc;
 }
 
@@ -161,8 +166,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int
   OPBENCH_REAL_FN(ncclCommInitRankConfig,
                   ncclResult_t(*)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*));
   const ncclResult_t rc = real_ncclCommInitRankConfig(comm, nranks, id, rank, config);
-  if ((rc == ncclSuccess || rc == ncclInProgress) && enabled())
-    remember(*comm, id_of(&id, sizeof id, nranks));
+  if (made(rc) && enabled()) remember(*comm, id_of(&id, sizeof id, nranks));
   return rc;
 }
 
@@ -174,7 +178,7 @@ OPBENCH_CAPTURE_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, i
                   ncclResult_t(*)(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*));
   const ncclResult_t rc = real_ncclCommInitRankScalable(comm, nranks, myrank, nId, commIds, config);
   // every member passes the same ids, in the same order (nccl.h)
-  if ((rc == ncclSuccess || rc == ncclInProgress) && enabled() && nId > 0 && commIds != nullptr)
+  if (made(rc) && enabled() && nId > 0 && commIds != nullptr)
     remember(*comm, id_of(commIds, sizeof(ncclUniqueId) * static_cast<std::size_t>(nId), nranks));
   return rc;
 }

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iterator>
 #include <map>
 #include <set>
 
 #include "common/capture_rows.hpp"
 #include "common/error.hpp"
 #include "common/job_time.hpp"
+#include "common/rank_spacing.hpp"
 #include "common/record.hpp"
 #include "common/report.hpp"
 
@@ -67,15 +67,8 @@ std::map<std::string, std::string> strides_by_comm_id(
   std::map<std::string, std::string> out;
   for (const auto& [id, m] : seen) {
     if (!m.complete || static_cast<long long>(m.ranks.size()) != m.comm_size) continue;
-    if (m.ranks.size() == 1) {
-      out[id] = "1";
-      continue;
-    }
-    const long long stride = *std::next(m.ranks.begin()) - *m.ranks.begin();
-    bool even = true;
-    for (auto r = std::next(m.ranks.begin()); r != m.ranks.end(); ++r)
-      even = even && *r - *std::prev(r) == stride;
-    if (even) out[id] = std::to_string(stride);
+    if (const long long stride = even_spacing(m.ranks.begin(), m.ranks.end()); stride > 0)
+      out[id] = std::to_string(stride);
   }
   return out;
 }
@@ -109,7 +102,11 @@ std::vector<CapturedShape> read_capture_shapes(const CaptureQuery& q) {
     for (const std::string& path : capture_files(q.source.flag, q.source.path))
       tables.push_back(read_capture_file(path));
   }
-  const std::map<std::string, std::string> member_strides = strides_by_comm_id(tables);
+  // (only where the query keys by it: bench_gemm's does not)
+  const bool by_stride =
+      std::find(q.key_columns.begin(), q.key_columns.end(), "comm_stride") != q.key_columns.end();
+  const std::map<std::string, std::string> member_strides =
+      by_stride ? strides_by_comm_id(tables) : std::map<std::string, std::string>{};
   for (const std::vector<CaptureRow>& rows : tables) {
     std::set<std::vector<std::string>> in_this_table;  // keys counted in `tables` already
     for (const CaptureRow& row : rows) {
