@@ -317,6 +317,9 @@ void ExecutionTraceReader::State::node(const json& n) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
   } else if (auto comm = comm_of(name, n, operands, scalars, stated_group)) {
     hint = std::move(*comm);
+  } else if (auto type = unknown_dtype(name, operands)) {
+    t.count_unknown_dtype(name, *type);
+    hint.unknown_dtype = std::move(*type);  // for a profiler trace of the same step, to say so
   }
   if (name == "record_param_comms" && attribute(n, "collective_name") == nullptr)
     if (const auto group = legacy_group(in.values)) group_below[parent] = *group;
@@ -344,7 +347,8 @@ void ExecutionTraceReader::State::node(const json& n) {
                  std::make_move_iterator(calls.end()));
   }
   const bool replayed = hint.gemm || hint.attention || hint.comm;
-  if (const json* rf_id = attribute(n, "rf_id"); replayed && rf_id != nullptr)
+  if (const json* rf_id = attribute(n, "rf_id");
+      (replayed || !hint.unknown_dtype.empty()) && rf_id != nullptr)
     hints.emplace(integer(*rf_id), std::move(hint));
   // Nodes come after their children: a parent learns it holds a replayed operator before it is
   // read. A top-level operator that holds none is what the replay leaves out.
@@ -405,6 +409,7 @@ std::unique_ptr<TraceTable> ExecutionTraceReader::finish() {
                     "record_param_comms that states it, as recent PyTorch versions write, nor a "
                     "group_size argument): communicator size {} assumed, {}",
                     s.assumed_size, s.world.size, s.world.from));
+  s.table->note_unknown_dtypes();
   return std::move(s.table);
 }
 

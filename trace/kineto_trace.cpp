@@ -225,6 +225,7 @@ struct KinetoReader::State {
           return {t.comm_key(name, *h->second.comm, h->second.comm_size, h->second.comm_stride),
                   true};
         }
+        if (!h->second.unknown_dtype.empty()) t.count_unknown_dtype(name, h->second.unknown_dtype);
       }
     }
     if (auto g = gemm_call(name, in)) {
@@ -235,6 +236,7 @@ struct KinetoReader::State {
       if (!a->causal) ++unknown_causal;
       return {t.attention_key(name, *a), true};
     }
+    if (auto type = unknown_dtype(name, in)) t.count_unknown_dtype(name, *type);
     if (auto c = stated_comm(name, args)) return {*c, true};
     if (is_step_marker(name))
       return {t.unreplayed_key("ProfilerStep (time between operators)", "other"), false};
@@ -520,6 +522,7 @@ std::unique_ptr<TraceTable> KinetoReader::State::finish() {
         fmt::format("{} attention calls without is_causal's value (no Concrete "
                     "Inputs): taken as not causal",
                     unknown_causal));
+  t.note_unknown_dtypes();
   if (!rank_from_trace) t.notes.push_back("no distributedInfo: the rank comes from the file name");
   return std::move(table);
 }

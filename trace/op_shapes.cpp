@@ -79,7 +79,7 @@ std::optional<bool> truth(const std::string& text) {
 
 }  // namespace
 
-std::optional<std::string> dtype_of(std::string_view type) {
+std::string_view element_type(std::string_view type) {
   // lists and the execution trace's Tensor(...) wrap the element type
   for (std::string_view wrapper : {"GenericList[", "Tensor(", "Tensor?("}) {
     const auto at = type.find(wrapper);
@@ -89,8 +89,14 @@ std::optional<std::string> dtype_of(std::string_view type) {
       type = type.substr(0, end);
     }
   }
-  type = strip(type, "c10::");
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kNames = {{
+  return strip(type, "c10::");
+}
+
+std::optional<std::string> dtype_of(std::string_view type) {
+  type = element_type(type);
+  // ROCm's fp8 (MI300: the "fnuz" encodings, no negative zero, another exponent bias) reads as
+  // the OCP format of the same width: what another GPU runs for the same GEMM
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kNames = {{
       {"float", "fp32"},
       {"Float", "fp32"},
       {"double", "fp64"},
@@ -100,6 +106,8 @@ std::optional<std::string> dtype_of(std::string_view type) {
       {"half", "fp16"},
       {"Float8_e4m3fn", "fp8_e4m3"},
       {"Float8_e5m2", "fp8_e5m2"},
+      {"Float8_e4m3fnuz", "fp8_e4m3"},
+      {"Float8_e5m2fnuz", "fp8_e5m2"},
       {"signed char", "int8"},
       {"Char", "int8"},
       {"unsigned char", "uint8"},
@@ -123,7 +131,11 @@ std::size_t dtype_bytes(std::string_view dtype) {
   return 0;
 }
 
-std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in) {
+namespace {
+
+// gemm_call's and attention_call's reading of the operands, whatever their element type: `dtype`
+// left as the trace names it (Operand::type).
+std::optional<GemmCall> gemm_shape(std::string_view name, const std::vector<Operand>& in) {
   name = strip(name, "aten::");
   std::size_t a = 0, rank = 2;
   if (name == "mm" || name == "_scaled_mm") {
@@ -142,11 +154,9 @@ std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Opera
   const std::int64_t batch = rank == 3 ? A.dims[0] : 1;
   const std::int64_t m = A.dims[rank - 2], k = A.dims[rank - 1], n = B.dims[rank - 1];
   if (B.dims[rank - 2] != k || (rank == 3 && B.dims[0] != batch)) return std::nullopt;
-  const auto dtype = dtype_of(A.type);
-  if (!dtype) return std::nullopt;
   GemmCall g;
   g.op = rank == 3 ? "gemm_batched" : "gemm";
-  g.dtype = *dtype;
+  g.dtype = A.type;
   g.m = m, g.n = n, g.k = k, g.batch = batch;
   g.transa = A.transposed.value_or(false);
   g.transb = B.transposed.value_or(false);
@@ -154,9 +164,9 @@ std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Opera
   return g;
 }
 
-std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
-                                            const std::vector<std::string>& concrete,
-                                            std::string_view schema) {
+std::optional<AttentionCall> attention_shape(std::string_view name, const std::vector<Operand>& in,
+                                             const std::vector<std::string>& concrete,
+                                             std::string_view schema) {
   name = strip(name, "aten::");
   const auto op = std::find_if(kSdpaOps.begin(), kSdpaOps.end(),
                                [&](const SdpaOp& o) { return o.name == name; });
@@ -164,17 +174,47 @@ std::optional<AttentionCall> attention_call(std::string_view name, const std::ve
   const Operand &q = in[op->query], &k = in[op->query + 1], &v = in[op->query + 2];
   if (!is_matrix_stack(q, 4) || !is_matrix_stack(k, 4) || !is_matrix_stack(v, 4))
     return std::nullopt;
-  const auto dtype = dtype_of(q.type);
-  if (!dtype) return std::nullopt;
   AttentionCall a;
   a.pass = op->pass;
-  a.dtype = *dtype;
+  a.dtype = q.type;
   const std::size_t h = op->bshd ? 2 : 1, s = op->bshd ? 1 : 2;  // the heads' and sequence's dims
   a.batch = q.dims[0], a.heads_q = q.dims[h], a.seq_q = q.dims[s], a.head_dim_qk = q.dims[3];
   a.heads_kv = k.dims[h], a.seq_kv = k.dims[s], a.head_dim_v = v.dims[3];
   const std::size_t at = schema_index(schema, op->causal_name).value_or(op->is_causal);
   if (at < concrete.size()) a.causal = truth(concrete[at]);
   return a;
+}
+
+// A call read with its dtype in opbench's names; nullopt when opbench has no such dtype.
+template <class Call>
+std::optional<Call> with_our_dtype(std::optional<Call> call) {
+  if (!call) return std::nullopt;
+  auto ours = dtype_of(call->dtype);
+  if (!ours) return std::nullopt;
+  call->dtype = std::move(*ours);
+  return call;
+}
+
+}  // namespace
+
+std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in) {
+  return with_our_dtype(gemm_shape(name, in));
+}
+
+std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
+                                            const std::vector<std::string>& concrete,
+                                            std::string_view schema) {
+  return with_our_dtype(attention_shape(name, in, concrete, schema));
+}
+
+std::optional<std::string> unknown_dtype(std::string_view name, const std::vector<Operand>& in) {
+  std::optional<std::string> type;
+  if (const auto g = gemm_shape(name, in))
+    type = g->dtype;
+  else if (const auto a = attention_shape(name, in, {}, {}))
+    type = a->dtype;
+  if (!type || dtype_of(*type)) return std::nullopt;
+  return std::string(element_type(*type));
 }
 
 std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_nelems,

@@ -29,6 +29,9 @@ struct Operand {
 // "Tensor(c10::Half)", lists of them) and for PyTorch's communication metadata ("Float",
 // "BFloat16"); nullopt for what is not a tensor type.
 std::optional<std::string> dtype_of(std::string_view type);
+// The element type inside a trace's type text ("Tensor(c10::Float4_e2m1fn_x2)" ->
+// "Float4_e2m1fn_x2").
+std::string_view element_type(std::string_view type);
 std::size_t dtype_bytes(std::string_view dtype);  // of a name dtype_of gives; 0 when unknown
 
 struct GemmCall {
@@ -60,6 +63,12 @@ struct AttentionCall {
 std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
                                             const std::vector<std::string>& concrete,
                                             std::string_view schema = {});
+
+// The element type, as the trace names it, of a matrix product or attention call whose operands
+// gemm_call or attention_call would read but whose dtype opbench does not benchmark (PyTorch's
+// Float4_e2m1fn_x2, Float8_e8m0fnu, Short, ...); nullopt for any other call. Such a call is not
+// replayed, and the readers say how many there were rather than drop them unsaid.
+std::optional<std::string> unknown_dtype(std::string_view name, const std::vector<Operand>& in);
 
 struct CommCall {
   CollOp op = CollOp::all_reduce;
@@ -102,7 +111,8 @@ struct ShapeHint {
   std::optional<CommCall> comm;
   int comm_size = 0;
   bool comm_size_stated = false;  // the trace's own (pg_size, group_size), not an assumption
-  int comm_stride = 0;  // the group's global rank stride where the trace states it, else 0
+  int comm_stride = 0;        // the group's global rank stride where the trace states it, else 0
+  std::string unknown_dtype;  // a product or attention call in a dtype opbench does not know
 };
 
 // A process group's size or global rank stride as a trace states it, where the value is one (1 to

@@ -1,5 +1,7 @@
 #include "trace/trace_table.hpp"
 
+#include <fmt/format.h>
+
 namespace opbench::trace {
 
 TraceTable::TraceTable() : table_(std::make_unique<capture::ShapeTable>()) {}
@@ -57,6 +59,18 @@ capture::CaptureKey TraceTable::unreplayed_key(std::string_view api, const char*
   k.op = "";
   k.dtype = "";
   return k;
+}
+
+void TraceTable::count_unknown_dtype(std::string_view api, std::string_view type) {
+  ++unknown_dtypes_[{std::string(api), std::string(type)}];
+}
+
+void TraceTable::note_unknown_dtypes() {
+  for (const auto& [call, count] : unknown_dtypes_)
+    notes.push_back(fmt::format(
+        "{} calls of {} in {}, a dtype opbench does not benchmark: not replayed (their time is "
+        "the operator's own row)",
+        count, call.first, call.second));
 }
 
 }  // namespace opbench::trace

@@ -3,6 +3,7 @@
 // and written exactly as a capture is, so that a converted trace is read wherever a capture is
 // (bench_gemm, bench_attention, bench_ccl and bench_step --trace-path, capture_summary.py).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,7 +55,14 @@ class TraceTable {
   // What no benchmark replays: kind "memory_bound", "other" or "idle", keyed by the operator.
   capture::CaptureKey unreplayed_key(std::string_view api, const char* kind);
 
+  // A matrix product or attention call in a dtype opbench does not benchmark (unknown_dtype,
+  // `type` as the trace names it): not replayed, its time the operator's own row. The reader
+  // counts each, and note_unknown_dtypes says so in the notes as it finishes.
+  void count_unknown_dtype(std::string_view api, std::string_view type);
+  void note_unknown_dtypes();
+
  private:
+  std::map<std::pair<std::string, std::string>, std::uint64_t> unknown_dtypes_;
   std::unordered_set<std::string> names_;
   std::unique_ptr<capture::ShapeTable> table_;
 };

@@ -296,6 +296,62 @@ TEST_CASE("trace: leaf products as bench_gemm GEMMs, layouts from strides") {
   CHECK_FALSE(gemm_call("aten::mm", {operand({8, 32}, false), operand({31, 4}, false)}));
 }
 
+TEST_CASE("trace: ROCm's fp8 replays as fp8, and a dtype opbench lacks is said, not dropped") {
+  // MI300's fp8 GEMM (Float8_e4m3fnuz) is bench_gemm's fp8_e4m3 of the same shape; an fp4 product
+  // (Float4_e2m1fn_x2) has no case, and was dropped unsaid: now its own row and a note
+  const std::string dir = test::fresh_temp_dir("trace_dtypes").string();
+  std::ofstream(dir + "/rank0.pt.trace.json") << R"({
+ "schemaVersion": 1, "record_shapes": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+ "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_mm", "pid": 7, "tid": 1, "ts": 10, "dur": 10, "args": {"Input Dims": [[64, 32], [32, 16], [], []], "Input type": ["c10::Float8_e4m3fnuz", "c10::Float8_e4m3fnuz", "float", "float"]}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 30, "dur": 10, "args": {"Input Dims": [[64, 32], [32, 16]], "Input type": ["c10::Float4_e2m1fn_x2", "c10::Float4_e2m1fn_x2"]}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 50, "dur": 10, "args": {"Input Dims": [[64, 32], [32, 16]], "Input type": ["c10::Float4_e2m1fn_x2", "c10::Float4_e2m1fn_x2"]}}
+ ]
+})";
+  const auto tables = read_traces(dir);
+  REQUIRE(tables.size() == 1);
+  for (const auto& r : tables[0]->rows()) {
+    const std::string api = r.key.api;
+    if (api == "aten::_scaled_mm")
+      CHECK((r.key.kind == std::string("gemm") && r.key.dtype == std::string("fp8_e4m3") &&
+             r.key.m == 64 && r.key.n == 16 && r.key.k == 32));
+    else if (api == "aten::mm")
+      CHECK((r.key.kind == std::string("other") && r.calls == 2 && r.total_us == Approx(20.0)));
+    else
+      FAIL("unexpected row " << api);
+  }
+  const std::string said =
+      "2 calls of aten::mm in Float4_e2m1fn_x2, a dtype opbench does not benchmark: not "
+      "replayed (their time is the operator's own row)";
+  CHECK_THAT(tables[0]->notes, Catch::VectorContains(said));
+  // joined/'s execution trace with its aten::mm in fp4: alone, and as the shapes of the profiler
+  // trace beside it, the note is the same (one call)
+  std::string et = test::read_text(kData + "joined/rank0.et.json");
+  const std::string mm = "\"name\": \"aten::mm\"";
+  const auto from = et.find(mm), to = et.find("\"outputs\"", et.find(mm));
+  REQUIRE((from != std::string::npos && to != std::string::npos));
+  std::string node = et.substr(from, to - from);
+  for (auto at = node.find("c10::BFloat16"); at != std::string::npos;
+       at = node.find("c10::BFloat16"))
+    node.replace(at, 13, "c10::Float4_e2m1fn_x2");
+  et.replace(from, to - from, node);
+  const std::string one =
+      "1 calls of aten::mm in Float4_e2m1fn_x2, a dtype opbench does not benchmark: not "
+      "replayed (their time is the operator's own row)";
+  const std::string et_dir = test::fresh_temp_dir("trace_dtypes_et").string();
+  std::ofstream(et_dir + "/rank0.et.json") << et;
+  const auto alone = read_traces(et_dir);
+  REQUIRE(alone.size() == 1);
+  CHECK_THAT(alone[0]->notes, Catch::VectorContains(one));
+  std::ofstream(et_dir + "/rank0.pt.trace.json")
+      << test::read_text(kData + "joined/rank0.pt.trace.json");
+  const auto joined = read_traces(et_dir);
+  REQUIRE(joined.size() == 1);
+  CHECK(joined[0]->facts.source != "trace:et");
+  CHECK_THAT(joined[0]->notes, Catch::VectorContains(one));
+  CHECK(by_api(*joined[0]).at("aten::mm").kind == "other");
+}
+
 TEST_CASE("trace: flash-attn's own operators as attention, [B, S, H, D]") {
   // flash_attn::_flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, ...) on
   // Llama-3.1 8B's heads, 2 x 4096 tokens (it was a row of kind other, never replayed)
