@@ -44,12 +44,16 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
       o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
   auto model = select_models(load_models(path), o.model, path);
   if (model.size() != 1) throw bad_input("--model: name one model");
-  ModelParallel parallel{o.tp, o.ep, o.pp, o.micro_batch, o.seqlen, o.model_dtype};
+  ModelParallel parallel{o.tp, o.ep, o.pp, o.micro_batch, o.seqlen, o.model_dtype, o.etp};
+  const std::int64_t etp = parallel.expert_tp();
+  // how the messages below name the layout
+  const std::string degrees =
+      fmt::format("tp {}, ep {}{}, pp {}", o.tp, o.ep,
+                  etp != o.tp ? fmt::format(", etp {}", etp) : std::string(), o.pp);
   auto messages = model_messages(model.front(), parallel);
   if (messages.empty())
-    throw bad_input(fmt::format(
-        "--model {}: no messages at tp {}, ep {}, pp {} (set --tp, --ep or --pp above 1)", o.model,
-        o.tp, o.ep, o.pp));
+    throw bad_input(fmt::format("--model {}: no messages at {} (set --tp, --ep or --pp above 1)",
+                                o.model, degrees));
   // --op picks among the model's messages (all of them by default).
   std::vector<std::string> offered;
   for (const auto& m : messages)
@@ -59,17 +63,18 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
     return std::find(o.ops.begin(), o.ops.end(), m.op) == o.ops.end();
   });
   if (messages.empty())
-    throw bad_input(fmt::format("--op: the messages of --model {} at tp {}, ep {}, pp {} are {}",
-                                o.model, o.tp, o.ep, o.pp, join(offered, ", ")));
+    throw bad_input(fmt::format("--op: the messages of --model {} at {} are {}", o.model, degrees,
+                                join(offered, ", ")));
   // Where each message's ranks lie, as Megatron-LM lays them out (collectives/rank_groups.hpp): an
-  // expert group's tp apart, a stage's neighbour world / pp on (consecutive ranks where pp does
+  // expert group's etp apart, a stage's neighbour world / pp on (consecutive ranks where pp does
   // not divide the launch; ranks past the last whole block of a stride group consecutively).
   auto stride = [&](const ModelMessage& m) {
     switch (m.axis) {
       case ParallelAxis::tp:
+      case ParallelAxis::etp:
         return 1;
       case ParallelAxis::ep:
-        return static_cast<int>(o.tp);
+        return static_cast<int>(etp);
       case ParallelAxis::pp:
         return world_size % o.pp == 0 ? world_size / static_cast<int>(o.pp) : 1;
     }
@@ -79,10 +84,10 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)
       throw bad_input(fmt::format(
-          "--model {} at --tp {} --ep {} --pp {}: {} needs groups of {} ranks, which do not "
-          "divide the {} rank{} of this launch: launch a multiple of {} ranks (mpirun -np {}) "
-          "or lower --tp/--ep/--pp",
-          o.model, o.tp, o.ep, o.pp, m.label, m.group_size, world_size, world_size > 1 ? "s" : "",
+          "--model {} at {}: {} needs groups of {} ranks, which do not divide the {} rank{} of "
+          "this launch: launch a multiple of {} ranks (mpirun -np {}) or lower "
+          "--tp/--ep/--etp/--pp",
+          o.model, degrees, m.label, m.group_size, world_size, world_size > 1 ? "s" : "",
           m.group_size, m.group_size));
     for (Placement placement : o.placements)
       cases.push_back({m.op, m.dtype, RedOp::sum, 0, m.size_bytes, placement, m.group_size, m.label,

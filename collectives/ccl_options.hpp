@@ -32,6 +32,7 @@ struct CclOptions {
   // Model-derived messages
   std::string model_config_path, model;
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
+  std::int64_t etp = 0;  // --etp; 0: --tp's
   DType model_dtype = DType::bf16;
   // Captured collectives (--capture-path, --rank)
   JobShapesOptions job;  // --capture-path / --trace-path, --rank

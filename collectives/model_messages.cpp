@@ -53,6 +53,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   shape.hidden = m.hidden_size;
   shape.tp = p.tp;
   shape.ep = p.ep;
+  shape.etp = p.expert_tp();
   shape.top_k = m.moe ? m.moe->num_experts_per_tok : 0;
   shape.dtype = p.dtype;
   const std::string dims = fmt::format("({}x{}x{})", p.micro_batch, seq, m.hidden_size);
@@ -84,11 +85,23 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
     shape.sp = sp;
     const std::string prefix = sp ? "sp " : "";
     const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);
+    std::vector<ParallelMessage> experts = expert_parallel_messages(shape), expert_tp;
+    std::erase_if(experts, [&](const ParallelMessage& x) {
+      if (x.group == MessageGroup::etp) expert_tp.push_back(x);
+      return x.group == MessageGroup::etp;
+    });
     add_summed(
-        expert_parallel_messages(shape), m, static_cast<int>(p.ep), ParallelAxis::ep,
+        experts, m, static_cast<int>(p.ep), ParallelAxis::ep,
         [&](const ParallelMessage&) {
           return fmt::format("{}ep all_to_all of tokens*top_k*hidden ({}x{}x{})", prefix, tokens,
                              shape.top_k, m.hidden_size);
+        },
+        out);
+    add_summed(
+        expert_tp, m, static_cast<int>(shape.etp), ParallelAxis::etp,
+        [&](const ParallelMessage& x) {
+          return fmt::format("{}etp {} of etp*tokens*top_k*hidden ({}x{}x{}x{})", prefix,
+                             coll_op_name(x.op), shape.etp, tokens, shape.top_k, m.hidden_size);
         },
         out);
     // 1F1B pairs each stage's send with the next one's receive: a send_recv of 2 ranks.

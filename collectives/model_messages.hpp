@@ -2,8 +2,9 @@
 // The messages one training step of a model sends (one micro-batch), as collectives to
 // benchmark: the tensor-parallel all-reduces of activations and of the cross-entropy's
 // statistics, their sequence-parallel all-gathers / reduce-scatters, the MoE all-to-all of
-// routed tokens (all from collectives/parallel_messages, as bench_step's step), and the
-// pipeline's send/recv of activations.
+// routed tokens and the expert-tensor-parallel gathers and scatters of them (all from
+// collectives/parallel_messages, as bench_step's step), and the pipeline's send/recv of
+// activations.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,16 +15,16 @@
 namespace opbench {
 
 // The parallel dimension whose groups a message runs in: where its ranks lie in the launch
-// (collectives/rank_groups.hpp: tensor-parallel ranks consecutive, an expert group's tp apart, a
-// pipeline stage's neighbour world / pp on).
-enum class ParallelAxis { tp, ep, pp };
+// (collectives/rank_groups.hpp: tensor-parallel and expert-tensor-parallel ranks consecutive, an
+// expert group's etp apart, a pipeline stage's neighbour world / pp on).
+enum class ParallelAxis { tp, ep, etp, pp };
 
 struct ModelMessage {
   std::string label;  // what it stands for: "tp all_reduce of mbs*seq*hidden"
   CollOp op;
   std::uint64_t size_bytes;  // nccl-tests size: max(send, recv) bytes per rank
   DType dtype;               // --model-dtype, or fp32 for the cross-entropy statistics
-  int group_size;            // ranks that take part (tp, ep, or 2: a stage and the next)
+  int group_size;            // ranks that take part (tp, ep, etp, or 2: a stage and the next)
   std::int64_t calls_per_step;
   ParallelAxis axis = ParallelAxis::tp;
 };
@@ -31,6 +32,8 @@ struct ModelMessage {
 struct ModelParallel {
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   DType dtype = DType::bf16;
+  std::int64_t etp = 0;  // expert tensor parallelism; 0: tp, as Megatron-Core defaults it
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 std::vector<ModelMessage> model_messages(const ModelConfig& model, const ModelParallel& parallel);

@@ -30,14 +30,31 @@ std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
 }
 
 std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s) {
-  if (s.ep <= 1 || s.top_k <= 0) return {};
+  if (s.top_k <= 0) return {};
   const std::int64_t tokens = s.tokens / (s.sp ? s.tp : 1);
   const std::int64_t bytes =
       tokens * s.top_k * s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
-  return {{CollOp::all_to_all, MessagePass::forward, MessageScope::per_moe_layer, 2, bytes, s.dtype,
-           "dispatch and combine"},
-          {CollOp::all_to_all, MessagePass::backward, MessageScope::per_moe_layer, 2, bytes,
-           s.dtype, "dispatch and combine gradients"}};
+  const auto F = MessagePass::forward, B = MessagePass::backward;
+  const auto moe = MessageScope::per_moe_layer;
+  std::vector<ParallelMessage> out;
+  if (s.ep > 1)
+    out = {
+        {CollOp::all_to_all, F, moe, 2, bytes, s.dtype, "dispatch and combine", MessageGroup::ep},
+        {CollOp::all_to_all, B, moe, 2, bytes, s.dtype, "dispatch and combine gradients",
+         MessageGroup::ep}};
+  if (s.etp > 1) {
+    // the buffer gathered (scattered): the etp ranks' received tokens together
+    const std::int64_t gathered = s.etp * bytes;
+    out.push_back(
+        {CollOp::all_gather, F, moe, 1, gathered, s.dtype, "dispatched tokens", MessageGroup::etp});
+    out.push_back({CollOp::reduce_scatter, F, moe, 1, gathered, s.dtype, "expert outputs",
+                   MessageGroup::etp});
+    out.push_back({CollOp::all_gather, B, moe, 1, gathered, s.dtype, "expert output gradients",
+                   MessageGroup::etp});
+    out.push_back({CollOp::reduce_scatter, B, moe, 1, gathered, s.dtype,
+                   "dispatched tokens' gradients", MessageGroup::etp});
+  }
+  return out;
 }
 
 }  // namespace opbench

@@ -14,9 +14,15 @@
 // of exponentials, one fp32 value per token (last stage). Full recomputation repeats the
 // layers' forward messages. Every buffer is the whole activation tokens x hidden (nccl-tests'
 // size: the gathered or scattered buffer).
-// MoE with expert parallelism: per MoE layer, the dispatch and combine all-to-all in forward and
-// again in backward; each rank sends its tokens' top-k copies (its sequence-parallel share of the
-// tokens with sp).
+// MoE (Megatron-Core's all-to-all token dispatcher, megatron/core/transformer/moe/
+// token_dispatcher.py): per MoE layer, the dispatch and combine all-to-all over the expert-parallel
+// group in forward and again in backward, each rank sending its tokens' top-k copies (its
+// sequence-parallel share of the tokens with sp); with expert tensor parallelism etp > 1, the
+// tokens a rank received are then all-gathered over its etp group before the experts (each holds
+// I_e / etp of every expert's columns) and their outputs reduce-scattered back before the combine,
+// an all-gather and a reduce-scatter each way, of etp times the tokens. The routing probabilities
+// recent versions send along (top-k fp32 per token: 1 / (H / 2) of the tokens' bytes in bf16) are
+// not counted.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +35,10 @@ namespace opbench {
 enum class MessagePass { forward, backward };
 // How often per micro-batch: in every (MoE) layer of a stage, or once on the first or last stage.
 enum class MessageScope { per_layer, per_moe_layer, first_stage, last_stage };
+// Whose group a message runs in: the tensor-parallel group, the expert-parallel one, or the
+// expert-tensor-parallel one (etp ranks, consecutive: Megatron's expert dimensions "tp-ep-dp-pp"
+// with its tp the etp).
+enum class MessageGroup { tp, ep, etp };
 
 struct ParallelMessage {
   CollOp op;
@@ -38,6 +48,7 @@ struct ParallelMessage {
   std::int64_t bytes;  // nccl-tests size
   DType dtype;
   std::string what;  // "outputs of attention and MLP"
+  MessageGroup group = MessageGroup::tp;
   // A layer message that full recomputation repeats (the layers' forward ones).
   bool recomputed() const {
     return pass == MessagePass::forward &&
@@ -51,13 +62,14 @@ struct ParallelShape {
   std::int64_t tp = 1;
   bool sp = false;  // sequence parallelism (with tp > 1)
   std::int64_t ep = 1;
+  std::int64_t etp = 1;    // expert tensor parallelism (Megatron-Core's default: tp)
   std::int64_t top_k = 0;  // MoE: experts per token
   DType dtype = DType::bf16;
 };
 
 // Empty when tp is 1.
 std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s);
-// Empty when ep is 1 or the model has no experts (top_k 0).
+// Empty when ep and etp are 1 or the model has no experts (top_k 0).
 std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s);
 
 }  // namespace opbench

@@ -5,7 +5,7 @@
 // parallelism innermost and the pipeline outermost (megatron/core/parallel_state.py, order
 // "tp-cp-ep-dp-pp"):
 //   stride 1             consecutive ranks: a tensor-parallel group, bench_ccl's --group-size
-//   stride tp            an expert-parallel group (expert tensor parallelism = tp, its default)
+//   stride etp           an expert-parallel group (expert tensor parallelism etp: tp by default)
 //   stride world / pp    a pipeline stage and the next one (groups of 2)
 //   stride world / size  HSDP's replica groups: one rank of every shard group
 // Ranks past the last whole block (an odd pipeline's last stage) form groups of consecutive

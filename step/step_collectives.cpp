@@ -1,7 +1,7 @@
 // The collectives of one training step on one rank (docs/formulas.md, "Training step
 // projection", collectives): Megatron's tensor-parallel pattern with and without sequence
-// parallelism, the MoE all-to-all, pipeline sends, and the data-parallel gradient reduction
-// (DDP buckets, or bench_fsdp's per-unit plan for FSDP and HSDP).
+// parallelism, the MoE all-to-all and expert-tensor-parallel gathers, pipeline sends, and the
+// data-parallel gradient reduction (DDP buckets, or bench_fsdp's per-unit plan for FSDP and HSDP).
 #include <fmt/format.h>
 
 #include <tuple>
@@ -39,6 +39,7 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
   shape.tp = c.tp;
   shape.sp = c.sp();
   shape.ep = c.ep;
+  shape.etp = c.tp;  // expert tensor parallelism: Megatron-Core's default, as the expert GEMMs
   shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
   shape.dtype = c.dtype;
   const std::int64_t moe_layers = c.model.moe ? stage_model(c, stage).moe_layers() : 0;
@@ -56,17 +57,30 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
     return 0;
   };
   const std::int64_t m = c.micro_batches();
-  for (const auto& [purpose, group, messages] :
-       {std::tuple{"tp", c.tp, tensor_parallel_messages(shape)},
-        std::tuple{"ep", c.ep, expert_parallel_messages(shape)}}) {
-    for (const ParallelMessage& x : messages)
+  auto group_of = [&](MessageGroup g) -> std::pair<const char*, std::int64_t> {
+    switch (g) {
+      case MessageGroup::ep:
+        return {"ep", c.ep};
+      case MessageGroup::etp:
+        return {"etp", shape.etp};
+      case MessageGroup::tp:
+        break;
+    }
+    return {"tp", c.tp};
+  };
+  for (const auto& messages : {tensor_parallel_messages(shape), expert_parallel_messages(shape)}) {
+    for (const ParallelMessage& x : messages) {
+      const auto [purpose, group] = group_of(x.group);
       emit(purpose, x.op, x.pass == MessagePass::forward ? StepPhase::forward : StepPhase::backward,
            x.bytes, group, x.dtype, x.count * units(x.scope) * m, x.what);
+    }
     if (c.recompute == Recompute::full)
       for (const ParallelMessage& x : messages)
-        if (x.recomputed())
+        if (x.recomputed()) {
+          const auto [purpose, group] = group_of(x.group);
           emit(purpose, x.op, StepPhase::recompute, x.bytes, group, x.dtype,
                x.count * units(x.scope) * m, "recomputed forward");
+        }
   }
 }
 

@@ -24,7 +24,7 @@ std::string phase_name(StepPhase p);
 // Why a collective is there: tensor parallelism (all-reduce without sequence parallelism,
 // all-gather / reduce-scatter with it), expert parallelism, the pipeline, data parallelism, FSDP.
 struct StepCollective {
-  std::string purpose;  // "tp", "ep", "pp", "dp", "fsdp", "hsdp"
+  std::string purpose;  // "tp", "ep", "etp", "pp", "dp", "fsdp", "hsdp"
   CollOp op = CollOp::all_reduce;
   std::int64_t size_bytes = 0;  // nccl-tests' size: max(send, receive) bytes of one rank's call
   std::int64_t group_size = 1;  // ranks in the collective

@@ -178,9 +178,41 @@ TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without 
   CHECK((p2p[0].group_size == 2 && p2p[1].group_size == 2));  // pp 4: still pairs
   // each in its own dimension's groups (bench_ccl strides them as Megatron-LM lays them out)
   for (const auto& x : msgs)
-    CHECK(x.axis == (x.op == CollOp::all_to_all  ? ParallelAxis::ep
-                     : x.op == CollOp::send_recv ? ParallelAxis::pp
-                                                 : ParallelAxis::tp));
+    CHECK(x.axis == (x.op == CollOp::all_to_all                  ? ParallelAxis::ep
+                     : x.op == CollOp::send_recv                 ? ParallelAxis::pp
+                     : x.label.find("etp ") != std::string::npos ? ParallelAxis::etp
+                                                                 : ParallelAxis::tp));
+}
+
+// Megatron-Core's all-to-all dispatcher with expert tensor parallelism (etp, by default tp):
+// the tokens a rank received are all-gathered over its etp group before the experts and the
+// outputs reduce-scattered after them, and the reverse in backward.
+TEST_CASE("model messages: expert tensor parallelism gathers and scatters the routed tokens") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto mixtral = select_models(models, "mixtral-8x7b", "m").front();  // 32 MoE layers, top-2
+  auto etp_rows = [&](std::int64_t tp, std::int64_t etp) {
+    std::vector<ModelMessage> out;
+    for (const auto& x :
+         model_messages(mixtral, ModelParallel{tp, 4, 1, 1, 4096, DType::bf16, etp}))
+      if (x.axis == ParallelAxis::etp) out.push_back(x);
+    return out;
+  };
+  // tp 2, etp by default 2: without sp each rank routes 4096 tokens, top-2, hidden 4096, bf16:
+  // 32 MiB received, 64 MiB gathered; with sp 2048 of them
+  const auto at_tp = etp_rows(2, 0);
+  REQUIRE(at_tp.size() == 4);
+  CHECK((at_tp[0].op == CollOp::all_gather && at_tp[1].op == CollOp::reduce_scatter));
+  CHECK(at_tp[0].size_bytes == 2ull * 4096 * 2 * 4096 * 2);
+  CHECK(at_tp[2].size_bytes == 2ull * 2048 * 2 * 4096 * 2);
+  CHECK(at_tp[2].label.rfind("sp etp all_gather", 0) == 0);
+  for (const auto& x : at_tp)
+    CHECK((x.group_size == 2 && x.calls_per_step == 2 * 32));  // forward and backward, each layer
+  // --etp 1: each expert whole on its rank, nothing gathered
+  CHECK(etp_rows(2, 1).empty());
+  // tp 1, etp 4: groups of 4, 4 x 4096 x 2 x 4096 x 2 B
+  const auto wide = etp_rows(1, 4);
+  REQUIRE(wide.size() == 2);
+  CHECK((wide[0].group_size == 4 && wide[0].size_bytes == 4ull * 4096 * 2 * 4096 * 2));
 }
 
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {

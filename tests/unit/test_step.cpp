@@ -185,6 +185,35 @@ TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by h
   }
 }
 
+TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the experts' tp ranks",
+          "[step]") {
+  // Mixtral 8x7B (32 MoE layers, top-2, hidden 4096) at tp 2, ep 2 (dp 2), one micro-batch of 1024
+  // tokens, sequence parallel: each rank routes 512 tokens' 2 copies, 512 x 2 x 4096 x 2 B =
+  // 8 MiB, dispatched and combined forward and backward over ep. Megatron-Core splits every expert
+  // over tp ranks too (expert tensor parallelism, by default tp): the tokens received are
+  // all-gathered over them before the experts (2 x 8 MiB) and the outputs reduce-scattered, and
+  // the reverse in backward, once each per MoE layer; bench_step left those out.
+  StepConfig c;
+  c.model = configs_model("mixtral-8x7b");
+  c.seqlen = 1024;
+  c.tp = 2;
+  c.ep = 2;
+  c.dp = 2;
+  const auto ops = step_operators(c, 0);
+  const auto F = StepPhase::forward, B = StepPhase::backward;
+  const Found a2a = collective(ops, "ep all_to_all (dispatch and combine)", F);
+  CHECK((a2a.count == 64 && a2a.bytes == 8388608 && a2a.group == 2));
+  CHECK(collective(ops, "ep all_to_all (dispatch and combine gradients)", B).count == 64);
+  const Found ag = collective(ops, "etp all_gather (dispatched tokens)", F);
+  CHECK((ag.count == 32 && ag.bytes == 16777216 && ag.group == 2));
+  CHECK(collective(ops, "etp reduce_scatter (expert outputs)", F).count == 32);
+  CHECK(collective(ops, "etp all_gather (expert output gradients)", B).count == 32);
+  CHECK(collective(ops, "etp reduce_scatter (dispatched tokens' gradients)", B).count == 32);
+  // at tp 1 each expert is whole on its rank: nothing gathered
+  c.tp = 1;
+  CHECK(collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", F).count == 0);
+}
+
 TEST_CASE("step: FSDP's gathers per micro-batch, reduce-scatters once per step", "[step]") {
   StepConfig c;
   c.model = small_model();
