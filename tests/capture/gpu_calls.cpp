@@ -29,7 +29,8 @@
 //                  split again nonblocking, a broadcast of 100 fp32 on them; a world made with
 //                  ncclCommInitRankConfig and one with ncclCommInitRankScalable (an all_gather
 //                  and a reduce_scatter); ranks 0 and 2 shrink the world to themselves (an
-//                  all_to_all)
+//                  all_to_all); then every rank splits the world into halves (ranks 0 and 1, 2
+//                  and 3: a send of 8 fp32 on each)
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -224,6 +225,12 @@ int comms(int rank) {
     CHECK(ncclAlltoAll(nullptr, nullptr, 16, ncclFloat32, kept, nullptr));
     CHECK(ncclCommDestroy(kept));
   }
+  // a split after the shrink: ranks 0 and 1 join one half although only 0 shrank, so the splits
+  // must be counted apart from the shrinks for both to number it alike
+  ncclComm_t half = nullptr;
+  CHECK(ncclCommSplit(world, rank / 2, rank, &half, nullptr));
+  CHECK(ncclSend(nullptr, 8, ncclFloat32, (rank + 1) % 2, half, nullptr));
+  CHECK(ncclCommDestroy(half));
   CHECK(ncclCommDestroy(pair));
   CHECK(ncclCommDestroy(world));
   return 0;

@@ -684,8 +684,9 @@ def gpu_comms_mode(a):
     (RANK 0-3, each its own process on the stand-in NCCL) make a world communicator and split it
     into the pairs 0 and 2, 1 and 3, twice (blocking, then nonblocking); make two more worlds
     (ncclCommInitRankConfig, ncclCommInitRankScalable); and ranks 0 and 2 shrink the first world
-    to themselves. bench_ccl --capture-path must replay the pairs 2 ranks apart, where it ran
-    every NCCL group on consecutive ranks."""
+    to themselves; then all split the world into halves, 0 and 1, 2 and 3 (after a shrink that
+    0 made and 1 did not). bench_ccl --capture-path must replay the pairs 2 ranks apart, where it
+    ran every NCCL group on consecutive ranks."""
     out = fresh(a.out)
     job = os.path.join(out, "job")
     ranks = " ".join(f"RANK={r} '{a.prog}' comms {r} &" for r in range(4))
@@ -727,6 +728,11 @@ def gpu_comms_mode(a):
     kept = [ids[r].get(("ncclAlltoAll", "2")) for r in "0123"]
     check(kept[0] == kept[2] and len(kept[0] or "") == 16 and kept[1] is None and kept[3] is None,
           f"the shrunk communicator's comm_ids by rank: {kept}")
+    # the halves split after the shrink: one number per half in both its members
+    halves = [ids[r].get(("ncclSend", "2")) for r in "0123"]
+    check(halves[0] == halves[1] and halves[2] == halves[3] and halves[0] != halves[2]
+          and len(halves[0] or "") == 16 and len(halves[2] or "") == 16,
+          f"the halves' comm_ids by rank: {halves}, expected ranks 0 and 1 alike, 2 and 3 alike")
 
     def dry_run(folder):
         q = run([a.bench_ccl, "--backend", "mpi", "--capture-path", folder, "--dry-run",
