@@ -9,9 +9,19 @@ set -euo pipefail
 # Run where the caller is, as bench_gemm is: a relative path among ARGS (--gemm-shapes-path,
 # --report-dir-path, ...) is the caller's, and the reports land in the caller's reports/.
 root="$(cd "$(dirname "$0")/.." && pwd)"
+bench="$root/build/gemm/bench_gemm"
+# --help answers at once: it installed packages and built bench_gemm (minutes) first
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,7s/^# \{0,1\}//p' "$0"
+  if [ -x "$bench" ]; then
+    echo
+    exec "$bench" --help
+  fi
+  echo "bench_gemm's own flags: $bench --help, once built (scripts/build.sh --target bench_gemm)"
+  exit 0
+fi
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/build.sh" --target bench_gemm
-bench="$root/build/gemm/bench_gemm"
 if [ $# -gt 0 ]; then
   exec "$bench" "$@"
 fi

@@ -209,6 +209,18 @@ add_test(NAME "run_main.sh: bench_gemm runs in the caller's folder with the call
           ${CMAKE_CURRENT_BINARY_DIR}/run_main_cwd ${PROJECT_SOURCE_DIR}/scripts/run_main.sh)
 set_tests_properties("run_main.sh: bench_gemm runs in the caller's folder with the caller's arguments"
   PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION "^ran in caller: --gemm-shapes-path my.json\n$")
+# run_main.sh --help answers at once: it ran setup.sh (packages) and built bench_gemm first. Its
+# stand-ins for setup.sh and build.sh fail loudly; the bench_gemm stand-in prints its arguments.
+add_test(NAME "run_main.sh --help prints its use and bench_gemm's flags without setting up or building"
+  COMMAND bash -c "t=\"$0\"; rm -rf \"$t\" && mkdir -p \"$t/repo/scripts\" \"$t/repo/build/gemm\" \
+    && cp \"$1\" \"$t/repo/scripts/\" && echo 'echo setup ran; exit 9' > \"$t/repo/scripts/setup.sh\" \
+    && echo 'echo build ran; exit 9' > \"$t/repo/scripts/build.sh\" \
+    && printf '#!/bin/sh\\necho \"bench_gemm $*\"\\n' > \"$t/repo/build/gemm/bench_gemm\" \
+    && chmod +x \"$t/repo/build/gemm/bench_gemm\" && bash \"$t/repo/scripts/run_main.sh\" --help; echo exit=$?"
+          ${CMAKE_CURRENT_BINARY_DIR}/run_main_help ${PROJECT_SOURCE_DIR}/scripts/run_main.sh)
+set_tests_properties("run_main.sh --help prints its use and bench_gemm's flags without setting up or building"
+  PROPERTIES LABELS scripts PASS_REGULAR_EXPRESSION "^The main job: sets everything up[^\n]*\n(.*\n)*  scripts/run_main.sh ARGS\\.\\.\\.[^\n]*\n(.*\n)*\nbench_gemm --help\nexit=0\n$"
+  FAIL_REGULAR_EXPRESSION "setup ran|build ran")
 # report.sh checks its arguments and every binary it runs before it starts: a second argument
 # was ignored, and a build of bench_gemm alone (run_main.sh's) ran the GEMMs for minutes before
 # bash's 'No such file' (exit 127). Nothing made in either case.
