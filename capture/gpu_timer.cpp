@@ -32,6 +32,7 @@ struct Driver {
   CUresult (*ctx_get_current)(void**) = nullptr;
   CUresult (*ctx_set_current)(void*) = nullptr;
   CUresult (*event_create)(void**, unsigned) = nullptr;
+  CUresult (*event_destroy)(void*) = nullptr;
   CUresult (*event_record)(void*, void*) = nullptr;
   CUresult (*event_query)(void*) = nullptr;
   CUresult (*event_elapsed)(float*, void*, void*) = nullptr;
@@ -53,6 +54,9 @@ const Driver& driver() {
     find(r.ctx_get_current, "cuCtxGetCurrent");
     find(r.ctx_set_current, "cuCtxSetCurrent");
     find(r.event_create, "cuEventCreate");
+    // cuda.h maps cuEventDestroy to the _v2 entry point since CUDA 4.0
+    find(r.event_destroy, "cuEventDestroy_v2");
+    if (r.event_destroy == nullptr) find(r.event_destroy, "cuEventDestroy");
     find(r.event_record, "cuEventRecord");
     find(r.event_query, "cuEventQuery");
     // cuda.h maps cuEventElapsedTime to the _v2 entry point since CUDA 12.8
@@ -60,8 +64,8 @@ const Driver& driver() {
     if (r.event_elapsed == nullptr) find(r.event_elapsed, "cuEventElapsedTime");
     find(r.stream_is_capturing, "cuStreamIsCapturing");
     find(r.exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
-    r.ok = r.ctx_get_current && r.ctx_set_current && r.event_create && r.event_record &&
-           r.event_query && r.event_elapsed;
+    r.ok = r.ctx_get_current && r.ctx_set_current && r.event_create && r.event_destroy &&
+           r.event_record && r.event_query && r.event_elapsed;
     return r;
   }();
   return d;
@@ -150,6 +154,34 @@ void give_back(Timer& t, void* context, void* a, void* b) {
   if (b) pool.push_back(b);
 }
 
+// Events a driver call refused (a record or a query's error): never back into the pool, where
+// every later call would take them and fail the same way. After cudaDeviceReset the new primary
+// context can have the old one's handle, and its pool the old context's dead events: the calls
+// after a reset went untimed for good. The destroy's own error (a dead handle) changes nothing.
+void discard(void* a, void* b) {
+  for (void* e : {a, b})
+    if (e != nullptr) driver().event_destroy(e);
+}
+
+// A context's pooled events, all of them: once one is refused, the others (made in the same
+// context) may be dead too.
+void discard_pool(Timer& t, void* context) {
+  std::vector<void*> pool;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    pool.swap(t.free_events[context]);
+  }
+  for (void* e : pool)
+    discard(e, nullptr);
+}
+
+void* new_event() {
+  RelaxedCaptureMode relaxed;  // another thread may be capturing a graph in global mode
+  void* e = nullptr;
+  if (driver().event_create(&e, kEventDefault) != kSuccess) return nullptr;
+  return e;
+}
+
 void* take_event(Timer& t, void* context) {
   {
     std::lock_guard<std::mutex> lock(t.mutex);
@@ -160,10 +192,7 @@ void* take_event(Timer& t, void* context) {
       return e;
     }
   }
-  RelaxedCaptureMode relaxed;  // another thread may be capturing a graph in global mode
-  void* e = nullptr;
-  if (driver().event_create(&e, kEventDefault) != kSuccess) return nullptr;
-  return e;
+  return new_event();
 }
 
 // One pass over the timings in flight: takes them from the list, queries them outside the lock,
@@ -194,11 +223,13 @@ std::size_t poll_once(Timer& t, bool give_up) {
       timed = q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
     }
     if (ready) {
-      if (timed)
+      if (timed) {
         record(p.key, static_cast<double>(ms) * 1e6);
-      else
-        record_untimed(p.key, Untimed::no_gpu_events);
-      done.push_back(p);
+        done.push_back(p);
+      } else {
+        record_untimed(p.key, Untimed::gpu_error);
+        discard(p.timing.start, p.timing.end);
+      }
       continue;
     }
     busy.push_back(where);
@@ -287,10 +318,24 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
   Timer& t = timer();
   g.start = take_event(t, g.context);
   g.end = take_event(t, g.context);
-  if (g.start == nullptr || g.end == nullptr || d.event_record(g.start, stream) != kSuccess) {
+  if (g.start == nullptr || g.end == nullptr) {
     give_back(t, g.context, g.start, g.end);
     g.start = g.end = nullptr;
     return g;
+  }
+  if (d.event_record(g.start, stream) != kSuccess) {
+    // the pool's events may be dead (the device reset since they were made): once more with new
+    // ones, the pool dropped
+    discard(g.start, g.end);
+    discard_pool(t, g.context);
+    g.start = new_event();
+    g.end = new_event();
+    if (g.start == nullptr || g.end == nullptr || d.event_record(g.start, stream) != kSuccess) {
+      discard(g.start, g.end);
+      g.start = g.end = nullptr;
+      g.why = Untimed::gpu_error;
+      return g;
+    }
   }
   g.ok = true;
   return g;
@@ -303,8 +348,8 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
   }
   Timer& t = timer();
   if (driver().event_record(g.end, stream) != kSuccess) {
-    give_back(t, g.context, g.start, g.end);
-    record_untimed(key, Untimed::no_gpu_events);
+    discard(g.start, g.end);
+    record_untimed(key, Untimed::gpu_error);
     return;
   }
   bool wake = false, closing = false, polled = true;

@@ -55,7 +55,7 @@ std::string layout(const CaptureKey& k) {
 constexpr const char* kUntimedName[kUntimedKinds] = {
     "completion_unseen", "no_gpu_events",         "graph_capture", "capture_unknown",
     "enqueued_later",    "in_flight_at_exit",     "not_in_trace",  "no_kernel",
-    "not_sampled",       "several_communicators",
+    "not_sampled",       "several_communicators", "gpu_error",
 };
 constexpr const char* kUntimedWhy[kUntimedKinds] = {
     "their completion was not seen by a Wait/Test call",
@@ -70,6 +70,7 @@ constexpr const char* kUntimedWhy[kUntimedKinds] = {
     ("left untimed by the sampling (after a shape's first OPBENCH_CAPTURE_TIME_FIRST calls, one "
      "in OPBENCH_CAPTURE_SAMPLE is timed)"),
     "ran in an NCCL group over several communicators, which one pair of events cannot time apart",
+    "the driver refused their timing events (a kernel fault, or the device reset under them)",
 };
 
 std::string note(const TableRow& r) {

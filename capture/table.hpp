@@ -80,6 +80,9 @@ enum class Untimed : std::uint8_t {
   // an NCCL group over several communicators or streams (one process driving several GPUs):
   // a row for each communicator's part, which the group's one pair of events cannot time apart
   several_communicators,
+  // the driver refused its timing events (a record, or a query with an error other than "not
+  // ready"): a kernel fault that broke the context, or a cudaDeviceReset under them
+  gpu_error,
   kinds
 };
 inline constexpr std::size_t kUntimedKinds = static_cast<std::size_t>(Untimed::kinds);

@@ -24,6 +24,8 @@
 //   park           a call of 1 ms, 400 ms of host work (the poller parks once nothing is in
 //                  flight), a second call of 1 ms, 100 ms more: prints the event queries made
 //                  during the last 200 ms of the idle time and after the second call
+//   reset          two calls of 8x8x8 fp32, read; one of 12x12x12 still running (50 ms) when
+//                  cudaDeviceReset kills the device's events; then three calls of 16x16x16
 //   comms R        rank R of 4: a world communicator from a shared unique id, split into pairs
 //                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each; the same pairs
 //                  split again nonblocking, a broadcast of 100 fp32 on them; a world made with
@@ -57,6 +59,7 @@ void standin_set_op_us(int us);
 double standin_lag_ms();
 long standin_queries();
 long standin_event_records();
+cudaError_t cudaDeviceReset();
 void standin_hang();
 void standin_begin_capture(int global_mode);
 int standin_end_capture();
@@ -252,6 +255,20 @@ int hang(cublasHandle_t h) {
   return 0;
 }
 
+int reset(cublasHandle_t h) {
+  CHECK(square_sgemm(h, 8));
+  CHECK(square_sgemm(h, 8));
+  host_work_us(100000);  // read: their events back in the capture's pool
+  standin_set_op_us(50000);
+  CHECK(square_sgemm(h, 12));
+  if (cudaDeviceReset() != cudaSuccess) return 1;
+  standin_set_op_us(300);
+  for (int i = 0; i < 3; ++i)
+    CHECK(square_sgemm(h, 16));
+  host_work_us(100000);
+  return 0;
+}
+
 int park(cublasHandle_t h) {
   standin_set_op_us(1000);
   CHECK(square_sgemm(h, 24));
@@ -283,6 +300,7 @@ int main(int argc, char** argv) {
   if (mode == "exit_inflight") return exit_inflight(h);
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);
+  if (mode == "reset") return reset(h);
   const float one = 1.0f;
   // column-major (N, T, 64, 32, 16) x 3: row-major m 32, n 64, k 16, layout TN
   for (int i = 0; i < 3; ++i)

@@ -11,12 +11,14 @@
 // an operation that never ends (a hung kernel), a driver that refuses a forked child (CUDA cannot
 // be used after fork: it says so on stderr), a driver shut down at exit by an exit handler
 // registered at the first driver call, as the CUDA runtime's is at its initialisation (every call
-// after it returns CUDA_ERROR_DEINITIALIZED) and threads that cannot be made (pthread_create's
-// EAGAIN at a container's pids limit).
+// after it returns CUDA_ERROR_DEINITIALIZED), a cudaDeviceReset that kills every event made before
+// it (the driver refuses their handles) and threads that cannot be made (pthread_create's EAGAIN
+// at a container's pids limit).
 // It exports the real libraries' symbols with their real signatures (the toolkit's headers
 // declare them), which is all the capture sees of them.
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -62,6 +64,7 @@ struct Device {
   bool capture_invalidated = false;
   bool capture_status_fails = false;
   bool exchange_mode_fails = false;  // cuThreadExchangeStreamCaptureMode returns an error
+  int generation = 0;  // cudaDeviceReset's count: the events of an earlier one are dead
 };
 Device& device() {
   static Device* d = new Device();
@@ -90,7 +93,13 @@ bool unsafe_call_allowed(Device& d) {
 
 struct FakeEvent {
   std::int64_t at = 0;  // when the timeline reaches it
+  int generation = 0;   // the device's when it was made
 };
+constexpr int kInvalidHandle = 400;  // CUDA_ERROR_INVALID_HANDLE
+// An event made before the last cudaDeviceReset (device mutex held).
+bool dead(const Device& d, const void* e) {
+  return static_cast<const FakeEvent*>(e)->generation != d.generation;
+}
 int fake_context = 1;
 int fake_handle = 2;
 int fake_comm = 3;
@@ -191,8 +200,36 @@ STANDIN int cuEventCreate(void** e, unsigned) {
   if (forked_child("cuEventCreate")) return kNotInitialized;
   if (shut_down()) return kDeinitialized;
   ++g_creates;
-  *e = new FakeEvent();
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  *e = new FakeEvent{0, d.generation};
   return 0;
+}
+std::atomic<long> g_destroys{0};
+STANDIN long standin_event_destroys() {
+  return g_destroys.load();
+}
+// A dead event's handle is refused, as the driver refuses a handle it no longer knows (its
+// memory is kept: the stand-in cannot tell a dead handle from a reused one).
+STANDIN int cuEventDestroy_v2(void* e) {
+  if (forked_child("cuEventDestroy_v2")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (dead(d, e)) return kInvalidHandle;
+  ++g_destroys;
+  delete static_cast<FakeEvent*>(e);
+  return 0;
+}
+// The runtime's cudaDeviceReset: the device's work dropped and its events dead. The context keeps
+// its handle (&fake_context), as a new primary context may: the capture's pool of that context
+// then holds dead events.
+STANDIN cudaError_t cudaDeviceReset() {
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  ++d.generation;
+  d.busy_until = 0;
+  return cudaSuccess;
 }
 std::atomic<long> g_records{0};
 STANDIN long standin_event_records() {
@@ -204,6 +241,7 @@ STANDIN int cuEventRecord(void* e, void*) {
   ++g_records;
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
+  if (dead(d, e)) return kInvalidHandle;
   static_cast<FakeEvent*>(e)->at =
       d.busy_until == kNever ? kNever : std::max(now_ns(), d.busy_until);
   return 0;
@@ -219,6 +257,7 @@ STANDIN int cuEventQuery(void* e) {
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
+  if (dead(d, e)) return kInvalidHandle;
   return now_ns() >= static_cast<FakeEvent*>(e)->at ? 0 : kNotReady;
 }
 STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
@@ -227,6 +266,7 @@ STANDIN int cuEventElapsedTime_v2(float* ms, void* a, void* b) {
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (!unsafe_call_allowed(d)) return kCaptureUnsupported;
+  if (dead(d, a) || dead(d, b)) return kInvalidHandle;
   const std::int64_t t0 = static_cast<FakeEvent*>(a)->at, t1 = static_cast<FakeEvent*>(b)->at;
   if (now_ns() < t1) return kNotReady;
   *ms = static_cast<float>(static_cast<double>(t1 - t0) / 1e6);

@@ -966,6 +966,22 @@ def gpu_async_mode(a):
     r = square_row(one_table(out), 24)
     check(r is not None and r["timed_calls"] == "2", f"park: the two 1 ms calls: {r}")
 
+    # 4d. cudaDeviceReset under the capture: the device's events die, the context may keep its
+    # handle. The call running at the reset is untimed and says why; the calls after it are
+    # timed, where the dead events went back to the pool and every later call took them again
+    out = fresh(os.path.join(a.out, "reset"))
+    p = capture(out, [a.prog, "reset"])
+    check(p.returncode == 0, f"reset: exit {p.returncode} {p.stderr.strip()[-300:]}")
+    rows = one_table(out)
+    before, after = square_row(rows, 8), square_row(rows, 16)
+    print(f"reset: before {before and (before['calls'], before['timed_calls'])}, after "
+          f"{after and (after['calls'], after['timed_calls'], after['note'])}")
+    check(before is not None and (before["calls"], before["timed_calls"]) == ("2", "2"),
+          f"reset: the calls before it: {before}")
+    check(after is not None and (after["calls"], after["timed_calls"]) == ("3", "3"),
+          f"reset: the calls after it: {after}")
+    expect_untimed(rows, 12, 1, 0, 0, "the driver refused their timing events")
+
     # 5. a kernel that never ends: the next call, fork() and exit do not wait for it
     out = fresh(os.path.join(a.out, "hang"))
     t0 = time.time()
