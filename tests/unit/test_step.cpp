@@ -59,10 +59,17 @@ StepConfig small_pipeline() {
   return c;
 }
 
+// configs/models.json's `name`, micro-batches of one sequence of `seqlen` tokens (0: the model's).
+StepConfig configs_step(const std::string& name, std::int64_t seqlen) {
+  StepConfig c;
+  c.model = configs_model(name);
+  c.seqlen = seqlen;
+  return c;
+}
+
 // Llama-3.1 8B, one sequence of its 8192 tokens a micro-batch.
 StepConfig llama_8b(std::int64_t tp, std::int64_t grad_accum) {
-  StepConfig c;
-  c.model = configs_model("llama3.1-8b");
+  StepConfig c = configs_step("llama3.1-8b", 0);
   c.micro_batch = 1;
   c.grad_accum = grad_accum;
   c.tp = tp;
@@ -193,9 +200,7 @@ TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the exper
   // over tp ranks too (expert tensor parallelism, by default tp): the tokens received are
   // all-gathered over them before the experts (2 x 8 MiB) and the outputs reduce-scattered, and
   // the reverse in backward, once each per MoE layer; bench_step left those out.
-  StepConfig c;
-  c.model = configs_model("mixtral-8x7b");
-  c.seqlen = 1024;
+  StepConfig c = configs_step("mixtral-8x7b", 1024);
   c.tp = 2;
   c.ep = 2;
   c.dp = 2;
@@ -362,9 +367,7 @@ TEST_CASE("step: the host term counts launches: a _foreach_ operator once, Accum
   // elements; PyTorch launches each of foreach AdamW's 8 operators once over all of them, the
   // fused one once, and AccumulateGrad adds each of the 254 tensors (28 layers x 9, the tied
   // embedding, the final norm) apart for the second micro-batch.
-  StepConfig c;
-  c.model = configs_model("llama3.2-3b");
-  c.seqlen = 2048;
+  StepConfig c = configs_step("llama3.2-3b", 2048);
   c.grad_accum = 2;
   c.kernels = Kernels::eager;
   REQUIRE(parameter_pass(stage_parameters(c, 0)).calls == 12);
@@ -432,9 +435,7 @@ TEST_CASE("step: a pass over every parameter is timed in pieces that fit an 80 G
   CHECK(parameter_pass(8030261248).calls == 30);
   CHECK(parameter_pass(8030261248).elements == 267675375);
 
-  StepConfig c;
-  c.model = configs_model("llama3.1-8b");
-  c.seqlen = 4096;
+  StepConfig c = configs_step("llama3.1-8b", 4096);
   c.grad_accum = 2;  // with the gradient accumulation add
   REQUIRE(stage_parameters(c, 0) == 8030261248);
   for (Kernels kernels : {Kernels::fused, Kernels::eager})
