@@ -63,9 +63,11 @@ void add_expert_cases(const GemmCase& base, const LinearLayer& layer, const Mode
     x.group_tokens = routed.group;
     c.problem = x.experts.padded();
     c.calls_per_step = model.moe_layers();
+    const std::string etp =
+        moe.etp > 0 && moe.etp != base.tp ? fmt::format(", etp {}", moe.etp) : std::string();
     c.note =
-        fmt::format("{} routing, ep {}: rank {} is the most loaded ({} to {} tokens per expert)",
-                    moe.routing.text, moe.ep, x.rank, routed.busiest.min, routed.busiest.max);
+        fmt::format("{} routing, ep {}{}: rank {} is the most loaded ({} to {} tokens per expert)",
+                    moe.routing.text, moe.ep, etp, x.rank, routed.busiest.min, routed.busiest.max);
     c.experts = std::move(x);
     out.push_back(std::move(c));
   }
@@ -85,9 +87,12 @@ std::vector<GemmCase> model_cases(const ModelConfig& model, std::int64_t tp,
       seqlens.empty() ? std::vector<std::int64_t>{0} : seqlens;
   for (std::int64_t seqlen : lengths)
     for (std::int64_t mb : micro_batches) {
-      ParallelConfig parallel{tp, mb, seqlen, separate_projections};
+      ParallelConfig parallel{tp, mb, seqlen, separate_projections, moe.etp};
       std::optional<Routed> routed;
-      if (model.moe) routed = route(model, moe, mb * (seqlen > 0 ? seqlen : model.seqlen));
+      if (model.moe)
+        routed = route(model, moe,
+                       expert_routed_tokens(mb * (seqlen > 0 ? seqlen : model.seqlen), tp,
+                                            parallel.expert_tp()));
       for (const auto& layer : model_linear_layers(model, parallel))
         for (DType dtype : dtypes)
           for (GemmPass pass : passes) {

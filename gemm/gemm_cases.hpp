@@ -19,6 +19,7 @@ namespace opbench {
 // How a MoE model's routed experts are run: --ep, --routing, --moe-impl.
 struct MoeRun {
   std::int64_t ep = 1;
+  std::int64_t etp = 0;  // expert tensor parallelism (ParallelConfig::etp); 0: tp
   RoutingSpec routing;
   std::vector<MoeImpl> impls{MoeImpl::grouped, MoeImpl::loop, MoeImpl::padded};
 };

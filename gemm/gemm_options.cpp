@@ -38,6 +38,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("gemm", "only these layers of the models (comma list, e.g. moe_expert_gate_up,moe_expert_down; default: all)", cxxopts::value<std::string>())
     ("pass", "passes of each linear layer: fprop,dgrad,wgrad", cxxopts::value<std::string>()->default_value("fprop,dgrad,wgrad"))
     ("ep", "MoE: expert-parallel degree (must divide the routed experts); rows time the most loaded rank", cxxopts::value<std::string>()->default_value("1"))
+    ("etp", "MoE: expert tensor-parallel degree, the ranks that split each routed expert (default: --tp, as Megatron-Core)", cxxopts::value<std::string>())
     ("routing", "MoE: how tokens spread over experts: balanced, zipf:S (expert i weighs i^-S), or a JSON file of per-expert counts", cxxopts::value<std::string>()->default_value("balanced"))
     ("moe-impl", "MoE: how the experts run: grouped (one grouped call), loop (a GEMM per expert), padded (one batched GEMM padded to the largest expert)", cxxopts::value<std::string>()->default_value("grouped,loop,padded"));
   options.add_options(kAliasGroup)
@@ -95,6 +96,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.passes = parse_passes(p.count("passes") ? str("passes") : str("pass"));
   if (p.count("gemm")) o.layers = split(str("gemm"), ',');
   o.moe.ep = parse_positive_int(str("ep"), "--ep");
+  if (p.count("etp")) o.moe.etp = parse_positive_int(str("etp"), "--etp");
   o.moe.routing = parse_routing(str("routing"));
   o.moe.impls = parse_moe_impls(str("moe-impl"));
   if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"));

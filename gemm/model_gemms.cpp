@@ -11,10 +11,11 @@ namespace opbench {
 namespace {
 
 // Splits `total` across tp ranks, which must divide it exactly.
-std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp, const char* what) {
+std::int64_t split_tp(const ModelConfig& m, std::int64_t total, std::int64_t tp, const char* what,
+                      const char* flag = "--tp") {
   if (total % tp != 0)
     throw bad_input(
-        fmt::format("--tp {}: does not divide {} ({}) of model '{}'", tp, what, total, m.name));
+        fmt::format("{} {}: does not divide {} ({}) of model '{}'", flag, tp, what, total, m.name));
   return total / tp;
 }
 
@@ -80,15 +81,20 @@ void add_dense_mlp(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, s
   add_mlp_projections(m, "mlp", tokens, I, layers, "", false, separate, out);
 }
 
-void add_moe(const ModelConfig& m, std::int64_t tokens, std::int64_t tp, bool separate,
+void add_moe(const ModelConfig& m, std::int64_t tokens, const ParallelConfig& p,
              std::vector<LinearLayer>& out) {
   const auto& e = *m.moe;
+  const std::int64_t tp = p.tp, etp = p.expert_tp();
+  const bool separate = p.separate_projections;
   const std::int64_t layers = m.moe_layers(), H = m.hidden_size;
-  const std::int64_t I = split_tp(m, e.moe_intermediate_size, tp, "moe_intermediate_size");
-  // Balanced routing: every expert gets tokens·top_k / n_experts rows (rounded up).
-  const std::int64_t expert_tokens = ceil_div(tokens * e.num_experts_per_tok, e.n_routed_experts);
+  const std::int64_t I = split_tp(m, e.moe_intermediate_size, etp, "moe_intermediate_size",
+                                  p.etp > 0 ? "--etp" : "--tp");
+  // Balanced routing: every expert gets tokens·top_k / n_experts rows (rounded up), of the tokens
+  // the rank routes.
+  const std::int64_t routed = expert_routed_tokens(tokens, tp, etp);
+  const std::int64_t expert_tokens = ceil_div(routed * e.num_experts_per_tok, e.n_routed_experts);
   const std::string balance = fmt::format("balanced routing: {} tokens x top-{} / {} experts",
-                                          tokens, e.num_experts_per_tok, e.n_routed_experts);
+                                          routed, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
   out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
   add_mlp_projections(m, "moe_expert", expert_tokens, I, expert_calls, balance, true, separate,
@@ -132,6 +138,16 @@ std::vector<GemmPass> parse_passes(const std::string& text) {
   return out;
 }
 
+std::int64_t expert_routed_tokens(std::int64_t tokens, std::int64_t tp, std::int64_t etp) {
+  if ((tokens * etp) % tp != 0)
+    throw bad_input(fmt::format(
+        "--etp {} at --tp {}: a micro-batch's {} tokens x {} / {} is not a whole number of tokens "
+        "for an expert-parallel rank to route; give an --etp that --tp divides, or a sequence "
+        "length that --tp divides",
+        etp, tp, tokens, etp, tp));
+  return tokens * etp / tp;
+}
+
 std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const ParallelConfig& p) {
   if (p.tp < 1) throw bad_input(fmt::format("--tp: must be at least 1, got {}", p.tp));
   const std::int64_t seqlen = p.seqlen > 0 ? p.seqlen : m.seqlen;
@@ -140,7 +156,7 @@ std::vector<LinearLayer> model_linear_layers(const ModelConfig& m, const Paralle
   add_attention(m, tokens, p.tp, p.separate_projections, out);
   if (m.dense_mlp_layers() > 0)
     add_dense_mlp(m, tokens, p.tp, m.dense_mlp_layers(), p.separate_projections, out);
-  if (m.moe) add_moe(m, tokens, p.tp, p.separate_projections, out);
+  if (m.moe) add_moe(m, tokens, p, out);
   // The LM head's vocabulary is padded up to a multiple of tp (Megatron pads to 128 x tp).
   std::int64_t vocab = ceil_div(m.vocab_size, p.tp);
   out.push_back({"lm_head", tokens, vocab, m.hidden_size, 1,

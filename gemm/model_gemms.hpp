@@ -42,7 +42,17 @@ struct ParallelConfig {
   // Hugging Face's modules instead of Megatron's fused ones: q_proj, k_proj and v_proj instead of
   // attn_qkv, gate_proj and up_proj instead of mlp_gate_up (what PyTorch eager runs).
   bool separate_projections = false;
+  // Expert tensor parallelism: the ranks that split each routed expert's columns; 0: tp, as
+  // Megatron-Core defaults it. The shared experts and the router stay with tp.
+  std::int64_t etp = 0;
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
+
+// The tokens an expert-parallel rank routes per micro-batch of `tokens`: the tensor-parallel
+// group's tokens, tokens / tp a rank under sequence parallelism, gathered over the etp ranks that
+// split each expert (Megatron-Core's all-to-all dispatcher): tokens · etp / tp, `tokens` when
+// etp = tp. Throws bad_input where that is not a whole number.
+std::int64_t expert_routed_tokens(std::int64_t tokens, std::int64_t tp, std::int64_t etp);
 
 // The model's linear layers on one rank. Throws bad_input when tp does not divide what it must.
 std::vector<LinearLayer> model_linear_layers(const ModelConfig& model,

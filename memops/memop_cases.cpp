@@ -209,7 +209,8 @@ MemopCase moe_token_rows_case(MemopCase base, MemPass pass, std::int64_t copies,
 }
 
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
-                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed) {
+                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed,
+                                       std::int64_t etp) {
   std::vector<MoeMemop> out;
   if (!m.moe || m.moe_layers() == 0) return out;
   const MoeConfig& e = *m.moe;
@@ -243,13 +244,14 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   add("unpermute bwd: the routing weights' gradient", true,
       elementwise(MemOp::copy, fwd, 1, (copies * H + 1) / 2));
   const MemOp act = m.gated_mlp ? MemOp::swiglu : MemOp::gelu;
-  const std::int64_t width = e.moe_intermediate_size / tp;
+  const std::int64_t width = e.moe_intermediate_size / (etp > 0 ? etp : tp),
+                     shared_width = e.n_shared_experts * e.moe_intermediate_size / tp;
   for (MemPass p : {fwd, bwd}) {
     if (routed > 0)
       add(fmt::format("routed experts: {} tokens", routed), p == bwd,
           elementwise(act, p, routed, width));
     if (e.n_shared_experts > 0)
-      add("shared experts", p == bwd, elementwise(act, p, tokens, e.n_shared_experts * width));
+      add("shared experts", p == bwd, elementwise(act, p, tokens, shared_width));
   }
   return out;
 }

@@ -53,8 +53,11 @@ struct MoeMemop {
                           // is an embedding's backward in the forward)
   MemopCase c;
 };
+// `routed` rows through the routed experts' activation, each expert's columns split over `etp`
+// ranks (0: tp); the shared experts' over tp.
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
-                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed);
+                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed,
+                                       std::int64_t etp = 0);
 
 // The two MoE shapes both of bench_step's plans time, as cases of `base`'s run: the router's
 // softmax over the E experts of `tokens` rows, in fp32 whatever the model's dtype, as frameworks

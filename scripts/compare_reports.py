@@ -42,17 +42,17 @@ from collections import Counter
 KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n", "k", "batch", "transa", "transb",
                "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk", "head_dim_v",
                "causal", "world_size", "group_size", "size_bytes", "placement", "redop", "root", "dtype",
-               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "routing", "impl", "backend",
+               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "etp", "routing", "impl", "backend",
                # bench_memops: the operator's shape and implementation
                "rows", "cols", "heads", "kv_heads", "head_dim", "vocab", "devices", "provider",
                # bench_step: the configuration, and for step_operators.csv the operator
                "pp", "vpp", "dp", "sp", "sharding", "recompute", "micro_batches", "global_batch",
                "overlap", "stage", "family", "operator", "args"]
-# bench_gemm's MoE expert rows: a report written before these columns existed reads as if they were
-# empty, as they are on dense rows. So dense rows still match across versions, while expert rows
-# of an implementation, expert-parallel degree or routing never match rows of another (nor the
-# old one-expert rows).
-EMPTY_WHEN_ABSENT = {"ep", "routing", "impl"}
+# bench_gemm's MoE expert rows, and bench_step's etp: a report written before these columns existed
+# reads as if they were empty, as they are on dense rows. So dense rows still match across
+# versions, while expert rows of an implementation, expert-parallel degree or routing never match
+# rows of another (nor the old one-expert rows), nor an MoE configuration's of another etp.
+EMPTY_WHEN_ABSENT = {"ep", "etp", "routing", "impl"}
 # Headline figures, best first: (column, higher is better)
 FIGURES = [("tflops", True), ("busbw_gbps", True), ("mem_bw_gbps", True), ("step_time_ms", False),
            ("time_us", False)]

@@ -234,7 +234,7 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   if (layers == 0) return;
   const MoeConfig& e = *m.moe;
   const std::int64_t H = m.hidden_size, E = e.n_routed_experts, K = e.num_experts_per_tok;
-  const std::int64_t copies = T * K, Ie = e.moe_intermediate_size / c.tp;
+  const std::int64_t copies = T * K, Ie = e.moe_intermediate_size / c.expert_tp();
   const RankLoad load = busiest_expert_rank(c, T);
   const std::int64_t experts = E / c.ep, per_expert = ceil_div(load.total, experts);
   constexpr MemPass f = MemPass::fwd;
@@ -253,7 +253,7 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.kernel(kFwd, "moe outputs * routing weights", MemOp::scale, f, copies * H, layers);
   k.memop(kFwd, "moe unpermute: zeros, index_add_ of the copies",
           moe_token_rows_case(base, MemPass::bwd, copies, T, H), layers);
-  const std::int64_t shared = e.n_shared_experts * Ie;
+  const std::int64_t shared = e.n_shared_experts * e.moe_intermediate_size / c.tp;
   if (shared > 0) {
     add_expert_mlp(k, c, "moe shared experts", T, shared, layers);
     k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, T * H, layers);

@@ -39,7 +39,7 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
   shape.tp = c.tp;
   shape.sp = c.sp();
   shape.ep = c.ep;
-  shape.etp = c.tp;  // expert tensor parallelism: Megatron-Core's default, as the expert GEMMs
+  shape.etp = c.expert_tp();
   shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
   shape.dtype = c.dtype;
   const std::int64_t moe_layers = c.model.moe ? stage_model(c, stage).moe_layers() : 0;

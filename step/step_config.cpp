@@ -119,14 +119,23 @@ void validate(const StepConfig& c) {
         fmt::format("--tp {}: does not divide the {} tokens of a micro-batch "
                     "(sequence parallelism splits them)",
                     c.tp, c.tokens_per_micro_batch()));
-  if (c.ep > 1) {
+  if (c.etp < 0) throw bad_input(fmt::format("--etp: must be at least 1, got {}", c.etp));
+  if (c.ep > 1 || c.etp > 0) {
     if (!c.model.moe)
-      throw bad_input(fmt::format("--ep {}: model '{}' has no routed experts", c.ep, name));
-    if (c.dp % c.ep != 0)
+      throw bad_input(fmt::format(
+          "{}: model '{}' has no routed experts",
+          c.ep > 1 ? fmt::format("--ep {}", c.ep) : fmt::format("--etp {}", c.etp), name));
+    // Megatron-Core lays a stage's tp · dp ranks out again for the experts, as etp · ep · the
+    // experts' data parallelism; with etp = tp the expert-parallel group is made of
+    // data-parallel ranks
+    if ((c.tp * c.dp) % (c.expert_tp() * c.ep) != 0)
       throw bad_input(
-          fmt::format("--ep {}: does not divide --dp {} (the expert-parallel group "
-                      "is made of data-parallel ranks)",
-                      c.ep, c.dp));
+          c.etp > 0 ? fmt::format("--etp {} x --ep {}: does not divide --tp {} x --dp {} (the "
+                                  "experts' ranks are a stage's ranks laid out again)",
+                                  c.etp, c.ep, c.tp, c.dp)
+                    : fmt::format("--ep {}: does not divide --dp {} (the expert-parallel group "
+                                  "is made of data-parallel ranks)",
+                                  c.ep, c.dp));
   }
   if ((c.sharding == Sharding::fsdp || c.sharding == Sharding::hsdp) && (c.tp > 1 || c.pp > 1))
     throw bad_input(

@@ -59,6 +59,10 @@ struct StepConfig {
   std::int64_t global_batch = 0;  // sequences per step over all replicas (0: from grad_accum)
   std::int64_t grad_accum = 0;    // micro-batches per replica per step (0: from global_batch)
   std::int64_t tp = 1, pp = 1, vpp = 1, dp = 1, ep = 1;
+  // Expert tensor parallelism (--etp): the ranks that split each routed expert; 0: tp, as
+  // Megatron-Core defaults it. The experts' ranks are laid out as etp · ep · (the rest) over the
+  // tp · dp ranks of a stage.
+  std::int64_t etp = 0;
   bool sequence_parallel = true;  // with tp > 1: norms and residuals on tokens / tp
   Sharding sharding = Sharding::ddp;
   std::int64_t shard_group = 0;  // hsdp: ranks per shard group
@@ -99,6 +103,7 @@ struct StepConfig {
   std::int64_t sequences_per_step() const { return micro_batches() * micro_batch * dp; }
   std::int64_t tokens_per_step() const { return sequences_per_step() * seq(); }
   bool sp() const { return tp > 1 && sequence_parallel; }
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   // Decoder layers of pipeline stage s (0-based): stage s holds layers [first, first + count).
   std::int64_t stage_first_layer(std::int64_t stage) const;
   std::int64_t stage_layers(std::int64_t stage) const;

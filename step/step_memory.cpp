@@ -185,7 +185,7 @@ void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   l.add("router and experts input (norm 2 output)", x.rows * x.H, x.b);
   l.add("router probabilities (fp32)", x.T * e.n_routed_experts, kFp32);
   const RankLoad load = busiest_expert_rank(c, x.T);
-  const std::int64_t R = load.total, Ie = e.moe_intermediate_size / c.tp;
+  const std::int64_t R = load.total, Ie = e.moe_intermediate_size / c.expert_tp();
   const std::int64_t copies = x.T * e.num_experts_per_tok;
   l.add("routed tokens (experts' input)", R * x.H, x.b);
   add_expert_activations(l, c, x, "experts'", R, Ie);
@@ -193,7 +193,8 @@ void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   if (c.kernels == Kernels::eager)
     l.add("weighted copies (index_add_'s source)", copies * x.H, x.b);
   if (e.n_shared_experts > 0)
-    add_expert_activations(l, c, x, "shared experts'", x.T, e.n_shared_experts * Ie);
+    add_expert_activations(l, c, x, "shared experts'", x.T,
+                           e.n_shared_experts * e.moe_intermediate_size / c.tp);
 }
 
 std::int64_t sum_bytes(const std::vector<SavedTensor>& list) {
@@ -232,16 +233,16 @@ StageExtras stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage)
   return e;
 }
 
-// The rank's parameters: the stage's after tp, the routed experts further split over ep.
+// The rank's parameters: the stage's after tp, the routed experts split over etp · ep instead.
 std::int64_t rank_parameters(const StepConfig& c, std::int64_t stage) {
   std::int64_t params = stage_parameters(c, stage);
-  if (!c.model.moe || c.ep == 1) return params;
+  if (!c.model.moe || (c.ep == 1 && c.expert_tp() == c.tp)) return params;
   std::int64_t experts = 0;
   for (const auto& module : decoder_layer_modules(c.model, true))
     for (const auto& p : module.params)
       if (p.name.rfind("experts.", 0) == 0) experts += p.numel();
   experts *= stage_model(c, stage).moe_layers();
-  return params - ceil_div(experts, c.tp) + ceil_div(experts, c.tp * c.ep);
+  return params - ceil_div(experts, c.tp) + ceil_div(experts, c.expert_tp() * c.ep);
 }
 
 // The largest parameter tensor a rank holds (after tp): the size of single-tensor AdamW's

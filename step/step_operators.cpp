@@ -25,6 +25,7 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   MoeRun moe;
   moe.ep = c.ep;
+  moe.etp = c.etp;
   moe.routing = c.routing;
   moe.impls = {c.moe_impl};
   const auto cases = model_cases(v.model, c.tp, {c.micro_batch}, {c.seq()},
@@ -45,8 +46,9 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
       op.experts = g.experts->experts;
       op.moe_impl = c.moe_impl;
       op.hardware_flops = op.experts.flops();
-      op.model_flops = 2 * c.tokens_per_micro_batch() * c.model.moe->num_experts_per_tok *
-                       op.experts.N * op.experts.K;
+      // the average rank's: the tokens it routes (expert_routed_tokens) through N of the columns
+      op.model_flops = 2 * expert_routed_tokens(c.tokens_per_micro_batch(), c.tp, c.expert_tp()) *
+                       c.model.moe->num_experts_per_tok * op.experts.N * op.experts.K;
     } else if (g.gemm == "moe_router") {
       op.model_flops = 0;  // Megatron's model FLOPs leave the router out
       op.note = "router: not in Megatron's model FLOPs";
@@ -140,7 +142,8 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
   const std::int64_t T = c.tokens_per_micro_batch();
   const RankLoad load = busiest_expert_rank(c, T);
-  for (const MoeMemop& x : moe_layer_memops(v.model, step_memop_base(c), T, c.tp, load.total)) {
+  for (const MoeMemop& x :
+       moe_layer_memops(v.model, step_memop_base(c), T, c.tp, load.total, c.expert_tp())) {
     const bool fwd = !x.backward;
     const std::string label =
         x.c.op == MemOp::swiglu || x.c.op == MemOp::gelu

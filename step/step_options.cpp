@@ -64,6 +64,7 @@ void add_flags(cxxopts::Options& options) {
     ("dp", "data-parallel replicas (list)", cxxopts::value<std::string>()->default_value("1"))
     ("world-size", "devices in all: dp = world / (tp x pp)", cxxopts::value<std::string>())
     ("ep", "expert-parallel degree (MoE; divides dp)", cxxopts::value<std::string>()->default_value("1"))
+    ("etp", "expert tensor-parallel degree (MoE): the ranks that split each routed expert (default: --tp, as Megatron-Core; etp x ep divides tp x dp)", cxxopts::value<std::string>())
     ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
     ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
     ("shard-group", "hsdp: ranks per shard group", cxxopts::value<std::string>())
@@ -149,6 +150,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
     o.world_size = one_int(p, "world-size");
   }
   c.ep = one_int(p, "ep");
+  if (p.count("etp")) c.etp = one_int(p, "etp");
   c.sequence_parallel = p.count("no-sequence-parallel") == 0;
   c.sharding = parse_sharding(str("sharding"));
   if (p.count("shard-group")) c.shard_group = one_int(p, "shard-group");

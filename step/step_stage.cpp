@@ -1,5 +1,7 @@
 #include "step/step_stage.hpp"
 
+#include "gemm/model_gemms.hpp"
+
 namespace opbench {
 
 StepOperator make_op(StepFamily family, StepPhase phase, std::string name, std::int64_t count,
@@ -42,8 +44,9 @@ MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t r
 
 RankLoad busiest_expert_rank(const StepConfig& c, std::int64_t tokens) {
   const MoeConfig& e = *c.model.moe;
+  const std::int64_t routed = expert_routed_tokens(tokens, c.tp, c.expert_tp());
   return busiest_rank(
-      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, tokens), c.ep);
+      route_tokens(c.routing, e.n_routed_experts, e.num_experts_per_tok, c.ep, routed), c.ep);
 }
 
 }  // namespace opbench

@@ -35,8 +35,9 @@ MemopCase memop_case(const StepConfig& c, MemOp op, MemPass pass, std::int64_t r
 // and shape to fill in: what memop_case starts from, and the base of memops's MoE cases.
 MemopCase step_memop_base(const StepConfig& c);
 
-// An MoE model's expert-parallel rank with the most routed tokens under --routing, of `tokens`
-// per rank.
+// An MoE model's expert-parallel rank with the most routed tokens under --routing, each rank of
+// the group routing the tokens of a micro-batch of `tokens` its etp ranks hold
+// (expert_routed_tokens: `tokens` when etp = tp).
 RankLoad busiest_expert_rank(const StepConfig& c, std::int64_t tokens);
 
 }  // namespace opbench

@@ -149,4 +149,29 @@ TEST_CASE("a MoE model's routed experts become expert rows per pass and implemen
   moe.ep = 3;
   CHECK_THROWS_WITH(model_cases(m, 1, {1}, {}, {GemmPass::fprop}, {DType::fp32}, moe),
                     Catch::Contains("--ep 3: does not divide the 8 routed experts"));
+
+  // Expert tensor parallelism. At tp 2 each expert's 32 columns split over the tp ranks by
+  // default (2 x 16 gate_up columns), each rank routing the tp group's 100 tokens; --etp 1 keeps
+  // every expert whole (2 x 32) and routes the rank's own 50: balanced, 2 ranks x 50 x top-2 / 8
+  // = 25 tokens an expert instead of 50.
+  moe.ep = 2;
+  moe.routing = parse_routing("balanced");
+  auto gate_up = [&](std::int64_t etp) {
+    moe.etp = etp;
+    for (const auto& c : model_cases(m, 2, {1}, {}, {GemmPass::fprop}, {DType::fp32}, moe))
+      if (c.experts && c.gemm == "moe_expert_gate_up") return c;
+    FAIL("no moe_expert_gate_up row");
+    return GemmCase{};
+  };
+  const GemmCase by_tp = gate_up(0), whole = gate_up(1);
+  CHECK(
+      (by_tp.problem.n == 32 && by_tp.experts->experts.tokens == std::vector<std::int64_t>(4, 50)));
+  CHECK(
+      (whole.problem.n == 64 && whole.experts->experts.tokens == std::vector<std::int64_t>(4, 25)));
+  CHECK(whole.note.find("ep 2, etp 1: rank 0") != std::string::npos);
+  CHECK(by_tp.note.find("etp") == std::string::npos);
+  CHECK_THROWS_WITH(gate_up(3), Catch::Contains("--etp 3: does not divide moe_intermediate_size"));
+  // 101 tokens a micro-batch cannot be held 101 / 2 a rank
+  m.seqlen = 101;
+  CHECK_THROWS_WITH(gate_up(1), Catch::Contains("--etp 1 at --tp 2: a micro-batch's 101 tokens"));
 }

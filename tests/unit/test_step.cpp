@@ -11,6 +11,7 @@
 #include "memops/memop_operands.hpp"
 #include "step/megatron_flops.hpp"
 #include "step/step_compose.hpp"
+#include "step/step_memory.hpp"
 #include "step/step_operators.hpp"
 #include "step_models.hpp"
 
@@ -217,6 +218,53 @@ TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the exper
   // at tp 1 each expert is whole on its rank: nothing gathered
   c.tp = 1;
   CHECK(collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", F).count == 0);
+}
+
+TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", "[step]") {
+  // Mixtral 8x7B (8 experts of 3 x 4096 x 14336 in 32 layers), tp 2, ep 2, dp 2, 1024 tokens.
+  // By default (etp = tp) each rank routes the tp group's 1024 tokens (512 of its own, gathered
+  // over 2): 2 ranks x 1024 x top-2 / 8 experts = 512 tokens an expert, 14336 x 2 / 2 columns.
+  // --etp 1: each expert whole on its rank (28672 columns), which routes its own 512 tokens: 256
+  // an expert; the experts' weights split over etp x ep = 2 ranks instead of 4; no gathers; the
+  // same model FLOPs.
+  StepConfig c = configs_step("mixtral-8x7b", 1024);
+  c.tp = 2;
+  c.ep = 2;
+  c.dp = 2;
+  auto gate_up = [](const StepConfig& cfg) {
+    for (const auto& op : step_operators(cfg, 0))
+      if (op.family == StepFamily::experts && op.name == "moe_expert_gate_up fprop") return op;
+    FAIL("no moe_expert_gate_up fprop");
+    return StepOperator{};
+  };
+  const StepOperator by_tp = gate_up(c);
+  CHECK((by_tp.experts.N == 14336 && by_tp.experts.tokens == std::vector<std::int64_t>(4, 512)));
+  const std::int64_t weights_by_tp = step_memory(c, 0).weights;
+  c.etp = 1;
+  validate(c);
+  const StepOperator whole = gate_up(c);
+  CHECK((whole.experts.N == 28672 && whole.experts.tokens == std::vector<std::int64_t>(4, 256)));
+  CHECK(whole.model_flops == by_tp.model_flops);
+  CHECK(collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", StepPhase::forward)
+            .count == 0);
+  // the rank's experts: 45,097,156,608 / 2 instead of / 4, in bf16
+  CHECK(step_memory(c, 0).weights - weights_by_tp == 45097156608 / 4 * 2);
+  // --etp 4 (at dp 4: etp x ep must divide tp x dp, the experts' ranks being the stage's laid
+  // out again): 4 x 512 tokens gathered, 3584 x 2 columns, 32 MiB gathered over 4 ranks
+  c.etp = 4;
+  CHECK_THROWS_WITH(validate(c),
+                    Catch::Contains("--etp 4 x --ep 2: does not divide --tp 2 x --dp 2 (the "
+                                    "experts' ranks are a stage's ranks laid out again)"));
+  c.dp = 4;
+  validate(c);
+  CHECK(gate_up(c).experts.N == 7168);
+  const Found wide =
+      collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", StepPhase::forward);
+  CHECK((wide.group == 4 && wide.bytes == 4 * 512 * 2 * 4096 * 2));
+  c.etp = 2;
+  c.model = small_model();
+  c.ep = 1;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--etp 2: model 'small4' has no routed experts"));
 }
 
 TEST_CASE("step: FSDP's gathers per micro-batch, reduce-scatters once per step", "[step]") {
