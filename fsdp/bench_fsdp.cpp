@@ -113,6 +113,12 @@ class FsdpReplay {
     return op == CollOp::all_reduce ? mpi_.context().world_size / static_cast<int>(group) : 1;
   }
 
+  // FSDP2 gathers in place: its all-gather input is the rank's own slice of the output
+  // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, all_gather_copy_in), which spares
+  // NCCL the local copy. FSDP1 gathers from the flat parameter's shard, a tensor of its own, and
+  // both reduce-scatter into a buffer of their own.
+  bool in_place(CollOp op) const { return op == CollOp::all_gather && o_.fsdp.version == 2; }
+
   // Runs the collective of `e` on every rank; false when the run stopped before it.
   bool measure(const PlanEntry& e) {
     auto [op, dtype, count, group] = signature(e);
@@ -122,7 +128,7 @@ class FsdpReplay {
     probe.group_size = group;
     auto& slot = measured_[signature(e)];
     CollCall& call = slot.first;
-    call = CollCall{op, dtype, redop_, 0, probe.counts(), false};
+    call = CollCall{op, dtype, redop_, 0, probe.counts(), in_place(op)};
     const std::string label =
         fmt::format("{} of {} x {} elements {}", coll_op_name(op), group, count, dtype_name(dtype));
     const MpiCase c{static_cast<int>(group), replica_stride(op, group), std::nullopt, call, label};
@@ -142,7 +148,7 @@ class FsdpReplay {
                     redop_,
                     0,
                     static_cast<std::uint64_t>(e.buffer_bytes()),
-                    Placement::out_of_place,
+                    in_place(e.op) ? Placement::in_place : Placement::out_of_place,
                     static_cast<int>(e.group_size),
                     e.unit,
                     e.calls_per_step,
