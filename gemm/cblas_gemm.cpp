@@ -1,10 +1,22 @@
 #include "gemm/cblas_gemm.hpp"
 
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <cstring>
 
 namespace opbench {
+
+std::optional<std::string> cblas_unsupported(DType t) {
+  if (t == DType::fp32 || t == DType::fp64) return std::nullopt;
+  if (is_floating(t))
+    return fmt::format("the OpenBLAS provider runs fp32 and fp64; {} needs --backend cuda",
+                       dtype_name(t));
+  return fmt::format(
+      "the OpenBLAS provider runs fp32 and fp64, and no provider runs {} GEMMs (cuBLASLt's are "
+      "floating-point too)",
+      dtype_name(t));
+}
 namespace {
 
 constexpr std::uint64_t kFillSeed = 20261121;

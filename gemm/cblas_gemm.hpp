@@ -2,12 +2,19 @@
 // Row-major GEMMs through CBLAS (fp32 and fp64), and the host pools their operands live in: what
 // the dense and the expert CPU providers share.
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "common/dtype.hpp"
 #include "common/host_buffer.hpp"
 #include "gemm/gemm_problem.hpp"
 
 namespace opbench {
+
+// Why the CPU providers skip a dtype (nullopt for fp32 and fp64): a floating-point one runs on the
+// GPU provider; an integer one on none (cuBLASLt's GEMMs are floating-point too), as an int64
+// product of a converted trace is.
+std::optional<std::string> cblas_unsupported(DType t);
 
 // C = op(A)·op(B) for every batch entry in turn (β = 0). An empty problem (m or n = 0) writes
 // nothing; k = 0 writes zeros, which is what the product is (and CBLAS would reject lda = 0).

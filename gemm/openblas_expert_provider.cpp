@@ -52,9 +52,7 @@ class OpenBlasExpertProvider final : public ExpertGemmProvider {
   }
 
   std::optional<std::string> unsupported(DType t, MoeImpl) const override {
-    if (t == DType::fp32 || t == DType::fp64) return std::nullopt;
-    return fmt::format("the OpenBLAS provider runs fp32 and fp64; {} needs --backend cuda",
-                       dtype_name(t));
+    return cblas_unsupported(t);
   }
 
   void describe(Environment&) const override {}  // the dense provider describes the same CPU

@@ -26,11 +26,7 @@ class OpenBlasProvider final : public GemmProvider {
     return fmt::format("{} ({} threads)", cpu_model_name(), openblas_get_num_threads());
   }
 
-  std::optional<std::string> unsupported(DType t) const override {
-    if (t == DType::fp32 || t == DType::fp64) return std::nullopt;
-    return fmt::format("the OpenBLAS provider runs fp32 and fp64; {} needs --backend cuda",
-                       dtype_name(t));
-  }
+  std::optional<std::string> unsupported(DType t) const override { return cblas_unsupported(t); }
 
   void describe(Environment& env) const override {
     env.add_device({{"name", cpu_model_name()},

@@ -29,10 +29,17 @@ TEST_CASE("the OpenBLAS provider measures and verifies an fp32 and an fp64 GEMM"
   }
 }
 
-TEST_CASE("the OpenBLAS provider says why it cannot run bf16") {
+TEST_CASE("the OpenBLAS provider says why it cannot run bf16, and that no provider runs int64") {
   auto provider = make_openblas_provider();
   auto why = provider->unsupported(DType::bf16);
   REQUIRE(why);
-  CHECK_THAT(*why, Catch::Contains("fp32 and fp64"));
+  CHECK(*why == "the OpenBLAS provider runs fp32 and fp64; bf16 needs --backend cuda");
   CHECK_FALSE(provider->unsupported(DType::fp32));
+  // an integer product (a converted trace's aten::mm of int64): cuBLASLt runs none either, where
+  // the row said "int64 needs --backend cuda"
+  why = provider->unsupported(DType::int64);
+  REQUIRE(why);
+  CHECK(*why ==
+        "the OpenBLAS provider runs fp32 and fp64, and no provider runs int64 GEMMs "
+        "(cuBLASLt's are floating-point too)");
 }
