@@ -81,8 +81,9 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
   if (o.job.wanted()) {
     // a job's calls keep their pass and mask; --dtype and the CPU's fp32 apply as above
     std::vector<std::string> left_out;
-    for (AttentionCase c :
-         capture_attention_cases(trace::job_shape_source(o.job), o.job.rank, &left_out)) {
+    const ShapeSource source = trace::job_shape_source(o.job);
+    print_source_notes(source);
+    for (AttentionCase c : capture_attention_cases(source, o.job.rank, &left_out)) {
       const DType job_dtype = c.shape.dtype;
       for (DType t : dtypes_of(c.shape, c.note)) {
         AttentionCase run = c;

@@ -98,7 +98,9 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
 
 std::vector<CclCase> capture_cases(const CclOptions& o, int world_size, bool lead) {
   std::vector<std::string> left_out;
-  const auto messages = captured_messages(trace::job_shape_source(o.job), o.job.rank, &left_out);
+  const ShapeSource source = trace::job_shape_source(o.job);
+  if (lead) print_source_notes(source);
+  const auto messages = captured_messages(source, o.job.rank, &left_out);
   std::vector<std::string> moved;  // groups this launch cannot space as the job did
   // The job's groups as far apart as they were (a data-parallel group across nodes stays across
   // them), where this launch has the size · stride ranks that takes; else consecutive ranks.

@@ -75,6 +75,11 @@ std::map<std::string, std::string> strides_by_comm_id(
 
 }  // namespace
 
+void print_source_notes(const ShapeSource& source) {
+  for (const std::string& note : source.notes)
+    fmt::print(stderr, "note: {} {}\n", source.flag, note);
+}
+
 void add_in_job_columns(Record& row, const CapturedCall& job, std::optional<double> measured_us) {
   row.metric("captured_calls", job.calls);
   row.optional_metric("in_job_us", job.in_job_us);

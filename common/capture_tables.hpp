@@ -33,12 +33,19 @@ struct ShapeSource {
   std::string path;
   // A converted trace's tables: (name, CSV text); empty for a capture folder, whose files are read
   std::vector<std::pair<std::string, std::string>> tables;
+  // A converted trace's notes, "<trace file>: <note>": what its reader could not say exactly (an
+  // assumed group size, calls in a dtype opbench does not benchmark), as trace_convert prints them
+  std::vector<std::string> notes;
 
   static ShapeSource capture_folder(std::string dir) {
-    return {"--capture-path", std::move(dir), {}};
+    return {"--capture-path", std::move(dir), {}, {}};
   }
   bool empty() const { return path.empty(); }
 };
+
+// Prints `source`'s notes on stderr, a line each ("note: --trace-path FILE: ..."): a replay of a
+// trace says what trace_convert would.
+void print_source_notes(const ShapeSource& source);
 
 struct CaptureQuery {
   ShapeSource source;                    // the capture folder or the converted trace

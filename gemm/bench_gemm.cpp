@@ -95,7 +95,9 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
   if (o.job.wanted()) {
     // captured shapes keep their own dtype (the job's); one it lacks is a skipped row
     std::vector<std::string> left_out;
-    auto more = capture_cases({trace::job_shape_source(o.job), o.job.rank}, &left_out);
+    const ShapeSource source = trace::job_shape_source(o.job);
+    print_source_notes(source);
+    auto more = capture_cases({source, o.job.rank}, &left_out);
     for (const auto& why : left_out)
       fmt::print(stderr, "warning: {}: left out {}\n", o.job.flag(), why);
     if (more.empty() && left_out.empty() && cases.empty())

@@ -119,7 +119,9 @@ TimeSources given_times(const StepOptions& o, const std::vector<Plan>& plans,
                         std::vector<std::string>& from) {
   TimeSources times;
   if (o.job.wanted()) {
-    times.capture = CaptureTimes::load(trace::job_shape_source(o.job));
+    const ShapeSource source = trace::job_shape_source(o.job);
+    print_source_notes(source);
+    times.capture = CaptureTimes::load(source);
     // times_from names the capture only where it timed something (step.csv, the summary)
     if (say_job_coverage(o.job, *times.capture, plans, o.report.quiet) > 0)
       from.push_back("captured");
@@ -231,7 +233,9 @@ int dry_run(const StepOptions& o, const std::vector<StepConfig>& configs,
   const Capacity capacity = memory_capacity(o, "", false);
   // What a measured run would read is read now, so that a bad path or table fails here too.
   if (o.job.wanted()) {
-    const CaptureTimes job = CaptureTimes::load(trace::job_shape_source(o.job));
+    const ShapeSource source = trace::job_shape_source(o.job);
+    print_source_notes(source);
+    const CaptureTimes job = CaptureTimes::load(source);
     fmt::print(stderr, "{} {}: {} with the job's own times would replace the isolated ones\n",
                o.job.flag(), o.job.path(), counted(job.shapes(), "shape"));
   }

@@ -67,3 +67,12 @@ add_test(NAME "trace: attention calls with impossible sizes or passes are left o
 set_tests_properties("trace: attention calls with impossible sizes or passes are left out by column, and none left is an error"
   PROPERTIES PASS_REGULAR_EXPRESSION
   "left out .* column 'op': 'backward_ish' is not one pass.*left out aten::_scaled_dot_product_flash_attention fwd: column 'heads_kv': 0 is outside 1..65536.*every attention call in the job's tables was left out.*exit=2")
+# A replay of a trace says what trace_convert says of it (the tables' notes): bench_ccl, bench_gemm
+# and bench_step --trace-path printed nothing of an assumed group size or calls left unreplayed.
+add_test(NAME "trace: bench_ccl, bench_gemm and bench_step --trace-path print the trace's notes, as trace_convert does"
+  COMMAND bash -c "\"$1\" --backend mpi --trace-path \"$4/joined_all_gather\" --dry-run --world-size 2 --placement out_of_place \
+                   && \"$2\" --backend cpu --trace-path \"$4/joined\" --dry-run && \"$3\" --model tiny --trace-path \"$4/joined\" --dry-run"
+          trace_notes $<TARGET_FILE:bench_ccl> $<TARGET_FILE:bench_gemm> $<TARGET_FILE:bench_step> ${PROJECT_SOURCE_DIR}/tests/data/trace)
+set_tests_properties("trace: bench_ccl, bench_gemm and bench_step --trace-path print the trace's notes, as trace_convert does"
+  PROPERTIES PASS_REGULAR_EXPRESSION
+  "note: --trace-path [^\n]*joined_all_gather/rank0\\.pt\\.trace\\.json: 1 communication calls whose trace records no group size[^\n]*communicator size 1 assumed.*all_gather +c10d::_allgather_base_.*note: --trace-path [^\n]*joined/rank0\\.pt\\.trace\\.json: 2 calls' shapes from the execution trace beside it.*aten::mm.*note: --trace-path [^\n]*joined/rank0\\.pt\\.trace\\.json: 2 calls' shapes from the execution trace beside it")

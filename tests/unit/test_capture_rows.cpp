@@ -122,7 +122,7 @@ TEST_CASE("An NCCL communicator's stride comes from the ranks whose tables hold 
            ",sum,1,1,10.000,10.000,10.000,10.000,10.000,10.000,\n";
   };
   const std::string a = "aaaaaaaaaaaaaaaa", b = "bbbbbbbbbbbbbbbb", c = "cccccccccccccccc";
-  ShapeSource source{"--capture-path", "job", {}};
+  ShapeSource source{"--capture-path", "job", {}, {}};
   // (and a GEMM row with a stray comm_id, whose empty comm_size is no number: not a member)
   const std::string gemm = "h,0,7,sgemm_,gemm,gemm,fp32,8,8,8,1,NN,1024,,,,," + a +
                            ",,1,1,10.000,10.000,10.000,10.000,10.000,10.000,\n";
