@@ -18,6 +18,8 @@ std::int64_t calls_per_step(const ParallelMessage& x, const ModelConfig& m) {
   switch (x.scope) {
     case MessageScope::per_layer:
       return x.count * m.num_hidden_layers;
+    case MessageScope::per_tp_mlp_layer:
+      return x.count * m.tp_mlp_layers();
     case MessageScope::per_moe_layer:
       return x.count * m.moe_layers();
     case MessageScope::first_stage:

@@ -7,21 +7,27 @@ std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
   const std::int64_t act = s.tokens * s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
   const auto AG = CollOp::all_gather, RS = CollOp::reduce_scatter, AR = CollOp::all_reduce;
   const auto F = MessagePass::forward, B = MessagePass::backward;
-  const auto layer = MessageScope::per_layer, first = MessageScope::first_stage,
-             last = MessageScope::last_stage;
+  const auto layer = MessageScope::per_layer, mlp = MessageScope::per_tp_mlp_layer,
+             first = MessageScope::first_stage, last = MessageScope::last_stage;
   std::vector<ParallelMessage> out;
   if (s.sp) {
-    out = {{AG, F, layer, 2, act, s.dtype, "inputs of QKV and up projections"},
-           {RS, F, layer, 2, act, s.dtype, "outputs of attention and MLP"},
-           {AG, B, layer, 4, act, s.dtype, "inputs again for wgrad, output gradients"},
-           {RS, B, layer, 2, act, s.dtype, "input gradients"},
+    out = {{AG, F, layer, 1, act, s.dtype, "input of the QKV projection"},
+           {AG, F, mlp, 1, act, s.dtype, "input of the MLP"},
+           {RS, F, layer, 1, act, s.dtype, "output of attention"},
+           {RS, F, mlp, 1, act, s.dtype, "output of the MLP"},
+           {AG, B, layer, 2, act, s.dtype, "attention: input again for wgrad, output gradient"},
+           {AG, B, mlp, 2, act, s.dtype, "MLP: input again for wgrad, output gradient"},
+           {RS, B, layer, 1, act, s.dtype, "input gradient of the QKV projection"},
+           {RS, B, mlp, 1, act, s.dtype, "input gradient of the MLP"},
            {RS, F, first, 1, act, s.dtype, "embedding output"},
            {AG, B, first, 1, act, s.dtype, "embedding output gradient"},
            {AG, F, last, 1, act, s.dtype, "LM head input"},
            {RS, B, last, 1, act, s.dtype, "LM head input gradient"}};
   } else {
-    out = {{AR, F, layer, 2, act, s.dtype, "outputs of attention and MLP"},
-           {AR, B, layer, 2, act, s.dtype, "input gradients"},
+    out = {{AR, F, layer, 1, act, s.dtype, "output of attention"},
+           {AR, F, mlp, 1, act, s.dtype, "output of the MLP"},
+           {AR, B, layer, 1, act, s.dtype, "input gradient of the QKV projection"},
+           {AR, B, mlp, 1, act, s.dtype, "input gradient of the MLP"},
            {AR, F, first, 1, act, s.dtype, "embedding output"},
            {AR, B, last, 1, act, s.dtype, "LM head input gradient"}};
   }

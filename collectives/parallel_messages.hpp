@@ -9,6 +9,9 @@
 //     reduce-scatters the outputs of the attention and MLP output projections (2); backward
 //     all-gathers that input again for the weight gradient (2), all-gathers the output
 //     projections' output gradient (2) and reduce-scatters the input gradients (2).
+// Each is half the attention's, in every layer, and half the MLP's, in the layers whose MLP runs
+// in the tensor-parallel group (ModelConfig::tp_mlp_layers): an MoE layer's routed experts get
+// their tokens through the dispatcher below instead, its shared experts as a dense MLP.
 // The vocabulary-parallel embedding (first stage) and LM head (last stage) add one each way, and
 // the vocabulary-parallel cross-entropy all-reduces the logits' max, the target logit and the sum
 // of exponentials, one fp32 value per token (last stage). Full recomputation repeats the
@@ -33,8 +36,9 @@
 namespace opbench {
 
 enum class MessagePass { forward, backward };
-// How often per micro-batch: in every (MoE) layer of a stage, or once on the first or last stage.
-enum class MessageScope { per_layer, per_moe_layer, first_stage, last_stage };
+// How often per micro-batch: in every layer of a stage, every layer whose MLP runs in the
+// tensor-parallel group (tp_mlp_layers), every MoE layer, or once on the first or last stage.
+enum class MessageScope { per_layer, per_tp_mlp_layer, per_moe_layer, first_stage, last_stage };
 // Whose group a message runs in: the tensor-parallel group, the expert-parallel one, or the
 // expert-tensor-parallel one (etp ranks, consecutive: Megatron's expert dimensions "tp-ep-dp-pp"
 // with its tp the etp).
@@ -52,7 +56,8 @@ struct ParallelMessage {
   // A layer message that full recomputation repeats (the layers' forward ones).
   bool recomputed() const {
     return pass == MessagePass::forward &&
-           (scope == MessageScope::per_layer || scope == MessageScope::per_moe_layer);
+           (scope == MessageScope::per_layer || scope == MessageScope::per_tp_mlp_layer ||
+            scope == MessageScope::per_moe_layer);
   }
 };
 

@@ -50,6 +50,13 @@ struct ModelConfig {
     return moe ? num_hidden_layers - moe->first_k_dense_replace : 0;
   }
   std::int64_t dense_mlp_layers() const { return num_hidden_layers - moe_layers(); }
+  // Layers whose MLP runs in the tensor-parallel group, gathering its input and scattering its
+  // output under sequence parallelism: the dense ones, and the MoE ones with shared experts
+  // (Megatron-Core's SharedExpertMLP communicates as a dense MLP does; the routed experts' tokens
+  // go through the token dispatcher instead).
+  std::int64_t tp_mlp_layers() const {
+    return dense_mlp_layers() + (moe && moe->n_shared_experts > 0 ? moe_layers() : 0);
+  }
 };
 
 // The attention heads one tensor-parallel rank holds: the query heads divided

@@ -42,11 +42,14 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
   shape.etp = c.expert_tp();
   shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
   shape.dtype = c.dtype;
-  const std::int64_t moe_layers = c.model.moe ? stage_model(c, stage).moe_layers() : 0;
+  const ModelConfig layers = stage_model(c, stage);  // the stage's
+  const std::int64_t moe_layers = layers.moe_layers();
   auto units = [&](MessageScope scope) -> std::int64_t {
     switch (scope) {
       case MessageScope::per_layer:
         return c.stage_layers(stage);
+      case MessageScope::per_tp_mlp_layer:
+        return layers.tp_mlp_layers();
       case MessageScope::per_moe_layer:
         return moe_layers;
       case MessageScope::first_stage:

@@ -184,6 +184,26 @@ TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without 
                                                                  : ParallelAxis::tp));
 }
 
+// The tensor-parallel messages of a layer are half the attention's, half its MLP's; an MoE layer's
+// MLP part runs only with shared experts (Megatron-Core's SharedExpertMLP gathers and scatters
+// as a dense MLP), its routed experts getting their tokens through the dispatcher.
+TEST_CASE("model messages: MoE layers gather over tp for their shared experts only") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto sp_gathers = [&](const char* name) {
+    for (const auto& x : model_messages(select_models(models, name, "m").front(),
+                                        ModelParallel{2, 1, 1, 1, 1024, DType::bf16}))
+      if (x.label.rfind("sp all_gather", 0) == 0) return x.calls_per_step;
+    return std::int64_t{-1};
+  };
+  // Mixtral 8x7B: 32 MoE layers without shared experts: 3 gathers of the attention a layer (the
+  // QKV input forward, again and the output gradient backward), and the LM head's and the
+  // embedding's
+  CHECK(sp_gathers("mixtral-8x7b") == 3 * 32 + 2);
+  // DeepSeek-V2-Lite: 27 layers (1 dense, 26 MoE with 2 shared experts): 6 a layer
+  CHECK(sp_gathers("deepseek-v2-lite") == 6 * 27 + 2);
+  CHECK(sp_gathers("llama3.1-8b") == 6 * 32 + 2);
+}
+
 // Megatron-Core's all-to-all dispatcher with expert tensor parallelism (etp, by default tp):
 // the tokens a rank received are all-gathered over its etp group before the experts and the
 // outputs reduce-scattered after them, and the reverse in backward.

@@ -1,5 +1,7 @@
 // bench_step's operator list: Megatron's model FLOPs to the FLOP, and every collective of a
 // small configuration counted by hand.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -137,17 +139,25 @@ TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by h
   // A micro-batch is 32 tokens: the activation 32 x 64 in bf16 = 4096 bytes.
   const auto first = step_operators(c, 0), last = step_operators(c, 1);
   const auto F = StepPhase::forward, B = StepPhase::backward, G = StepPhase::grad_sync;
-  // Per layer and micro-batch 2 all-gathers and 2 reduce-scatters forward, 4 and 2 backward:
-  // 2 layers x 4 micro-batches.
+  // Per layer and micro-batch 2 all-gathers and 2 reduce-scatters forward, 4 and 2 backward,
+  // half the attention's and half the MLP's: 2 layers x 4 micro-batches.
   for (const auto* ops : {&first, &last}) {
-    Found ag = collective(*ops, "tp all_gather (inputs of QKV and up projections)", F);
-    CHECK(ag.count == 16);
-    CHECK(ag.bytes == 4096);
-    CHECK(ag.group == 2);
-    CHECK(collective(*ops, "tp reduce_scatter (outputs of attention and MLP)", F).count == 16);
-    CHECK(collective(*ops, "tp all_gather (inputs again for wgrad, output gradients)", B).count ==
-          32);
-    CHECK(collective(*ops, "tp reduce_scatter (input gradients)", B).count == 16);
+    for (const char* part : {"input of the QKV projection", "input of the MLP"}) {
+      Found ag = collective(*ops, fmt::format("tp all_gather ({})", part), F);
+      CHECK(ag.count == 8);
+      CHECK(ag.bytes == 4096);
+      CHECK(ag.group == 2);
+    }
+    CHECK(collective(*ops, "tp reduce_scatter (output of attention)", F).count == 8);
+    CHECK(collective(*ops, "tp reduce_scatter (output of the MLP)", F).count == 8);
+    CHECK(collective(*ops, "tp all_gather (attention: input again for wgrad, output gradient)", B)
+              .count == 16);
+    CHECK(
+        collective(*ops, "tp all_gather (MLP: input again for wgrad, output gradient)", B).count ==
+        16);
+    CHECK(collective(*ops, "tp reduce_scatter (input gradient of the QKV projection)", B).count ==
+          8);
+    CHECK(collective(*ops, "tp reduce_scatter (input gradient of the MLP)", B).count == 8);
     // First and last stage: one exchange with the neighbour per micro-batch, of the
     // sequence-parallel share (16 tokens x 64 x 2 bytes).
     Found pp = collective(*ops, "pp send_recv (activations)", F);
@@ -178,9 +188,11 @@ TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by h
   SECTION("without sequence parallelism: all-reduces, 2 forward and 2 backward per layer") {
     c.sequence_parallel = false;
     const auto ops = step_operators(c, 0);
-    CHECK(collective(ops, "tp all_reduce (outputs of attention and MLP)", F).count == 16);
-    CHECK(collective(ops, "tp all_reduce (input gradients)", B).count == 16);
-    CHECK(collective(ops, "tp all_gather (inputs of QKV and up projections)", F).count == 0);
+    CHECK(collective(ops, "tp all_reduce (output of attention)", F).count == 8);
+    CHECK(collective(ops, "tp all_reduce (output of the MLP)", F).count == 8);
+    CHECK(collective(ops, "tp all_reduce (input gradient of the QKV projection)", B).count == 8);
+    CHECK(collective(ops, "tp all_reduce (input gradient of the MLP)", B).count == 8);
+    CHECK(collective(ops, "tp all_gather (input of the QKV projection)", F).count == 0);
     // The whole activation crosses the pipeline: 32 tokens x 64 x 2 bytes.
     CHECK(collective(ops, "pp send_recv (activations)", F).bytes == 4096);
   }
@@ -215,6 +227,11 @@ TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the exper
   CHECK(collective(ops, "etp reduce_scatter (expert outputs)", F).count == 32);
   CHECK(collective(ops, "etp all_gather (expert output gradients)", B).count == 32);
   CHECK(collective(ops, "etp reduce_scatter (dispatched tokens' gradients)", B).count == 32);
+  // Its MoE layers gather and scatter over tp only around the attention: the routed experts get
+  // their tokens through the dispatcher (the MLP's tp messages were counted besides, twice over
+  // with the etp ones)
+  CHECK(collective(ops, "tp all_gather (input of the QKV projection)", F).count == 32);
+  CHECK(collective(ops, "tp all_gather (input of the MLP)", F).count == 0);
   // at tp 1 each expert is whole on its rank: nothing gathered
   c.tp = 1;
   CHECK(collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", F).count == 0);
