@@ -80,6 +80,19 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
     }
     return 1;
   };
+  // The experts' ranks are each pipeline stage's laid out again, etp innermost, then ep
+  // (Megatron-Core's expert rank generator): their groups lie so only where etp · ep · pp ranks
+  // divide the launch, as Megatron-Core requires of the world.
+  const bool experts = std::any_of(messages.begin(), messages.end(), [](const ModelMessage& m) {
+    return m.axis == ParallelAxis::ep || m.axis == ParallelAxis::etp;
+  });
+  if (experts && world_size % (etp * o.ep * o.pp) != 0)
+    throw bad_input(fmt::format(
+        "--model {} at {}: the experts' groups take etp x ep x pp = {} ranks (each pipeline "
+        "stage's ranks laid out again, etp innermost), which do not divide the {} rank{} of this "
+        "launch: launch a multiple of {} ranks or lower --etp/--ep/--pp",
+        o.model, degrees, etp * o.ep * o.pp, world_size, world_size > 1 ? "s" : "",
+        etp * o.ep * o.pp));
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)

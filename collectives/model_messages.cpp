@@ -60,16 +60,25 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   shape.dtype = p.dtype;
   const std::string dims = fmt::format("({}x{}x{})", p.micro_batch, seq, m.hidden_size);
   const int tp = static_cast<int>(p.tp);
+  // Megatron-Core's MoE layers refuse tp > 1 without sequence parallelism: such a model's messages
+  // are listed with it only
+  const bool sp_only = tp > 1 && m.moe_layers() > 0;
   std::vector<ModelMessage> out;
   // Tensor parallelism without sequence parallelism, then with it (the same step's alternative:
   // its all-gathers and reduce-scatters); the cross-entropy all-reduce is in both, listed once.
+  // (the vocabulary-parallel cross-entropy's statistics: one fp32 a token, on the last stage)
+  auto loss_stats = [&](const ParallelMessage& x) {
+    return x.scope == MessageScope::last_stage && x.dtype == DType::fp32 &&
+           x.bytes == shape.tokens * 4;
+  };
+  std::vector<ParallelMessage> without_sp = tensor_parallel_messages(shape);
+  if (sp_only) std::erase_if(without_sp, [&](const ParallelMessage& x) { return !loss_stats(x); });
   add_summed(
-      tensor_parallel_messages(shape), m, tp, ParallelAxis::tp,
+      without_sp, m, tp, ParallelAxis::tp,
       [&](const ParallelMessage& x) {
-        return x.dtype == DType::fp32 && x.bytes == shape.tokens * 4
-                   ? fmt::format("tp all_reduce of cross-entropy stats ({}x{} fp32)", p.micro_batch,
-                                 seq)
-                   : fmt::format("tp all_reduce of mbs*seq*hidden {}", dims);
+        return loss_stats(x) ? fmt::format("tp all_reduce of cross-entropy stats ({}x{} fp32)",
+                                           p.micro_batch, seq)
+                             : fmt::format("tp all_reduce of mbs*seq*hidden {}", dims);
       },
       out);
   shape.sp = true;
@@ -81,9 +90,12 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
         return fmt::format("sp {} of mbs*seq*hidden {}", coll_op_name(x.op), dims);
       },
       out);
-  // Expert and pipeline messages, without sequence parallelism and (tp > 1) with it, where
-  // each rank holds tokens / tp of the sequence: the sizes bench_step looks for either way.
-  for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+  // Expert and pipeline messages, without sequence parallelism and (tp > 1) with it, where each
+  // rank holds tokens / tp of the sequence: the sizes bench_step looks for either way.
+  const std::vector<bool> sps = tp == 1   ? std::vector<bool>{false}
+                                : sp_only ? std::vector<bool>{true}
+                                          : std::vector<bool>{false, true};
+  for (bool sp : sps) {
     shape.sp = sp;
     const std::string prefix = sp ? "sp " : "";
     const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);

@@ -120,6 +120,12 @@ void validate(const StepConfig& c) {
                     "(sequence parallelism splits them)",
                     c.tp, c.tokens_per_micro_batch()));
   if (c.etp < 0) throw bad_input(fmt::format("--etp: must be at least 1, got {}", c.etp));
+  if (c.model.moe && c.model.moe_layers() > 0 && c.tp > 1 && !c.sequence_parallel)
+    throw bad_input(fmt::format(
+        "--no-sequence-parallel: model '{}' has MoE layers, which Megatron-Core trains with "
+        "--tp above 1 only under sequence parallelism (MoELayer refuses otherwise); leave the "
+        "flag out or give --tp 1",
+        name));
   if (c.ep > 1 || c.etp > 0) {
     if (!c.model.moe)
       throw bad_input(fmt::format(
@@ -137,6 +143,11 @@ void validate(const StepConfig& c) {
                                   "is made of data-parallel ranks)",
                                   c.ep, c.dp));
   }
+  // (the memory and memop paths divide the experts' width by etp as the GEMMs do)
+  if (c.etp > 0 && c.model.moe && c.model.moe->moe_intermediate_size % c.etp != 0)
+    throw bad_input(
+        fmt::format("--etp {}: does not divide moe_intermediate_size ({}) of model '{}'", c.etp,
+                    c.model.moe->moe_intermediate_size, name));
   if ((c.sharding == Sharding::fsdp || c.sharding == Sharding::hsdp) && (c.tp > 1 || c.pp > 1))
     throw bad_input(
         fmt::format("--sharding {}: modelled without tensor or pipeline "

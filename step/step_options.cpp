@@ -63,7 +63,7 @@ void add_flags(cxxopts::Options& options) {
     ("vpp", "virtual stages per pipeline rank (interleaved 1F1B)", cxxopts::value<std::string>()->default_value("1"))
     ("dp", "data-parallel replicas (list)", cxxopts::value<std::string>()->default_value("1"))
     ("world-size", "devices in all: dp = world / (tp x pp)", cxxopts::value<std::string>())
-    ("ep", "expert-parallel degree (MoE; divides dp)", cxxopts::value<std::string>()->default_value("1"))
+    ("ep", "expert-parallel degree (MoE; etp x ep divides tp x dp: with etp = tp, ep divides dp)", cxxopts::value<std::string>()->default_value("1"))
     ("etp", "expert tensor-parallel degree (MoE): the ranks that split each routed expert (default: --tp, as Megatron-Core; etp x ep divides tp x dp)", cxxopts::value<std::string>())
     ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
     ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))

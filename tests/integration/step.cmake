@@ -29,12 +29,13 @@ add_test(NAME "step: Llama-3.1 70B on 8 H100 at tp 8 projected from the GPU-shap
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_h100 --rows 2 --device H100 -- --model llama3.1-70b
           --tp 8 --grad-accum 8 --fused-grad-accum --recompute none,selective --from-reports ${DATA}/step_h100)
 # A host cost of 2 ms a kernel (far beyond H100 kernels of a few ms at most): the device waits in
-# every phase, the host part split by phase adding up to host_ms, the step to its parts.
+# every phase, the host part split by phase adding up to host_ms, the step to its parts. 41
+# operator rows: each tensor-parallel message twice, the attention's and the MLP's.
 add_test(NAME "step: a host-bound projection's host part by phase adds up, on the GPU-shaped fixtures"
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_h100_host --rows 1 --device H100 -- --model llama3.1-70b
           --tp 8 --grad-accum 8 --fused-grad-accum --host-us-per-kernel 2000,2000 --from-reports ${DATA}/step_h100)
 set_tests_properties("step: a host-bound projection's host part by phase adds up, on the GPU-shaped fixtures"
-  PROPERTIES PASS_REGULAR_EXPRESSION "\\(host: the forward [0-9.]+ s, the backward [0-9.]+ s, the optimizer [0-9.]+ [mu]?s\\).*1 configurations, 37 operator rows checked: ok")
+  PROPERTIES PASS_REGULAR_EXPRESSION "\\(host: the forward [0-9.]+ s, the backward [0-9.]+ s, the optimizer [0-9.]+ [mu]?s\\).*1 configurations, 41 operator rows checked: ok")
 add_test(NAME "step: an operator without a time is named, the step left empty, the run exits 1"
   COMMAND ${CHECK_STEP} ${CMAKE_CURRENT_BINARY_DIR}/step_missing --exit-code 1 --missing "dp all_reduce"
           -- --model llama3.1-70b --tp 8 --dp 2 --grad-accum 8 --fused-grad-accum --from-reports ${DATA}/step_h100)

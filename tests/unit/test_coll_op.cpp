@@ -157,8 +157,9 @@ TEST_CASE("model messages: Llama-3.1 70B at tp 8 all-reduces 8192 x 8192 bf16 ac
 
 // The expert and pipeline messages bench_step looks for (--from-reports matches op, group and
 // size): with tp 2 and sequence parallelism each rank holds 2048 of 4096 tokens, and 1F1B's
-// send_recv is between two stages, whatever pp is.
-TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without sp") {
+// send_recv is between two stages, whatever pp is. An MoE model at tp > 1 is listed with
+// sequence parallelism only (Megatron-Core's MoE layers refuse tp > 1 without it).
+TEST_CASE("model messages: ep and pp as bench_step sizes them") {
   auto models = load_models(test::repo_config("models.json"));
   auto mixtral = select_models(models, "mixtral-8x7b", "m").front();
   auto msgs = model_messages(mixtral, ModelParallel{2, 4, 4, 1, 4096, DType::bf16});
@@ -167,15 +168,21 @@ TEST_CASE("model messages: ep and pp as bench_step sizes them, with and without 
     if (x.op == CollOp::all_to_all) a2a.push_back(x);
     if (x.op == CollOp::send_recv) p2p.push_back(x);
   }
-  REQUIRE(a2a.size() == 2);
-  CHECK(a2a[0].size_bytes == 4096ull * 2 * 4096 * 2);  // tokens x top-2 x hidden x 2 B
-  CHECK(a2a[1].size_bytes == 2048ull * 2 * 4096 * 2);  // sp: tokens / tp
-  CHECK((a2a[0].group_size == 4 && a2a[1].group_size == 4));
-  CHECK(a2a[1].label.rfind("sp ep all_to_all", 0) == 0);
+  // only with sequence parallelism at tp 2 (Megatron-Core's MoE layers refuse tp > 1 without it)
+  REQUIRE(a2a.size() == 1);
+  CHECK(a2a[0].size_bytes == 2048ull * 2 * 4096 * 2);  // sp: tokens / tp x top-2 x hidden x 2 B
+  CHECK(a2a[0].group_size == 4);
+  CHECK(a2a[0].label.rfind("sp ep all_to_all", 0) == 0);
+  REQUIRE(p2p.size() == 1);
+  CHECK(p2p[0].size_bytes == 2048ull * 4096 * 2);  // sp: tokens / tp
+  CHECK(p2p[0].group_size == 2);                   // pp 4: still pairs
+  // a dense model at tp 2 lists both ways: the whole activation without sp
+  p2p.clear();
+  auto llama = select_models(models, "llama3.1-8b", "m").front();
+  for (const auto& x : model_messages(llama, ModelParallel{2, 1, 4, 1, 4096, DType::bf16}))
+    if (x.op == CollOp::send_recv) p2p.push_back(x);
   REQUIRE(p2p.size() == 2);
-  CHECK(p2p[0].size_bytes == 4096ull * 4096 * 2);
-  CHECK(p2p[1].size_bytes == 2048ull * 4096 * 2);
-  CHECK((p2p[0].group_size == 2 && p2p[1].group_size == 2));  // pp 4: still pairs
+  CHECK((p2p[0].size_bytes == 4096ull * 4096 * 2 && p2p[1].size_bytes == 2048ull * 4096 * 2));
   // each in its own dimension's groups (bench_ccl strides them as Megatron-LM lays them out)
   for (const auto& x : msgs)
     CHECK(x.axis == (x.op == CollOp::all_to_all                  ? ParallelAxis::ep
@@ -217,14 +224,14 @@ TEST_CASE("model messages: expert tensor parallelism gathers and scatters the ro
       if (x.axis == ParallelAxis::etp) out.push_back(x);
     return out;
   };
-  // tp 2, etp by default 2: without sp each rank routes 4096 tokens, top-2, hidden 4096, bf16:
-  // 32 MiB received, 64 MiB gathered; with sp 2048 of them
+  // tp 2, etp by default 2, sequence parallel (Megatron-Core's MoE layers refuse tp > 1 without
+  // it): each rank routes its 2048 tokens, top-2, hidden 4096, bf16: 32 MiB received, 64 MiB
+  // gathered
   const auto at_tp = etp_rows(2, 0);
-  REQUIRE(at_tp.size() == 4);
+  REQUIRE(at_tp.size() == 2);
   CHECK((at_tp[0].op == CollOp::all_gather && at_tp[1].op == CollOp::reduce_scatter));
-  CHECK(at_tp[0].size_bytes == 2ull * 4096 * 2 * 4096 * 2);
-  CHECK(at_tp[2].size_bytes == 2ull * 2048 * 2 * 4096 * 2);
-  CHECK(at_tp[2].label.rfind("sp etp all_gather", 0) == 0);
+  CHECK(at_tp[0].size_bytes == 2ull * 2048 * 2 * 4096 * 2);
+  CHECK(at_tp[0].label.rfind("sp etp all_gather", 0) == 0);
   for (const auto& x : at_tp)
     CHECK((x.group_size == 2 && x.calls_per_step == 2 * 32));  // forward and backward, each layer
   // --etp 1: each expert whole on its rank, nothing gathered
