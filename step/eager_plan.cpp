@@ -388,8 +388,7 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
     for (const auto& [numel, count] : stage_parameter_tensors(c, v.stage))
       calls.push_back({parameter_pass(ceil_div(numel, shards)), count});
   } else {
-    calls.push_back(
-        {parameter_pass(ceil_div(stage_parameters(c, v.stage), optimizer_shards(c))), 1});
+    calls.push_back({parameter_pass(optimizer_elements(c, v.stage)), 1});
   }
   for (const Kernel& kernel : kernels)
     for (const auto& [pass, count] : calls) {

@@ -109,27 +109,38 @@ void add_pipeline(const StepConfig& c, std::int64_t stage, Emit& emit) {
 // optimizer) splits each all-reduce into its two halves: the gradient buckets reduce-scattered
 // (each rank keeps the shard it updates), then the updated parameters, in the model's dtype,
 // all-gathered in buckets of the same element count (an all-reduce is a reduce-scatter plus an
-// all-gather of the same buffer; nccl-tests' sizes are the whole buffer).
+// all-gather of the same buffer; nccl-tests' sizes are the whole buffer). With expert parallelism
+// (or etp other than tp) the routed experts' gradients are reduced apart, in buckets of their
+// own, over the ranks that hold the same experts (expert_dp, Megatron-Core's expert
+// data-parallel group), the rest over the dp replicas.
 void add_ddp(const StepConfig& c, std::int64_t stage, Emit& emit) {
   const std::int64_t grad_size = static_cast<std::int64_t>(dtype_size(c.grad_dtype));
-  const std::int64_t bytes = stage_parameters(c, stage) * grad_size;
-  const std::int64_t full = bytes / c.bucket_bytes, rest = bytes % c.bucket_bytes;
-  if (c.sharding == Sharding::zero1) {
-    const std::int64_t param_size = static_cast<std::int64_t>(dtype_size(c.dtype));
-    emit("zero1", CollOp::reduce_scatter, StepPhase::grad_sync, c.bucket_bytes, c.dp, c.grad_dtype,
-         full, "gradient buckets");
-    emit("zero1", CollOp::reduce_scatter, StepPhase::grad_sync, rest, c.dp, c.grad_dtype, 1,
-         "last gradient bucket");
-    emit("zero1", CollOp::all_gather, StepPhase::param_gather,
-         c.bucket_bytes / grad_size * param_size, c.dp, c.dtype, full, "parameter buckets");
-    emit("zero1", CollOp::all_gather, StepPhase::param_gather, rest / grad_size * param_size, c.dp,
-         c.dtype, 1, "last parameter bucket");
-    return;
-  }
-  emit("dp", CollOp::all_reduce, StepPhase::grad_sync, c.bucket_bytes, c.dp, c.grad_dtype, full,
-       "gradient buckets");
-  emit("dp", CollOp::all_reduce, StepPhase::grad_sync, rest, c.dp, c.grad_dtype, 1,
-       "last gradient bucket");
+  const std::int64_t param_size = static_cast<std::int64_t>(dtype_size(c.dtype));
+  const RankParameters params = rank_parameters(c, stage);
+  auto buckets = [&](std::int64_t parameters, std::int64_t group, const std::string& whose) {
+    const std::int64_t bytes = parameters * grad_size;
+    const std::int64_t full = bytes / c.bucket_bytes, rest = bytes % c.bucket_bytes;
+    const std::string purpose = c.sharding == Sharding::zero1 ? "zero1" : "dp";
+    const std::string gradient = whose + "gradient bucket";
+    if (c.sharding == Sharding::zero1) {
+      emit(purpose, CollOp::reduce_scatter, StepPhase::grad_sync, c.bucket_bytes, group,
+           c.grad_dtype, full, gradient + "s");
+      emit(purpose, CollOp::reduce_scatter, StepPhase::grad_sync, rest, group, c.grad_dtype, 1,
+           "last " + gradient);
+      emit(purpose, CollOp::all_gather, StepPhase::param_gather,
+           c.bucket_bytes / grad_size * param_size, group, c.dtype, full,
+           whose + "parameter buckets");
+      emit(purpose, CollOp::all_gather, StepPhase::param_gather, rest / grad_size * param_size,
+           group, c.dtype, 1, "last " + whose + "parameter bucket");
+      return;
+    }
+    emit(purpose, CollOp::all_reduce, StepPhase::grad_sync, c.bucket_bytes, group, c.grad_dtype,
+         full, gradient + "s");
+    emit(purpose, CollOp::all_reduce, StepPhase::grad_sync, rest, group, c.grad_dtype, 1,
+         "last " + gradient);
+  };
+  buckets(params.dense, c.dp, "");
+  buckets(params.experts, expert_dp(c), "expert ");
 }
 
 // FSDP / HSDP: bench_fsdp's plan (one unit per decoder layer plus the root). Parameters are

@@ -233,18 +233,6 @@ StageExtras stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage)
   return e;
 }
 
-// The rank's parameters: the stage's after tp, the routed experts split over etp · ep instead.
-std::int64_t rank_parameters(const StepConfig& c, std::int64_t stage) {
-  std::int64_t params = stage_parameters(c, stage);
-  if (!c.model.moe || (c.ep == 1 && c.expert_tp() == c.tp)) return params;
-  std::int64_t experts = 0;
-  for (const auto& module : decoder_layer_modules(c.model, true))
-    for (const auto& p : module.params)
-      if (p.name.rfind("experts.", 0) == 0) experts += p.numel();
-  experts *= stage_model(c, stage).moe_layers();
-  return params - ceil_div(experts, c.tp) + ceil_div(experts, c.expert_tp() * c.ep);
-}
-
 // The largest parameter tensor a rank holds (after tp): the size of single-tensor AdamW's
 // temporaries.
 std::int64_t largest_tensor(const StepConfig& c) {
@@ -341,7 +329,7 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   const Dims x(c);
   StepMemory r;
   r.stage = stage;
-  const std::int64_t params = rank_parameters(c, stage);
+  const std::int64_t params = rank_parameters(c, stage).total();
   const std::int64_t ws = weight_shards(c), os = optimizer_shards(c);
   const auto gb = static_cast<std::int64_t>(dtype_size(c.grad_dtype));
   const std::int64_t m = c.micro_batches();
@@ -353,7 +341,7 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // weights when the model computes in 16 bits with fp32 moments.
   const auto ob = static_cast<std::int64_t>(dtype_size(c.optimizer_dtype));
   const std::int64_t state_bytes = 2 * ob + (c.master_weights() ? kFp32 : 0);
-  r.optimizer = ceil_div(params, os) * state_bytes;
+  r.optimizer = optimizer_elements(c, stage) * state_bytes;
 
   // Activations: the stage's layers (dense and MoE) under the recompute mode, its extras, for
   // every micro-batch in flight.

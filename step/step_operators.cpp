@@ -166,13 +166,13 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
 void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   const std::int64_t shards = optimizer_shards(c);
-  const std::int64_t params = stage_parameters(c, v.stage);
+  const std::int64_t params = rank_parameters(c, v.stage).total();
   MemopCase mc;
   mc.report = mc.source = c.model.name;
   const bool low_state = c.optimizer_dtype != DType::fp32;
   mc.op = c.dtype == DType::fp32 || low_state ? MemOp::adamw : MemOp::adamw_bf16;
   mc.dtype = memop_dtype(mc.op, c.dtype);
-  std::int64_t elements = ceil_div(params, shards);
+  std::int64_t elements = optimizer_elements(c, v.stage);
   if (low_state)
     elements = ceil_div(elements * static_cast<std::int64_t>(dtype_size(c.optimizer_dtype)),
                         static_cast<std::int64_t>(dtype_size(DType::fp32)));
@@ -181,8 +181,9 @@ void add_optimizer(const StageView& v, std::vector<StepOperator>& out) {
   mc.cols = pass.elements;
   StepOperator op = make_op(
       StepFamily::memop, StepPhase::optimizer, memop_name(mc.op), pass.calls,
-      fmt::format("the rank's shard: {} parameters of the stage after tp / {} shards{}{}", params,
-                  shards, parameter_pass_note(pass),
+      fmt::format("the rank's shard: {} parameters of the stage after tp (the routed experts "
+                  "after etp x ep) / {} shards{}{}",
+                  params, shards, parameter_pass_note(pass),
                   low_state ? fmt::format("; {} moments and parameters: timed as fp32 AdamW over "
                                           "the same bytes",
                                           dtype_name(c.optimizer_dtype))
@@ -214,8 +215,8 @@ void add_gradient_sum(const StageView& v, const std::string& name, const Paramet
 // wgrad GEMM accumulates in place (Megatron's gradient_accumulation_fusion, --fused-grad-accum).
 void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& out) {
   if (v.m < 2 || v.c.fused_grad_accum) return;
-  add_gradient_sum(v, "gradient accumulation add", parameter_pass(stage_parameters(v.c, v.stage)),
-                   v.m - 1,
+  add_gradient_sum(v, "gradient accumulation add",
+                   parameter_pass(rank_parameters(v.c, v.stage).total()), v.m - 1,
                    "grad += new for every micro-batch after the first (not with "
                    "--fused-grad-accum)",
                    out);
@@ -285,6 +286,29 @@ std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
 std::int64_t optimizer_shards(const StepConfig& c) {
   if (c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1) return c.dp;
   return c.sharding == Sharding::hsdp ? c.shard_group : 1;
+}
+
+RankParameters rank_parameters(const StepConfig& c, std::int64_t stage) {
+  const std::int64_t params = stage_parameters(c, stage);
+  if (!c.model.moe || (c.ep == 1 && c.expert_tp() == c.tp)) return {params, 0};
+  std::int64_t experts = 0;
+  for (const auto& module : decoder_layer_modules(c.model, true))
+    for (const auto& p : module.params)
+      if (p.name.rfind("experts.", 0) == 0) experts += p.numel();
+  experts *= stage_model(c, stage).moe_layers();
+  return {params - ceil_div(experts, c.tp), ceil_div(experts, c.expert_tp() * c.ep)};
+}
+
+std::int64_t expert_dp(const StepConfig& c) {
+  return std::max<std::int64_t>(1, c.tp * c.dp / (c.expert_tp() * c.ep));
+}
+
+std::int64_t optimizer_elements(const StepConfig& c, std::int64_t stage) {
+  const RankParameters p = rank_parameters(c, stage);
+  const std::int64_t shards = optimizer_shards(c);
+  const bool over_dp = c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1;
+  const std::int64_t expert_shards = over_dp ? expert_dp(c) : shards;
+  return ceil_div(p.dense, shards) + ceil_div(p.experts, expert_shards);
 }
 
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {

@@ -36,4 +36,20 @@ std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const
 // with hsdp.
 std::int64_t optimizer_shards(const StepConfig& config);
 
+// The parameters a rank of the stage holds, as Megatron-Core holds and reduces them: the routed
+// experts' (the stage's / (etp · ep)), whose gradients go over the ranks holding the same experts
+// (expert_dp), and the rest (after tp), over the dp replicas. With ep 1 and etp = tp both groups
+// are the dp replicas, and every parameter counts as dense.
+struct RankParameters {
+  std::int64_t dense = 0, experts = 0;
+  std::int64_t total() const { return dense + experts; }
+};
+RankParameters rank_parameters(const StepConfig& config, std::int64_t stage);
+// The ranks of a stage that hold the same experts: tp · dp / (etp · ep).
+std::int64_t expert_dp(const StepConfig& config);
+// The parameters of the rank's optimizer shard: the dense ones over optimizer_shards, the
+// experts' over the ranks holding the same experts instead (expert_dp) with zero1 and fsdp, as
+// Megatron-Core's distributed optimizer shards them.
+std::int64_t optimizer_elements(const StepConfig& config, std::int64_t stage);
+
 }  // namespace opbench

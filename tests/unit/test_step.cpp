@@ -284,6 +284,37 @@ TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", 
   CHECK_THROWS_WITH(validate(c), Catch::Contains("--etp 2: model 'small4' has no routed experts"));
 }
 
+TEST_CASE("step: the routed experts' gradients are reduced apart, over the ranks holding them",
+          "[step]") {
+  // Mixtral 8x7B at tp 2, ep 2, dp 4 (etp 2): a rank holds 45,097,156,608 / (2 x 2) expert
+  // parameters, the same as 8 / 4 = 2 ranks do (Megatron-Core's expert data-parallel group), and
+  // the rest after tp, which the 4 replicas share. DDP reduced all of them, experts / tp, over
+  // the 4; the optimizer's zero1 shards split the same way.
+  StepConfig c = configs_step("mixtral-8x7b", 1024);
+  c.tp = 2;
+  c.ep = 2;
+  c.dp = 4;
+  const std::int64_t experts = 45097156608 / 4, dense = stage_parameters(c, 0) - 45097156608 / 2;
+  const RankParameters held = rank_parameters(c, 0);
+  CHECK((held.experts == experts && held.dense == dense && expert_dp(c) == 2));
+  auto reduced = [](const std::vector<StepOperator>& ops, const std::string& whose) {
+    std::int64_t bytes = 0, group = 0;
+    for (const auto& op : ops)
+      if (op.family == StepFamily::collective && op.phase == StepPhase::grad_sync &&
+          (op.name.find("(" + whose + "gradient bucket") != std::string::npos ||
+           op.name.find("(last " + whose + "gradient bucket") != std::string::npos)) {
+        bytes += op.collective.size_bytes * op.count;
+        group = op.collective.group_size;
+      }
+    return std::pair{bytes, group};
+  };
+  const auto ops = step_operators(c, 0);
+  CHECK(reduced(ops, "expert ") == std::pair{experts * 4, std::int64_t{2}});  // fp32 gradients
+  CHECK(reduced(ops, "") == std::pair{dense * 4, std::int64_t{4}});
+  c.sharding = Sharding::zero1;
+  CHECK(optimizer_elements(c, 0) == ceil_div(dense, 4) + ceil_div(experts, 2));
+}
+
 TEST_CASE("step: FSDP's gathers per micro-batch, reduce-scatters once per step", "[step]") {
   StepConfig c;
   c.model = small_model();
