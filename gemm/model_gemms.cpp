@@ -96,7 +96,10 @@ void add_moe(const ModelConfig& m, std::int64_t tokens, const ParallelConfig& p,
   const std::string balance = fmt::format("balanced routing: {} tokens x top-{} / {} experts",
                                           routed, e.num_experts_per_tok, e.n_routed_experts);
   const std::int64_t expert_calls = layers * e.n_routed_experts;
-  out.push_back({"moe_router", tokens, e.n_routed_experts, H, layers, "replicated across tp"});
+  // The router runs on the rank's own tokens: tokens / tp, the sequence-parallel input that
+  // Megatron-Core's MoE layers require at tp > 1 (its weights replicated)
+  out.push_back({"moe_router", ceil_div(tokens, tp), e.n_routed_experts, H, layers,
+                 tp > 1 ? "the rank's tokens / tp (sequence parallel), weights replicated" : ""});
   add_mlp_projections(m, "moe_expert", expert_tokens, I, expert_calls, balance, true, separate,
                       out);
   if (e.n_shared_experts > 0) {

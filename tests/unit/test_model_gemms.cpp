@@ -95,6 +95,11 @@ TEST_CASE("Mixtral 8x7B: router and balanced experts") {
   check_layer(l["moe_router"], 4096, 8, 4096, 32);
   check_layer(l["moe_expert_gate_up"], 4096 * 2 / 8, 2 * 14336, 4096, 32 * 8);
   check_layer(l["moe_expert_down"], 1024, 4096, 14336, 256);
+  // at tp 2 the router sees the rank's 2048 of the 4096 tokens (sequence parallel), each expert
+  // half its columns
+  auto l2 = layers_by_name(model("mixtral-8x7b"), 2);
+  check_layer(l2["moe_router"], 2048, 8, 4096, 32);
+  check_layer(l2["moe_expert_gate_up"], 4096 * 2 / 8, 14336, 4096, 32 * 8);
 }
 
 TEST_CASE("DeepSeek-V3: MLA projections, dense first layers, routed and shared experts") {
