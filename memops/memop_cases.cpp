@@ -214,7 +214,10 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   std::vector<MoeMemop> out;
   if (!m.moe || m.moe_layers() == 0) return out;
   const MoeConfig& e = *m.moe;
-  const std::int64_t copies = tokens * e.num_experts_per_tok, H = m.hidden_size;
+  // the router and the permutes run on the rank's own tokens: tokens / tp, the sequence-parallel
+  // input Megatron-Core's MoE layers require at tp > 1
+  const std::int64_t own = ceil_div(tokens, tp);
+  const std::int64_t copies = own * e.num_experts_per_tok, H = m.hidden_size;
   auto add = [&](const std::string& label, bool backward, MemopCase c) {
     c.calls_per_step = m.moe_layers();
     c.note = label;
@@ -230,15 +233,15 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   };
   constexpr MemPass fwd = MemPass::fwd, bwd = MemPass::bwd;
   const std::int64_t E = e.n_routed_experts;
-  add("router softmax fwd (fp32)", false, moe_router_softmax_case(base, fwd, tokens, E));
-  add("router softmax bwd (fp32)", true, moe_router_softmax_case(base, bwd, tokens, E));
-  add("permute: the copies gathered", false, moe_token_rows_case(base, fwd, copies, tokens, H));
+  add("router softmax fwd (fp32)", false, moe_router_softmax_case(base, fwd, own, E));
+  add("router softmax bwd (fp32)", true, moe_router_softmax_case(base, bwd, own, E));
+  add("permute: the copies gathered", false, moe_token_rows_case(base, fwd, copies, own, H));
   add("permute bwd: the copies' gradients added into their tokens", true,
-      moe_token_rows_case(base, bwd, copies, tokens, H));
+      moe_token_rows_case(base, bwd, copies, own, H));
   add("unpermute: the copies weighted and added into their tokens", false,
-      moe_token_rows_case(base, bwd, copies, tokens, H));
+      moe_token_rows_case(base, bwd, copies, own, H));
   add("unpermute bwd: the tokens' gradients gathered", true,
-      moe_token_rows_case(base, fwd, copies, tokens, H));
+      moe_token_rows_case(base, fwd, copies, own, H));
   // The routing weights' gradient, a dot product of each copy's saved output with its gradient:
   // its bytes (T·k x H read) as a copy's.
   add("unpermute bwd: the routing weights' gradient", true,

@@ -54,7 +54,8 @@ struct MoeMemop {
   MemopCase c;
 };
 // `routed` rows through the routed experts' activation, each expert's columns split over `etp`
-// ranks (0: tp); the shared experts' over tp.
+// ranks (0: tp); the shared experts' over tp. The router and the permutes see the rank's own
+// tokens / tp (sequence parallel, as Megatron-Core's MoE layers require at tp > 1).
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
                                        std::int64_t tokens, std::int64_t tp, std::int64_t routed,
                                        std::int64_t etp = 0);

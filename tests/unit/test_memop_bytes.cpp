@@ -259,6 +259,15 @@ TEST_CASE(
     CHECK(c.op == MemOp::softmax);
   CHECK(softmaxes[2].note.find("MoE router") != std::string::npos);
   CHECK(softmaxes[3].note.find("MoE router") != std::string::npos);
+  // At tp 2 the router and the permutes see the rank's 16 tokens (sequence parallel, as
+  // Megatron-Core's MoE layers require): 32 copies gathered from 16 rows
+  run.tp = 2;
+  std::vector<std::pair<std::int64_t, std::int64_t>> seen;  // (rows, vocab): softmax, permute
+  for (const auto& c : model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16))
+    if (c.note.find("MoE router softmax") != std::string::npos ||
+        c.note.find("MoE permute: the copies gathered") != std::string::npos)
+      seen.emplace_back(c.rows, c.vocab);
+  CHECK(seen == std::vector<std::pair<std::int64_t, std::int64_t>>{{16, 0}, {32, 16}});
 }
 
 TEST_CASE("the operand catalogue: one list every provider binds, the bytes are its sums") {
