@@ -31,6 +31,8 @@ constexpr int kCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 struct Driver {
   CUresult (*ctx_get_current)(void**) = nullptr;
   CUresult (*ctx_set_current)(void*) = nullptr;
+  // cuCtxGetId (CUDA 12.0): an id unique over the process's lifetime; absent before
+  CUresult (*ctx_get_id)(void*, unsigned long long*) = nullptr;
   CUresult (*event_create)(void**, unsigned) = nullptr;
   CUresult (*event_destroy)(void*) = nullptr;
   CUresult (*event_record)(void*, void*) = nullptr;
@@ -53,6 +55,7 @@ const Driver& driver() {
     Driver r;
     find(r.ctx_get_current, "cuCtxGetCurrent");
     find(r.ctx_set_current, "cuCtxSetCurrent");
+    find(r.ctx_get_id, "cuCtxGetId");
     find(r.event_create, "cuEventCreate");
     // cuda.h maps cuEventDestroy to the _v2 entry point since CUDA 4.0
     find(r.event_destroy, "cuEventDestroy_v2");
@@ -105,7 +108,7 @@ struct Pending {
 // a pool or hand a timing over, and never waits for the GPU behind it.
 struct Timer {
   std::mutex mutex;
-  std::unordered_map<void*, std::vector<void*>> free_events;  // per context
+  std::unordered_map<unsigned long long, std::vector<void*>> free_events;  // per context id
   std::vector<Pending> pending;  // handed over, not yet taken by a poll; oldest first
   std::size_t in_hand = 0;       // taken by a poll that has not handed back what is still running
   std::condition_variable wake;  // the parked poller: something is pending
@@ -147,7 +150,14 @@ Timer& timer() {
   return *t;
 }
 
-void give_back(Timer& t, void* context, void* a, void* b) {
+// The id of `context` (GpuTiming::context_id): cuCtxGetId's, else the handle.
+unsigned long long context_id(void* context) {
+  unsigned long long id = 0;
+  if (driver().ctx_get_id != nullptr && driver().ctx_get_id(context, &id) == kSuccess) return id;
+  return static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(context));
+}
+
+void give_back(Timer& t, unsigned long long context, void* a, void* b) {
   std::lock_guard<std::mutex> lock(t.mutex);
   auto& pool = t.free_events[context];
   if (a) pool.push_back(a);
@@ -165,7 +175,7 @@ void discard(void* a, void* b) {
 
 // A context's pooled events, all of them: once one is refused, the others (made in the same
 // context) may be dead too.
-void discard_pool(Timer& t, void* context) {
+void discard_pool(Timer& t, unsigned long long context) {
   std::vector<void*> pool;
   {
     std::lock_guard<std::mutex> lock(t.mutex);
@@ -182,7 +192,7 @@ void* new_event() {
   return e;
 }
 
-void* take_event(Timer& t, void* context) {
+void* take_event(Timer& t, unsigned long long context) {
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     auto& pool = t.free_events[context];
@@ -216,11 +226,14 @@ std::size_t poll_once(Timer& t, bool give_up) {
     bool ready = false;
     float ms = 0;
     bool timed = false;
+    bool gone = false;  // the context the events were made in is no more (cudaDeviceReset)
     if (std::find(busy.begin(), busy.end(), where) == busy.end()) {
       d.ctx_set_current(p.timing.context);
-      const CUresult q = d.event_query(p.timing.end);
+      gone = context_id(p.timing.context) != p.timing.context_id;
+      const CUresult q = gone ? kSuccess : d.event_query(p.timing.end);
       ready = q != kNotReady;
-      timed = q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
+      timed =
+          !gone && q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
     }
     if (ready) {
       if (timed) {
@@ -228,7 +241,7 @@ std::size_t poll_once(Timer& t, bool give_up) {
         done.push_back(p);
       } else {
         record_untimed(p.key, Untimed::gpu_error);
-        discard(p.timing.start, p.timing.end);
+        if (!gone) discard(p.timing.start, p.timing.end);  // a dead context's are not touched
       }
       continue;
     }
@@ -240,7 +253,7 @@ std::size_t poll_once(Timer& t, bool give_up) {
   }
   std::lock_guard<std::mutex> lock(t.mutex);
   for (const Pending& p : done) {
-    auto& pool = t.free_events[p.timing.context];
+    auto& pool = t.free_events[p.timing.context_id];
     pool.push_back(p.timing.start);
     pool.push_back(p.timing.end);
   }
@@ -294,6 +307,7 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
   g.stream = stream;
   const Driver& d = driver();
   if (!d.ok || d.ctx_get_current(&g.context) != kSuccess || g.context == nullptr) return g;
+  g.context_id = context_id(g.context);
   // A call made while its stream is being captured into a CUDA graph does not run now (it runs
   // at each replay, which no hook sees), and events recorded into the capture would become
   // part of the graph: count it untimed. Seen on an H200: bench_gemm's graph capture of
@@ -316,10 +330,10 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
     return g;
   }
   Timer& t = timer();
-  g.start = take_event(t, g.context);
-  g.end = take_event(t, g.context);
+  g.start = take_event(t, g.context_id);
+  g.end = take_event(t, g.context_id);
   if (g.start == nullptr || g.end == nullptr) {
-    give_back(t, g.context, g.start, g.end);
+    give_back(t, g.context_id, g.start, g.end);
     g.start = g.end = nullptr;
     return g;
   }
@@ -327,7 +341,7 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
     // the pool's events may be dead (the device reset since they were made): once more with new
     // ones, the pool dropped
     discard(g.start, g.end);
-    discard_pool(t, g.context);
+    discard_pool(t, g.context_id);
     g.start = new_event();
     g.end = new_event();
     if (g.start == nullptr || g.end == nullptr || d.event_record(g.start, stream) != kSuccess) {
@@ -391,7 +405,7 @@ void gpu_end_untimed(GpuTiming& g, const CaptureKey& key, Untimed why) {
 
 void gpu_cancel(GpuTiming& g) {
   if (!g.ok) return;
-  give_back(timer(), g.context, g.start, g.end);
+  give_back(timer(), g.context_id, g.start, g.end);
   g.ok = false;
 }
 

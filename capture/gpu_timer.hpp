@@ -30,6 +30,9 @@ struct GpuTiming {
   void* start = nullptr;
   void* end = nullptr;
   void* context = nullptr;
+  // Which context made the events: its unique id (cuCtxGetId), which a context made later under
+  // the same handle (after cudaDeviceReset) does not share; the handle where the driver has no ids
+  unsigned long long context_id = 0;
   void* stream = nullptr;
   bool ok = false;  // false: the call is counted untimed, for `why`
   Untimed why = Untimed::no_gpu_events;

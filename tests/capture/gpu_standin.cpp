@@ -97,8 +97,13 @@ struct FakeEvent {
 };
 constexpr int kInvalidHandle = 400;  // CUDA_ERROR_INVALID_HANDLE
 // An event made before the last cudaDeviceReset (device mutex held).
+// Each call given one counts: a real driver's use of a dead handle is undefined, so the capture
+// should make as few as it can.
+std::atomic<long> g_dead_calls{0};
 bool dead(const Device& d, const void* e) {
-  return static_cast<const FakeEvent*>(e)->generation != d.generation;
+  const bool is = static_cast<const FakeEvent*>(e)->generation != d.generation;
+  if (is) ++g_dead_calls;
+  return is;
 }
 int fake_context = 1;
 int fake_handle = 2;
@@ -187,6 +192,21 @@ STANDIN int cuCtxGetCurrent(void** ctx) {
   *ctx = &fake_context;
   return 0;
 }
+// A context's id (cuCtxGetId), new after each cudaDeviceReset as a re-made context's is; or, with
+// standin_no_context_ids, refused as a driver before CUDA 12.0 lacks it.
+std::atomic<bool> g_no_context_ids{false};
+STANDIN void standin_no_context_ids(int none) {
+  g_no_context_ids = none != 0;
+}
+STANDIN int cuCtxGetId(void*, unsigned long long* id) {
+  if (forked_child("cuCtxGetId")) return kNotInitialized;
+  if (shut_down()) return kDeinitialized;
+  if (g_no_context_ids) return 801;  // CUDA_ERROR_NOT_SUPPORTED
+  Device& d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  *id = 1000 + static_cast<unsigned long long>(d.generation);
+  return 0;
+}
 STANDIN int cuCtxSetCurrent(void*) {
   if (forked_child("cuCtxSetCurrent")) return kNotInitialized;
   if (shut_down()) return kDeinitialized;
@@ -204,6 +224,9 @@ STANDIN int cuEventCreate(void** e, unsigned) {
   std::lock_guard<std::mutex> lock(d.mutex);
   *e = new FakeEvent{0, d.generation};
   return 0;
+}
+STANDIN long standin_dead_handle_calls() {
+  return g_dead_calls.load();
 }
 std::atomic<long> g_destroys{0};
 STANDIN long standin_event_destroys() {
