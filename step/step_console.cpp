@@ -31,9 +31,11 @@ std::string config_line(const StepConfig& c) {
       "{}: world {} = tp {} x pp {} x dp {}{}{}, {} micro-batch{} of {} x {} tokens per replica, "
       "recompute {}, {}",
       c.model.name, c.world(), c.tp, c.pp, c.dp, c.vpp > 1 ? fmt::format(" (vpp {})", c.vpp) : "",
-      c.ep > 1 ? fmt::format(", ep {}", c.ep) : "", c.micro_batches(),
-      c.micro_batches() == 1 ? "" : "es", c.micro_batch, c.seq(), recompute_name(c.recompute),
-      dtype_name(c.dtype));
+      fmt::format(
+          "{}{}", c.ep > 1 ? fmt::format(", ep {}", c.ep) : "",
+          c.model.moe && c.expert_tp() != c.tp ? fmt::format(", etp {}", c.expert_tp()) : ""),
+      c.micro_batches(), c.micro_batches() == 1 ? "" : "es", c.micro_batch, c.seq(),
+      recompute_name(c.recompute), dtype_name(c.dtype));
   if (c.tp > 1) line += c.sp() ? ", sequence parallel" : ", no sequence parallelism";
   if (c.sharding != Sharding::ddp) line += ", " + sharding_name(c.sharding);
   return line + kernels_text(c);

@@ -189,3 +189,11 @@ set_tests_properties("step: --fits-only counts the configurations it leaves out"
 add_test(NAME "step: --fits-only in a dry run needs --memory-capacity-gib"
   COMMAND ${EXPECT_ERROR} --contains "--fits-only: the device's memory is unknown" --
           $<TARGET_FILE:bench_step> --model tiny --fits-only --dry-run)
+# --etp 1 at tp 2 (MoE Parallel Folding): the config line says it, each expert whole (28672
+# gate/up columns) on the rank's own 512 tokens routed (2 ranks x 512 x top-2 / 8 = 256 an
+# expert), no expert-tensor-parallel gathers.
+add_test(NAME "step: --etp 1 keeps each expert whole on the tokens its rank routes, and no etp gathers"
+  COMMAND bench_step --model mixtral-8x7b --tp 2 --ep 2 --dp 2 --etp 1 --seq-len 1024 --dry-run)
+set_tests_properties("step: --etp 1 keeps each expert whole on the tokens its rank routes, and no etp gathers" PROPERTIES
+  PASS_REGULAR_EXPRESSION "world 4 = tp 2 x pp 1 x dp 2, ep 2, etp 1, .*moe_expert_gate_up fprop[^\n]* 4 experts n28672 k4096 tokens 256\\.\\.256"
+  FAIL_REGULAR_EXPRESSION "etp all_gather")
