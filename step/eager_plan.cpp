@@ -222,29 +222,33 @@ void add_expert_mlp(EagerKernels& k, const StepConfig& c, const std::string& who
 }
 
 // An MoE layer as the peer's MoE module runs it eagerly (Megatron's SequentialMLP, Hugging Face's
-// loop over experts): the router's softmax in fp32 and top-k; the T·k token copies sorted by
-// expert and gathered (x[token]: an embedding lookup over the T tokens' rows); each of the rank's
-// experts' activation on its rows (a call per expert, as the loop runs them, at the rank's mean
-// rows per expert); the outputs concatenated, scaled by the routing weights and index_add_-ed
-// into zeros of [T, H] (an embedding's backward over the tokens, which zeroes its table too);
-// the shared experts on every token, added. Backward mirrors it; the router's, the permute's and
-// the shared experts' input gradients are summed.
+// loop over experts), on the rank's own T' = T/tp tokens (sequence parallel at tp > 1): the
+// router's softmax in fp32 and top-k; the T'·k token copies sorted by expert and gathered
+// (x[token]: an embedding lookup over the T' tokens' rows); each of the rank's experts'
+// activation on its rows (a call per expert, as the loop runs them, at the rank's mean rows per
+// expert); the outputs concatenated, scaled by the routing weights and index_add_-ed into zeros
+// of [T', H] (an embedding's backward over the tokens, which zeroes its table too); the shared
+// experts on every token of the tensor-parallel group, added. Backward mirrors it; the router's,
+// the permute's and the shared experts' input gradients are summed.
 void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, std::int64_t T) {
   const std::int64_t layers = m.moe_layers();
   if (layers == 0) return;
   const MoeConfig& e = *m.moe;
   const std::int64_t H = m.hidden_size, E = e.n_routed_experts, K = e.num_experts_per_tok;
-  const std::int64_t copies = T * K, Ie = e.moe_intermediate_size / c.expert_tp();
+  // the router, the permutes and the routing weights see the rank's own tokens: T / tp, the
+  // sequence-parallel input Megatron-Core's MoE layers require at tp > 1
+  const std::int64_t own = ceil_div(T, c.tp);
+  const std::int64_t copies = own * K, Ie = e.moe_intermediate_size / c.expert_tp();
   const RankLoad load = busiest_expert_rank(c, T);
   const std::int64_t experts = E / c.ep, per_expert = ceil_div(load.total, experts);
   constexpr MemPass f = MemPass::fwd;
   const MemopCase base = step_memop_base(c);
-  k.memop(kFwd, "moe router softmax fwd (fp32)", moe_router_softmax_case(base, MemPass::fwd, T, E),
-          layers);
-  k.bytes(kFwd, "moe top-k", T * E + 2 * copies, layers);
+  k.memop(kFwd, "moe router softmax fwd (fp32)",
+          moe_router_softmax_case(base, MemPass::fwd, own, E), layers);
+  k.bytes(kFwd, "moe top-k", own * E + 2 * copies, layers);
   k.bytes(kFwd, "moe copies sorted by expert (sort, bincount, // top-k)", 4 * copies, layers);
   k.memop(kFwd, "moe permute: the copies gathered (x[token])",
-          moe_token_rows_case(base, MemPass::fwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::fwd, copies, own, H), layers);
   if (load.total > 0)
     add_expert_mlp(k, c, fmt::format("moe experts ({} rows each)", per_expert), per_expert, Ie,
                    experts * layers);
@@ -252,14 +256,14 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.bytes(kFwd, "moe routing weights gathered", 2 * copies, layers);
   k.kernel(kFwd, "moe outputs * routing weights", MemOp::scale, f, copies * H, layers);
   k.memop(kFwd, "moe unpermute: zeros, index_add_ of the copies",
-          moe_token_rows_case(base, MemPass::bwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::bwd, copies, own, H), layers);
   const std::int64_t shared = e.n_shared_experts * e.moe_intermediate_size / c.tp;
   if (shared > 0) {
     add_expert_mlp(k, c, "moe shared experts", T, shared, layers);
-    k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, T * H, layers);
+    k.kernel(kFwd, "moe shared experts' output add", MemOp::add, f, own * H, layers);
   }
   k.memop(kBwd, "moe unpermute bwd: the tokens' gradients gathered",
-          moe_token_rows_case(base, MemPass::fwd, copies, T, H), layers);
+          moe_token_rows_case(base, MemPass::fwd, copies, own, H), layers);
   k.kernel(kBwd, "moe outputs * routing weights bwd", MemOp::scale, f, copies * H, layers);
   k.kernel(kBwd, "moe routing weights' gradient: grad * output", MemOp::mul, f, copies * H, layers);
   k.bytes(kBwd, "moe routing weights' gradient: sum over the hidden", copies * H + copies, layers);
@@ -267,14 +271,14 @@ void add_eager_moe(EagerKernels& k, const StepConfig& c, const ModelConfig& m, s
   k.kernel(kBwd, "moe split bwd: cat of the experts' input gradients", MemOp::copy, f,
            load.total * H, layers);
   k.memop(kBwd, "moe permute bwd: zeros, index_put_ (accumulate) of the copies",
-          moe_token_rows_case(base, MemPass::bwd, copies, T, H), layers);
-  k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", T * E + 2 * copies, layers);
-  k.memop(kBwd, "moe router softmax bwd (fp32)", moe_router_softmax_case(base, MemPass::bwd, T, E),
-          layers);
+          moe_token_rows_case(base, MemPass::bwd, copies, own, H), layers);
+  k.bytes(kBwd, "moe top-k bwd (zeros, scatter)", own * E + 2 * copies, layers);
+  k.memop(kBwd, "moe router softmax bwd (fp32)",
+          moe_router_softmax_case(base, MemPass::bwd, own, E), layers);
   k.kernel(kBwd,
            shared > 0 ? "moe input gradient sums (router, permute, shared experts)"
                       : "moe input gradient sum (router, permute)",
-           MemOp::add, f, T * H, (shared > 0 ? 2 : 1) * layers);
+           MemOp::add, f, own * H, (shared > 0 ? 2 : 1) * layers);
 }
 
 }  // namespace

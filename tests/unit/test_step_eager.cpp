@@ -351,6 +351,24 @@ TEST_CASE(
   CHECK(saved(c, "weighted copies (index_add_'s source)") == 128 * 64 * 4);
   CHECK(saved(c, "experts' SiLU output") == 128 * 32 * 4);
   CHECK(saved(c, "shared experts' SiLU output") == 64 * 32 * 4);
+
+  // At tp 2 (sequence parallel, as Megatron-Core's MoE layers require) the router and the
+  // permutes see the rank's own 32 tokens, in both plans: 64 copies from 32 rows
+  c.tp = 2;
+  for (Kernels kernels : {Kernels::eager, Kernels::fused}) {
+    c.kernels = kernels;
+    c.optimizer_impl = kernels == Kernels::fused ? OptimizerImpl::fused : OptimizerImpl::foreach;
+    const std::string suffix = kernels == Kernels::eager ? " (eager)" : "";
+    const auto at_tp = step_operators(c, 0);
+    const StepOperator* router = named(at_tp, "moe router softmax fwd (fp32)" + suffix);
+    REQUIRE(router);
+    CHECK(router->memop.rows == 32);
+    const StepOperator* gather = named(
+        at_tp, kernels == Kernels::eager ? "moe permute: the copies gathered (x[token]) (eager)"
+                                         : "moe permute: the copies gathered");
+    REQUIRE(gather);
+    CHECK((gather->memop.rows == 64 && gather->memop.vocab == 32));
+  }
 }
 
 TEST_CASE("bench_step's default experts' implementation follows the kernel plan", "[step]") {
