@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -150,11 +152,16 @@ Timer& timer() {
   return *t;
 }
 
-// The id of `context` (GpuTiming::context_id): cuCtxGetId's, else the handle.
-unsigned long long context_id(void* context) {
+// Which pool a context's events live in (GpuTiming::context_id): its id where the driver has
+// cuCtxGetId, else its handle. nullopt where the driver has ids but refuses this context's (one
+// destroyed, or a primary context not made again since a reset): a call there goes untimed
+// rather than mixing handles with ids.
+std::optional<unsigned long long> context_id(void* context) {
+  if (driver().ctx_get_id == nullptr)
+    return static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(context));
   unsigned long long id = 0;
-  if (driver().ctx_get_id != nullptr && driver().ctx_get_id(context, &id) == kSuccess) return id;
-  return static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(context));
+  if (driver().ctx_get_id(context, &id) != kSuccess) return std::nullopt;
+  return id;
 }
 
 void give_back(Timer& t, unsigned long long context, void* a, void* b) {
@@ -164,10 +171,11 @@ void give_back(Timer& t, unsigned long long context, void* a, void* b) {
   if (b) pool.push_back(b);
 }
 
-// Events a driver call refused (a record or a query's error): never back into the pool, where
-// every later call would take them and fail the same way. After cudaDeviceReset the new primary
-// context can have the old one's handle, and its pool the old context's dead events: the calls
-// after a reset went untimed for good. The destroy's own error (a dead handle) changes nothing.
+// Events the driver refused where they may be dead (a query's error; without context ids, a
+// record's): destroyed, never back into the pool, where every later call would take them and fail
+// the same way. After cudaDeviceReset a primary context made again keeps its handle, and its
+// pool held the old context's dead events: the calls after a reset went untimed for good. The
+// destroy's own error (a dead handle) changes nothing.
 void discard(void* a, void* b) {
   for (void* e : {a, b})
     if (e != nullptr) driver().event_destroy(e);
@@ -183,6 +191,16 @@ void discard_pool(Timer& t, unsigned long long context) {
   }
   for (void* e : pool)
     discard(e, nullptr);
+}
+
+// Events a record refused. With context ids they are the live context's own (a stream of another
+// context is refused too, a kernel fault refuses every record): back to the pool. Without, the
+// device may have been reset under the same handle and they may be dead: destroyed.
+void refused(Timer& t, const GpuTiming& g) {
+  if (driver().ctx_get_id != nullptr)
+    give_back(t, g.context_id, g.start, g.end);
+  else
+    discard(g.start, g.end);
 }
 
 void* new_event() {
@@ -220,7 +238,8 @@ std::size_t poll_once(Timer& t, bool give_up) {
   }
   const Driver& d = driver();
   std::vector<Pending> running, done;
-  std::vector<std::pair<void*, void*>> busy;  // (context, stream) with work still running
+  std::vector<std::pair<void*, void*>> busy;   // (context, stream) with work still running
+  std::vector<unsigned long long> gone_pools;  // of contexts that are no more
   for (Pending& p : batch) {
     const std::pair<void*, void*> where{p.timing.context, p.timing.stream};
     bool ready = false;
@@ -228,8 +247,10 @@ std::size_t poll_once(Timer& t, bool give_up) {
     bool timed = false;
     bool gone = false;  // the context the events were made in is no more (cudaDeviceReset)
     if (std::find(busy.begin(), busy.end(), where) == busy.end()) {
-      d.ctx_set_current(p.timing.context);
-      gone = context_id(p.timing.context) != p.timing.context_id;
+      const auto now = context_id(p.timing.context);  // asked before it is made current
+      gone = !now || *now != p.timing.context_id;
+      if (gone) gone_pools.push_back(p.timing.context_id);
+      if (!gone) d.ctx_set_current(p.timing.context);
       const CUresult q = gone ? kSuccess : d.event_query(p.timing.end);
       ready = q != kNotReady;
       timed =
@@ -252,6 +273,8 @@ std::size_t poll_once(Timer& t, bool give_up) {
       running.push_back(p);
   }
   std::lock_guard<std::mutex> lock(t.mutex);
+  for (unsigned long long pool : gone_pools)  // its events dead: dropped, never handed over
+    t.free_events.erase(pool);
   for (const Pending& p : done) {
     auto& pool = t.free_events[p.timing.context_id];
     pool.push_back(p.timing.start);
@@ -307,7 +330,6 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
   g.stream = stream;
   const Driver& d = driver();
   if (!d.ok || d.ctx_get_current(&g.context) != kSuccess || g.context == nullptr) return g;
-  g.context_id = context_id(g.context);
   // A call made while its stream is being captured into a CUDA graph does not run now (it runs
   // at each replay, which no hook sees), and events recorded into the capture would become
   // part of the graph: count it untimed. Seen on an H200: bench_gemm's graph capture of
@@ -329,6 +351,9 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
     g.why = Untimed::not_sampled;
     return g;
   }
+  const auto id = context_id(g.context);  // (after the sampling: a call sampled out pays nothing)
+  if (!id) return g;
+  g.context_id = *id;
   Timer& t = timer();
   g.start = take_event(t, g.context_id);
   g.end = take_event(t, g.context_id);
@@ -337,19 +362,22 @@ GpuTiming gpu_begin(void* stream, const CaptureKey& key) {
     g.start = g.end = nullptr;
     return g;
   }
-  if (d.event_record(g.start, stream) != kSuccess) {
-    // the pool's events may be dead (the device reset since they were made): once more with new
-    // ones, the pool dropped
+  bool recorded = d.event_record(g.start, stream) == kSuccess;
+  if (!recorded && d.ctx_get_id == nullptr) {
+    // Without context ids the pool's events may be dead (the device reset since they were made,
+    // under the same handle): once more with new ones, the pool dropped
     discard(g.start, g.end);
     discard_pool(t, g.context_id);
     g.start = new_event();
     g.end = new_event();
-    if (g.start == nullptr || g.end == nullptr || d.event_record(g.start, stream) != kSuccess) {
-      discard(g.start, g.end);
-      g.start = g.end = nullptr;
-      g.why = Untimed::gpu_error;
-      return g;
-    }
+    recorded =
+        g.start != nullptr && g.end != nullptr && d.event_record(g.start, stream) == kSuccess;
+  }
+  if (!recorded) {
+    refused(t, g);
+    g.start = g.end = nullptr;
+    g.why = Untimed::gpu_error;
+    return g;
   }
   g.ok = true;
   return g;
@@ -362,7 +390,7 @@ void gpu_end(GpuTiming& g, void* stream, const CaptureKey& key) {
   }
   Timer& t = timer();
   if (driver().event_record(g.end, stream) != kSuccess) {
-    discard(g.start, g.end);
+    refused(t, g);
     record_untimed(key, Untimed::gpu_error);
     return;
   }

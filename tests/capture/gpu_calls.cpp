@@ -24,10 +24,10 @@
 //   park           a call of 1 ms, 400 ms of host work (the poller parks once nothing is in
 //                  flight), a second call of 1 ms, 100 ms more: prints the event queries made
 //                  during the last 200 ms of the idle time and after the second call
-//   reset [noid]   two calls of 8x8x8 fp32, read; one of 12x12x12 still running (50 ms) when
-//                  cudaDeviceReset kills the device's events; then three calls of 16x16x16
-//                  (noid: the driver has no cuCtxGetId, so the context looks the same after it);
-//                  prints how many driver calls were given a dead event
+//   reset          two calls of 8x8x8 fp32, read; one of 12x12x12 still running (50 ms) when
+//                  cudaDeviceReset kills the device's events; then three calls of 16x16x16;
+//                  prints how many driver calls were given a dead event (linked to the stand-in
+//                  built without cuCtxGetId, the context looks the same after the reset)
 //   comms R        rank R of 4: a world communicator from a shared unique id, split into pairs
 //                  (ranks 0 and 2, 1 and 3), an all_reduce of 1024 fp32 on each; the same pairs
 //                  split again nonblocking, a broadcast of 100 fp32 on them; a world made with
@@ -61,7 +61,6 @@ void standin_set_op_us(int us);
 double standin_lag_ms();
 long standin_queries();
 long standin_event_records();
-void standin_no_context_ids(int none);
 long standin_dead_handle_calls();
 cudaError_t cudaDeviceReset();
 void standin_hang();
@@ -259,8 +258,7 @@ int hang(cublasHandle_t h) {
   return 0;
 }
 
-int reset(cublasHandle_t h, bool no_ids) {
-  standin_no_context_ids(no_ids ? 1 : 0);
+int reset(cublasHandle_t h) {
   CHECK(square_sgemm(h, 8));
   CHECK(square_sgemm(h, 8));
   host_work_us(100000);  // read: their events back in the capture's pool
@@ -306,7 +304,7 @@ int main(int argc, char** argv) {
   if (mode == "exit_inflight") return exit_inflight(h);
   if (mode == "hang") return hang(h);
   if (mode == "park") return park(h);
-  if (mode == "reset") return reset(h, argc > 2 && std::string(argv[2]) == "noid");
+  if (mode == "reset") return reset(h);
   const float one = 1.0f;
   // column-major (N, T, 64, 32, 16) x 3: row-major m 32, n 64, k 16, layout TN
   for (int i = 0; i < 3; ++i)

@@ -192,21 +192,19 @@ STANDIN int cuCtxGetCurrent(void** ctx) {
   *ctx = &fake_context;
   return 0;
 }
-// A context's id (cuCtxGetId), new after each cudaDeviceReset as a re-made context's is; or, with
-// standin_no_context_ids, refused as a driver before CUDA 12.0 lacks it.
-std::atomic<bool> g_no_context_ids{false};
-STANDIN void standin_no_context_ids(int none) {
-  g_no_context_ids = none != 0;
-}
+// A context's id (cuCtxGetId), new after each cudaDeviceReset as a re-made context's is. Built
+// with OPBENCH_STANDIN_NO_CONTEXT_IDS, the library lacks the symbol, as a driver before CUDA 12.0
+// does.
+#ifndef OPBENCH_STANDIN_NO_CONTEXT_IDS
 STANDIN int cuCtxGetId(void*, unsigned long long* id) {
   if (forked_child("cuCtxGetId")) return kNotInitialized;
   if (shut_down()) return kDeinitialized;
-  if (g_no_context_ids) return 801;  // CUDA_ERROR_NOT_SUPPORTED
   Device& d = device();
   std::lock_guard<std::mutex> lock(d.mutex);
   *id = 1000 + static_cast<unsigned long long>(d.generation);
   return 0;
 }
+#endif
 STANDIN int cuCtxSetCurrent(void*) {
   if (forked_child("cuCtxSetCurrent")) return kNotInitialized;
   if (shut_down()) return kDeinitialized;

@@ -93,6 +93,18 @@ if(OPBENCH_HAVE_CUDA)
   target_link_libraries(capture_gpu_calls PRIVATE capture_gpu_standin CUDA::cublasLt opbench_gemm)
   opbench_warnings(capture_gpu_standin)
   opbench_warnings(capture_gpu_calls)
+  # the same program on a driver before CUDA 12.0: a stand-in without cuCtxGetId
+  add_library(capture_gpu_standin_old_driver SHARED ${CAPTURE_SRC}/gpu_standin.cpp)
+  target_compile_definitions(capture_gpu_standin_old_driver PRIVATE OPBENCH_STANDIN_NO_CONTEXT_IDS)
+  target_include_directories(capture_gpu_standin_old_driver SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS}
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  add_executable(capture_gpu_calls_old_driver ${CAPTURE_SRC}/gpu_calls.cpp)
+  target_include_directories(capture_gpu_calls_old_driver SYSTEM PRIVATE
+    $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_link_libraries(capture_gpu_calls_old_driver PRIVATE capture_gpu_standin_old_driver
+                        CUDA::cublasLt opbench_gemm)
+  opbench_warnings(capture_gpu_standin_old_driver)
+  opbench_warnings(capture_gpu_calls_old_driver)
   add_test(NAME "capture: GPU hooks on a stand-in cuBLAS/NCCL, shapes from real cuBLASLt descriptors"
     COMMAND ${CHECK_CAPTURE} gpu --out ${CAPTURE_OUT}/gpu --lib ${CAPTURE_LIB}
             --prog $<TARGET_FILE:capture_gpu_calls>)
@@ -101,7 +113,8 @@ if(OPBENCH_HAVE_CUDA)
             --prog $<TARGET_FILE:capture_gpu_calls> --bench-ccl $<TARGET_FILE:bench_ccl>)
   add_test(NAME "capture: on an asynchronous stand-in GPU the host never waits, graph captures stay intact, a hung kernel holds neither fork nor exit"
     COMMAND ${CHECK_CAPTURE} gpu-async --out ${CAPTURE_OUT}/gpu_async --lib ${CAPTURE_LIB}
-            --prog $<TARGET_FILE:capture_gpu_calls>)
+            --prog $<TARGET_FILE:capture_gpu_calls>
+            --prog-old-driver $<TARGET_FILE:capture_gpu_calls_old_driver>)
 endif()
 
 # capture.sh writes only into a new or capture-only folder (issue 31's rule): a user's file there

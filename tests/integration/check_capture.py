@@ -971,9 +971,9 @@ def gpu_async_mode(a):
     # timed, where the dead events went back to the pool and every later call took them again.
     # With cuCtxGetId the re-made context has a new id and a pool of its own; without it (a
     # driver before CUDA 12.0) the first refused event drops the pool
-    for mode in ("reset", "reset noid"):
+    for mode, prog in (("reset", a.prog), ("reset on an old driver", a.prog_old_driver)):
         out = fresh(os.path.join(a.out, mode.replace(" ", "_")))
-        p = capture(out, [a.prog] + mode.split())
+        p = capture(out, [prog, "reset"])
         check(p.returncode == 0, f"{mode}: exit {p.returncode} {p.stderr.strip()[-300:]}")
         rows = one_table(out)
         before, after = square_row(rows, 8), square_row(rows, 16)
@@ -1324,6 +1324,8 @@ def main(argv):
                                     "replay-strided", "gpu-comms"])
     p.add_argument("--out", required=True)
     p.add_argument("--prog")
+    p.add_argument("--prog-old-driver", help="gpu-async: --prog linked to a stand-in driver "
+                   "without cuCtxGetId")
     p.add_argument("--lib")
     p.add_argument("--mpiexec", default="mpirun")
     p.add_argument("--bench-gemm")
