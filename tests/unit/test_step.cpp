@@ -70,6 +70,16 @@ StepConfig configs_step(const std::string& name, std::int64_t seqlen) {
   return c;
 }
 
+// Mixtral 8x7B (8 experts of 3 x 4096 x 14336 in 32 MoE layers, top-2, hidden 4096) at tp 2,
+// ep 2 and `dp` replicas, one micro-batch of 1024 tokens (sequence parallel).
+StepConfig mixtral_tp2_ep2(std::int64_t dp) {
+  StepConfig c = configs_step("mixtral-8x7b", 1024);
+  c.tp = 2;
+  c.ep = 2;
+  c.dp = dp;
+  return c;
+}
+
 // Llama-3.1 8B, one sequence of its 8192 tokens a micro-batch.
 StepConfig llama_8b(std::int64_t tp, std::int64_t grad_accum) {
   StepConfig c = configs_step("llama3.1-8b", 0);
@@ -213,10 +223,7 @@ TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the exper
   // over tp ranks too (expert tensor parallelism, by default tp): the tokens received are
   // all-gathered over them before the experts (2 x 8 MiB) and the outputs reduce-scattered, and
   // the reverse in backward, once each per MoE layer; bench_step left those out.
-  StepConfig c = configs_step("mixtral-8x7b", 1024);
-  c.tp = 2;
-  c.ep = 2;
-  c.dp = 2;
+  StepConfig c = mixtral_tp2_ep2(2);
   const auto ops = step_operators(c, 0);
   const auto F = StepPhase::forward, B = StepPhase::backward;
   const Found a2a = collective(ops, "ep all_to_all (dispatch and combine)", F);
@@ -244,10 +251,7 @@ TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", 
   // --etp 1: each expert whole on its rank (28672 columns), which routes its own 512 tokens: 256
   // an expert; the experts' weights split over etp x ep = 2 ranks instead of 4; no gathers; the
   // same model FLOPs.
-  StepConfig c = configs_step("mixtral-8x7b", 1024);
-  c.tp = 2;
-  c.ep = 2;
-  c.dp = 2;
+  StepConfig c = mixtral_tp2_ep2(2);
   auto gate_up = [](const StepConfig& cfg) {
     for (const auto& op : step_operators(cfg, 0))
       if (op.family == StepFamily::experts && op.name == "moe_expert_gate_up fprop") return op;
@@ -290,10 +294,7 @@ TEST_CASE("step: the routed experts' gradients are reduced apart, over the ranks
   // parameters, the same as 8 / 4 = 2 ranks do (Megatron-Core's expert data-parallel group), and
   // the rest after tp, which the 4 replicas share. DDP reduced all of them, experts / tp, over
   // the 4; the optimizer's zero1 shards split the same way.
-  StepConfig c = configs_step("mixtral-8x7b", 1024);
-  c.tp = 2;
-  c.ep = 2;
-  c.dp = 4;
+  StepConfig c = mixtral_tp2_ep2(4);
   const std::int64_t experts = 45097156608 / 4, dense = stage_parameters(c, 0) - 45097156608 / 2;
   const RankParameters held = rank_parameters(c, 0);
   CHECK((held.experts == experts && held.dense == dense && expert_dp(c) == 2));
