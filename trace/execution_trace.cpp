@@ -310,16 +310,17 @@ void ExecutionTraceReader::State::node(const json& n) {
   ShapeHint hint;
   std::optional<StatedGroup> stated_group;
   if (auto below = group_below.extract(id)) stated_group = below.mapped();
-  if ((hint.gemm = gemm_call(name, operands))) {
+  std::string unread;  // a product's or attention's dtype opbench does not benchmark
+  if ((hint.gemm = gemm_call(name, operands, &unread))) {
     t.record_untimed(t.gemm_key(name, *hint.gemm), capture::Untimed::not_in_trace);
-  } else if ((hint.attention =
-                  attention_call(name, operands, scalars, text_of(attribute(n, "op_schema"))))) {
+  } else if ((hint.attention = attention_call(name, operands, scalars,
+                                              text_of(attribute(n, "op_schema")), &unread))) {
     t.record_untimed(t.attention_key(name, *hint.attention), capture::Untimed::not_in_trace);
+  } else if (!unread.empty()) {
+    t.count_unknown_dtype(name, unread);
+    hint.unknown_dtype = std::move(unread);  // for a profiler trace of the same step, to say so
   } else if (auto comm = comm_of(name, n, operands, scalars, stated_group)) {
     hint = std::move(*comm);
-  } else if (auto type = unknown_dtype(name, operands)) {
-    t.count_unknown_dtype(name, *type);
-    hint.unknown_dtype = std::move(*type);  // for a profiler trace of the same step, to say so
   }
   if (name == "record_param_comms" && attribute(n, "collective_name") == nullptr)
     if (const auto group = legacy_group(in.values)) group_below[parent] = *group;

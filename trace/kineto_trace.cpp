@@ -228,15 +228,16 @@ struct KinetoReader::State {
         if (!h->second.unknown_dtype.empty()) t.count_unknown_dtype(name, h->second.unknown_dtype);
       }
     }
-    if (auto g = gemm_call(name, in)) {
+    std::string unread;  // a product's or attention's dtype opbench does not benchmark
+    if (auto g = gemm_call(name, in, &unread)) {
       if (!g->layout_known) ++unknown_layout;
       return {t.gemm_key(name, *g), true};
     }
-    if (auto a = attention_call(name, in, concrete_inputs(args))) {
+    if (auto a = attention_call(name, in, concrete_inputs(args), {}, &unread)) {
       if (!a->causal) ++unknown_causal;
       return {t.attention_key(name, *a), true};
     }
-    if (auto type = unknown_dtype(name, in)) t.count_unknown_dtype(name, *type);
+    if (!unread.empty()) t.count_unknown_dtype(name, unread);
     if (auto c = stated_comm(name, args)) return {*c, true};
     if (is_step_marker(name))
       return {t.unreplayed_key("ProfilerStep (time between operators)", "other"), false};

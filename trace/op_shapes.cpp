@@ -185,36 +185,31 @@ std::optional<AttentionCall> attention_shape(std::string_view name, const std::v
   return a;
 }
 
-// A call read with its dtype in opbench's names; nullopt when opbench has no such dtype.
+// A call read with its dtype in opbench's names; nullopt when opbench has no such dtype, whose
+// element type then goes to `unknown_type` (where given).
 template <class Call>
-std::optional<Call> with_our_dtype(std::optional<Call> call) {
+std::optional<Call> with_our_dtype(std::optional<Call> call, std::string* unknown_type) {
   if (!call) return std::nullopt;
   auto ours = dtype_of(call->dtype);
-  if (!ours) return std::nullopt;
+  if (!ours) {
+    if (unknown_type != nullptr) *unknown_type = element_type(call->dtype);
+    return std::nullopt;
+  }
   call->dtype = std::move(*ours);
   return call;
 }
 
 }  // namespace
 
-std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in) {
-  return with_our_dtype(gemm_shape(name, in));
+std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in,
+                                  std::string* unknown_type) {
+  return with_our_dtype(gemm_shape(name, in), unknown_type);
 }
 
 std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
                                             const std::vector<std::string>& concrete,
-                                            std::string_view schema) {
-  return with_our_dtype(attention_shape(name, in, concrete, schema));
-}
-
-std::optional<std::string> unknown_dtype(std::string_view name, const std::vector<Operand>& in) {
-  std::optional<std::string> type;
-  if (const auto g = gemm_shape(name, in))
-    type = g->dtype;
-  else if (const auto a = attention_shape(name, in, {}, {}))
-    type = a->dtype;
-  if (!type || dtype_of(*type)) return std::nullopt;
-  return std::string(element_type(*type));
+                                            std::string_view schema, std::string* unknown_type) {
+  return with_our_dtype(attention_shape(name, in, concrete, schema), unknown_type);
 }
 
 std::optional<CommCall> comm_call(std::string_view collective, std::int64_t in_nelems,

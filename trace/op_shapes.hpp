@@ -45,7 +45,13 @@ struct GemmCall {
 // row-major convention: C[m,n] = A[m,k]·B[k,n], layout from A's and B's transposition. The
 // composites (aten::matmul, linear, the autograd nodes) reach one of these and are not GEMMs
 // themselves, so a product is counted once however deeply its callers nest.
-std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in);
+//
+// Both gemm_call and attention_call give nullopt for a call whose operands they read but whose
+// dtype opbench does not benchmark (PyTorch's Float4_e2m1fn_x2, Float8_e8m0fnu, Short, ...), and
+// put its element type, as the trace names it, in `unknown_type` where given: such a call is not
+// replayed, and the readers say how many there were rather than drop them unsaid.
+std::optional<GemmCall> gemm_call(std::string_view name, const std::vector<Operand>& in,
+                                  std::string* unknown_type = nullptr);
 
 struct AttentionCall {
   const char* pass = "fwd";  // "fwd" or "bwd"
@@ -62,13 +68,8 @@ struct AttentionCall {
 // ATen's signature of each operator).
 std::optional<AttentionCall> attention_call(std::string_view name, const std::vector<Operand>& in,
                                             const std::vector<std::string>& concrete,
-                                            std::string_view schema = {});
-
-// The element type, as the trace names it, of a matrix product or attention call whose operands
-// gemm_call or attention_call would read but whose dtype opbench does not benchmark (PyTorch's
-// Float4_e2m1fn_x2, Float8_e8m0fnu, Short, ...); nullopt for any other call. Such a call is not
-// replayed, and the readers say how many there were rather than drop them unsaid.
-std::optional<std::string> unknown_dtype(std::string_view name, const std::vector<Operand>& in);
+                                            std::string_view schema = {},
+                                            std::string* unknown_type = nullptr);
 
 struct CommCall {
   CollOp op = CollOp::all_reduce;

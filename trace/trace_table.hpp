@@ -55,9 +55,10 @@ class TraceTable {
   // What no benchmark replays: kind "memory_bound", "other" or "idle", keyed by the operator.
   capture::CaptureKey unreplayed_key(std::string_view api, const char* kind);
 
-  // A matrix product or attention call in a dtype opbench does not benchmark (unknown_dtype,
-  // `type` as the trace names it): not replayed, its time the operator's own row. The reader
-  // counts each, and note_unknown_dtypes says so in the notes as it finishes.
+  // A matrix product or attention call in a dtype opbench does not benchmark (`type` as the
+  // trace names it: gemm_call's or attention_call's unknown_type): not replayed, its time the
+  // operator's own row. The reader counts each, and note_unknown_dtypes says so in the notes as
+  // it finishes.
   void count_unknown_dtype(std::string_view api, std::string_view type);
   void note_unknown_dtypes();
 
