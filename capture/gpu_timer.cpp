@@ -249,12 +249,15 @@ std::size_t poll_once(Timer& t, bool give_up) {
     if (std::find(busy.begin(), busy.end(), where) == busy.end()) {
       const auto now = context_id(p.timing.context);  // asked before it is made current
       gone = !now || *now != p.timing.context_id;
-      if (gone) gone_pools.push_back(p.timing.context_id);
-      if (!gone) d.ctx_set_current(p.timing.context);
-      const CUresult q = gone ? kSuccess : d.event_query(p.timing.end);
-      ready = q != kNotReady;
-      timed =
-          !gone && q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
+      if (gone) {
+        gone_pools.push_back(p.timing.context_id);
+        ready = true;
+      } else {
+        d.ctx_set_current(p.timing.context);
+        const CUresult q = d.event_query(p.timing.end);
+        ready = q != kNotReady;
+        timed = q == kSuccess && d.event_elapsed(&ms, p.timing.start, p.timing.end) == kSuccess;
+      }
     }
     if (ready) {
       if (timed) {

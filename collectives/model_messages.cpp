@@ -99,11 +99,9 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
     shape.sp = sp;
     const std::string prefix = sp ? "sp " : "";
     const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);
-    std::vector<ParallelMessage> experts = expert_parallel_messages(shape), expert_tp;
-    std::erase_if(experts, [&](const ParallelMessage& x) {
-      if (x.group == MessageGroup::etp) expert_tp.push_back(x);
-      return x.group == MessageGroup::etp;
-    });
+    std::vector<ParallelMessage> experts, expert_tp;  // the ep group's, the etp group's
+    for (ParallelMessage& x : expert_parallel_messages(shape))
+      (x.group == MessageGroup::etp ? expert_tp : experts).push_back(std::move(x));
     add_summed(
         experts, m, static_cast<int>(p.ep), ParallelAxis::ep,
         [&](const ParallelMessage&) {
