@@ -383,14 +383,15 @@ void add_eager_optimizer(const StageView& v, std::vector<StepOperator>& out) {
       {"v *= b2", MemOp::scale_inplace},        {"v += (1-b2)*g*g", MemOp::axpy_inplace},
       {"den = sqrt(v)", MemOp::sqrt},           {"den /= bias corr", MemOp::scale_inplace},
       {"den += eps", MemOp::scale_inplace},     {"p -= step*m/den", MemOp::addcdiv_inplace}};
-  const std::int64_t shards = optimizer_shards(c) * c.tp;
   const std::string impl = optimizer_impl_name(c.optimizer_impl);
   // single: once per parameter tensor; foreach: once over the rank's whole shard. Either is
   // timed in pieces of at most 2^28 elements (parameter_pass).
   std::vector<std::pair<ParameterPass, std::int64_t>> calls;  // pass -> how many such tensors
   if (c.optimizer_impl == OptimizerImpl::single) {
-    for (const auto& [numel, count] : stage_parameter_tensors(c, v.stage))
-      calls.push_back({parameter_pass(ceil_div(numel, shards)), count});
+    for (const RankTensors& t : rank_parameter_tensors(c, v.stage)) {
+      const std::int64_t shards = t.expert ? expert_optimizer_shards(c) : optimizer_shards(c);
+      calls.push_back({parameter_pass(ceil_div(t.numel, shards)), t.count});
+    }
   } else {
     calls.push_back({parameter_pass(optimizer_elements(c, v.stage)), 1});
   }

@@ -221,8 +221,8 @@ void add_gradient_accumulation(const StageView& v, std::vector<StepOperator>& ou
                    "--fused-grad-accum)",
                    out);
   std::int64_t tensors = 0;  // AccumulateGrad adds each parameter tensor's gradient apart
-  for (const auto& [numel, count] : stage_parameter_tensors(v.c, v.stage))
-    tensors += count;
+  for (const RankTensors& t : rank_parameter_tensors(v.c, v.stage))
+    tensors += t.count;
   out.back().launches = (v.m - 1) * tensors;
 }
 
@@ -252,13 +252,19 @@ ModelConfig stage_model(const StepConfig& c, std::int64_t stage) {
   return m;
 }
 
-std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& c,
-                                                                           std::int64_t stage) {
+namespace {
+
+bool routed_expert_tensor(const ParamTensor& t) {
+  return t.name.rfind("experts.", 0) == 0;
+}
+
+// Calls f(tensor, how many) for every parameter tensor of the stage, before any parallelism.
+template <class F>
+void for_each_stage_tensor(const StepConfig& c, std::int64_t stage, F f) {
   const ModelConfig m = stage_model(c, stage);
-  std::map<std::int64_t, std::int64_t> tensors;  // numel -> how many
   auto add = [&](const ModuleParams& module, std::int64_t times) {
     for (const ParamTensor& t : module.params)
-      if (times > 0) tensors[t.numel()] += times;
+      if (times > 0) f(t, times);
   };
   for (const auto& module : decoder_layer_modules(m, false))
     add(module, m.dense_mlp_layers());
@@ -272,8 +278,29 @@ std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const
   }
   // Tied embeddings: the last stage keeps its own copy of the table for the LM head (Megatron).
   if (c.model.tie_word_embeddings && last && !first)
-    tensors[c.model.vocab_size * c.model.hidden_size] += 1;
+    f(ParamTensor{"lm_head.weight", {c.model.vocab_size, c.model.hidden_size}}, 1);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& c,
+                                                                           std::int64_t stage) {
+  std::map<std::int64_t, std::int64_t> tensors;  // numel -> how many
+  for_each_stage_tensor(
+      c, stage, [&](const ParamTensor& t, std::int64_t times) { tensors[t.numel()] += times; });
   return {tensors.begin(), tensors.end()};
+}
+
+std::vector<RankTensors> rank_parameter_tensors(const StepConfig& c, std::int64_t stage) {
+  std::map<std::pair<bool, std::int64_t>, std::int64_t> tensors;  // (expert, numel) -> how many
+  for_each_stage_tensor(c, stage, [&](const ParamTensor& t, std::int64_t times) {
+    const bool expert = routed_expert_tensor(t);
+    tensors[{expert, ceil_div(t.numel(), expert ? c.expert_tp() : c.tp)}] += times;
+  });
+  std::vector<RankTensors> out;
+  for (const auto& [key, count] : tensors)  // the rank holds E / ep of each layer's experts
+    out.push_back({key.second, key.first ? count / c.ep : count, key.first});
+  return out;
 }
 
 std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
@@ -294,7 +321,7 @@ RankParameters rank_parameters(const StepConfig& c, std::int64_t stage) {
   std::int64_t experts = 0;
   for (const auto& module : decoder_layer_modules(c.model, true))
     for (const auto& p : module.params)
-      if (p.name.rfind("experts.", 0) == 0) experts += p.numel();
+      if (routed_expert_tensor(p)) experts += p.numel();
   experts *= stage_model(c, stage).moe_layers();
   return {params - ceil_div(experts, c.tp), ceil_div(experts, c.expert_tp() * c.ep)};
 }
@@ -303,12 +330,14 @@ std::int64_t expert_dp(const StepConfig& c) {
   return std::max<std::int64_t>(1, c.tp * c.dp / (c.expert_tp() * c.ep));
 }
 
+std::int64_t expert_optimizer_shards(const StepConfig& c) {
+  const bool over_dp = c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1;
+  return over_dp ? expert_dp(c) : optimizer_shards(c);
+}
+
 std::int64_t optimizer_elements(const StepConfig& c, std::int64_t stage) {
   const RankParameters p = rank_parameters(c, stage);
-  const std::int64_t shards = optimizer_shards(c);
-  const bool over_dp = c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1;
-  const std::int64_t expert_shards = over_dp ? expert_dp(c) : shards;
-  return ceil_div(p.dense, shards) + ceil_div(p.experts, expert_shards);
+  return ceil_div(p.dense, optimizer_shards(c)) + ceil_div(p.experts, expert_optimizer_shards(c));
 }
 
 std::vector<StepOperator> step_operators(const StepConfig& c, std::int64_t stage) {

@@ -32,6 +32,15 @@ std::int64_t stage_parameters(const StepConfig& config, std::int64_t stage);
 std::vector<std::pair<std::int64_t, std::int64_t>> stage_parameter_tensors(const StepConfig& config,
                                                                            std::int64_t stage);
 
+// The parameter tensors one rank of the stage holds (numel on the rank, how many such tensors), as
+// PyTorch's single-tensor AdamW and AccumulateGrad loop over them: the routed experts' (expert)
+// E / ep of each MoE layer after etp, the rest after tp.
+struct RankTensors {
+  std::int64_t numel = 0, count = 0;
+  bool expert = false;
+};
+std::vector<RankTensors> rank_parameter_tensors(const StepConfig& config, std::int64_t stage);
+
 // Over how many ranks the optimizer state is sharded: dp with fsdp and zero1, the shard group
 // with hsdp.
 std::int64_t optimizer_shards(const StepConfig& config);
@@ -51,5 +60,8 @@ std::int64_t expert_dp(const StepConfig& config);
 // experts' over the ranks holding the same experts instead (expert_dp) with zero1 and fsdp, as
 // Megatron-Core's distributed optimizer shards them.
 std::int64_t optimizer_elements(const StepConfig& config, std::int64_t stage);
+// Over how many ranks the routed experts' optimizer state is sharded: expert_dp with zero1 and
+// fsdp, else as optimizer_shards.
+std::int64_t expert_optimizer_shards(const StepConfig& config);
 
 }  // namespace opbench

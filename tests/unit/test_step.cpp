@@ -481,6 +481,34 @@ TEST_CASE("step: the host term counts launches: a _foreach_ operator once, Accum
   }
 }
 
+TEST_CASE("step: single-tensor AdamW and AccumulateGrad loop over the rank's own experts",
+          "[step]") {
+  // Mixtral at tp 2, ep 2, dp 4, zero1: a layer holds q, k, v, o, the router, two norms and 8
+  // experts of 3 tensors; a rank holds 4 of them: 32 x (7 + 12) + the embedding, the final norm
+  // and the LM head = 611 tensors (995 with every expert). Each expert tensor is 14336 x 4096 /
+  // etp 2, its optimizer state sharded over the 2 ranks holding the same experts (tp x dp /
+  // (etp x ep)): 14,680,064 elements a call, 32 x 12 such tensors.
+  StepConfig c = mixtral_tp2_ep2(4);
+  c.sharding = Sharding::zero1;
+  c.grad_accum = 2;
+  c.kernels = Kernels::eager;
+  c.optimizer_impl = OptimizerImpl::single;
+  std::int64_t tensors = 0;
+  for (const RankTensors& t : rank_parameter_tensors(c, 0))
+    tensors += t.count;
+  CHECK(tensors == 611);
+  std::int64_t launches = 0, accumulate = 0, expert_calls = 0;
+  for (const StepOperator& op : step_operators(c, 0)) {
+    if (op.phase == StepPhase::optimizer) launches += op.host_launches();
+    if (op.name == "gradient accumulation add") accumulate = op.host_launches();
+    if (op.name == "adamw single p *= 1 - lr*wd" && op.memop.cols == 14680064)
+      expert_calls += op.count;
+  }
+  CHECK(launches == 8 * 611);
+  CHECK(accumulate == 611);
+  CHECK(expert_calls == 32 * 12);
+}
+
 TEST_CASE("step: configurations that cannot be built are refused naming the flag", "[step]") {
   StepConfig c;
   c.model = small_model();
