@@ -233,19 +233,15 @@ StageExtras stage_extras(const StepConfig& c, const Dims& x, std::int64_t stage)
   return e;
 }
 
-// The largest parameter tensor a rank holds (after tp): the size of single-tensor AdamW's
-// temporaries.
-std::int64_t largest_tensor(const StepConfig& c) {
+// The largest optimizer shard of a parameter tensor the rank of the stage holds (a dense one after
+// tp, a routed expert's after etp, each over its optimizer shards): the size of single-tensor
+// AdamW's temporaries.
+std::int64_t largest_tensor_shard(const StepConfig& c, std::int64_t stage) {
   std::int64_t most = 0;
-  auto scan = [&](const std::vector<ModuleParams>& modules) {
-    for (const auto& module : modules)
-      for (const auto& p : module.params)
-        most = std::max(most, p.numel());
-  };
-  scan(decoder_layer_modules(c.model, false));
-  if (c.model.moe) scan(decoder_layer_modules(c.model, true));
-  scan(root_modules(c.model));
-  return ceil_div(most, c.tp);
+  for (const RankTensors& t : rank_parameter_tensors(c, stage))
+    most = std::max(most,
+                    ceil_div(t.numel, t.expert ? expert_optimizer_shards(c) : optimizer_shards(c)));
+  return most;
 }
 
 std::int64_t weight_shards(const StepConfig& c) {
@@ -390,7 +386,7 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
     case OptimizerImpl::fused:
       break;
     case OptimizerImpl::single:
-      r.optimizer_transient = 2 * ceil_div(largest_tensor(c), os) * ob;
+      r.optimizer_transient = 2 * largest_tensor_shard(c, stage) * ob;
       break;
     case OptimizerImpl::foreach:
       r.optimizer_transient = ceil_div(params, os) * ob;

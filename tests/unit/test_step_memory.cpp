@@ -167,6 +167,9 @@ TEST_CASE("step memory: recomputation, pipeline in flight, optimizer temporaries
   // 1F1B: stage s holds min(pp − s, m) micro-batches.
   c.pp = 4;
   c.grad_accum = 8;
+  // a middle stage holds neither the embedding nor the LM head: its largest tensor is an MLP
+  // weight, 64 x 128 (the temporaries were the model's largest tensor's on every stage)
+  CHECK(step_memory(c, 1).optimizer_transient == 2 * 8192 * 4);
   CHECK(in_flight_micro_batches(c, 0) == 4);
   CHECK(in_flight_micro_batches(c, 3) == 1);
   c.grad_accum = 2;
