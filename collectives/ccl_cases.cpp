@@ -44,12 +44,16 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
       o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
   auto model = select_models(load_models(path), o.model, path);
   if (model.size() != 1) throw bad_input("--model: name one model");
-  ModelParallel parallel{o.tp, o.ep, o.pp, o.micro_batch, o.seqlen, o.model_dtype, o.etp};
+  ModelParallel parallel{o.tp,     o.ep,          o.pp,  o.micro_batch,
+                         o.seqlen, o.model_dtype, o.etp, o.dispatcher};
   const std::int64_t etp = parallel.expert_tp();
   // how the messages below name the layout
   const std::string degrees =
-      fmt::format("tp {}, ep {}{}, pp {}", o.tp, o.ep,
-                  etp != o.tp ? fmt::format(", etp {}", etp) : std::string(), o.pp);
+      fmt::format("tp {}, ep {}{}, pp {}{}", o.tp, o.ep,
+                  etp != o.tp ? fmt::format(", etp {}", etp) : std::string(), o.pp,
+                  o.dispatcher != MoeDispatcher::alltoall
+                      ? fmt::format(", the {} dispatcher", moe_dispatcher_name(o.dispatcher))
+                      : std::string());
   auto messages = model_messages(model.front(), parallel);
   if (messages.empty())
     throw bad_input(fmt::format("--model {}: no messages at {} (set --tp, --ep or --pp above 1)",
@@ -72,6 +76,7 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
     switch (m.axis) {
       case ParallelAxis::tp:
       case ParallelAxis::etp:
+      case ParallelAxis::tp_ep:
         return 1;
       case ParallelAxis::ep:
         return static_cast<int>(etp);
@@ -84,7 +89,8 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
   // (Megatron-Core's expert rank generator): their groups lie so only where etp · ep · pp ranks
   // divide the launch, as Megatron-Core requires of the world.
   const bool experts = std::any_of(messages.begin(), messages.end(), [](const ModelMessage& m) {
-    return m.axis == ParallelAxis::ep || m.axis == ParallelAxis::etp;
+    return m.axis == ParallelAxis::ep || m.axis == ParallelAxis::etp ||
+           m.axis == ParallelAxis::tp_ep;
   });
   if (experts && world_size % (etp * o.ep * o.pp) != 0)
     throw bad_input(fmt::format(

@@ -7,6 +7,7 @@
 
 #include "collectives/coll_op.hpp"
 #include "collectives/coll_runner.hpp"
+#include "collectives/parallel_messages.hpp"
 #include "common/cli.hpp"
 #include "common/dtype.hpp"
 #include "common/job_shapes.hpp"
@@ -33,6 +34,7 @@ struct CclOptions {
   std::string model_config_path, model;
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   std::int64_t etp = 0;  // --etp; 0: --tp's
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
   DType model_dtype = DType::bf16;
   // Captured collectives (--capture-path, --rank)
   JobShapesOptions job;  // --capture-path / --trace-path, --rank

@@ -57,6 +57,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   shape.ep = p.ep;
   shape.etp = p.expert_tp();
   shape.top_k = m.moe ? m.moe->num_experts_per_tok : 0;
+  shape.dispatcher = p.dispatcher;
   shape.dtype = p.dtype;
   const std::string dims = fmt::format("({}x{}x{})", p.micro_batch, seq, m.hidden_size);
   const int tp = static_cast<int>(p.tp);
@@ -99,9 +100,13 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
     shape.sp = sp;
     const std::string prefix = sp ? "sp " : "";
     const std::int64_t tokens = shape.tokens / (sp ? p.tp : 1);
-    std::vector<ParallelMessage> experts, expert_tp;  // the ep group's, the etp group's
+    // the ep group's, the etp group's, the tp_ep group's
+    std::vector<ParallelMessage> experts, expert_tp, gathered;
     for (ParallelMessage& x : expert_parallel_messages(shape))
-      (x.group == MessageGroup::etp ? expert_tp : experts).push_back(std::move(x));
+      (x.group == MessageGroup::etp     ? expert_tp
+       : x.group == MessageGroup::tp_ep ? gathered
+                                        : experts)
+          .push_back(std::move(x));
     add_summed(
         experts, m, static_cast<int>(p.ep), ParallelAxis::ep,
         [&](const ParallelMessage&) {
@@ -114,6 +119,13 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
         [&](const ParallelMessage& x) {
           return fmt::format("{}etp {} of etp*tokens*top_k*hidden ({}x{}x{}x{})", prefix,
                              coll_op_name(x.op), shape.etp, tokens, shape.top_k, m.hidden_size);
+        },
+        out);
+    add_summed(
+        gathered, m, static_cast<int>(shape.etp * shape.ep), ParallelAxis::tp_ep,
+        [&](const ParallelMessage& x) {
+          return fmt::format("{}etp*ep {} of etp*ep*tokens*hidden ({}x{}x{}x{})", prefix,
+                             coll_op_name(x.op), shape.etp, shape.ep, tokens, m.hidden_size);
         },
         out);
     // 1F1B pairs each stage's send with the next one's receive: a send_recv of 2 ranks.

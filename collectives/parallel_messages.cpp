@@ -1,6 +1,39 @@
 #include "collectives/parallel_messages.hpp"
 
+#include "common/enum_names.hpp"
+
 namespace opbench {
+
+namespace {
+
+constexpr EnumNames<MoeDispatcher, 2> kDispatcherNames{
+    {{MoeDispatcher::alltoall, "alltoall"}, {MoeDispatcher::allgather, "allgather"}}};
+
+// The all-gather dispatcher: each rank gathers the tp_ep group's tokens, `bytes` of its own.
+std::vector<ParallelMessage> allgather_dispatcher_messages(const ParallelShape& s,
+                                                           std::int64_t bytes) {
+  const std::int64_t group = s.etp * s.ep;
+  if (group <= 1) return {};  // Megatron-Core then neither gathers nor scatters
+  const std::int64_t gathered = group * bytes;
+  const auto F = MessagePass::forward, B = MessagePass::backward;
+  const auto AG = CollOp::all_gather, RS = CollOp::reduce_scatter;
+  const auto moe = MessageScope::per_moe_layer;
+  const auto g = MessageGroup::tp_ep;
+  return {{AG, F, moe, 1, gathered, s.dtype, "tokens of every rank holding experts", g},
+          {RS, F, moe, 1, gathered, s.dtype, "expert outputs", g},
+          {AG, B, moe, 1, gathered, s.dtype, "expert output gradients", g},
+          {RS, B, moe, 1, gathered, s.dtype, "tokens' gradients", g}};
+}
+
+}  // namespace
+
+std::string moe_dispatcher_name(MoeDispatcher d) {
+  return std::string(enum_name(kDispatcherNames, d));
+}
+
+MoeDispatcher parse_moe_dispatcher(const std::string& text) {
+  return enum_from_flag(kDispatcherNames, "--moe-dispatcher", text);
+}
 
 std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
   if (s.tp <= 1) return {};
@@ -38,8 +71,10 @@ std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
 std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s) {
   if (s.top_k <= 0) return {};
   const std::int64_t tokens = s.tokens / (s.sp ? s.tp : 1);
-  const std::int64_t bytes =
-      tokens * s.top_k * s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
+  const std::int64_t token_bytes = s.hidden * static_cast<std::int64_t>(dtype_size(s.dtype));
+  if (s.dispatcher == MoeDispatcher::allgather)
+    return allgather_dispatcher_messages(s, tokens * token_bytes);
+  const std::int64_t bytes = tokens * s.top_k * token_bytes;
   const auto F = MessagePass::forward, B = MessagePass::backward;
   const auto moe = MessageScope::per_moe_layer;
   std::vector<ParallelMessage> out;

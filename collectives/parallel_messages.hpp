@@ -26,6 +26,12 @@
 // an all-gather and a reduce-scatter each way, of etp times the tokens. The routing probabilities
 // recent versions send along (top-k fp32 per token: 1 / (H / 2) of the tokens' bytes in bf16) are
 // not counted.
+// Megatron-Core's all-gather token dispatcher (its default, --moe-token-dispatcher-type allgather)
+// instead all-gathers every rank's tokens (not their top-k copies) over the etp · ep ranks that
+// hold all the experts of a layer between them (its tp_ep group) and picks out the copies for the
+// rank's own experts; it reduce-scatters the unpermuted outputs back: an all-gather and a
+// reduce-scatter of etp · ep times the rank's tokens, each way. The routing map and probabilities
+// it gathers beside them (E values a token) are not counted.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,8 +47,15 @@ enum class MessagePass { forward, backward };
 enum class MessageScope { per_layer, per_tp_mlp_layer, per_moe_layer, first_stage, last_stage };
 // Whose group a message runs in: the tensor-parallel group, the expert-parallel one, or the
 // expert-tensor-parallel one (etp ranks, consecutive: Megatron's expert dimensions "tp-ep-dp-pp"
-// with its tp the etp).
-enum class MessageGroup { tp, ep, etp };
+// with its tp the etp), or both expert groups together (etp · ep consecutive ranks: Megatron-Core's
+// tp_ep group).
+enum class MessageGroup { tp, ep, etp, tp_ep };
+
+// Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type): alltoall, which it
+// recommends with expert parallelism, and allgather, its default.
+enum class MoeDispatcher { alltoall, allgather };
+std::string moe_dispatcher_name(MoeDispatcher d);
+MoeDispatcher parse_moe_dispatcher(const std::string& text);  // bad_input naming --moe-dispatcher
 
 struct ParallelMessage {
   CollOp op;
@@ -69,12 +82,15 @@ struct ParallelShape {
   std::int64_t ep = 1;
   std::int64_t etp = 1;    // expert tensor parallelism (Megatron-Core's default: tp)
   std::int64_t top_k = 0;  // MoE: experts per token
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
   DType dtype = DType::bf16;
 };
 
 // Empty when tp is 1.
 std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s);
 // Empty when ep and etp are 1 or the model has no experts (top_k 0).
+// The all-gather dispatcher's messages run in the tp_ep group, the all-to-all one's in the ep and
+// etp groups.
 std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s);
 
 }  // namespace opbench

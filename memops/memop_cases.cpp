@@ -210,14 +210,17 @@ MemopCase moe_token_rows_case(MemopCase base, MemPass pass, std::int64_t copies,
 
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
                                        std::int64_t tokens, std::int64_t tp, std::int64_t routed,
-                                       std::int64_t etp) {
+                                       std::int64_t etp, std::int64_t gather_group) {
   std::vector<MoeMemop> out;
   if (!m.moe || m.moe_layers() == 0) return out;
   const MoeConfig& e = *m.moe;
-  // the router and the permutes run on the rank's own tokens: tokens / tp, the sequence-parallel
-  // input Megatron-Core's MoE layers require at tp > 1
-  const std::int64_t own = ceil_div(tokens, tp);
-  const std::int64_t copies = own * e.num_experts_per_tok, H = m.hidden_size;
+  // the router runs on the rank's own tokens: tokens / tp, the sequence-parallel input
+  // Megatron-Core's MoE layers require at tp > 1; the permutes on them too, or on the gathered
+  // tokens of the all-gather dispatcher's group, of which the rank's experts take `routed` copies
+  const std::int64_t own = ceil_div(tokens, tp), H = m.hidden_size;
+  const bool gathered = gather_group > 1;
+  const std::int64_t copies = gathered ? routed : own * e.num_experts_per_tok;
+  const std::int64_t source = gathered ? own * gather_group : own;
   auto add = [&](const std::string& label, bool backward, MemopCase c) {
     c.calls_per_step = m.moe_layers();
     c.note = label;
@@ -235,13 +238,13 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   const std::int64_t E = e.n_routed_experts;
   add("router softmax fwd (fp32)", false, moe_router_softmax_case(base, fwd, own, E));
   add("router softmax bwd (fp32)", true, moe_router_softmax_case(base, bwd, own, E));
-  add("permute: the copies gathered", false, moe_token_rows_case(base, fwd, copies, own, H));
+  add("permute: the copies gathered", false, moe_token_rows_case(base, fwd, copies, source, H));
   add("permute bwd: the copies' gradients added into their tokens", true,
-      moe_token_rows_case(base, bwd, copies, own, H));
+      moe_token_rows_case(base, bwd, copies, source, H));
   add("unpermute: the copies weighted and added into their tokens", false,
-      moe_token_rows_case(base, bwd, copies, own, H));
+      moe_token_rows_case(base, bwd, copies, source, H));
   add("unpermute bwd: the tokens' gradients gathered", true,
-      moe_token_rows_case(base, fwd, copies, own, H));
+      moe_token_rows_case(base, fwd, copies, source, H));
   // The routing weights' gradient, a dot product of each copy's saved output with its gradient:
   // its bytes (T·k x H read) as a copy's.
   add("unpermute bwd: the routing weights' gradient", true,

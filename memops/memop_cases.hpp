@@ -56,9 +56,13 @@ struct MoeMemop {
 // `routed` rows through the routed experts' activation, each expert's columns split over `etp`
 // ranks (0: tp); the shared experts' over tp. The router and the permutes see the rank's own
 // tokens / tp (sequence parallel, as Megatron-Core's MoE layers require at tp > 1).
+// `gather_group` > 1 is Megatron-Core's all-gather dispatcher over that many ranks (etp · ep):
+// its permute picks the `routed` copies for the rank's experts out of the group's gathered
+// tokens, and its unpermute adds them back into that whole gathered buffer before the
+// reduce-scatter; 1 is the all-to-all dispatcher's permute of the rank's own tokens.
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
                                        std::int64_t tokens, std::int64_t tp, std::int64_t routed,
-                                       std::int64_t etp = 0);
+                                       std::int64_t etp = 0, std::int64_t gather_group = 1);
 
 // The two MoE shapes both of bench_step's plans time, as cases of `base`'s run: the router's
 // softmax over the E experts of `tokens` rows, in fp32 whatever the model's dtype, as frameworks

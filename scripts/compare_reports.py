@@ -42,7 +42,7 @@ from collections import Counter
 KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n", "k", "batch", "transa", "transb",
                "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk", "head_dim_v",
                "causal", "world_size", "group_size", "size_bytes", "placement", "redop", "root", "dtype",
-               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "etp", "routing", "impl", "backend",
+               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "etp", "moe_dispatcher", "routing", "impl", "backend",
                # bench_memops: the operator's shape and implementation
                "rows", "cols", "heads", "kv_heads", "head_dim", "vocab", "devices", "provider",
                # bench_step: the configuration, and for step_operators.csv the operator
@@ -53,6 +53,9 @@ KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n"
 # versions, while expert rows of an implementation, expert-parallel degree or routing never match
 # rows of another (nor the old one-expert rows), nor an MoE configuration's of another etp.
 EMPTY_WHEN_ABSENT = {"ep", "etp", "routing", "impl"}
+# bench_step's moe_dispatcher: a report written before the column ran every MoE configuration (one
+# with an etp) through the all-to-all dispatcher, and dense ones through none.
+ABSENT_MEANS = {"moe_dispatcher": lambda row: "alltoall" if row.get("etp") else ""}
 # Headline figures, best first: (column, higher is better)
 FIGURES = [("tflops", True), ("busbw_gbps", True), ("mem_bw_gbps", True), ("step_time_ms", False),
            ("time_us", False)]
@@ -289,11 +292,13 @@ def case_keys(kind, base_columns, new_columns):
     # another thread count is still the same case, and the table shows the change
     key_columns = [c for c in KEY_COLUMNS if not (kind == "memops" and c == "impl")]
     return [c for c in key_columns if (c in base_columns and c in new_columns)
-            or (c in EMPTY_WHEN_ABSENT and (c in base_columns or c in new_columns))]
+            or ((c in EMPTY_WHEN_ABSENT or c in ABSENT_MEANS) and (c in base_columns or c in new_columns))]
 
 
 def case_key(row, keys):
-    return tuple(row.get(c) or "" for c in keys)
+    """A row's values of the key columns; a column its report lacks reads as ABSENT_MEANS says, else
+    empty."""
+    return tuple((row.get(c) or "") if c in row else ABSENT_MEANS.get(c, lambda _: "")(row) for c in keys)
 
 
 def read_side(paths):
@@ -365,7 +370,11 @@ def main() -> int:
         return out
 
     base_rows, new_rows = by_key(base, base_paths), by_key(new, new_paths)
-    shown = [c for c in keys if len({r.get(c) or "" for r in base} | {r.get(c) or "" for r in new}) > 1] or keys[:1]
+    # the key columns the rows differ in, read as the match reads them (ABSENT_MEANS)
+    shown = [c for c in keys if len({key(r)[keys.index(c)] for r in base + new}) > 1] or keys[:1]
+
+    def key_cells(k):
+        return " | ".join(k[keys.index(c)] for c in shown)
     impl_changes = base_kind == "memops" and any(
         sorted({r.get("impl") or "" for r in base_rows[k]}) != sorted({r.get("impl") or "" for r in new_rows[k]})
         for k in base_rows if k in new_rows)
@@ -376,7 +385,7 @@ def main() -> int:
     compared = 0
     for k, rows in base_rows.items():
         b = Side(rows, column)
-        label = " | ".join(rows[0].get(c) or "" for c in shown)
+        label = key_cells(k)
         figure_b = rows[0][column] if len(rows) == 1 else (f"{b.value:.4g}" if b.value else "")
         if k not in new_rows:
             print(f"| {label}{' | ' if extra else ''}{' | '.join('' for _ in extra)} | {figure_b} | missing | | | REGRESSION | |")
@@ -413,7 +422,7 @@ def main() -> int:
         print(f"| {label} | {figure_b} | {figure_n} | {ratio:.3f} | {change:+.1f}% | {flag} | {noise} |")
     for k, rows in new_rows.items():
         if k not in base_rows:
-            print(f"| {' | '.join(rows[0].get(c) or '' for c in shown)} | new row | {rows[0][column]} | | | | |")
+            print(f"| {key_cells(k)} | new row | {rows[0][column]} | | | | |")
     if len(base_paths) == len(new_paths) == 1:
         runs = f", rerun floor {floor:g}%" if floor else ""
     else:

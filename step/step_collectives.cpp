@@ -41,6 +41,7 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
   shape.ep = c.ep;
   shape.etp = c.expert_tp();
   shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
+  shape.dispatcher = c.dispatcher;
   shape.dtype = c.dtype;
   const ModelConfig layers = stage_model(c, stage);  // the stage's
   const std::int64_t moe_layers = layers.moe_layers();
@@ -66,6 +67,8 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
         return {"ep", c.ep};
       case MessageGroup::etp:
         return {"etp", shape.etp};
+      case MessageGroup::tp_ep:
+        return {"etp*ep", shape.etp * c.ep};
       case MessageGroup::tp:
         break;
     }

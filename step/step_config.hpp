@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "collectives/parallel_messages.hpp"
 #include "common/dtype.hpp"
 #include "common/model_config.hpp"
 #include "gemm/expert_gemm.hpp"
@@ -63,6 +64,8 @@ struct StepConfig {
   // Megatron-Core defaults it. The experts' ranks are laid out as etp · ep · (the rest) over the
   // tp · dp ranks of a stage.
   std::int64_t etp = 0;
+  // MoE: Megatron-Core's token dispatcher (--moe-dispatcher), whose messages and permutes differ.
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
   bool sequence_parallel = true;  // with tp > 1: norms and residuals on tokens / tp
   Sharding sharding = Sharding::ddp;
   std::int64_t shard_group = 0;  // hsdp: ranks per shard group
@@ -104,6 +107,11 @@ struct StepConfig {
   std::int64_t tokens_per_step() const { return sequences_per_step() * seq(); }
   bool sp() const { return tp > 1 && sequence_parallel; }
   std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // The ranks the all-gather dispatcher gathers every token over (etp · ep); 1: the all-to-all
+  // dispatcher, whose permute sees the rank's own tokens.
+  std::int64_t dispatcher_group() const {
+    return dispatcher == MoeDispatcher::allgather ? expert_tp() * ep : 1;
+  }
   // Decoder layers of pipeline stage s (0-based): stage s holds layers [first, first + count).
   std::int64_t stage_first_layer(std::int64_t stage) const;
   std::int64_t stage_layers(std::int64_t stage) const;

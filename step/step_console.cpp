@@ -32,8 +32,11 @@ std::string config_line(const StepConfig& c) {
       "recompute {}, {}",
       c.model.name, c.world(), c.tp, c.pp, c.dp, c.vpp > 1 ? fmt::format(" (vpp {})", c.vpp) : "",
       fmt::format(
-          "{}{}", c.ep > 1 ? fmt::format(", ep {}", c.ep) : "",
-          c.model.moe && c.expert_tp() != c.tp ? fmt::format(", etp {}", c.expert_tp()) : ""),
+          "{}{}{}", c.ep > 1 ? fmt::format(", ep {}", c.ep) : "",
+          c.model.moe && c.expert_tp() != c.tp ? fmt::format(", etp {}", c.expert_tp()) : "",
+          c.model.moe && c.dispatcher != MoeDispatcher::alltoall
+              ? fmt::format(", {} dispatcher", moe_dispatcher_name(c.dispatcher))
+              : ""),
       c.micro_batches(), c.micro_batches() == 1 ? "" : "es", c.micro_batch, c.seq(),
       recompute_name(c.recompute), dtype_name(c.dtype));
   if (c.tp > 1) line += c.sp() ? ", sequence parallel" : ", no sequence parallelism";

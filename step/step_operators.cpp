@@ -142,8 +142,8 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
   const std::int64_t T = c.tokens_per_micro_batch();
   const RankLoad load = busiest_expert_rank(c, T);
-  for (const MoeMemop& x :
-       moe_layer_memops(v.model, step_memop_base(c), T, c.tp, load.total, c.expert_tp())) {
+  for (const MoeMemop& x : moe_layer_memops(v.model, step_memop_base(c), T, c.tp, load.total,
+                                            c.expert_tp(), c.dispatcher_group())) {
     const bool fwd = !x.backward;
     const std::string label =
         x.c.op == MemOp::swiglu || x.c.op == MemOp::gelu

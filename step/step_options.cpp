@@ -80,6 +80,7 @@ void add_flags(cxxopts::Options& options) {
     ("overlap", "share of the data-parallel communication hidden under compute: none, full or a fraction", cxxopts::value<std::string>()->default_value("none"))
     ("fused-grad-accum", "the wgrad GEMMs accumulate into the gradients (Megatron's gradient_accumulation_fusion): no gradient accumulation add")
     ("bucket-mb", "ddp: gradient bucket in MiB", cxxopts::value<std::string>()->default_value("25"))
+    ("moe-dispatcher", "MoE: Megatron-Core's token dispatcher (its --moe-token-dispatcher-type): alltoall (the tokens' top-k copies over ep, then gathered over etp) or allgather (its default: every token gathered over the etp x ep ranks)", cxxopts::value<std::string>()->default_value("alltoall"))
     ("routing", "MoE: balanced, zipf:S or a histogram file", cxxopts::value<std::string>()->default_value("balanced"))
     ("moe-impl", "MoE experts: grouped (one grouped GEMM), loop (a GEMM per expert) or padded; default grouped with --kernels fused, loop (as PyTorch eager runs them) with eager", cxxopts::value<std::string>())
     ("host-us-per-kernel", "the framework's host cost of one kernel in us, FORWARD[,BACKWARD] (bench/peers/torch_train_step.py prints PyTorch's): added to every kernel on the CPU; on a GPU the step waits where a phase's launches take longer than its kernels (default 0: not modelled)", cxxopts::value<std::string>());
@@ -151,6 +152,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
   }
   c.ep = one_int(p, "ep");
   if (p.count("etp")) c.etp = one_int(p, "etp");
+  c.dispatcher = parse_moe_dispatcher(str("moe-dispatcher"));
   c.sequence_parallel = p.count("no-sequence-parallel") == 0;
   c.sharding = parse_sharding(str("sharding"));
   if (p.count("shard-group")) c.shard_group = one_int(p, "shard-group");

@@ -31,7 +31,8 @@ Record step_config_fields(const StepConfig& c) {
       .arg("dp", c.dp)
       .arg("ep", c.ep)
       // empty for a dense model, as in reports written before the column
-      .arg("etp", c.model.moe ? std::to_string(c.expert_tp()) : std::string());
+      .arg("etp", c.model.moe ? std::to_string(c.expert_tp()) : std::string())
+      .arg("moe_dispatcher", c.model.moe ? moe_dispatcher_name(c.dispatcher) : std::string());
   r.arg("sp", std::string(c.sp() ? "yes" : "no"))
       .arg("sharding", sharding_name(c.sharding))
       .arg("recompute", recompute_name(c.recompute))

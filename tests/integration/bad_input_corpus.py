@@ -131,6 +131,8 @@ CASES = [
     ("step reports folder missing", step + ["--model", "tiny", "--from-reports", f"{bad}/no_such_folder"], "no_such_folder: no such folder"),
     ("step fsdp with tp", step + ["--model", "tiny", "--tp", "2", "--dp", "2", "--sharding", "fsdp", "--dry-run"], "--sharding fsdp: modelled without tensor or pipeline parallelism"),
     ("step ep on a dense model", step + ["--model", "tiny", "--dp", "2", "--ep", "2", "--dry-run"], "--ep 2: model 'tiny' has no routed experts"),
+    ("step unknown MoE dispatcher", step + ["--model", "mixtral-8x7b", "--tp", "2", "--ep", "2", "--dp", "2", "--moe-dispatcher", "deepep", "--dry-run"], "--moe-dispatcher: 'deepep' is not one of alltoall, allgather"),
+    ("ccl unknown MoE dispatcher", ccl + ["--model", "mixtral-8x7b", "--ep", "2", "--moe-dispatcher", "all-gather", "--dry-run", "--world-size", "2"], "--moe-dispatcher: 'all-gather' is not one of alltoall, allgather"),
     ("step etp on a dense model", step + ["--model", "tiny", "--tp", "2", "--etp", "1", "--dry-run"], "--etp 1: model 'tiny' has no routed experts"),
     ("step etp x ep not dividing tp x dp", step + ["--model", "mixtral-8x7b", "--tp", "2", "--dp", "2", "--ep", "2", "--etp", "4", "--dry-run"], "--etp 4 x --ep 2: does not divide --tp 2 x --dp 2"),
     ("ccl model experts past the launch", ccl + ["--model", "mixtral-8x7b", "--tp", "2", "--ep", "4", "--pp", "2", "--dry-run", "--world-size", "8"], "--model mixtral-8x7b at tp 2, ep 4, pp 2: the experts' groups take etp x ep x pp = 16 ranks"),

@@ -197,3 +197,10 @@ add_test(NAME "step: --etp 1 keeps each expert whole on the tokens its rank rout
 set_tests_properties("step: --etp 1 keeps each expert whole on the tokens its rank routes, and no etp gathers" PROPERTIES
   PASS_REGULAR_EXPRESSION "world 4 = tp 2 x pp 1 x dp 2, ep 2, etp 1, .*moe_expert_gate_up fprop[^\n]* 4 experts n28672 k4096 tokens 256\\.\\.256"
   FAIL_REGULAR_EXPRESSION "etp all_gather")
+# --moe-dispatcher allgather (Megatron-Core's default): the config line says it; each rank's 512
+# tokens gathered over etp x ep = 4 ranks (4 x 512 x 4096 x 2 B), no all-to-all, no etp gathers.
+add_test(NAME "step: --moe-dispatcher allgather gathers every token over etp x ep, no all-to-all"
+  COMMAND bench_step --model mixtral-8x7b --tp 2 --ep 2 --dp 2 --seq-len 1024 --moe-dispatcher allgather --dry-run)
+set_tests_properties("step: --moe-dispatcher allgather gathers every token over etp x ep, no all-to-all" PROPERTIES
+  PASS_REGULAR_EXPRESSION "world 4 = tp 2 x pp 1 x dp 2, ep 2, allgather dispatcher, .*etp\\*ep all_gather \\(tokens of every rank holding experts\\) +32 [^\n]* all_gather 16777216 B over 4 ranks bf16"
+  FAIL_REGULAR_EXPRESSION "all_to_all|etp all_gather")

@@ -242,6 +242,36 @@ TEST_CASE("model messages: expert tensor parallelism gathers and scatters the ro
   CHECK((wide[0].group_size == 4 && wide[0].size_bytes == 4ull * 4096 * 2 * 4096 * 2));
 }
 
+// Megatron-Core's all-gather dispatcher (its default): every rank's tokens, not their top-k
+// copies, all-gathered over the etp x ep ranks that hold a layer's experts between them, and the
+// outputs reduce-scattered back; the reverse in backward. No all-to-all, no etp messages.
+TEST_CASE("model messages: the all-gather dispatcher gathers every token over etp x ep") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto mixtral = select_models(models, "mixtral-8x7b", "m").front();  // 32 MoE layers, top-2
+  ModelParallel p{2, 4, 1, 1, 4096, DType::bf16, 0, MoeDispatcher::allgather};
+  std::vector<ModelMessage> gathered;
+  for (const auto& x : model_messages(mixtral, p)) {
+    CHECK(x.axis != ParallelAxis::ep);
+    CHECK(x.axis != ParallelAxis::etp);
+    if (x.axis == ParallelAxis::tp_ep) gathered.push_back(x);
+  }
+  // tp 2 (sequence parallel), etp 2 by default, ep 4: groups of 8; each rank's 2048 tokens of
+  // hidden 4096 in bf16 (16 MiB), 8 of them gathered: 128 MiB
+  REQUIRE(gathered.size() == 2);
+  CHECK((gathered[0].op == CollOp::all_gather && gathered[1].op == CollOp::reduce_scatter));
+  for (const auto& x : gathered)
+    CHECK((x.group_size == 8 && x.size_bytes == 8ull * 2048 * 4096 * 2 &&
+           x.calls_per_step == 2 * 32));
+  CHECK(gathered[0].label == "sp etp*ep all_gather of etp*ep*tokens*hidden (2x4x2048x4096)");
+  // tp 1, ep 1: one rank holds every expert, nothing is gathered (Megatron-Core skips it)
+  p = {1, 1, 2, 1, 4096, DType::bf16, 0, MoeDispatcher::allgather};
+  for (const auto& x : model_messages(mixtral, p))
+    CHECK(x.axis == ParallelAxis::pp);
+  CHECK(parse_moe_dispatcher(" AllGather ") == MoeDispatcher::allgather);
+  CHECK_THROWS_WITH(parse_moe_dispatcher("deepep"),
+                    "--moe-dispatcher: 'deepep' is not one of alltoall, allgather");
+}
+
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   const std::vector<std::string> even{"a", "a", "b", "b", "c", "c"};
   auto l = layout_of(even, 2);

@@ -244,6 +244,40 @@ TEST_CASE("step: a MoE layer's all-to-all over ep and its gathers over the exper
   CHECK(collective(step_operators(c, 0), "etp all_gather (dispatched tokens)", F).count == 0);
 }
 
+TEST_CASE("step: the all-gather dispatcher gathers every token over etp x ep, and permutes them",
+          "[step]") {
+  // The same Mixtral at tp 2, ep 2, dp 2 with Megatron-Core's default dispatcher: each rank's 512
+  // tokens (4 MiB) all-gathered over the etp x ep = 4 ranks holding a layer's experts (16 MiB),
+  // the outputs reduce-scattered back, and the reverse in backward; no all-to-all, no etp
+  // messages. The permute picks the 512 x 2 x 2 = 2048 copies for the rank's 4 experts (those of
+  // its 1024 tp-group tokens, top-2) out of the 2048 gathered tokens, and the unpermute adds them
+  // back into all 2048 of them.
+  StepConfig c = mixtral_tp2_ep2(2);
+  c.dispatcher = MoeDispatcher::allgather;
+  const auto ops = step_operators(c, 0);
+  const auto F = StepPhase::forward, B = StepPhase::backward;
+  const Found ag = collective(ops, "etp*ep all_gather (tokens of every rank holding experts)", F);
+  CHECK((ag.count == 32 && ag.bytes == 16777216 && ag.group == 4));
+  CHECK(collective(ops, "etp*ep reduce_scatter (expert outputs)", F).count == 32);
+  CHECK(collective(ops, "etp*ep all_gather (expert output gradients)", B).count == 32);
+  CHECK(collective(ops, "etp*ep reduce_scatter (tokens' gradients)", B).count == 32);
+  CHECK(collective(ops, "ep all_to_all (dispatch and combine)", F).count == 0);
+  CHECK(collective(ops, "etp all_gather (dispatched tokens)", F).count == 0);
+  int permutes = 0;
+  for (const auto& op : ops)
+    if (op.name == "moe permute: the copies gathered" ||
+        op.name == "moe unpermute: the copies weighted and added into their tokens") {
+      CHECK((op.memop.rows == 2048 && op.memop.vocab == 2048 && op.memop.cols == 4096));
+      ++permutes;
+    }
+  CHECK(permutes == 2);
+  // the all-to-all dispatcher permutes the rank's own 512 tokens into their 1024 copies
+  c.dispatcher = MoeDispatcher::alltoall;
+  for (const auto& op : step_operators(c, 0))
+    if (op.name == "moe permute: the copies gathered")
+      CHECK((op.memop.rows == 1024 && op.memop.vocab == 512));
+}
+
 TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", "[step]") {
   // Mixtral 8x7B (8 experts of 3 x 4096 x 14336 in 32 layers), tp 2, ep 2, dp 2, 1024 tokens.
   // By default (etp = tp) each rank routes the tp group's 1024 tokens (512 of its own, gathered
