@@ -154,8 +154,11 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
       add_passes(MemOp::fp8_quantize, sp_tokens, H, 2 * L,
                  "fp8 training: the inputs of the QKV and gate/up GEMMs");
       if (run.moe_layers && m.moe && m.moe_layers() > 0)
-        for (MoeMemop& x :
-             moe_layer_memops(m, run_case, tokens, tp, tokens * m.moe->num_experts_per_tok)) {
+        for (MoeMemop& x : moe_layer_memops(m, run_case,
+                                            {.tokens = tokens,
+                                            .tp = tp,
+                                            .routed = tokens * m.moe->num_experts_per_tok,
+                                            .local_experts = m.moe->n_routed_experts})) {
           if (!wanted(ops, x.c.op) ||
               std::find(passes.begin(), passes.end(), x.c.pass) == passes.end())
             continue;
@@ -209,8 +212,8 @@ MemopCase moe_token_rows_case(MemopCase base, MemPass pass, std::int64_t copies,
 }
 
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
-                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed,
-                                       std::int64_t etp, std::int64_t gather_group) {
+                                       const MoeLayerShape& shape) {
+  const std::int64_t tokens = shape.tokens, tp = shape.tp, routed = shape.routed;
   std::vector<MoeMemop> out;
   if (!m.moe || m.moe_layers() == 0) return out;
   const MoeConfig& e = *m.moe;
@@ -218,9 +221,9 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   // Megatron-Core's MoE layers require at tp > 1; the permutes on them too, or on the gathered
   // tokens of the all-gather dispatcher's group, of which the rank's experts take `routed` copies
   const std::int64_t own = ceil_div(tokens, tp), H = m.hidden_size;
-  const bool gathered = gather_group > 1;
+  const bool gathered = shape.gather_group > 1;
   const std::int64_t copies = gathered ? routed : own * e.num_experts_per_tok;
-  const std::int64_t source = gathered ? own * gather_group : own;
+  const std::int64_t source = gathered ? own * shape.gather_group : own;
   auto add = [&](const std::string& label, bool backward, MemopCase c) {
     c.calls_per_step = m.moe_layers();
     c.note = label;
@@ -249,8 +252,16 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   // its bytes (T·k x H read) as a copy's.
   add("unpermute bwd: the routing weights' gradient", true,
       elementwise(MemOp::copy, fwd, 1, (copies * H + 1) / 2));
+  if (!gathered && shape.local_experts > 1 && routed > 0) {
+    add("sort by local expert: the received copies reordered", false,
+        elementwise(MemOp::copy, fwd, routed, H));
+    add("sort by local expert bwd", true, elementwise(MemOp::copy, fwd, routed, H));
+    add("unsort: the experts' outputs back in their ranks' order", false,
+        elementwise(MemOp::copy, fwd, routed, H));
+    add("unsort bwd", true, elementwise(MemOp::copy, fwd, routed, H));
+  }
   const MemOp act = m.gated_mlp ? MemOp::swiglu : MemOp::gelu;
-  const std::int64_t width = e.moe_intermediate_size / (etp > 0 ? etp : tp),
+  const std::int64_t width = e.moe_intermediate_size / (shape.etp > 0 ? shape.etp : tp),
                      shared_width = e.n_shared_experts * e.moe_intermediate_size / tp;
   for (MemPass p : {fwd, bwd}) {
     if (routed > 0)

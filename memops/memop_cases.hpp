@@ -53,16 +53,25 @@ struct MoeMemop {
                           // is an embedding's backward in the forward)
   MemopCase c;
 };
-// `routed` rows through the routed experts' activation, each expert's columns split over `etp`
-// ranks (0: tp); the shared experts' over tp. The router and the permutes see the rank's own
-// tokens / tp (sequence parallel, as Megatron-Core's MoE layers require at tp > 1).
-// `gather_group` > 1 is Megatron-Core's all-gather dispatcher over that many ranks (etp · ep):
-// its permute picks the `routed` copies for the rank's experts out of the group's gathered
-// tokens, and its unpermute adds them back into that whole gathered buffer before the
-// reduce-scatter; 1 is the all-to-all dispatcher's permute of the rank's own tokens.
+// Where an MoE layer's tokens go on one rank.
+struct MoeLayerShape {
+  std::int64_t tokens = 0;  // a micro-batch's
+  std::int64_t tp = 1;      // the router and the permutes see tokens / tp (sequence parallel, as
+                            // Megatron-Core's MoE layers require at tp > 1)
+  std::int64_t routed = 0;  // the copies the rank's experts receive: their activation's rows
+  std::int64_t etp = 0;     // the ranks splitting each expert's columns (0: tp); shared experts: tp
+  // The routed experts on the rank (E / ep). With more than one, the all-to-all dispatcher sorts
+  // the `routed` copies it received by local expert after the all-to-all (and the etp gather),
+  // and back before the combine: Megatron-Core's sort_chunks_by_idxs, a copy of them each way.
+  std::int64_t local_experts = 1;
+  // > 1: Megatron-Core's all-gather dispatcher over that many ranks (etp · ep). Its permute picks
+  // the `routed` copies for the rank's experts out of the group's gathered tokens, already in
+  // expert order, and its unpermute adds them back into that whole gathered buffer before the
+  // reduce-scatter. 1: the all-to-all dispatcher's permute of the rank's own tokens.
+  std::int64_t gather_group = 1;
+};
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
-                                       std::int64_t tokens, std::int64_t tp, std::int64_t routed,
-                                       std::int64_t etp = 0, std::int64_t gather_group = 1);
+                                       const MoeLayerShape& shape);
 
 // The two MoE shapes both of bench_step's plans time, as cases of `base`'s run: the router's
 // softmax over the E experts of `tokens` rows, in fp32 whatever the model's dtype, as frameworks

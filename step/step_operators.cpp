@@ -142,8 +142,13 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
   if (!v.model.moe || v.model.moe_layers() == 0 || c.kernels == Kernels::eager) return;
   const std::int64_t T = c.tokens_per_micro_batch();
   const RankLoad load = busiest_expert_rank(c, T);
-  for (const MoeMemop& x : moe_layer_memops(v.model, step_memop_base(c), T, c.tp, load.total,
-                                            c.expert_tp(), c.dispatcher_group())) {
+  const MoeLayerShape shape{.tokens = T,
+                            .tp = c.tp,
+                            .routed = load.total,
+                            .etp = c.expert_tp(),
+                            .local_experts = v.model.moe->n_routed_experts / c.ep,
+                            .gather_group = c.dispatcher_group()};
+  for (const MoeMemop& x : moe_layer_memops(v.model, step_memop_base(c), shape)) {
     const bool fwd = !x.backward;
     const std::string label =
         x.c.op == MemOp::swiglu || x.c.op == MemOp::gelu

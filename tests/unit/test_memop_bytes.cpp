@@ -233,6 +233,12 @@ TEST_CASE(
   const auto unpermute = with_note("MoE unpermute: the copies weighted", MemPass::bwd);
   REQUIRE(unpermute.size() == 1);
   CHECK(memop_write_bytes(unpermute[0]) == 32 * 64 * 2);
+  // The all-to-all dispatcher sorts the 64 copies by the rank's 4 experts and back, forward and
+  // backward: one copy case of 64 x 64, 4 calls a layer (summed with the same-shaped copies).
+  const auto sort = with_note("sort by local expert", MemPass::fwd);
+  REQUIRE(sort.size() == 1);
+  CHECK((sort[0].op == MemOp::copy && sort[0].rows == 64 && sort[0].cols == 64));
+  CHECK(sort[0].calls_per_step == 4 * 2);
   // SwiGLU over the 64 routed rows at the expert's width and over the 32 tokens for the shared
   // one; the dense layer's over 32 x 128 once.
   const auto routed = with_note("routed experts: 64 tokens", MemPass::bwd);

@@ -271,11 +271,32 @@ TEST_CASE("step: the all-gather dispatcher gathers every token over etp x ep, an
       ++permutes;
     }
   CHECK(permutes == 2);
-  // the all-to-all dispatcher permutes the rank's own 512 tokens into their 1024 copies
+  auto sorts = [](const std::vector<StepOperator>& list) {
+    std::vector<StepOperator> out;
+    for (const auto& op : list)
+      if (op.name.rfind("moe sort", 0) == 0 || op.name.rfind("moe unsort", 0) == 0)
+        out.push_back(op);
+    return out;
+  };
+  CHECK(sorts(ops).empty());  // its permute takes the copies in expert order
+  // The all-to-all dispatcher permutes the rank's own 512 tokens into their 1024 copies; after
+  // the all-to-all and the etp gather it sorts the 2048 copies it holds by its 4 local experts,
+  // and back before the combine (Megatron-Core's sort_chunks_by_idxs): 2048 x 4096 copied each
+  // way, forward and backward, in every MoE layer.
   c.dispatcher = MoeDispatcher::alltoall;
-  for (const auto& op : step_operators(c, 0))
+  const auto a2a_ops = step_operators(c, 0);
+  for (const auto& op : a2a_ops)
     if (op.name == "moe permute: the copies gathered")
       CHECK((op.memop.rows == 1024 && op.memop.vocab == 512));
+  const auto sorted = sorts(a2a_ops);
+  REQUIRE(sorted.size() == 4);
+  for (const auto& op : sorted)
+    CHECK((op.memop.op == MemOp::copy && op.memop.rows == 2048 && op.memop.cols == 4096 &&
+           op.count == 32));
+  // one expert a rank (ep 8): nothing to sort
+  c.ep = 8;
+  c.dp = 8;
+  CHECK(sorts(step_operators(c, 0)).empty());
 }
 
 TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", "[step]") {
