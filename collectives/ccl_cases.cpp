@@ -44,20 +44,26 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
       o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
   auto model = select_models(load_models(path), o.model, path);
   if (model.size() != 1) throw bad_input("--model: name one model");
-  ModelParallel parallel{o.tp,     o.ep,          o.pp,  o.micro_batch,
-                         o.seqlen, o.model_dtype, o.etp, o.dispatcher};
+  ModelParallel parallel{o.tp,          o.ep,  o.pp,         o.micro_batch, o.seqlen,
+                         o.model_dtype, o.etp, o.dispatcher, o.cp};
   const std::int64_t etp = parallel.expert_tp();
   // how the messages below name the layout
-  const std::string degrees =
-      fmt::format("tp {}, ep {}{}, pp {}{}", o.tp, o.ep,
-                  etp != o.tp ? fmt::format(", etp {}", etp) : std::string(), o.pp,
-                  o.dispatcher != MoeDispatcher::alltoall
-                      ? fmt::format(", the {} dispatcher", moe_dispatcher_name(o.dispatcher))
-                      : std::string());
+  const std::string degrees = fmt::format(
+      "tp {}{}, ep {}{}, pp {}{}", o.tp, o.cp > 1 ? fmt::format(", cp {}", o.cp) : std::string(),
+      o.ep, etp != o.tp ? fmt::format(", etp {}", etp) : std::string(), o.pp,
+      o.dispatcher != MoeDispatcher::alltoall
+          ? fmt::format(", the {} dispatcher", moe_dispatcher_name(o.dispatcher))
+          : std::string());
+  const std::int64_t seq = o.seqlen > 0 ? o.seqlen : model.front().seqlen;
+  if (o.cp > 1 && seq % (2 * o.cp) != 0)
+    throw bad_input(
+        fmt::format("--cp {}: does not split the sequence of {} tokens into 2 x {} equal chunks "
+                    "(Megatron-Core balances the causal mask's work over them)",
+                    o.cp, seq, o.cp));
   auto messages = model_messages(model.front(), parallel);
   if (messages.empty())
-    throw bad_input(fmt::format("--model {}: no messages at {} (set --tp, --ep or --pp above 1)",
-                                o.model, degrees));
+    throw bad_input(fmt::format(
+        "--model {}: no messages at {} (set --tp, --cp, --ep or --pp above 1)", o.model, degrees));
   // --op picks among the model's messages (all of them by default).
   std::vector<std::string> offered;
   for (const auto& m : messages)
@@ -80,6 +86,8 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
         return 1;
       case ParallelAxis::ep:
         return static_cast<int>(etp);
+      case ParallelAxis::cp:
+        return static_cast<int>(o.tp);
       case ParallelAxis::pp:
         return world_size % o.pp == 0 ? world_size / static_cast<int>(o.pp) : 1;
     }
@@ -99,6 +107,17 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
         "launch: launch a multiple of {} ranks or lower --etp/--ep/--pp",
         o.model, degrees, etp * o.ep * o.pp, world_size, world_size > 1 ? "s" : "",
         etp * o.ep * o.pp));
+  // A ring's cp ranks lie tp apart within each pipeline stage's tp · cp · dp ranks
+  // (Megatron-LM's order "tp-cp-ep-dp-pp").
+  const bool ring = std::any_of(messages.begin(), messages.end(),
+                                [](const ModelMessage& m) { return m.axis == ParallelAxis::cp; });
+  if (ring && world_size % (o.tp * o.cp * o.pp) != 0)
+    throw bad_input(fmt::format(
+        "--model {} at {}: the context-parallel rings take tp x cp x pp = {} ranks, which do not "
+        "divide the {} rank{} of this launch: launch a multiple of {} ranks or lower "
+        "--tp/--cp/--pp",
+        o.model, degrees, o.tp * o.cp * o.pp, world_size, world_size > 1 ? "s" : "",
+        o.tp * o.cp * o.pp));
   std::vector<CclCase> cases;
   for (const auto& m : messages) {
     if (world_size % m.group_size != 0)

@@ -112,6 +112,7 @@ cxxopts::Options ccl_flags() {
     ("ep", "expert-parallel degree", cxxopts::value<std::string>()->default_value("1"))
     ("etp", "expert tensor-parallel degree: the ranks that split each expert (default: --tp, as Megatron-Core)", cxxopts::value<std::string>())
     ("moe-dispatcher", "MoE token dispatcher, as Megatron-Core's --moe-token-dispatcher-type: alltoall (the tokens' top-k copies over ep, then etp) or allgather (Megatron-Core's default: every token over the etp x ep ranks)", cxxopts::value<std::string>()->default_value("alltoall"))
+    ("cp", "context-parallel degree: each sequence split over cp ranks (tp apart), attention's K and V passed around them in a ring", cxxopts::value<std::string>()->default_value("1"))
     ("pp", "pipeline-parallel degree", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "micro-batch size", cxxopts::value<std::string>()->default_value("1"))
     ("seq-len", "sequence length (default: the model's)", cxxopts::value<std::string>())
@@ -268,6 +269,7 @@ void read_model(const cxxopts::ParseResult& p, CclOptions& o) {
   o.ep = parse_positive_int(str("ep"), "--ep");
   if (p.count("etp")) o.etp = parse_positive_int(str("etp"), "--etp");
   o.dispatcher = parse_moe_dispatcher(str("moe-dispatcher"));
+  o.cp = parse_positive_int(str("cp"), "--cp");
   o.pp = parse_positive_int(str("pp"), "--pp");
   o.micro_batch = parse_positive_int(str("micro-batch"), "--micro-batch");
   if (p.count("seq-len")) o.seqlen = parse_positive_int(str("seq-len"), "--seq-len");

@@ -35,6 +35,7 @@ struct CclOptions {
   std::int64_t tp = 1, ep = 1, pp = 1, micro_batch = 1, seqlen = 0;
   std::int64_t etp = 0;  // --etp; 0: --tp's
   MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  std::int64_t cp = 1;  // --cp
   DType model_dtype = DType::bf16;
   // Captured collectives (--capture-path, --rank)
   JobShapesOptions job;  // --capture-path / --trace-path, --rank

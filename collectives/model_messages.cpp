@@ -49,9 +49,13 @@ void add_summed(const std::vector<ParallelMessage>& messages, const ModelConfig&
 }  // namespace
 
 std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParallel& p) {
-  const std::int64_t seq = p.seqlen > 0 ? p.seqlen : m.seqlen;
+  // a rank's share of each sequence: all of it, or 1/cp with context parallelism
+  const std::int64_t seq = (p.seqlen > 0 ? p.seqlen : m.seqlen) / p.cp;
+  const std::string seq_term = p.cp > 1 ? "(seq/cp)" : "seq";
   ParallelShape shape;
   shape.tokens = p.micro_batch * seq;
+  shape.cp = p.cp;
+  shape.kv_width = p.cp > 1 ? kv_elements_per_token(m, p.tp) : 0;
   shape.hidden = m.hidden_size;
   shape.tp = p.tp;
   shape.ep = p.ep;
@@ -79,7 +83,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
       [&](const ParallelMessage& x) {
         return loss_stats(x) ? fmt::format("tp all_reduce of cross-entropy stats ({}x{} fp32)",
                                            p.micro_batch, seq)
-                             : fmt::format("tp all_reduce of mbs*seq*hidden {}", dims);
+                             : fmt::format("tp all_reduce of mbs*{}*hidden {}", seq_term, dims);
       },
       out);
   shape.sp = true;
@@ -88,7 +92,18 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   add_summed(
       with_sp, m, tp, ParallelAxis::tp,
       [&](const ParallelMessage& x) {
-        return fmt::format("sp {} of mbs*seq*hidden {}", coll_op_name(x.op), dims);
+        return fmt::format("sp {} of mbs*{}*hidden {}", coll_op_name(x.op), seq_term, dims);
+      },
+      out);
+  // Context parallelism's ring of K and V (attention holds every token of the rank's share
+  // whatever sp: its heads are what tp splits).
+  const std::int64_t kv_bytes =
+      shape.tokens * shape.kv_width * static_cast<std::int64_t>(dtype_size(p.dtype));
+  add_summed(
+      context_parallel_messages(shape), m, static_cast<int>(p.cp), ParallelAxis::cp,
+      [&](const ParallelMessage& x) {
+        return fmt::format("cp send_recv of {}mbs*(seq/cp)*kv ({}x{}x{})",
+                           x.bytes == kv_bytes ? "" : "2*", p.micro_batch, seq, shape.kv_width);
       },
       out);
   // Expert and pipeline messages, without sequence parallelism and (tp > 1) with it, where each
@@ -130,7 +145,7 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
         out);
     // 1F1B pairs each stage's send with the next one's receive: a send_recv of 2 ranks.
     if (p.pp > 1)
-      out.push_back({fmt::format("{}pp send_recv of mbs*seq*hidden activations", prefix),
+      out.push_back({fmt::format("{}pp send_recv of mbs*{}*hidden activations", prefix, seq_term),
                      CollOp::send_recv,
                      static_cast<std::uint64_t>(tokens * m.hidden_size *
                                                 static_cast<std::int64_t>(dtype_size(p.dtype))),

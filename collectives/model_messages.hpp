@@ -5,7 +5,7 @@
 // routed tokens and the expert-tensor-parallel gathers and scatters of them, or the all-gather
 // dispatcher's gathers and scatters of every token (all from
 // collectives/parallel_messages, as bench_step's step), and the pipeline's send/recv of
-// activations.
+// activations, and context parallelism's ring of K and V.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,7 +20,8 @@ namespace opbench {
 // (collectives/rank_groups.hpp: tensor-parallel and expert-tensor-parallel ranks consecutive, an
 // expert group's etp apart, a pipeline stage's neighbour world / pp on).
 // The all-gather dispatcher's tp_ep groups are etp · ep consecutive ranks.
-enum class ParallelAxis { tp, ep, etp, tp_ep, pp };
+// A context-parallel ring's cp ranks lie tp apart.
+enum class ParallelAxis { tp, ep, etp, tp_ep, cp, pp };
 
 struct ModelMessage {
   std::string label;  // what it stands for: "tp all_reduce of mbs*seq*hidden"
@@ -37,6 +38,7 @@ struct ModelParallel {
   DType dtype = DType::bf16;
   std::int64_t etp = 0;  // expert tensor parallelism; 0: tp, as Megatron-Core defaults it
   MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  std::int64_t cp = 1;  // context parallelism: a rank holds seqlen / cp of each sequence
   std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 

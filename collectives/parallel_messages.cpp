@@ -68,6 +68,22 @@ std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s) {
   return out;
 }
 
+std::vector<ParallelMessage> context_parallel_messages(const ParallelShape& s) {
+  if (s.cp <= 1) return {};
+  const std::int64_t kv = s.tokens * s.kv_width * static_cast<std::int64_t>(dtype_size(s.dtype));
+  const auto F = MessagePass::forward, B = MessagePass::backward;
+  const auto layer = MessageScope::per_layer;
+  const auto g = MessageGroup::cp;
+  std::vector<ParallelMessage> out{
+      {CollOp::send_recv, F, layer, s.cp - 1, kv, s.dtype, "K and V around the ring", g},
+      {CollOp::send_recv, B, layer, 2, kv, s.dtype,
+       "K and V around the ring again, the last block's gradients", g}};
+  if (s.cp > 2)
+    out.push_back({CollOp::send_recv, B, layer, s.cp - 2, 2 * kv, s.dtype,
+                   "K and V with the gradients of the block before", g});
+  return out;
+}
+
 std::vector<ParallelMessage> expert_parallel_messages(const ParallelShape& s) {
   if (s.top_k <= 0) return {};
   const std::int64_t tokens = s.tokens / (s.sp ? s.tp : 1);

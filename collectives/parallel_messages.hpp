@@ -32,6 +32,11 @@
 // rank's own experts; it reduce-scatters the unpermuted outputs back: an all-gather and a
 // reduce-scatter of etp · ep times the rank's tokens, each way. The routing map and probabilities
 // it gathers beside them (E values a token) are not counted.
+// Context parallelism (Transformer Engine's AttnFuncWithCPAndKVP2P, Megatron-Core's default
+// --cp-comm-type p2p): every layer's attention passes each rank's K and V (its 1/cp of the tokens)
+// around the cp ranks in a ring, cp − 1 sends forward; backward the ring runs again with K and V
+// and the gradients of the block before: K and V alone first, the last block's gradients alone
+// last, both packed into one message in the cp − 2 steps between.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,8 +53,8 @@ enum class MessageScope { per_layer, per_tp_mlp_layer, per_moe_layer, first_stag
 // Whose group a message runs in: the tensor-parallel group, the expert-parallel one, or the
 // expert-tensor-parallel one (etp ranks, consecutive: Megatron's expert dimensions "tp-ep-dp-pp"
 // with its tp the etp), or both expert groups together (etp · ep consecutive ranks: Megatron-Core's
-// tp_ep group).
-enum class MessageGroup { tp, ep, etp, tp_ep };
+// tp_ep group), or the context-parallel ring (cp ranks, tp apart: Megatron's "tp-cp-ep-dp-pp").
+enum class MessageGroup { tp, ep, etp, tp_ep, cp };
 
 // Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type): alltoall, which it
 // recommends with expert parallelism, and allgather, its default.
@@ -75,7 +80,7 @@ struct ParallelMessage {
 };
 
 struct ParallelShape {
-  std::int64_t tokens = 0;  // per micro-batch: micro_batch x sequence length
+  std::int64_t tokens = 0;  // per micro-batch on a rank: micro_batch x sequence length / cp
   std::int64_t hidden = 0;
   std::int64_t tp = 1;
   bool sp = false;  // sequence parallelism (with tp > 1)
@@ -83,11 +88,15 @@ struct ParallelShape {
   std::int64_t etp = 1;    // expert tensor parallelism (Megatron-Core's default: tp)
   std::int64_t top_k = 0;  // MoE: experts per token
   MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  std::int64_t cp = 1;
+  std::int64_t kv_width = 0;  // K and V elements a token on a tp rank (kv_elements_per_token)
   DType dtype = DType::bf16;
 };
 
 // Empty when tp is 1.
 std::vector<ParallelMessage> tensor_parallel_messages(const ParallelShape& s);
+// Empty when cp is 1.
+std::vector<ParallelMessage> context_parallel_messages(const ParallelShape& s);
 // Empty when ep and etp are 1 or the model has no experts (top_k 0).
 // The all-gather dispatcher's messages run in the tp_ep group, the all-to-all one's in the ep and
 // etp groups.

@@ -125,6 +125,12 @@ std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
   return out;
 }
 
+std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp) {
+  const TpHeads h = heads_per_tp_rank(m, tp);
+  if (m.mla) return h.kv * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim);
+  return 2 * h.kv * m.head_dim;
+}
+
 TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp) {
   TpHeads h;
   if (m.num_attention_heads % tp != 0)

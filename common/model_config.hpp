@@ -68,6 +68,9 @@ struct TpHeads {
   std::string note;
 };
 TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp);
+// K and V elements of one token on a tensor-parallel rank (its KV heads' key and value widths;
+// MLA's decompressed keys and values): what context parallelism passes around its ring.
+std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp);
 
 // Loads and validates every model of a models.json file.
 std::vector<ModelConfig> load_models(const std::string& path);

@@ -42,7 +42,7 @@ from collections import Counter
 KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n", "k", "batch", "transa", "transb",
                "batch_size", "seqlen_q", "seqlen_kv", "num_head_q", "num_head_kv", "head_dim_qk", "head_dim_v",
                "causal", "world_size", "group_size", "size_bytes", "placement", "redop", "root", "dtype",
-               "out_dtype", "tp", "micro_batch", "seqlen", "ep", "etp", "moe_dispatcher", "routing", "impl", "backend",
+               "out_dtype", "tp", "cp", "micro_batch", "seqlen", "ep", "etp", "moe_dispatcher", "routing", "impl", "backend",
                # bench_memops: the operator's shape and implementation
                "rows", "cols", "heads", "kv_heads", "head_dim", "vocab", "devices", "provider",
                # bench_step: the configuration, and for step_operators.csv the operator
@@ -53,9 +53,11 @@ KEY_COLUMNS = ["unit", "phase", "model", "gemm", "op", "label", "pass", "m", "n"
 # versions, while expert rows of an implementation, expert-parallel degree or routing never match
 # rows of another (nor the old one-expert rows), nor an MoE configuration's of another etp.
 EMPTY_WHEN_ABSENT = {"ep", "etp", "routing", "impl"}
-# bench_step's moe_dispatcher: a report written before the column ran every MoE configuration (one
-# with an etp) through the all-to-all dispatcher, and dense ones through none.
-ABSENT_MEANS = {"moe_dispatcher": lambda row: "alltoall" if row.get("etp") else ""}
+# bench_step's columns a report written before them lacks, as they would have read: moe_dispatcher
+# (every MoE configuration, one with an etp, through the all-to-all dispatcher, dense ones through
+# none) and cp (no context parallelism: 1).
+ABSENT_MEANS = {"moe_dispatcher": lambda row: "alltoall" if row.get("etp") else "",
+                "cp": lambda row: "1" if row.get("sharding") else ""}
 # Headline figures, best first: (column, higher is better)
 FIGURES = [("tflops", True), ("busbw_gbps", True), ("mem_bw_gbps", True), ("step_time_ms", False),
            ("time_us", False)]

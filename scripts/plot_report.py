@@ -425,7 +425,7 @@ STEP_PARTS = (("GEMM", "gemm_ms"), ("attention", "attention_ms"), ("memory-bound
               ("optimizer", "optimizer_ms"), ("host (framework)", "host_ms"))
 # A configuration's columns beyond those every bar label shows (world_size and global_batch follow
 # from those): a label names them only where the report's configurations differ in them.
-STEP_CONFIG_NAMED = ("vpp", "ep", "etp", "moe_dispatcher", "sp", "sharding", "seqlen", "dtype", "overlap")
+STEP_CONFIG_NAMED = ("cp", "vpp", "ep", "etp", "moe_dispatcher", "sp", "sharding", "seqlen", "dtype", "overlap")
 
 
 def config_label(r, named):

@@ -42,6 +42,8 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
   shape.etp = c.expert_tp();
   shape.top_k = c.model.moe ? c.model.moe->num_experts_per_tok : 0;
   shape.dispatcher = c.dispatcher;
+  shape.cp = c.cp;
+  shape.kv_width = c.cp > 1 ? kv_elements_per_token(c.model, c.tp) : 0;
   shape.dtype = c.dtype;
   const ModelConfig layers = stage_model(c, stage);  // the stage's
   const std::int64_t moe_layers = layers.moe_layers();
@@ -69,24 +71,29 @@ void add_model_parallel(const StepConfig& c, std::int64_t stage, Emit& emit) {
         return {"etp", shape.etp};
       case MessageGroup::tp_ep:
         return {"etp*ep", shape.etp * c.ep};
+      case MessageGroup::cp:
+        return {"cp", c.cp};
       case MessageGroup::tp:
         break;
     }
     return {"tp", c.tp};
   };
-  for (const auto& messages : {tensor_parallel_messages(shape), expert_parallel_messages(shape)}) {
+  for (const auto& messages : {tensor_parallel_messages(shape), context_parallel_messages(shape),
+                               expert_parallel_messages(shape)}) {
     for (const ParallelMessage& x : messages) {
       const auto [purpose, group] = group_of(x.group);
       emit(purpose, x.op, x.pass == MessagePass::forward ? StepPhase::forward : StepPhase::backward,
            x.bytes, group, x.dtype, x.count * units(x.scope) * m, x.what);
     }
-    if (c.recompute == Recompute::full)
-      for (const ParallelMessage& x : messages)
-        if (x.recomputed()) {
-          const auto [purpose, group] = group_of(x.group);
-          emit(purpose, x.op, StepPhase::recompute, x.bytes, group, x.dtype,
-               x.count * units(x.scope) * m, "recomputed forward");
-        }
+    // (selective recomputation reruns the attention core, and with it context parallelism's ring)
+    for (const ParallelMessage& x : messages)
+      if (x.recomputed() &&
+          (c.recompute == Recompute::full ||
+           (c.recompute == Recompute::selective && x.group == MessageGroup::cp))) {
+        const auto [purpose, group] = group_of(x.group);
+        emit(purpose, x.op, StepPhase::recompute, x.bytes, group, x.dtype,
+             x.count * units(x.scope) * m, "recomputed forward");
+      }
   }
 }
 
@@ -142,7 +149,7 @@ void add_ddp(const StepConfig& c, std::int64_t stage, Emit& emit) {
     emit(purpose, CollOp::all_reduce, StepPhase::grad_sync, rest, group, c.grad_dtype, 1,
          "last " + gradient);
   };
-  buckets(params.dense, c.dp, "");
+  buckets(params.dense, c.dp_cp(), "");
   buckets(params.experts, expert_dp(c), "expert ");
 }
 
@@ -173,7 +180,7 @@ std::vector<StepOperator> step_collectives(const StepConfig& c, std::int64_t sta
   Emit emit{c, out};
   add_model_parallel(c, stage, emit);
   add_pipeline(c, stage, emit);
-  if (c.dp > 1) {
+  if (c.dp_cp() > 1) {
     if (c.sharding == Sharding::ddp || c.sharding == Sharding::zero1)
       add_ddp(c, stage, emit);
     else

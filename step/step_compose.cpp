@@ -16,6 +16,9 @@ struct StageSums {
   double forward_compute = 0;   // forward compute, all micro-batches
   // kernels launched: the forward's, the backward's (recomputation included), the optimizer's
   double forward_kernels = 0, backward_kernels = 0, optimizer_kernels = 0;
+  // Context parallelism's ring messages and the attention they run beside, by phase (forward,
+  // backward, recompute): Transformer Engine sends the next block while it computes on this one.
+  double ring[3] = {0, 0, 0}, ring_attention[3] = {0, 0, 0};
   double compute() const { return gemm + attention + memop; }
   double critical() const { return compute() + critical_comm; }
 };
@@ -39,7 +42,10 @@ StageSums sum_stage(const StageOperators& ops) {
         s.optimizer += ms;
         break;
       case StepPart::critical_comm:
-        s.critical_comm += ms;
+        if (t.op.collective.purpose == "cp" && t.op.phase <= StepPhase::recompute)
+          s.ring[static_cast<int>(t.op.phase)] += ms;
+        else
+          s.critical_comm += ms;
         break;
       case StepPart::grad_sync:
         s.grad_sync += ms;
@@ -60,7 +66,12 @@ StageSums sum_stage(const StageOperators& ops) {
     } else if (part == StepPart::optimizer) {
       s.optimizer_kernels += kernels;
     }
+    if (part == StepPart::attention && t.op.phase <= StepPhase::recompute)
+      s.ring_attention[static_cast<int>(t.op.phase)] += ms;
   }
+  // the ring's messages wait only where they outlast the phase's attention
+  for (int phase = 0; phase < 3; ++phase)
+    s.critical_comm += std::max(0.0, s.ring[phase] - s.ring_attention[phase]);
   return s;
 }
 
@@ -83,7 +94,7 @@ __int128 total_flops(const StepConfig& c, const std::vector<StageOperators>& sta
   for (const auto& stage : stages)
     for (const TimedOperator& t : stage)
       sum += static_cast<__int128>(t.op.count) * (model ? t.op.model_flops : t.op.hardware_flops);
-  return sum * c.tp * c.dp;
+  return sum * c.tp * c.dp_cp();
 }
 
 }  // namespace

@@ -92,6 +92,24 @@ void validate(const StepConfig& c) {
   require_positive(c.vpp, "--vpp");
   require_positive(c.dp, "--dp");
   require_positive(c.ep, "--ep");
+  require_positive(c.cp, "--cp");
+  if (c.cp > 1) {
+    if (c.seq() % (2 * c.cp) != 0)
+      throw bad_input(
+          fmt::format("--cp {}: does not split the sequence of {} tokens into 2 x {} equal chunks "
+                      "(Megatron-Core balances the causal mask's work over them)",
+                      c.cp, c.seq(), c.cp));
+    if (c.kernels == Kernels::eager || c.attention() == Kernels::eager)
+      throw bad_input(fmt::format(
+          "--cp {}: context parallelism is modelled with fused kernels only (Megatron-Core with "
+          "Transformer Engine's ring attention); give --kernels fused",
+          c.cp));
+    if (c.sharding == Sharding::fsdp || c.sharding == Sharding::hsdp)
+      throw bad_input(fmt::format(
+          "--cp {}: --sharding {} is modelled without context parallelism (give --cp 1, or "
+          "--sharding ddp or zero1)",
+          c.cp, sharding_name(c.sharding)));
+  }
   const std::string& name = c.model.name;
   if (c.pp * c.vpp > c.model.num_hidden_layers)
     throw bad_input(
@@ -134,14 +152,16 @@ void validate(const StepConfig& c) {
     // Megatron-Core lays a stage's tp · dp ranks out again for the experts, as etp · ep · the
     // experts' data parallelism; with etp = tp the expert-parallel group is made of
     // data-parallel ranks
-    if ((c.tp * c.dp) % (c.expert_tp() * c.ep) != 0)
+    if ((c.tp * c.dp_cp()) % (c.expert_tp() * c.ep) != 0)
       throw bad_input(
-          c.etp > 0 ? fmt::format("--etp {} x --ep {}: does not divide --tp {} x --dp {} (the "
-                                  "experts' ranks are a stage's ranks laid out again)",
-                                  c.etp, c.ep, c.tp, c.dp)
-                    : fmt::format("--ep {}: does not divide --dp {} (the expert-parallel group "
-                                  "is made of data-parallel ranks)",
-                                  c.ep, c.dp));
+          c.etp > 0 || c.cp > 1
+              ? fmt::format("--etp {} x --ep {}: does not divide --tp {}{} x --dp {} (the "
+                            "experts' ranks are a stage's ranks laid out again)",
+                            c.expert_tp(), c.ep, c.tp,
+                            c.cp > 1 ? fmt::format(" x --cp {}", c.cp) : "", c.dp)
+              : fmt::format("--ep {}: does not divide --dp {} (the expert-parallel group "
+                            "is made of data-parallel ranks)",
+                            c.ep, c.dp));
   }
   // (the memory and memop paths divide the experts' width by etp as the GEMMs do)
   if (c.etp > 0 && c.model.moe && c.model.moe->moe_intermediate_size % c.etp != 0)

@@ -60,6 +60,10 @@ struct StepConfig {
   std::int64_t global_batch = 0;  // sequences per step over all replicas (0: from grad_accum)
   std::int64_t grad_accum = 0;    // micro-batches per replica per step (0: from global_batch)
   std::int64_t tp = 1, pp = 1, vpp = 1, dp = 1, ep = 1;
+  // Context parallelism (--cp, Megatron-Core's --context-parallel-size): each sequence split over
+  // cp ranks, 2 · cp chunks of which rank r holds chunks r and 2 · cp − 1 − r (the causal mask's
+  // work balanced), attention passing K and V around the cp ranks in a ring.
+  std::int64_t cp = 1;
   // Expert tensor parallelism (--etp): the ranks that split each routed expert; 0: tp, as
   // Megatron-Core defaults it. The experts' ranks are laid out as etp · ep · (the rest) over the
   // tp · dp ranks of a stage.
@@ -99,9 +103,14 @@ struct StepConfig {
   Kernels attention() const { return attention_kernels.value_or(kernels); }
   bool master_weights() const { return optimizer_dtype == DType::fp32 && dtype != DType::fp32; }
 
-  std::int64_t tokens_per_micro_batch() const { return micro_batch * seq(); }
+  // A rank's tokens of a micro-batch: its 1/cp of every sequence (before tp's sequence split).
+  std::int64_t tokens_per_micro_batch() const { return micro_batch * cp_seq(); }
   std::int64_t seq() const { return seqlen > 0 ? seqlen : model.seqlen; }
-  std::int64_t world() const { return tp * pp * dp; }
+  std::int64_t cp_seq() const { return seq() / cp; }  // a rank's share of one sequence
+  std::int64_t world() const { return tp * cp * pp * dp; }
+  // The ranks a stage's gradients are reduced (and zero1's optimizer state sharded) over: the dp
+  // replicas times their cp ranks (Megatron-Core's data-parallel group with context parallelism).
+  std::int64_t dp_cp() const { return dp * cp; }
   std::int64_t micro_batches() const;  // m, per replica per step
   std::int64_t sequences_per_step() const { return micro_batches() * micro_batch * dp; }
   std::int64_t tokens_per_step() const { return sequences_per_step() * seq(); }

@@ -28,9 +28,10 @@ std::string kernels_text(const StepConfig& c) {
 
 std::string config_line(const StepConfig& c) {
   std::string line = fmt::format(
-      "{}: world {} = tp {} x pp {} x dp {}{}{}, {} micro-batch{} of {} x {} tokens per replica, "
-      "recompute {}, {}",
-      c.model.name, c.world(), c.tp, c.pp, c.dp, c.vpp > 1 ? fmt::format(" (vpp {})", c.vpp) : "",
+      "{}: world {} = tp {}{} x pp {} x dp {}{}{}, {} micro-batch{} of {} x {} tokens per "
+      "replica, recompute {}, {}",
+      c.model.name, c.world(), c.tp, c.cp > 1 ? fmt::format(" x cp {}", c.cp) : "", c.pp, c.dp,
+      c.vpp > 1 ? fmt::format(" (vpp {})", c.vpp) : "",
       fmt::format(
           "{}{}{}", c.ep > 1 ? fmt::format(", ep {}", c.ep) : "",
           c.model.moe && c.expert_tp() != c.tp ? fmt::format(", etp {}", c.expert_tp()) : "",

@@ -26,7 +26,7 @@ struct Dims {
   explicit Dims(const StepConfig& c) {
     const ModelConfig& m = c.model;
     B = c.micro_batch;
-    S = c.seq();
+    S = c.cp_seq();
     T = c.tokens_per_micro_batch();
     rows = c.sp() ? T / c.tp : T;
     H = m.hidden_size;

@@ -28,7 +28,7 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
   moe.etp = c.etp;
   moe.routing = c.routing;
   moe.impls = {c.moe_impl};
-  const auto cases = model_cases(v.model, c.tp, {c.micro_batch}, {c.seq()},
+  const auto cases = model_cases(v.model, c.tp, {c.micro_batch}, {c.cp_seq()},
                                  {GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad}, {c.dtype},
                                  moe, c.kernels == Kernels::eager);
   for (const GemmCase& g : cases) {
@@ -63,34 +63,55 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
 // matrix halved under the causal mask; backward twice the forward), so that the list adds up to
 // Megatron's model FLOPs; bench_attention's flops column halves a causal mask's the same way
 // (its backward counts 2.5 forwards, FlashAttention's convention).
+// With context parallelism (cp ranks) a rank holds two of the sequence's 2 · cp chunks and runs
+// one attention call per ring step (Transformer Engine's AttnFuncWithCPAndKVP2P): first its
+// queries against its own K and V, causal over its S/cp tokens; then, for each of the cp − 1
+// blocks that come round, a call without a mask of S/cp queries against half a block (S/(2·cp)
+// keys: the block's earlier chunk) or of half the queries against the whole block, the same
+// FLOPs. Together 1/cp of the sequence's causal attention.
 void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   AttentionShape s =
-      model_attention_shapes(v.model, {c.seq()}, {c.micro_batch}, c.dtype, c.tp).front();
+      model_attention_shapes(v.model, {c.cp_seq()}, {c.micro_batch}, c.dtype, c.tp).front();
   // Eager code around the fused kernel repeats k and v to every query head first (Hugging
   // Face's repeat_kv, the peer's model; the eager plan lists the copy): the kernel runs MHA.
   const bool repeated_kv = c.kernels == Kernels::eager && s.heads_kv != s.heads_q;
   if (repeated_kv) s.heads_kv = s.heads_q;
-  const std::int64_t whole =
-      2 * s.batch * s.heads_q * s.seqlen_q * s.seqlen_kv * (s.head_dim_qk + s.head_dim_v);
-  const std::int64_t fwd_flops = s.causal ? whole / 2 : whole;
   const std::int64_t calls = v.model.num_hidden_layers * v.m;
-  StepOperator fwd =
-      make_op(StepFamily::attention, StepPhase::forward, "attention fwd", calls,
-              repeated_kv ? "k and v repeated to the query heads before the kernel" : "");
-  fwd.attention = s;
-  fwd.attention_pass = AttentionPass::fwd;
-  fwd.model_flops = fwd.hardware_flops = fwd_flops;
-  StepOperator bwd = fwd;
-  bwd.phase = StepPhase::backward;
-  bwd.name = "attention bwd";
-  bwd.attention_pass = AttentionPass::bwd;
-  bwd.model_flops = bwd.hardware_flops = 2 * fwd_flops;
-  out.push_back(fwd);
-  out.push_back(bwd);
-  // Selective recomputation recomputes the attention core only (Megatron's
-  // --recompute-granularity selective); full recomputes it with the rest of the layer.
-  if (c.recompute != Recompute::none) out.push_back(recomputed(fwd));
+  auto add = [&](const AttentionShape& shape, const std::string& what, std::int64_t count,
+                 const std::string& note) {
+    const std::int64_t whole = 2 * shape.batch * shape.heads_q * shape.seqlen_q * shape.seqlen_kv *
+                               (shape.head_dim_qk + shape.head_dim_v);
+    const std::int64_t fwd_flops = shape.causal ? whole / 2 : whole;
+    StepOperator fwd =
+        make_op(StepFamily::attention, StepPhase::forward, "attention fwd" + what, count, note);
+    fwd.attention = shape;
+    fwd.attention_pass = AttentionPass::fwd;
+    fwd.model_flops = fwd.hardware_flops = fwd_flops;
+    StepOperator bwd = fwd;
+    bwd.phase = StepPhase::backward;
+    bwd.name = "attention bwd" + what;
+    bwd.attention_pass = AttentionPass::bwd;
+    bwd.model_flops = bwd.hardware_flops = 2 * fwd_flops;
+    out.push_back(fwd);
+    out.push_back(bwd);
+    // Selective recomputation recomputes the attention core only (Megatron's
+    // --recompute-granularity selective); full recomputes it with the rest of the layer.
+    if (c.recompute != Recompute::none) out.push_back(recomputed(fwd));
+  };
+  if (c.cp == 1) {
+    add(s, "", calls, repeated_kv ? "k and v repeated to the query heads before the kernel" : "");
+    return;
+  }
+  add(s, " (cp: the rank's own chunks)", calls,
+      fmt::format("causal over the rank's {} of {} tokens", c.cp_seq(), c.seq()));
+  AttentionShape ring = s;
+  ring.seqlen_kv = s.seqlen_q / 2;
+  ring.causal = false;
+  add(ring, " (cp: a ring step's block)", calls * (c.cp - 1),
+      fmt::format("{} ring steps a layer: the rank's queries against the earlier half of "
+                  "another rank's block, unmasked",
+                  c.cp - 1));
 }
 
 bool is_layer_memop(MemOp op) {
@@ -110,7 +131,7 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
   run.moe_layers = false;        // and the MoE layers' kernels, under the step's ep and routing
   run.tp = c.tp;
   run.micro_batches = {c.micro_batch};
-  run.seqlens = {c.seq()};
+  run.seqlens = {c.cp_seq()};
   for (MemopCase mc : model_memop_cases(v.model, run, ops, {MemPass::fwd, MemPass::bwd}, c.dtype)) {
     if (mc.op == MemOp::cross_entropy && !v.last()) continue;
     if (mc.op == MemOp::embedding && !v.first()) continue;
@@ -316,7 +337,7 @@ std::int64_t stage_parameters(const StepConfig& c, std::int64_t stage) {
 }
 
 std::int64_t optimizer_shards(const StepConfig& c) {
-  if (c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1) return c.dp;
+  if (c.sharding == Sharding::fsdp || c.sharding == Sharding::zero1) return c.dp_cp();
   return c.sharding == Sharding::hsdp ? c.shard_group : 1;
 }
 
@@ -332,7 +353,7 @@ RankParameters rank_parameters(const StepConfig& c, std::int64_t stage) {
 }
 
 std::int64_t expert_dp(const StepConfig& c) {
-  return std::max<std::int64_t>(1, c.tp * c.dp / (c.expert_tp() * c.ep));
+  return std::max<std::int64_t>(1, c.tp * c.dp_cp() / (c.expert_tp() * c.ep));
 }
 
 std::int64_t expert_optimizer_shards(const StepConfig& c) {

@@ -62,9 +62,10 @@ void add_flags(cxxopts::Options& options) {
     ("pp", "pipeline stages (list)", cxxopts::value<std::string>()->default_value("1"))
     ("vpp", "virtual stages per pipeline rank (interleaved 1F1B)", cxxopts::value<std::string>()->default_value("1"))
     ("dp", "data-parallel replicas (list)", cxxopts::value<std::string>()->default_value("1"))
-    ("world-size", "devices in all: dp = world / (tp x pp)", cxxopts::value<std::string>())
-    ("ep", "expert-parallel degree (MoE; etp x ep divides tp x dp: with etp = tp, ep divides dp)", cxxopts::value<std::string>()->default_value("1"))
-    ("etp", "expert tensor-parallel degree (MoE): the ranks that split each routed expert (default: --tp, as Megatron-Core; etp x ep divides tp x dp)", cxxopts::value<std::string>())
+    ("cp", "context-parallel degree: each sequence split over cp ranks, attention passing K and V around them in a ring (Megatron-Core's --context-parallel-size; fused kernels)", cxxopts::value<std::string>()->default_value("1"))
+    ("world-size", "devices in all: dp = world / (tp x cp x pp)", cxxopts::value<std::string>())
+    ("ep", "expert-parallel degree (MoE; etp x ep divides tp x cp x dp: with etp = tp and cp 1, ep divides dp)", cxxopts::value<std::string>()->default_value("1"))
+    ("etp", "expert tensor-parallel degree (MoE): the ranks that split each routed expert (default: --tp, as Megatron-Core; etp x ep divides tp x cp x dp)", cxxopts::value<std::string>())
     ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
     ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
     ("shard-group", "hsdp: ranks per shard group", cxxopts::value<std::string>())
@@ -151,6 +152,7 @@ std::optional<StepOptions> parse_step_options(int argc, char** argv) {
     o.world_size = one_int(p, "world-size");
   }
   c.ep = one_int(p, "ep");
+  c.cp = one_int(p, "cp");
   if (p.count("etp")) c.etp = one_int(p, "etp");
   c.dispatcher = parse_moe_dispatcher(str("moe-dispatcher"));
   c.sequence_parallel = p.count("no-sequence-parallel") == 0;
@@ -244,11 +246,12 @@ std::vector<StepConfig> step_configurations(const StepOptions& o, const ModelCon
               c.pp = pp;
               c.dp = dp;
               if (o.world_size > 0) {
-                if (o.world_size % (tp * pp) != 0)
-                  throw bad_input(
-                      fmt::format("--world-size {}: not a multiple of --tp {} x --pp {}",
-                                  o.world_size, tp, pp));
-                c.dp = o.world_size / (tp * pp);
+                const std::int64_t model_parallel = tp * c.cp * pp;
+                if (o.world_size % model_parallel != 0)
+                  throw bad_input(fmt::format(
+                      "--world-size {}: not a multiple of --tp {}{} x --pp {}", o.world_size, tp,
+                      c.cp > 1 ? fmt::format(" x --cp {}", c.cp) : "", pp));
+                c.dp = o.world_size / model_parallel;
               }
               c.recompute = r;
               c.dtype = dtype;

@@ -26,6 +26,7 @@ Record step_config_fields(const StepConfig& c) {
   r.arg("model", c.model.name)
       .arg("world_size", c.world())
       .arg("tp", c.tp)
+      .arg("cp", c.cp)
       .arg("pp", c.pp)
       .arg("vpp", c.vpp)
       .arg("dp", c.dp)

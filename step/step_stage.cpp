@@ -28,7 +28,7 @@ MemopCase step_memop_base(const StepConfig& c) {
   mc.dtype = c.dtype;
   mc.tp = c.tp;
   mc.micro_batch = c.micro_batch;
-  mc.seqlen = c.seq();
+  mc.seqlen = c.cp_seq();  // the rank's share of the sequence, as bench_memops --model --seq-len
   return mc;
 }
 

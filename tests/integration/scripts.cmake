@@ -532,12 +532,12 @@ add_test(NAME "compare_reports: a bench_step report against itself"
 set_tests_properties("compare_reports: a bench_step report against itself" PROPERTIES
   PASS_REGULAR_EXPRESSION "2 rows compared on step_time_ms \\(lower is better\\), threshold 5%: 0 regressed, 0 improved, 0 within noise, 0 inconclusive\\.\nexit=0")
 
-# bench_step's moe_dispatcher column: a step.csv written before it (an MoE row with its etp, no
-# dispatcher) matches the all-to-all row of a newer one, whose 50% slower step is a regression;
-# the all-gather row is a new case, and the dense row matches as before.
-add_test(NAME "compare_reports: a step.csv without moe_dispatcher reads its MoE rows as alltoall"
+# bench_step's moe_dispatcher and cp columns: a step.csv written before them (an MoE row with its
+# etp, no dispatcher, no cp) matches the all-to-all, cp 1 row of a newer one, whose 50% slower
+# step is a regression; the all-gather row is a new case, and the dense row matches as before.
+add_test(NAME "compare_reports: a step.csv without moe_dispatcher and cp reads its MoE rows as alltoall, every row as cp 1"
   COMMAND ${WITH_EXIT} ${COMPARE} ${DATA}/compare_step_before_dispatcher.csv ${DATA}/compare_step_dispatchers.csv)
-set_tests_properties("compare_reports: a step.csv without moe_dispatcher reads its MoE rows as alltoall" PROPERTIES
+set_tests_properties("compare_reports: a step.csv without moe_dispatcher and cp reads its MoE rows as alltoall, every row as cp 1" PROPERTIES
   PASS_REGULAR_EXPRESSION "\\| mixtral-8x7b \\| 2 \\| 4 \\| 2 \\| alltoall \\| 4 \\| 1000 \\| 1500 \\| 0.667 \\| -33.3% \\| REGRESSION .*\\| allgather \\| 4 \\| new row \\| 1400 .*2 rows compared on step_time_ms.*1 regressed.*\nexit=1")
 
 # What readers took wrong in the charts (issue 44 item 3): check_plot_figures.py looks says what

@@ -197,6 +197,13 @@ add_test(NAME "step: --etp 1 keeps each expert whole on the tokens its rank rout
 set_tests_properties("step: --etp 1 keeps each expert whole on the tokens its rank routes, and no etp gathers" PROPERTIES
   PASS_REGULAR_EXPRESSION "world 4 = tp 2 x pp 1 x dp 2, ep 2, etp 1, .*moe_expert_gate_up fprop[^\n]* 4 experts n28672 k4096 tokens 256\\.\\.256"
   FAIL_REGULAR_EXPRESSION "etp all_gather")
+# --cp 2: the config line says it; a rank's attention is one causal call over its 4096 tokens and
+# one unmasked call against the other rank's earlier 2048; K and V (8 MiB) around the ring of 2;
+# the gradients reduced over dp x cp = 4 ranks.
+add_test(NAME "step: --cp splits the sequence: the rank's own causal attention, a ring step's block, K and V around the ring"
+  COMMAND bench_step --model llama3.1-8b --tp 2 --cp 2 --dp 2 --seq-len 8192 --dry-run)
+set_tests_properties("step: --cp splits the sequence: the rank's own causal attention, a ring step's block, K and V around the ring" PROPERTIES
+  PASS_REGULAR_EXPRESSION "world 8 = tp 2 x cp 2 x pp 1 x dp 2, .*attention fwd \\(cp: the rank's own chunks\\) +32 [^\n]* s4096/4096 [^\n]* causal bf16\n.*attention fwd \\(cp: a ring step's block\\) +32 [^\n]* s4096/2048 [^\n]*d128/128 bf16\n.*cp send_recv \\(K and V around the ring\\) +32 [^\n]* send_recv 8388608 B over 2 ranks bf16.*dp all_reduce \\(gradient buckets\\)[^\n]* over 4 ranks fp32")
 # --moe-dispatcher allgather (Megatron-Core's default): the config line says it; each rank's 512
 # tokens gathered over etp x ep = 4 ranks (4 x 512 x 4096 x 2 B), no all-to-all, no etp gathers.
 add_test(NAME "step: --moe-dispatcher allgather gathers every token over etp x ep, no all-to-all"

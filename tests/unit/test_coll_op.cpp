@@ -272,6 +272,33 @@ TEST_CASE("model messages: the all-gather dispatcher gathers every token over et
                     "--moe-dispatcher: 'deepep' is not one of alltoall, allgather");
 }
 
+// Context parallelism: every message sees the rank's seq / cp tokens, and attention passes K and
+// V around the cp ranks in a ring (Transformer Engine's P2P ring): cp - 1 blocks a layer
+// forward; backward 2 single ones (K and V first, the last gradients last) and cp - 2 packed
+// with the gradients.
+TEST_CASE("model messages: context parallelism's ring of K and V") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto llama = select_models(models, "llama3.1-8b", "m").front();  // 32 layers, 8 KV heads of 128
+  ModelParallel p{2, 1, 1, 1, 8192, DType::bf16};
+  p.cp = 4;
+  std::vector<ModelMessage> ring;
+  for (const auto& x : model_messages(llama, p)) {
+    if (x.axis == ParallelAxis::cp) ring.push_back(x);
+    if (x.label.rfind("sp all_gather", 0) == 0)  // 2048 tokens of hidden 4096 in bf16
+      CHECK(x.size_bytes == 2048ull * 4096 * 2);
+  }
+  // 2048 tokens x 4 KV heads a tp rank x (128 + 128) x 2 B = 4 MiB
+  REQUIRE(ring.size() == 2);
+  CHECK((ring[0].op == CollOp::send_recv && ring[0].group_size == 4));
+  CHECK((ring[0].size_bytes == 4194304 && ring[0].calls_per_step == (3 + 2) * 32));
+  CHECK((ring[1].size_bytes == 2 * 4194304 && ring[1].calls_per_step == 2 * 32));
+  CHECK(ring[0].label == "cp send_recv of mbs*(seq/cp)*kv (1x2048x1024)");
+  // MLA: every head's decompressed key (128 + 64) and value (128): DeepSeek-V2-Lite's 16 heads
+  auto lite = select_models(models, "deepseek-v2-lite", "m").front();
+  CHECK(kv_elements_per_token(lite, 1) == 16 * (128 + 64 + 128));
+  CHECK(kv_elements_per_token(llama, 2) == 4 * 2 * 128);
+}
+
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   const std::vector<std::string> even{"a", "a", "b", "b", "c", "c"};
   auto l = layout_of(even, 2);

@@ -116,6 +116,13 @@ TEST_CASE("step: Llama-3.1 8B at tp 8, pp 4 lists exactly Megatron's model FLOPs
     c.dp = 2;
     CHECK(total_model_flops(c, all_stages(c)) == 2 * megatron);
   }
+  SECTION("context parallelism splits the same FLOPs over its ranks") {
+    // cp 4: a rank's GEMMs see 2048 tokens, its attention one causal 2048 x 2048 call and three
+    // unmasked 2048 x 1024 ones a layer; the 4 ranks do the whole sequence's FLOPs once
+    c.cp = 4;
+    CHECK(total_model_flops(c, all_stages(c)) == megatron);
+    CHECK(total_hardware_flops(c, all_stages(c)) == megatron);
+  }
   SECTION("recomputation adds hardware FLOPs, not model FLOPs") {
     c.recompute = Recompute::selective;
     auto s2 = all_stages(c);
@@ -469,6 +476,81 @@ TEST_CASE("step: a two-stage pipeline's step by hand: bubble, hidden all-reduce,
   CHECK(*p.tokens_per_s == Approx(8 * 32 / 2.725e-3));
 }
 
+TEST_CASE("step: context parallelism's ring messages wait only beyond the attention beside them",
+          "[step]") {
+  // Forward: 4 ring messages of 100 us (0.4 ms) beside 2 attention calls of 300 us (0.6 ms):
+  // hidden. Backward: 4 of 400 us (1.6 ms) beside 2 attention calls of 500 us (1 ms): 0.6 ms
+  // exposed. A tp message is exposed whatever the attention.
+  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us,
+               const char* purpose) {
+    TimedOperator t;
+    t.op.family = family;
+    t.op.phase = phase;
+    t.op.name = "op";
+    t.op.count = count;
+    t.op.collective.purpose = purpose;
+    t.time = OperatorTime{us, "test", "", std::nullopt};
+    return t;
+  };
+  const auto A = StepFamily::attention, C = StepFamily::collective;
+  const auto F = StepPhase::forward, B = StepPhase::backward;
+  const StageOperators stage{op(A, F, 2, 300, ""), op(C, F, 4, 100, "cp"), op(A, B, 2, 500, ""),
+                             op(C, B, 4, 400, "cp"), op(C, F, 1, 50, "tp")};
+  StepConfig c;
+  c.model = small_model();
+  const StepProjection p = compose_step(c, {stage}, std::nullopt);
+  CHECK(p.parts.attention_ms == Approx(1.6));
+  CHECK(p.parts.exposed_comm_ms == Approx(0.6 + 0.05));
+  CHECK(*p.step_ms == Approx(1.6 + 0.65));
+}
+
+TEST_CASE("step: --cp splits each sequence over a ring of ranks", "[step]") {
+  // Llama 3.1 8B (32 layers, 32 query and 8 KV heads of 128), tp 2, cp 2, dp 2, one sequence of
+  // 8192 tokens: a rank holds 4096 of them. Its attention is one causal call over its own 4096
+  // and one unmasked call of its 4096 queries against the other rank's earlier 2048: half the
+  // sequence's causal attention FLOPs, which 2 cp ranks make whole.
+  StepConfig c = llama_8b(2, 1);
+  c.cp = 2;
+  c.dp = 2;
+  REQUIRE(c.world() == 8);
+  const auto ops = step_operators(c, 0);
+  std::int64_t attention_flops = 0;
+  for (const auto& op : ops)
+    if (op.family == StepFamily::attention && op.phase == StepPhase::forward) {
+      attention_flops += op.count * op.model_flops;
+      CHECK(op.attention.seqlen_q == 4096);
+      CHECK(op.attention.seqlen_kv == (op.attention.causal ? 4096 : 2048));
+      CHECK(op.count == 32);
+    }
+  const std::int64_t whole_causal = 2LL * 16 * 8192 * 8192 * 256 / 2;  // 16 heads a tp rank
+  CHECK(attention_flops * 2 == 32 * whole_causal);
+  // the GEMMs see the rank's 4096 tokens
+  for (const auto& op : ops)
+    if (op.name == "qkv_proj fprop") CHECK(op.gemm.m == 4096);
+  // K and V of 4096 tokens, 4 KV heads of 128 each, bf16: 8 MiB once forward, twice backward,
+  // in a ring of 2; the gradients all-reduced over dp x cp = 4 ranks
+  const Found fwd = collective(ops, "cp send_recv (K and V around the ring)", StepPhase::forward);
+  CHECK((fwd.count == 32 && fwd.bytes == 8388608 && fwd.group == 2));
+  CHECK(collective(ops, "cp send_recv (K and V around the ring again, the last block's gradients)",
+                   StepPhase::backward)
+            .count == 64);
+  CHECK(collective(ops, "dp all_reduce (gradient buckets)", StepPhase::grad_sync).group == 4);
+  // cp 4 (2048 tokens a rank, 4 MiB of K and V): three blocks come round forward; backward
+  // K and V alone first, the gradients alone last, both packed (2 x 4 MiB) in the 2 steps between
+  c.cp = 4;
+  c.dp = 1;
+  const auto four = step_operators(c, 0);
+  CHECK(collective(four, "cp send_recv (K and V around the ring)", StepPhase::forward).count ==
+        3 * 32);
+  const Found packed = collective(
+      four, "cp send_recv (K and V with the gradients of the block before)", StepPhase::backward);
+  CHECK((packed.count == 2 * 32 && packed.bytes == 2 * 4194304 && packed.group == 4));
+  // selective recomputation reruns the attention core and its ring
+  c.recompute = Recompute::selective;
+  CHECK(collective(step_operators(c, 0), "cp send_recv (recomputed forward)", StepPhase::recompute)
+            .count == 3 * 32);
+}
+
 TEST_CASE(
     "step: the framework's host time, added on the CPU, only where launches outlast kernels "
     "on a GPU",
@@ -574,6 +656,18 @@ TEST_CASE("step: configurations that cannot be built are refused naming the flag
   c.ep = 2;
   CHECK_THROWS_WITH(validate(c), Catch::Contains("--ep 2: model 'small4' has no routed experts"));
   c.ep = 1;
+  c.cp = 3;  // the 32 tokens in 6 chunks
+  CHECK_THROWS_WITH(validate(c),
+                    Catch::Contains("--cp 3: does not split the sequence of 32 tokens"));
+  c.cp = 2;
+  c.kernels = Kernels::eager;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--cp 2: context parallelism is modelled with "
+                                                 "fused kernels only"));
+  c.kernels = Kernels::fused;
+  c.sharding = Sharding::fsdp;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("--cp 2: --sharding fsdp"));
+  c.sharding = Sharding::ddp;
+  c.cp = 1;
   c.pp = 5;
   CHECK_THROWS_WITH(validate(c), Catch::Contains("--pp 5"));
   c.pp = 1;
