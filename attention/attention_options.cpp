@@ -29,6 +29,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
     ("seq-len", "sequence lengths for --model (list or start:stop:step; default the model's)", cxxopts::value<std::string>())
     ("micro-batch", "batch sizes for --model (list)", cxxopts::value<std::string>()->default_value("1"))
     ("tp", "tensor-parallel degree: --model shapes get the heads of one rank (query and KV heads / tp)", cxxopts::value<std::string>()->default_value("1"))
+    ("cp", "context-parallel degree: --model shapes become one rank's calls of a layer, causal over its seq/cp tokens and unmasked against a ring step's block of seq/(2 cp) keys (bench_step --cp's)", cxxopts::value<std::string>()->default_value("1"))
     ("list-models", "list the models of the config and exit")
     ("pass", "fwd, bwd or both (bwd timed on its own)", cxxopts::value<std::string>()->default_value("fwd,bwd"))
     ("dtype", "override every shape's dtype, a list: bf16, fp16 (GPU), fp32 (CPU)", cxxopts::value<std::string>())
@@ -69,6 +70,7 @@ std::optional<AttentionOptions> parse_attention_options(int argc, char** argv) {
   if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
   o.tp = parse_positive_int(str("tp"), "--tp");
+  o.cp = parse_positive_int(str("cp"), "--cp");
   o.list_models = p.count("list-models") > 0;
   o.passes = parse_attention_passes(str("pass"));
   if (p.count("dtype")) o.dtypes = parse_dtype_list(str("dtype"), "--dtype");

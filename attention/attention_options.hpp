@@ -17,6 +17,7 @@ struct AttentionOptions {
   JobShapesOptions job;  // --capture-path / --trace-path, --rank: a real job's attention calls
   std::vector<std::int64_t> seqlens, micro_batches{1};
   std::int64_t tp = 1;  // heads of one tensor-parallel rank
+  std::int64_t cp = 1;  // context parallelism: one rank's calls (context_parallel_attention)
   bool list_models = false;
   std::vector<AttentionPass> passes{AttentionPass::fwd, AttentionPass::bwd};
   std::vector<DType> dtypes;               // empty: the file's (GPU) or fp32 (CPU)

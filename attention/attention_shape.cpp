@@ -130,6 +130,15 @@ nlohmann::ordered_json attention_shapes_entry(const AttentionShape& s) {
           {"dtype", dtype_name(s.dtype)}};
 }
 
+CpAttention context_parallel_attention(const AttentionShape& whole, std::int64_t cp) {
+  CpAttention out{whole, whole};
+  out.own.seqlen_q = out.own.seqlen_kv = whole.seqlen_q / cp;
+  out.ring.seqlen_q = whole.seqlen_q / cp;
+  out.ring.seqlen_kv = whole.seqlen_q / (2 * cp);
+  out.ring.causal = false;
+  return out;
+}
+
 std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& seqlens,
                                                    const std::vector<std::int64_t>& micro_batches,

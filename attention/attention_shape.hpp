@@ -86,4 +86,16 @@ std::vector<AttentionShape> model_attention_shapes(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& micro_batches,
                                                    DType dtype, std::int64_t tp = 1);
 
+// One rank's attention calls of a layer under context parallelism over cp ranks (Transformer
+// Engine's p2p ring, with Megatron-Core's load-balanced split: rank r holds chunks r and
+// 2·cp − 1 − r of 2·cp): `own`, its queries against its own two chunks, causal over seq/cp; and
+// `ring`, a block that came round: seq/cp queries against seq/(2·cp) keys (the block's earlier
+// chunk), unmasked, cp − 1 calls (a later block: half the queries against all of it, the same
+// FLOPs). Together 1/cp of the sequence's causal attention. `whole` is the sequence's shape; its
+// seqlen must be a multiple of 2·cp.
+struct CpAttention {
+  AttentionShape own, ring;
+};
+CpAttention context_parallel_attention(const AttentionShape& whole, std::int64_t cp);
+
 }  // namespace opbench

@@ -63,16 +63,12 @@ void add_gemms(const StageView& v, std::vector<StepOperator>& out) {
 // matrix halved under the causal mask; backward twice the forward), so that the list adds up to
 // Megatron's model FLOPs; bench_attention's flops column halves a causal mask's the same way
 // (its backward counts 2.5 forwards, FlashAttention's convention).
-// With context parallelism (cp ranks) a rank holds two of the sequence's 2 · cp chunks and runs
-// one attention call per ring step (Transformer Engine's AttnFuncWithCPAndKVP2P): first its
-// queries against its own K and V, causal over its S/cp tokens; then, for each of the cp − 1
-// blocks that come round, a call without a mask of S/cp queries against half a block (S/(2·cp)
-// keys: the block's earlier chunk) or of half the queries against the whole block, the same
-// FLOPs. Together 1/cp of the sequence's causal attention.
+// With context parallelism a rank runs one call per ring step (context_parallel_attention): its
+// own chunks, then cp − 1 blocks that come round.
 void add_attention(const StageView& v, std::vector<StepOperator>& out) {
   const StepConfig& c = v.c;
   AttentionShape s =
-      model_attention_shapes(v.model, {c.cp_seq()}, {c.micro_batch}, c.dtype, c.tp).front();
+      model_attention_shapes(v.model, {c.seq()}, {c.micro_batch}, c.dtype, c.tp).front();
   // Eager code around the fused kernel repeats k and v to every query head first (Hugging
   // Face's repeat_kv, the peer's model; the eager plan lists the copy): the kernel runs MHA.
   const bool repeated_kv = c.kernels == Kernels::eager && s.heads_kv != s.heads_q;
@@ -103,12 +99,10 @@ void add_attention(const StageView& v, std::vector<StepOperator>& out) {
     add(s, "", calls, repeated_kv ? "k and v repeated to the query heads before the kernel" : "");
     return;
   }
-  add(s, " (cp: the rank's own chunks)", calls,
+  const CpAttention split = context_parallel_attention(s, c.cp);
+  add(split.own, " (cp: the rank's own chunks)", calls,
       fmt::format("causal over the rank's {} of {} tokens", c.cp_seq(), c.seq()));
-  AttentionShape ring = s;
-  ring.seqlen_kv = s.seqlen_q / 2;
-  ring.causal = false;
-  add(ring, " (cp: a ring step's block)", calls * (c.cp - 1),
+  add(split.ring, " (cp: a ring step's block)", calls * (c.cp - 1),
       fmt::format("{} ring steps a layer: the rank's queries against the earlier half of "
                   "another rank's block, unmasked",
                   c.cp - 1));

@@ -71,6 +71,7 @@ CASES = [
     ("memops two sizes one case", memops + ["--op", "add", "--size", "4096,5000"], "--size 4096 and 5000: both are 1 row of --cols 4096"),
     ("attention fp64 in a shapes file", attention + ["--shapes-json-path", f"{bad}/attention_fp64.json"], "key 'dtype': fp64 is not an attention dtype (fp32, bf16, fp16)"),
     ("attention --dtype fp64", attention + ["--model", "tiny", "--dtype", "fp64"], "--dtype: fp64 is not an attention dtype"),
+    ("attention cp not splitting the sequence", attention + ["--model", "tiny", "--cp", "3", "--dry-run"], "--cp 3: does not split the sequence of 128 tokens (model 'tiny') into 2 x 3 equal chunks"),
     ("memops fp8 --dtype", memops + ["--op", "add", "--size", "1M", "--dtype", "fp8"], "--dtype: fp8_e4m3 is not a memops dtype"),
     ("memops nothing to run", memops, "nothing to run: give --model-config-path"),
     ("GEMM unknown fp8 accumulation", gemm + ["--model", "tiny", "--fp8-accum", "slow"], "--fp8-accum: unknown mode 'slow'"),

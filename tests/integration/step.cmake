@@ -204,6 +204,15 @@ add_test(NAME "step: --cp splits the sequence: the rank's own causal attention, 
   COMMAND bench_step --model llama3.1-8b --tp 2 --cp 2 --dp 2 --seq-len 8192 --dry-run)
 set_tests_properties("step: --cp splits the sequence: the rank's own causal attention, a ring step's block, K and V around the ring" PROPERTIES
   PASS_REGULAR_EXPRESSION "world 8 = tp 2 x cp 2 x pp 1 x dp 2, .*attention fwd \\(cp: the rank's own chunks\\) +32 [^\n]* s4096/4096 [^\n]* causal bf16\n.*attention fwd \\(cp: a ring step's block\\) +32 [^\n]* s4096/2048 [^\n]*d128/128 bf16\n.*cp send_recv \\(K and V around the ring\\) +32 [^\n]* send_recv 8388608 B over 2 ranks bf16.*dp all_reduce \\(gradient buckets\\)[^\n]* over 4 ranks fp32")
+# bench_attention --model --cp lists one rank's calls, the ones bench_step --cp looks for: a
+# CPU run of them leaves no attention operator without a time (the GEMMs and the rest are).
+add_test(NAME "step: bench_attention --model --cp measures the attention calls bench_step --cp finds in --from-reports"
+  COMMAND bash -c "rm -rf \"$0\" && '$<TARGET_FILE:bench_attention>' --model tiny --cp 2 --backend cpu --max-time 0.05 --quiet --report-dir-path \"$0\" \
+                   && '$<TARGET_FILE:bench_step>' --model tiny --cp 2 --dtype fp32 --from-reports \"$0\" --report-dir-path \"$0/step\"; echo exit=$?"
+          ${CMAKE_CURRENT_BINARY_DIR}/step_cp_attention)
+set_tests_properties("step: bench_attention --model --cp measures the attention calls bench_step --cp finds in --from-reports" PROPERTIES
+  PASS_REGULAR_EXPRESSION "operators without a time.*exit=1"
+  FAIL_REGULAR_EXPRESSION "attention (fwd|bwd) \\(cp")
 # --moe-dispatcher allgather (Megatron-Core's default): the config line says it; each rank's 512
 # tokens gathered over etp x ep = 4 ranks (4 x 512 x 4096 x 2 B), no all-to-all, no etp gathers.
 add_test(NAME "step: --moe-dispatcher allgather gathers every token over etp x ep, no all-to-all"

@@ -93,6 +93,18 @@ TEST_CASE("attention FLOPs follow the FlashAttention-3 convention") {
         2 * (256 * 6 * 64) * 2);
 }
 
+// Context parallelism over 4 ranks of a causal 8192-token sequence: a rank's own two chunks
+// (2048 queries and keys, causal) and a block that came round (2048 queries against the block's
+// earlier 1024 keys, unmasked) 3 times; together a quarter of the sequence's FLOPs.
+TEST_CASE("context parallelism's calls on a rank do 1/cp of the sequence's attention") {
+  const auto whole = shape(1, 8192, 8192, 32, 8, 128, 128, true);
+  const CpAttention split = context_parallel_attention(whole, 4);
+  CHECK((split.own.seqlen_q == 2048 && split.own.seqlen_kv == 2048 && split.own.causal));
+  CHECK((split.ring.seqlen_q == 2048 && split.ring.seqlen_kv == 1024 && !split.ring.causal));
+  CHECK((split.ring.heads_q == 32 && split.ring.heads_kv == 8 && split.ring.head_dim_v == 128));
+  CHECK(4 * (split.own.fwd_flops() + 3 * split.ring.fwd_flops()) == whole.fwd_flops());
+}
+
 TEST_CASE("causal masks align bottom-right") {
   auto s = shape(1, 4, 10, 1, 1, 8, 8, true);
   CHECK(s.visible_keys(0) == 7);  // query 0 sees keys 0..6 (Skv - Sq = 6 ahead)
