@@ -47,17 +47,13 @@ std::vector<AttentionCase> build_cases(const AttentionOptions& o, Backend backen
         o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
     for (const auto& m : select_models(load_models(path), o.models, path)) {
       auto seqlens = o.seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : o.seqlens;
+      if (o.cp > 1) context_parallel_seqlens(m, seqlens, o.cp);  // refuses a sequence it cannot cut
       for (const AttentionShape& whole :
            model_attention_shapes(m, seqlens, o.micro_batches, DType::bf16, o.tp)) {
         if (o.cp == 1) {
           shapes.push_back(whole);
           continue;
         }
-        if (whole.seqlen_q % (2 * o.cp) != 0)
-          throw bad_input(fmt::format(
-              "--cp {}: does not split the sequence of {} tokens (model '{}') into 2 x {} equal "
-              "chunks (Megatron-Core balances the causal mask's work over them)",
-              o.cp, whole.seqlen_q, m.name, o.cp));
         const CpAttention split = context_parallel_attention(whole, o.cp);
         shapes.push_back(split.own);
         shapes.push_back(split.ring);

@@ -54,12 +54,9 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
       o.dispatcher != MoeDispatcher::alltoall
           ? fmt::format(", the {} dispatcher", moe_dispatcher_name(o.dispatcher))
           : std::string());
-  const std::int64_t seq = o.seqlen > 0 ? o.seqlen : model.front().seqlen;
-  if (o.cp > 1 && seq % (2 * o.cp) != 0)
-    throw bad_input(
-        fmt::format("--cp {}: does not split the sequence of {} tokens into 2 x {} equal chunks "
-                    "(Megatron-Core balances the causal mask's work over them)",
-                    o.cp, seq, o.cp));
+  if (o.cp > 1)  // refuses a sequence it cannot cut
+    context_parallel_seqlens(
+        model.front(), o.seqlen > 0 ? std::vector{o.seqlen} : std::vector<std::int64_t>{}, o.cp);
   auto messages = model_messages(model.front(), parallel);
   if (messages.empty())
     throw bad_input(fmt::format(

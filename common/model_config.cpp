@@ -125,6 +125,21 @@ std::vector<ModelConfig> select_models(const std::vector<ModelConfig>& models,
   return out;
 }
 
+std::vector<std::int64_t> context_parallel_seqlens(const ModelConfig& m,
+                                                   const std::vector<std::int64_t>& seqlens,
+                                                   std::int64_t cp) {
+  std::vector<std::int64_t> out = seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : seqlens;
+  for (std::int64_t& s : out) {
+    if (s % (2 * cp) != 0)
+      throw bad_input(fmt::format(
+          "--cp {}: does not split the sequence of {} tokens (model '{}') into 2 x {} equal "
+          "chunks (Megatron-Core balances the causal mask's work over them)",
+          cp, s, m.name, cp));
+    s /= cp;
+  }
+  return out;
+}
+
 std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp) {
   const TpHeads h = heads_per_tp_rank(m, tp);
   if (m.mla) return h.kv * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim);

@@ -68,6 +68,12 @@ struct TpHeads {
   std::string note;
 };
 TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp);
+// The sequence lengths one context-parallel rank of cp holds of `seqlens` (empty: the model's
+// own): each / cp, refused (bad_input naming --cp) where the sequence does not cut into 2 · cp
+// equal chunks, the load-balanced split Megatron-Core needs.
+std::vector<std::int64_t> context_parallel_seqlens(const ModelConfig& m,
+                                                   const std::vector<std::int64_t>& seqlens,
+                                                   std::int64_t cp);
 // K and V elements of one token on a tensor-parallel rank (its KV heads' key and value widths;
 // MLA's decompressed keys and values): what context parallelism passes around its ring.
 std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp);

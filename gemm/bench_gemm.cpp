@@ -77,7 +77,8 @@ std::vector<GemmCase> build_cases(const GemmOptions& o, const std::vector<DType>
   if (o.wants_models()) {
     auto path = models_path(o);
     for (const auto& model : select_models(load_models(path), o.models, path)) {
-      auto more = model_cases(model, o.tp, o.micro_batches, o.seqlens, o.passes, dtypes, o.moe);
+      const auto seqlens = o.cp > 1 ? context_parallel_seqlens(model, o.seqlens, o.cp) : o.seqlens;
+      auto more = model_cases(model, o.tp, o.micro_batches, seqlens, o.passes, dtypes, o.moe);
       cases.insert(cases.end(), more.begin(), more.end());
     }
     keep_layers(cases, o.layers);

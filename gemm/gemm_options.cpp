@@ -33,6 +33,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
     ("batch", "sweep: batch count", cxxopts::value<std::string>()->default_value("1"))
     ("layout", "sweep: transposes of A and B (NN, NT, TN, TT)", cxxopts::value<std::string>()->default_value("NN"))
     ("tp", "tensor-parallel degree the model GEMMs are split for", cxxopts::value<std::string>()->default_value("1"))
+    ("cp", "context-parallel degree: the model GEMMs of one rank's seq/cp tokens (bench_step --cp's)", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "micro-batch sizes (list)", cxxopts::value<std::string>()->default_value("1"))
     ("seq-len", "sequence lengths (list or start:stop:step; default: the model's seqlen)", cxxopts::value<std::string>())
     ("gemm", "only these layers of the models (comma list, e.g. moe_expert_gate_up,moe_expert_down; default: all)", cxxopts::value<std::string>())
@@ -89,6 +90,7 @@ std::optional<GemmOptions> parse_gemm_options(int argc, char** argv) {
   o.sweep_batch = parse_positive_int(str("batch"), "--batch");
   o.layout = str("layout");
   o.tp = parse_positive_int(str("tp"), "--tp");
+  o.cp = parse_positive_int(str("cp"), "--cp");
   o.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
   if (p.count("seq-len")) o.seqlens = parse_int_list(str("seq-len"), "--seq-len");
   if (p.count("pass") && p.count("passes"))

@@ -26,6 +26,7 @@ struct GemmOptions {
   std::string layout = "NN";
   std::optional<std::vector<DType>> dtypes;  // default: bf16 on the GPU, fp32 on the CPU
   std::int64_t tp = 1;
+  std::int64_t cp = 1;  // context parallelism: the GEMMs of a rank's seq / cp tokens
   std::vector<std::int64_t> micro_batches{1};
   std::vector<std::int64_t> seqlens;  // empty: each model's own
   std::vector<GemmPass> passes{GemmPass::fprop, GemmPass::dgrad, GemmPass::wgrad};

@@ -47,7 +47,9 @@ std::vector<MemopCase> build_cases(const MemopOptions& o, const std::vector<DTyp
         o.model_config_path.empty() ? find_config_file("models.json") : o.model_config_path;
     for (const auto& model : select_models(load_models(path), o.models, path))
       for (DType t : dtypes) {
-        auto more = model_memop_cases(model, o.model_run, o.ops, o.passes, t);
+        MemopModelRun run = o.model_run;
+        if (o.cp > 1) run.seqlens = context_parallel_seqlens(model, run.seqlens, o.cp);
+        auto more = model_memop_cases(model, run, o.ops, o.passes, t);
         cases.insert(cases.end(), more.begin(), more.end());
       }
     merge_same_cases(cases);  // the router's fp32 softmax under every --dtype

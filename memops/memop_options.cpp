@@ -35,6 +35,7 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
     ("cols", "sweep: row length of row operators and of every shape (rows = size / cols)", cxxopts::value<std::string>()->default_value("4096"))
     ("vocab", "sweep: rows of the embedding table", cxxopts::value<std::string>()->default_value("32768"))
     ("tp", "--model: tensor-parallel degree (with sequence parallelism)", cxxopts::value<std::string>()->default_value("1"))
+    ("cp", "--model: context-parallel degree: the operators of one rank's seq/cp tokens (bench_step --cp's)", cxxopts::value<std::string>()->default_value("1"))
     ("dp", "--model: data-parallel shards of the optimizer state (AdamW steps numel / tp / dp)", cxxopts::value<std::string>()->default_value("1"))
     ("micro-batch", "--model: micro-batch sizes (list)", cxxopts::value<std::string>()->default_value("1"))
     ("seq-len", "--model: sequence lengths (list; default the model's)", cxxopts::value<std::string>());
@@ -88,6 +89,7 @@ std::optional<MemopOptions> parse_memop_options(int argc, char** argv) {
   o.cols = parse_positive_int(str("cols"), "--cols");
   o.vocab = parse_positive_int(str("vocab"), "--vocab");
   o.model_run.tp = parse_positive_int(str("tp"), "--tp");
+  o.cp = parse_positive_int(str("cp"), "--cp");
   o.model_run.dp = parse_positive_int(str("dp"), "--dp");
   o.model_run.micro_batches = parse_int_list(str("micro-batch"), "--micro-batch");
   if (p.count("seq-len")) o.model_run.seqlens = parse_int_list(str("seq-len"), "--seq-len");

@@ -22,6 +22,7 @@ struct MemopOptions {
   std::vector<std::int64_t> sizes;  // --size: a sweep
   std::int64_t cols = 4096, vocab = 32768;
   MemopModelRun model_run;
+  std::int64_t cp = 1;  // --model: context parallelism, a rank's seq / cp tokens
   std::optional<std::vector<DType>> dtypes;  // default: bf16 on the GPU, fp32 on the CPU
   bool check = false, cold = false, dry_run = false, list_models = false;
   bool corrupt_for_test = false;

@@ -94,11 +94,7 @@ void validate(const StepConfig& c) {
   require_positive(c.ep, "--ep");
   require_positive(c.cp, "--cp");
   if (c.cp > 1) {
-    if (c.seq() % (2 * c.cp) != 0)
-      throw bad_input(
-          fmt::format("--cp {}: does not split the sequence of {} tokens into 2 x {} equal chunks "
-                      "(Megatron-Core balances the causal mask's work over them)",
-                      c.cp, c.seq(), c.cp));
+    context_parallel_seqlens(c.model, {c.seq()}, c.cp);  // refuses a sequence it cannot cut
     if (c.kernels == Kernels::eager || c.attention() == Kernels::eager)
       throw bad_input(fmt::format(
           "--cp {}: context parallelism is modelled with fused kernels only (Megatron-Core with "
