@@ -130,7 +130,7 @@ std::vector<std::int64_t> context_parallel_seqlens(const ModelConfig& m,
                                                    std::int64_t cp) {
   std::vector<std::int64_t> out = seqlens.empty() ? std::vector<std::int64_t>{m.seqlen} : seqlens;
   for (std::int64_t& s : out) {
-    if (s % (2 * cp) != 0)
+    if (cp > 1 && s % (2 * cp) != 0)
       throw bad_input(fmt::format(
           "--cp {}: does not split the sequence of {} tokens (model '{}') into 2 x {} equal "
           "chunks (Megatron-Core balances the causal mask's work over them)",
@@ -138,6 +138,14 @@ std::vector<std::int64_t> context_parallel_seqlens(const ModelConfig& m,
     s /= cp;
   }
   return out;
+}
+
+void require_sequence_split(std::int64_t seqlen, std::int64_t tp, std::int64_t cp) {
+  if (seqlen % tp != 0)
+    throw bad_input(fmt::format(
+        "--tp {}: does not divide the {} tokens of a sequence{} (sequence parallelism splits "
+        "each sequence over the tp ranks)",
+        tp, seqlen, cp > 1 ? fmt::format(" on a --cp {} rank", cp) : ""));
 }
 
 std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp) {

@@ -74,6 +74,10 @@ TpHeads heads_per_tp_rank(const ModelConfig& m, std::int64_t tp);
 std::vector<std::int64_t> context_parallel_seqlens(const ModelConfig& m,
                                                    const std::vector<std::int64_t>& seqlens,
                                                    std::int64_t cp);
+// Sequence parallelism splits each sequence (a context-parallel rank's share of it: `seqlen`)
+// over the tp ranks, as Megatron's split along the sequence dimension does: refused (bad_input
+// naming --tp) where tp does not divide it.
+void require_sequence_split(std::int64_t seqlen, std::int64_t tp, std::int64_t cp = 1);
 // K and V elements of one token on a tensor-parallel rank (its KV heads' key and value widths;
 // MLA's decompressed keys and values): what context parallelism passes around its ring.
 std::int64_t kv_elements_per_token(const ModelConfig& m, std::int64_t tp);

@@ -70,11 +70,7 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
     for (std::int64_t mb : run.micro_batches) {
       const std::int64_t tokens = mb * seqlen;
       // Sequence parallelism splits the tokens of norms and residual adds over the tp ranks.
-      if (tokens % tp != 0)
-        throw bad_input(fmt::format(
-            "--tp {}: does not divide the {} tokens of a micro-batch (sequence parallelism "
-            "splits them)",
-            tp, tokens));
+      require_sequence_split(seqlen, tp);
       const std::int64_t sp_tokens = tokens / tp;
       MemopCase run_case;  // this run's, its operator and shape to fill in
       run_case.report = run_case.source = m.name;
@@ -221,9 +217,9 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   // Megatron-Core's MoE layers require at tp > 1; the permutes on them too, or on the gathered
   // tokens of the all-gather dispatcher's group, of which the rank's experts take `routed` copies
   const std::int64_t own = ceil_div(tokens, tp), H = m.hidden_size;
-  const bool gathered = shape.gather_group > 1;
+  const bool gathered = shape.allgather_group > 1;
   const std::int64_t copies = gathered ? routed : own * e.num_experts_per_tok;
-  const std::int64_t source = gathered ? own * shape.gather_group : own;
+  const std::int64_t source = gathered ? own * shape.allgather_group : own;
   auto add = [&](const std::string& label, bool backward, MemopCase c) {
     c.calls_per_step = m.moe_layers();
     c.note = label;
@@ -252,7 +248,7 @@ std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& ba
   // its bytes (T·k x H read) as a copy's.
   add("unpermute bwd: the routing weights' gradient", true,
       elementwise(MemOp::copy, fwd, 1, (copies * H + 1) / 2));
-  if (!gathered && shape.local_experts > 1 && routed > 0) {
+  if (shape.allgather_group == 0 && shape.local_experts > 1 && routed > 0) {
     add("sort by local expert: the received copies reordered", false,
         elementwise(MemOp::copy, fwd, routed, H));
     add("sort by local expert bwd", true, elementwise(MemOp::copy, fwd, routed, H));

@@ -64,11 +64,11 @@ struct MoeLayerShape {
   // the `routed` copies it received by local expert after the all-to-all (and the etp gather),
   // and back before the combine: Megatron-Core's sort_chunks_by_idxs, a copy of them each way.
   std::int64_t local_experts = 1;
-  // > 1: Megatron-Core's all-gather dispatcher over that many ranks (etp · ep). Its permute picks
-  // the `routed` copies for the rank's experts out of the group's gathered tokens, already in
-  // expert order, and its unpermute adds them back into that whole gathered buffer before the
-  // reduce-scatter. 1: the all-to-all dispatcher's permute of the rank's own tokens.
-  std::int64_t gather_group = 1;
+  // 0: the all-to-all dispatcher, whose permute takes the rank's own tokens. Else Megatron-Core's
+  // all-gather dispatcher over that many ranks (etp · ep): its permute picks the `routed` copies
+  // for the rank's experts out of the group's gathered tokens (its own where the group is 1),
+  // already in expert order (no sort), and its unpermute adds them back into that whole buffer.
+  std::int64_t allgather_group = 0;
 };
 std::vector<MoeMemop> moe_layer_memops(const ModelConfig& m, const MemopCase& base,
                                        const MoeLayerShape& shape);

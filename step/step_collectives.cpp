@@ -114,7 +114,7 @@ void add_pipeline(const StepConfig& c, std::int64_t stage, Emit& emit) {
        "gradients");
 }
 
-// DDP: the stage's gradients (its parameters / tp) all-reduced over the dp replicas once per
+// DDP: the stage's gradients (its parameters / tp) all-reduced over the dp · cp ranks once per
 // step, in buckets of bucket_bytes (the last one holds the rest). zero1 (Megatron's distributed
 // optimizer) splits each all-reduce into its two halves: the gradient buckets reduce-scattered
 // (each rank keeps the shard it updates), then the updated parameters, in the model's dtype,
@@ -122,7 +122,7 @@ void add_pipeline(const StepConfig& c, std::int64_t stage, Emit& emit) {
 // all-gather of the same buffer; nccl-tests' sizes are the whole buffer). With expert parallelism
 // (or etp other than tp) the routed experts' gradients are reduced apart, in buckets of their
 // own, over the ranks that hold the same experts (expert_dp, Megatron-Core's expert
-// data-parallel group), the rest over the dp replicas.
+// data-parallel group), the rest over the dp · cp ranks (Megatron-Core's dp-cp group).
 void add_ddp(const StepConfig& c, std::int64_t stage, Emit& emit) {
   const std::int64_t grad_size = static_cast<std::int64_t>(dtype_size(c.grad_dtype));
   const std::int64_t param_size = static_cast<std::int64_t>(dtype_size(c.dtype));

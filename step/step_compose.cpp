@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace opbench {
@@ -16,15 +17,49 @@ struct StageSums {
   double forward_compute = 0;   // forward compute, all micro-batches
   // kernels launched: the forward's, the backward's (recomputation included), the optimizer's
   double forward_kernels = 0, backward_kernels = 0, optimizer_kernels = 0;
-  // Context parallelism's ring messages and the attention they run beside, by phase (forward,
-  // backward, recompute): Transformer Engine sends the next block while it computes on this one.
-  double ring[3] = {0, 0, 0}, ring_attention[3] = {0, 0, 0};
+
   double compute() const { return gemm + attention + memop; }
   double critical() const { return compute() + critical_comm; }
 };
 
+// Context parallelism's ring in one phase (forward, backward or recompute): its K and V messages
+// (backward also those packed with the gradients, twice the bytes) and the rank's own-chunks
+// (causal) and ring-step block attention calls, each with its time a call and calls a step.
+struct RingPhase {
+  struct Calls {
+    double us = 0, count = 0;
+  };
+  std::map<std::int64_t, Calls> messages;  // by size: K and V, then packed
+  Calls own, block;
+
+  void add(const TimedOperator& t) {
+    const Calls calls{t.time->time_us, static_cast<double>(t.op.count)};
+    if (t.op.family == StepFamily::collective)
+      messages[t.op.collective.size_bytes] = calls;
+    else
+      (t.op.attention.causal ? own : block) = calls;
+  }
+  // Transformer Engine posts each step's message as the step's attention starts and waits for
+  // it before the next step: a message waits only for what it takes beyond the call beside it.
+  // Forward (and recomputed): cp − 1 messages a layer, beside its first cp − 1 calls, the own
+  // chunks' and then blocks'. Backward: K and V alone beside the first block, the last gradients
+  // alone beside the own chunks (the last step), the packed ones beside the blocks between.
+  double exposed_ms(bool backward) const {
+    if (messages.empty()) return 0;
+    auto beyond = [](double message, double call) { return std::max(0.0, message - call); };
+    const Calls kv = messages.begin()->second;
+    const Calls packed = messages.size() > 1 ? messages.rbegin()->second : Calls{};
+    const double us = backward ? own.count * (beyond(kv.us, block.us) + beyond(kv.us, own.us)) +
+                                     packed.count * beyond(packed.us, block.us)
+                               : own.count * beyond(kv.us, own.us) +
+                                     (kv.count - own.count) * beyond(kv.us, block.us);
+    return us / 1e3;
+  }
+};
+
 StageSums sum_stage(const StageOperators& ops) {
   StageSums s;
+  RingPhase ring[3];  // forward, backward, recompute
   for (const TimedOperator& t : ops) {
     const double ms = t.total_ms();
     const StepPart part = step_part(t.op);
@@ -42,10 +77,7 @@ StageSums sum_stage(const StageOperators& ops) {
         s.optimizer += ms;
         break;
       case StepPart::critical_comm:
-        if (t.op.collective.purpose == "cp" && t.op.phase <= StepPhase::recompute)
-          s.ring[static_cast<int>(t.op.phase)] += ms;
-        else
-          s.critical_comm += ms;
+        if (t.op.collective.purpose != "cp") s.critical_comm += ms;  // the ring's: below
         break;
       case StepPart::grad_sync:
         s.grad_sync += ms;
@@ -66,12 +98,14 @@ StageSums sum_stage(const StageOperators& ops) {
     } else if (part == StepPart::optimizer) {
       s.optimizer_kernels += kernels;
     }
-    if (part == StepPart::attention && t.op.phase <= StepPhase::recompute)
-      s.ring_attention[static_cast<int>(t.op.phase)] += ms;
+    const bool ring_part =
+        t.op.family == StepFamily::attention ||
+        (t.op.family == StepFamily::collective && t.op.collective.purpose == "cp");
+    if (t.time && ring_part && t.op.phase <= StepPhase::recompute)
+      ring[static_cast<int>(t.op.phase)].add(t);
   }
-  // the ring's messages wait only where they outlast the phase's attention
   for (int phase = 0; phase < 3; ++phase)
-    s.critical_comm += std::max(0.0, s.ring[phase] - s.ring_attention[phase]);
+    s.critical_comm += ring[phase].exposed_ms(phase == static_cast<int>(StepPhase::backward));
   return s;
 }
 

@@ -128,11 +128,7 @@ void validate(const StepConfig& c) {
         fmt::format("--vpp {}: the interleaved schedule needs the {} micro-batches "
                     "to be a multiple of --pp {}",
                     c.vpp, c.micro_batches(), c.pp));
-  if (c.sp() && c.tokens_per_micro_batch() % c.tp != 0)
-    throw bad_input(
-        fmt::format("--tp {}: does not divide the {} tokens of a micro-batch "
-                    "(sequence parallelism splits them)",
-                    c.tp, c.tokens_per_micro_batch()));
+  if (c.sp()) require_sequence_split(c.cp_seq(), c.tp, c.cp);
   if (c.etp < 0) throw bad_input(fmt::format("--etp: must be at least 1, got {}", c.etp));
   if (c.model.moe && c.model.moe_layers() > 0 && c.tp > 1 && !c.sequence_parallel)
     throw bad_input(fmt::format(

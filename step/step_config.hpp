@@ -116,10 +116,10 @@ struct StepConfig {
   std::int64_t tokens_per_step() const { return sequences_per_step() * seq(); }
   bool sp() const { return tp > 1 && sequence_parallel; }
   std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
-  // The ranks the all-gather dispatcher gathers every token over (etp · ep); 1: the all-to-all
-  // dispatcher, whose permute sees the rank's own tokens.
-  std::int64_t dispatcher_group() const {
-    return dispatcher == MoeDispatcher::allgather ? expert_tp() * ep : 1;
+  // The ranks the all-gather dispatcher gathers every token over (etp · ep); 0: the all-to-all
+  // dispatcher (MoeLayerShape::allgather_group).
+  std::int64_t allgather_group() const {
+    return dispatcher == MoeDispatcher::allgather ? expert_tp() * ep : 0;
   }
   // Decoder layers of pipeline stage s (0-based): stage s holds layers [first, first + count).
   std::int64_t stage_first_layer(std::int64_t stage) const;

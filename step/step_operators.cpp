@@ -162,7 +162,7 @@ void add_moe_memops(const StageView& v, std::vector<StepOperator>& out) {
                             .routed = load.total,
                             .etp = c.expert_tp(),
                             .local_experts = v.model.moe->n_routed_experts / c.ep,
-                            .gather_group = c.dispatcher_group()};
+                            .allgather_group = c.allgather_group()};
   for (const MoeMemop& x : moe_layer_memops(v.model, step_memop_base(c), shape)) {
     const bool fwd = !x.backward;
     const std::string label =

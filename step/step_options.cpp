@@ -67,7 +67,7 @@ void add_flags(cxxopts::Options& options) {
     ("ep", "expert-parallel degree (MoE; etp x ep divides tp x cp x dp: with etp = tp and cp 1, ep divides dp)", cxxopts::value<std::string>()->default_value("1"))
     ("etp", "expert tensor-parallel degree (MoE): the ranks that split each routed expert (default: --tp, as Megatron-Core; etp x ep divides tp x cp x dp)", cxxopts::value<std::string>())
     ("no-sequence-parallel", "tp without sequence parallelism (all-reduces instead of all-gathers and reduce-scatters)")
-    ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
+    ("sharding", "ddp, zero1 (Megatron's distributed optimizer: optimizer state sharded over dp, dp x cp with --cp), fsdp or hsdp (bench_fsdp's model)", cxxopts::value<std::string>()->default_value("ddp"))
     ("shard-group", "hsdp: ranks per shard group", cxxopts::value<std::string>())
     ("fsdp-version", "1 or 2", cxxopts::value<int>()->default_value("2"));
   options.add_options("Training")

@@ -199,7 +199,14 @@ TEST_CASE("the memory-bound operators of Llama-3.1 8B's step at tp 8") {
 
   run.tp = 3;
   CHECK_THROWS_WITH(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16),
-                    Catch::Contains("--tp 3: does not divide the 8192 tokens"));
+                    Catch::Contains("--tp 3: does not divide the 8192 tokens of a sequence"));
+  // Megatron splits each sequence, not the micro-batch's tokens: 2 sequences of 4098 tokens
+  // (8196, which 4 divides) do not split over tp 4
+  run.tp = 4;
+  run.seqlens = {4098};
+  run.micro_batches = {2};
+  CHECK_THROWS_WITH(model_memop_cases(m, run, {}, {MemPass::fwd}, DType::bf16),
+                    Catch::Contains("--tp 4: does not divide the 4098 tokens of a sequence"));
 }
 
 TEST_CASE(

@@ -304,6 +304,11 @@ TEST_CASE("step: the all-gather dispatcher gathers every token over etp x ep, an
   c.ep = 8;
   c.dp = 8;
   CHECK(sorts(step_operators(c, 0)).empty());
+  // tp 1, ep 1: the all-gather dispatcher gathers nothing, and sorts nothing either (its permute
+  // puts the copies in expert order)
+  c.dispatcher = MoeDispatcher::allgather;
+  c.tp = c.ep = c.dp = 1;
+  CHECK(sorts(step_operators(c, 0)).empty());
 }
 
 TEST_CASE("step: --etp splits the routed experts over its own ranks, not tp's", "[step]") {
@@ -476,32 +481,47 @@ TEST_CASE("step: a two-stage pipeline's step by hand: bubble, hidden all-reduce,
   CHECK(*p.tokens_per_s == Approx(8 * 32 / 2.725e-3));
 }
 
-TEST_CASE("step: context parallelism's ring messages wait only beyond the attention beside them",
-          "[step]") {
-  // Forward: 4 ring messages of 100 us (0.4 ms) beside 2 attention calls of 300 us (0.6 ms):
-  // hidden. Backward: 4 of 400 us (1.6 ms) beside 2 attention calls of 500 us (1 ms): 0.6 ms
-  // exposed. A tp message is exposed whatever the attention.
-  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us,
-               const char* purpose) {
+TEST_CASE(
+    "step: context parallelism's ring messages wait only beyond the attention call beside them",
+    "[step]") {
+  // cp 3, one layer. Forward: the own chunks' call (300 us) and 2 ring blocks' (200 us each),
+  // 2 messages of K and V (250 us): the first hides under the own call, the second waits
+  // 250 - 200 = 50 us (the last block has none beside it). Backward: the 2 blocks (400 us), then
+  // the own chunks (600 us); K and V alone (250 us) beside the first block and the last
+  // gradients alone beside the own call: hidden; the packed message (500 us, twice the bytes)
+  // beside the second block waits 100 us. A tp message (50 us) is exposed whatever runs.
+  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us) {
     TimedOperator t;
     t.op.family = family;
     t.op.phase = phase;
     t.op.name = "op";
     t.op.count = count;
-    t.op.collective.purpose = purpose;
     t.time = OperatorTime{us, "test", "", std::nullopt};
     return t;
   };
-  const auto A = StepFamily::attention, C = StepFamily::collective;
+  auto attention = [&](StepPhase phase, std::int64_t count, double us, bool causal) {
+    TimedOperator t = op(StepFamily::attention, phase, count, us);
+    t.op.attention.causal = causal;
+    return t;
+  };
+  auto message = [&](const char* purpose, StepPhase phase, std::int64_t count, double us,
+                     std::int64_t bytes) {
+    TimedOperator t = op(StepFamily::collective, phase, count, us);
+    t.op.collective.purpose = purpose;
+    t.op.collective.size_bytes = bytes;
+    return t;
+  };
   const auto F = StepPhase::forward, B = StepPhase::backward;
-  const StageOperators stage{op(A, F, 2, 300, ""), op(C, F, 4, 100, "cp"), op(A, B, 2, 500, ""),
-                             op(C, B, 4, 400, "cp"), op(C, F, 1, 50, "tp")};
+  const StageOperators stage{attention(F, 1, 300, true),     attention(F, 2, 200, false),
+                             message("cp", F, 2, 250, 1000), attention(B, 1, 600, true),
+                             attention(B, 2, 400, false),    message("cp", B, 2, 250, 1000),
+                             message("cp", B, 1, 500, 2000), message("tp", F, 1, 50, 1000)};
   StepConfig c;
   c.model = small_model();
   const StepProjection p = compose_step(c, {stage}, std::nullopt);
-  CHECK(p.parts.attention_ms == Approx(1.6));
-  CHECK(p.parts.exposed_comm_ms == Approx(0.6 + 0.05));
-  CHECK(*p.step_ms == Approx(1.6 + 0.65));
+  CHECK(p.parts.attention_ms == Approx(2.1));
+  CHECK(p.parts.exposed_comm_ms == Approx(0.05 + 0.1 + 0.05));
+  CHECK(*p.step_ms == Approx(2.1 + 0.2));
 }
 
 TEST_CASE("step: --cp splits each sequence over a ring of ranks", "[step]") {
