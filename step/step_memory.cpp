@@ -248,6 +248,17 @@ std::int64_t weight_shards(const StepConfig& c) {
   return c.sharding == Sharding::fsdp ? c.dp : c.sharding == Sharding::hsdp ? c.shard_group : 1;
 }
 
+// The all-gather MoE dispatcher's buffers while an MoE layer runs: every token of its etp · ep
+// ranks, gathered (into Megatron-Core's global buffer, use_global_buffer) and, beside it, the
+// unpermuted outputs of the same size before their reduce-scatter (backward: the gathered output
+// gradients and the tokens' gradients before theirs). Zero for a stage without MoE layers.
+std::int64_t allgather_dispatch_buffers(const StepConfig& c, std::int64_t stage) {
+  if (c.allgather_group() <= 1 || stage_model(c, stage).moe_layers() == 0) return 0;
+  const std::int64_t own = c.tokens_per_micro_batch() / c.tp;  // sequence parallel
+  return 2 * c.allgather_group() * own * c.model.hidden_size *
+         static_cast<std::int64_t>(dtype_size(c.dtype));
+}
+
 // FSDP's gathered parameters at the backward's start: the root unit (embedding, final norm, LM
 // head), which FSDP keeps gathered from forward to backward, and two decoder-layer units (the
 // one computing and the one prefetched), in the compute dtype; plus one unit's unsharded
@@ -371,7 +382,7 @@ StepMemory step_memory(const StepConfig& c, std::int64_t stage) {
   // micro-batch the backward allocates them as it frees the activations, so none exist at its
   // start. Megatron's gradient buffer is allocated once, and several micro-batches accumulate.
   r.grads_in_backward = c.kernels == Kernels::eager && m == 1 ? 0 : r.grads;
-  r.backward_transient = working + fsdp_gathered(c);
+  r.backward_transient = working + fsdp_gathered(c) + allgather_dispatch_buffers(c, stage);
   const std::int64_t logits =
       stage == c.pp - 1 ? x.T * ceil_div(c.model.vocab_size, c.tp) * x.b : 0;
   // Fused: the logits (kept for the loss in forward) or their gradient (in backward) beside the

@@ -317,3 +317,23 @@ TEST_CASE("step memory: eager kernels around a fused attention kernel, and pure 
   CHECK_THROWS_WITH(validate(c), Catch::Contains("--attention-kernels eager: only with --kernels "
                                                  "eager"));
 }
+
+// The all-gather MoE dispatcher holds every token of its etp x ep ranks while an MoE layer runs:
+// Mixtral at tp 2 (etp 2), ep 4, dp 4, one sequence of 4096 tokens: each rank's 2048, 8 ranks'
+// gathered (32 MiB x 8 = 256 MiB in bf16), and the unpermuted outputs of the same size beside
+// them. The all-to-all dispatcher's messages are the tokens' top-k copies, which the saved
+// activations count already.
+TEST_CASE("step memory: the all-gather dispatcher's gathered tokens are transient in the backward",
+          "[step]") {
+  StepConfig c;
+  c.model = test::configs_model("mixtral-8x7b");
+  c.seqlen = 4096;
+  c.tp = 2;
+  c.ep = 4;
+  c.dp = 4;
+  const StepMemory all_to_all = step_memory(c, 0);
+  c.dispatcher = MoeDispatcher::allgather;
+  const StepMemory all_gather = step_memory(c, 0);
+  CHECK(all_gather.backward_transient - all_to_all.backward_transient == 2 * 8 * 2048 * 4096 * 2);
+  CHECK(all_gather.activations == all_to_all.activations);
+}
