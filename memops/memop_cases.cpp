@@ -70,8 +70,8 @@ std::vector<MemopCase> model_memop_cases(const ModelConfig& m, const MemopModelR
     for (std::int64_t mb : run.micro_batches) {
       const std::int64_t tokens = mb * seqlen;
       // Sequence parallelism splits the tokens of norms and residual adds over the tp ranks.
-      require_sequence_split(seqlen, tp);
-      const std::int64_t sp_tokens = tokens / tp;
+      if (run.sequence_parallel) require_sequence_split(seqlen, tp);
+      const std::int64_t sp_tokens = run.sequence_parallel ? tokens / tp : tokens;
       MemopCase run_case;  // this run's, its operator and shape to fill in
       run_case.report = run_case.source = m.name;
       run_case.dtype = dtype;

@@ -15,6 +15,9 @@ namespace opbench {
 
 struct MemopModelRun {
   std::int64_t tp = 1;  // tensor parallelism, with sequence parallelism for norms and adds
+  // Norms, residual adds and the fp8 casts on tokens / tp (tp must split each sequence); false:
+  // on every token (bench_step --no-sequence-parallel).
+  bool sequence_parallel = true;
   std::int64_t dp = 1;  // data-parallel shards of the optimizer state (ZeRO / FSDP)
   std::vector<std::int64_t> micro_batches{1};
   std::vector<std::int64_t> seqlens;  // empty: the model's own

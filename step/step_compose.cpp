@@ -17,7 +17,6 @@ struct StageSums {
   double forward_compute = 0;   // forward compute, all micro-batches
   // kernels launched: the forward's, the backward's (recomputation included), the optimizer's
   double forward_kernels = 0, backward_kernels = 0, optimizer_kernels = 0;
-
   double compute() const { return gemm + attention + memop; }
   double critical() const { return compute() + critical_comm; }
 };

@@ -126,14 +126,13 @@ void add_memops(const StageView& v, std::vector<StepOperator>& out) {
   run.tp = c.tp;
   run.micro_batches = {c.micro_batch};
   run.seqlens = {c.cp_seq()};
+  run.sequence_parallel = c.sp();
   for (MemopCase mc : model_memop_cases(v.model, run, ops, {MemPass::fwd, MemPass::bwd}, c.dtype)) {
     if (mc.op == MemOp::cross_entropy && !v.last()) continue;
     if (mc.op == MemOp::embedding && !v.first()) continue;
     std::int64_t calls = mc.calls_per_step;
     if (mc.op == norm && !v.last()) --calls;  // the final norm sits on the last stage
     if (calls == 0) continue;
-    // bench_memops assumes sequence parallelism: without it every tp rank holds all tokens.
-    if ((mc.op == norm || mc.op == MemOp::add) && !c.sp()) mc.rows *= c.tp;
     const bool fwd = mc.pass == MemPass::fwd;
     StepOperator op =
         make_op(StepFamily::memop, fwd ? StepPhase::forward : StepPhase::backward,

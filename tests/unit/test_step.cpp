@@ -212,6 +212,15 @@ TEST_CASE("step: every collective of tp 2, pp 2, dp 2 with 4 micro-batches, by h
     CHECK(collective(ops, "tp all_gather (input of the QKV projection)", F).count == 0);
     // The whole activation crosses the pipeline: 32 tokens x 64 x 2 bytes.
     CHECK(collective(ops, "pp send_recv (activations)", F).bytes == 4096);
+    // Every rank norms every token, so tp need not split the sequence: 30 tokens at tp 2 is
+    // not 15 a rank but all 30 (it was refused, the memory-bound cases assuming the split)
+    c.seqlen = 30;
+    c.global_batch = 0;
+    c.grad_accum = 4;
+    int norms = 0;
+    for (const auto& op : step_operators(c, 0))
+      if (op.name == "rmsnorm fwd") norms += op.memop.rows == 30;
+    CHECK(norms == 1);
   }
   SECTION("an inner stage exchanges twice per micro-batch") {
     c.pp = 4;
