@@ -54,10 +54,9 @@ std::vector<CclCase> model_cases(const CclOptions& o, int world_size) {
       o.dispatcher != MoeDispatcher::alltoall
           ? fmt::format(", the {} dispatcher", moe_dispatcher_name(o.dispatcher))
           : std::string());
-  const std::vector<std::int64_t> seq =  // a rank's share (refused where --cp cannot cut it)
-      context_parallel_seqlens(
-          model.front(), o.seqlen > 0 ? std::vector{o.seqlen} : std::vector<std::int64_t>{}, o.cp);
-  if (o.tp > 1) require_sequence_split(seq.front(), o.tp, o.cp);  // the sp rows
+  if (o.cp > 1)  // refuses a sequence it cannot cut
+    context_parallel_seqlens(
+        model.front(), o.seqlen > 0 ? std::vector{o.seqlen} : std::vector<std::int64_t>{}, o.cp);
   auto messages = model_messages(model.front(), parallel);
   if (messages.empty())
     throw bad_input(fmt::format(

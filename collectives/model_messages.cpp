@@ -68,6 +68,10 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
   // Megatron-Core's MoE layers refuse tp > 1 without sequence parallelism: such a model's messages
   // are listed with it only
   const bool sp_only = tp > 1 && m.moe_layers() > 0;
+  // Sequence parallelism splits each sequence over tp: where tp does not divide it, a dense
+  // model's messages are listed without it (an MoE model's cannot be, and are refused)
+  const bool sp_splits = tp > 1 && seq % tp == 0;
+  if (sp_only) require_sequence_split(seq, tp, p.cp);
   std::vector<ModelMessage> out;
   // Tensor parallelism without sequence parallelism, then with it (the same step's alternative:
   // its all-gathers and reduce-scatters); the cross-entropy all-reduce is in both, listed once.
@@ -87,7 +91,8 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
       },
       out);
   shape.sp = true;
-  std::vector<ParallelMessage> with_sp = tensor_parallel_messages(shape);
+  std::vector<ParallelMessage> with_sp =
+      sp_splits ? tensor_parallel_messages(shape) : std::vector<ParallelMessage>{};
   std::erase_if(with_sp, [](const ParallelMessage& x) { return x.op == CollOp::all_reduce; });
   add_summed(
       with_sp, m, tp, ParallelAxis::tp,
@@ -108,9 +113,9 @@ std::vector<ModelMessage> model_messages(const ModelConfig& m, const ModelParall
       out);
   // Expert and pipeline messages, without sequence parallelism and (tp > 1) with it, where each
   // rank holds tokens / tp of the sequence: the sizes bench_step looks for either way.
-  const std::vector<bool> sps = tp == 1   ? std::vector<bool>{false}
-                                : sp_only ? std::vector<bool>{true}
-                                          : std::vector<bool>{false, true};
+  const std::vector<bool> sps = tp == 1 || !sp_splits ? std::vector<bool>{false}
+                                : sp_only             ? std::vector<bool>{true}
+                                                      : std::vector<bool>{false, true};
   for (bool sp : sps) {
     shape.sp = sp;
     const std::string prefix = sp ? "sp " : "";

@@ -134,7 +134,7 @@ CASES = [
     ("step ep on a dense model", step + ["--model", "tiny", "--dp", "2", "--ep", "2", "--dry-run"], "--ep 2: model 'tiny' has no routed experts"),
     ("step cp not splitting the sequence", step + ["--model", "tiny", "--cp", "3", "--dry-run"], "--cp 3: does not split the sequence of 128 tokens (model 'tiny') into 2 x 3 equal chunks"),
     ("step sp of a cp rank's share", step + ["--model", "llama3.1-8b", "--seq-len", "4100", "--tp", "4", "--cp", "2", "--micro-batch", "2", "--dry-run"], "--tp 4: does not divide the 2050 tokens of a sequence on a --cp 2 rank"),
-    ("ccl sp of a cp rank's share", ccl + ["--model", "llama3.1-8b", "--seq-len", "4104", "--tp", "8", "--cp", "2", "--dry-run", "--world-size", "16"], "--tp 8: does not divide the 2052 tokens of a sequence on a --cp 2 rank"),
+    ("ccl MoE sp of a cp rank's share", ccl + ["--model", "mixtral-8x7b", "--seq-len", "4104", "--tp", "8", "--cp", "2", "--dry-run", "--world-size", "16"], "--tp 8: does not divide the 2052 tokens of a sequence on a --cp 2 rank"),
     ("step cp with eager kernels", step + ["--model", "tiny", "--cp", "2", "--kernels", "eager", "--dry-run"], "--cp 2: context parallelism is modelled with fused kernels only"),
     ("ccl cp not splitting the sequence", ccl + ["--model", "tiny", "--cp", "3", "--dry-run", "--world-size", "3"], "--cp 3: does not split the sequence of 128 tokens (model 'tiny') into 2 x 3 equal chunks"),
     ("ccl cp rings not dividing the launch", ccl + ["--model", "tiny", "--tp", "2", "--cp", "2", "--dry-run", "--world-size", "6"], "the context-parallel rings take tp x cp x pp = 4 ranks"),

@@ -299,6 +299,21 @@ TEST_CASE("model messages: context parallelism's ring of K and V") {
   CHECK(kv_elements_per_token(llama, 2) == 4 * 2 * 128);
 }
 
+// Sequence parallelism splits each sequence over tp: where tp does not divide it a dense model's
+// messages are listed without it, and an MoE model's (which Megatron-Core trains with it only)
+// are refused.
+TEST_CASE("model messages: no sequence-parallel rows where tp does not split the sequence") {
+  auto models = load_models(test::repo_config("models.json"));
+  auto llama = select_models(models, "llama3.1-8b", "m").front();
+  const auto msgs = model_messages(llama, ModelParallel{2, 1, 2, 1, 4095, DType::bf16});
+  REQUIRE_FALSE(msgs.empty());
+  for (const auto& x : msgs)
+    CHECK(x.label.rfind("sp ", 0) != 0);  // tp all_reduce rows and the whole pp activation
+  auto mixtral = select_models(models, "mixtral-8x7b", "m").front();
+  CHECK_THROWS_WITH(model_messages(mixtral, ModelParallel{2, 2, 1, 1, 4095, DType::bf16}),
+                    Catch::Contains("--tp 2: does not divide the 4095 tokens of a sequence"));
+}
+
 TEST_CASE("layout of a row: ranks per node and whether its groups span nodes") {
   const std::vector<std::string> even{"a", "a", "b", "b", "c", "c"};
   auto l = layout_of(even, 2);
