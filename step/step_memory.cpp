@@ -183,10 +183,13 @@ void add_expert_activations(Lists& l, const StepConfig& c, const Dims& x, const 
 void add_moe(Lists& l, const StepConfig& c, const Dims& x) {
   const MoeConfig& e = *c.model.moe;
   l.add("router and experts input (norm 2 output)", x.rows * x.H, x.b);
-  l.add("router probabilities (fp32)", x.T * e.n_routed_experts, kFp32);
+  // the router and the combine see the rank's own tokens (x.rows: T / tp, sequence parallel as
+  // Megatron-Core's MoE layers are at tp > 1); the all-gather dispatcher weights the copies of
+  // the rank's experts before its reduce-scatter instead
+  l.add("router probabilities (fp32)", x.rows * e.n_routed_experts, kFp32);
   const RankLoad load = busiest_expert_rank(c, x.T);
   const std::int64_t R = load.total, Ie = e.moe_intermediate_size / c.expert_tp();
-  const std::int64_t copies = x.T * e.num_experts_per_tok;
+  const std::int64_t copies = c.allgather_group() > 1 ? R : x.rows * e.num_experts_per_tok;
   l.add("routed tokens (experts' input)", R * x.H, x.b);
   add_expert_activations(l, c, x, "experts'", R, Ie);
   l.add("experts' output (for the routing weights' gradient)", copies * x.H, x.b);

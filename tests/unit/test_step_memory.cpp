@@ -321,8 +321,10 @@ TEST_CASE("step memory: eager kernels around a fused attention kernel, and pure 
 // The all-gather MoE dispatcher holds every token of its etp x ep ranks while an MoE layer runs:
 // Mixtral at tp 2 (etp 2), ep 4, dp 4, one sequence of 4096 tokens: each rank's 2048, 8 ranks'
 // gathered (32 MiB x 8 = 256 MiB in bf16), and the unpermuted outputs of the same size beside
-// them. The all-to-all dispatcher's messages are the tokens' top-k copies, which the saved
-// activations count already.
+// them. The outputs kept for the routing weights' gradient are the copies weighted on the rank:
+// with the all-to-all dispatcher its own 2048 tokens' 2 copies each (the combine's), with the
+// all-gather one the 8192 copies its 2 experts computed (before the reduce-scatter), in each of
+// the 32 layers. The router's probabilities are of the rank's own 2048 tokens either way.
 TEST_CASE("step memory: the all-gather dispatcher's gathered tokens are transient in the backward",
           "[step]") {
   StepConfig c;
@@ -335,5 +337,7 @@ TEST_CASE("step memory: the all-gather dispatcher's gathered tokens are transien
   c.dispatcher = MoeDispatcher::allgather;
   const StepMemory all_gather = step_memory(c, 0);
   CHECK(all_gather.backward_transient - all_to_all.backward_transient == 2 * 8 * 2048 * 4096 * 2);
-  CHECK(all_gather.activations == all_to_all.activations);
+  CHECK(all_gather.activations - all_to_all.activations == 32LL * (8192 - 4096) * 4096 * 2);
+  for (const SavedTensor& t : layer_saved_tensors(c, true))
+    if (t.what == "router probabilities (fp32)") CHECK(t.elements == 2048 * 8);  // not 4096 x 8
 }
