@@ -50,6 +50,17 @@ Found collective(const std::vector<StepOperator>& ops, const std::string& name, 
   return f;
 }
 
+// An operator of `count` calls a step at `us` each, as the composition tests time them.
+TimedOperator timed_op(StepFamily family, StepPhase phase, std::int64_t count, double us) {
+  TimedOperator t;
+  t.op.family = family;
+  t.op.phase = phase;
+  t.op.name = "op";
+  t.op.count = count;
+  t.time = OperatorTime{us, "test", "", std::nullopt};
+  return t;
+}
+
 }  // namespace
 
 // The small model in 2 pipeline stages over 2 replicas, 4 micro-batches each.
@@ -458,15 +469,7 @@ TEST_CASE("step: composition of a step from timed operators", "[step]") {
 //   step = GEMM 1.2 + exposed 0.9 + bubble 0.325 + optimizer 0.3 = 2.725 ms
 TEST_CASE("step: a two-stage pipeline's step by hand: bubble, hidden all-reduce, busiest stage",
           "[step]") {
-  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us) {
-    TimedOperator t;
-    t.op.family = family;
-    t.op.phase = phase;
-    t.op.name = "op";
-    t.op.count = count;
-    t.time = OperatorTime{us, "test", "", std::nullopt};
-    return t;
-  };
+  const auto op = timed_op;
   auto stage = [&](double scale) {
     return StageOperators{op(StepFamily::gemm, StepPhase::forward, 4, 100 * scale),
                           op(StepFamily::gemm, StepPhase::backward, 4, 200 * scale),
@@ -499,15 +502,7 @@ TEST_CASE(
   // the own chunks (600 us); K and V alone (250 us) beside the first block and the last
   // gradients alone beside the own call: hidden; the packed message (500 us, twice the bytes)
   // beside the second block waits 100 us. A tp message (50 us) is exposed whatever runs.
-  auto op = [](StepFamily family, StepPhase phase, std::int64_t count, double us) {
-    TimedOperator t;
-    t.op.family = family;
-    t.op.phase = phase;
-    t.op.name = "op";
-    t.op.count = count;
-    t.time = OperatorTime{us, "test", "", std::nullopt};
-    return t;
-  };
+  const auto op = timed_op;
   auto attention = [&](StepPhase phase, std::int64_t count, double us, bool causal) {
     TimedOperator t = op(StepFamily::attention, phase, count, us);
     t.op.attention.causal = causal;
@@ -588,13 +583,7 @@ TEST_CASE(
   // of 1 ms (8 ms); the host 30 us a forward launch, 20 a backward or optimizer one: 3, 4 and
   // 0.16 ms of launches.
   auto timed = [](StepPhase phase, std::int64_t count, double us) {
-    TimedOperator t;
-    t.op.family = StepFamily::memop;
-    t.op.phase = phase;
-    t.op.name = "kernel";
-    t.op.count = count;
-    t.time = OperatorTime{us, "test", "", std::nullopt};
-    return t;
+    return timed_op(StepFamily::memop, phase, count, us);
   };
   const StageOperators stage = {timed(StepPhase::forward, 100, 10),
                                 timed(StepPhase::backward, 200, 50),
